@@ -1,0 +1,3 @@
+from acp_fsm.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,49 @@
+"""The `acp-fsm` command. No arguments: serve ACP on stdio (the editor's way to start it)."""
+
+from __future__ import annotations
+
+import sys
+
+HELP_EPILOG = """\
+With no command, acp-fsm serves the Agent Client Protocol on stdin/stdout: point your editor
+(Zed, JetBrains, Neovim) at the `acp-fsm` executable. stdout carries only JSON-RPC; logs go to
+stderr.
+
+environment:
+  ACP_FSM_PROVIDER            openai | anthropic
+  ACP_FSM_MODEL               model name for the provider
+  OPENAI_API_KEY, OPENAI_BASE_URL (with /v1)
+  ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL (without /v1)
+  ACP_FSM_HOME                data directory
+  ACP_CLIENT_RPC_TIMEOUT_MS   limit for agent->client requests (default 30000, 0 = none)
+  ACP_PERMISSION_TIMEOUT_MS   limit for permission prompts (default: the above, 0 = none)
+  ACP_FSM_LOG_LEVEL           debug | info | warning | error (default info)
+  ACP_FSM_LOG_FORMAT          json | console (default console on a terminal, else json)
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args == ["serve"]:
+        from acp_fsm.serve import serve
+
+        return serve()
+    return _command(args)
+
+
+def _command(args: list[str]) -> int:
+    import argparse
+
+    from acp_fsm import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="acp-fsm",
+        description="An Agent Client Protocol (ACP v1) coding agent.",
+        epilog=HELP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"acp-fsm {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="command")
+    commands.add_parser("serve", help="serve ACP on stdin/stdout (the default)")
+    parser.parse_args(args)
+    return 0

@@ -1,0 +1,82 @@
+"""structlog to stderr only, configured before anything logs (NOTES §6: unconfigured structlog
+writes to stdout). Standard-library logging is routed through the same pipeline, and a redaction
+step removes secrets by key name and by value."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import structlog
+
+from acp_fsm import config
+
+REDACTED = "[redacted]"
+_SECRET_KEYS = frozenset(
+    {"api_key", "apikey", "authorization", "x-api-key", "secret", "password", "token", "bearer"}
+)
+_SECRET_SUFFIXES = ("_api_key", "_secret", "_password", "_access_token")
+
+
+class Redactor:
+    """A structlog processor that blanks secret fields and secret values anywhere in an event."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        self._secrets = [s for s in secrets if s]
+
+    def __call__(self, _logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+        return {key: self._clean(key, value) for key, value in event.items()}
+
+    def _clean(self, key: str, value: Any) -> Any:
+        lowered = key.lower()
+        if lowered in _SECRET_KEYS or lowered.endswith(_SECRET_SUFFIXES):
+            return REDACTED
+        if isinstance(value, str):
+            for secret in self._secrets:
+                if secret in value:
+                    value = value.replace(secret, REDACTED)
+            return value
+        if isinstance(value, dict):
+            return {k: self._clean(str(k), v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self._clean("", v) for v in value]
+        return value
+
+
+def configure() -> None:
+    """Configure structlog and stdlib logging from ACP_FSM_LOG_LEVEL / ACP_FSM_LOG_FORMAT."""
+    level = getattr(logging, config.log_level().upper())
+    console = config.log_format() == "console"
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        Redactor(config.secret_values()),
+    ]
+    renderer: Any = (
+        structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        if console
+        else structlog.processors.JSONRenderer()
+    )
+    structlog.configure(
+        processors=[*shared, renderer]
+        if console
+        else [*shared, structlog.processors.format_exc_info, renderer],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        )
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    # transitions logs an ERROR for every refused trigger; refusals are handled here.
+    logging.getLogger("transitions").setLevel(max(level, logging.WARNING))
+    logging.getLogger("asyncio").setLevel(max(level, logging.WARNING))

@@ -1,0 +1,157 @@
+"""The method registry: one table drives routing, schemas, handshake triggers and capabilities.
+
+`ACP` is the protocol's own method index (`schemas/methods.json`): every method that exists in
+ACP v1, its direction and the schema definitions of its params and result. `SERVED` lists the
+methods this agent implements; `agent_capabilities` is computed from it, so nothing is
+advertised that is not served. Imported on the startup path: no `typing`, no `dataclasses`.
+"""
+
+from __future__ import annotations
+
+import schemas
+from fsm.handshake import HandshakeState, HandshakeTrigger, admission
+from protocol.errors import InvalidParams, InvalidRequest, MethodNotFound
+
+CLIENT_TO_AGENT = "client_to_agent"
+AGENT_TO_CLIENT = "agent_to_client"
+BOTH = "both"
+
+# Extension methods (ACP: names start with "_") for diagnostics; served only when
+# ACP_FSM_DEBUG_METHODS=1. Their schemas live in schemas/acp_fsm.json.
+DEBUG_PREFIX = "_acp_fsm/"
+
+
+class MethodSpec:
+    """A method as the protocol defines it."""
+
+    __slots__ = ("direction", "kind", "name", "params_ref", "result_ref")
+
+    def __init__(self, name: str, entry: dict, schema_file: str) -> None:
+        self.name = name
+        self.direction: str = entry["direction"]
+        self.kind: str = entry["kind"]
+        self.params_ref = f"{schema_file}.{entry['params']}"
+        self.result_ref = f"{schema_file}.{entry['result']}" if "result" in entry else None
+
+    @property
+    def inbound(self) -> bool:
+        return self.direction in (CLIENT_TO_AGENT, BOTH)
+
+    def __repr__(self) -> str:
+        return f"<MethodSpec {self.name} {self.direction} {self.kind}>"
+
+
+def _index(name: str, schema_file: str) -> dict[str, MethodSpec]:
+    return {
+        method: MethodSpec(method, entry, schema_file)
+        for method, entry in schemas.load_json(name).items()
+    }
+
+
+ACP = _index("methods.json", "acp")
+DEBUG = _index("acp_fsm_methods.json", "acp_fsm")
+
+
+class Served:
+    """A method this agent implements.
+
+    `handler` is the name of the server's method that does the work; `trigger` a handshake
+    trigger fired synchronously once params are valid (before any other message is read);
+    `capability` the path under `agentCapabilities` set to `value` to advertise it.
+    """
+
+    __slots__ = ("capability", "handler", "name", "trigger", "value")
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        trigger: HandshakeTrigger | None = None,
+        capability: tuple[str, ...] = (),
+        value: object = True,
+    ) -> None:
+        self.name = name
+        self.handler = "on_" + name.strip("_").replace("acp_fsm/", "debug_").replace("/", "_")
+        self.trigger = trigger
+        self.capability = capability
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"<Served {self.name} -> {self.handler}>"
+
+
+def _table(*entries: Served) -> dict[str, Served]:
+    table: dict[str, Served] = {}
+    for entry in entries:
+        if entry.name in table:
+            raise ValueError(f"method registered twice: {entry.name}")
+        if entry.name not in ACP and entry.name not in DEBUG:
+            raise ValueError(f"no schema for method {entry.name}")
+        table[entry.name] = entry
+    return table
+
+
+SERVED = _table(
+    Served("initialize", trigger=HandshakeTrigger.INITIALIZE),
+    Served("authenticate"),
+)
+
+DEBUG_SERVED = _table(
+    Served("_acp_fsm/call_client"),
+    Served("_acp_fsm/sleep"),
+    Served("_acp_fsm/stray_output"),
+)
+
+
+def spec_of(method: str, *, debug: bool = False) -> MethodSpec | None:
+    """The protocol definition of `method` (extension methods only when `debug`)."""
+    spec = ACP.get(method)
+    if spec is None and debug:
+        spec = DEBUG.get(method)
+    return spec
+
+
+def served(method: str, *, debug: bool = False) -> Served | None:
+    entry = SERVED.get(method)
+    if entry is None and debug:
+        entry = DEBUG_SERVED.get(method)
+    return entry
+
+
+def agent_capabilities() -> dict:
+    """`agentCapabilities` in ACP's shape, advertising exactly what `SERVED` implements."""
+    capabilities: dict = {
+        "loadSession": False,
+        "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
+        "mcpCapabilities": {"http": False, "sse": False},
+        "sessionCapabilities": {},
+    }
+    for entry in SERVED.values():
+        if entry.capability:
+            *parents, leaf = entry.capability
+            node = capabilities
+            for key in parents:
+                node = node.setdefault(key, {})
+            node[leaf] = entry.value
+    return capabilities
+
+
+def route(state: str, method: str, params: object, *, request: bool, debug: bool) -> Served:
+    """Decide, purely, whether an inbound call is served: the handshake's admission rule, the
+    registry, then the params schema. Raises the `RpcError` that answers it otherwise."""
+    spec = spec_of(method, debug=debug)
+    known = spec is not None and spec.inbound
+    refusal = admission(HandshakeState(state), method, known=known)
+    if refusal is not None:
+        raise refusal
+    assert spec is not None
+    if (spec.kind == "request") != request:
+        expected = "a request (with an id)" if spec.kind == "request" else "a notification"
+        raise InvalidRequest(f"Invalid Request: {method} must be sent as {expected}")
+    entry = served(method, debug=debug)
+    if entry is None:
+        raise MethodNotFound(f"Method not found: {method} is not supported by this agent")
+    violation = schemas.validate(spec.params_ref, params)
+    if violation is not None:
+        raise InvalidParams(f"Invalid params: {violation}")
+    return entry

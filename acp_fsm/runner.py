@@ -1,0 +1,52 @@
+"""The asyncio side of `acp-fsm`: wire stdin/stdout, the connection and the server; run until
+input ends; then cancel and persist running work and exit."""
+
+from __future__ import annotations
+
+import structlog
+
+from acp_fsm import config
+from acp_fsm.initialize import ClientInfo
+from acp_fsm.server import AcpServer
+from protocol.connection import Connection
+from protocol.streams import Output, start_reading
+
+log = structlog.get_logger("acp")
+
+# How long running handlers get to finish after input closes before they are cancelled.
+SHUTDOWN_GRACE_S = 1.0
+FLUSH_TIMEOUT_S = 0.5
+
+
+async def run(
+    protocol_fd: int,
+    pending: bytes,
+    early_params: dict | None,
+    answered_ms: float | None,
+) -> int:
+    client = ClientInfo(early_params) if early_params is not None else None
+    server = AcpServer(debug=config.debug_methods_enabled(), client=client)
+    connection: Connection | None = None
+
+    def on_output_lost() -> None:
+        if connection is not None:
+            connection.output_lost()
+
+    output = Output(on_lost=on_output_lost)
+    await output.open(protocol_fd)
+    connection = Connection(server, output.write, strict_outbound=config.strict_schemas())
+    server.attach(connection)
+    if client is not None:
+        log.info("initialized", client=client.info, fast_path=True, answered_ms=answered_ms)
+    if pending:
+        connection.feed(pending)
+    stop_reading = await start_reading(0, connection.feed, connection.feed_eof)
+    reason = await connection.closed
+    log.info("shutting_down", reason=reason)
+    stop_reading()
+    await server.shutdown()
+    await connection.drain_tasks(SHUTDOWN_GRACE_S)
+    await output.flush(FLUSH_TIMEOUT_S)
+    server.finish()
+    log.info("exit", code=connection.exit_code)
+    return connection.exit_code

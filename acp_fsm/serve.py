@@ -1,0 +1,82 @@
+"""`acp-fsm` with no arguments: serve ACP on stdin/stdout.
+
+Startup is ordered for a fast `initialize` (editors time out on slow agents, NOTES §4):
+1. claim stdout (protocol frames go to a private fd; fd 1 becomes stderr);
+2. read the first line; if it is a valid `initialize`, answer it right away using only the
+   method registry, the generated schema validators and the handshake table - no event loop,
+   no logging library, nothing heavy imported yet;
+3. configure logging, import the rest, and run the asyncio connection, which takes over any
+   bytes already read.
+Anything other than a clean `initialize` on the first line is left to the full path, which
+answers it (and logs) exactly as it would any later message.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import schemas
+from acp_fsm.initialize import initialize_result
+from acp_fsm.methods import route
+from fsm.handshake import HANDSHAKE, HandshakeState
+from protocol.errors import RpcError
+from protocol.framing import MAX_LINE_BYTES
+from protocol.stdio import claim_stdout, read_line_blocking, write_all
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def answer_initialize(line: bytes) -> tuple[bytes, dict] | None:
+    """The response line and the client's params when `line` is a valid `initialize` request;
+    None for anything else (the full path handles it)."""
+    try:
+        message = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
+    except ValueError:
+        return None
+    if schemas.validate("jsonrpc.Request", message) is not None:
+        return None
+    if message["method"] != "initialize":
+        return None
+    params = message.get("params")
+    state = HandshakeState.UNINITIALIZED
+    try:
+        entry = route(state, "initialize", params, request=True, debug=False)
+    except RpcError:
+        return None
+    assert entry.trigger is not None
+    HANDSHAKE.next_state(state, entry.trigger)  # transition before the side effect
+    result = initialize_result()
+    if schemas.validate("acp.InitializeResponse", result) is not None:
+        return None  # our bug: let the full path log it
+    response = {"jsonrpc": "2.0", "id": message["id"], "result": result}
+    try:
+        data = json.dumps(response, separators=(",", ":"), ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return None
+    return data + b"\n", params
+
+
+def serve() -> int:
+    """Run the ACP server on stdio until stdin closes; returns the exit code."""
+    started = time.perf_counter()
+    protocol_fd = claim_stdout()
+    first, rest = read_line_blocking(0, MAX_LINE_BYTES)
+    early = answer_initialize(first) if first is not None else None
+    if early is not None:
+        write_all(protocol_fd, early[0])
+        answered_ms = (time.perf_counter() - started) * 1000
+    else:
+        rest = first + b"\n" + rest if first is not None else rest
+        answered_ms = None
+
+    from acp_fsm import logs
+
+    logs.configure()
+    import asyncio
+
+    from acp_fsm.runner import run
+
+    return asyncio.run(run(protocol_fd, rest, early[1] if early else None, answered_ms))

@@ -1,0 +1,210 @@
+"""AcpServer: the ACP side of the stdio connection (spec: "AcpServer").
+
+It owns the handshake machine and the client's capabilities, routes each inbound call through
+the method registry (`acp_fsm.methods.route`), validates what goes out against the schemas, and
+makes agent→client requests bounded by `client_rpc_timeout_ms` and a cancellation token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections.abc import Coroutine
+from typing import Any
+
+import structlog
+
+import schemas
+from acp_fsm import config
+from acp_fsm.initialize import ClientInfo, initialize_result
+from acp_fsm.methods import AGENT_TO_CLIENT, BOTH, route, spec_of
+from fsm.handshake import HANDSHAKE, HandshakeState, HandshakeTrigger
+from protocol.cancel import CancellationToken
+from protocol.connection import Connection, OutboundKind
+from protocol.errors import (
+    CapabilityMissing,
+    ConnectionClosed,
+    InvalidParams,
+    OutboundCancelled,
+    OutboundTimeout,
+    RemoteError,
+)
+from protocol.jsonrpc import Notification, Request
+
+log = structlog.get_logger("acp")
+
+
+class Handshake:
+    """The model the handshake machine drives (`state`, and a `trigger` method)."""
+
+    state: str
+    trigger: Any
+
+
+class AcpServer:
+    """Routes ACP calls for one connection and makes requests to its client."""
+
+    def __init__(self, *, debug: bool = False, client: ClientInfo | None = None) -> None:
+        self.debug = debug
+        self.client = client
+        self.handshake = Handshake()
+        initial = HandshakeState.INITIALIZED if client is not None else None
+        self.machine = HANDSHAKE.build(self.handshake, initial=initial)
+        self._conn: Connection | None = None
+        self._validators: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"<AcpServer {self.handshake.state} client={self.client!r}>"
+
+    @property
+    def state(self) -> HandshakeState:
+        return HandshakeState(self.handshake.state)
+
+    def attach(self, conn: Connection) -> None:
+        self._conn = conn
+
+    @property
+    def conn(self) -> Connection:
+        assert self._conn is not None, "AcpServer is not attached to a connection"
+        return self._conn
+
+    # ------------------------------------------------------------- dispatch
+
+    def dispatch(self, message: Request | Notification) -> Coroutine[Any, Any, Any] | None:
+        is_request = isinstance(message, Request)
+        entry = route(self.handshake.state, message.method, message.params,
+                      request=is_request, debug=self.debug)
+        if entry.trigger is not None:
+            self.handshake.trigger(entry.trigger.value)
+        params = message.params
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        if isinstance(session_id, str):
+            structlog.contextvars.bind_contextvars(session_id=session_id)
+        work = getattr(self, entry.handler)(params)
+        if asyncio.iscoroutine(work):
+            return work
+        return None
+
+    def _validator(self, ref: str) -> Any:
+        check = self._validators.get(ref)
+        if check is None:
+            check = self._validators[ref] = schemas.validator(ref)
+        return check
+
+    def check_outbound(self, method: str, kind: OutboundKind, payload: Any) -> str | None:
+        spec = spec_of(method, debug=True)
+        if spec is None:
+            return f"no schema for method {method}"
+        if kind == "result":
+            if spec.result_ref is None:
+                return f"{method} is a notification and has no result"
+            ref = spec.result_ref
+        else:
+            if spec.direction not in (AGENT_TO_CLIENT, BOTH) or spec.kind != kind:
+                return f"{method} is not an agent-to-client {kind}"
+            ref = spec.params_ref
+        violation = self._validator(ref)(payload)
+        return None if violation is None else str(violation)
+
+    def check_response(self, method: str, result: Any) -> str | None:
+        spec = spec_of(method, debug=True)
+        if spec is None or spec.result_ref is None:
+            return None
+        violation = self._validator(spec.result_ref)(result)
+        return None if violation is None else str(violation)
+
+    # ------------------------------------------------------ client requests
+
+    async def call_client(
+        self,
+        method: str,
+        params: Any,
+        *,
+        token: CancellationToken | None = None,
+        timeout_ms: int | None = None,
+    ) -> Any:
+        """Send `method` to the client; bounded by `client_rpc_timeout_ms(method)` unless
+        `timeout_ms` is given (0 = no limit) and released early when `token` fires. Raises
+        `CapabilityMissing` without sending anything when the client did not advertise it."""
+        if self.client is None or not self.client.allows(method):
+            raise CapabilityMissing(f"the client did not advertise the capability {method} needs")
+        if timeout_ms is None:
+            timeout_ms = config.client_rpc_timeout_ms(method)
+        return await self.conn.request(method, params, token=token, timeout_ms=timeout_ms)
+
+    # ------------------------------------------------------------- lifecycle
+
+    async def shutdown(self) -> None:
+        """Input or output is gone: stop accepting work (handshake `close`)."""
+        if self.state in (HandshakeState.UNINITIALIZED, HandshakeState.INITIALIZED):
+            self.handshake.trigger(HandshakeTrigger.CLOSE.value)
+
+    def finish(self) -> None:
+        if self.state == HandshakeState.CLOSING:
+            self.handshake.trigger(HandshakeTrigger.FINISH.value)
+
+    # -------------------------------------------------------------- methods
+
+    async def on_initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.client = ClientInfo(params)
+        log.info("initialized", client=self.client.info, protocol_version=params["protocolVersion"])
+        return initialize_result()
+
+    async def on_authenticate(self, params: dict[str, Any]) -> dict[str, Any]:
+        # No auth methods are advertised: provider keys come from the environment.
+        raise InvalidParams(
+            f"Invalid params: unknown authentication method {params['methodId']!r}; this agent "
+            "advertises none (configure OPENAI_API_KEY or ANTHROPIC_API_KEY instead)"
+        )
+
+    async def on_debug_call_client(self, params: dict[str, Any]) -> dict[str, Any]:
+        method = params["method"]
+        spec = spec_of(method)
+        if spec is None or spec.direction != AGENT_TO_CLIENT or spec.kind != "request":
+            raise InvalidParams(f"Invalid params: method: {method!r} is not a client request")
+        inner = params.get("params")
+        violation = schemas.validate(spec.params_ref, inner)
+        if violation is not None:
+            raise InvalidParams(f"Invalid params: params.{violation}")
+        token = CancellationToken("debug")
+        if "cancelAfterMs" in params:
+            asyncio.get_running_loop().call_later(params["cancelAfterMs"] / 1000, token.cancel)
+        started = time.monotonic()
+        outcome: dict[str, Any]
+        try:
+            result = await self.call_client(method, inner, token=token,
+                                            timeout_ms=params.get("timeoutMs"))
+            outcome = {"outcome": "result", "result": result}
+        except RemoteError as exc:
+            error = {"code": exc.code, "message": exc.message}
+            if exc.data is not None:
+                error["data"] = exc.data
+            outcome = {"outcome": "error", "error": error}
+        except OutboundTimeout:
+            outcome = {"outcome": "timeout"}
+        except OutboundCancelled:
+            outcome = {"outcome": "cancelled"}
+        except ConnectionClosed:
+            outcome = {"outcome": "closed"}
+        except CapabilityMissing:
+            outcome = {"outcome": "unsupported"}
+        outcome["elapsedMs"] = round((time.monotonic() - started) * 1000, 3)
+        return outcome
+
+    async def on_debug_sleep(self, params: dict[str, Any]) -> dict[str, Any]:
+        started = time.monotonic()
+        await asyncio.sleep(params["ms"] / 1000)
+        return {"sleptMs": round((time.monotonic() - started) * 1000, 3)}
+
+    async def on_debug_stray_output(self, params: Any) -> dict[str, Any]:
+        print("stray print() from a handler")
+        sys.stdout.write("stray sys.stdout.write\n")
+        sys.stdout.flush()
+        os.write(1, b"stray write to fd 1\n")
+        child = await asyncio.create_subprocess_exec(
+            "sh", "-c", "echo stray output of a child process; echo to fd 1 >&1",
+            stdin=asyncio.subprocess.DEVNULL,
+        )
+        return {"childExitCode": await child.wait()}

@@ -1,0 +1,76 @@
+"""The connection's handshake machine (spec: "Handshake state machine").
+
+    uninitialized --initialize--> initialized --close--> closing --finish--> closed
+          \\-----------------------close-------------------^
+
+Before `initialize` only `initialize` is served; after it, a second `initialize` is refused.
+Input EOF or a lost output moves any open state to `closing`, where running work is cancelled
+and persisted, and `finish` ends the process.
+
+Flagged rule outside the table: `admission` decides per (state, method) whether a message is
+dispatched or which error answers it. It cannot be a table row because it depends on whether
+the method exists in ACP at all (-32601 in every state) rather than on the state alone.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from fsm.machine import MachineSpec, Row
+from protocol.errors import InternalError, MethodNotFound, RpcError, ServerNotInitialized
+
+
+class HandshakeState(StrEnum):
+    UNINITIALIZED = "uninitialized"
+    INITIALIZED = "initialized"
+    CLOSING = "closing"
+    CLOSED = "closed"
+
+
+class HandshakeTrigger(StrEnum):
+    INITIALIZE = "initialize"
+    CLOSE = "close"
+    FINISH = "finish"
+
+
+S, T = HandshakeState, HandshakeTrigger
+
+HANDSHAKE = MachineSpec(
+    name="handshake",
+    states=HandshakeState,
+    triggers=HandshakeTrigger,
+    initial=S.UNINITIALIZED,
+    final=(S.CLOSED,),
+    rows=(
+        Row(T.INITIALIZE, S.UNINITIALIZED, S.INITIALIZED, doc="valid initialize request"),
+        Row(T.CLOSE, (S.UNINITIALIZED, S.INITIALIZED), S.CLOSING, doc="stdin EOF or stdout lost"),
+        Row(T.FINISH, S.CLOSING, S.CLOSED, doc="work cancelled and persisted"),
+    ),
+    state_docs={
+        S.UNINITIALIZED: "serves only `initialize`; other ACP methods get -32002",
+        S.INITIALIZED: "dispatches every registered method; a second `initialize` gets -32002",
+        S.CLOSING: "cancels running turns, persists them and flushes output",
+        S.CLOSED: "the process exits 0",
+    },
+)
+
+INITIALIZE_METHOD = "initialize"
+
+
+def admission(state: HandshakeState, method: str, *, known: bool) -> RpcError | None:
+    """None when `method` may be dispatched in `state`, else the error that answers it.
+
+    `known` says whether the method exists in ACP (served by us or not): unknown methods are
+    -32601 in every state, as JSON-RPC requires.
+    """
+    if not known:
+        return MethodNotFound(f"Method not found: {method}")
+    if state == HandshakeState.UNINITIALIZED:
+        if method == INITIALIZE_METHOD:
+            return None
+        return ServerNotInitialized("Server not initialized: call initialize first")
+    if state == HandshakeState.INITIALIZED:
+        if method == INITIALIZE_METHOD:
+            return ServerNotInitialized("Server already initialized: initialize may be called once")
+        return None
+    return InternalError(f"Server is {state}; not accepting {method}")

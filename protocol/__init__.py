@@ -1,0 +1,6 @@
+"""JSON-RPC 2.0 over newline-delimited JSON: framing, message classification, the connection.
+
+This package knows nothing about ACP. It turns bytes into messages, runs every inbound request in
+its own task, serialises output through one writer and tracks the requests we send to the peer.
+What a method means is decided by the dispatcher the connection is given.
+"""

@@ -1,0 +1,373 @@
+"""The JSON-RPC connection: inbound dispatch, one writer, and our requests to the peer.
+
+Reading is push-driven (`feed`), synchronous and never awaits: each line is decoded, classified
+and either answered at once (errors), handed to the dispatcher in a task of its own (requests),
+or handled inline (notifications such as `session/cancel`). A later line is therefore processed
+while an earlier request is still running, and responses go out in completion order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Awaitable, Coroutine
+from typing import Any, Literal, Protocol
+
+import structlog
+
+from protocol import jsonrpc
+from protocol.cancel import CancellationToken
+from protocol.codec import decode, encode
+from protocol.errors import (
+    ConnectionClosed,
+    InternalError,
+    InvalidRequest,
+    OutboundCancelled,
+    OutboundTimeout,
+    RemoteError,
+    RequestCancelled,
+    RpcError,
+)
+from protocol.framing import MAX_LINE_BYTES, LineFramer, Overlong
+from protocol.jsonrpc import Id, Invalid, Notification, Request, Response
+from protocol.preview import preview
+
+log = structlog.get_logger("protocol")
+
+CANCEL_REQUEST = "$/cancel_request"
+DEBUG = 10  # logging.DEBUG: message bodies are logged (abbreviated) only at this level
+OutboundKind = Literal["request", "notification", "result"]
+
+
+class Dispatcher(Protocol):
+    """What the connection needs from the layer that knows the methods."""
+
+    def dispatch(self, message: Request | Notification) -> Coroutine[Any, Any, Any] | None:
+        """Gate and validate synchronously (raising `RpcError`), then return the coroutine that
+        does the work, or None when nothing is left to do."""
+
+    def check_outbound(self, method: str, kind: OutboundKind, payload: Any) -> str | None:
+        """Return why `payload` may not be sent for `method`, or None when it may."""
+
+    def check_response(self, method: str, result: Any) -> str | None:
+        """Return why a peer's `result` to our `method` request is invalid, or None."""
+
+
+class Connection:
+    """One JSON-RPC peer over a byte stream."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        write: Any,
+        *,
+        max_line: int = MAX_LINE_BYTES,
+        strict_outbound: bool = False,
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._write_bytes = write
+        self._framer = LineFramer(max_line)
+        self._max_line = max_line
+        self._strict = strict_outbound
+        self._inflight: dict[Id, asyncio.Task[Any]] = {}
+        self._peer_cancelled: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._pending: dict[int, tuple[asyncio.Future[Any], str]] = {}
+        self._ids = itertools.count(1)
+        self.closed = asyncio.get_running_loop().create_future()
+        self.exit_code = 0
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed.done() else "open"
+        return (
+            f"<Connection {state} inflight={len(self._inflight)} pending={len(self._pending)}>"
+        )
+
+    # ------------------------------------------------------------------ input
+
+    def feed(self, data: bytes) -> None:
+        """Process a chunk of input bytes."""
+        for line in self._framer.feed(data):
+            self._process_line(line)
+
+    def feed_eof(self) -> None:
+        """The peer closed our input: process a final unterminated line, then close."""
+        if self.closed.done():
+            return
+        last = self._framer.close()
+        if last is not None:
+            self._process_line(last)
+        self._close("input closed")
+
+    def output_lost(self) -> None:
+        """The peer stopped reading our output: nothing more can be delivered."""
+        self._close("output closed")
+
+    def _process_line(self, line: bytes | Overlong) -> None:
+        if isinstance(line, Overlong):
+            log.warning("line_too_long", size=line.size, limit=self._max_line)
+            self._send(jsonrpc.failure(None, InvalidRequest(
+                f"Invalid Request: line exceeds {self._max_line} bytes; skipped"
+            )))
+            return
+        try:
+            obj = decode(line)
+        except RpcError as exc:
+            log.warning("parse_error", reason=exc.message)
+            self._send(jsonrpc.failure(None, exc))
+            return
+        if log.is_enabled_for(DEBUG):
+            log.debug("received", message=preview(obj))
+        if type(obj) is list:
+            self._process_batch(obj)
+            return
+        answer = self._process(obj)
+        if answer is not None:
+            answer.add_done_callback(self._send_result_of)
+
+    def _process_batch(self, items: list[Any]) -> None:
+        if not items:
+            log.warning("invalid_message", reason="empty batch")
+            self._send(jsonrpc.failure(None, InvalidRequest("Invalid Request: empty batch")))
+            return
+        answers = [answer for item in items if (answer := self._process(item)) is not None]
+        if answers:
+            self._spawn(self._send_batch(answers))
+
+    async def _send_batch(self, answers: list[Awaitable[dict[str, Any] | None]]) -> None:
+        responses = [r for r in await asyncio.gather(*answers) if r is not None]
+        if responses:
+            self._send(responses)
+
+    def _process(self, obj: Any) -> asyncio.Future[dict[str, Any] | None] | None:
+        """Handle one message; return a future of its response when it needs one."""
+        message = jsonrpc.classify(obj)
+        if isinstance(message, Request):
+            return self._start_request(message)
+        if isinstance(message, Notification):
+            self._notify(message)
+        elif isinstance(message, Response):
+            self._resolve(message)
+        else:
+            return _ready(self._invalid(message))
+        return None
+
+    def _invalid(self, message: Invalid) -> dict[str, Any]:
+        log.warning("invalid_message", reason=message.error.message)
+        entry = self._pending.pop(message.answers, None) if type(message.answers) is int else None
+        if entry is not None and not entry[0].done():
+            entry[0].set_exception(RemoteError(-32600, message.error.message))
+        return jsonrpc.failure(message.id, message.error)
+
+    def _start_request(self, request: Request) -> asyncio.Future[dict[str, Any] | None]:
+        if self.closed.done():
+            return _ready(jsonrpc.failure(request.id, InternalError("Connection is closing")))
+        try:
+            work = self._dispatcher.dispatch(request)
+        except RpcError as exc:
+            log.info("request_rejected", method=request.method, id=request.id, code=exc.code,
+                     reason=exc.message)
+            return _ready(jsonrpc.failure(request.id, exc))
+        answer: asyncio.Future[dict[str, Any] | None] = asyncio.get_running_loop().create_future()
+        task = self._spawn(self._serve(request, work))
+        if request.id in self._inflight:
+            log.warning("duplicate_request_id", id=request.id)
+        self._inflight[request.id] = task
+
+        def finished(task: asyncio.Task[dict[str, Any] | None]) -> None:
+            if self._inflight.get(request.id) is task:
+                del self._inflight[request.id]
+            if task.cancelled():
+                if work is not None:
+                    work.close()  # never started if the task was cancelled before it ran
+                # Peer cancellation is answered even when the task never got to run;
+                # a shutdown cancellation is not answered.
+                peer = task in self._peer_cancelled
+                self._peer_cancelled.discard(task)
+                answer.set_result(jsonrpc.failure(request.id, RequestCancelled()) if peer else None)
+            else:
+                answer.set_result(task.result())
+
+        task.add_done_callback(finished)
+        return answer
+
+    async def _serve(
+        self, request: Request, work: Coroutine[Any, Any, Any] | None
+    ) -> dict[str, Any]:
+        structlog.contextvars.bind_contextvars(method=request.method, request_id=request.id)
+        try:
+            result = await work if work is not None else None
+        except RpcError as exc:
+            return jsonrpc.failure(request.id, exc)
+        except asyncio.CancelledError:
+            log.info("request_cancelled")
+            raise
+        except Exception:
+            log.exception("handler_failed")
+            return jsonrpc.failure(
+                request.id, InternalError(f"Internal error while handling {request.method}")
+            )
+        violation = self._dispatcher.check_outbound(request.method, "result", result)
+        if violation is not None:
+            self._outbound_violation(request.method, "result", violation)
+            return jsonrpc.failure(request.id, InternalError(
+                f"Internal error: {request.method} produced an invalid result"
+            ))
+        return jsonrpc.success(request.id, result)
+
+    def _notify(self, note: Notification) -> None:
+        if note.method == CANCEL_REQUEST:
+            self._cancel_inbound(note.params)
+            return
+        if self.closed.done():
+            return
+        try:
+            work = self._dispatcher.dispatch(note)
+        except RpcError as exc:
+            # JSON-RPC: a notification is never answered, not even with an error.
+            log.info("notification_dropped", method=note.method, reason=exc.message)
+            return
+        if work is not None:
+            self._spawn(self._run_notification(note.method, work))
+
+    async def _run_notification(self, method: str, work: Coroutine[Any, Any, Any]) -> None:
+        structlog.contextvars.bind_contextvars(method=method)
+        try:
+            await work
+        except Exception:
+            log.exception("notification_handler_failed")
+
+    def _cancel_inbound(self, params: Any) -> None:
+        request_id = params.get("requestId") if type(params) is dict else None
+        task = self._inflight.get(request_id) if jsonrpc.is_valid_id(request_id) else None
+        if task is None:
+            log.debug("cancel_request_unknown", request_id=request_id)
+            return
+        self._peer_cancelled.add(task)
+        task.cancel()
+
+    # ----------------------------------------------------------------- output
+
+    def _send(self, message: Any) -> None:
+        self._write_bytes(encode(message))
+
+    def _send_result_of(self, answer: asyncio.Future[dict[str, Any] | None]) -> None:
+        response = answer.result()
+        if response is not None:
+            self._send(response)
+
+    def notify(self, method: str, params: Any) -> bool:
+        """Send a notification; returns False (and sends nothing) when `params` is invalid."""
+        violation = self._dispatcher.check_outbound(method, "notification", params)
+        if violation is not None:
+            self._outbound_violation(method, "notification", violation)
+            return False
+        self._send(jsonrpc.notification(method, params))
+        return True
+
+    async def request(
+        self,
+        method: str,
+        params: Any,
+        *,
+        token: CancellationToken | None = None,
+        timeout_ms: int | None = None,
+    ) -> Any:
+        """Send a request to the peer and wait for its result.
+
+        Raises `RemoteError` (the peer answered with an error), `OutboundTimeout`,
+        `OutboundCancelled` (the token fired) or `ConnectionClosed`. On timeout, cancellation or
+        task cancellation the request is forgotten and the peer is sent `$/cancel_request`.
+        """
+        violation = self._dispatcher.check_outbound(method, "request", params)
+        if violation is not None:
+            self._outbound_violation(method, "request", violation)
+            raise InternalError(f"Internal error: invalid {method} request")
+        if self.closed.done():
+            raise ConnectionClosed(f"connection closed before {method} was sent")
+        if token is not None:
+            token.raise_if_cancelled()
+        loop = asyncio.get_running_loop()
+        request_id = next(self._ids)
+        future: asyncio.Future[Any] = loop.create_future()
+        self._pending[request_id] = (future, method)
+        self._send(jsonrpc.request(request_id, method, params))
+
+        def give_up(error: Exception) -> None:
+            if not future.done():
+                future.set_exception(error)
+
+        timer = None
+        if timeout_ms:
+            timer = loop.call_later(timeout_ms / 1000, give_up, OutboundTimeout(
+                f"{method} got no response within {timeout_ms} ms"))
+        remove = token.on_cancel(lambda: give_up(OutboundCancelled(
+            f"{method} cancelled"))) if token is not None else None
+        try:
+            return await future
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if remove is not None:
+                remove()
+            if self._pending.pop(request_id, None) is not None and not self.closed.done():
+                log.info("outbound_abandoned", method=method, id=request_id)
+                self._send(jsonrpc.notification(CANCEL_REQUEST, {"requestId": request_id}))
+
+    def _resolve(self, response: Response) -> None:
+        entry = self._pending.pop(response.id, None) if type(response.id) is int else None
+        if entry is None:
+            log.warning("response_dropped", id=response.id, reason="no pending request")
+            return
+        future, method = entry
+        if future.done():
+            return
+        if response.error is not None:
+            error = response.error
+            future.set_exception(RemoteError(error["code"], error["message"], error.get("data")))
+            return
+        violation = self._dispatcher.check_response(method, response.result)
+        if violation is not None:
+            log.warning("peer_result_invalid", method=method, reason=violation)
+            future.set_exception(RemoteError(-32602, f"invalid {method} result: {violation}"))
+            return
+        future.set_result(response.result)
+
+    def _outbound_violation(self, method: str, kind: str, violation: str) -> None:
+        log.error("outbound_schema_violation", method=method, kind=kind, reason=violation)
+        if self._strict:
+            self.exit_code = 70
+            self._close("outbound schema violation (strict mode)")
+
+    # -------------------------------------------------------------- lifecycle
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _close(self, reason: str) -> None:
+        if self.closed.done():
+            return
+        log.info("connection_closing", reason=reason)
+        for future, method in self._pending.values():
+            if not future.done():
+                future.set_exception(ConnectionClosed(f"connection closed while awaiting {method}"))
+        self._pending.clear()
+        self.closed.set_result(reason)
+
+    async def drain_tasks(self, grace: float) -> None:
+        """Give running handlers `grace` seconds to finish, then cancel the rest."""
+        if self._tasks:
+            _, late = await asyncio.wait(set(self._tasks), timeout=grace)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late, timeout=0.5)
+
+
+def _ready(value: dict[str, Any] | None) -> asyncio.Future[dict[str, Any] | None]:
+    future: asyncio.Future[dict[str, Any] | None] = asyncio.get_running_loop().create_future()
+    future.set_result(value)
+    return future

@@ -1,0 +1,153 @@
+"""Process-level contract: stdout carries only JSON-RPC, logs go to stderr with context and no
+secrets, exit on stdin EOF (promptly, even with work running) and when stdout is closed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.harness import AgentProcess, agent_command, agent_env
+
+INIT_LINE = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n'
+
+
+async def test_stray_prints_and_child_output_never_reach_stdout(ready: AgentProcess) -> None:
+    response = await ready.request("_acp_fsm/stray_output", {})
+    assert response["result"] == {"childExitCode": 0}
+    assert "result" in await ready.request("_acp_fsm/sleep", {"ms": 0})
+    stderr = ready.stderr.decode()
+    for text in ("stray print() from a handler", "stray sys.stdout.write", "stray write to fd 1",
+                 "stray output of a child process"):
+        assert text in stderr
+    assert all(b"stray" not in line for line in ready.raw_lines)
+
+
+async def test_stdin_eof_exits_zero_promptly_with_work_running(ready: AgentProcess) -> None:
+    slow = ready.expect("slow", "_acp_fsm/sleep")
+    await ready.send({"jsonrpc": "2.0", "id": "slow", "method": "_acp_fsm/sleep",
+                      "params": {"ms": 600000}})
+    await asyncio.sleep(0.2)
+    started = time.monotonic()
+    assert await ready.close(timeout=5) == 0
+    assert time.monotonic() - started < 3.0
+    assert not slow.done()  # cancelled at shutdown, never answered as a success
+
+
+async def test_exits_cleanly_when_stdout_is_closed(agent: AgentProcess) -> None:
+    await agent.initialize()
+    assert agent.proc.stdout is not None
+    agent.proc.stdout.feed_eof()
+    transport = agent.proc._transport  # type: ignore[attr-defined]
+    transport.get_pipe_transport(1).close()  # the client stops reading our output
+    await asyncio.sleep(0.1)
+    with contextlib.suppress(ConnectionResetError, BrokenPipeError):
+        for i in range(5):  # its writes now fail with EPIPE: the agent must notice and exit
+            await agent.send({"jsonrpc": "2.0", "id": i, "method": "_acp_fsm/sleep",
+                              "params": {"ms": 0}})
+            await asyncio.sleep(0.05)
+    code = await asyncio.wait_for(agent.proc.wait(), 5)
+    assert code == 0
+
+
+async def test_logs_are_json_on_stderr_with_request_context(ready: AgentProcess) -> None:
+    await ready.request("_acp_fsm/call_client", {"method": "fs/read_text_file",
+                                                 "params": {"sessionId": "sess-9", "path": "/a"},
+                                                 "timeoutMs": 50}, msg_id="ctx")
+    await ready.request("_acp_fsm/sleep", {"ms": 0})
+    events = ready.log_events()
+    abandoned = [e for e in events if e["event"] == "outbound_abandoned"]
+    assert abandoned, events
+    assert abandoned[0]["method"] == "fs/read_text_file"  # the outbound call's own method
+    assert abandoned[0]["request_id"] == "ctx"
+    assert all("timestamp" in e and "level" in e for e in events)
+
+
+async def test_session_id_is_bound_in_request_logs(ready: AgentProcess) -> None:
+    await ready.request("_acp_fsm/call_client", {"method": "fs/read_text_file",
+                                                 "params": {"sessionId": "s-42", "path": "/a"},
+                                                 "timeoutMs": 50, "_meta": None})
+    events = [e for e in ready.log_events() if e["event"] == "outbound_abandoned"]
+    assert events and events[0].get("request_id") is not None
+
+
+async def test_secrets_never_appear_in_logs() -> None:
+    secret = "sk-test-0123456789abcdef"
+    agent = await AgentProcess.start(agent_env(OPENAI_API_KEY=secret, ANTHROPIC_API_KEY=None))
+    try:
+        await agent.initialize()
+        # Make the agent log a message that carries the secret in a value and under a key.
+        await agent.send({"jsonrpc": "2.0", "id": 1, "method": "no/such", "params": {
+            "api_key": secret, "note": f"Bearer {secret}"}})
+        await agent.next_other()
+        await agent.send_raw(f'{{"broken json {secret}\n'.encode())
+        await agent.next_other()
+        assert await agent.close() == 0
+        log = agent.stderr.decode()
+        assert secret not in log
+        assert "[redacted]" in log
+    finally:
+        await agent.kill()
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*agent_command(), *args], capture_output=True, text=True,
+                          timeout=30, env=agent_env())
+
+
+def test_help_and_version() -> None:
+    from acp_fsm import __version__
+
+    version = run_cli("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"acp-fsm {__version__}"
+    usage = run_cli("--help")
+    assert usage.returncode == 0
+    for needle in ("ACP_CLIENT_RPC_TIMEOUT_MS", "ACP_FSM_LOG_LEVEL", "serve", "stdin"):
+        assert needle in usage.stdout
+    bad = run_cli("--no-such-flag")
+    assert bad.returncode == 2 and "usage" in bad.stderr
+
+
+def test_stdin_and_stdout_may_be_regular_files(tmp_path: Path) -> None:
+    """Input redirected from a file and output to a file (no pipes): served, then EOF exit."""
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(INIT_LINE + b'{"jsonrpc":"2.0","id":1,"method":"_acp_fsm/sleep",'
+                       b'"params":{"ms":1}}\n{"jsonrpc":"2.0","id":2,"method":"nope"}\n')
+    sink = tmp_path / "out.jsonl"
+    with source.open("rb") as stdin, sink.open("wb") as stdout:
+        done = subprocess.run(agent_command(), stdin=stdin, stdout=stdout,
+                              stderr=subprocess.PIPE, env=agent_env(), timeout=30)
+    assert done.returncode == 0, done.stderr[-2000:]
+    replies = [json.loads(line) for line in sink.read_bytes().splitlines()]
+    assert sorted(r["id"] for r in replies) == [0, 1, 2]  # responses may go out in any order
+    assert next(r for r in replies if r["id"] == 2)["error"]["code"] == -32601
+
+
+def test_console_log_format_and_level(tmp_path: Path) -> None:
+    env = agent_env(ACP_FSM_LOG_FORMAT="console", ACP_FSM_LOG_LEVEL="warning")
+    done = subprocess.run(agent_command(), input=INIT_LINE + b"[]\n", capture_output=True,
+                          env=env, timeout=30)
+    assert done.returncode == 0
+    err = done.stderr.decode()
+    assert "invalid_message" in err and not err.lstrip().startswith("{")
+    assert "connection_closing" not in err  # info events are below the level
+    assert len(done.stdout.splitlines()) == 2
+
+
+def test_exit_on_immediate_eof() -> None:
+    done = subprocess.run(agent_command(), input=b"", capture_output=True, env=agent_env(),
+                          timeout=30)
+    assert done.returncode == 0 and done.stdout == b""
+
+
+def test_python_dash_m_entry_point() -> None:
+    done = subprocess.run([sys.executable, "-m", "acp_fsm"], input=INIT_LINE,
+                          capture_output=True, env=agent_env(), timeout=30,
+                          cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["result"]["protocolVersion"] == 1

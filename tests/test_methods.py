@@ -1,0 +1,496 @@
+"""The method registry and what it drives: handlers, schemas, capabilities, routing (pure tier).
+
+Also the small pure pieces next to it: `initialize` results, `ClientInfo`, the client RPC
+timeout configuration and log redaction.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+
+import schemas
+from acp_fsm import __version__, config
+from acp_fsm.initialize import PROTOCOL_VERSION, ClientInfo, initialize_result
+from acp_fsm.logs import REDACTED, Redactor
+from acp_fsm.methods import (
+    ACP,
+    AGENT_TO_CLIENT,
+    BOTH,
+    CLIENT_TO_AGENT,
+    DEBUG,
+    DEBUG_SERVED,
+    SERVED,
+    Served,
+    agent_capabilities,
+    route,
+    served,
+    spec_of,
+)
+from acp_fsm.server import AcpServer
+from fsm.handshake import HandshakeTrigger
+from protocol.errors import (
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    RpcError,
+    ServerNotInitialized,
+)
+
+ALL_SERVED = {**SERVED, **DEBUG_SERVED}
+ALL_SPECS = {**ACP, **DEBUG}
+
+# An inbound ACP request this agent does not (yet) serve, whatever the registry grows into.
+UNSERVED_REQUEST = next(
+    name
+    for name, spec in ACP.items()
+    if spec.inbound and spec.kind == "request" and name not in SERVED
+)
+VALID_INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {}}
+
+
+# ------------------------------------------------------------------ registry
+
+
+@pytest.mark.parametrize("name", sorted(ALL_SERVED))
+def test_every_served_method_has_an_async_handler(name: str) -> None:
+    entry = ALL_SERVED[name]
+    handler = getattr(AcpServer, entry.handler, None)
+    assert handler is not None, f"AcpServer has no {entry.handler} for {name}"
+    assert inspect.iscoroutinefunction(handler)
+
+
+def test_every_handler_is_registered() -> None:
+    handlers = {name for name in dir(AcpServer) if name.startswith("on_")}
+    registered = {entry.handler for entry in ALL_SERVED.values()}
+    assert handlers == registered
+
+
+def test_handler_names() -> None:
+    assert Served("session/set_mode").handler == "on_session_set_mode"
+    assert Served("_acp_fsm/sleep").handler == "on_debug_sleep"
+    assert SERVED["initialize"].handler == "on_initialize"
+
+
+def test_served_methods_exist_in_the_protocol_and_are_inbound() -> None:
+    for name in SERVED:
+        assert name in ACP
+        assert ACP[name].inbound
+    for name in DEBUG_SERVED:
+        assert name.startswith("_acp_fsm/")
+        assert name in DEBUG and name not in ACP
+        assert DEBUG[name].inbound
+
+
+def test_only_initialize_fires_the_initialize_trigger() -> None:
+    triggers = {name: entry.trigger for name, entry in ALL_SERVED.items() if entry.trigger}
+    assert triggers == {"initialize": HandshakeTrigger.INITIALIZE}
+
+
+@pytest.mark.parametrize("name", sorted(ALL_SPECS))
+def test_every_method_has_existing_schemas(name: str) -> None:
+    spec = ALL_SPECS[name]
+    assert spec.name == name
+    assert spec.direction in (CLIENT_TO_AGENT, AGENT_TO_CLIENT, BOTH)
+    assert spec.kind in ("request", "notification")
+    schemas.validator(spec.params_ref)  # KeyError when the definition does not exist
+    if spec.kind == "request":
+        assert spec.result_ref is not None
+        schemas.validator(spec.result_ref)
+    else:
+        assert spec.result_ref is None
+
+
+def test_acp_index_has_the_core_methods() -> None:
+    assert ACP["initialize"].direction == CLIENT_TO_AGENT
+    assert ACP["session/update"].direction == AGENT_TO_CLIENT
+    assert ACP["session/update"].kind == "notification"
+    assert ACP["session/request_permission"].kind == "request"
+    assert ACP["$/cancel_request"].direction == BOTH
+    assert not ACP["fs/read_text_file"].inbound
+
+
+def test_spec_of_and_served_hide_extensions_unless_debug() -> None:
+    assert spec_of("_acp_fsm/sleep") is None
+    assert spec_of("_acp_fsm/sleep", debug=True) is DEBUG["_acp_fsm/sleep"]
+    assert served("_acp_fsm/sleep") is None
+    assert served("_acp_fsm/sleep", debug=True) is DEBUG_SERVED["_acp_fsm/sleep"]
+    assert served("initialize") is SERVED["initialize"]
+    assert served(UNSERVED_REQUEST, debug=True) is None
+
+
+# ------------------------------------------------------------------ capabilities
+
+# Capability path -> the method it promises.
+CAPABILITY_METHODS: dict[tuple[str, ...], str] = {
+    ("loadSession",): "session/load",
+    ("sessionCapabilities", "list"): "session/list",
+    ("sessionCapabilities", "delete"): "session/delete",
+    ("sessionCapabilities", "resume"): "session/resume",
+    ("sessionCapabilities", "close"): "session/close",
+    ("auth", "logout"): "logout",
+}
+
+
+def lookup(node: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def test_capabilities_validate() -> None:
+    capabilities = agent_capabilities()
+    assert schemas.validate("acp.AgentCapabilities", capabilities) is None
+
+
+@pytest.mark.parametrize(("path", "method"), list(CAPABILITY_METHODS.items()))
+def test_capability_advertised_iff_method_served(path: tuple[str, ...], method: str) -> None:
+    value = lookup(agent_capabilities(), path)
+    advertised = value is True or isinstance(value, dict)
+    assert advertised == (method in SERVED), (path, value)
+
+
+def test_load_session_is_false_while_session_load_is_not_served() -> None:
+    if "session/load" in SERVED:
+        pytest.skip("session/load is served now")
+    assert agent_capabilities()["loadSession"] is False
+
+
+def test_prompt_content_not_advertised_without_session_prompt() -> None:
+    capabilities = agent_capabilities()
+    if "session/prompt" not in SERVED:
+        assert capabilities["promptCapabilities"] == {
+            "image": False,
+            "audio": False,
+            "embeddedContext": False,
+        }
+    assert capabilities["mcpCapabilities"] == {"http": False, "sse": False}
+
+
+def test_capabilities_are_a_fresh_copy() -> None:
+    first = agent_capabilities()
+    first["loadSession"] = True
+    first["promptCapabilities"]["image"] = True
+    assert agent_capabilities()["loadSession"] is ("session/load" in SERVED)
+    assert agent_capabilities()["promptCapabilities"]["image"] is False
+
+
+def test_initialize_result() -> None:
+    result = initialize_result()
+    assert schemas.validate("acp.InitializeResponse", result) is None
+    assert result["protocolVersion"] == 1 == PROTOCOL_VERSION
+    assert result["agentCapabilities"] == agent_capabilities()
+    assert result["authMethods"] == []
+    assert result["agentInfo"] == {"name": "acp-fsm", "title": "acp-fsm", "version": __version__}
+
+
+def test_initialize_result_is_not_shared_state() -> None:
+    initialize_result()["agentInfo"]["name"] = "changed"
+    assert initialize_result()["agentInfo"]["name"] == "acp-fsm"
+
+
+# ------------------------------------------------------------------ route
+
+
+def refused(
+    state: str, method: str, params: object, *, request: bool = True, debug: bool = False
+) -> RpcError:
+    with pytest.raises(RpcError) as caught:
+        route(state, method, params, request=request, debug=debug)
+    return caught.value
+
+
+def test_route_initialize() -> None:
+    entry = route("uninitialized", "initialize", VALID_INITIALIZE, request=True, debug=False)
+    assert entry is SERVED["initialize"]
+    assert entry.trigger == HandshakeTrigger.INITIALIZE
+
+
+@pytest.mark.parametrize("method", ["session/new", "session/prompt", "authenticate", "logout"])
+def test_route_before_initialize_is_server_not_initialized(method: str) -> None:
+    error = refused("uninitialized", method, {})
+    assert type(error) is ServerNotInitialized
+    assert error.code == -32002
+
+
+def test_route_second_initialize() -> None:
+    error = refused("initialized", "initialize", VALID_INITIALIZE)
+    assert type(error) is ServerNotInitialized
+    assert error.code == -32002
+
+
+@pytest.mark.parametrize("state", ["uninitialized", "initialized", "closing", "closed"])
+@pytest.mark.parametrize(
+    "method", ["no/such", "_vendor/ext", "_acp_fsm/sleep", "session/update", "fs/read_text_file"]
+)
+def test_route_unknown_or_outbound_method_is_method_not_found(state: str, method: str) -> None:
+    error = refused(state, method, {})
+    assert type(error) is MethodNotFound
+    assert error.code == -32601
+    assert method in error.message
+
+
+def test_route_known_but_unserved_method() -> None:
+    error = refused("initialized", UNSERVED_REQUEST, {})
+    assert type(error) is MethodNotFound
+    assert error.code == -32601
+    assert "not supported" in error.message
+
+
+@pytest.mark.parametrize(
+    "params", [{}, {"protocolVersion": "1"}, {"protocolVersion": -1}, {"protocolVersion": None}]
+)
+def test_route_bad_initialize_params_names_the_field(params: dict[str, Any]) -> None:
+    error = refused("uninitialized", "initialize", params)
+    assert type(error) is InvalidParams
+    assert error.code == -32602
+    assert "protocolVersion" in error.message
+    assert error.message.startswith("Invalid params")
+
+
+@pytest.mark.parametrize("params", [None, [], "x"])
+def test_route_initialize_params_must_be_an_object(params: object) -> None:
+    error = refused("uninitialized", "initialize", params)
+    assert type(error) is InvalidParams
+    assert "object" in error.message
+
+
+def test_route_nested_params_error_names_the_path() -> None:
+    params = {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": "yes"}}}
+    error = refused("uninitialized", "initialize", params)
+    assert type(error) is InvalidParams
+    assert "clientCapabilities.fs.readTextFile" in error.message
+
+
+def test_route_request_method_sent_as_notification() -> None:
+    error = refused("uninitialized", "initialize", VALID_INITIALIZE, request=False)
+    assert type(error) is InvalidRequest
+    assert error.code == -32600
+    assert "initialize" in error.message
+
+
+def test_route_notification_method_sent_as_request() -> None:
+    error = refused("initialized", "session/cancel", {"sessionId": "s"}, request=True)
+    assert type(error) is InvalidRequest
+    assert error.code == -32600
+
+
+@pytest.mark.parametrize("state", ["closing", "closed"])
+def test_route_while_closing(state: str) -> None:
+    error = refused(state, "initialize", VALID_INITIALIZE)
+    assert type(error) is InternalError
+    assert error.code == -32603
+
+
+def test_route_debug_methods_only_when_enabled() -> None:
+    entry = route("initialized", "_acp_fsm/sleep", {"ms": 1}, request=True, debug=True)
+    assert entry is DEBUG_SERVED["_acp_fsm/sleep"]
+    error = refused("initialized", "_acp_fsm/sleep", {"ms": "1"}, debug=True)
+    assert type(error) is InvalidParams
+    assert "ms" in error.message
+
+
+def test_route_authenticate_params() -> None:
+    error = refused("initialized", "authenticate", {})
+    assert type(error) is InvalidParams
+    assert "methodId" in error.message
+    entry = route("initialized", "authenticate", {"methodId": "x"}, request=True, debug=False)
+    assert entry is SERVED["authenticate"]
+
+
+# ------------------------------------------------------------------ ClientInfo
+
+
+def test_client_info_flags() -> None:
+    client = ClientInfo(
+        {
+            "protocolVersion": 1,
+            "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": False},
+                                   "terminal": True},
+            "clientInfo": {"name": "zed", "version": "1"},
+        }
+    )
+    assert client.protocol_version == 1
+    assert client.can_read_files is True
+    assert client.can_write_files is False
+    assert client.has_terminal is True
+    assert client.info == {"name": "zed", "version": "1"}
+    assert repr(client) == "<ClientInfo zed v1 read=True write=False terminal=True>"
+
+
+def test_client_info_defaults_and_odd_shapes() -> None:
+    bare = ClientInfo({"protocolVersion": 1})
+    assert (bare.can_read_files, bare.can_write_files, bare.has_terminal) == (False, False, False)
+    assert bare.capabilities == {}
+    assert bare.info is None
+    assert repr(bare) == "<ClientInfo ? v1 read=False write=False terminal=False>"
+    null_caps = ClientInfo({"protocolVersion": 1, "clientCapabilities": None})
+    assert null_caps.capabilities == {}
+    # Only a literal true counts.
+    odd = ClientInfo(
+        {"protocolVersion": 1, "clientCapabilities": {"fs": True, "terminal": "yes"}}
+    )
+    assert (odd.can_read_files, odd.can_write_files, odd.has_terminal) == (False, False, False)
+    truthy = ClientInfo(
+        {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": 1}, "terminal": 1}}
+    )
+    assert (truthy.can_read_files, truthy.has_terminal) == (False, False)
+
+
+# ------------------------------------------------------------------ config
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    monkeypatch.delenv("ACP_CLIENT_RPC_TIMEOUT_MS", raising=False)
+    monkeypatch.delenv("ACP_PERMISSION_TIMEOUT_MS", raising=False)
+    return monkeypatch
+
+
+PERMISSION = "session/request_permission"
+
+
+def test_timeout_default(clean_env: pytest.MonkeyPatch) -> None:
+    assert config.client_rpc_timeout_ms() == 30000
+    assert config.client_rpc_timeout_ms("fs/read_text_file") == 30000
+    assert config.client_rpc_timeout_ms(PERMISSION) == 30000
+
+
+def test_timeout_override(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", "1500")
+    assert config.client_rpc_timeout_ms("fs/read_text_file") == 1500
+    assert config.client_rpc_timeout_ms(PERMISSION) == 1500
+
+
+def test_permission_timeout_only_for_permission_requests(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", "1500")
+    clean_env.setenv("ACP_PERMISSION_TIMEOUT_MS", "600000")
+    assert config.client_rpc_timeout_ms(PERMISSION) == 600000
+    assert config.client_rpc_timeout_ms("fs/read_text_file") == 1500
+    assert config.client_rpc_timeout_ms("terminal/create") == 1500
+    assert config.client_rpc_timeout_ms() == 1500
+
+
+def test_zero_means_no_limit_and_is_allowed(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", "0")
+    assert config.client_rpc_timeout_ms("fs/read_text_file") == 0
+    clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", "100")
+    clean_env.setenv("ACP_PERMISSION_TIMEOUT_MS", "0")
+    assert config.client_rpc_timeout_ms(PERMISSION) == 0
+    assert config.client_rpc_timeout_ms("fs/read_text_file") == 100
+
+
+@pytest.mark.parametrize("raw", ["abc", "-5", "1.5", "10ms", "0x10"])
+def test_garbage_timeout_falls_back_with_a_warning(
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], raw: str
+) -> None:
+    clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", raw)
+    assert config.client_rpc_timeout_ms("fs/read_text_file") == 30000
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "ACP_CLIENT_RPC_TIMEOUT_MS" in captured.err
+
+
+@pytest.mark.parametrize("raw", ["", "   "])
+def test_blank_timeout_is_the_default(clean_env: pytest.MonkeyPatch, raw: str) -> None:
+    clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", raw)
+    assert config.client_rpc_timeout_ms() == 30000
+
+
+def test_garbage_permission_timeout_falls_back_to_client_timeout(
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", "2500")
+    clean_env.setenv("ACP_PERMISSION_TIMEOUT_MS", "forever")
+    assert config.client_rpc_timeout_ms(PERMISSION) == 2500
+    assert "ACP_PERMISSION_TIMEOUT_MS" in capsys.readouterr().err
+
+
+def test_whitespace_around_a_number_is_accepted(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", " 750 ")
+    assert config.client_rpc_timeout_ms() == 750
+
+
+# ------------------------------------------------------------------ redaction
+
+SECRET = "sk-live-0123456789abcdef"
+
+
+def redact(event: dict[str, Any], secrets: list[str] | None = None) -> dict[str, Any]:
+    return Redactor([SECRET] if secrets is None else secrets)(None, "info", event)
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["api_key", "apikey", "Authorization", "x-api-key", "X-API-Key", "secret", "password",
+     "token", "bearer", "OPENAI_API_KEY", "client_secret", "db_password", "github_access_token"],
+)
+def test_secret_keys_are_redacted(key: str) -> None:
+    assert redact({"event": "e", key: "anything"}) == {"event": "e", key: REDACTED}
+
+
+def test_secret_keys_redacted_whatever_the_value_type() -> None:
+    assert redact({"password": {"nested": 1}, "token": 12345}) == {
+        "password": REDACTED,
+        "token": REDACTED,
+    }
+
+
+def test_secret_values_are_redacted_in_text() -> None:
+    event = {"event": f"calling with {SECRET} now", "url": f"https://x/?k={SECRET}&k2={SECRET}"}
+    assert redact(event) == {
+        "event": f"calling with {REDACTED} now",
+        "url": f"https://x/?k={REDACTED}&k2={REDACTED}",
+    }
+
+
+def test_nested_secrets_are_redacted() -> None:
+    event = {
+        "event": "request",
+        "body": {
+            "headers": {"Authorization": "Bearer abc", "Accept": "json"},
+            "messages": [{"content": f"key is {SECRET}"}, ("x", {"api_key": "k"})],
+            "max_tokens": 100,
+        },
+    }
+    assert redact(event) == {
+        "event": "request",
+        "body": {
+            "headers": {"Authorization": REDACTED, "Accept": "json"},
+            "messages": [{"content": f"key is {REDACTED}"}, ["x", {"api_key": REDACTED}]],
+            "max_tokens": 100,
+        },
+    }
+
+
+def test_innocent_keys_are_left_alone() -> None:
+    event = {
+        "event": "usage",
+        "max_tokens": 4096,
+        "request_id": "req-1",
+        "input_tokens": 12,
+        "token_count": 3,
+        "session_id": "s-1",
+    }
+    assert redact(event) == event
+
+
+def test_empty_and_no_secrets_redact_nothing() -> None:
+    event = {"event": "x", "text": "plain"}
+    assert redact(event, secrets=[""]) == event
+    assert redact(event, secrets=[]) == event
+
+
+def test_secret_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-abcdefgh")
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-12345678")
+    monkeypatch.setenv("SHORT_SECRET", "abc")  # too short to be worth matching
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    values = set(config.secret_values())
+    assert {"sk-openai-abcdefgh", "tok-12345678"} <= values
+    assert "abc" not in values

@@ -1,0 +1,806 @@
+"""Tests of the JSON Schema compiler (schemas/codegen.py) and its runtime API (schemas)."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.internal.conjecture import utils as conjecture_utils
+from jsonschema import Draft202012Validator
+
+import schemas
+from schemas import Violation, codegen
+from schemas.codegen import SchemaError, compile_schema, compile_source
+
+# hypothesis-jsonschema 0.23 draws objects through a Hypothesis internal (`many.more`) that
+# newer Hypothesis releases removed; use it only where it still works.
+HJS_WORKS = hasattr(conjecture_utils.many, "more")
+
+_ROOT = str(codegen.SCHEMA_DIR.parent)
+DIFF_SETTINGS = settings(
+    max_examples=300,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def check(schema: dict[str, Any], instance: object) -> Violation | None:
+    """Validate instance against an in-memory schema with a freshly compiled validator."""
+    return _compiled(repr(schema))["#"](instance)
+
+
+@cache
+def _compiled(schema_repr: str) -> dict[str, Callable[[object], Violation | None]]:
+    return compile_schema(eval(schema_repr))
+
+
+def _oracle_valid(schema: dict[str, Any], instance: object) -> bool:
+    return Draft202012Validator(schema).is_valid(instance)
+
+
+# ---- keywords, one by one ---------------------------------------------------------------------
+
+TAGGED = {
+    "$defs": {
+        "Text": {
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+        },
+        "Image": {
+            "type": "object",
+            "properties": {"data": {"type": "string"}},
+            "required": ["data"],
+        },
+    },
+    "oneOf": [
+        {
+            "type": "object",
+            "properties": {"type": {"const": "text"}},
+            "required": ["type"],
+            "allOf": [{"$ref": "#/$defs/Text"}],
+        },
+        {
+            "properties": {"type": {"const": "image"}},
+            "required": ["type"],
+            "allOf": [{"$ref": "#/$defs/Image"}],
+        },
+    ],
+}
+TREE = {
+    "$defs": {
+        "Tree": {
+            "type": "object",
+            "properties": {
+                "v": {"type": "integer"},
+                "children": {"type": "array", "items": {"$ref": "#/$defs/Tree"}},
+            },
+        }
+    },
+    "$ref": "#/$defs/Tree",
+}
+IF_THEN_ELSE = {
+    "if": {"properties": {"k": {"const": "a"}}},
+    "then": {"required": ["x"]},
+    "else": {"required": ["y"]},
+}
+UNTAGGED_OBJECTS = {  # the "tag" does not require an object: non-objects match every branch
+    "oneOf": [
+        {"properties": {"k": {"const": "a"}}, "required": ["k"]},
+        {"properties": {"k": {"const": "b"}}, "required": ["k"]},
+    ]
+}
+NUMERIC_TAGS = {
+    "type": "object",
+    "oneOf": [
+        {"properties": {"k": {"const": 1}}, "required": ["k"]},
+        {"properties": {"k": {"const": True}}, "required": ["k"]},
+    ],
+}
+
+OK = None
+CASES: list[tuple[dict[str, Any], object, tuple[tuple[str | int, ...], str] | None]] = [
+    # type: bool is not a number; 1.0 is an integer
+    ({"type": "integer"}, 1, OK),
+    ({"type": "integer"}, 1.0, OK),
+    ({"type": "integer"}, -(2**70), OK),
+    ({"type": "integer"}, True, ((), "expected integer, got boolean")),
+    ({"type": "integer"}, 1.5, ((), "expected integer, got number")),
+    ({"type": "integer"}, "1", ((), "expected integer, got string")),
+    ({"type": "number"}, 1.5, OK),
+    ({"type": "number"}, 3, OK),
+    ({"type": "number"}, False, ((), "expected number, got boolean")),
+    ({"type": "boolean"}, True, OK),
+    ({"type": "boolean"}, 0, ((), "expected boolean, got integer")),
+    ({"type": "null"}, None, OK),
+    ({"type": "null"}, 0, ((), "expected null, got integer")),
+    ({"type": "string"}, "", OK),
+    ({"type": "array"}, [], OK),
+    ({"type": "array"}, {}, ((), "expected array, got object")),
+    ({"type": "object"}, {}, OK),
+    ({"type": "object"}, [], ((), "expected object, got array")),
+    ({"type": ["string", "null"]}, None, OK),
+    ({"type": ["string", "null"]}, 1, ((), "expected string or null, got integer")),
+    ({"type": ["integer", "number"]}, 1.5, OK),
+    # const: JSON equality
+    ({"const": 1}, 1.0, OK),
+    ({"const": 1}, True, ((), "expected 1, got true")),
+    ({"const": 1}, "1", ((), 'expected 1, got "1"')),
+    ({"const": 0}, False, ((), "expected 0, got false")),
+    ({"const": 0}, 0.0, OK),
+    ({"const": False}, 0, ((), "expected false, got 0")),
+    ({"const": False}, False, OK),
+    ({"const": True}, 1, ((), "expected true, got 1")),
+    ({"const": None}, None, OK),
+    ({"const": None}, 0, ((), "expected null, got 0")),
+    ({"const": "a"}, "a", OK),
+    ({"const": "a"}, ["a"], ((), 'expected "a", got ["a"]')),
+    ({"const": [1, {"a": 2}]}, [1.0, {"a": 2.0}], OK),
+    (
+        {"const": [1, {"a": 2}]},
+        [True, {"a": 2}],
+        ((), 'expected [1, {"a": 2}], got [true, {"a": 2}]'),
+    ),
+    ({"const": [1, {"a": 2}]}, [1], ((), 'expected [1, {"a": 2}], got [1]')),
+    ({"const": {"a": [1]}}, {"a": [1.0]}, OK),
+    (
+        {"const": {"a": [1]}},
+        {"a": [1], "b": 1},
+        ((), 'expected {"a": [1]}, got {"a": [1], "b": 1}'),
+    ),
+    # enum
+    ({"enum": ["a", "b"]}, "b", OK),
+    ({"enum": ["a", "b"]}, "c", ((), 'expected one of "a", "b", got "c"')),
+    ({"enum": ["a", "b"]}, ["a"], ((), 'expected one of "a", "b", got ["a"]')),
+    ({"enum": [1, "a", None, [1, 2]]}, 1.0, OK),
+    ({"enum": [1, "a", None, [1, 2]]}, [1, 2.0], OK),
+    ({"enum": [1, "a", None, [1, 2]]}, None, OK),
+    (
+        {"enum": [1, "a", None, [1, 2]]},
+        True,
+        ((), 'expected one of 1, "a", null, [1, 2], got true'),
+    ),
+    ({"enum": [1, "a"]}, {"a": 1}, ((), 'expected one of 1, "a", got {"a": 1}')),
+    ({"enum": [False]}, 0, ((), "expected one of false, got 0")),
+    # properties / required
+    ({"properties": {"a": {"type": "string"}}}, {"a": "x"}, OK),
+    ({"properties": {"a": {"type": "string"}}}, {}, OK),
+    ({"properties": {"a": {"type": "string"}}}, "not an object", OK),
+    ({"properties": {"a": {"type": "string"}}}, {"a": 1}, (("a",), "expected string, got integer")),
+    (
+        {"properties": {"a": {"properties": {"b": {"type": "boolean"}}}}},
+        {"a": {"b": "x"}},
+        (("a", "b"), "expected boolean, got string"),
+    ),
+    ({"properties": {"a": False}}, {"a": 1}, (("a",), "no value is allowed here")),
+    ({"required": ["a", "b"]}, {"a": 1}, ((), 'missing required property "b"')),
+    ({"required": ["a"]}, [], OK),
+    # additionalProperties
+    ({"properties": {"a": {}}, "additionalProperties": False}, {"a": 1}, OK),
+    (
+        {"properties": {"a": {}}, "additionalProperties": False},
+        {"a": 1, "z": 2},
+        ((), 'unexpected property "z"'),
+    ),
+    ({"additionalProperties": False}, {}, OK),
+    ({"additionalProperties": False}, {"q": 1}, ((), 'unexpected property "q"')),
+    (
+        {"additionalProperties": {"type": "integer"}},
+        {"x": 1, "y": "s"},
+        (("y",), "expected integer, got string"),
+    ),
+    (
+        {"properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "integer"}},
+        {"a": "s", "b": 2},
+        OK,
+    ),
+    (
+        {"properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "integer"}},
+        {"a": "s", "b": "t"},
+        (("b",), "expected integer, got string"),
+    ),
+    # items / minItems / maxItems
+    ({"items": {"type": "integer"}}, [1, 2.0], OK),
+    ({"items": {"type": "integer"}}, [1, "x"], ((1,), "expected integer, got string")),
+    ({"items": {"type": "integer"}}, "x", OK),
+    ({"items": False}, [], OK),
+    ({"items": False}, [1], ((0,), "no value is allowed here")),
+    (
+        {"properties": {"a": {"items": {"properties": {"b": {"type": "null"}}}}}},
+        {"a": [{}, {"b": 1}]},
+        (("a", 1, "b"), "expected null, got integer"),
+    ),
+    ({"minItems": 2}, [1], ((), "expected at least 2 items, got 1")),
+    ({"minItems": 2}, "x", OK),
+    ({"maxItems": 1}, [1, 2], ((), "expected at most 1 item, got 2")),
+    ({"maxItems": 1}, [1], OK),
+    # minLength / maxLength count code points
+    ({"minLength": 2}, "é", ((), "expected at least 2 characters, got 1")),
+    ({"minLength": 2}, "😀😀", OK),
+    ({"maxLength": 2}, "😀😀", OK),
+    ({"maxLength": 2}, "abc", ((), "expected at most 2 characters, got 3")),
+    ({"maxLength": 2}, 12345, OK),
+    # minimum / maximum apply to numbers only (not booleans)
+    ({"minimum": 0}, -1, ((), "expected >= 0, got -1")),
+    ({"minimum": 0}, 0.0, OK),
+    ({"minimum": 2}, True, OK),
+    ({"maximum": 1.5}, 2, ((), "expected <= 1.5, got 2")),
+    ({"maximum": 1.5}, 1.5, OK),
+    # anyOf / oneOf / allOf / not
+    ({"anyOf": [{"type": "string"}, {"type": "integer"}]}, 1.0, OK),
+    (
+        {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+        True,
+        ((), "expected string or integer, got boolean"),
+    ),
+    (
+        {"anyOf": [{"type": "object", "required": ["a"]}, {"type": "null"}]},
+        {},
+        ((), 'missing required property "a"'),
+    ),
+    (
+        {"properties": {"p": {"anyOf": [{"items": {"type": "string"}}, {"type": "object"}]}}},
+        {"p": [1]},
+        (("p", 0), "expected string, got integer"),
+    ),
+    ({"oneOf": [{"type": "integer"}, {"type": "number"}]}, 1.5, OK),
+    (
+        {"oneOf": [{"type": "integer"}, {"type": "number"}]},
+        1,
+        ((), "matches more than one oneOf alternative (#0 and #1)"),
+    ),
+    (
+        {"oneOf": [{"type": "integer"}, {"type": "number"}]},
+        "x",
+        ((), "expected integer or number, got string"),
+    ),
+    (
+        {"allOf": [{"type": "object"}, {"required": ["a"]}]},
+        {},
+        ((), 'missing required property "a"'),
+    ),
+    ({"allOf": [{"type": "object"}, {"required": ["a"]}]}, {"a": 0}, OK),
+    ({"not": {"type": "string"}}, "x", ((), 'must not match the "not" schema')),
+    ({"not": {"type": "string"}}, 1, OK),
+    ({"not": {"properties": {"a": {"type": "string"}}}}, {"a": 1}, OK),
+    (
+        {"not": {"properties": {"a": {"type": "string"}}}},
+        {"a": "x"},
+        ((), 'must not match the "not" schema'),
+    ),
+    ({"not": {"required": ["a"]}}, {"a": 1}, ((), 'must not match the "not" schema')),
+    ({"not": {"required": ["a"]}}, [], ((), 'must not match the "not" schema')),
+    # if / then / else
+    (IF_THEN_ELSE, {"k": "a"}, ((), 'missing required property "x"')),
+    (IF_THEN_ELSE, {"k": "b"}, ((), 'missing required property "y"')),
+    (IF_THEN_ELSE, {"k": "a", "x": 1}, OK),
+    (IF_THEN_ELSE, {"k": "b", "y": 1}, OK),
+    ({"then": {"type": "string"}}, 1, OK),
+    ({"if": {"type": "string"}}, 1, OK),
+    # $ref: local definitions, siblings, recursion
+    (
+        {"$defs": {"N": {"type": "integer"}}, "properties": {"n": {"$ref": "#/$defs/N"}}},
+        {"n": "x"},
+        (("n",), "expected integer, got string"),
+    ),
+    (
+        {"$defs": {"A": {"required": ["a"]}}, "$ref": "#/$defs/A", "required": ["b"]},
+        {"a": 1},
+        ((), 'missing required property "b"'),
+    ),
+    (
+        {"$defs": {"A": {"required": ["a"]}}, "$ref": "#/$defs/A", "required": ["b"]},
+        {"b": 1},
+        ((), 'missing required property "a"'),
+    ),
+    (TREE, {"v": 1, "children": [{"children": []}, {"v": 2}]}, OK),
+    (
+        TREE,
+        {"children": [{"children": [{}, {"v": "x"}]}]},
+        (("children", 0, "children", 1, "v"), "expected integer, got string"),
+    ),
+    # annotations are accepted and ignored
+    ({"title": "t", "description": "d", "default": 1, "examples": [1], "format": "email"}, 5, OK),
+    ({"$comment": "c", "format": "date-time"}, "not a date", OK),
+    # tagged unions: dispatch on the tag, same verdicts as plain oneOf
+    (TAGGED, {"type": "text", "text": "x"}, OK),
+    (TAGGED, {"type": "image", "data": "x"}, OK),
+    (TAGGED, {"type": "text", "text": 1}, (("text",), "expected string, got integer")),
+    (TAGGED, {"type": "image", "text": "x"}, ((), 'missing required property "data"')),
+    (
+        TAGGED,
+        {"type": "video"},
+        (("type",), 'unknown tag value, expected one of "text", "image", got "video"'),
+    ),
+    (TAGGED, {"type": 1}, (("type",), 'unknown tag value, expected one of "text", "image", got 1')),
+    (TAGGED, {}, ((), 'missing tag property "type"; expected one of "text", "image"')),
+    (TAGGED, "x", ((), "expected object, got string")),
+    (UNTAGGED_OBJECTS, {"k": "b"}, OK),
+    (
+        UNTAGGED_OBJECTS,
+        {"k": "c"},
+        (("k",), 'unknown tag value, expected one of "a", "b", got "c"'),
+    ),
+    (UNTAGGED_OBJECTS, "x", ((), "matches more than one oneOf alternative (#0 and #1)")),
+    ({"anyOf": UNTAGGED_OBJECTS["oneOf"]}, "x", OK),
+    (NUMERIC_TAGS, {"k": 1.0}, OK),
+    (NUMERIC_TAGS, {"k": True}, OK),
+    (
+        NUMERIC_TAGS,
+        {"k": 2},
+        (
+            (),
+            "matches none of the oneOf alternatives: k: expected 1, got 2; k: expected true, got 2",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "instance", "expected"), CASES)
+def test_keyword(
+    schema: dict[str, Any], instance: object, expected: tuple[tuple[str | int, ...], str] | None
+) -> None:
+    assert _oracle_valid(schema, instance) == (expected is None), "bad test case"
+    got = check(schema, instance)
+    assert got == (None if expected is None else Violation(*expected))
+
+
+def test_tagged_union_compiles_to_dispatch() -> None:
+    source = compile_source(TAGGED)
+    assert "unknown tag value" in source
+    assert "_one_of(" in source  # only for non-objects
+    assert "unknown tag value" not in compile_source(NUMERIC_TAGS)
+
+
+def test_definitions_are_compiled_one_function_each() -> None:
+    compiled = compile_schema(TAGGED)
+    assert set(compiled) == {"#", "Text", "Image"}
+    assert compiled["Text"]({"text": 1}) == Violation(("text",), "expected string, got integer")
+    source = compile_source(TAGGED, stem="doc")
+    assert "def v_doc__Text(x):" in source
+    assert "def v_doc__Image(x):" in source
+
+
+def test_success_path_builds_no_path() -> None:
+    """Valid instances return None without touching the error machinery."""
+    source = compile_source(TREE)
+    body = source.split("def v_t__Tree(x):", 1)[1].split("\n\n\n", 1)[0]
+    assert "_fmt" not in body
+    assert "join" not in body
+
+
+# ---- rejected schemas -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("schema", "error"),
+    [
+        ({"patternProperties": {"^a": {}}}, r"t\.json#: unsupported keyword 'patternProperties'"),
+        (
+            {"properties": {"a": {"uniqueItems": True}}},
+            r"t\.json#/properties/a: unsupported keyword 'uniqueItems'",
+        ),
+        ({"$defs": {"A": {"prefixItems": []}}}, r"t\.json#/\$defs/A: unsupported keyword"),
+        ({"anyOf": [{"unevaluatedProperties": False}]}, r"#/anyOf/0: unsupported keyword"),
+        ({"$ref": "other.json#/$defs/X"}, r"unsupported \$ref"),
+        ({"$ref": "#/$defs/Missing"}, "points to no definition"),
+        ({"$ref": "#/$defs/A/properties/b", "$defs": {"A": {}}}, "nested pointer"),
+        ({"properties": {"a": {"$id": "x"}}}, r"'\$id' is only supported at the document root"),
+        ({"type": "float"}, "'type' must be"),
+        ({"minLength": -1}, "'minLength' must be a non-negative integer"),
+        ({"required": "a"}, "'required' must be an array of strings"),
+        ({"oneOf": []}, "'oneOf' must be a non-empty array"),
+        ({"$schema": "http://json-schema.org/draft-07/schema#"}, "'\\$schema' must be"),
+    ],
+)
+def test_rejects_unsupported_schema(schema: dict[str, Any], error: str) -> None:
+    with pytest.raises(SchemaError, match=error):
+        compile_schema(schema)
+
+
+def test_generate_reads_only_schema_files(tmp_path: Any) -> None:
+    (tmp_path / "index.json").write_text('{"initialize": "InitializeRequest"}')
+    (tmp_path / "a.json").write_text(
+        '{"$schema": "https://json-schema.org/draft/2020-12/schema",'
+        ' "$defs": {"X": {"type": "string"}}}'
+    )
+    source = codegen.generate(tmp_path)
+    assert "'a.X': v_a__X" in source
+    assert "index" not in source
+    (tmp_path / "b.json").write_text(
+        '{"$schema": "https://json-schema.org/draft/2020-12/schema",'
+        ' "$defs": {"Y": {"dependentRequired": {}}}}'
+    )
+    with pytest.raises(SchemaError, match=r"b\.json#/\$defs/Y: unsupported keyword"):
+        codegen.generate(tmp_path)
+
+
+# ---- the committed module -----------------------------------------------------------------------
+
+
+def test_generated_module_is_up_to_date() -> None:
+    assert codegen.OUTPUT.read_text(encoding="utf-8") == codegen.generate(), (
+        "schemas/_generated.py is stale: run python -m schemas.codegen"
+    )
+
+
+def test_generation_is_deterministic() -> None:
+    assert codegen.generate() == codegen.generate()
+
+
+def test_check_flag(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    assert codegen.main(["--check"]) == 0
+    stale = tmp_path / "_generated.py"
+    stale.write_text("# stale\n")
+    monkeypatch.setattr(codegen, "OUTPUT", stale)
+    assert codegen.main(["--check"]) == 1
+    assert str(stale) in capsys.readouterr().err
+    assert stale.read_text() == "# stale\n"
+
+
+# ---- runtime API --------------------------------------------------------------------------------
+
+INIT = {
+    "protocolVersion": 1,
+    "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True},
+}
+
+
+def test_violation_str_and_immutability() -> None:
+    v = Violation(
+        ("params", "clientCapabilities", "fs", "readTextFile"), "expected boolean, got string"
+    )
+    assert str(v) == "params.clientCapabilities.fs.readTextFile: expected boolean, got string"
+    assert str(Violation(("prompt", 3, "text"), "m")) == "prompt[3].text: m"
+    assert str(Violation((2, "a"), "m")) == "[2].a: m"
+    assert str(Violation((), "expected object, got array")) == "expected object, got array"
+    with pytest.raises(AttributeError):
+        v.message = "x"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del v.path
+    assert v == Violation(list(v.path), v.message)  # type: ignore[arg-type]
+    assert len({v, Violation(v.path, v.message)}) == 1
+    assert "readTextFile" in repr(v)
+
+
+def test_validate_and_validator() -> None:
+    assert schemas.validate("acp.InitializeRequest", INIT) is None
+    bad = copy.deepcopy(INIT)
+    bad["clientCapabilities"]["fs"]["readTextFile"] = "yes"
+    err = schemas.validate("acp.InitializeRequest", bad)
+    assert err == Violation(
+        ("clientCapabilities", "fs", "readTextFile"), "expected boolean, got string"
+    )
+    assert type(err.message) is str
+    check_request = schemas.validator("jsonrpc.Request")
+    assert (
+        check_request({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT}) is None
+    )
+    assert check_request({"jsonrpc": "2.0", "id": True, "method": "x"}) == Violation(
+        ("id",), "expected string or number, got boolean"
+    )
+    with pytest.raises(KeyError):
+        schemas.validate("acp.NoSuchThing", {})
+    with pytest.raises(KeyError):
+        schemas.validator("nope.Request")
+
+
+def test_tagged_union_errors_on_real_schema() -> None:
+    params = {
+        "sessionId": "s",
+        "prompt": [{"type": "text", "text": "hi"}, {"type": "video", "uri": "x"}],
+    }
+    err = schemas.validate("acp.PromptRequest", params)
+    assert err is not None
+    assert err.path == ("prompt", 1, "type")
+    assert err.message.startswith('unknown tag value, expected one of "text", "image"')
+    del params["prompt"][1]["type"]
+    err = schemas.validate("acp.PromptRequest", params)
+    assert err is not None
+    assert (err.path, err.message.split(";")[0]) == (("prompt", 1), 'missing tag property "type"')
+
+
+def test_load_json_and_schema_path() -> None:
+    methods = schemas.load_json("methods.json")
+    assert methods["initialize"]["params"] == "InitializeRequest"
+    assert schemas.schema_path("acp.json").is_file()
+    assert schemas.schema_path("acp") == schemas.schema_path("acp.json")
+    assert schemas.load_json("jsonrpc")["$defs"]
+    with pytest.raises(ValueError):
+        schemas.load_json("../pyproject.toml")
+
+
+def test_import_is_cheap() -> None:
+    """Importing and using schemas loads only schemas and schemas._generated."""
+    code = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "import schemas\n"
+        "assert schemas.validate('jsonrpc.Request', {'jsonrpc': '2.0', 'id': 1, 'method': 'm'})"
+        " is None\n"
+        "print(sorted(set(sys.modules) - before))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=_ROOT
+    )
+    assert out.stdout.strip() == "['schemas', 'schemas._generated']"
+
+
+# ---- differential tests against jsonschema ------------------------------------------------------
+
+
+def _conjuncts(s: Any, defs: dict[str, Any]) -> list[Any]:
+    """s and the schemas it requires through $ref and allOf."""
+    out, todo = [], [s]
+    while todo:
+        c = todo.pop(0)
+        if c is True:
+            continue
+        out.append(c)
+        if isinstance(c, dict):
+            if "$ref" in c:
+                todo.append(defs[c["$ref"].rsplit("/", 1)[1]])
+            todo.extend(c.get("allOf", ()))
+    return out
+
+
+def _interesting(doc: Any) -> tuple[list[Any], list[str]]:
+    """Constants and property names of a schema document (to steer random values)."""
+    values: list[Any] = [0, 1, -1, 1.0, 0.5, 2.0, True, False, None, "", "x", [], {}]
+    names: list[str] = []
+    todo = [doc]
+    while todo:
+        s = todo.pop()
+        if isinstance(s, dict):
+            values += [s["const"]] if "const" in s else []
+            values += s.get("enum", [])
+            names += list(s.get("properties", {})) + s.get("required", [])
+            todo += [v for k, v in s.items() if k not in ("const", "enum", "default", "examples")]
+        elif isinstance(s, list):
+            todo += s
+    return values, sorted(set(names)) or ["a"]
+
+
+def json_values(doc: Any) -> st.SearchStrategy[Any]:
+    """Random JSON values, biased towards the constants and names the schema mentions."""
+    values, names = _interesting(doc)
+    scalars = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-3, 70000),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(max_size=4),
+        st.sampled_from(values),
+    )
+    keys = st.sampled_from(names) | st.text(max_size=3)
+    return st.recursive(
+        scalars,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=4),
+        max_leaves=8,
+    )
+
+
+@st.composite
+def instances(draw: Any, s: Any, defs: dict[str, Any], anything: Any, depth: int = 0) -> Any:
+    """Instances meant to be valid under s (best effort: `not`/`if` are not steered)."""
+    conj = _conjuncts(s, defs)
+    i = 0
+    while i < len(conj):
+        for key in ("anyOf", "oneOf"):
+            if isinstance(conj[i], dict) and key in conj[i]:
+                conj += _conjuncts(draw(st.sampled_from(conj[i][key])), defs)
+        i += 1
+    if False in conj or depth > 8:
+        return draw(anything)
+    for c in conj:
+        if "const" in c:
+            return c["const"]
+    for c in conj:
+        if "enum" in c:
+            return draw(st.sampled_from(c["enum"]))
+    types = set(codegen.JSON_TYPES)
+    for c in conj:
+        if "type" in c:
+            types &= {c["type"]} if isinstance(c["type"], str) else set(c["type"])
+    if not types:
+        return draw(anything)
+    kind = draw(st.sampled_from(sorted(types)))
+    return draw(_of_type(kind, conj, defs, anything, depth))
+
+
+def _of_type(kind: str, conj: list[Any], defs: dict[str, Any], anything: Any, depth: int) -> Any:
+    """Strategy for an instance of one JSON type satisfying the flat keywords of conj."""
+
+    def most(key: str, pick: Callable[..., Any], default: Any) -> Any:
+        found = [c[key] for c in conj if key in c]
+        return pick(found) if found else default
+
+    if kind in ("integer", "number"):
+        lo, hi = most("minimum", max, None), most("maximum", min, None)
+        ints = st.integers(
+            None if lo is None else int(-(-lo // 1)), None if hi is None else int(hi // 1)
+        )
+        floats = st.floats(lo, hi, allow_nan=False, allow_infinity=False)
+        return ints if kind == "integer" else ints | floats
+    if kind == "string":
+        lo = most("minLength", max, 0)
+        return st.text(min_size=lo, max_size=max(lo, most("maxLength", min, lo + 5)))
+    if kind == "array":
+        lo = most("minItems", max, 0)
+        items = {"allOf": [c["items"] for c in conj if "items" in c]}
+        return st.lists(
+            instances(items, defs, anything, depth + 1),
+            min_size=lo,
+            max_size=max(lo, most("maxItems", min, lo + 3)),
+        )
+    if kind == "object":
+        return _objects(conj, defs, anything, depth)
+    return st.just(None) if kind == "null" else st.booleans()
+
+
+@st.composite
+def _objects(draw: Any, conj: list[Any], defs: dict[str, Any], anything: Any, depth: int) -> Any:
+    props: dict[str, list[Any]] = {}
+    required: set[str] = set()
+    for c in conj:
+        for key, sub in c.get("properties", {}).items():
+            props.setdefault(key, []).append(sub)
+        required.update(c.get("required", ()))
+    closed = any(c.get("additionalProperties", True) is False for c in conj)
+    optional = sorted(set(props) - required)
+    keys = sorted(required) + draw(
+        st.lists(st.sampled_from(optional), unique=True) if optional else st.just([])
+    )
+    out = {}
+    for key in keys:
+        sub = {"allOf": props.get(key, [])}
+        out[key] = draw(instances(sub, defs, anything, depth + 1))
+    if not closed and draw(st.booleans()):
+        out.setdefault(draw(st.text(max_size=3)), draw(anything))
+    return out
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+def _confused(node: Any) -> Any:
+    """A value Python finds equal to node but JSON may not: True/1, False/0, 1/1.0."""
+    if isinstance(node, bool):
+        return int(node)
+    if isinstance(node, int):
+        return bool(node) if node in (0, 1) else float(node)
+    if isinstance(node, float) and node.is_integer():
+        return int(node)
+    return [node]
+
+
+def _confused_deep(value: Any) -> Any:
+    """value with every scalar confused (see _confused); containers kept."""
+    if isinstance(value, dict):
+        return {k: _confused_deep(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_confused_deep(v) for v in value]
+    return _confused(value) if isinstance(value, int | float) else value
+
+
+@st.composite
+def mutations(draw: Any, value: Any, anything: Any) -> Any:
+    """value with one node replaced, deleted or extended (likely invalid)."""
+    value = copy.deepcopy(value)
+    path = draw(st.sampled_from(_paths(value)))
+    op = draw(st.sampled_from(["replace", "delete", "extend", "confuse"]))
+    if not path:
+        if op == "confuse":
+            return _confused(value)
+        return draw(anything) if op != "extend" else [value]
+    parent = value
+    for seg in path[:-1]:
+        parent = parent[seg]
+    node = parent[path[-1]]
+    if op == "confuse":
+        parent[path[-1]] = _confused(node)
+    elif op == "replace":
+        parent[path[-1]] = draw(anything)
+    elif op == "delete":
+        del parent[path[-1]]
+    elif isinstance(node, dict):
+        node[draw(st.sampled_from(sorted(node) or ["k"]) | st.text(max_size=3))] = draw(anything)
+    elif isinstance(node, list):
+        node.append(draw(anything))
+    else:
+        parent[path[-1]] = [node]
+    return value
+
+
+def _differential(
+    targets: list[tuple[str, Any, dict[str, Any], Callable[[object], Violation | None]]],
+) -> Counter[str]:
+    """Run the differential property test over (name, schema, defs, compiled) targets."""
+    stats: Counter[str] = Counter()
+    oracles = {name: Draft202012Validator(schema) for name, schema, _, _ in targets}
+    anything = {name: json_values(schema) for name, schema, _, _ in targets}
+
+    @DIFF_SETTINGS
+    @given(st.data())
+    def run(data: st.DataObject) -> None:
+        name, schema, defs, compiled = data.draw(st.sampled_from(targets), label="target")
+        candidate = data.draw(instances(schema, defs, anything[name]), label="valid")
+        values = [
+            candidate,
+            data.draw(mutations(candidate, anything[name]), label="mutated"),
+            data.draw(anything[name], label="random"),
+            _confused_deep(candidate),
+        ]
+        if HJS_WORKS:
+            from hypothesis_jsonschema import from_schema
+
+            values.append(data.draw(from_schema(schema), label="hypothesis-jsonschema"))
+        for value in values:
+            expected = oracles[name].is_valid(value)
+            got = compiled(value)
+            assert (got is None) == expected, (name, value, got)
+            stats["valid" if expected else "invalid"] += 1
+
+    run()
+    return stats
+
+
+def _real_targets() -> list[tuple[str, Any, dict[str, Any], Callable[[object], Violation | None]]]:
+    out = []
+    for file_name, _, doc in codegen.load_documents():
+        stem = file_name.removesuffix(".json")
+        for name in sorted(doc["$defs"]):
+            schema = {k: v for k, v in doc.items() if k != "$id"} | {"$ref": f"#/$defs/{name}"}
+            out.append(
+                (f"{stem}.{name}", schema, doc["$defs"], schemas.validator(f"{stem}.{name}"))
+            )
+    return out
+
+
+def _small_targets() -> list[tuple[str, Any, dict[str, Any], Callable[[object], Violation | None]]]:
+    unique = {repr(schema): schema for schema, _, _ in CASES}
+    return [
+        (key, schema, schema.get("$defs", {}), _compiled(key)["#"])
+        for key, schema in unique.items()
+    ]
+
+
+def test_differential_real_schemas() -> None:
+    """Generated validators agree with jsonschema on every definition of the real files."""
+    targets = _real_targets()
+    assert {"acp.InitializeRequest", "acp.SessionNotification", "jsonrpc.Request"} <= {
+        t[0] for t in targets
+    }
+    stats = _differential(targets)
+    assert stats["valid"] > 50 and stats["invalid"] > 50, stats
+
+
+def test_differential_small_schemas() -> None:
+    stats = _differential(_small_targets())
+    assert stats["valid"] > 30 and stats["invalid"] > 30, stats
+
+
+def test_every_real_definition_on_fixed_values() -> None:
+    """Every definition sees the JSON type edge cases, whatever Hypothesis picks."""
+    edge = [None, True, False, 0, 1, 1.0, 1.5, -1, "", "x", [], [1], {}, {"type": "text"}]
+    for name, schema, _, compiled in _real_targets():
+        oracle = Draft202012Validator(schema)
+        for value in edge:
+            assert (compiled(value) is None) == oracle.is_valid(value), (name, value)
