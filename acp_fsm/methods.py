@@ -100,6 +100,7 @@ DEBUG_SERVED = _table(
     Served("_acp_fsm/call_client"),
     Served("_acp_fsm/sleep"),
     Served("_acp_fsm/stray_output"),
+    Served("_acp_fsm/stream_updates"),
 )
 
 

@@ -34,7 +34,9 @@ async def run(
 
     output = Output(on_lost=on_output_lost)
     await output.open(protocol_fd)
-    connection = Connection(server, output.write, strict_outbound=config.strict_schemas())
+    connection = Connection(
+        server, output.write, drain=output.drain, strict_outbound=config.strict_schemas()
+    )
     server.attach(connection)
     if client is not None:
         log.info("initialized", client=client.info, fast_path=True, answered_ms=answered_ms)

@@ -208,3 +208,16 @@ class AcpServer:
             stdin=asyncio.subprocess.DEVNULL,
         )
         return {"childExitCode": await child.wait()}
+
+    async def on_debug_stream_updates(self, params: dict[str, Any]) -> dict[str, Any]:
+        started = time.monotonic()
+        update = {"sessionUpdate": "agent_message_chunk",
+                  "content": {"type": "text", "text": params["text"]}}
+        message = {"sessionId": params["sessionId"], "update": update}
+        sent = 0
+        for sent in range(1, params["count"] + 1):
+            if not self.conn.notify("session/update", message):
+                break
+            if sent % 256 == 0:
+                await self.conn.drain()
+        return {"sent": sent, "elapsedMs": round((time.monotonic() - started) * 1000, 3)}

@@ -51,8 +51,14 @@ class CancellationToken:
             return False
         self._reason = reason
         callbacks, self._callbacks = self._callbacks, []
+        failures = []
         for callback in callbacks:
-            callback()
+            try:
+                callback()
+            except Exception as exc:  # every waiter must still be released
+                failures.append(exc)
+        if failures:
+            raise failures[0]
         return True
 
     def raise_if_cancelled(self) -> None:
@@ -90,6 +96,8 @@ class CancellationToken:
         if self._reason is not None:
             if asyncio.iscoroutine(awaitable):
                 awaitable.close()
+            elif asyncio.isfuture(awaitable):
+                awaitable.cancel()
             raise Cancelled(self._reason)
         future = asyncio.ensure_future(awaitable)
         remove = self.on_cancel(future.cancel)

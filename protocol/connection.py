@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Literal, Protocol
 
 import structlog
@@ -59,13 +59,15 @@ class Connection:
     def __init__(
         self,
         dispatcher: Dispatcher,
-        write: Any,
+        write: Callable[[bytes], None],
         *,
+        drain: Callable[[], Awaitable[None]] | None = None,
         max_line: int = MAX_LINE_BYTES,
         strict_outbound: bool = False,
     ) -> None:
         self._dispatcher = dispatcher
         self._write_bytes = write
+        self._drain = drain
         self._framer = LineFramer(max_line)
         self._max_line = max_line
         self._strict = strict_outbound
@@ -256,6 +258,11 @@ class Connection:
         if response is not None:
             self._send(response)
 
+    async def drain(self) -> None:
+        """Wait while the output is congested (back-pressure for fast producers)."""
+        if self._drain is not None:
+            await self._drain()
+
     def notify(self, method: str, params: Any) -> bool:
         """Send a notification; returns False (and sends nothing) when `params` is invalid."""
         violation = self._dispatcher.check_outbound(method, "notification", params)
@@ -285,8 +292,8 @@ class Connection:
             raise InternalError(f"Internal error: invalid {method} request")
         if self.closed.done():
             raise ConnectionClosed(f"connection closed before {method} was sent")
-        if token is not None:
-            token.raise_if_cancelled()
+        if token is not None and token.is_cancelled:
+            raise OutboundCancelled(f"{method} cancelled before it was sent")
         loop = asyncio.get_running_loop()
         request_id = next(self._ids)
         future: asyncio.Future[Any] = loop.create_future()

@@ -2,7 +2,7 @@
 # Regenerate with `python -m schemas.codegen` (`--check` verifies it is current).
 # Compiled from:
 #   acp.json  sha256:28e473acac22c126abef1b2d31d3666405f7c2af6899667a1d868c976bf397d5
-#   acp_fsm.json  sha256:74d5b1450872366cadee6970005112d6ad809fa3e98a21c6cf90853bed951d54
+#   acp_fsm.json  sha256:d1b0fc4c51d62abeec0a36caa67ab1e658519e663565dc9ab9a7b29a14179a6d
 #   jsonrpc.json  sha256:a58ef396a5aa7c996307395d79bbe603939dcf82a714856f6e684a5051863590
 """JSON Schema validators compiled to Python by schemas/codegen.py.
 
@@ -3859,6 +3859,57 @@ def v_acp_fsm__StrayOutputResponse(x):
     return None
 
 
+def v_acp_fsm__StreamUpdatesRequest(x):
+    """acp_fsm.json#/$defs/StreamUpdatesRequest"""
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'sessionId' not in x:
+        return ['missing required property "sessionId"']
+    if 'count' not in x:
+        return ['missing required property "count"']
+    if 'text' not in x:
+        return ['missing required property "text"']
+    v1 = x['sessionId']
+    if not (isinstance(v1, str)):
+        return [_W('expected string, got ' + _tn(v1)), 'sessionId']
+    v2 = x['count']
+    if not ((isinstance(v2, int) and v2 is not True and v2 is not False or isinstance(v2, float) and v2.is_integer())):
+        return [_W('expected integer, got ' + _tn(v2)), 'count']
+    if v2 < 0:
+        return ['expected >= 0, got ' + _show(v2), 'count']
+    if v2 > 10000000:
+        return ['expected <= 10000000, got ' + _show(v2), 'count']
+    v3 = x['text']
+    if not (isinstance(v3, str)):
+        return [_W('expected string, got ' + _tn(v3)), 'text']
+    if '_meta' in x:
+        v4 = x['_meta']
+        if not (isinstance(v4, dict) or v4 is None):
+            return [_W('expected object or null, got ' + _tn(v4)), '_meta']
+    return None
+
+
+def v_acp_fsm__StreamUpdatesResponse(x):
+    """acp_fsm.json#/$defs/StreamUpdatesResponse"""
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'sent' not in x:
+        return ['missing required property "sent"']
+    if 'elapsedMs' not in x:
+        return ['missing required property "elapsedMs"']
+    v1 = x['sent']
+    if not ((isinstance(v1, int) and v1 is not True and v1 is not False or isinstance(v1, float) and v1.is_integer())):
+        return [_W('expected integer, got ' + _tn(v1)), 'sent']
+    if v1 < 0:
+        return ['expected >= 0, got ' + _show(v1), 'sent']
+    v2 = x['elapsedMs']
+    if not ((isinstance(v2, (int, float)) and v2 is not True and v2 is not False)):
+        return [_W('expected number, got ' + _tn(v2)), 'elapsedMs']
+    if v2 < 0:
+        return ['expected >= 0, got ' + _show(v2), 'elapsedMs']
+    return None
+
+
 def v_jsonrpc__Batch(x):
     """jsonrpc.json#/$defs/Batch"""
     if not (isinstance(x, list)):
@@ -4265,6 +4316,8 @@ VALIDATORS = {
     'acp_fsm.SleepResponse': v_acp_fsm__SleepResponse,
     'acp_fsm.StrayOutputRequest': v_acp_fsm__StrayOutputRequest,
     'acp_fsm.StrayOutputResponse': v_acp_fsm__StrayOutputResponse,
+    'acp_fsm.StreamUpdatesRequest': v_acp_fsm__StreamUpdatesRequest,
+    'acp_fsm.StreamUpdatesResponse': v_acp_fsm__StreamUpdatesResponse,
     'jsonrpc.Batch': v_jsonrpc__Batch,
     'jsonrpc.Error': v_jsonrpc__Error,
     'jsonrpc.ErrorResponse': v_jsonrpc__ErrorResponse,

@@ -7,6 +7,11 @@ import pytest
 from tests.harness import AgentProcess, agent_env
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the conformance module last: it checks every message the other tests recorded."""
+    items.sort(key=lambda item: item.module.__name__.endswith("test_conformance"))
+
+
 def assert_clean(agent: AgentProcess) -> None:
     """stdout held only JSON-RPC lines and no outbound message failed its schema."""
     assert agent.bad_lines == [], f"non JSON-RPC output on stdout: {agent.bad_lines[:3]!r}"

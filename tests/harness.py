@@ -19,8 +19,10 @@ from typing import Any
 READ_LIMIT = 256 * 1024 * 1024
 TIMEOUT = 10.0
 
-# (kind, method, payload): kind is "result", "request" (agent->client params) or "notification".
-RECORDED: list[tuple[str, str, Any]] = []
+# Every message the agent wrote during the run, for the conformance suite:
+# (kind, method, payload, whole message); kind is "result" or "error" (a response to our request
+# of `method`), "request" (agent->client, payload = params) or "notification" (payload = params).
+RECORDED: list[tuple[str, str | None, Any, dict[str, Any]]] = []
 
 
 def agent_command() -> list[str]:
@@ -103,10 +105,10 @@ class AgentProcess:
 
     def _route(self, message: dict[str, Any]) -> None:
         if "method" in message and "id" in message:
-            RECORDED.append(("request", message["method"], message.get("params")))
+            RECORDED.append(("request", message["method"], message.get("params"), message))
             self.requests.put_nowait(message)
         elif "method" in message:
-            RECORDED.append(("notification", message["method"], message.get("params")))
+            RECORDED.append(("notification", message["method"], message.get("params"), message))
             self.notifications.put_nowait(message)
         else:
             self._record_response(message)
@@ -117,10 +119,13 @@ class AgentProcess:
                 self.others.put_nowait(message)
 
     def _record_response(self, message: Any) -> None:
-        if isinstance(message, dict) and "result" in message:
-            method = self._sent_methods.get(message.get("id"))
-            if method is not None:
-                RECORDED.append(("result", method, message["result"]))
+        if not isinstance(message, dict):
+            return
+        method = self._sent_methods.get(message.get("id"))
+        if "result" in message:
+            RECORDED.append(("result", method, message["result"], message))
+        elif "error" in message:
+            RECORDED.append(("error", method, message["error"], message))
 
     async def _read_stderr(self) -> None:
         assert self.proc.stderr is not None

@@ -209,11 +209,6 @@ async def test_race_on_fired_token_closes_coroutine_without_running_it() -> None
     assert inspect.getcoroutinestate(coro) == inspect.CORO_CLOSED
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: race() on an already-fired token closes a coroutine but leaves a Task/Future "
-    "awaitable running (protocol/cancel.py, race: only asyncio.iscoroutine is handled)",
-)
 async def test_race_on_fired_token_cancels_a_task() -> None:
     token = CancellationToken()
     token.cancel()
@@ -280,3 +275,18 @@ async def test_outer_cancel_wins_even_if_token_also_fires() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert task.cancelled()
+
+
+def test_a_failing_callback_does_not_strand_the_others() -> None:
+    token = CancellationToken()
+    released: list[str] = []
+
+    def boom() -> None:
+        raise RuntimeError("callback failed")
+
+    token.on_cancel(boom)
+    token.on_cancel(lambda: released.append("second"))
+    with pytest.raises(RuntimeError, match="callback failed"):
+        token.cancel()
+    assert released == ["second"]
+    assert token.is_cancelled

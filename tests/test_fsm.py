@@ -108,9 +108,9 @@ def test_built_machine_has_no_auto_transitions() -> None:
     assert set(HANDSHAKE.build(Model()).events) == {t.value for t in HandshakeTrigger}
 
 
-def reachable_from(start: HandshakeState) -> set[HandshakeState]:
-    reachable = {start}
-    frontier = [start]
+def reachable_from(start: StrEnum) -> set[StrEnum]:
+    reachable: set[StrEnum] = {start}
+    frontier: list[StrEnum] = [start]
     while frontier:
         state = frontier.pop()
         for trigger in HandshakeTrigger:
@@ -193,7 +193,7 @@ class Go(StrEnum):
     STOP = "stop"
 
 
-DOCS = {Color.RED: "stopped", Color.GREEN: "moving"}
+DOCS: dict[StrEnum, str] = {Color.RED: "stopped", Color.GREEN: "moving"}
 
 
 def test_spec_rejects_undocumented_states() -> None:

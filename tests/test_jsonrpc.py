@@ -244,7 +244,8 @@ def test_rpc_error_defaults() -> None:
 
 
 def test_is_valid_id() -> None:
-    assert [jsonrpc.is_valid_id(v) for v in ("a", 0, 1.5, True, None, [], {})] == [
+    values: list[object] = ["a", 0, 1.5, True, None, [], {}]
+    assert [jsonrpc.is_valid_id(v) for v in values] == [
         True, True, True, False, False, False, False,
     ]
 

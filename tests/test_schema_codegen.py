@@ -26,7 +26,6 @@ HJS_WORKS = hasattr(conjecture_utils.many, "more")
 
 _ROOT = str(codegen.SCHEMA_DIR.parent)
 DIFF_SETTINGS = settings(
-    max_examples=300,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -555,7 +554,7 @@ def _conjuncts(s: Any, defs: dict[str, Any]) -> list[Any]:
 
 def _interesting(doc: Any) -> tuple[list[Any], list[str]]:
     """Constants and property names of a schema document (to steer random values)."""
-    values: list[Any] = [0, 1, -1, 1.0, 0.5, 2.0, True, False, None, "", "x", [], {}]
+    values: list[Any] = [0, 1, -1, 1.0, 0.5, 2.0, True, False, None, "", "x", "\U0001f600", [], {}]
     names: list[str] = []
     todo = [doc]
     while todo:
@@ -585,8 +584,22 @@ def json_values(doc: Any) -> st.SearchStrategy[Any]:
     return st.recursive(
         scalars,
         lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=4),
-        max_leaves=8,
+        max_leaves=6,
     )
+
+
+_HINTS = {  # the types a keyword constrains, to steer untyped schemas towards them
+    "minLength": ("string",),
+    "maxLength": ("string",),
+    "minimum": ("integer", "number"),
+    "maximum": ("integer", "number"),
+    "minItems": ("array",),
+    "maxItems": ("array",),
+    "items": ("array",),
+    "properties": ("object",),
+    "required": ("object",),
+    "additionalProperties": ("object",),
+}
 
 
 @st.composite
@@ -613,6 +626,9 @@ def instances(draw: Any, s: Any, defs: dict[str, Any], anything: Any, depth: int
             types &= {c["type"]} if isinstance(c["type"], str) else set(c["type"])
     if not types:
         return draw(anything)
+    hinted = {t for c in conj for k in c for t in _HINTS.get(k, ())} & types
+    if hinted and draw(st.integers(0, 3)):
+        types = hinted
     kind = draw(st.sampled_from(sorted(types)))
     return draw(_of_type(kind, conj, defs, anything, depth))
 
@@ -681,7 +697,9 @@ def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 
 def _confused(node: Any) -> Any:
-    """A value Python finds equal to node but JSON may not: True/1, False/0, 1/1.0."""
+    """A value Python confuses with node: True/1, False/0, 1/1.0; astral characters."""
+    if isinstance(node, str):
+        return "\U0001f600" * len(node)
     if isinstance(node, bool):
         return int(node)
     if isinstance(node, int):
@@ -697,7 +715,7 @@ def _confused_deep(value: Any) -> Any:
         return {k: _confused_deep(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_confused_deep(v) for v in value]
-    return _confused(value) if isinstance(value, int | float) else value
+    return _confused(value) if isinstance(value, int | float | str) else value
 
 
 @st.composite
@@ -729,55 +747,68 @@ def mutations(draw: Any, value: Any, anything: Any) -> Any:
     return value
 
 
-def _differential(
-    targets: list[tuple[str, Any, dict[str, Any], Callable[[object], Violation | None]]],
-) -> Counter[str]:
-    """Run the differential property test over (name, schema, defs, compiled) targets."""
-    stats: Counter[str] = Counter()
-    oracles = {name: Draft202012Validator(schema) for name, schema, _, _ in targets}
-    anything = {name: json_values(schema) for name, schema, _, _ in targets}
+# (name, schema, its $defs, compiled validator, random JSON values for it)
+Target = tuple[str, Any, dict[str, Any], Callable[[object], Violation | None], Any]
 
-    @DIFF_SETTINGS
-    @given(st.data())
-    def run(data: st.DataObject) -> None:
-        name, schema, defs, compiled = data.draw(st.sampled_from(targets), label="target")
-        candidate = data.draw(instances(schema, defs, anything[name]), label="valid")
-        values = [
-            candidate,
-            data.draw(mutations(candidate, anything[name]), label="mutated"),
-            data.draw(anything[name], label="random"),
-            _confused_deep(candidate),
+
+def _differential(targets: list[Target], examples: int) -> Counter[str]:
+    """Property test per target: the compiled verdicts equal jsonschema's."""
+    stats: Counter[str] = Counter()
+    for name, schema, defs, compiled, anything in targets:
+        strategies = [
+            instances(schema, defs, anything).flatmap(
+                lambda c, anything=anything: st.tuples(
+                    st.just(c), mutations(c, anything), anything, st.just(_confused_deep(c))
+                )
+            )
         ]
         if HJS_WORKS:
             from hypothesis_jsonschema import from_schema
 
-            values.append(data.draw(from_schema(schema), label="hypothesis-jsonschema"))
-        for value in values:
-            expected = oracles[name].is_valid(value)
+            strategies.append(st.tuples(from_schema(schema)))
+        oracle = Draft202012Validator(schema)
+        _agreement(name, oracle.is_valid, compiled, st.one_of(strategies), examples, stats)()
+    return stats
+
+
+def _agreement(
+    name: str,
+    expect: Callable[[object], bool],
+    compiled: Callable[[object], Violation | None],
+    values: st.SearchStrategy[tuple[Any, ...]],
+    examples: int,
+    stats: Counter[str],
+) -> Callable[[], None]:
+    """A Hypothesis test: compiled accepts exactly the values that expect accepts."""
+
+    @settings(DIFF_SETTINGS, max_examples=examples)
+    @given(values)
+    def run(drawn: tuple[Any, ...]) -> None:
+        for value in drawn:
+            expected = expect(value)
             got = compiled(value)
             assert (got is None) == expected, (name, value, got)
             stats["valid" if expected else "invalid"] += 1
 
-    run()
-    return stats
+    return run
 
 
-def _real_targets() -> list[tuple[str, Any, dict[str, Any], Callable[[object], Violation | None]]]:
+def _real_targets() -> list[Target]:
     out = []
     for file_name, _, doc in codegen.load_documents():
         stem = file_name.removesuffix(".json")
+        anything = json_values(doc)
         for name in sorted(doc["$defs"]):
+            ref = f"{stem}.{name}"
             schema = {k: v for k, v in doc.items() if k != "$id"} | {"$ref": f"#/$defs/{name}"}
-            out.append(
-                (f"{stem}.{name}", schema, doc["$defs"], schemas.validator(f"{stem}.{name}"))
-            )
+            out.append((ref, schema, doc["$defs"], schemas.validator(ref), anything))
     return out
 
 
-def _small_targets() -> list[tuple[str, Any, dict[str, Any], Callable[[object], Violation | None]]]:
+def _small_targets() -> list[Target]:
     unique = {repr(schema): schema for schema, _, _ in CASES}
     return [
-        (key, schema, schema.get("$defs", {}), _compiled(key)["#"])
+        (key, schema, schema.get("$defs", {}), _compiled(key)["#"], json_values(schema))
         for key, schema in unique.items()
     ]
 
@@ -788,19 +819,19 @@ def test_differential_real_schemas() -> None:
     assert {"acp.InitializeRequest", "acp.SessionNotification", "jsonrpc.Request"} <= {
         t[0] for t in targets
     }
-    stats = _differential(targets)
+    stats = _differential(targets, examples=4)
     assert stats["valid"] > 50 and stats["invalid"] > 50, stats
 
 
 def test_differential_small_schemas() -> None:
-    stats = _differential(_small_targets())
+    stats = _differential(_small_targets(), examples=10)
     assert stats["valid"] > 30 and stats["invalid"] > 30, stats
 
 
 def test_every_real_definition_on_fixed_values() -> None:
     """Every definition sees the JSON type edge cases, whatever Hypothesis picks."""
     edge = [None, True, False, 0, 1, 1.0, 1.5, -1, "", "x", [], [1], {}, {"type": "text"}]
-    for name, schema, _, compiled in _real_targets():
+    for name, schema, _, compiled, _ in _real_targets():
         oracle = Draft202012Validator(schema)
         for value in edge:
             assert (compiled(value) is None) == oracle.is_valid(value), (name, value)

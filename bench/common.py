@@ -1,0 +1,35 @@
+"""Shared pieces of the benchmarks: spawning the agent and printing result tables."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+from pathlib import Path
+
+INIT = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,'
+        b'"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true},'
+        b'"terminal":true},"clientInfo":{"name":"bench","version":"0"}}}\n')
+
+
+def agent_command() -> list[str]:
+    script = Path(sys.executable).with_name("acp-fsm")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "acp_fsm"]
+
+
+def agent_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ, ACP_FSM_DEBUG_METHODS="1", ACP_FSM_LOG_LEVEL="warning", **extra)
+    return env
+
+
+def summary(samples: list[float]) -> str:
+    """median / p90 / min of millisecond samples."""
+    ordered = sorted(samples)
+    p90 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.9))]
+    return f"{statistics.median(ordered):8.2f} {p90:8.2f} {ordered[0]:8.2f}"
+
+
+def table(title: str, header: str, rows: list[str]) -> None:
+    print(f"\n{title}\n{header}\n{'-' * len(header)}")
+    for row in rows:
+        print(row)
