@@ -3,6 +3,9 @@ input ends; then cancel and persist running work and exit."""
 
 from __future__ import annotations
 
+import asyncio
+import signal
+
 import structlog
 
 from acp_fsm import config
@@ -43,6 +46,10 @@ async def run(
     if pending:
         connection.feed(pending)
     stop_reading = await start_reading(0, connection.feed, connection.feed_eof)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        # The editor stopping us is an orderly close: work is cancelled and persisted.
+        loop.add_signal_handler(signum, connection.terminate, signal.Signals(signum).name)
     reason = await connection.closed
     log.info("shutting_down", reason=reason)
     stop_reading()

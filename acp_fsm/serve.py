@@ -14,6 +14,7 @@ answers it (and logs) exactly as it would any later message.
 from __future__ import annotations
 
 import json
+import signal
 import time
 
 import schemas
@@ -59,9 +60,16 @@ def answer_initialize(line: bytes) -> tuple[bytes, dict] | None:
     return data + b"\n", params
 
 
+def _exit_quietly(signum: int, _frame: object) -> None:
+    # Before the event loop runs there is no session or turn to save: leave at once, code 0.
+    raise SystemExit(0)
+
+
 def serve() -> int:
     """Run the ACP server on stdio until stdin closes; returns the exit code."""
     started = time.perf_counter()
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, _exit_quietly)
     protocol_fd = claim_stdout()
     first, rest = read_line_blocking(0, MAX_LINE_BYTES)
     early = answer_initialize(first) if first is not None else None

@@ -105,6 +105,10 @@ class Connection:
         """The peer stopped reading our output: nothing more can be delivered."""
         self._close("output closed")
 
+    def terminate(self, why: str) -> None:
+        """Close on request of the process's owner (a signal), like input EOF."""
+        self._close(f"terminated ({why})")
+
     def _process_line(self, line: bytes | Overlong) -> None:
         if isinstance(line, Overlong):
             log.warning("line_too_long", size=line.size, limit=self._max_line)

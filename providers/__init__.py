@@ -1,5 +1,42 @@
 """Streaming LLM providers (OpenAI Chat Completions, Anthropic Messages) over aiohttp.
 
-One SSE reader and one adapter per provider, each yielding provider-neutral events and racing
-the turn's CancellationToken. Built in the providers issue; nothing here yet.
+`open_stream(request, token)` starts one model call and returns a `ModelStream` of neutral
+events (`providers.types`). Adapters (`openai.py`, `anthropic.py`) are pure descriptions of the
+wire formats; `stream.py` does the IO: one SSE decoder, retries, and cancellation by token.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from protocol.cancel import CancellationToken
+    from providers.base import WireFormat
+    from providers.config import ProviderConfig
+    from providers.stream import ModelStream
+    from providers.types import ModelRequest
+
+
+def wire_format(provider: str) -> WireFormat:
+    from providers.config import ANTHROPIC, OPENAI
+
+    if provider == OPENAI:
+        from providers.openai import OpenAiWire
+
+        return OpenAiWire()
+    if provider == ANTHROPIC:
+        from providers.anthropic import AnthropicWire
+
+        return AnthropicWire()
+    raise ValueError(f"unknown provider {provider!r}")
+
+
+def open_stream(
+    request: ModelRequest, token: CancellationToken, config: ProviderConfig | None = None
+) -> ModelStream:
+    """Start a streaming model call (configuration from the environment unless given)."""
+    from providers.config import load_config
+    from providers.stream import ModelStream
+
+    config = config or load_config()
+    return ModelStream(wire_format(config.provider), request, config, token)

@@ -2,8 +2,9 @@
 
 ``validate("acp.InitializeRequest", params)`` returns None or a ``Violation`` (JSON path and
 reason). The validators live in ``_generated.py`` (written by ``python -m schemas.codegen``),
-imported on first use so that this package costs next to nothing to import and the generator
-runs even when the generated module is missing or stale. Only the stdlib ``os`` is imported here.
+imported on first use, and each is compiled on its first use: the package costs next to nothing
+to import, and the generator runs even when the generated module is missing or stale. Only the
+stdlib ``os`` is imported here.
 """
 
 from __future__ import annotations
@@ -63,24 +64,25 @@ def _to_violation(err: list[Any]) -> Violation:
     return Violation(tuple(err[:0:-1]), str(err[0]))
 
 
-def _table() -> dict[str, Callable[[object], list[Any] | None]]:
-    """The compiled validators by ref, imported on first use."""
-    if not _TABLE:
-        from ._generated import VALIDATORS
+def _lookup(ref: str) -> Callable[[object], list[Any] | None]:
+    """The compiled validator of ref (compiled on first use); KeyError for an unknown ref."""
+    check = _TABLE.get(ref)
+    if check is None:
+        from ._generated import load
 
-        _TABLE.update(VALIDATORS)
-    return _TABLE
+        check = _TABLE[ref] = load(ref)
+    return check
 
 
 def validate(ref: str, instance: object) -> Violation | None:
     """Validate instance against ``"<file stem>.<DefName>"``; KeyError for an unknown ref."""
-    err = (_TABLE or _table())[ref](instance)
+    err = _lookup(ref)(instance)
     return None if err is None else _to_violation(err)
 
 
 def validator(ref: str) -> Callable[[object], Violation | None]:
     """The validator of ref (looked up once, for hot paths); KeyError for an unknown ref."""
-    check = _table()[ref]
+    check = _lookup(ref)
 
     def run(instance: object) -> Violation | None:
         err = check(instance)

@@ -6,39 +6,9 @@
 #   jsonrpc.json  sha256:a58ef396a5aa7c996307395d79bbe603939dcf82a714856f6e684a5051863590
 """JSON Schema validators compiled to Python by schemas/codegen.py.
 
-Each validator returns None when valid, else [message, *reversed(path)].
+load(ref) returns the validator of ref, compiling it on first use. A validator returns
+None when valid, else [message, *reversed(path)].
 """
-
-
-_TYPE_NAMES = (
-    (bool, "boolean"), (str, "string"), (int, "integer"), (float, "number"),
-    (dict, "object"), (list, "array"), (type(None), "null"),
-)
-
-
-class _W(str):
-    """A message for a mismatch (wrong type or constant): the schema likely did not apply."""
-
-    __slots__ = ()
-
-
-def _tn(v):
-    """JSON type name of v, for messages."""
-    for t, name in _TYPE_NAMES:
-        if isinstance(v, t):
-            return name
-    return type(v).__name__
-
-
-def _show(v):
-    """Short JSON rendering of v, for messages."""
-    import json
-
-    try:
-        s = json.dumps(v, ensure_ascii=False)
-    except (TypeError, ValueError):
-        s = repr(v)
-    return s if len(s) <= 80 else s[:77] + "..."
 
 
 def _jeq(a, b):
@@ -65,14 +35,6 @@ def _jin(v, values):
     return False
 
 
-def _extra(v, allowed):
-    """Message naming the first property of v that is not allowed."""
-    for k in v:
-        if k not in allowed:
-            return "unexpected property " + _show(k)
-    return "unexpected property"
-
-
 def _ok(v):
     """The `true` schema."""
     return None
@@ -81,36 +43,6 @@ def _ok(v):
 def _no(v):
     """The `false` schema."""
     return ["no value is allowed here"]
-
-
-def _fmt(e):
-    """Render an error list as 'path: message'."""
-    out = ""
-    for seg in e[:0:-1]:
-        out += f"[{seg}]" if isinstance(seg, int) else ("." if out else "") + seg
-    return f"{out}: {e[0]}" if out else e[0]
-
-
-def _none_of(v, fs, kw):
-    """Error for v matching none of fs: the branch error that stands out, else a summary.
-
-    Branches failing on a _W mismatch (wrong type or constant) most likely did not apply.
-    """
-    errs = [f(v) for f in fs]
-    strong = [e for e in errs if not isinstance(e[0], _W)]
-    pool = strong or errs
-    depth = max(map(len, pool))
-    deepest = [e for e in pool if len(e) == depth]
-    if len(deepest) == 1:
-        return deepest[0]
-    if not strong and depth == 1:
-        parts = [e[0].rpartition(", got ") for e in errs]
-        tails = {tail for _, _, tail in parts}
-        if len(tails) == 1 and all(h[:9] == "expected " for h, _, _ in parts):
-            heads = dict.fromkeys(h[9:] for h, _, _ in parts)
-            return [_W("expected " + " or ".join(heads) + ", got " + parts[0][2])]
-    shown = "; ".join(dict.fromkeys(map(_fmt, errs)))
-    return [f"matches none of the {kw} alternatives: {shown}"]
 
 
 def _any_of(v, fs):
@@ -132,8 +64,676 @@ def _one_of(v, fs):
     return None if hit is not None else _none_of(v, fs, "oneOf")
 
 
+def _loader():
+    """(load, refs): load(ref) is the validator function of ref; refs maps ref to its name.
+
+    Every function starts as a stub that compiles the real one from _SOURCES on first call, so
+    a process only compiles what it uses. Constants are created before the function that uses
+    them, with real functions in them (stubs only for cycles between constants). The helpers
+    that build error messages are compiled together, on the first error.
+    """
+    import _thread
+
+    lock = _thread.RLock()
+    scope = globals()
+    busy = set()
+
+    def stub_for(name):
+        def stub(x):
+            fn = scope[name]
+            return (real(name) if fn is stub else fn)(x)
+
+        return stub
+
+    def helper_stub(name, code):
+        def stub(*args):
+            with lock:
+                if scope[name] is stub:
+                    exec(compile(code, "<schemas._generated helpers>", "exec"), scope)
+            return scope[name](*args)
+
+        return stub
+
+    def real(name):
+        with lock:
+            if scope[name] is not stubs[name]:
+                return scope[name]
+            code, consts, held = sources[name]
+            busy.add(name)
+            for dep in held:
+                if dep not in busy:
+                    real(dep)
+            if consts:
+                exec(compile(consts, f"<schemas._generated {name} constants>", "exec"), scope)
+            exec(compile(code, f"<schemas._generated {name}>", "exec"), scope)
+            busy.discard(name)
+            return scope[name]
+
+    sources = {}  # name -> [code, constants code, names of the functions constants hold]
+    refs = {}
+    for block in _SOURCES.split("\n### ")[1:]:
+        head, _, code = block.partition("\n")
+        name, *rest = head.split()
+        if name == "helpers:":
+            scope.update({helper: helper_stub(helper, code) for helper in rest})
+        elif rest and rest[0] == "constants:":
+            sources[name][1:] = [code, rest[1:]]
+        else:
+            sources[name] = [code, "", ()]
+            if rest:
+                refs[rest[1]] = name
+    stubs = {name: stub_for(name) for name in sources}
+    scope.update(stubs)
+    return (lambda ref: real(refs[ref])), refs
+
+
+_SOURCES = r'''
+### helpers: _W _C _tn _show _extra _fmt _forbidden _none_of
+_TYPE_NAMES = (
+    (bool, "boolean"), (str, "string"), (int, "integer"), (float, "number"),
+    (dict, "object"), (list, "array"), (type(None), "null"),
+)
+
+
+class _W(str):
+    """Message of a type mismatch: at a branch's root, the branch likely did not apply."""
+
+    __slots__ = ()
+
+
+class _C(_W):
+    """Message of a constant (const, enum, tag) mismatch: likely a branch that did not apply."""
+
+    __slots__ = ()
+
+
+def _tn(v):
+    """JSON type name of v, for messages."""
+    for t, name in _TYPE_NAMES:
+        if isinstance(v, t):
+            return name
+    return type(v).__name__
+
+
+def _show(v):
+    """Short JSON rendering of v, for messages."""
+    import json
+
+    try:
+        s = json.dumps(v, ensure_ascii=False)
+    except (TypeError, ValueError):
+        s = repr(v)
+    return s if len(s) <= 80 else s[:77] + "..."
+
+
+def _extra(v, allowed):
+    """Message naming the first property of v that is not allowed."""
+    for k in v:
+        if k not in allowed:
+            return "unexpected property " + _show(k)
+    return "unexpected property"
+
+
+def _fmt(e):
+    """Render an error list as 'path: message'."""
+    out = ""
+    for seg in e[:0:-1]:
+        out += f"[{seg}]" if isinstance(seg, int) else ("." if out else "") + seg
+    return f"{out}: {e[0]}" if out else e[0]
+
+
+def _forbidden(v, groups):
+    """Message naming the forbidden members of v (groups: the required lists of a `not`)."""
+    if isinstance(v, dict):
+        for keys in groups:
+            if all(k in v for k in keys):
+                names = ", ".join(map(_show, keys))
+                if len(keys) == 1:
+                    return f"property {names} is not allowed here"
+                return f"properties {names} are not allowed together here"
+    return 'must not match the "not" schema'
+
+
+def _none_of(v, fs, kw):
+    """Error for v matching none of fs: the branch error that stands out, else a summary.
+
+    Branches failing on a constant, or on the type of v itself, most likely did not apply.
+    """
+    errs = [f(v) for f in fs]
+    strong = [e for e in errs if not (isinstance(e[0], _C) or isinstance(e[0], _W) and len(e) == 1)]
+    pool = strong or errs
+    depth = max(map(len, pool))
+    deepest = {tuple(e): e for e in pool if len(e) == depth}
+    if len(deepest) == 1:
+        return deepest.popitem()[1]
+    if not strong and depth == 1:
+        parts = [e[0].rpartition(", got ") for e in errs]
+        tails = {tail for _, _, tail in parts}
+        if len(tails) == 1 and all(h[:9] == "expected " for h, _, _ in parts):
+            heads = dict.fromkeys(h[9:] for h, _, _ in parts)
+            return [_W("expected " + " or ".join(heads) + ", got " + parts[0][2])]
+    shown = "; ".join(dict.fromkeys(map(_fmt, errs)))
+    return [f"matches none of the {kw} alternatives: {shown}"]
+### _acp__AgentAuthCapabilities_1
+def _acp__AgentAuthCapabilities_1(x):
+    # subschema of acp.json#/$defs/AgentAuthCapabilities
+    if not (x is None):
+        return [_W('expected null, got ' + _tn(x))]
+    return None
+### _acp__AuthMethod_1
+def _acp__AuthMethod_1(x):
+    # subschema of acp.json#/$defs/AuthMethod
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'type' not in x:
+        return ['missing required property "type"']
+    v1 = x['type']
+    if v1 != 'terminal':
+        return [_C('expected "terminal", got ' + _show(v1)), 'type']
+    if (e2 := v_acp__AuthMethodTerminal(x)) is not None:
+        return e2
+    return None
+### _acp__CompactionStatus_1
+def _acp__CompactionStatus_1(x):
+    # subschema of acp.json#/$defs/CompactionStatus
+    if not (isinstance(x, str) and x in _K14):
+        return [_C('expected one of "in_progress", "completed", "failed", "cancelled", got ' + _show(x))]
+    return None
+### _acp__CompactionStatus_1 constants:
+_K14 = frozenset(['cancelled', 'completed', 'failed', 'in_progress'])
+### _acp__CompactionStatus_2
+def _acp__CompactionStatus_2(x):
+    # subschema of acp.json#/$defs/CompactionStatus
+    if not (isinstance(x, str)):
+        return [_W('expected string, got ' + _tn(x))]
+    return None
+### _acp__ContentBlock_1
+def _acp__ContentBlock_1(x):
+    # subschema of acp.json#/$defs/ContentBlock
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'type' not in x:
+        return ['missing required property "type"']
+    v1 = x['type']
+    if v1 != 'text':
+        return [_C('expected "text", got ' + _show(v1)), 'type']
+    if (e2 := v_acp__TextContent(x)) is not None:
+        return e2
+    return None
+### _acp__ContentBlock_2
+def _acp__ContentBlock_2(x):
+    # subschema of acp.json#/$defs/ContentBlock
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'type' not in x:
+        return ['missing required property "type"']
+    v1 = x['type']
+    if v1 != 'image':
+        return [_C('expected "image", got ' + _show(v1)), 'type']
+    if (e2 := v_acp__ImageContent(x)) is not None:
+        return e2
+    return None
+### _acp__ContentBlock_3
+def _acp__ContentBlock_3(x):
+    # subschema of acp.json#/$defs/ContentBlock
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'type' not in x:
+        return ['missing required property "type"']
+    v1 = x['type']
+    if v1 != 'audio':
+        return [_C('expected "audio", got ' + _show(v1)), 'type']
+    if (e2 := v_acp__AudioContent(x)) is not None:
+        return e2
+    return None
+### _acp__ContentBlock_4
+def _acp__ContentBlock_4(x):
+    # subschema of acp.json#/$defs/ContentBlock
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'type' not in x:
+        return ['missing required property "type"']
+    v1 = x['type']
+    if v1 != 'resource_link':
+        return [_C('expected "resource_link", got ' + _show(v1)), 'type']
+    if (e2 := v_acp__ResourceLink(x)) is not None:
+        return e2
+    return None
+### _acp__ContentBlock_5
+def _acp__ContentBlock_5(x):
+    # subschema of acp.json#/$defs/ContentBlock
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'type' not in x:
+        return ['missing required property "type"']
+    v1 = x['type']
+    if v1 != 'resource':
+        return [_C('expected "resource", got ' + _show(v1)), 'type']
+    if (e2 := v_acp__EmbeddedResource(x)) is not None:
+        return e2
+    return None
+### _acp__ErrorCode_1
+def _acp__ErrorCode_1(x):
+    # subschema of acp.json#/$defs/ErrorCode
+    if not _jin(x, _K22):
+        return [_C('expected one of -32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002, got ' + _show(x))]
+    return None
+### _acp__ErrorCode_1 constants:
+_K22 = (-32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002)
+### _acp__ErrorCode_2
+def _acp__ErrorCode_2(x):
+    # subschema of acp.json#/$defs/ErrorCode
+    if not ((isinstance(x, int) and x is not True and x is not False or isinstance(x, float) and x.is_integer())):
+        return [_W('expected integer, got ' + _tn(x))]
+    return None
+### _acp__McpServer_1
+def _acp__McpServer_1(x):
+    # subschema of acp.json#/$defs/McpServer
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'type' not in x:
+        return ['missing required property "type"']
+    v1 = x['type']
+    if v1 != 'http':
+        return [_C('expected "http", got ' + _show(v1)), 'type']
+    if (e2 := v_acp__McpServerHttp(x)) is not None:
+        return e2
+    return None
+### _acp__McpServer_2
+def _acp__McpServer_2(x):
+    # subschema of acp.json#/$defs/McpServer
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'type' not in x:
+        return ['missing required property "type"']
+    v1 = x['type']
+    if v1 != 'sse':
+        return [_C('expected "sse", got ' + _show(v1)), 'type']
+    if (e2 := v_acp__McpServerSse(x)) is not None:
+        return e2
+    return None
+### _acp__NoticeSeverity_1
+def _acp__NoticeSeverity_1(x):
+    # subschema of acp.json#/$defs/NoticeSeverity
+    if not (isinstance(x, str) and x in _K27):
+        return [_C('expected one of "info", "warning", "error", got ' + _show(x))]
+    return None
+### _acp__NoticeSeverity_1 constants:
+_K27 = frozenset(['error', 'info', 'warning'])
+### _acp__RequestPermissionOutcome_1
+def _acp__RequestPermissionOutcome_1(x):
+    # subschema of acp.json#/$defs/RequestPermissionOutcome
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'outcome' not in x:
+        return ['missing required property "outcome"']
+    v1 = x['outcome']
+    if v1 != 'cancelled':
+        return [_C('expected "cancelled", got ' + _show(v1)), 'outcome']
+    return None
+### _acp__RequestPermissionOutcome_2
+def _acp__RequestPermissionOutcome_2(x):
+    # subschema of acp.json#/$defs/RequestPermissionOutcome
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'outcome' not in x:
+        return ['missing required property "outcome"']
+    v1 = x['outcome']
+    if v1 != 'selected':
+        return [_C('expected "selected", got ' + _show(v1)), 'outcome']
+    if (e2 := v_acp__SelectedPermissionOutcome(x)) is not None:
+        return e2
+    return None
+### _acp__SessionConfigOptionCategory_1
+def _acp__SessionConfigOptionCategory_1(x):
+    # subschema of acp.json#/$defs/SessionConfigOptionCategory
+    if not (isinstance(x, str) and x in _K42):
+        return [_C('expected one of "mode", "model", "model_config", "thought_level", got ' + _show(x))]
+    return None
+### _acp__SessionConfigOptionCategory_1 constants:
+_K42 = frozenset(['mode', 'model', 'model_config', 'thought_level'])
+### _acp__SessionConfigOption_1
+def _acp__SessionConfigOption_1(x):
+    # subschema of acp.json#/$defs/SessionConfigOption
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'type' not in x:
+        return ['missing required property "type"']
+    v1 = x['type']
+    if v1 != 'select':
+        return [_C('expected "select", got ' + _show(v1)), 'type']
+    if (e2 := v_acp__SessionConfigOptionBase(x)) is not None:
+        return e2
+    if (e3 := v_acp__SessionConfigSelect(x)) is not None:
+        return e3
+    return None
+### _acp__SessionConfigOption_2
+def _acp__SessionConfigOption_2(x):
+    # subschema of acp.json#/$defs/SessionConfigOption
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'type' not in x:
+        return ['missing required property "type"']
+    v1 = x['type']
+    if v1 != 'boolean':
+        return [_C('expected "boolean", got ' + _show(v1)), 'type']
+    if (e2 := v_acp__SessionConfigOptionBase(x)) is not None:
+        return e2
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'currentValue' not in x:
+        return ['missing required property "currentValue"']
+    v3 = x['currentValue']
+    if not ((v3 is True or v3 is False)):
+        return [_W('expected boolean, got ' + _tn(v3)), 'currentValue']
+    return None
+### _acp__SessionConfigSelectOptions_1
+def _acp__SessionConfigSelectOptions_1(x):
+    # subschema of acp.json#/$defs/SessionConfigSelectOptions
+    if not (isinstance(x, list)):
+        return [_W('expected array, got ' + _tn(x))]
+    for i1, v2 in enumerate(x):
+        if (e3 := v_acp__SessionConfigSelectOption(v2)) is not None:
+            e3.append(i1)
+            return e3
+    return None
+### _acp__SessionConfigSelectOptions_2
+def _acp__SessionConfigSelectOptions_2(x):
+    # subschema of acp.json#/$defs/SessionConfigSelectOptions
+    if not (isinstance(x, list)):
+        return [_W('expected array, got ' + _tn(x))]
+    for i1, v2 in enumerate(x):
+        if (e3 := v_acp__SessionConfigSelectGroup(v2)) is not None:
+            e3.append(i1)
+            return e3
+    return None
+### _acp__SessionUpdate_1
+def _acp__SessionUpdate_1(x):
+    # subschema of acp.json#/$defs/SessionUpdate
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'sessionUpdate' not in x:
+        return ['missing required property "sessionUpdate"']
+    v1 = x['sessionUpdate']
+    if v1 != 'user_message_chunk':
+        return [_C('expected "user_message_chunk", got ' + _show(v1)), 'sessionUpdate']
+    if (e2 := v_acp__ContentChunk(x)) is not None:
+        return e2
+    return None
+### _acp__SessionUpdate_10
+def _acp__SessionUpdate_10(x):
+    # subschema of acp.json#/$defs/SessionUpdate
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'sessionUpdate' not in x:
+        return ['missing required property "sessionUpdate"']
+    v1 = x['sessionUpdate']
+    if v1 != 'session_info_update':
+        return [_C('expected "session_info_update", got ' + _show(v1)), 'sessionUpdate']
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'title' in x:
+        v2 = x['title']
+        if not (isinstance(v2, str) or v2 is None):
+            return [_W('expected string or null, got ' + _tn(v2)), 'title']
+    if 'updatedAt' in x:
+        v3 = x['updatedAt']
+        if not (isinstance(v3, str) or v3 is None):
+            return [_W('expected string or null, got ' + _tn(v3)), 'updatedAt']
+    if '_meta' in x:
+        v4 = x['_meta']
+        if not (isinstance(v4, dict) or v4 is None):
+            return [_W('expected object or null, got ' + _tn(v4)), '_meta']
+    return None
+### _acp__SessionUpdate_11
+def _acp__SessionUpdate_11(x):
+    # subschema of acp.json#/$defs/SessionUpdate
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'sessionUpdate' not in x:
+        return ['missing required property "sessionUpdate"']
+    v1 = x['sessionUpdate']
+    if v1 != 'usage_update':
+        return [_C('expected "usage_update", got ' + _show(v1)), 'sessionUpdate']
+    if (e2 := v_acp__UsageUpdate(x)) is not None:
+        return e2
+    return None
+### _acp__SessionUpdate_12
+def _acp__SessionUpdate_12(x):
+    # subschema of acp.json#/$defs/SessionUpdate
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'sessionUpdate' not in x:
+        return ['missing required property "sessionUpdate"']
+    v1 = x['sessionUpdate']
+    if v1 != 'notice':
+        return [_C('expected "notice", got ' + _show(v1)), 'sessionUpdate']
+    if (e2 := v_acp__Notice(x)) is not None:
+        return e2
+    return None
+### _acp__SessionUpdate_13
+def _acp__SessionUpdate_13(x):
+    # subschema of acp.json#/$defs/SessionUpdate
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'sessionUpdate' not in x:
+        return ['missing required property "sessionUpdate"']
+    v1 = x['sessionUpdate']
+    if v1 != 'compaction_update':
+        return [_C('expected "compaction_update", got ' + _show(v1)), 'sessionUpdate']
+    if (e2 := v_acp__CompactionUpdate(x)) is not None:
+        return e2
+    return None
+### _acp__SessionUpdate_14
+def _acp__SessionUpdate_14(x):
+    # subschema of acp.json#/$defs/SessionUpdate
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'sessionUpdate' not in x:
+        return ['missing required property "sessionUpdate"']
+    v1 = x['sessionUpdate']
+    if v1 != 'compaction_summary_chunk':
+        return [_C('expected "compaction_summary_chunk", got ' + _show(v1)), 'sessionUpdate']
+    if (e2 := v_acp__CompactionSummaryChunk(x)) is not None:
+        return e2
+    return None
+### _acp__SessionUpdate_2
+def _acp__SessionUpdate_2(x):
+    # subschema of acp.json#/$defs/SessionUpdate
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'sessionUpdate' not in x:
+        return ['missing required property "sessionUpdate"']
+    v1 = x['sessionUpdate']
+    if v1 != 'agent_message_chunk':
+        return [_C('expected "agent_message_chunk", got ' + _show(v1)), 'sessionUpdate']
+    if (e2 := v_acp__ContentChunk(x)) is not None:
+        return e2
+    return None
+### _acp__SessionUpdate_3
+def _acp__SessionUpdate_3(x):
+    # subschema of acp.json#/$defs/SessionUpdate
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'sessionUpdate' not in x:
+        return ['missing required property "sessionUpdate"']
+    v1 = x['sessionUpdate']
+    if v1 != 'agent_thought_chunk':
+        return [_C('expected "agent_thought_chunk", got ' + _show(v1)), 'sessionUpdate']
+    if (e2 := v_acp__ContentChunk(x)) is not None:
+        return e2
+    return None
+### _acp__SessionUpdate_4
+def _acp__SessionUpdate_4(x):
+    # subschema of acp.json#/$defs/SessionUpdate
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'sessionUpdate' not in x:
+        return ['missing required property "sessionUpdate"']
+    v1 = x['sessionUpdate']
+    if v1 != 'tool_call':
+        return [_C('expected "tool_call", got ' + _show(v1)), 'sessionUpdate']
+    if (e2 := v_acp__ToolCall(x)) is not None:
+        return e2
+    return None
+### _acp__SessionUpdate_5
+def _acp__SessionUpdate_5(x):
+    # subschema of acp.json#/$defs/SessionUpdate
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'sessionUpdate' not in x:
+        return ['missing required property "sessionUpdate"']
+    v1 = x['sessionUpdate']
+    if v1 != 'tool_call_update':
+        return [_C('expected "tool_call_update", got ' + _show(v1)), 'sessionUpdate']
+    if (e2 := v_acp__ToolCallUpdate(x)) is not None:
+        return e2
+    return None
+### _acp__SessionUpdate_6
+def _acp__SessionUpdate_6(x):
+    # subschema of acp.json#/$defs/SessionUpdate
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'sessionUpdate' not in x:
+        return ['missing required property "sessionUpdate"']
+    v1 = x['sessionUpdate']
+    if v1 != 'plan':
+        return [_C('expected "plan", got ' + _show(v1)), 'sessionUpdate']
+    if (e2 := v_acp__Plan(x)) is not None:
+        return e2
+    return None
+### _acp__SessionUpdate_7
+def _acp__SessionUpdate_7(x):
+    # subschema of acp.json#/$defs/SessionUpdate
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'sessionUpdate' not in x:
+        return ['missing required property "sessionUpdate"']
+    v1 = x['sessionUpdate']
+    if v1 != 'available_commands_update':
+        return [_C('expected "available_commands_update", got ' + _show(v1)), 'sessionUpdate']
+    if (e2 := v_acp__AvailableCommandsUpdate(x)) is not None:
+        return e2
+    return None
+### _acp__SessionUpdate_8
+def _acp__SessionUpdate_8(x):
+    # subschema of acp.json#/$defs/SessionUpdate
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'sessionUpdate' not in x:
+        return ['missing required property "sessionUpdate"']
+    v1 = x['sessionUpdate']
+    if v1 != 'current_mode_update':
+        return [_C('expected "current_mode_update", got ' + _show(v1)), 'sessionUpdate']
+    if (e2 := v_acp__CurrentModeUpdate(x)) is not None:
+        return e2
+    return None
+### _acp__SessionUpdate_9
+def _acp__SessionUpdate_9(x):
+    # subschema of acp.json#/$defs/SessionUpdate
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'sessionUpdate' not in x:
+        return ['missing required property "sessionUpdate"']
+    v1 = x['sessionUpdate']
+    if v1 != 'config_option_update':
+        return [_C('expected "config_option_update", got ' + _show(v1)), 'sessionUpdate']
+    if (e2 := v_acp__ConfigOptionUpdate(x)) is not None:
+        return e2
+    return None
+### _acp__SetSessionConfigOptionRequest_1
+def _acp__SetSessionConfigOptionRequest_1(x):
+    # subschema of acp.json#/$defs/SetSessionConfigOptionRequest
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'type' not in x:
+        return ['missing required property "type"']
+    if 'value' not in x:
+        return ['missing required property "value"']
+    v1 = x['type']
+    if v1 != 'boolean':
+        return [_C('expected "boolean", got ' + _show(v1)), 'type']
+    v2 = x['value']
+    if not ((v2 is True or v2 is False)):
+        return [_W('expected boolean, got ' + _tn(v2)), 'value']
+    return None
+### _acp__SetSessionConfigOptionRequest_2
+def _acp__SetSessionConfigOptionRequest_2(x):
+    # subschema of acp.json#/$defs/SetSessionConfigOptionRequest
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'value' not in x:
+        return ['missing required property "value"']
+    v1 = x['value']
+    if not (isinstance(v1, str)):
+        return [_W('expected string, got ' + _tn(v1)), 'value']
+    return None
+### _acp__ToolCallContent_1
+def _acp__ToolCallContent_1(x):
+    # subschema of acp.json#/$defs/ToolCallContent
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'type' not in x:
+        return ['missing required property "type"']
+    v1 = x['type']
+    if v1 != 'content':
+        return [_C('expected "content", got ' + _show(v1)), 'type']
+    if (e2 := v_acp__Content(x)) is not None:
+        return e2
+    return None
+### _acp__ToolCallContent_2
+def _acp__ToolCallContent_2(x):
+    # subschema of acp.json#/$defs/ToolCallContent
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'type' not in x:
+        return ['missing required property "type"']
+    v1 = x['type']
+    if v1 != 'diff':
+        return [_C('expected "diff", got ' + _show(v1)), 'type']
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'path' not in x:
+        return ['missing required property "path"']
+    if 'newText' not in x:
+        return ['missing required property "newText"']
+    v2 = x['path']
+    if not (isinstance(v2, str)):
+        return [_W('expected string, got ' + _tn(v2)), 'path']
+    if 'oldText' in x:
+        v3 = x['oldText']
+        if not (isinstance(v3, str) or v3 is None):
+            return [_W('expected string or null, got ' + _tn(v3)), 'oldText']
+    v4 = x['newText']
+    if not (isinstance(v4, str)):
+        return [_W('expected string, got ' + _tn(v4)), 'newText']
+    if '_meta' in x:
+        v5 = x['_meta']
+        if not (isinstance(v5, dict) or v5 is None):
+            return [_W('expected object or null, got ' + _tn(v5)), '_meta']
+    return None
+### _acp__ToolCallContent_3
+def _acp__ToolCallContent_3(x):
+    # subschema of acp.json#/$defs/ToolCallContent
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'type' not in x:
+        return ['missing required property "type"']
+    v1 = x['type']
+    if v1 != 'terminal':
+        return [_C('expected "terminal", got ' + _show(v1)), 'type']
+    if (e2 := v_acp__Terminal(x)) is not None:
+        return e2
+    return None
+### _jsonrpc__ErrorResponse_1
+def _jsonrpc__ErrorResponse_1(x):
+    # subschema of jsonrpc.json#/$defs/ErrorResponse
+    if not (x is None):
+        return [_W('expected null, got ' + _tn(x))]
+    return None
+### v_acp__AgentAuthCapabilities ref: acp.AgentAuthCapabilities
 def v_acp__AgentAuthCapabilities(x):
-    """acp.json#/$defs/AgentAuthCapabilities"""
+    # acp.json#/$defs/AgentAuthCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'logout' in x:
@@ -148,17 +748,11 @@ def v_acp__AgentAuthCapabilities(x):
         if not (isinstance(v3, dict) or v3 is None):
             return [_W('expected object or null, got ' + _tn(v3)), '_meta']
     return None
-
-
-def _acp__AgentAuthCapabilities_1(x):
-    """subschema of acp.json#/$defs/AgentAuthCapabilities"""
-    if not (x is None):
-        return [_W('expected null, got ' + _tn(x))]
-    return None
-
-
+### v_acp__AgentAuthCapabilities constants: _acp__AgentAuthCapabilities_1 v_acp__LogoutCapabilities
+_K1 = (v_acp__LogoutCapabilities, _acp__AgentAuthCapabilities_1,)
+### v_acp__AgentCapabilities ref: acp.AgentCapabilities
 def v_acp__AgentCapabilities(x):
-    """acp.json#/$defs/AgentCapabilities"""
+    # acp.json#/$defs/AgentCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'loadSession' in x:
@@ -216,10 +810,9 @@ def v_acp__AgentCapabilities(x):
         if not (isinstance(v15, dict) or v15 is None):
             return [_W('expected object or null, got ' + _tn(v15)), '_meta']
     return None
-
-
+### v_acp__Annotations ref: acp.Annotations
 def v_acp__Annotations(x):
-    """acp.json#/$defs/Annotations"""
+    # acp.json#/$defs/Annotations
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'audience' in x:
@@ -231,7 +824,7 @@ def v_acp__Annotations(x):
                 if not (isinstance(v3, str)):
                     return [_W('expected string, got ' + _tn(v3)), i2, 'audience']
                 if not (isinstance(v3, str) and v3 in _K2):
-                    return [_W('expected one of "assistant", "user", got ' + _show(v3)), i2, 'audience']
+                    return [_C('expected one of "assistant", "user", got ' + _show(v3)), i2, 'audience']
     if 'lastModified' in x:
         v4 = x['lastModified']
         if not (isinstance(v4, str) or v4 is None):
@@ -245,10 +838,11 @@ def v_acp__Annotations(x):
         if not (isinstance(v6, dict) or v6 is None):
             return [_W('expected object or null, got ' + _tn(v6)), '_meta']
     return None
-
-
+### v_acp__Annotations constants:
+_K2 = frozenset(['assistant', 'user'])
+### v_acp__AudioContent ref: acp.AudioContent
 def v_acp__AudioContent(x):
-    """acp.json#/$defs/AudioContent"""
+    # acp.json#/$defs/AudioContent
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'data' not in x:
@@ -273,10 +867,11 @@ def v_acp__AudioContent(x):
         if not (isinstance(v5, dict) or v5 is None):
             return [_W('expected object or null, got ' + _tn(v5)), '_meta']
     return None
-
-
+### v_acp__AudioContent constants: _acp__AgentAuthCapabilities_1 v_acp__Annotations
+_K4 = (v_acp__Annotations, _acp__AgentAuthCapabilities_1,)
+### v_acp__AuthCapabilities ref: acp.AuthCapabilities
 def v_acp__AuthCapabilities(x):
-    """acp.json#/$defs/AuthCapabilities"""
+    # acp.json#/$defs/AuthCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'terminal' in x:
@@ -288,34 +883,20 @@ def v_acp__AuthCapabilities(x):
         if not (isinstance(v2, dict) or v2 is None):
             return [_W('expected object or null, got ' + _tn(v2)), '_meta']
     return None
-
-
+### v_acp__AuthMethod ref: acp.AuthMethod
 def v_acp__AuthMethod(x):
-    """acp.json#/$defs/AuthMethod"""
+    # acp.json#/$defs/AuthMethod
     for f1 in _K5:
         if f1(x) is None:
             break
     else:
         return _none_of(x, _K5, 'anyOf')
     return None
-
-
-def _acp__AuthMethod_1(x):
-    """subschema of acp.json#/$defs/AuthMethod"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'type' not in x:
-        return ['missing required property "type"']
-    v1 = x['type']
-    if v1 != 'terminal':
-        return [_W('expected "terminal", got ' + _show(v1)), 'type']
-    if (e2 := v_acp__AuthMethodTerminal(x)) is not None:
-        return e2
-    return None
-
-
+### v_acp__AuthMethod constants: _acp__AuthMethod_1 v_acp__AuthMethodAgent
+_K5 = (_acp__AuthMethod_1, v_acp__AuthMethodAgent,)
+### v_acp__AuthMethodAgent ref: acp.AuthMethodAgent
 def v_acp__AuthMethodAgent(x):
-    """acp.json#/$defs/AuthMethodAgent"""
+    # acp.json#/$defs/AuthMethodAgent
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'id' not in x:
@@ -337,17 +918,15 @@ def v_acp__AuthMethodAgent(x):
         if not (isinstance(v4, dict) or v4 is None):
             return [_W('expected object or null, got ' + _tn(v4)), '_meta']
     return None
-
-
+### v_acp__AuthMethodId ref: acp.AuthMethodId
 def v_acp__AuthMethodId(x):
-    """acp.json#/$defs/AuthMethodId"""
+    # acp.json#/$defs/AuthMethodId
     if not (isinstance(x, str)):
         return [_W('expected string, got ' + _tn(x))]
     return None
-
-
+### v_acp__AuthMethodTerminal ref: acp.AuthMethodTerminal
 def v_acp__AuthMethodTerminal(x):
-    """acp.json#/$defs/AuthMethodTerminal"""
+    # acp.json#/$defs/AuthMethodTerminal
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'id' not in x:
@@ -383,10 +962,9 @@ def v_acp__AuthMethodTerminal(x):
         if not (isinstance(v10, dict) or v10 is None):
             return [_W('expected object or null, got ' + _tn(v10)), '_meta']
     return None
-
-
+### v_acp__AuthenticateRequest ref: acp.AuthenticateRequest
 def v_acp__AuthenticateRequest(x):
-    """acp.json#/$defs/AuthenticateRequest"""
+    # acp.json#/$defs/AuthenticateRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'methodId' not in x:
@@ -399,10 +977,9 @@ def v_acp__AuthenticateRequest(x):
         if not (isinstance(v2, dict) or v2 is None):
             return [_W('expected object or null, got ' + _tn(v2)), '_meta']
     return None
-
-
+### v_acp__AuthenticateResponse ref: acp.AuthenticateResponse
 def v_acp__AuthenticateResponse(x):
-    """acp.json#/$defs/AuthenticateResponse"""
+    # acp.json#/$defs/AuthenticateResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if '_meta' in x:
@@ -410,10 +987,9 @@ def v_acp__AuthenticateResponse(x):
         if not (isinstance(v1, dict) or v1 is None):
             return [_W('expected object or null, got ' + _tn(v1)), '_meta']
     return None
-
-
+### v_acp__AvailableCommand ref: acp.AvailableCommand
 def v_acp__AvailableCommand(x):
-    """acp.json#/$defs/AvailableCommand"""
+    # acp.json#/$defs/AvailableCommand
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'name' not in x:
@@ -438,17 +1014,19 @@ def v_acp__AvailableCommand(x):
         if not (isinstance(v5, dict) or v5 is None):
             return [_W('expected object or null, got ' + _tn(v5)), '_meta']
     return None
-
-
+### v_acp__AvailableCommand constants: _acp__AgentAuthCapabilities_1 v_acp__AvailableCommandInput
+_K7 = (v_acp__AvailableCommandInput, _acp__AgentAuthCapabilities_1,)
+### v_acp__AvailableCommandInput ref: acp.AvailableCommandInput
 def v_acp__AvailableCommandInput(x):
-    """acp.json#/$defs/AvailableCommandInput"""
+    # acp.json#/$defs/AvailableCommandInput
     if v_acp__UnstructuredCommandInput(x) is not None:
         return _none_of(x, _K8, 'anyOf')
     return None
-
-
+### v_acp__AvailableCommandInput constants: v_acp__UnstructuredCommandInput
+_K8 = (v_acp__UnstructuredCommandInput,)
+### v_acp__AvailableCommandsUpdate ref: acp.AvailableCommandsUpdate
 def v_acp__AvailableCommandsUpdate(x):
-    """acp.json#/$defs/AvailableCommandsUpdate"""
+    # acp.json#/$defs/AvailableCommandsUpdate
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'availableCommands' not in x:
@@ -465,10 +1043,9 @@ def v_acp__AvailableCommandsUpdate(x):
         if not (isinstance(v5, dict) or v5 is None):
             return [_W('expected object or null, got ' + _tn(v5)), '_meta']
     return None
-
-
+### v_acp__BlobResourceContents ref: acp.BlobResourceContents
 def v_acp__BlobResourceContents(x):
-    """acp.json#/$defs/BlobResourceContents"""
+    # acp.json#/$defs/BlobResourceContents
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'blob' not in x:
@@ -490,10 +1067,9 @@ def v_acp__BlobResourceContents(x):
         if not (isinstance(v4, dict) or v4 is None):
             return [_W('expected object or null, got ' + _tn(v4)), '_meta']
     return None
-
-
+### v_acp__BooleanConfigOptionCapabilities ref: acp.BooleanConfigOptionCapabilities
 def v_acp__BooleanConfigOptionCapabilities(x):
-    """acp.json#/$defs/BooleanConfigOptionCapabilities"""
+    # acp.json#/$defs/BooleanConfigOptionCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if '_meta' in x:
@@ -501,10 +1077,9 @@ def v_acp__BooleanConfigOptionCapabilities(x):
         if not (isinstance(v1, dict) or v1 is None):
             return [_W('expected object or null, got ' + _tn(v1)), '_meta']
     return None
-
-
+### v_acp__CancelNotification ref: acp.CancelNotification
 def v_acp__CancelNotification(x):
-    """acp.json#/$defs/CancelNotification"""
+    # acp.json#/$defs/CancelNotification
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessionId' not in x:
@@ -517,10 +1092,9 @@ def v_acp__CancelNotification(x):
         if not (isinstance(v2, dict) or v2 is None):
             return [_W('expected object or null, got ' + _tn(v2)), '_meta']
     return None
-
-
+### v_acp__CancelRequestNotification ref: acp.CancelRequestNotification
 def v_acp__CancelRequestNotification(x):
-    """acp.json#/$defs/CancelRequestNotification"""
+    # acp.json#/$defs/CancelRequestNotification
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'requestId' not in x:
@@ -533,10 +1107,9 @@ def v_acp__CancelRequestNotification(x):
         if not (isinstance(v2, dict) or v2 is None):
             return [_W('expected object or null, got ' + _tn(v2)), '_meta']
     return None
-
-
+### v_acp__ClientCapabilities ref: acp.ClientCapabilities
 def v_acp__ClientCapabilities(x):
-    """acp.json#/$defs/ClientCapabilities"""
+    # acp.json#/$defs/ClientCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'fs' in x:
@@ -590,10 +1163,12 @@ def v_acp__ClientCapabilities(x):
         if not (isinstance(v13, dict) or v13 is None):
             return [_W('expected object or null, got ' + _tn(v13)), '_meta']
     return None
-
-
+### v_acp__ClientCapabilities constants: _acp__AgentAuthCapabilities_1 v_acp__ClientSessionCapabilities v_acp__ElicitationCapabilities
+_K9 = (v_acp__ClientSessionCapabilities, _acp__AgentAuthCapabilities_1,)
+_K10 = (v_acp__ElicitationCapabilities, _acp__AgentAuthCapabilities_1,)
+### v_acp__ClientSessionCapabilities ref: acp.ClientSessionCapabilities
 def v_acp__ClientSessionCapabilities(x):
-    """acp.json#/$defs/ClientSessionCapabilities"""
+    # acp.json#/$defs/ClientSessionCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'compaction' in x:
@@ -620,10 +1195,13 @@ def v_acp__ClientSessionCapabilities(x):
         if not (isinstance(v7, dict) or v7 is None):
             return [_W('expected object or null, got ' + _tn(v7)), '_meta']
     return None
-
-
+### v_acp__ClientSessionCapabilities constants: _acp__AgentAuthCapabilities_1 v_acp__CompactionCapabilities v_acp__NoticeCapabilities v_acp__SessionConfigOptionsCapabilities
+_K11 = (v_acp__CompactionCapabilities, _acp__AgentAuthCapabilities_1,)
+_K12 = (v_acp__SessionConfigOptionsCapabilities, _acp__AgentAuthCapabilities_1,)
+_K13 = (v_acp__NoticeCapabilities, _acp__AgentAuthCapabilities_1,)
+### v_acp__CloseSessionRequest ref: acp.CloseSessionRequest
 def v_acp__CloseSessionRequest(x):
-    """acp.json#/$defs/CloseSessionRequest"""
+    # acp.json#/$defs/CloseSessionRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessionId' not in x:
@@ -636,10 +1214,9 @@ def v_acp__CloseSessionRequest(x):
         if not (isinstance(v2, dict) or v2 is None):
             return [_W('expected object or null, got ' + _tn(v2)), '_meta']
     return None
-
-
+### v_acp__CloseSessionResponse ref: acp.CloseSessionResponse
 def v_acp__CloseSessionResponse(x):
-    """acp.json#/$defs/CloseSessionResponse"""
+    # acp.json#/$defs/CloseSessionResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if '_meta' in x:
@@ -647,45 +1224,30 @@ def v_acp__CloseSessionResponse(x):
         if not (isinstance(v1, dict) or v1 is None):
             return [_W('expected object or null, got ' + _tn(v1)), '_meta']
     return None
-
-
+### v_acp__CompactionCapabilities ref: acp.CompactionCapabilities
 def v_acp__CompactionCapabilities(x):
-    """acp.json#/$defs/CompactionCapabilities"""
+    # acp.json#/$defs/CompactionCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     return None
-
-
+### v_acp__CompactionId ref: acp.CompactionId
 def v_acp__CompactionId(x):
-    """acp.json#/$defs/CompactionId"""
+    # acp.json#/$defs/CompactionId
     if not (isinstance(x, str)):
         return [_W('expected string, got ' + _tn(x))]
     return None
-
-
+### v_acp__CompactionStatus ref: acp.CompactionStatus
 def v_acp__CompactionStatus(x):
-    """acp.json#/$defs/CompactionStatus"""
+    # acp.json#/$defs/CompactionStatus
     if not (((isinstance(x, str) and x in _K14)) or (isinstance(x, str))):
         return _none_of(x, _K15, 'anyOf')
     return None
-
-
-def _acp__CompactionStatus_1(x):
-    """subschema of acp.json#/$defs/CompactionStatus"""
-    if not (isinstance(x, str) and x in _K14):
-        return [_W('expected one of "in_progress", "completed", "failed", "cancelled", got ' + _show(x))]
-    return None
-
-
-def _acp__CompactionStatus_2(x):
-    """subschema of acp.json#/$defs/CompactionStatus"""
-    if not (isinstance(x, str)):
-        return [_W('expected string, got ' + _tn(x))]
-    return None
-
-
+### v_acp__CompactionStatus constants: _acp__CompactionStatus_1 _acp__CompactionStatus_2
+_K14 = frozenset(['cancelled', 'completed', 'failed', 'in_progress'])
+_K15 = (_acp__CompactionStatus_1, _acp__CompactionStatus_2,)
+### v_acp__CompactionSummaryChunk ref: acp.CompactionSummaryChunk
 def v_acp__CompactionSummaryChunk(x):
-    """acp.json#/$defs/CompactionSummaryChunk"""
+    # acp.json#/$defs/CompactionSummaryChunk
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'compactionId' not in x:
@@ -704,10 +1266,9 @@ def v_acp__CompactionSummaryChunk(x):
         if not (isinstance(v4, dict) or v4 is None):
             return [_W('expected object or null, got ' + _tn(v4)), '_meta']
     return None
-
-
+### v_acp__CompactionUpdate ref: acp.CompactionUpdate
 def v_acp__CompactionUpdate(x):
-    """acp.json#/$defs/CompactionUpdate"""
+    # acp.json#/$defs/CompactionUpdate
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'compactionId' not in x:
@@ -739,10 +1300,9 @@ def v_acp__CompactionUpdate(x):
         if not (isinstance(v9, dict) or v9 is None):
             return [_W('expected object or null, got ' + _tn(v9)), '_meta']
     return None
-
-
+### v_acp__ConfigOptionUpdate ref: acp.ConfigOptionUpdate
 def v_acp__ConfigOptionUpdate(x):
-    """acp.json#/$defs/ConfigOptionUpdate"""
+    # acp.json#/$defs/ConfigOptionUpdate
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'configOptions' not in x:
@@ -759,10 +1319,9 @@ def v_acp__ConfigOptionUpdate(x):
         if not (isinstance(v5, dict) or v5 is None):
             return [_W('expected object or null, got ' + _tn(v5)), '_meta']
     return None
-
-
+### v_acp__Content ref: acp.Content
 def v_acp__Content(x):
-    """acp.json#/$defs/Content"""
+    # acp.json#/$defs/Content
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'content' not in x:
@@ -776,97 +1335,28 @@ def v_acp__Content(x):
         if not (isinstance(v3, dict) or v3 is None):
             return [_W('expected object or null, got ' + _tn(v3)), '_meta']
     return None
-
-
+### v_acp__ContentBlock ref: acp.ContentBlock
 def v_acp__ContentBlock(x):
-    """acp.json#/$defs/ContentBlock"""
+    # acp.json#/$defs/ContentBlock
     if isinstance(x, dict):
         if 'type' not in x:
             return ['missing tag property "type"; expected one of "text", "image", "audio", "resource_link", "resource"']
         t1 = x['type']
         f2 = _K16.get(t1) if isinstance(t1, str) else None
         if f2 is None:
-            return [_W('unknown tag value, expected one of "text", "image", "audio", "resource_link", "resource", got ' + _show(t1)), 'type']
+            return [_C('unknown tag value, expected one of "text", "image", "audio", "resource_link", "resource", got ' + _show(t1)), 'type']
         if (e3 := f2(x)) is not None:
             return e3
     else:
         if (e4 := _one_of(x, _K17)) is not None:
             return e4
     return None
-
-
-def _acp__ContentBlock_1(x):
-    """subschema of acp.json#/$defs/ContentBlock"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'type' not in x:
-        return ['missing required property "type"']
-    v1 = x['type']
-    if v1 != 'text':
-        return [_W('expected "text", got ' + _show(v1)), 'type']
-    if (e2 := v_acp__TextContent(x)) is not None:
-        return e2
-    return None
-
-
-def _acp__ContentBlock_2(x):
-    """subschema of acp.json#/$defs/ContentBlock"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'type' not in x:
-        return ['missing required property "type"']
-    v1 = x['type']
-    if v1 != 'image':
-        return [_W('expected "image", got ' + _show(v1)), 'type']
-    if (e2 := v_acp__ImageContent(x)) is not None:
-        return e2
-    return None
-
-
-def _acp__ContentBlock_3(x):
-    """subschema of acp.json#/$defs/ContentBlock"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'type' not in x:
-        return ['missing required property "type"']
-    v1 = x['type']
-    if v1 != 'audio':
-        return [_W('expected "audio", got ' + _show(v1)), 'type']
-    if (e2 := v_acp__AudioContent(x)) is not None:
-        return e2
-    return None
-
-
-def _acp__ContentBlock_4(x):
-    """subschema of acp.json#/$defs/ContentBlock"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'type' not in x:
-        return ['missing required property "type"']
-    v1 = x['type']
-    if v1 != 'resource_link':
-        return [_W('expected "resource_link", got ' + _show(v1)), 'type']
-    if (e2 := v_acp__ResourceLink(x)) is not None:
-        return e2
-    return None
-
-
-def _acp__ContentBlock_5(x):
-    """subschema of acp.json#/$defs/ContentBlock"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'type' not in x:
-        return ['missing required property "type"']
-    v1 = x['type']
-    if v1 != 'resource':
-        return [_W('expected "resource", got ' + _show(v1)), 'type']
-    if (e2 := v_acp__EmbeddedResource(x)) is not None:
-        return e2
-    return None
-
-
+### v_acp__ContentBlock constants: _acp__ContentBlock_1 _acp__ContentBlock_2 _acp__ContentBlock_3 _acp__ContentBlock_4 _acp__ContentBlock_5
+_K16 = {'text': _acp__ContentBlock_1, 'image': _acp__ContentBlock_2, 'audio': _acp__ContentBlock_3, 'resource_link': _acp__ContentBlock_4, 'resource': _acp__ContentBlock_5}
+_K17 = (_acp__ContentBlock_1, _acp__ContentBlock_2, _acp__ContentBlock_3, _acp__ContentBlock_4, _acp__ContentBlock_5,)
+### v_acp__ContentChunk ref: acp.ContentChunk
 def v_acp__ContentChunk(x):
-    """acp.json#/$defs/ContentChunk"""
+    # acp.json#/$defs/ContentChunk
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'content' not in x:
@@ -886,10 +1376,11 @@ def v_acp__ContentChunk(x):
         if not (isinstance(v5, dict) or v5 is None):
             return [_W('expected object or null, got ' + _tn(v5)), '_meta']
     return None
-
-
+### v_acp__ContentChunk constants: _acp__AgentAuthCapabilities_1 v_acp__MessageId
+_K18 = (v_acp__MessageId, _acp__AgentAuthCapabilities_1,)
+### v_acp__Cost ref: acp.Cost
 def v_acp__Cost(x):
-    """acp.json#/$defs/Cost"""
+    # acp.json#/$defs/Cost
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'amount' not in x:
@@ -907,10 +1398,9 @@ def v_acp__Cost(x):
         if not (isinstance(v3, dict) or v3 is None):
             return [_W('expected object or null, got ' + _tn(v3)), '_meta']
     return None
-
-
+### v_acp__CreateTerminalRequest ref: acp.CreateTerminalRequest
 def v_acp__CreateTerminalRequest(x):
-    """acp.json#/$defs/CreateTerminalRequest"""
+    # acp.json#/$defs/CreateTerminalRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessionId' not in x:
@@ -967,10 +1457,9 @@ def v_acp__CreateTerminalRequest(x):
         if not (isinstance(v14, dict) or v14 is None):
             return [_W('expected object or null, got ' + _tn(v14)), '_meta']
     return None
-
-
+### v_acp__CreateTerminalResponse ref: acp.CreateTerminalResponse
 def v_acp__CreateTerminalResponse(x):
-    """acp.json#/$defs/CreateTerminalResponse"""
+    # acp.json#/$defs/CreateTerminalResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'terminalId' not in x:
@@ -983,10 +1472,9 @@ def v_acp__CreateTerminalResponse(x):
         if not (isinstance(v2, dict) or v2 is None):
             return [_W('expected object or null, got ' + _tn(v2)), '_meta']
     return None
-
-
+### v_acp__CurrentModeUpdate ref: acp.CurrentModeUpdate
 def v_acp__CurrentModeUpdate(x):
-    """acp.json#/$defs/CurrentModeUpdate"""
+    # acp.json#/$defs/CurrentModeUpdate
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'currentModeId' not in x:
@@ -999,10 +1487,9 @@ def v_acp__CurrentModeUpdate(x):
         if not (isinstance(v2, dict) or v2 is None):
             return [_W('expected object or null, got ' + _tn(v2)), '_meta']
     return None
-
-
+### v_acp__DeleteSessionRequest ref: acp.DeleteSessionRequest
 def v_acp__DeleteSessionRequest(x):
-    """acp.json#/$defs/DeleteSessionRequest"""
+    # acp.json#/$defs/DeleteSessionRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessionId' not in x:
@@ -1015,10 +1502,9 @@ def v_acp__DeleteSessionRequest(x):
         if not (isinstance(v2, dict) or v2 is None):
             return [_W('expected object or null, got ' + _tn(v2)), '_meta']
     return None
-
-
+### v_acp__DeleteSessionResponse ref: acp.DeleteSessionResponse
 def v_acp__DeleteSessionResponse(x):
-    """acp.json#/$defs/DeleteSessionResponse"""
+    # acp.json#/$defs/DeleteSessionResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if '_meta' in x:
@@ -1026,10 +1512,9 @@ def v_acp__DeleteSessionResponse(x):
         if not (isinstance(v1, dict) or v1 is None):
             return [_W('expected object or null, got ' + _tn(v1)), '_meta']
     return None
-
-
+### v_acp__Diff ref: acp.Diff
 def v_acp__Diff(x):
-    """acp.json#/$defs/Diff"""
+    # acp.json#/$defs/Diff
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'path' not in x:
@@ -1051,10 +1536,9 @@ def v_acp__Diff(x):
         if not (isinstance(v4, dict) or v4 is None):
             return [_W('expected object or null, got ' + _tn(v4)), '_meta']
     return None
-
-
+### v_acp__ElicitationCapabilities ref: acp.ElicitationCapabilities
 def v_acp__ElicitationCapabilities(x):
-    """acp.json#/$defs/ElicitationCapabilities"""
+    # acp.json#/$defs/ElicitationCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'form' in x:
@@ -1076,10 +1560,12 @@ def v_acp__ElicitationCapabilities(x):
         if not (isinstance(v5, dict) or v5 is None):
             return [_W('expected object or null, got ' + _tn(v5)), '_meta']
     return None
-
-
+### v_acp__ElicitationCapabilities constants: _acp__AgentAuthCapabilities_1 v_acp__ElicitationFormCapabilities v_acp__ElicitationUrlCapabilities
+_K19 = (v_acp__ElicitationFormCapabilities, _acp__AgentAuthCapabilities_1,)
+_K20 = (v_acp__ElicitationUrlCapabilities, _acp__AgentAuthCapabilities_1,)
+### v_acp__ElicitationFormCapabilities ref: acp.ElicitationFormCapabilities
 def v_acp__ElicitationFormCapabilities(x):
-    """acp.json#/$defs/ElicitationFormCapabilities"""
+    # acp.json#/$defs/ElicitationFormCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if '_meta' in x:
@@ -1087,10 +1573,9 @@ def v_acp__ElicitationFormCapabilities(x):
         if not (isinstance(v1, dict) or v1 is None):
             return [_W('expected object or null, got ' + _tn(v1)), '_meta']
     return None
-
-
+### v_acp__ElicitationUrlCapabilities ref: acp.ElicitationUrlCapabilities
 def v_acp__ElicitationUrlCapabilities(x):
-    """acp.json#/$defs/ElicitationUrlCapabilities"""
+    # acp.json#/$defs/ElicitationUrlCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if '_meta' in x:
@@ -1098,10 +1583,9 @@ def v_acp__ElicitationUrlCapabilities(x):
         if not (isinstance(v1, dict) or v1 is None):
             return [_W('expected object or null, got ' + _tn(v1)), '_meta']
     return None
-
-
+### v_acp__EmbeddedResource ref: acp.EmbeddedResource
 def v_acp__EmbeddedResource(x):
-    """acp.json#/$defs/EmbeddedResource"""
+    # acp.json#/$defs/EmbeddedResource
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'resource' not in x:
@@ -1122,20 +1606,22 @@ def v_acp__EmbeddedResource(x):
         if not (isinstance(v5, dict) or v5 is None):
             return [_W('expected object or null, got ' + _tn(v5)), '_meta']
     return None
-
-
+### v_acp__EmbeddedResource constants: _acp__AgentAuthCapabilities_1 v_acp__Annotations
+_K4 = (v_acp__Annotations, _acp__AgentAuthCapabilities_1,)
+### v_acp__EmbeddedResourceResource ref: acp.EmbeddedResourceResource
 def v_acp__EmbeddedResourceResource(x):
-    """acp.json#/$defs/EmbeddedResourceResource"""
+    # acp.json#/$defs/EmbeddedResourceResource
     for f1 in _K21:
         if f1(x) is None:
             break
     else:
         return _none_of(x, _K21, 'anyOf')
     return None
-
-
+### v_acp__EmbeddedResourceResource constants: v_acp__BlobResourceContents v_acp__TextResourceContents
+_K21 = (v_acp__TextResourceContents, v_acp__BlobResourceContents,)
+### v_acp__EnvVariable ref: acp.EnvVariable
 def v_acp__EnvVariable(x):
-    """acp.json#/$defs/EnvVariable"""
+    # acp.json#/$defs/EnvVariable
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'name' not in x:
@@ -1153,10 +1639,9 @@ def v_acp__EnvVariable(x):
         if not (isinstance(v3, dict) or v3 is None):
             return [_W('expected object or null, got ' + _tn(v3)), '_meta']
     return None
-
-
+### v_acp__Error ref: acp.Error
 def v_acp__Error(x):
-    """acp.json#/$defs/Error"""
+    # acp.json#/$defs/Error
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'code' not in x:
@@ -1171,31 +1656,18 @@ def v_acp__Error(x):
     if not (isinstance(v3, str)):
         return [_W('expected string, got ' + _tn(v3)), 'message']
     return None
-
-
+### v_acp__ErrorCode ref: acp.ErrorCode
 def v_acp__ErrorCode(x):
-    """acp.json#/$defs/ErrorCode"""
+    # acp.json#/$defs/ErrorCode
     if not ((_jin(x, _K22)) or ((isinstance(x, int) and x is not True and x is not False or isinstance(x, float) and x.is_integer()))):
         return _none_of(x, _K23, 'anyOf')
     return None
-
-
-def _acp__ErrorCode_1(x):
-    """subschema of acp.json#/$defs/ErrorCode"""
-    if not _jin(x, _K22):
-        return [_W('expected one of -32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002, got ' + _show(x))]
-    return None
-
-
-def _acp__ErrorCode_2(x):
-    """subschema of acp.json#/$defs/ErrorCode"""
-    if not ((isinstance(x, int) and x is not True and x is not False or isinstance(x, float) and x.is_integer())):
-        return [_W('expected integer, got ' + _tn(x))]
-    return None
-
-
+### v_acp__ErrorCode constants: _acp__ErrorCode_1 _acp__ErrorCode_2
+_K22 = (-32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002)
+_K23 = (_acp__ErrorCode_1, _acp__ErrorCode_2,)
+### v_acp__FileSystemCapabilities ref: acp.FileSystemCapabilities
 def v_acp__FileSystemCapabilities(x):
-    """acp.json#/$defs/FileSystemCapabilities"""
+    # acp.json#/$defs/FileSystemCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'readTextFile' in x:
@@ -1211,10 +1683,9 @@ def v_acp__FileSystemCapabilities(x):
         if not (isinstance(v3, dict) or v3 is None):
             return [_W('expected object or null, got ' + _tn(v3)), '_meta']
     return None
-
-
+### v_acp__HttpHeader ref: acp.HttpHeader
 def v_acp__HttpHeader(x):
-    """acp.json#/$defs/HttpHeader"""
+    # acp.json#/$defs/HttpHeader
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'name' not in x:
@@ -1232,10 +1703,9 @@ def v_acp__HttpHeader(x):
         if not (isinstance(v3, dict) or v3 is None):
             return [_W('expected object or null, got ' + _tn(v3)), '_meta']
     return None
-
-
+### v_acp__ImageContent ref: acp.ImageContent
 def v_acp__ImageContent(x):
-    """acp.json#/$defs/ImageContent"""
+    # acp.json#/$defs/ImageContent
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'data' not in x:
@@ -1264,10 +1734,11 @@ def v_acp__ImageContent(x):
         if not (isinstance(v6, dict) or v6 is None):
             return [_W('expected object or null, got ' + _tn(v6)), '_meta']
     return None
-
-
+### v_acp__ImageContent constants: _acp__AgentAuthCapabilities_1 v_acp__Annotations
+_K4 = (v_acp__Annotations, _acp__AgentAuthCapabilities_1,)
+### v_acp__Implementation ref: acp.Implementation
 def v_acp__Implementation(x):
-    """acp.json#/$defs/Implementation"""
+    # acp.json#/$defs/Implementation
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'name' not in x:
@@ -1289,10 +1760,9 @@ def v_acp__Implementation(x):
         if not (isinstance(v4, dict) or v4 is None):
             return [_W('expected object or null, got ' + _tn(v4)), '_meta']
     return None
-
-
+### v_acp__InitializeRequest ref: acp.InitializeRequest
 def v_acp__InitializeRequest(x):
-    """acp.json#/$defs/InitializeRequest"""
+    # acp.json#/$defs/InitializeRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'protocolVersion' not in x:
@@ -1321,10 +1791,11 @@ def v_acp__InitializeRequest(x):
         if not (isinstance(v6, dict) or v6 is None):
             return [_W('expected object or null, got ' + _tn(v6)), '_meta']
     return None
-
-
+### v_acp__InitializeRequest constants: _acp__AgentAuthCapabilities_1 v_acp__Implementation
+_K24 = (v_acp__Implementation, _acp__AgentAuthCapabilities_1,)
+### v_acp__InitializeResponse ref: acp.InitializeResponse
 def v_acp__InitializeResponse(x):
-    """acp.json#/$defs/InitializeResponse"""
+    # acp.json#/$defs/InitializeResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'protocolVersion' not in x:
@@ -1361,10 +1832,11 @@ def v_acp__InitializeResponse(x):
         if not (isinstance(v10, dict) or v10 is None):
             return [_W('expected object or null, got ' + _tn(v10)), '_meta']
     return None
-
-
+### v_acp__InitializeResponse constants: _acp__AgentAuthCapabilities_1 v_acp__Implementation
+_K24 = (v_acp__Implementation, _acp__AgentAuthCapabilities_1,)
+### v_acp__KillTerminalRequest ref: acp.KillTerminalRequest
 def v_acp__KillTerminalRequest(x):
-    """acp.json#/$defs/KillTerminalRequest"""
+    # acp.json#/$defs/KillTerminalRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessionId' not in x:
@@ -1382,10 +1854,9 @@ def v_acp__KillTerminalRequest(x):
         if not (isinstance(v3, dict) or v3 is None):
             return [_W('expected object or null, got ' + _tn(v3)), '_meta']
     return None
-
-
+### v_acp__KillTerminalResponse ref: acp.KillTerminalResponse
 def v_acp__KillTerminalResponse(x):
-    """acp.json#/$defs/KillTerminalResponse"""
+    # acp.json#/$defs/KillTerminalResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if '_meta' in x:
@@ -1393,10 +1864,9 @@ def v_acp__KillTerminalResponse(x):
         if not (isinstance(v1, dict) or v1 is None):
             return [_W('expected object or null, got ' + _tn(v1)), '_meta']
     return None
-
-
+### v_acp__ListSessionsRequest ref: acp.ListSessionsRequest
 def v_acp__ListSessionsRequest(x):
-    """acp.json#/$defs/ListSessionsRequest"""
+    # acp.json#/$defs/ListSessionsRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'cwd' in x:
@@ -1412,10 +1882,9 @@ def v_acp__ListSessionsRequest(x):
         if not (isinstance(v3, dict) or v3 is None):
             return [_W('expected object or null, got ' + _tn(v3)), '_meta']
     return None
-
-
+### v_acp__ListSessionsResponse ref: acp.ListSessionsResponse
 def v_acp__ListSessionsResponse(x):
-    """acp.json#/$defs/ListSessionsResponse"""
+    # acp.json#/$defs/ListSessionsResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessions' not in x:
@@ -1436,10 +1905,9 @@ def v_acp__ListSessionsResponse(x):
         if not (isinstance(v6, dict) or v6 is None):
             return [_W('expected object or null, got ' + _tn(v6)), '_meta']
     return None
-
-
+### v_acp__LoadSessionRequest ref: acp.LoadSessionRequest
 def v_acp__LoadSessionRequest(x):
-    """acp.json#/$defs/LoadSessionRequest"""
+    # acp.json#/$defs/LoadSessionRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'mcpServers' not in x:
@@ -1473,10 +1941,9 @@ def v_acp__LoadSessionRequest(x):
         if not (isinstance(v10, dict) or v10 is None):
             return [_W('expected object or null, got ' + _tn(v10)), '_meta']
     return None
-
-
+### v_acp__LoadSessionResponse ref: acp.LoadSessionResponse
 def v_acp__LoadSessionResponse(x):
-    """acp.json#/$defs/LoadSessionResponse"""
+    # acp.json#/$defs/LoadSessionResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'modes' in x:
@@ -1500,10 +1967,11 @@ def v_acp__LoadSessionResponse(x):
         if not (isinstance(v7, dict) or v7 is None):
             return [_W('expected object or null, got ' + _tn(v7)), '_meta']
     return None
-
-
+### v_acp__LoadSessionResponse constants: _acp__AgentAuthCapabilities_1 v_acp__SessionModeState
+_K25 = (v_acp__SessionModeState, _acp__AgentAuthCapabilities_1,)
+### v_acp__LogoutCapabilities ref: acp.LogoutCapabilities
 def v_acp__LogoutCapabilities(x):
-    """acp.json#/$defs/LogoutCapabilities"""
+    # acp.json#/$defs/LogoutCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if '_meta' in x:
@@ -1511,10 +1979,9 @@ def v_acp__LogoutCapabilities(x):
         if not (isinstance(v1, dict) or v1 is None):
             return [_W('expected object or null, got ' + _tn(v1)), '_meta']
     return None
-
-
+### v_acp__LogoutRequest ref: acp.LogoutRequest
 def v_acp__LogoutRequest(x):
-    """acp.json#/$defs/LogoutRequest"""
+    # acp.json#/$defs/LogoutRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if '_meta' in x:
@@ -1522,10 +1989,9 @@ def v_acp__LogoutRequest(x):
         if not (isinstance(v1, dict) or v1 is None):
             return [_W('expected object or null, got ' + _tn(v1)), '_meta']
     return None
-
-
+### v_acp__LogoutResponse ref: acp.LogoutResponse
 def v_acp__LogoutResponse(x):
-    """acp.json#/$defs/LogoutResponse"""
+    # acp.json#/$defs/LogoutResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if '_meta' in x:
@@ -1533,10 +1999,9 @@ def v_acp__LogoutResponse(x):
         if not (isinstance(v1, dict) or v1 is None):
             return [_W('expected object or null, got ' + _tn(v1)), '_meta']
     return None
-
-
+### v_acp__McpCapabilities ref: acp.McpCapabilities
 def v_acp__McpCapabilities(x):
-    """acp.json#/$defs/McpCapabilities"""
+    # acp.json#/$defs/McpCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'http' in x:
@@ -1552,48 +2017,20 @@ def v_acp__McpCapabilities(x):
         if not (isinstance(v3, dict) or v3 is None):
             return [_W('expected object or null, got ' + _tn(v3)), '_meta']
     return None
-
-
+### v_acp__McpServer ref: acp.McpServer
 def v_acp__McpServer(x):
-    """acp.json#/$defs/McpServer"""
+    # acp.json#/$defs/McpServer
     for f1 in _K26:
         if f1(x) is None:
             break
     else:
         return _none_of(x, _K26, 'anyOf')
     return None
-
-
-def _acp__McpServer_1(x):
-    """subschema of acp.json#/$defs/McpServer"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'type' not in x:
-        return ['missing required property "type"']
-    v1 = x['type']
-    if v1 != 'http':
-        return [_W('expected "http", got ' + _show(v1)), 'type']
-    if (e2 := v_acp__McpServerHttp(x)) is not None:
-        return e2
-    return None
-
-
-def _acp__McpServer_2(x):
-    """subschema of acp.json#/$defs/McpServer"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'type' not in x:
-        return ['missing required property "type"']
-    v1 = x['type']
-    if v1 != 'sse':
-        return [_W('expected "sse", got ' + _show(v1)), 'type']
-    if (e2 := v_acp__McpServerSse(x)) is not None:
-        return e2
-    return None
-
-
+### v_acp__McpServer constants: _acp__McpServer_1 _acp__McpServer_2 v_acp__McpServerStdio
+_K26 = (_acp__McpServer_1, _acp__McpServer_2, v_acp__McpServerStdio,)
+### v_acp__McpServerHttp ref: acp.McpServerHttp
 def v_acp__McpServerHttp(x):
-    """acp.json#/$defs/McpServerHttp"""
+    # acp.json#/$defs/McpServerHttp
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'name' not in x:
@@ -1633,10 +2070,9 @@ def v_acp__McpServerHttp(x):
         if not (isinstance(v9, dict) or v9 is None):
             return [_W('expected object or null, got ' + _tn(v9)), '_meta']
     return None
-
-
+### v_acp__McpServerSse ref: acp.McpServerSse
 def v_acp__McpServerSse(x):
-    """acp.json#/$defs/McpServerSse"""
+    # acp.json#/$defs/McpServerSse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'name' not in x:
@@ -1676,10 +2112,9 @@ def v_acp__McpServerSse(x):
         if not (isinstance(v9, dict) or v9 is None):
             return [_W('expected object or null, got ' + _tn(v9)), '_meta']
     return None
-
-
+### v_acp__McpServerStdio ref: acp.McpServerStdio
 def v_acp__McpServerStdio(x):
-    """acp.json#/$defs/McpServerStdio"""
+    # acp.json#/$defs/McpServerStdio
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'name' not in x:
@@ -1727,17 +2162,15 @@ def v_acp__McpServerStdio(x):
         if not (isinstance(v12, dict) or v12 is None):
             return [_W('expected object or null, got ' + _tn(v12)), '_meta']
     return None
-
-
+### v_acp__MessageId ref: acp.MessageId
 def v_acp__MessageId(x):
-    """acp.json#/$defs/MessageId"""
+    # acp.json#/$defs/MessageId
     if not (isinstance(x, str)):
         return [_W('expected string, got ' + _tn(x))]
     return None
-
-
+### v_acp__NewSessionRequest ref: acp.NewSessionRequest
 def v_acp__NewSessionRequest(x):
-    """acp.json#/$defs/NewSessionRequest"""
+    # acp.json#/$defs/NewSessionRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'cwd' not in x:
@@ -1766,10 +2199,9 @@ def v_acp__NewSessionRequest(x):
         if not (isinstance(v9, dict) or v9 is None):
             return [_W('expected object or null, got ' + _tn(v9)), '_meta']
     return None
-
-
+### v_acp__NewSessionResponse ref: acp.NewSessionResponse
 def v_acp__NewSessionResponse(x):
-    """acp.json#/$defs/NewSessionResponse"""
+    # acp.json#/$defs/NewSessionResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessionId' not in x:
@@ -1798,10 +2230,11 @@ def v_acp__NewSessionResponse(x):
         if not (isinstance(v8, dict) or v8 is None):
             return [_W('expected object or null, got ' + _tn(v8)), '_meta']
     return None
-
-
+### v_acp__NewSessionResponse constants: _acp__AgentAuthCapabilities_1 v_acp__SessionModeState
+_K25 = (v_acp__SessionModeState, _acp__AgentAuthCapabilities_1,)
+### v_acp__Notice ref: acp.Notice
 def v_acp__Notice(x):
-    """acp.json#/$defs/Notice"""
+    # acp.json#/$defs/Notice
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'severity' not in x:
@@ -1826,31 +2259,24 @@ def v_acp__Notice(x):
         if not (isinstance(v5, dict) or v5 is None):
             return [_W('expected object or null, got ' + _tn(v5)), '_meta']
     return None
-
-
+### v_acp__NoticeCapabilities ref: acp.NoticeCapabilities
 def v_acp__NoticeCapabilities(x):
-    """acp.json#/$defs/NoticeCapabilities"""
+    # acp.json#/$defs/NoticeCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     return None
-
-
+### v_acp__NoticeSeverity ref: acp.NoticeSeverity
 def v_acp__NoticeSeverity(x):
-    """acp.json#/$defs/NoticeSeverity"""
+    # acp.json#/$defs/NoticeSeverity
     if not (((isinstance(x, str) and x in _K27)) or (isinstance(x, str))):
         return _none_of(x, _K28, 'anyOf')
     return None
-
-
-def _acp__NoticeSeverity_1(x):
-    """subschema of acp.json#/$defs/NoticeSeverity"""
-    if not (isinstance(x, str) and x in _K27):
-        return [_W('expected one of "info", "warning", "error", got ' + _show(x))]
-    return None
-
-
+### v_acp__NoticeSeverity constants: _acp__CompactionStatus_2 _acp__NoticeSeverity_1
+_K27 = frozenset(['error', 'info', 'warning'])
+_K28 = (_acp__NoticeSeverity_1, _acp__CompactionStatus_2,)
+### v_acp__PermissionOption ref: acp.PermissionOption
 def v_acp__PermissionOption(x):
-    """acp.json#/$defs/PermissionOption"""
+    # acp.json#/$defs/PermissionOption
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'optionId' not in x:
@@ -1869,32 +2295,33 @@ def v_acp__PermissionOption(x):
     if not (isinstance(v3, str)):
         return [_W('expected string, got ' + _tn(v3)), 'kind']
     if not (isinstance(v3, str) and v3 in _K29):
-        return [_W('expected one of "allow_once", "allow_always", "reject_once", "reject_always", got ' + _show(v3)), 'kind']
+        return [_C('expected one of "allow_once", "allow_always", "reject_once", "reject_always", got ' + _show(v3)), 'kind']
     if '_meta' in x:
         v4 = x['_meta']
         if not (isinstance(v4, dict) or v4 is None):
             return [_W('expected object or null, got ' + _tn(v4)), '_meta']
     return None
-
-
+### v_acp__PermissionOption constants:
+_K29 = frozenset(['allow_always', 'allow_once', 'reject_always', 'reject_once'])
+### v_acp__PermissionOptionId ref: acp.PermissionOptionId
 def v_acp__PermissionOptionId(x):
-    """acp.json#/$defs/PermissionOptionId"""
+    # acp.json#/$defs/PermissionOptionId
     if not (isinstance(x, str)):
         return [_W('expected string, got ' + _tn(x))]
     return None
-
-
+### v_acp__PermissionOptionKind ref: acp.PermissionOptionKind
 def v_acp__PermissionOptionKind(x):
-    """acp.json#/$defs/PermissionOptionKind"""
+    # acp.json#/$defs/PermissionOptionKind
     if not (isinstance(x, str)):
         return [_W('expected string, got ' + _tn(x))]
     if not (isinstance(x, str) and x in _K29):
-        return [_W('expected one of "allow_once", "allow_always", "reject_once", "reject_always", got ' + _show(x))]
+        return [_C('expected one of "allow_once", "allow_always", "reject_once", "reject_always", got ' + _show(x))]
     return None
-
-
+### v_acp__PermissionOptionKind constants:
+_K29 = frozenset(['allow_always', 'allow_once', 'reject_always', 'reject_once'])
+### v_acp__Plan ref: acp.Plan
 def v_acp__Plan(x):
-    """acp.json#/$defs/Plan"""
+    # acp.json#/$defs/Plan
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'entries' not in x:
@@ -1911,10 +2338,9 @@ def v_acp__Plan(x):
         if not (isinstance(v5, dict) or v5 is None):
             return [_W('expected object or null, got ' + _tn(v5)), '_meta']
     return None
-
-
+### v_acp__PlanEntry ref: acp.PlanEntry
 def v_acp__PlanEntry(x):
-    """acp.json#/$defs/PlanEntry"""
+    # acp.json#/$defs/PlanEntry
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'content' not in x:
@@ -1930,39 +2356,43 @@ def v_acp__PlanEntry(x):
     if not (isinstance(v2, str)):
         return [_W('expected string, got ' + _tn(v2)), 'priority']
     if not (isinstance(v2, str) and v2 in _K30):
-        return [_W('expected one of "high", "medium", "low", got ' + _show(v2)), 'priority']
+        return [_C('expected one of "high", "medium", "low", got ' + _show(v2)), 'priority']
     v3 = x['status']
     if not (isinstance(v3, str)):
         return [_W('expected string, got ' + _tn(v3)), 'status']
     if not (isinstance(v3, str) and v3 in _K31):
-        return [_W('expected one of "pending", "in_progress", "completed", got ' + _show(v3)), 'status']
+        return [_C('expected one of "pending", "in_progress", "completed", got ' + _show(v3)), 'status']
     if '_meta' in x:
         v4 = x['_meta']
         if not (isinstance(v4, dict) or v4 is None):
             return [_W('expected object or null, got ' + _tn(v4)), '_meta']
     return None
-
-
+### v_acp__PlanEntry constants:
+_K30 = frozenset(['high', 'low', 'medium'])
+_K31 = frozenset(['completed', 'in_progress', 'pending'])
+### v_acp__PlanEntryPriority ref: acp.PlanEntryPriority
 def v_acp__PlanEntryPriority(x):
-    """acp.json#/$defs/PlanEntryPriority"""
+    # acp.json#/$defs/PlanEntryPriority
     if not (isinstance(x, str)):
         return [_W('expected string, got ' + _tn(x))]
     if not (isinstance(x, str) and x in _K30):
-        return [_W('expected one of "high", "medium", "low", got ' + _show(x))]
+        return [_C('expected one of "high", "medium", "low", got ' + _show(x))]
     return None
-
-
+### v_acp__PlanEntryPriority constants:
+_K30 = frozenset(['high', 'low', 'medium'])
+### v_acp__PlanEntryStatus ref: acp.PlanEntryStatus
 def v_acp__PlanEntryStatus(x):
-    """acp.json#/$defs/PlanEntryStatus"""
+    # acp.json#/$defs/PlanEntryStatus
     if not (isinstance(x, str)):
         return [_W('expected string, got ' + _tn(x))]
     if not (isinstance(x, str) and x in _K31):
-        return [_W('expected one of "pending", "in_progress", "completed", got ' + _show(x))]
+        return [_C('expected one of "pending", "in_progress", "completed", got ' + _show(x))]
     return None
-
-
+### v_acp__PlanEntryStatus constants:
+_K31 = frozenset(['completed', 'in_progress', 'pending'])
+### v_acp__PromptCapabilities ref: acp.PromptCapabilities
 def v_acp__PromptCapabilities(x):
-    """acp.json#/$defs/PromptCapabilities"""
+    # acp.json#/$defs/PromptCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'image' in x:
@@ -1982,10 +2412,9 @@ def v_acp__PromptCapabilities(x):
         if not (isinstance(v4, dict) or v4 is None):
             return [_W('expected object or null, got ' + _tn(v4)), '_meta']
     return None
-
-
+### v_acp__PromptRequest ref: acp.PromptRequest
 def v_acp__PromptRequest(x):
-    """acp.json#/$defs/PromptRequest"""
+    # acp.json#/$defs/PromptRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessionId' not in x:
@@ -2007,10 +2436,9 @@ def v_acp__PromptRequest(x):
         if not (isinstance(v6, dict) or v6 is None):
             return [_W('expected object or null, got ' + _tn(v6)), '_meta']
     return None
-
-
+### v_acp__PromptResponse ref: acp.PromptResponse
 def v_acp__PromptResponse(x):
-    """acp.json#/$defs/PromptResponse"""
+    # acp.json#/$defs/PromptResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'stopReason' not in x:
@@ -2019,16 +2447,17 @@ def v_acp__PromptResponse(x):
     if not (isinstance(v1, str)):
         return [_W('expected string, got ' + _tn(v1)), 'stopReason']
     if not (isinstance(v1, str) and v1 in _K32):
-        return [_W('expected one of "end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled", got ' + _show(v1)), 'stopReason']
+        return [_C('expected one of "end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled", got ' + _show(v1)), 'stopReason']
     if '_meta' in x:
         v2 = x['_meta']
         if not (isinstance(v2, dict) or v2 is None):
             return [_W('expected object or null, got ' + _tn(v2)), '_meta']
     return None
-
-
+### v_acp__PromptResponse constants:
+_K32 = frozenset(['cancelled', 'end_turn', 'max_tokens', 'max_turn_requests', 'refusal'])
+### v_acp__ProtocolVersion ref: acp.ProtocolVersion
 def v_acp__ProtocolVersion(x):
-    """acp.json#/$defs/ProtocolVersion"""
+    # acp.json#/$defs/ProtocolVersion
     if not ((isinstance(x, int) and x is not True and x is not False or isinstance(x, float) and x.is_integer())):
         return [_W('expected integer, got ' + _tn(x))]
     if x < 0:
@@ -2036,10 +2465,9 @@ def v_acp__ProtocolVersion(x):
     if x > 65535:
         return ['expected <= 65535, got ' + _show(x)]
     return None
-
-
+### v_acp__ReadTextFileRequest ref: acp.ReadTextFileRequest
 def v_acp__ReadTextFileRequest(x):
-    """acp.json#/$defs/ReadTextFileRequest"""
+    # acp.json#/$defs/ReadTextFileRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessionId' not in x:
@@ -2071,10 +2499,9 @@ def v_acp__ReadTextFileRequest(x):
         if not (isinstance(v5, dict) or v5 is None):
             return [_W('expected object or null, got ' + _tn(v5)), '_meta']
     return None
-
-
+### v_acp__ReadTextFileResponse ref: acp.ReadTextFileResponse
 def v_acp__ReadTextFileResponse(x):
-    """acp.json#/$defs/ReadTextFileResponse"""
+    # acp.json#/$defs/ReadTextFileResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'content' not in x:
@@ -2087,10 +2514,9 @@ def v_acp__ReadTextFileResponse(x):
         if not (isinstance(v2, dict) or v2 is None):
             return [_W('expected object or null, got ' + _tn(v2)), '_meta']
     return None
-
-
+### v_acp__ReleaseTerminalRequest ref: acp.ReleaseTerminalRequest
 def v_acp__ReleaseTerminalRequest(x):
-    """acp.json#/$defs/ReleaseTerminalRequest"""
+    # acp.json#/$defs/ReleaseTerminalRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessionId' not in x:
@@ -2108,10 +2534,9 @@ def v_acp__ReleaseTerminalRequest(x):
         if not (isinstance(v3, dict) or v3 is None):
             return [_W('expected object or null, got ' + _tn(v3)), '_meta']
     return None
-
-
+### v_acp__ReleaseTerminalResponse ref: acp.ReleaseTerminalResponse
 def v_acp__ReleaseTerminalResponse(x):
-    """acp.json#/$defs/ReleaseTerminalResponse"""
+    # acp.json#/$defs/ReleaseTerminalResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if '_meta' in x:
@@ -2119,60 +2544,34 @@ def v_acp__ReleaseTerminalResponse(x):
         if not (isinstance(v1, dict) or v1 is None):
             return [_W('expected object or null, got ' + _tn(v1)), '_meta']
     return None
-
-
+### v_acp__RequestId ref: acp.RequestId
 def v_acp__RequestId(x):
-    """acp.json#/$defs/RequestId"""
+    # acp.json#/$defs/RequestId
     if not (isinstance(x, str) or (isinstance(x, int) and x is not True and x is not False or isinstance(x, float) and x.is_integer()) or x is None):
         return [_W('expected string, integer or null, got ' + _tn(x))]
     return None
-
-
+### v_acp__RequestPermissionOutcome ref: acp.RequestPermissionOutcome
 def v_acp__RequestPermissionOutcome(x):
-    """acp.json#/$defs/RequestPermissionOutcome"""
+    # acp.json#/$defs/RequestPermissionOutcome
     if isinstance(x, dict):
         if 'outcome' not in x:
             return ['missing tag property "outcome"; expected one of "cancelled", "selected"']
         t1 = x['outcome']
         f2 = _K33.get(t1) if isinstance(t1, str) else None
         if f2 is None:
-            return [_W('unknown tag value, expected one of "cancelled", "selected", got ' + _show(t1)), 'outcome']
+            return [_C('unknown tag value, expected one of "cancelled", "selected", got ' + _show(t1)), 'outcome']
         if (e3 := f2(x)) is not None:
             return e3
     else:
         if (e4 := _one_of(x, _K34)) is not None:
             return e4
     return None
-
-
-def _acp__RequestPermissionOutcome_1(x):
-    """subschema of acp.json#/$defs/RequestPermissionOutcome"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'outcome' not in x:
-        return ['missing required property "outcome"']
-    v1 = x['outcome']
-    if v1 != 'cancelled':
-        return [_W('expected "cancelled", got ' + _show(v1)), 'outcome']
-    return None
-
-
-def _acp__RequestPermissionOutcome_2(x):
-    """subschema of acp.json#/$defs/RequestPermissionOutcome"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'outcome' not in x:
-        return ['missing required property "outcome"']
-    v1 = x['outcome']
-    if v1 != 'selected':
-        return [_W('expected "selected", got ' + _show(v1)), 'outcome']
-    if (e2 := v_acp__SelectedPermissionOutcome(x)) is not None:
-        return e2
-    return None
-
-
+### v_acp__RequestPermissionOutcome constants: _acp__RequestPermissionOutcome_1 _acp__RequestPermissionOutcome_2
+_K33 = {'cancelled': _acp__RequestPermissionOutcome_1, 'selected': _acp__RequestPermissionOutcome_2}
+_K34 = (_acp__RequestPermissionOutcome_1, _acp__RequestPermissionOutcome_2,)
+### v_acp__RequestPermissionRequest ref: acp.RequestPermissionRequest
 def v_acp__RequestPermissionRequest(x):
-    """acp.json#/$defs/RequestPermissionRequest"""
+    # acp.json#/$defs/RequestPermissionRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessionId' not in x:
@@ -2200,10 +2599,9 @@ def v_acp__RequestPermissionRequest(x):
         if not (isinstance(v8, dict) or v8 is None):
             return [_W('expected object or null, got ' + _tn(v8)), '_meta']
     return None
-
-
+### v_acp__RequestPermissionResponse ref: acp.RequestPermissionResponse
 def v_acp__RequestPermissionResponse(x):
-    """acp.json#/$defs/RequestPermissionResponse"""
+    # acp.json#/$defs/RequestPermissionResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'outcome' not in x:
@@ -2217,10 +2615,9 @@ def v_acp__RequestPermissionResponse(x):
         if not (isinstance(v3, dict) or v3 is None):
             return [_W('expected object or null, got ' + _tn(v3)), '_meta']
     return None
-
-
+### v_acp__ResourceLink ref: acp.ResourceLink
 def v_acp__ResourceLink(x):
-    """acp.json#/$defs/ResourceLink"""
+    # acp.json#/$defs/ResourceLink
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'name' not in x:
@@ -2261,10 +2658,11 @@ def v_acp__ResourceLink(x):
         if not (isinstance(v9, dict) or v9 is None):
             return [_W('expected object or null, got ' + _tn(v9)), '_meta']
     return None
-
-
+### v_acp__ResourceLink constants: _acp__AgentAuthCapabilities_1 v_acp__Annotations
+_K4 = (v_acp__Annotations, _acp__AgentAuthCapabilities_1,)
+### v_acp__ResumeSessionRequest ref: acp.ResumeSessionRequest
 def v_acp__ResumeSessionRequest(x):
-    """acp.json#/$defs/ResumeSessionRequest"""
+    # acp.json#/$defs/ResumeSessionRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessionId' not in x:
@@ -2297,10 +2695,9 @@ def v_acp__ResumeSessionRequest(x):
         if not (isinstance(v10, dict) or v10 is None):
             return [_W('expected object or null, got ' + _tn(v10)), '_meta']
     return None
-
-
+### v_acp__ResumeSessionResponse ref: acp.ResumeSessionResponse
 def v_acp__ResumeSessionResponse(x):
-    """acp.json#/$defs/ResumeSessionResponse"""
+    # acp.json#/$defs/ResumeSessionResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'modes' in x:
@@ -2324,19 +2721,21 @@ def v_acp__ResumeSessionResponse(x):
         if not (isinstance(v7, dict) or v7 is None):
             return [_W('expected object or null, got ' + _tn(v7)), '_meta']
     return None
-
-
+### v_acp__ResumeSessionResponse constants: _acp__AgentAuthCapabilities_1 v_acp__SessionModeState
+_K25 = (v_acp__SessionModeState, _acp__AgentAuthCapabilities_1,)
+### v_acp__Role ref: acp.Role
 def v_acp__Role(x):
-    """acp.json#/$defs/Role"""
+    # acp.json#/$defs/Role
     if not (isinstance(x, str)):
         return [_W('expected string, got ' + _tn(x))]
     if not (isinstance(x, str) and x in _K2):
-        return [_W('expected one of "assistant", "user", got ' + _show(x))]
+        return [_C('expected one of "assistant", "user", got ' + _show(x))]
     return None
-
-
+### v_acp__Role constants:
+_K2 = frozenset(['assistant', 'user'])
+### v_acp__SelectedPermissionOutcome ref: acp.SelectedPermissionOutcome
 def v_acp__SelectedPermissionOutcome(x):
-    """acp.json#/$defs/SelectedPermissionOutcome"""
+    # acp.json#/$defs/SelectedPermissionOutcome
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'optionId' not in x:
@@ -2349,10 +2748,9 @@ def v_acp__SelectedPermissionOutcome(x):
         if not (isinstance(v2, dict) or v2 is None):
             return [_W('expected object or null, got ' + _tn(v2)), '_meta']
     return None
-
-
+### v_acp__SessionAdditionalDirectoriesCapabilities ref: acp.SessionAdditionalDirectoriesCapabilities
 def v_acp__SessionAdditionalDirectoriesCapabilities(x):
-    """acp.json#/$defs/SessionAdditionalDirectoriesCapabilities"""
+    # acp.json#/$defs/SessionAdditionalDirectoriesCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if '_meta' in x:
@@ -2360,10 +2758,9 @@ def v_acp__SessionAdditionalDirectoriesCapabilities(x):
         if not (isinstance(v1, dict) or v1 is None):
             return [_W('expected object or null, got ' + _tn(v1)), '_meta']
     return None
-
-
+### v_acp__SessionCapabilities ref: acp.SessionCapabilities
 def v_acp__SessionCapabilities(x):
-    """acp.json#/$defs/SessionCapabilities"""
+    # acp.json#/$defs/SessionCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'list' in x:
@@ -2406,10 +2803,15 @@ def v_acp__SessionCapabilities(x):
         if not (isinstance(v11, dict) or v11 is None):
             return [_W('expected object or null, got ' + _tn(v11)), '_meta']
     return None
-
-
+### v_acp__SessionCapabilities constants: _acp__AgentAuthCapabilities_1 v_acp__SessionAdditionalDirectoriesCapabilities v_acp__SessionCloseCapabilities v_acp__SessionDeleteCapabilities v_acp__SessionListCapabilities v_acp__SessionResumeCapabilities
+_K35 = (v_acp__SessionListCapabilities, _acp__AgentAuthCapabilities_1,)
+_K36 = (v_acp__SessionDeleteCapabilities, _acp__AgentAuthCapabilities_1,)
+_K37 = (v_acp__SessionAdditionalDirectoriesCapabilities, _acp__AgentAuthCapabilities_1,)
+_K38 = (v_acp__SessionResumeCapabilities, _acp__AgentAuthCapabilities_1,)
+_K39 = (v_acp__SessionCloseCapabilities, _acp__AgentAuthCapabilities_1,)
+### v_acp__SessionCloseCapabilities ref: acp.SessionCloseCapabilities
 def v_acp__SessionCloseCapabilities(x):
-    """acp.json#/$defs/SessionCloseCapabilities"""
+    # acp.json#/$defs/SessionCloseCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if '_meta' in x:
@@ -2417,10 +2819,9 @@ def v_acp__SessionCloseCapabilities(x):
         if not (isinstance(v1, dict) or v1 is None):
             return [_W('expected object or null, got ' + _tn(v1)), '_meta']
     return None
-
-
+### v_acp__SessionConfigBoolean ref: acp.SessionConfigBoolean
 def v_acp__SessionConfigBoolean(x):
-    """acp.json#/$defs/SessionConfigBoolean"""
+    # acp.json#/$defs/SessionConfigBoolean
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'currentValue' not in x:
@@ -2429,78 +2830,40 @@ def v_acp__SessionConfigBoolean(x):
     if not ((v1 is True or v1 is False)):
         return [_W('expected boolean, got ' + _tn(v1)), 'currentValue']
     return None
-
-
+### v_acp__SessionConfigGroupId ref: acp.SessionConfigGroupId
 def v_acp__SessionConfigGroupId(x):
-    """acp.json#/$defs/SessionConfigGroupId"""
+    # acp.json#/$defs/SessionConfigGroupId
     if not (isinstance(x, str)):
         return [_W('expected string, got ' + _tn(x))]
     return None
-
-
+### v_acp__SessionConfigId ref: acp.SessionConfigId
 def v_acp__SessionConfigId(x):
-    """acp.json#/$defs/SessionConfigId"""
+    # acp.json#/$defs/SessionConfigId
     if not (isinstance(x, str)):
         return [_W('expected string, got ' + _tn(x))]
     return None
-
-
+### v_acp__SessionConfigOption ref: acp.SessionConfigOption
 def v_acp__SessionConfigOption(x):
-    """acp.json#/$defs/SessionConfigOption"""
+    # acp.json#/$defs/SessionConfigOption
     if isinstance(x, dict):
         if 'type' not in x:
             return ['missing tag property "type"; expected one of "select", "boolean"']
         t1 = x['type']
         f2 = _K40.get(t1) if isinstance(t1, str) else None
         if f2 is None:
-            return [_W('unknown tag value, expected one of "select", "boolean", got ' + _show(t1)), 'type']
+            return [_C('unknown tag value, expected one of "select", "boolean", got ' + _show(t1)), 'type']
         if (e3 := f2(x)) is not None:
             return e3
     else:
         if (e4 := _one_of(x, _K41)) is not None:
             return e4
     return None
-
-
-def _acp__SessionConfigOption_1(x):
-    """subschema of acp.json#/$defs/SessionConfigOption"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'type' not in x:
-        return ['missing required property "type"']
-    v1 = x['type']
-    if v1 != 'select':
-        return [_W('expected "select", got ' + _show(v1)), 'type']
-    if (e2 := v_acp__SessionConfigOptionBase(x)) is not None:
-        return e2
-    if (e3 := v_acp__SessionConfigSelect(x)) is not None:
-        return e3
-    return None
-
-
-def _acp__SessionConfigOption_2(x):
-    """subschema of acp.json#/$defs/SessionConfigOption"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'type' not in x:
-        return ['missing required property "type"']
-    v1 = x['type']
-    if v1 != 'boolean':
-        return [_W('expected "boolean", got ' + _show(v1)), 'type']
-    if (e2 := v_acp__SessionConfigOptionBase(x)) is not None:
-        return e2
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'currentValue' not in x:
-        return ['missing required property "currentValue"']
-    v3 = x['currentValue']
-    if not ((v3 is True or v3 is False)):
-        return [_W('expected boolean, got ' + _tn(v3)), 'currentValue']
-    return None
-
-
+### v_acp__SessionConfigOption constants: _acp__SessionConfigOption_1 _acp__SessionConfigOption_2
+_K40 = {'select': _acp__SessionConfigOption_1, 'boolean': _acp__SessionConfigOption_2}
+_K41 = (_acp__SessionConfigOption_1, _acp__SessionConfigOption_2,)
+### v_acp__SessionConfigOptionBase ref: acp.SessionConfigOptionBase
 def v_acp__SessionConfigOptionBase(x):
-    """acp.json#/$defs/SessionConfigOptionBase"""
+    # acp.json#/$defs/SessionConfigOptionBase
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'id' not in x:
@@ -2528,24 +2891,21 @@ def v_acp__SessionConfigOptionBase(x):
         if not (isinstance(v6, dict) or v6 is None):
             return [_W('expected object or null, got ' + _tn(v6)), '_meta']
     return None
-
-
+### v_acp__SessionConfigOptionBase constants: _acp__AgentAuthCapabilities_1 v_acp__SessionConfigOptionCategory
+_K42 = frozenset(['mode', 'model', 'model_config', 'thought_level'])
+_K43 = (v_acp__SessionConfigOptionCategory, _acp__AgentAuthCapabilities_1,)
+### v_acp__SessionConfigOptionCategory ref: acp.SessionConfigOptionCategory
 def v_acp__SessionConfigOptionCategory(x):
-    """acp.json#/$defs/SessionConfigOptionCategory"""
+    # acp.json#/$defs/SessionConfigOptionCategory
     if not (((isinstance(x, str) and x in _K42)) or (isinstance(x, str))):
         return _none_of(x, _K44, 'anyOf')
     return None
-
-
-def _acp__SessionConfigOptionCategory_1(x):
-    """subschema of acp.json#/$defs/SessionConfigOptionCategory"""
-    if not (isinstance(x, str) and x in _K42):
-        return [_W('expected one of "mode", "model", "model_config", "thought_level", got ' + _show(x))]
-    return None
-
-
+### v_acp__SessionConfigOptionCategory constants: _acp__CompactionStatus_2 _acp__SessionConfigOptionCategory_1
+_K42 = frozenset(['mode', 'model', 'model_config', 'thought_level'])
+_K44 = (_acp__SessionConfigOptionCategory_1, _acp__CompactionStatus_2,)
+### v_acp__SessionConfigOptionsCapabilities ref: acp.SessionConfigOptionsCapabilities
 def v_acp__SessionConfigOptionsCapabilities(x):
-    """acp.json#/$defs/SessionConfigOptionsCapabilities"""
+    # acp.json#/$defs/SessionConfigOptionsCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'boolean' in x:
@@ -2560,10 +2920,11 @@ def v_acp__SessionConfigOptionsCapabilities(x):
         if not (isinstance(v3, dict) or v3 is None):
             return [_W('expected object or null, got ' + _tn(v3)), '_meta']
     return None
-
-
+### v_acp__SessionConfigOptionsCapabilities constants: _acp__AgentAuthCapabilities_1 v_acp__BooleanConfigOptionCapabilities
+_K45 = (v_acp__BooleanConfigOptionCapabilities, _acp__AgentAuthCapabilities_1,)
+### v_acp__SessionConfigSelect ref: acp.SessionConfigSelect
 def v_acp__SessionConfigSelect(x):
-    """acp.json#/$defs/SessionConfigSelect"""
+    # acp.json#/$defs/SessionConfigSelect
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'currentValue' not in x:
@@ -2578,10 +2939,9 @@ def v_acp__SessionConfigSelect(x):
         e3.append('options')
         return e3
     return None
-
-
+### v_acp__SessionConfigSelectGroup ref: acp.SessionConfigSelectGroup
 def v_acp__SessionConfigSelectGroup(x):
-    """acp.json#/$defs/SessionConfigSelectGroup"""
+    # acp.json#/$defs/SessionConfigSelectGroup
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'group' not in x:
@@ -2608,10 +2968,9 @@ def v_acp__SessionConfigSelectGroup(x):
         if not (isinstance(v7, dict) or v7 is None):
             return [_W('expected object or null, got ' + _tn(v7)), '_meta']
     return None
-
-
+### v_acp__SessionConfigSelectOption ref: acp.SessionConfigSelectOption
 def v_acp__SessionConfigSelectOption(x):
-    """acp.json#/$defs/SessionConfigSelectOption"""
+    # acp.json#/$defs/SessionConfigSelectOption
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'value' not in x:
@@ -2633,49 +2992,26 @@ def v_acp__SessionConfigSelectOption(x):
         if not (isinstance(v4, dict) or v4 is None):
             return [_W('expected object or null, got ' + _tn(v4)), '_meta']
     return None
-
-
+### v_acp__SessionConfigSelectOptions ref: acp.SessionConfigSelectOptions
 def v_acp__SessionConfigSelectOptions(x):
-    """acp.json#/$defs/SessionConfigSelectOptions"""
+    # acp.json#/$defs/SessionConfigSelectOptions
     for f1 in _K46:
         if f1(x) is None:
             break
     else:
         return _none_of(x, _K46, 'anyOf')
     return None
-
-
-def _acp__SessionConfigSelectOptions_1(x):
-    """subschema of acp.json#/$defs/SessionConfigSelectOptions"""
-    if not (isinstance(x, list)):
-        return [_W('expected array, got ' + _tn(x))]
-    for i1, v2 in enumerate(x):
-        if (e3 := v_acp__SessionConfigSelectOption(v2)) is not None:
-            e3.append(i1)
-            return e3
-    return None
-
-
-def _acp__SessionConfigSelectOptions_2(x):
-    """subschema of acp.json#/$defs/SessionConfigSelectOptions"""
-    if not (isinstance(x, list)):
-        return [_W('expected array, got ' + _tn(x))]
-    for i1, v2 in enumerate(x):
-        if (e3 := v_acp__SessionConfigSelectGroup(v2)) is not None:
-            e3.append(i1)
-            return e3
-    return None
-
-
+### v_acp__SessionConfigSelectOptions constants: _acp__SessionConfigSelectOptions_1 _acp__SessionConfigSelectOptions_2
+_K46 = (_acp__SessionConfigSelectOptions_1, _acp__SessionConfigSelectOptions_2,)
+### v_acp__SessionConfigValueId ref: acp.SessionConfigValueId
 def v_acp__SessionConfigValueId(x):
-    """acp.json#/$defs/SessionConfigValueId"""
+    # acp.json#/$defs/SessionConfigValueId
     if not (isinstance(x, str)):
         return [_W('expected string, got ' + _tn(x))]
     return None
-
-
+### v_acp__SessionDeleteCapabilities ref: acp.SessionDeleteCapabilities
 def v_acp__SessionDeleteCapabilities(x):
-    """acp.json#/$defs/SessionDeleteCapabilities"""
+    # acp.json#/$defs/SessionDeleteCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if '_meta' in x:
@@ -2683,17 +3019,15 @@ def v_acp__SessionDeleteCapabilities(x):
         if not (isinstance(v1, dict) or v1 is None):
             return [_W('expected object or null, got ' + _tn(v1)), '_meta']
     return None
-
-
+### v_acp__SessionId ref: acp.SessionId
 def v_acp__SessionId(x):
-    """acp.json#/$defs/SessionId"""
+    # acp.json#/$defs/SessionId
     if not (isinstance(x, str)):
         return [_W('expected string, got ' + _tn(x))]
     return None
-
-
+### v_acp__SessionInfo ref: acp.SessionInfo
 def v_acp__SessionInfo(x):
-    """acp.json#/$defs/SessionInfo"""
+    # acp.json#/$defs/SessionInfo
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessionId' not in x:
@@ -2726,10 +3060,9 @@ def v_acp__SessionInfo(x):
         if not (isinstance(v8, dict) or v8 is None):
             return [_W('expected object or null, got ' + _tn(v8)), '_meta']
     return None
-
-
+### v_acp__SessionInfoUpdate ref: acp.SessionInfoUpdate
 def v_acp__SessionInfoUpdate(x):
-    """acp.json#/$defs/SessionInfoUpdate"""
+    # acp.json#/$defs/SessionInfoUpdate
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'title' in x:
@@ -2745,10 +3078,9 @@ def v_acp__SessionInfoUpdate(x):
         if not (isinstance(v3, dict) or v3 is None):
             return [_W('expected object or null, got ' + _tn(v3)), '_meta']
     return None
-
-
+### v_acp__SessionListCapabilities ref: acp.SessionListCapabilities
 def v_acp__SessionListCapabilities(x):
-    """acp.json#/$defs/SessionListCapabilities"""
+    # acp.json#/$defs/SessionListCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if '_meta' in x:
@@ -2756,10 +3088,9 @@ def v_acp__SessionListCapabilities(x):
         if not (isinstance(v1, dict) or v1 is None):
             return [_W('expected object or null, got ' + _tn(v1)), '_meta']
     return None
-
-
+### v_acp__SessionMode ref: acp.SessionMode
 def v_acp__SessionMode(x):
-    """acp.json#/$defs/SessionMode"""
+    # acp.json#/$defs/SessionMode
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'id' not in x:
@@ -2781,17 +3112,15 @@ def v_acp__SessionMode(x):
         if not (isinstance(v4, dict) or v4 is None):
             return [_W('expected object or null, got ' + _tn(v4)), '_meta']
     return None
-
-
+### v_acp__SessionModeId ref: acp.SessionModeId
 def v_acp__SessionModeId(x):
-    """acp.json#/$defs/SessionModeId"""
+    # acp.json#/$defs/SessionModeId
     if not (isinstance(x, str)):
         return [_W('expected string, got ' + _tn(x))]
     return None
-
-
+### v_acp__SessionModeState ref: acp.SessionModeState
 def v_acp__SessionModeState(x):
-    """acp.json#/$defs/SessionModeState"""
+    # acp.json#/$defs/SessionModeState
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'currentModeId' not in x:
@@ -2813,10 +3142,9 @@ def v_acp__SessionModeState(x):
         if not (isinstance(v6, dict) or v6 is None):
             return [_W('expected object or null, got ' + _tn(v6)), '_meta']
     return None
-
-
+### v_acp__SessionNotification ref: acp.SessionNotification
 def v_acp__SessionNotification(x):
-    """acp.json#/$defs/SessionNotification"""
+    # acp.json#/$defs/SessionNotification
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessionId' not in x:
@@ -2835,10 +3163,9 @@ def v_acp__SessionNotification(x):
         if not (isinstance(v4, dict) or v4 is None):
             return [_W('expected object or null, got ' + _tn(v4)), '_meta']
     return None
-
-
+### v_acp__SessionResumeCapabilities ref: acp.SessionResumeCapabilities
 def v_acp__SessionResumeCapabilities(x):
-    """acp.json#/$defs/SessionResumeCapabilities"""
+    # acp.json#/$defs/SessionResumeCapabilities
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if '_meta' in x:
@@ -2846,235 +3173,28 @@ def v_acp__SessionResumeCapabilities(x):
         if not (isinstance(v1, dict) or v1 is None):
             return [_W('expected object or null, got ' + _tn(v1)), '_meta']
     return None
-
-
+### v_acp__SessionUpdate ref: acp.SessionUpdate
 def v_acp__SessionUpdate(x):
-    """acp.json#/$defs/SessionUpdate"""
+    # acp.json#/$defs/SessionUpdate
     if isinstance(x, dict):
         if 'sessionUpdate' not in x:
             return ['missing tag property "sessionUpdate"; expected one of "user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan", "available_commands_update", "current_mode_update", "config_option_update", "session_info_update", "usage_update", "notice", "compaction_update", "compaction_summary_chunk"']
         t1 = x['sessionUpdate']
         f2 = _K47.get(t1) if isinstance(t1, str) else None
         if f2 is None:
-            return [_W('unknown tag value, expected one of "user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan", "available_commands_update", "current_mode_update", "config_option_update", "session_info_update", "usage_update", "notice", "compaction_update", "compaction_summary_chunk", got ' + _show(t1)), 'sessionUpdate']
+            return [_C('unknown tag value, expected one of "user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan", "available_commands_update", "current_mode_update", "config_option_update", "session_info_update", "usage_update", "notice", "compaction_update", "compaction_summary_chunk", got ' + _show(t1)), 'sessionUpdate']
         if (e3 := f2(x)) is not None:
             return e3
     else:
         if (e4 := _one_of(x, _K48)) is not None:
             return e4
     return None
-
-
-def _acp__SessionUpdate_1(x):
-    """subschema of acp.json#/$defs/SessionUpdate"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'sessionUpdate' not in x:
-        return ['missing required property "sessionUpdate"']
-    v1 = x['sessionUpdate']
-    if v1 != 'user_message_chunk':
-        return [_W('expected "user_message_chunk", got ' + _show(v1)), 'sessionUpdate']
-    if (e2 := v_acp__ContentChunk(x)) is not None:
-        return e2
-    return None
-
-
-def _acp__SessionUpdate_2(x):
-    """subschema of acp.json#/$defs/SessionUpdate"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'sessionUpdate' not in x:
-        return ['missing required property "sessionUpdate"']
-    v1 = x['sessionUpdate']
-    if v1 != 'agent_message_chunk':
-        return [_W('expected "agent_message_chunk", got ' + _show(v1)), 'sessionUpdate']
-    if (e2 := v_acp__ContentChunk(x)) is not None:
-        return e2
-    return None
-
-
-def _acp__SessionUpdate_3(x):
-    """subschema of acp.json#/$defs/SessionUpdate"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'sessionUpdate' not in x:
-        return ['missing required property "sessionUpdate"']
-    v1 = x['sessionUpdate']
-    if v1 != 'agent_thought_chunk':
-        return [_W('expected "agent_thought_chunk", got ' + _show(v1)), 'sessionUpdate']
-    if (e2 := v_acp__ContentChunk(x)) is not None:
-        return e2
-    return None
-
-
-def _acp__SessionUpdate_4(x):
-    """subschema of acp.json#/$defs/SessionUpdate"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'sessionUpdate' not in x:
-        return ['missing required property "sessionUpdate"']
-    v1 = x['sessionUpdate']
-    if v1 != 'tool_call':
-        return [_W('expected "tool_call", got ' + _show(v1)), 'sessionUpdate']
-    if (e2 := v_acp__ToolCall(x)) is not None:
-        return e2
-    return None
-
-
-def _acp__SessionUpdate_5(x):
-    """subschema of acp.json#/$defs/SessionUpdate"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'sessionUpdate' not in x:
-        return ['missing required property "sessionUpdate"']
-    v1 = x['sessionUpdate']
-    if v1 != 'tool_call_update':
-        return [_W('expected "tool_call_update", got ' + _show(v1)), 'sessionUpdate']
-    if (e2 := v_acp__ToolCallUpdate(x)) is not None:
-        return e2
-    return None
-
-
-def _acp__SessionUpdate_6(x):
-    """subschema of acp.json#/$defs/SessionUpdate"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'sessionUpdate' not in x:
-        return ['missing required property "sessionUpdate"']
-    v1 = x['sessionUpdate']
-    if v1 != 'plan':
-        return [_W('expected "plan", got ' + _show(v1)), 'sessionUpdate']
-    if (e2 := v_acp__Plan(x)) is not None:
-        return e2
-    return None
-
-
-def _acp__SessionUpdate_7(x):
-    """subschema of acp.json#/$defs/SessionUpdate"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'sessionUpdate' not in x:
-        return ['missing required property "sessionUpdate"']
-    v1 = x['sessionUpdate']
-    if v1 != 'available_commands_update':
-        return [_W('expected "available_commands_update", got ' + _show(v1)), 'sessionUpdate']
-    if (e2 := v_acp__AvailableCommandsUpdate(x)) is not None:
-        return e2
-    return None
-
-
-def _acp__SessionUpdate_8(x):
-    """subschema of acp.json#/$defs/SessionUpdate"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'sessionUpdate' not in x:
-        return ['missing required property "sessionUpdate"']
-    v1 = x['sessionUpdate']
-    if v1 != 'current_mode_update':
-        return [_W('expected "current_mode_update", got ' + _show(v1)), 'sessionUpdate']
-    if (e2 := v_acp__CurrentModeUpdate(x)) is not None:
-        return e2
-    return None
-
-
-def _acp__SessionUpdate_9(x):
-    """subschema of acp.json#/$defs/SessionUpdate"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'sessionUpdate' not in x:
-        return ['missing required property "sessionUpdate"']
-    v1 = x['sessionUpdate']
-    if v1 != 'config_option_update':
-        return [_W('expected "config_option_update", got ' + _show(v1)), 'sessionUpdate']
-    if (e2 := v_acp__ConfigOptionUpdate(x)) is not None:
-        return e2
-    return None
-
-
-def _acp__SessionUpdate_10(x):
-    """subschema of acp.json#/$defs/SessionUpdate"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'sessionUpdate' not in x:
-        return ['missing required property "sessionUpdate"']
-    v1 = x['sessionUpdate']
-    if v1 != 'session_info_update':
-        return [_W('expected "session_info_update", got ' + _show(v1)), 'sessionUpdate']
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'title' in x:
-        v2 = x['title']
-        if not (isinstance(v2, str) or v2 is None):
-            return [_W('expected string or null, got ' + _tn(v2)), 'title']
-    if 'updatedAt' in x:
-        v3 = x['updatedAt']
-        if not (isinstance(v3, str) or v3 is None):
-            return [_W('expected string or null, got ' + _tn(v3)), 'updatedAt']
-    if '_meta' in x:
-        v4 = x['_meta']
-        if not (isinstance(v4, dict) or v4 is None):
-            return [_W('expected object or null, got ' + _tn(v4)), '_meta']
-    return None
-
-
-def _acp__SessionUpdate_11(x):
-    """subschema of acp.json#/$defs/SessionUpdate"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'sessionUpdate' not in x:
-        return ['missing required property "sessionUpdate"']
-    v1 = x['sessionUpdate']
-    if v1 != 'usage_update':
-        return [_W('expected "usage_update", got ' + _show(v1)), 'sessionUpdate']
-    if (e2 := v_acp__UsageUpdate(x)) is not None:
-        return e2
-    return None
-
-
-def _acp__SessionUpdate_12(x):
-    """subschema of acp.json#/$defs/SessionUpdate"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'sessionUpdate' not in x:
-        return ['missing required property "sessionUpdate"']
-    v1 = x['sessionUpdate']
-    if v1 != 'notice':
-        return [_W('expected "notice", got ' + _show(v1)), 'sessionUpdate']
-    if (e2 := v_acp__Notice(x)) is not None:
-        return e2
-    return None
-
-
-def _acp__SessionUpdate_13(x):
-    """subschema of acp.json#/$defs/SessionUpdate"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'sessionUpdate' not in x:
-        return ['missing required property "sessionUpdate"']
-    v1 = x['sessionUpdate']
-    if v1 != 'compaction_update':
-        return [_W('expected "compaction_update", got ' + _show(v1)), 'sessionUpdate']
-    if (e2 := v_acp__CompactionUpdate(x)) is not None:
-        return e2
-    return None
-
-
-def _acp__SessionUpdate_14(x):
-    """subschema of acp.json#/$defs/SessionUpdate"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'sessionUpdate' not in x:
-        return ['missing required property "sessionUpdate"']
-    v1 = x['sessionUpdate']
-    if v1 != 'compaction_summary_chunk':
-        return [_W('expected "compaction_summary_chunk", got ' + _show(v1)), 'sessionUpdate']
-    if (e2 := v_acp__CompactionSummaryChunk(x)) is not None:
-        return e2
-    return None
-
-
+### v_acp__SessionUpdate constants: _acp__SessionUpdate_1 _acp__SessionUpdate_10 _acp__SessionUpdate_11 _acp__SessionUpdate_12 _acp__SessionUpdate_13 _acp__SessionUpdate_14 _acp__SessionUpdate_2 _acp__SessionUpdate_3 _acp__SessionUpdate_4 _acp__SessionUpdate_5 _acp__SessionUpdate_6 _acp__SessionUpdate_7 _acp__SessionUpdate_8 _acp__SessionUpdate_9
+_K47 = {'user_message_chunk': _acp__SessionUpdate_1, 'agent_message_chunk': _acp__SessionUpdate_2, 'agent_thought_chunk': _acp__SessionUpdate_3, 'tool_call': _acp__SessionUpdate_4, 'tool_call_update': _acp__SessionUpdate_5, 'plan': _acp__SessionUpdate_6, 'available_commands_update': _acp__SessionUpdate_7, 'current_mode_update': _acp__SessionUpdate_8, 'config_option_update': _acp__SessionUpdate_9, 'session_info_update': _acp__SessionUpdate_10, 'usage_update': _acp__SessionUpdate_11, 'notice': _acp__SessionUpdate_12, 'compaction_update': _acp__SessionUpdate_13, 'compaction_summary_chunk': _acp__SessionUpdate_14}
+_K48 = (_acp__SessionUpdate_1, _acp__SessionUpdate_2, _acp__SessionUpdate_3, _acp__SessionUpdate_4, _acp__SessionUpdate_5, _acp__SessionUpdate_6, _acp__SessionUpdate_7, _acp__SessionUpdate_8, _acp__SessionUpdate_9, _acp__SessionUpdate_10, _acp__SessionUpdate_11, _acp__SessionUpdate_12, _acp__SessionUpdate_13, _acp__SessionUpdate_14,)
+### v_acp__SetSessionConfigOptionRequest ref: acp.SetSessionConfigOptionRequest
 def v_acp__SetSessionConfigOptionRequest(x):
-    """acp.json#/$defs/SetSessionConfigOptionRequest"""
+    # acp.json#/$defs/SetSessionConfigOptionRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessionId' not in x:
@@ -3099,39 +3219,11 @@ def v_acp__SetSessionConfigOptionRequest(x):
     else:
         return _none_of(x, _K49, 'anyOf')
     return None
-
-
-def _acp__SetSessionConfigOptionRequest_1(x):
-    """subschema of acp.json#/$defs/SetSessionConfigOptionRequest"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'type' not in x:
-        return ['missing required property "type"']
-    if 'value' not in x:
-        return ['missing required property "value"']
-    v1 = x['type']
-    if v1 != 'boolean':
-        return [_W('expected "boolean", got ' + _show(v1)), 'type']
-    v2 = x['value']
-    if not ((v2 is True or v2 is False)):
-        return [_W('expected boolean, got ' + _tn(v2)), 'value']
-    return None
-
-
-def _acp__SetSessionConfigOptionRequest_2(x):
-    """subschema of acp.json#/$defs/SetSessionConfigOptionRequest"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'value' not in x:
-        return ['missing required property "value"']
-    v1 = x['value']
-    if not (isinstance(v1, str)):
-        return [_W('expected string, got ' + _tn(v1)), 'value']
-    return None
-
-
+### v_acp__SetSessionConfigOptionRequest constants: _acp__SetSessionConfigOptionRequest_1 _acp__SetSessionConfigOptionRequest_2
+_K49 = (_acp__SetSessionConfigOptionRequest_1, _acp__SetSessionConfigOptionRequest_2,)
+### v_acp__SetSessionConfigOptionResponse ref: acp.SetSessionConfigOptionResponse
 def v_acp__SetSessionConfigOptionResponse(x):
-    """acp.json#/$defs/SetSessionConfigOptionResponse"""
+    # acp.json#/$defs/SetSessionConfigOptionResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'configOptions' not in x:
@@ -3148,10 +3240,9 @@ def v_acp__SetSessionConfigOptionResponse(x):
         if not (isinstance(v5, dict) or v5 is None):
             return [_W('expected object or null, got ' + _tn(v5)), '_meta']
     return None
-
-
+### v_acp__SetSessionModeRequest ref: acp.SetSessionModeRequest
 def v_acp__SetSessionModeRequest(x):
-    """acp.json#/$defs/SetSessionModeRequest"""
+    # acp.json#/$defs/SetSessionModeRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessionId' not in x:
@@ -3169,10 +3260,9 @@ def v_acp__SetSessionModeRequest(x):
         if not (isinstance(v3, dict) or v3 is None):
             return [_W('expected object or null, got ' + _tn(v3)), '_meta']
     return None
-
-
+### v_acp__SetSessionModeResponse ref: acp.SetSessionModeResponse
 def v_acp__SetSessionModeResponse(x):
-    """acp.json#/$defs/SetSessionModeResponse"""
+    # acp.json#/$defs/SetSessionModeResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if '_meta' in x:
@@ -3180,19 +3270,19 @@ def v_acp__SetSessionModeResponse(x):
         if not (isinstance(v1, dict) or v1 is None):
             return [_W('expected object or null, got ' + _tn(v1)), '_meta']
     return None
-
-
+### v_acp__StopReason ref: acp.StopReason
 def v_acp__StopReason(x):
-    """acp.json#/$defs/StopReason"""
+    # acp.json#/$defs/StopReason
     if not (isinstance(x, str)):
         return [_W('expected string, got ' + _tn(x))]
     if not (isinstance(x, str) and x in _K32):
-        return [_W('expected one of "end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled", got ' + _show(x))]
+        return [_C('expected one of "end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled", got ' + _show(x))]
     return None
-
-
+### v_acp__StopReason constants:
+_K32 = frozenset(['cancelled', 'end_turn', 'max_tokens', 'max_turn_requests', 'refusal'])
+### v_acp__Terminal ref: acp.Terminal
 def v_acp__Terminal(x):
-    """acp.json#/$defs/Terminal"""
+    # acp.json#/$defs/Terminal
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'terminalId' not in x:
@@ -3205,10 +3295,9 @@ def v_acp__Terminal(x):
         if not (isinstance(v2, dict) or v2 is None):
             return [_W('expected object or null, got ' + _tn(v2)), '_meta']
     return None
-
-
+### v_acp__TerminalExitStatus ref: acp.TerminalExitStatus
 def v_acp__TerminalExitStatus(x):
-    """acp.json#/$defs/TerminalExitStatus"""
+    # acp.json#/$defs/TerminalExitStatus
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'exitCode' in x:
@@ -3227,17 +3316,15 @@ def v_acp__TerminalExitStatus(x):
         if not (isinstance(v3, dict) or v3 is None):
             return [_W('expected object or null, got ' + _tn(v3)), '_meta']
     return None
-
-
+### v_acp__TerminalId ref: acp.TerminalId
 def v_acp__TerminalId(x):
-    """acp.json#/$defs/TerminalId"""
+    # acp.json#/$defs/TerminalId
     if not (isinstance(x, str)):
         return [_W('expected string, got ' + _tn(x))]
     return None
-
-
+### v_acp__TerminalOutputRequest ref: acp.TerminalOutputRequest
 def v_acp__TerminalOutputRequest(x):
-    """acp.json#/$defs/TerminalOutputRequest"""
+    # acp.json#/$defs/TerminalOutputRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessionId' not in x:
@@ -3255,10 +3342,9 @@ def v_acp__TerminalOutputRequest(x):
         if not (isinstance(v3, dict) or v3 is None):
             return [_W('expected object or null, got ' + _tn(v3)), '_meta']
     return None
-
-
+### v_acp__TerminalOutputResponse ref: acp.TerminalOutputResponse
 def v_acp__TerminalOutputResponse(x):
-    """acp.json#/$defs/TerminalOutputResponse"""
+    # acp.json#/$defs/TerminalOutputResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'output' not in x:
@@ -3283,10 +3369,11 @@ def v_acp__TerminalOutputResponse(x):
         if not (isinstance(v5, dict) or v5 is None):
             return [_W('expected object or null, got ' + _tn(v5)), '_meta']
     return None
-
-
+### v_acp__TerminalOutputResponse constants: _acp__AgentAuthCapabilities_1 v_acp__TerminalExitStatus
+_K50 = (v_acp__TerminalExitStatus, _acp__AgentAuthCapabilities_1,)
+### v_acp__TextContent ref: acp.TextContent
 def v_acp__TextContent(x):
-    """acp.json#/$defs/TextContent"""
+    # acp.json#/$defs/TextContent
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'text' not in x:
@@ -3306,10 +3393,11 @@ def v_acp__TextContent(x):
         if not (isinstance(v4, dict) or v4 is None):
             return [_W('expected object or null, got ' + _tn(v4)), '_meta']
     return None
-
-
+### v_acp__TextContent constants: _acp__AgentAuthCapabilities_1 v_acp__Annotations
+_K4 = (v_acp__Annotations, _acp__AgentAuthCapabilities_1,)
+### v_acp__TextResourceContents ref: acp.TextResourceContents
 def v_acp__TextResourceContents(x):
-    """acp.json#/$defs/TextResourceContents"""
+    # acp.json#/$defs/TextResourceContents
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'text' not in x:
@@ -3331,10 +3419,9 @@ def v_acp__TextResourceContents(x):
         if not (isinstance(v4, dict) or v4 is None):
             return [_W('expected object or null, got ' + _tn(v4)), '_meta']
     return None
-
-
+### v_acp__ToolCall ref: acp.ToolCall
 def v_acp__ToolCall(x):
-    """acp.json#/$defs/ToolCall"""
+    # acp.json#/$defs/ToolCall
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'toolCallId' not in x:
@@ -3356,13 +3443,13 @@ def v_acp__ToolCall(x):
         if not (isinstance(v4, str)):
             return [_W('expected string, got ' + _tn(v4)), 'kind']
         if not (isinstance(v4, str) and v4 in _K51):
-            return [_W('expected one of "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other", got ' + _show(v4)), 'kind']
+            return [_C('expected one of "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other", got ' + _show(v4)), 'kind']
     if 'status' in x:
         v5 = x['status']
         if not (isinstance(v5, str)):
             return [_W('expected string, got ' + _tn(v5)), 'status']
         if not (isinstance(v5, str) and v5 in _K52):
-            return [_W('expected one of "pending", "in_progress", "completed", "failed", got ' + _show(v5)), 'status']
+            return [_C('expected one of "pending", "in_progress", "completed", "failed", got ' + _show(v5)), 'status']
     if 'content' in x:
         v6 = x['content']
         if not (isinstance(v6, list)):
@@ -3399,94 +3486,37 @@ def v_acp__ToolCall(x):
         if not (isinstance(v18, dict) or v18 is None):
             return [_W('expected object or null, got ' + _tn(v18)), '_meta']
     return None
-
-
+### v_acp__ToolCall constants:
+_K51 = frozenset(['delete', 'edit', 'execute', 'fetch', 'move', 'other', 'read', 'search', 'switch_mode', 'think'])
+_K52 = frozenset(['completed', 'failed', 'in_progress', 'pending'])
+### v_acp__ToolCallContent ref: acp.ToolCallContent
 def v_acp__ToolCallContent(x):
-    """acp.json#/$defs/ToolCallContent"""
+    # acp.json#/$defs/ToolCallContent
     if isinstance(x, dict):
         if 'type' not in x:
             return ['missing tag property "type"; expected one of "content", "diff", "terminal"']
         t1 = x['type']
         f2 = _K53.get(t1) if isinstance(t1, str) else None
         if f2 is None:
-            return [_W('unknown tag value, expected one of "content", "diff", "terminal", got ' + _show(t1)), 'type']
+            return [_C('unknown tag value, expected one of "content", "diff", "terminal", got ' + _show(t1)), 'type']
         if (e3 := f2(x)) is not None:
             return e3
     else:
         if (e4 := _one_of(x, _K54)) is not None:
             return e4
     return None
-
-
-def _acp__ToolCallContent_1(x):
-    """subschema of acp.json#/$defs/ToolCallContent"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'type' not in x:
-        return ['missing required property "type"']
-    v1 = x['type']
-    if v1 != 'content':
-        return [_W('expected "content", got ' + _show(v1)), 'type']
-    if (e2 := v_acp__Content(x)) is not None:
-        return e2
-    return None
-
-
-def _acp__ToolCallContent_2(x):
-    """subschema of acp.json#/$defs/ToolCallContent"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'type' not in x:
-        return ['missing required property "type"']
-    v1 = x['type']
-    if v1 != 'diff':
-        return [_W('expected "diff", got ' + _show(v1)), 'type']
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'path' not in x:
-        return ['missing required property "path"']
-    if 'newText' not in x:
-        return ['missing required property "newText"']
-    v2 = x['path']
-    if not (isinstance(v2, str)):
-        return [_W('expected string, got ' + _tn(v2)), 'path']
-    if 'oldText' in x:
-        v3 = x['oldText']
-        if not (isinstance(v3, str) or v3 is None):
-            return [_W('expected string or null, got ' + _tn(v3)), 'oldText']
-    v4 = x['newText']
-    if not (isinstance(v4, str)):
-        return [_W('expected string, got ' + _tn(v4)), 'newText']
-    if '_meta' in x:
-        v5 = x['_meta']
-        if not (isinstance(v5, dict) or v5 is None):
-            return [_W('expected object or null, got ' + _tn(v5)), '_meta']
-    return None
-
-
-def _acp__ToolCallContent_3(x):
-    """subschema of acp.json#/$defs/ToolCallContent"""
-    if not (isinstance(x, dict)):
-        return [_W('expected object, got ' + _tn(x))]
-    if 'type' not in x:
-        return ['missing required property "type"']
-    v1 = x['type']
-    if v1 != 'terminal':
-        return [_W('expected "terminal", got ' + _show(v1)), 'type']
-    if (e2 := v_acp__Terminal(x)) is not None:
-        return e2
-    return None
-
-
+### v_acp__ToolCallContent constants: _acp__ToolCallContent_1 _acp__ToolCallContent_2 _acp__ToolCallContent_3
+_K53 = {'content': _acp__ToolCallContent_1, 'diff': _acp__ToolCallContent_2, 'terminal': _acp__ToolCallContent_3}
+_K54 = (_acp__ToolCallContent_1, _acp__ToolCallContent_2, _acp__ToolCallContent_3,)
+### v_acp__ToolCallId ref: acp.ToolCallId
 def v_acp__ToolCallId(x):
-    """acp.json#/$defs/ToolCallId"""
+    # acp.json#/$defs/ToolCallId
     if not (isinstance(x, str)):
         return [_W('expected string, got ' + _tn(x))]
     return None
-
-
+### v_acp__ToolCallLocation ref: acp.ToolCallLocation
 def v_acp__ToolCallLocation(x):
-    """acp.json#/$defs/ToolCallLocation"""
+    # acp.json#/$defs/ToolCallLocation
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'path' not in x:
@@ -3506,19 +3536,19 @@ def v_acp__ToolCallLocation(x):
         if not (isinstance(v3, dict) or v3 is None):
             return [_W('expected object or null, got ' + _tn(v3)), '_meta']
     return None
-
-
+### v_acp__ToolCallStatus ref: acp.ToolCallStatus
 def v_acp__ToolCallStatus(x):
-    """acp.json#/$defs/ToolCallStatus"""
+    # acp.json#/$defs/ToolCallStatus
     if not (isinstance(x, str)):
         return [_W('expected string, got ' + _tn(x))]
     if not (isinstance(x, str) and x in _K52):
-        return [_W('expected one of "pending", "in_progress", "completed", "failed", got ' + _show(x))]
+        return [_C('expected one of "pending", "in_progress", "completed", "failed", got ' + _show(x))]
     return None
-
-
+### v_acp__ToolCallStatus constants:
+_K52 = frozenset(['completed', 'failed', 'in_progress', 'pending'])
+### v_acp__ToolCallUpdate ref: acp.ToolCallUpdate
 def v_acp__ToolCallUpdate(x):
-    """acp.json#/$defs/ToolCallUpdate"""
+    # acp.json#/$defs/ToolCallUpdate
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'toolCallId' not in x:
@@ -3584,19 +3614,24 @@ def v_acp__ToolCallUpdate(x):
         if not (isinstance(v20, dict) or v20 is None):
             return [_W('expected object or null, got ' + _tn(v20)), '_meta']
     return None
-
-
+### v_acp__ToolCallUpdate constants: _acp__AgentAuthCapabilities_1 v_acp__ToolCallStatus v_acp__ToolKind
+_K51 = frozenset(['delete', 'edit', 'execute', 'fetch', 'move', 'other', 'read', 'search', 'switch_mode', 'think'])
+_K52 = frozenset(['completed', 'failed', 'in_progress', 'pending'])
+_K55 = (v_acp__ToolKind, _acp__AgentAuthCapabilities_1,)
+_K56 = (v_acp__ToolCallStatus, _acp__AgentAuthCapabilities_1,)
+### v_acp__ToolKind ref: acp.ToolKind
 def v_acp__ToolKind(x):
-    """acp.json#/$defs/ToolKind"""
+    # acp.json#/$defs/ToolKind
     if not (isinstance(x, str)):
         return [_W('expected string, got ' + _tn(x))]
     if not (isinstance(x, str) and x in _K51):
-        return [_W('expected one of "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other", got ' + _show(x))]
+        return [_C('expected one of "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other", got ' + _show(x))]
     return None
-
-
+### v_acp__ToolKind constants:
+_K51 = frozenset(['delete', 'edit', 'execute', 'fetch', 'move', 'other', 'read', 'search', 'switch_mode', 'think'])
+### v_acp__UnstructuredCommandInput ref: acp.UnstructuredCommandInput
 def v_acp__UnstructuredCommandInput(x):
-    """acp.json#/$defs/UnstructuredCommandInput"""
+    # acp.json#/$defs/UnstructuredCommandInput
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'hint' not in x:
@@ -3609,10 +3644,9 @@ def v_acp__UnstructuredCommandInput(x):
         if not (isinstance(v2, dict) or v2 is None):
             return [_W('expected object or null, got ' + _tn(v2)), '_meta']
     return None
-
-
+### v_acp__UsageUpdate ref: acp.UsageUpdate
 def v_acp__UsageUpdate(x):
-    """acp.json#/$defs/UsageUpdate"""
+    # acp.json#/$defs/UsageUpdate
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'used' not in x:
@@ -3641,10 +3675,11 @@ def v_acp__UsageUpdate(x):
         if not (isinstance(v5, dict) or v5 is None):
             return [_W('expected object or null, got ' + _tn(v5)), '_meta']
     return None
-
-
+### v_acp__UsageUpdate constants: _acp__AgentAuthCapabilities_1 v_acp__Cost
+_K57 = (v_acp__Cost, _acp__AgentAuthCapabilities_1,)
+### v_acp__WaitForTerminalExitRequest ref: acp.WaitForTerminalExitRequest
 def v_acp__WaitForTerminalExitRequest(x):
-    """acp.json#/$defs/WaitForTerminalExitRequest"""
+    # acp.json#/$defs/WaitForTerminalExitRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessionId' not in x:
@@ -3662,10 +3697,9 @@ def v_acp__WaitForTerminalExitRequest(x):
         if not (isinstance(v3, dict) or v3 is None):
             return [_W('expected object or null, got ' + _tn(v3)), '_meta']
     return None
-
-
+### v_acp__WaitForTerminalExitResponse ref: acp.WaitForTerminalExitResponse
 def v_acp__WaitForTerminalExitResponse(x):
-    """acp.json#/$defs/WaitForTerminalExitResponse"""
+    # acp.json#/$defs/WaitForTerminalExitResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'exitCode' in x:
@@ -3684,10 +3718,9 @@ def v_acp__WaitForTerminalExitResponse(x):
         if not (isinstance(v3, dict) or v3 is None):
             return [_W('expected object or null, got ' + _tn(v3)), '_meta']
     return None
-
-
+### v_acp__WriteTextFileRequest ref: acp.WriteTextFileRequest
 def v_acp__WriteTextFileRequest(x):
-    """acp.json#/$defs/WriteTextFileRequest"""
+    # acp.json#/$defs/WriteTextFileRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessionId' not in x:
@@ -3710,10 +3743,9 @@ def v_acp__WriteTextFileRequest(x):
         if not (isinstance(v4, dict) or v4 is None):
             return [_W('expected object or null, got ' + _tn(v4)), '_meta']
     return None
-
-
+### v_acp__WriteTextFileResponse ref: acp.WriteTextFileResponse
 def v_acp__WriteTextFileResponse(x):
-    """acp.json#/$defs/WriteTextFileResponse"""
+    # acp.json#/$defs/WriteTextFileResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if '_meta' in x:
@@ -3721,10 +3753,9 @@ def v_acp__WriteTextFileResponse(x):
         if not (isinstance(v1, dict) or v1 is None):
             return [_W('expected object or null, got ' + _tn(v1)), '_meta']
     return None
-
-
+### v_acp_fsm__CallClientRequest ref: acp_fsm.CallClientRequest
 def v_acp_fsm__CallClientRequest(x):
-    """acp_fsm.json#/$defs/CallClientRequest"""
+    # acp_fsm.json#/$defs/CallClientRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'method' not in x:
@@ -3755,10 +3786,9 @@ def v_acp_fsm__CallClientRequest(x):
         if not (isinstance(v5, dict) or v5 is None):
             return [_W('expected object or null, got ' + _tn(v5)), '_meta']
     return None
-
-
+### v_acp_fsm__CallClientResponse ref: acp_fsm.CallClientResponse
 def v_acp_fsm__CallClientResponse(x):
-    """acp_fsm.json#/$defs/CallClientResponse"""
+    # acp_fsm.json#/$defs/CallClientResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'outcome' not in x:
@@ -3767,7 +3797,7 @@ def v_acp_fsm__CallClientResponse(x):
         return ['missing required property "elapsedMs"']
     v1 = x['outcome']
     if not (isinstance(v1, str) and v1 in _K58):
-        return [_W('expected one of "result", "error", "timeout", "cancelled", "closed", "unsupported", got ' + _show(v1)), 'outcome']
+        return [_C('expected one of "result", "error", "timeout", "cancelled", "closed", "unsupported", got ' + _show(v1)), 'outcome']
     if 'error' in x:
         v3 = x['error']
         if not (isinstance(v3, dict)):
@@ -3792,17 +3822,17 @@ def v_acp_fsm__CallClientResponse(x):
     if v8 < 0:
         return ['expected >= 0, got ' + _show(v8), 'elapsedMs']
     return None
-
-
+### v_acp_fsm__CallClientResponse constants:
+_K58 = frozenset(['cancelled', 'closed', 'error', 'result', 'timeout', 'unsupported'])
+### v_acp_fsm__Meta ref: acp_fsm.Meta
 def v_acp_fsm__Meta(x):
-    """acp_fsm.json#/$defs/Meta"""
+    # acp_fsm.json#/$defs/Meta
     if not (isinstance(x, dict) or x is None):
         return [_W('expected object or null, got ' + _tn(x))]
     return None
-
-
+### v_acp_fsm__SleepRequest ref: acp_fsm.SleepRequest
 def v_acp_fsm__SleepRequest(x):
-    """acp_fsm.json#/$defs/SleepRequest"""
+    # acp_fsm.json#/$defs/SleepRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'ms' not in x:
@@ -3819,10 +3849,9 @@ def v_acp_fsm__SleepRequest(x):
         if not (isinstance(v2, dict) or v2 is None):
             return [_W('expected object or null, got ' + _tn(v2)), '_meta']
     return None
-
-
+### v_acp_fsm__SleepResponse ref: acp_fsm.SleepResponse
 def v_acp_fsm__SleepResponse(x):
-    """acp_fsm.json#/$defs/SleepResponse"""
+    # acp_fsm.json#/$defs/SleepResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sleptMs' not in x:
@@ -3833,10 +3862,9 @@ def v_acp_fsm__SleepResponse(x):
     if v1 < 0:
         return ['expected >= 0, got ' + _show(v1), 'sleptMs']
     return None
-
-
+### v_acp_fsm__StrayOutputRequest ref: acp_fsm.StrayOutputRequest
 def v_acp_fsm__StrayOutputRequest(x):
-    """acp_fsm.json#/$defs/StrayOutputRequest"""
+    # acp_fsm.json#/$defs/StrayOutputRequest
     if not (isinstance(x, dict) or x is None):
         return [_W('expected object or null, got ' + _tn(x))]
     if isinstance(x, dict):
@@ -3845,10 +3873,9 @@ def v_acp_fsm__StrayOutputRequest(x):
             if not (isinstance(v1, dict) or v1 is None):
                 return [_W('expected object or null, got ' + _tn(v1)), '_meta']
     return None
-
-
+### v_acp_fsm__StrayOutputResponse ref: acp_fsm.StrayOutputResponse
 def v_acp_fsm__StrayOutputResponse(x):
-    """acp_fsm.json#/$defs/StrayOutputResponse"""
+    # acp_fsm.json#/$defs/StrayOutputResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'childExitCode' not in x:
@@ -3857,10 +3884,9 @@ def v_acp_fsm__StrayOutputResponse(x):
     if not ((isinstance(v1, int) and v1 is not True and v1 is not False or isinstance(v1, float) and v1.is_integer())):
         return [_W('expected integer, got ' + _tn(v1)), 'childExitCode']
     return None
-
-
+### v_acp_fsm__StreamUpdatesRequest ref: acp_fsm.StreamUpdatesRequest
 def v_acp_fsm__StreamUpdatesRequest(x):
-    """acp_fsm.json#/$defs/StreamUpdatesRequest"""
+    # acp_fsm.json#/$defs/StreamUpdatesRequest
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sessionId' not in x:
@@ -3887,10 +3913,9 @@ def v_acp_fsm__StreamUpdatesRequest(x):
         if not (isinstance(v4, dict) or v4 is None):
             return [_W('expected object or null, got ' + _tn(v4)), '_meta']
     return None
-
-
+### v_acp_fsm__StreamUpdatesResponse ref: acp_fsm.StreamUpdatesResponse
 def v_acp_fsm__StreamUpdatesResponse(x):
-    """acp_fsm.json#/$defs/StreamUpdatesResponse"""
+    # acp_fsm.json#/$defs/StreamUpdatesResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'sent' not in x:
@@ -3908,10 +3933,9 @@ def v_acp_fsm__StreamUpdatesResponse(x):
     if v2 < 0:
         return ['expected >= 0, got ' + _show(v2), 'elapsedMs']
     return None
-
-
+### v_jsonrpc__Batch ref: jsonrpc.Batch
 def v_jsonrpc__Batch(x):
-    """jsonrpc.json#/$defs/Batch"""
+    # jsonrpc.json#/$defs/Batch
     if not (isinstance(x, list)):
         return [_W('expected array, got ' + _tn(x))]
     if len(x) < 1:
@@ -3921,10 +3945,9 @@ def v_jsonrpc__Batch(x):
             e3.append(i1)
             return e3
     return None
-
-
+### v_jsonrpc__Error ref: jsonrpc.Error
 def v_jsonrpc__Error(x):
-    """jsonrpc.json#/$defs/Error"""
+    # jsonrpc.json#/$defs/Error
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'code' not in x:
@@ -3938,10 +3961,9 @@ def v_jsonrpc__Error(x):
     if not (isinstance(v2, str)):
         return [_W('expected string, got ' + _tn(v2)), 'message']
     return None
-
-
+### v_jsonrpc__ErrorResponse ref: jsonrpc.ErrorResponse
 def v_jsonrpc__ErrorResponse(x):
-    """jsonrpc.json#/$defs/ErrorResponse"""
+    # jsonrpc.json#/$defs/ErrorResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'jsonrpc' not in x:
@@ -3952,7 +3974,7 @@ def v_jsonrpc__ErrorResponse(x):
         return ['missing required property "error"']
     v1 = x['jsonrpc']
     if v1 != '2.0':
-        return [_W('expected "2.0", got ' + _show(v1)), 'jsonrpc']
+        return [_C('expected "2.0", got ' + _show(v1)), 'jsonrpc']
     v2 = x['id']
     if not ((isinstance(v2, str) or (isinstance(v2, (int, float)) and v2 is not True and v2 is not False)) or (v2 is None)):
         e3 = _none_of(v2, _K59, 'anyOf')
@@ -3972,39 +3994,36 @@ def v_jsonrpc__ErrorResponse(x):
     if not (isinstance(v6, str)):
         return [_W('expected string, got ' + _tn(v6)), 'message', 'error']
     if (('result' in x) or ('method' in x)):
-        return ['must not match the "not" schema']
+        return [_forbidden(x, _K60)]
     return None
-
-
-def _jsonrpc__ErrorResponse_1(x):
-    """subschema of jsonrpc.json#/$defs/ErrorResponse"""
-    if not (x is None):
-        return [_W('expected null, got ' + _tn(x))]
-    return None
-
-
+### v_jsonrpc__ErrorResponse constants: _jsonrpc__ErrorResponse_1 v_jsonrpc__RequestId
+_K59 = (v_jsonrpc__RequestId, _jsonrpc__ErrorResponse_1,)
+_K60 = (('result',), ('method',))
+### v_jsonrpc__Frame ref: jsonrpc.Frame
 def v_jsonrpc__Frame(x):
-    """jsonrpc.json#/$defs/Frame"""
-    for f1 in _K60:
-        if f1(x) is None:
-            break
-    else:
-        return _none_of(x, _K60, 'anyOf')
-    return None
-
-
-def v_jsonrpc__Message(x):
-    """jsonrpc.json#/$defs/Message"""
+    # jsonrpc.json#/$defs/Frame
     for f1 in _K61:
         if f1(x) is None:
             break
     else:
         return _none_of(x, _K61, 'anyOf')
     return None
-
-
+### v_jsonrpc__Frame constants: v_jsonrpc__Batch v_jsonrpc__Message
+_K61 = (v_jsonrpc__Message, v_jsonrpc__Batch,)
+### v_jsonrpc__Message ref: jsonrpc.Message
+def v_jsonrpc__Message(x):
+    # jsonrpc.json#/$defs/Message
+    for f1 in _K62:
+        if f1(x) is None:
+            break
+    else:
+        return _none_of(x, _K62, 'anyOf')
+    return None
+### v_jsonrpc__Message constants: v_jsonrpc__Notification v_jsonrpc__Request v_jsonrpc__Response
+_K62 = (v_jsonrpc__Request, v_jsonrpc__Notification, v_jsonrpc__Response,)
+### v_jsonrpc__Notification ref: jsonrpc.Notification
 def v_jsonrpc__Notification(x):
-    """jsonrpc.json#/$defs/Notification"""
+    # jsonrpc.json#/$defs/Notification
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'jsonrpc' not in x:
@@ -4013,7 +4032,7 @@ def v_jsonrpc__Notification(x):
         return ['missing required property "method"']
     v1 = x['jsonrpc']
     if v1 != '2.0':
-        return [_W('expected "2.0", got ' + _show(v1)), 'jsonrpc']
+        return [_C('expected "2.0", got ' + _show(v1)), 'jsonrpc']
     v2 = x['method']
     if not (isinstance(v2, str)):
         return [_W('expected string, got ' + _tn(v2)), 'method']
@@ -4022,19 +4041,19 @@ def v_jsonrpc__Notification(x):
         if not (isinstance(v3, dict) or isinstance(v3, list) or v3 is None):
             return [_W('expected object, array or null, got ' + _tn(v3)), 'params']
     if ('id' in x):
-        return ['must not match the "not" schema']
+        return [_forbidden(x, _K63)]
     return None
-
-
+### v_jsonrpc__Notification constants:
+_K63 = (('id',),)
+### v_jsonrpc__Params ref: jsonrpc.Params
 def v_jsonrpc__Params(x):
-    """jsonrpc.json#/$defs/Params"""
+    # jsonrpc.json#/$defs/Params
     if not (isinstance(x, dict) or isinstance(x, list) or x is None):
         return [_W('expected object, array or null, got ' + _tn(x))]
     return None
-
-
+### v_jsonrpc__Request ref: jsonrpc.Request
 def v_jsonrpc__Request(x):
-    """jsonrpc.json#/$defs/Request"""
+    # jsonrpc.json#/$defs/Request
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'jsonrpc' not in x:
@@ -4045,7 +4064,7 @@ def v_jsonrpc__Request(x):
         return ['missing required property "method"']
     v1 = x['jsonrpc']
     if v1 != '2.0':
-        return [_W('expected "2.0", got ' + _show(v1)), 'jsonrpc']
+        return [_C('expected "2.0", got ' + _show(v1)), 'jsonrpc']
     v2 = x['id']
     if not (isinstance(v2, str) or (isinstance(v2, (int, float)) and v2 is not True and v2 is not False)):
         return [_W('expected string or number, got ' + _tn(v2)), 'id']
@@ -4057,27 +4076,26 @@ def v_jsonrpc__Request(x):
         if not (isinstance(v4, dict) or isinstance(v4, list) or v4 is None):
             return [_W('expected object, array or null, got ' + _tn(v4)), 'params']
     return None
-
-
+### v_jsonrpc__RequestId ref: jsonrpc.RequestId
 def v_jsonrpc__RequestId(x):
-    """jsonrpc.json#/$defs/RequestId"""
+    # jsonrpc.json#/$defs/RequestId
     if not (isinstance(x, str) or (isinstance(x, (int, float)) and x is not True and x is not False)):
         return [_W('expected string or number, got ' + _tn(x))]
     return None
-
-
+### v_jsonrpc__Response ref: jsonrpc.Response
 def v_jsonrpc__Response(x):
-    """jsonrpc.json#/$defs/Response"""
-    for f1 in _K62:
+    # jsonrpc.json#/$defs/Response
+    for f1 in _K64:
         if f1(x) is None:
             break
     else:
-        return _none_of(x, _K62, 'anyOf')
+        return _none_of(x, _K64, 'anyOf')
     return None
-
-
+### v_jsonrpc__Response constants: v_jsonrpc__ErrorResponse v_jsonrpc__SuccessResponse
+_K64 = (v_jsonrpc__SuccessResponse, v_jsonrpc__ErrorResponse,)
+### v_jsonrpc__SuccessResponse ref: jsonrpc.SuccessResponse
 def v_jsonrpc__SuccessResponse(x):
-    """jsonrpc.json#/$defs/SuccessResponse"""
+    # jsonrpc.json#/$defs/SuccessResponse
     if not (isinstance(x, dict)):
         return [_W('expected object, got ' + _tn(x))]
     if 'jsonrpc' not in x:
@@ -4088,245 +4106,16 @@ def v_jsonrpc__SuccessResponse(x):
         return ['missing required property "result"']
     v1 = x['jsonrpc']
     if v1 != '2.0':
-        return [_W('expected "2.0", got ' + _show(v1)), 'jsonrpc']
+        return [_C('expected "2.0", got ' + _show(v1)), 'jsonrpc']
     v2 = x['id']
     if not (isinstance(v2, str) or (isinstance(v2, (int, float)) and v2 is not True and v2 is not False)):
         return [_W('expected string or number, got ' + _tn(v2)), 'id']
     if (('error' in x) or ('method' in x)):
-        return ['must not match the "not" schema']
+        return [_forbidden(x, _K65)]
     return None
+### v_jsonrpc__SuccessResponse constants:
+_K65 = (('error',), ('method',))
+'''
 
 
-_K1 = (v_acp__LogoutCapabilities, _acp__AgentAuthCapabilities_1,)
-_K2 = frozenset(['assistant', 'user'])
-_K3 = ()
-_K4 = (v_acp__Annotations, _acp__AgentAuthCapabilities_1,)
-_K5 = (_acp__AuthMethod_1, v_acp__AuthMethodAgent,)
-_K6 = frozenset([])
-_K7 = (v_acp__AvailableCommandInput, _acp__AgentAuthCapabilities_1,)
-_K8 = (v_acp__UnstructuredCommandInput,)
-_K9 = (v_acp__ClientSessionCapabilities, _acp__AgentAuthCapabilities_1,)
-_K10 = (v_acp__ElicitationCapabilities, _acp__AgentAuthCapabilities_1,)
-_K11 = (v_acp__CompactionCapabilities, _acp__AgentAuthCapabilities_1,)
-_K12 = (v_acp__SessionConfigOptionsCapabilities, _acp__AgentAuthCapabilities_1,)
-_K13 = (v_acp__NoticeCapabilities, _acp__AgentAuthCapabilities_1,)
-_K14 = frozenset(['cancelled', 'completed', 'failed', 'in_progress'])
-_K15 = (_acp__CompactionStatus_1, _acp__CompactionStatus_2,)
-_K16 = {'text': _acp__ContentBlock_1, 'image': _acp__ContentBlock_2, 'audio': _acp__ContentBlock_3, 'resource_link': _acp__ContentBlock_4, 'resource': _acp__ContentBlock_5}
-_K17 = (_acp__ContentBlock_1, _acp__ContentBlock_2, _acp__ContentBlock_3, _acp__ContentBlock_4, _acp__ContentBlock_5,)
-_K18 = (v_acp__MessageId, _acp__AgentAuthCapabilities_1,)
-_K19 = (v_acp__ElicitationFormCapabilities, _acp__AgentAuthCapabilities_1,)
-_K20 = (v_acp__ElicitationUrlCapabilities, _acp__AgentAuthCapabilities_1,)
-_K21 = (v_acp__TextResourceContents, v_acp__BlobResourceContents,)
-_K22 = (-32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002)
-_K23 = (_acp__ErrorCode_1, _acp__ErrorCode_2,)
-_K24 = (v_acp__Implementation, _acp__AgentAuthCapabilities_1,)
-_K25 = (v_acp__SessionModeState, _acp__AgentAuthCapabilities_1,)
-_K26 = (_acp__McpServer_1, _acp__McpServer_2, v_acp__McpServerStdio,)
-_K27 = frozenset(['error', 'info', 'warning'])
-_K28 = (_acp__NoticeSeverity_1, _acp__CompactionStatus_2,)
-_K29 = frozenset(['allow_always', 'allow_once', 'reject_always', 'reject_once'])
-_K30 = frozenset(['high', 'low', 'medium'])
-_K31 = frozenset(['completed', 'in_progress', 'pending'])
-_K32 = frozenset(['cancelled', 'end_turn', 'max_tokens', 'max_turn_requests', 'refusal'])
-_K33 = {'cancelled': _acp__RequestPermissionOutcome_1, 'selected': _acp__RequestPermissionOutcome_2}
-_K34 = (_acp__RequestPermissionOutcome_1, _acp__RequestPermissionOutcome_2,)
-_K35 = (v_acp__SessionListCapabilities, _acp__AgentAuthCapabilities_1,)
-_K36 = (v_acp__SessionDeleteCapabilities, _acp__AgentAuthCapabilities_1,)
-_K37 = (v_acp__SessionAdditionalDirectoriesCapabilities, _acp__AgentAuthCapabilities_1,)
-_K38 = (v_acp__SessionResumeCapabilities, _acp__AgentAuthCapabilities_1,)
-_K39 = (v_acp__SessionCloseCapabilities, _acp__AgentAuthCapabilities_1,)
-_K40 = {'select': _acp__SessionConfigOption_1, 'boolean': _acp__SessionConfigOption_2}
-_K41 = (_acp__SessionConfigOption_1, _acp__SessionConfigOption_2,)
-_K42 = frozenset(['mode', 'model', 'model_config', 'thought_level'])
-_K43 = (v_acp__SessionConfigOptionCategory, _acp__AgentAuthCapabilities_1,)
-_K44 = (_acp__SessionConfigOptionCategory_1, _acp__CompactionStatus_2,)
-_K45 = (v_acp__BooleanConfigOptionCapabilities, _acp__AgentAuthCapabilities_1,)
-_K46 = (_acp__SessionConfigSelectOptions_1, _acp__SessionConfigSelectOptions_2,)
-_K47 = {'user_message_chunk': _acp__SessionUpdate_1, 'agent_message_chunk': _acp__SessionUpdate_2, 'agent_thought_chunk': _acp__SessionUpdate_3, 'tool_call': _acp__SessionUpdate_4, 'tool_call_update': _acp__SessionUpdate_5, 'plan': _acp__SessionUpdate_6, 'available_commands_update': _acp__SessionUpdate_7, 'current_mode_update': _acp__SessionUpdate_8, 'config_option_update': _acp__SessionUpdate_9, 'session_info_update': _acp__SessionUpdate_10, 'usage_update': _acp__SessionUpdate_11, 'notice': _acp__SessionUpdate_12, 'compaction_update': _acp__SessionUpdate_13, 'compaction_summary_chunk': _acp__SessionUpdate_14}
-_K48 = (_acp__SessionUpdate_1, _acp__SessionUpdate_2, _acp__SessionUpdate_3, _acp__SessionUpdate_4, _acp__SessionUpdate_5, _acp__SessionUpdate_6, _acp__SessionUpdate_7, _acp__SessionUpdate_8, _acp__SessionUpdate_9, _acp__SessionUpdate_10, _acp__SessionUpdate_11, _acp__SessionUpdate_12, _acp__SessionUpdate_13, _acp__SessionUpdate_14,)
-_K49 = (_acp__SetSessionConfigOptionRequest_1, _acp__SetSessionConfigOptionRequest_2,)
-_K50 = (v_acp__TerminalExitStatus, _acp__AgentAuthCapabilities_1,)
-_K51 = frozenset(['delete', 'edit', 'execute', 'fetch', 'move', 'other', 'read', 'search', 'switch_mode', 'think'])
-_K52 = frozenset(['completed', 'failed', 'in_progress', 'pending'])
-_K53 = {'content': _acp__ToolCallContent_1, 'diff': _acp__ToolCallContent_2, 'terminal': _acp__ToolCallContent_3}
-_K54 = (_acp__ToolCallContent_1, _acp__ToolCallContent_2, _acp__ToolCallContent_3,)
-_K55 = (v_acp__ToolKind, _acp__AgentAuthCapabilities_1,)
-_K56 = (v_acp__ToolCallStatus, _acp__AgentAuthCapabilities_1,)
-_K57 = (v_acp__Cost, _acp__AgentAuthCapabilities_1,)
-_K58 = frozenset(['cancelled', 'closed', 'error', 'result', 'timeout', 'unsupported'])
-_K59 = (v_jsonrpc__RequestId, _jsonrpc__ErrorResponse_1,)
-_K60 = (v_jsonrpc__Message, v_jsonrpc__Batch,)
-_K61 = (v_jsonrpc__Request, v_jsonrpc__Notification, v_jsonrpc__Response,)
-_K62 = (v_jsonrpc__SuccessResponse, v_jsonrpc__ErrorResponse,)
-
-
-VALIDATORS = {
-    'acp.AgentAuthCapabilities': v_acp__AgentAuthCapabilities,
-    'acp.AgentCapabilities': v_acp__AgentCapabilities,
-    'acp.Annotations': v_acp__Annotations,
-    'acp.AudioContent': v_acp__AudioContent,
-    'acp.AuthCapabilities': v_acp__AuthCapabilities,
-    'acp.AuthMethod': v_acp__AuthMethod,
-    'acp.AuthMethodAgent': v_acp__AuthMethodAgent,
-    'acp.AuthMethodId': v_acp__AuthMethodId,
-    'acp.AuthMethodTerminal': v_acp__AuthMethodTerminal,
-    'acp.AuthenticateRequest': v_acp__AuthenticateRequest,
-    'acp.AuthenticateResponse': v_acp__AuthenticateResponse,
-    'acp.AvailableCommand': v_acp__AvailableCommand,
-    'acp.AvailableCommandInput': v_acp__AvailableCommandInput,
-    'acp.AvailableCommandsUpdate': v_acp__AvailableCommandsUpdate,
-    'acp.BlobResourceContents': v_acp__BlobResourceContents,
-    'acp.BooleanConfigOptionCapabilities': v_acp__BooleanConfigOptionCapabilities,
-    'acp.CancelNotification': v_acp__CancelNotification,
-    'acp.CancelRequestNotification': v_acp__CancelRequestNotification,
-    'acp.ClientCapabilities': v_acp__ClientCapabilities,
-    'acp.ClientSessionCapabilities': v_acp__ClientSessionCapabilities,
-    'acp.CloseSessionRequest': v_acp__CloseSessionRequest,
-    'acp.CloseSessionResponse': v_acp__CloseSessionResponse,
-    'acp.CompactionCapabilities': v_acp__CompactionCapabilities,
-    'acp.CompactionId': v_acp__CompactionId,
-    'acp.CompactionStatus': v_acp__CompactionStatus,
-    'acp.CompactionSummaryChunk': v_acp__CompactionSummaryChunk,
-    'acp.CompactionUpdate': v_acp__CompactionUpdate,
-    'acp.ConfigOptionUpdate': v_acp__ConfigOptionUpdate,
-    'acp.Content': v_acp__Content,
-    'acp.ContentBlock': v_acp__ContentBlock,
-    'acp.ContentChunk': v_acp__ContentChunk,
-    'acp.Cost': v_acp__Cost,
-    'acp.CreateTerminalRequest': v_acp__CreateTerminalRequest,
-    'acp.CreateTerminalResponse': v_acp__CreateTerminalResponse,
-    'acp.CurrentModeUpdate': v_acp__CurrentModeUpdate,
-    'acp.DeleteSessionRequest': v_acp__DeleteSessionRequest,
-    'acp.DeleteSessionResponse': v_acp__DeleteSessionResponse,
-    'acp.Diff': v_acp__Diff,
-    'acp.ElicitationCapabilities': v_acp__ElicitationCapabilities,
-    'acp.ElicitationFormCapabilities': v_acp__ElicitationFormCapabilities,
-    'acp.ElicitationUrlCapabilities': v_acp__ElicitationUrlCapabilities,
-    'acp.EmbeddedResource': v_acp__EmbeddedResource,
-    'acp.EmbeddedResourceResource': v_acp__EmbeddedResourceResource,
-    'acp.EnvVariable': v_acp__EnvVariable,
-    'acp.Error': v_acp__Error,
-    'acp.ErrorCode': v_acp__ErrorCode,
-    'acp.FileSystemCapabilities': v_acp__FileSystemCapabilities,
-    'acp.HttpHeader': v_acp__HttpHeader,
-    'acp.ImageContent': v_acp__ImageContent,
-    'acp.Implementation': v_acp__Implementation,
-    'acp.InitializeRequest': v_acp__InitializeRequest,
-    'acp.InitializeResponse': v_acp__InitializeResponse,
-    'acp.KillTerminalRequest': v_acp__KillTerminalRequest,
-    'acp.KillTerminalResponse': v_acp__KillTerminalResponse,
-    'acp.ListSessionsRequest': v_acp__ListSessionsRequest,
-    'acp.ListSessionsResponse': v_acp__ListSessionsResponse,
-    'acp.LoadSessionRequest': v_acp__LoadSessionRequest,
-    'acp.LoadSessionResponse': v_acp__LoadSessionResponse,
-    'acp.LogoutCapabilities': v_acp__LogoutCapabilities,
-    'acp.LogoutRequest': v_acp__LogoutRequest,
-    'acp.LogoutResponse': v_acp__LogoutResponse,
-    'acp.McpCapabilities': v_acp__McpCapabilities,
-    'acp.McpServer': v_acp__McpServer,
-    'acp.McpServerHttp': v_acp__McpServerHttp,
-    'acp.McpServerSse': v_acp__McpServerSse,
-    'acp.McpServerStdio': v_acp__McpServerStdio,
-    'acp.MessageId': v_acp__MessageId,
-    'acp.NewSessionRequest': v_acp__NewSessionRequest,
-    'acp.NewSessionResponse': v_acp__NewSessionResponse,
-    'acp.Notice': v_acp__Notice,
-    'acp.NoticeCapabilities': v_acp__NoticeCapabilities,
-    'acp.NoticeSeverity': v_acp__NoticeSeverity,
-    'acp.PermissionOption': v_acp__PermissionOption,
-    'acp.PermissionOptionId': v_acp__PermissionOptionId,
-    'acp.PermissionOptionKind': v_acp__PermissionOptionKind,
-    'acp.Plan': v_acp__Plan,
-    'acp.PlanEntry': v_acp__PlanEntry,
-    'acp.PlanEntryPriority': v_acp__PlanEntryPriority,
-    'acp.PlanEntryStatus': v_acp__PlanEntryStatus,
-    'acp.PromptCapabilities': v_acp__PromptCapabilities,
-    'acp.PromptRequest': v_acp__PromptRequest,
-    'acp.PromptResponse': v_acp__PromptResponse,
-    'acp.ProtocolVersion': v_acp__ProtocolVersion,
-    'acp.ReadTextFileRequest': v_acp__ReadTextFileRequest,
-    'acp.ReadTextFileResponse': v_acp__ReadTextFileResponse,
-    'acp.ReleaseTerminalRequest': v_acp__ReleaseTerminalRequest,
-    'acp.ReleaseTerminalResponse': v_acp__ReleaseTerminalResponse,
-    'acp.RequestId': v_acp__RequestId,
-    'acp.RequestPermissionOutcome': v_acp__RequestPermissionOutcome,
-    'acp.RequestPermissionRequest': v_acp__RequestPermissionRequest,
-    'acp.RequestPermissionResponse': v_acp__RequestPermissionResponse,
-    'acp.ResourceLink': v_acp__ResourceLink,
-    'acp.ResumeSessionRequest': v_acp__ResumeSessionRequest,
-    'acp.ResumeSessionResponse': v_acp__ResumeSessionResponse,
-    'acp.Role': v_acp__Role,
-    'acp.SelectedPermissionOutcome': v_acp__SelectedPermissionOutcome,
-    'acp.SessionAdditionalDirectoriesCapabilities': v_acp__SessionAdditionalDirectoriesCapabilities,
-    'acp.SessionCapabilities': v_acp__SessionCapabilities,
-    'acp.SessionCloseCapabilities': v_acp__SessionCloseCapabilities,
-    'acp.SessionConfigBoolean': v_acp__SessionConfigBoolean,
-    'acp.SessionConfigGroupId': v_acp__SessionConfigGroupId,
-    'acp.SessionConfigId': v_acp__SessionConfigId,
-    'acp.SessionConfigOption': v_acp__SessionConfigOption,
-    'acp.SessionConfigOptionBase': v_acp__SessionConfigOptionBase,
-    'acp.SessionConfigOptionCategory': v_acp__SessionConfigOptionCategory,
-    'acp.SessionConfigOptionsCapabilities': v_acp__SessionConfigOptionsCapabilities,
-    'acp.SessionConfigSelect': v_acp__SessionConfigSelect,
-    'acp.SessionConfigSelectGroup': v_acp__SessionConfigSelectGroup,
-    'acp.SessionConfigSelectOption': v_acp__SessionConfigSelectOption,
-    'acp.SessionConfigSelectOptions': v_acp__SessionConfigSelectOptions,
-    'acp.SessionConfigValueId': v_acp__SessionConfigValueId,
-    'acp.SessionDeleteCapabilities': v_acp__SessionDeleteCapabilities,
-    'acp.SessionId': v_acp__SessionId,
-    'acp.SessionInfo': v_acp__SessionInfo,
-    'acp.SessionInfoUpdate': v_acp__SessionInfoUpdate,
-    'acp.SessionListCapabilities': v_acp__SessionListCapabilities,
-    'acp.SessionMode': v_acp__SessionMode,
-    'acp.SessionModeId': v_acp__SessionModeId,
-    'acp.SessionModeState': v_acp__SessionModeState,
-    'acp.SessionNotification': v_acp__SessionNotification,
-    'acp.SessionResumeCapabilities': v_acp__SessionResumeCapabilities,
-    'acp.SessionUpdate': v_acp__SessionUpdate,
-    'acp.SetSessionConfigOptionRequest': v_acp__SetSessionConfigOptionRequest,
-    'acp.SetSessionConfigOptionResponse': v_acp__SetSessionConfigOptionResponse,
-    'acp.SetSessionModeRequest': v_acp__SetSessionModeRequest,
-    'acp.SetSessionModeResponse': v_acp__SetSessionModeResponse,
-    'acp.StopReason': v_acp__StopReason,
-    'acp.Terminal': v_acp__Terminal,
-    'acp.TerminalExitStatus': v_acp__TerminalExitStatus,
-    'acp.TerminalId': v_acp__TerminalId,
-    'acp.TerminalOutputRequest': v_acp__TerminalOutputRequest,
-    'acp.TerminalOutputResponse': v_acp__TerminalOutputResponse,
-    'acp.TextContent': v_acp__TextContent,
-    'acp.TextResourceContents': v_acp__TextResourceContents,
-    'acp.ToolCall': v_acp__ToolCall,
-    'acp.ToolCallContent': v_acp__ToolCallContent,
-    'acp.ToolCallId': v_acp__ToolCallId,
-    'acp.ToolCallLocation': v_acp__ToolCallLocation,
-    'acp.ToolCallStatus': v_acp__ToolCallStatus,
-    'acp.ToolCallUpdate': v_acp__ToolCallUpdate,
-    'acp.ToolKind': v_acp__ToolKind,
-    'acp.UnstructuredCommandInput': v_acp__UnstructuredCommandInput,
-    'acp.UsageUpdate': v_acp__UsageUpdate,
-    'acp.WaitForTerminalExitRequest': v_acp__WaitForTerminalExitRequest,
-    'acp.WaitForTerminalExitResponse': v_acp__WaitForTerminalExitResponse,
-    'acp.WriteTextFileRequest': v_acp__WriteTextFileRequest,
-    'acp.WriteTextFileResponse': v_acp__WriteTextFileResponse,
-    'acp_fsm.CallClientRequest': v_acp_fsm__CallClientRequest,
-    'acp_fsm.CallClientResponse': v_acp_fsm__CallClientResponse,
-    'acp_fsm.Meta': v_acp_fsm__Meta,
-    'acp_fsm.SleepRequest': v_acp_fsm__SleepRequest,
-    'acp_fsm.SleepResponse': v_acp_fsm__SleepResponse,
-    'acp_fsm.StrayOutputRequest': v_acp_fsm__StrayOutputRequest,
-    'acp_fsm.StrayOutputResponse': v_acp_fsm__StrayOutputResponse,
-    'acp_fsm.StreamUpdatesRequest': v_acp_fsm__StreamUpdatesRequest,
-    'acp_fsm.StreamUpdatesResponse': v_acp_fsm__StreamUpdatesResponse,
-    'jsonrpc.Batch': v_jsonrpc__Batch,
-    'jsonrpc.Error': v_jsonrpc__Error,
-    'jsonrpc.ErrorResponse': v_jsonrpc__ErrorResponse,
-    'jsonrpc.Frame': v_jsonrpc__Frame,
-    'jsonrpc.Message': v_jsonrpc__Message,
-    'jsonrpc.Notification': v_jsonrpc__Notification,
-    'jsonrpc.Params': v_jsonrpc__Params,
-    'jsonrpc.Request': v_jsonrpc__Request,
-    'jsonrpc.RequestId': v_jsonrpc__RequestId,
-    'jsonrpc.Response': v_jsonrpc__Response,
-    'jsonrpc.SuccessResponse': v_jsonrpc__SuccessResponse,
-}
+load, REFS = _loader()

@@ -9,6 +9,11 @@ the success path builds no path at all. ``schemas.Violation`` is the public form
 Only the keywords in ``SUPPORTED`` are accepted; anything else raises ``SchemaError`` naming the
 schema location, so no keyword is silently ignored.
 
+The generated module holds the function sources in one string and compiles each function on
+its first call (``load(ref)`` returns the validator of a ref): compiling everything as plain
+code would cost ~50 ms at every start where no bytecode cache is written
+(PYTHONDONTWRITEBYTECODE), against ~2 ms to import the module plus what a process really uses.
+
 Usage: ``python -m schemas.codegen`` regenerates, ``python -m schemas.codegen --check`` exits 1
 when the committed ``_generated.py`` is not what the generator would write now.
 """
@@ -66,38 +71,7 @@ _GROUPS = (
     ("array", ("minItems", "maxItems", "items")),
 )
 
-_PRELUDE = '''
-_TYPE_NAMES = (
-    (bool, "boolean"), (str, "string"), (int, "integer"), (float, "number"),
-    (dict, "object"), (list, "array"), (type(None), "null"),
-)
-
-
-class _W(str):
-    """A message for a mismatch (wrong type or constant): the schema likely did not apply."""
-
-    __slots__ = ()
-
-
-def _tn(v):
-    """JSON type name of v, for messages."""
-    for t, name in _TYPE_NAMES:
-        if isinstance(v, t):
-            return name
-    return type(v).__name__
-
-
-def _show(v):
-    """Short JSON rendering of v, for messages."""
-    import json
-
-    try:
-        s = json.dumps(v, ensure_ascii=False)
-    except (TypeError, ValueError):
-        s = repr(v)
-    return s if len(s) <= 80 else s[:77] + "..."
-
-
+_PRELUDE = r'''
 def _jeq(a, b):
     """JSON equality: 1 == 1.0 but True != 1 and False != 0; deep for arrays and objects."""
     if isinstance(a, bool) or isinstance(b, bool):
@@ -122,14 +96,6 @@ def _jin(v, values):
     return False
 
 
-def _extra(v, allowed):
-    """Message naming the first property of v that is not allowed."""
-    for k in v:
-        if k not in allowed:
-            return "unexpected property " + _show(k)
-    return "unexpected property"
-
-
 def _ok(v):
     """The `true` schema."""
     return None
@@ -138,36 +104,6 @@ def _ok(v):
 def _no(v):
     """The `false` schema."""
     return ["no value is allowed here"]
-
-
-def _fmt(e):
-    """Render an error list as 'path: message'."""
-    out = ""
-    for seg in e[:0:-1]:
-        out += f"[{seg}]" if isinstance(seg, int) else ("." if out else "") + seg
-    return f"{out}: {e[0]}" if out else e[0]
-
-
-def _none_of(v, fs, kw):
-    """Error for v matching none of fs: the branch error that stands out, else a summary.
-
-    Branches failing on a _W mismatch (wrong type or constant) most likely did not apply.
-    """
-    errs = [f(v) for f in fs]
-    strong = [e for e in errs if not isinstance(e[0], _W)]
-    pool = strong or errs
-    depth = max(map(len, pool))
-    deepest = [e for e in pool if len(e) == depth]
-    if len(deepest) == 1:
-        return deepest[0]
-    if not strong and depth == 1:
-        parts = [e[0].rpartition(", got ") for e in errs]
-        tails = {tail for _, _, tail in parts}
-        if len(tails) == 1 and all(h[:9] == "expected " for h, _, _ in parts):
-            heads = dict.fromkeys(h[9:] for h, _, _ in parts)
-            return [_W("expected " + " or ".join(heads) + ", got " + parts[0][2])]
-    shown = "; ".join(dict.fromkeys(map(_fmt, errs)))
-    return [f"matches none of the {kw} alternatives: {shown}"]
 
 
 def _any_of(v, fs):
@@ -187,7 +123,160 @@ def _one_of(v, fs):
                 return [f"matches more than one oneOf alternative (#{hit} and #{i})"]
             hit = i
     return None if hit is not None else _none_of(v, fs, "oneOf")
+
+
+def _loader():
+    """(load, refs): load(ref) is the validator function of ref; refs maps ref to its name.
+
+    Every function starts as a stub that compiles the real one from _SOURCES on first call, so
+    a process only compiles what it uses. Constants are created before the function that uses
+    them, with real functions in them (stubs only for cycles between constants). The helpers
+    that build error messages are compiled together, on the first error.
+    """
+    import _thread
+
+    lock = _thread.RLock()
+    scope = globals()
+    busy = set()
+
+    def stub_for(name):
+        def stub(x):
+            fn = scope[name]
+            return (real(name) if fn is stub else fn)(x)
+
+        return stub
+
+    def helper_stub(name, code):
+        def stub(*args):
+            with lock:
+                if scope[name] is stub:
+                    exec(compile(code, "<schemas._generated helpers>", "exec"), scope)
+            return scope[name](*args)
+
+        return stub
+
+    def real(name):
+        with lock:
+            if scope[name] is not stubs[name]:
+                return scope[name]
+            code, consts, held = sources[name]
+            busy.add(name)
+            for dep in held:
+                if dep not in busy:
+                    real(dep)
+            if consts:
+                exec(compile(consts, f"<schemas._generated {name} constants>", "exec"), scope)
+            exec(compile(code, f"<schemas._generated {name}>", "exec"), scope)
+            busy.discard(name)
+            return scope[name]
+
+    sources = {}  # name -> [code, constants code, names of the functions constants hold]
+    refs = {}
+    for block in _SOURCES.split("\n### ")[1:]:
+        head, _, code = block.partition("\n")
+        name, *rest = head.split()
+        if name == "helpers:":
+            scope.update({helper: helper_stub(helper, code) for helper in rest})
+        elif rest and rest[0] == "constants:":
+            sources[name][1:] = [code, rest[1:]]
+        else:
+            sources[name] = [code, "", ()]
+            if rest:
+                refs[rest[1]] = name
+    stubs = {name: stub_for(name) for name in sources}
+    scope.update(stubs)
+    return (lambda ref: real(refs[ref])), refs
 '''
+
+# Compiled on the first invalid instance only: the helpers that build error messages.
+_ERROR_HELPERS = r'''
+_TYPE_NAMES = (
+    (bool, "boolean"), (str, "string"), (int, "integer"), (float, "number"),
+    (dict, "object"), (list, "array"), (type(None), "null"),
+)
+
+
+class _W(str):
+    """Message of a type mismatch: at a branch's root, the branch likely did not apply."""
+
+    __slots__ = ()
+
+
+class _C(_W):
+    """Message of a constant (const, enum, tag) mismatch: likely a branch that did not apply."""
+
+    __slots__ = ()
+
+
+def _tn(v):
+    """JSON type name of v, for messages."""
+    for t, name in _TYPE_NAMES:
+        if isinstance(v, t):
+            return name
+    return type(v).__name__
+
+
+def _show(v):
+    """Short JSON rendering of v, for messages."""
+    import json
+
+    try:
+        s = json.dumps(v, ensure_ascii=False)
+    except (TypeError, ValueError):
+        s = repr(v)
+    return s if len(s) <= 80 else s[:77] + "..."
+
+
+def _extra(v, allowed):
+    """Message naming the first property of v that is not allowed."""
+    for k in v:
+        if k not in allowed:
+            return "unexpected property " + _show(k)
+    return "unexpected property"
+
+
+def _fmt(e):
+    """Render an error list as 'path: message'."""
+    out = ""
+    for seg in e[:0:-1]:
+        out += f"[{seg}]" if isinstance(seg, int) else ("." if out else "") + seg
+    return f"{out}: {e[0]}" if out else e[0]
+
+
+def _forbidden(v, groups):
+    """Message naming the forbidden members of v (groups: the required lists of a `not`)."""
+    if isinstance(v, dict):
+        for keys in groups:
+            if all(k in v for k in keys):
+                names = ", ".join(map(_show, keys))
+                if len(keys) == 1:
+                    return f"property {names} is not allowed here"
+                return f"properties {names} are not allowed together here"
+    return 'must not match the "not" schema'
+
+
+def _none_of(v, fs, kw):
+    """Error for v matching none of fs: the branch error that stands out, else a summary.
+
+    Branches failing on a constant, or on the type of v itself, most likely did not apply.
+    """
+    errs = [f(v) for f in fs]
+    strong = [e for e in errs if not (isinstance(e[0], _C) or isinstance(e[0], _W) and len(e) == 1)]
+    pool = strong or errs
+    depth = max(map(len, pool))
+    deepest = {tuple(e): e for e in pool if len(e) == depth}
+    if len(deepest) == 1:
+        return deepest.popitem()[1]
+    if not strong and depth == 1:
+        parts = [e[0].rpartition(", got ") for e in errs]
+        tails = {tail for _, _, tail in parts}
+        if len(tails) == 1 and all(h[:9] == "expected " for h, _, _ in parts):
+            heads = dict.fromkeys(h[9:] for h, _, _ in parts)
+            return [_W("expected " + " or ".join(heads) + ", got " + parts[0][2])]
+    shown = "; ".join(dict.fromkeys(map(_fmt, errs)))
+    return [f"matches none of the {kw} alternatives: {shown}"]
+'''
+_ERROR_HELPER_NAMES = ("_W", "_C", "_tn", "_show", "_extra", "_fmt", "_forbidden", "_none_of")
 
 
 class SchemaError(ValueError):
@@ -257,12 +346,26 @@ class _Fn:
 
     def source(self) -> str:
         return "\n".join(
-            [f"def {self.name}(x):", f'    """{self.where}"""', *self.lines, "    return None"]
+            [f"def {self.name}(x):", f"    # {self.where}", *self.lines, "    return None"]
         )
 
 
+def _literal(text: str) -> str:
+    """A raw string literal holding text (which ends with a newline)."""
+    for quote in ("'''", '"""'):
+        if quote not in text:
+            return f"r{quote}{text}{quote}"
+    raise SchemaError("generated code contains both kinds of triple quotes")
+
+
 class _Module:
-    """Functions and constants of the generated module."""
+    """Functions and constants of the generated module.
+
+    The module keeps the source of each function as a string and compiles it on first call,
+    so that a process compiles only what it uses and importing the module costs a few ms even
+    when no bytecode cache can be written (PYTHONDONTWRITEBYTECODE): compiling all of it as
+    plain code takes ~50 ms on a slow machine.
+    """
 
     def __init__(self) -> None:
         self.functions: list[_Fn] = []
@@ -286,11 +389,40 @@ class _Module:
         return self.constants[code]
 
     def source(self, header: str) -> str:
-        parts = [header, _PRELUDE.strip("\n"), *(fn.source() for fn in self.functions)]
-        consts = "\n".join(f"{name} = {code}" for code, name in self.constants.items())
-        table = "\n".join(f"    {ref!r}: {fn}," for ref, fn in sorted(self.table.items()))
-        parts += [consts, f"VALIDATORS = {{\n{table}\n}}"]
-        return "\n\n\n".join(p for p in parts if p) + "\n"
+        """The module text: eager helpers, then the sources of everything else in one string.
+
+        One string is cheaper to import than a literal per function. In it, a
+        `### helpers: <names>` line opens the error helpers, `### <name> [ref: <ref>]` the code
+        of a function (the validator of ref), and `### <name> constants: <names>` the constants
+        that function uses, which hold the functions named.
+        """
+        sources = {fn.name: fn.source() for fn in self.functions}
+        refs = {fn: ref for ref, fn in self.table.items()}
+        consts = {name: code for code, name in self.constants.items()}
+        blocks = [f"### helpers: {' '.join(_ERROR_HELPER_NAMES)}{_ERROR_HELPERS}"]
+        for fname, code in sorted(sources.items()):
+            blocks.append(f"### {fname}{' ref: ' + refs[fname] if fname in refs else ''}\n{code}\n")
+            used = sorted(set(_words(code)) & consts.keys(), key=lambda n: int(n[2:]))
+            if used:
+                defs = "\n".join(f"{n} = {consts[n]}" for n in used)
+                held = sorted(set(_words(defs)) & sources.keys())
+                blocks.append(f"### {' '.join([fname, 'constants:', *held])}\n{defs}\n")
+        return (
+            "\n\n\n".join(
+                [
+                    header,
+                    _PRELUDE.strip("\n"),
+                    "_SOURCES = " + _literal("\n" + "".join(blocks)),
+                    "load, REFS = _loader()",
+                ]
+            )
+            + "\n"
+        )
+
+
+def _words(code: str) -> list[str]:
+    """The identifiers (and other words) of code."""
+    return re.findall(r"\w+", code)
 
 
 class _Compiler:
@@ -415,9 +547,8 @@ class _Compiler:
         if key not in self.subs:
             self.sub_count += 1
             base = f"_{_ident(self.stem)}__{_ident(self.owner)}_{self.sub_count}"
-            fn = _Fn(
-                self.mod.name(base), f"subschema of {self.source}#{_pointer('$defs', self.owner)}"
-            )
+            where = f"subschema of {self.source}#{_pointer('$defs', self.owner)}"
+            fn = _Fn(self.mod.name(base), where)
             self.subs[key] = fn.name
             self.mod.functions.append(fn)
             self.emit(fn, s, "x", (), None, 1)
@@ -528,7 +659,7 @@ class _Compiler:
 
     def _emit_const(self, fn: _Fn, c: object, v: str, path: SegPath, ind: int) -> None:
         fn.add(ind, f"if {self._const_fails(c, v)}:")
-        fn.add(ind + 1, _ret(path, f"_W({'expected ' + _jdump(c) + ', got '!r} + _show({v}))"))
+        fn.add(ind + 1, _ret(path, f"_C({'expected ' + _jdump(c) + ', got '!r} + _show({v}))"))
 
     def _enum_ok(self, values: list[Any], v: str) -> str:
         """Condition under which v is JSON-equal to one of values."""
@@ -545,7 +676,7 @@ class _Compiler:
     def _emit_enum(self, fn: _Fn, values: list[Any], v: str, path: SegPath, ind: int) -> None:
         shown = ", ".join(_jdump(c) for c in values[:12]) + (", ..." if len(values) > 12 else "")
         fn.add(ind, f"if not {self._enum_ok(values, v)}:")
-        fn.add(ind + 1, _ret(path, f"_W({'expected one of ' + shown + ', got '!r} + _show({v}))"))
+        fn.add(ind + 1, _ret(path, f"_C({'expected one of ' + shown + ', got '!r} + _show({v}))"))
 
     def _emit_group(
         self,
@@ -770,7 +901,7 @@ class _Compiler:
         fn.add(body, f"{t} = {v}[{key!r}]")
         fn.add(body, f"{f} = {table}.get({t}) if isinstance({t}, str) else None")
         fn.add(body, f"if {f} is None:")
-        message = f"_W({'unknown tag value, ' + allowed + ', got '!r} + _show({t}))"
+        message = f"_C({'unknown tag value, ' + allowed + ', got '!r} + _show({t}))"
         fn.add(body + 1, _ret((*path, repr(key)), message))
         self._emit_call(fn, f"{f}({v})", path, body)
         if known != "object":
@@ -826,7 +957,12 @@ class _Compiler:
         self, fn: _Fn, s: Schema, v: str, path: SegPath, known: str | None, ind: int
     ) -> None:
         fn.add(ind, f"if {self._holds(s, v, known)}:")
-        fn.add(ind + 1, _ret(path, repr('must not match the "not" schema')))
+        groups = _forbidden_groups(s)
+        if groups:  # name the forbidden member rather than the keyword
+            message = f"_forbidden({v}, {self.mod.const(repr(groups))})"
+        else:
+            message = repr('must not match the "not" schema')
+        fn.add(ind + 1, _ret(path, message))
 
     def _emit_if(
         self, fn: _Fn, s: dict[str, Any], v: str, path: SegPath, known: str | None, ind: int
@@ -848,6 +984,19 @@ class _Compiler:
                 )
         if len(fn.lines) == size:
             del fn.lines[mark:]
+
+
+def _forbidden_groups(s: Schema) -> tuple[tuple[str, ...], ...] | None:
+    """For `not` schemas that forbid members ({required} or anyOf of {required}): the groups."""
+    if not isinstance(s, dict):
+        return None
+    branches = s["anyOf"] if set(s) - ANNOTATIONS == {"anyOf"} else [s]
+    groups = []
+    for b in branches:
+        if not isinstance(b, dict) or set(b) - ANNOTATIONS != {"required"} or not b["required"]:
+            return None
+        groups.append(tuple(b["required"]))
+    return tuple(groups)
 
 
 # ---- documents and output ------------------------------------------------------------------
@@ -877,7 +1026,8 @@ def render(docs: list[tuple[str, bytes, dict[str, Any]]], with_root: bool = Fals
         "# Regenerate with `python -m schemas.codegen` (`--check` verifies it is current).\n"
         f"# Compiled from:\n{sources}\n"
         '"""JSON Schema validators compiled to Python by schemas/codegen.py.\n\n'
-        "Each validator returns None when valid, else [message, *reversed(path)].\n"
+        "load(ref) returns the validator of ref, compiling it on first use. A validator returns\n"
+        "None when valid, else [message, *reversed(path)].\n"
         '"""'
     )
     return module.source(header)
@@ -911,10 +1061,10 @@ def compile_schema(schema: dict[str, Any], stem: str = "t") -> dict[str, Callabl
 
         return run
 
-    out = {}
-    for ref, check in namespace["VALIDATORS"].items():
-        out["#" if ref == stem else ref[len(stem) + 1 :]] = wrap(check)
-    return out
+    load = namespace["load"]
+    return {
+        "#" if ref == stem else ref[len(stem) + 1 :]: wrap(load(ref)) for ref in namespace["REFS"]
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -139,6 +139,15 @@ def test_console_log_format_and_level(tmp_path: Path) -> None:
     assert len(done.stdout.splitlines()) == 2
 
 
+def test_signal_during_startup_exits_zero() -> None:
+    proc = subprocess.Popen(agent_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=agent_env())
+    time.sleep(0.3)  # waiting for its first line
+    proc.terminate()
+    out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0 and out == b"" and b"Traceback" not in err
+
+
 def test_exit_on_immediate_eof() -> None:
     done = subprocess.run(agent_command(), input=b"", capture_output=True, env=agent_env(),
                           timeout=30)
@@ -151,3 +160,19 @@ def test_python_dash_m_entry_point() -> None:
                           cwd=os.path.dirname(os.path.dirname(__file__)))
     assert done.returncode == 0
     assert json.loads(done.stdout)["result"]["protocolVersion"] == 1
+
+
+async def test_sigterm_is_an_orderly_exit(ready: AgentProcess) -> None:
+    await ready.request("_acp_fsm/sleep", {"ms": 0})  # the event loop is running
+    ready.proc.terminate()
+    code = await asyncio.wait_for(ready.proc.wait(), 5)
+    assert code == 0
+    await asyncio.sleep(0.1)
+    assert any(e["event"] == "connection_closing" and "SIGTERM" in e["reason"]
+               for e in ready.log_events())
+
+
+async def test_idle_agent_keeps_serving(ready: AgentProcess) -> None:
+    await asyncio.sleep(2.5)  # editors leave agents idle for hours; nothing may time out
+    assert ready.proc.returncode is None
+    assert "result" in await ready.request("_acp_fsm/sleep", {"ms": 0})

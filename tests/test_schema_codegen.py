@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import json
 import subprocess
 import sys
+import threading
 from collections import Counter
 from collections.abc import Callable
 from functools import cache
@@ -34,12 +36,12 @@ DIFF_SETTINGS = settings(
 
 def check(schema: dict[str, Any], instance: object) -> Violation | None:
     """Validate instance against an in-memory schema with a freshly compiled validator."""
-    return _compiled(repr(schema))["#"](instance)
+    return _compiled(json.dumps(schema, sort_keys=True))["#"](instance)
 
 
 @cache
-def _compiled(schema_repr: str) -> dict[str, Callable[[object], Violation | None]]:
-    return compile_schema(eval(schema_repr))
+def _compiled(schema_json: str) -> dict[str, Callable[[object], Violation | None]]:
+    return compile_schema(json.loads(schema_json))
 
 
 def _oracle_valid(schema: dict[str, Any], instance: object) -> bool:
@@ -105,6 +107,8 @@ NUMERIC_TAGS = {
         {"properties": {"k": {"const": True}}, "required": ["k"]},
     ],
 }
+
+FORBIDDEN = {"not": {"anyOf": [{"required": ["a"]}, {"required": ["b", "c"]}]}}
 
 OK = None
 CASES: list[tuple[dict[str, Any], object, tuple[tuple[str | int, ...], str] | None]] = [
@@ -276,8 +280,13 @@ CASES: list[tuple[dict[str, Any], object, tuple[tuple[str | int, ...], str] | No
         {"a": "x"},
         ((), 'must not match the "not" schema'),
     ),
-    ({"not": {"required": ["a"]}}, {"a": 1}, ((), 'must not match the "not" schema')),
+    # a `not` that forbids members names them
+    ({"not": {"required": ["a"]}}, {"a": 1}, ((), 'property "a" is not allowed here')),
+    ({"not": {"required": ["a"]}}, {"b": 1}, OK),
     ({"not": {"required": ["a"]}}, [], ((), 'must not match the "not" schema')),
+    (FORBIDDEN, {"x": 1, "b": 2}, OK),
+    (FORBIDDEN, {"b": 2, "c": 3}, ((), 'properties "b", "c" are not allowed together here')),
+    (FORBIDDEN, {"a": 2, "c": 3}, ((), 'property "a" is not allowed here')),
     # if / then / else
     (IF_THEN_ELSE, {"k": "a"}, ((), 'missing required property "x"')),
     (IF_THEN_ELSE, {"k": "b"}, ((), 'missing required property "y"')),
@@ -369,12 +378,78 @@ def test_definitions_are_compiled_one_function_each() -> None:
     assert "def v_doc__Image(x):" in source
 
 
-def test_success_path_builds_no_path() -> None:
-    """Valid instances return None without touching the error machinery."""
-    source = compile_source(TREE)
-    body = source.split("def v_t__Tree(x):", 1)[1].split("\n\n\n", 1)[0]
-    assert "_fmt" not in body
-    assert "join" not in body
+INIT_PARAMS = {
+    "protocolVersion": 1,
+    "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True},
+    "clientInfo": {"name": "zed", "version": "0.201.3"},
+}
+SAMPLES = {  # valid messages of the real schemas
+    "acp.InitializeRequest": INIT_PARAMS,
+    "acp.SessionNotification": {
+        "sessionId": "s1",
+        "update": {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "hi"},
+        },
+    },
+    "acp.PromptRequest": {
+        "sessionId": "s1",
+        "prompt": [
+            {"type": "text", "text": "why?"},
+            {"type": "resource_link", "uri": "file:///a.py", "name": "a.py"},
+            {"type": "resource", "resource": {"uri": "file:///b.py", "text": "x = 1"}},
+        ],
+    },
+    "jsonrpc.Message": {"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": INIT_PARAMS},
+}
+
+
+def _without_error_helpers(source: str) -> dict[str, Any]:
+    """Namespace of a generated module whose error-reporting helpers all raise."""
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "<generated>", "exec"), namespace)
+
+    def boom(*args: object) -> None:
+        raise AssertionError("error helper called on the success path")
+
+    for helper in ("_W", "_C", "_tn", "_show", "_fmt", "_none_of", "_extra"):
+        namespace[helper] = boom
+    return namespace
+
+
+def test_success_path_touches_no_error_machinery() -> None:
+    """Valid instances are accepted without building any message or path."""
+    small = _without_error_helpers(compile_source(TAGGED))
+    assert small["load"]("t")({"type": "text", "text": "x"}) is None
+    real = _without_error_helpers(codegen.OUTPUT.read_text(encoding="utf-8"))
+    for ref, message in SAMPLES.items():
+        assert real["load"](ref)(message) is None, ref
+
+
+def test_functions_compile_on_first_call_from_any_thread() -> None:
+    """The generated module compiles a validator on its first call, once, thread-safely."""
+    namespace: dict[str, Any] = {}
+    exec(compile(codegen.OUTPUT.read_text(encoding="utf-8"), "<generated>", "exec"), namespace)
+    stub = namespace["v_acp__TextContent"]
+    assert stub.__name__ == "stub"
+    bad = copy.deepcopy(SAMPLES["acp.PromptRequest"])
+    bad["prompt"][2]["resource"]["text"] = 5
+    results: list[Any] = []
+
+    def work() -> None:
+        check = namespace["load"]("acp.PromptRequest")
+        results.append((check(SAMPLES["acp.PromptRequest"]), check(bad)))
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 8
+    assert all(ok is None and err == results[0][1] for ok, err in results)
+    assert namespace["v_acp__TextContent"] is not stub
+    with pytest.raises(KeyError):
+        namespace["load"]("acp.Nope")
 
 
 # ---- rejected schemas -------------------------------------------------------------------------
@@ -413,7 +488,7 @@ def test_generate_reads_only_schema_files(tmp_path: Any) -> None:
         ' "$defs": {"X": {"type": "string"}}}'
     )
     source = codegen.generate(tmp_path)
-    assert "'a.X': v_a__X" in source
+    assert "### v_a__X ref: a.X\n" in source
     assert "index" not in source
     (tmp_path / "b.json").write_text(
         '{"$schema": "https://json-schema.org/draft/2020-12/schema",'
@@ -448,11 +523,6 @@ def test_check_flag(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any)
 
 # ---- runtime API --------------------------------------------------------------------------------
 
-INIT = {
-    "protocolVersion": 1,
-    "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True},
-}
-
 
 def test_violation_str_and_immutability() -> None:
     v = Violation(
@@ -472,8 +542,8 @@ def test_violation_str_and_immutability() -> None:
 
 
 def test_validate_and_validator() -> None:
-    assert schemas.validate("acp.InitializeRequest", INIT) is None
-    bad = copy.deepcopy(INIT)
+    assert schemas.validate("acp.InitializeRequest", INIT_PARAMS) is None
+    bad = copy.deepcopy(INIT_PARAMS)
     bad["clientCapabilities"]["fs"]["readTextFile"] = "yes"
     err = schemas.validate("acp.InitializeRequest", bad)
     assert err == Violation(
@@ -482,7 +552,8 @@ def test_validate_and_validator() -> None:
     assert type(err.message) is str
     check_request = schemas.validator("jsonrpc.Request")
     assert (
-        check_request({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT}) is None
+        check_request({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT_PARAMS})
+        is None
     )
     assert check_request({"jsonrpc": "2.0", "id": True, "method": "x"}) == Violation(
         ("id",), "expected string or number, got boolean"
@@ -806,7 +877,7 @@ def _real_targets() -> list[Target]:
 
 
 def _small_targets() -> list[Target]:
-    unique = {repr(schema): schema for schema, _, _ in CASES}
+    unique = {json.dumps(schema, sort_keys=True): schema for schema, _, _ in CASES}
     return [
         (key, schema, schema.get("$defs", {}), _compiled(key)["#"], json_values(schema))
         for key, schema in unique.items()

@@ -1,0 +1,244 @@
+"""Anthropic Messages API, streaming."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from providers.assemble import MessageBuilder
+from providers.config import ProviderConfig
+from providers.errors import ProviderError
+from providers.http import RETRYABLE_STATUSES
+from providers.sse import SseEvent
+from providers.types import (
+    AssistantMessage,
+    Event,
+    Finished,
+    ImagePart,
+    Message,
+    ModelRequest,
+    StopReason,
+    TextPart,
+    ThinkingPart,
+    ToolResultsMessage,
+    Usage,
+    UserMessage,
+)
+
+NAME = "anthropic"
+API_VERSION = "2023-06-01"
+STOP_REASONS = {
+    "end_turn": StopReason.END_TURN,
+    "stop_sequence": StopReason.END_TURN,
+    "pause_turn": StopReason.END_TURN,
+    "tool_use": StopReason.TOOL_USE,
+    "max_tokens": StopReason.MAX_TOKENS,
+    "model_context_window_exceeded": StopReason.MAX_TOKENS,
+    "refusal": StopReason.REFUSAL,
+}
+TRANSIENT_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
+NOT_RETRYABLE_MARKERS = ("enforced_spend_limit_reached",)
+EMPTY_RESULT = "(no output)"
+
+
+def convert_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """The neutral transcript as Messages API turns. Tool results open the next user turn (one
+    `tool_result` per `tool_use`, non-empty), and consecutive user content is merged into it."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            content = _assistant_blocks(message)
+            if content:
+                out.append({"role": "assistant", "content": content})
+            continue
+        if isinstance(message, ToolResultsMessage):
+            blocks = [
+                {"type": "tool_result", "tool_use_id": r.call_id,
+                 "content": r.content or EMPTY_RESULT, "is_error": r.is_error}
+                for r in message.results
+            ]
+        else:
+            blocks = _user_blocks(message)
+        if out and out[-1]["role"] == "user":
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": "user", "content": blocks})
+    return out
+
+
+def _user_blocks(message: UserMessage) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            if part.text:
+                blocks.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            blocks.append({"type": "image", "source": {"type": "base64",
+                                                       "media_type": part.mime_type,
+                                                       "data": part.data}})
+    return blocks or [{"type": "text", "text": "(empty message)"}]
+
+
+def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, ThinkingPart):
+            # Sent back unmodified; an unsigned block (cut by a cancel) cannot be sent at all.
+            if part.redacted is not None:
+                blocks.append({"type": "redacted_thinking", "data": part.redacted})
+            elif part.signature:
+                blocks.append({"type": "thinking", "thinking": part.text,
+                               "signature": part.signature})
+        elif isinstance(part, TextPart):
+            if part.text:
+                blocks.append({"type": "text", "text": part.text})
+        else:
+            blocks.append({"type": "tool_use", "id": part.id, "name": part.name,
+                           "input": part.arguments})
+    return blocks
+
+
+class AnthropicWire:
+    name = NAME
+
+    def build(self, request: ModelRequest, config: ProviderConfig) -> tuple[str, dict[str, str],
+                                                                            bytes]:
+        headers = {"content-type": "application/json", "accept": "text/event-stream",
+                   "anthropic-version": API_VERSION}
+        if config.api_key:
+            headers["x-api-key"] = config.api_key
+        body: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "stream": True,
+            "messages": convert_messages(request.messages),
+        }
+        if request.system:
+            body["system"] = request.system
+        if request.tools:
+            body["tools"] = [{"name": t.name, "description": t.description,
+                              "input_schema": t.input_schema} for t in request.tools]
+        return f"{config.base_url}/v1/messages", headers, json.dumps(body).encode()
+
+    def parse_error(self, status: int, body: bytes) -> ProviderError:
+        error_type, message = _error_fields(body)
+        retryable = status in RETRYABLE_STATUSES and not any(
+            marker in f"{error_type} {message}" for marker in NOT_RETRYABLE_MARKERS)
+        return ProviderError(NAME, message or f"HTTP {status}", status=status,
+                             error_type=error_type, retryable=retryable)
+
+    def parser(self) -> AnthropicParser:
+        return AnthropicParser()
+
+
+def _error_fields(body: bytes) -> tuple[str | None, str]:
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return None, body.decode("utf-8", "replace")[:500].strip()
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(error, dict):
+        return None, json.dumps(payload)[:500]
+    return error.get("type"), str(error.get("message") or "")
+
+
+class AnthropicParser:
+    """Messages stream events → neutral events. Blocks are keyed by their `index`."""
+
+    def __init__(self) -> None:
+        self.builder = MessageBuilder()
+        self._stop: StopReason | None = None
+        self._done = False
+        self._tool_blocks: set[int] = set()
+        self._usage = Usage()
+
+    def feed(self, event: SseEvent) -> list[Event]:
+        try:
+            data = json.loads(event.data)
+        except ValueError:
+            raise ProviderError(NAME, f"malformed stream event: {event.data[:200]!r}") from None
+        if not isinstance(data, dict):
+            return []
+        kind = data.get("type") or event.event
+        handler = getattr(self, "_on_" + str(kind), None)
+        return handler(data) if handler is not None else []  # unknown events are ignored
+
+    def _on_message_start(self, data: dict[str, Any]) -> list[Event]:
+        usage = (data.get("message") or {}).get("usage") or {}
+        return [self._update_usage(usage)]
+
+    def _on_content_block_start(self, data: dict[str, Any]) -> list[Event]:
+        index = data.get("index", 0)
+        block = data.get("content_block") or {}
+        kind = block.get("type")
+        self.builder.close_block()
+        if kind == "tool_use":
+            self._tool_blocks.add(index)
+            return [self.builder.tool_start(index, block.get("id", ""), block.get("name", ""))]
+        if kind == "redacted_thinking":
+            self.builder.redacted_thinking(block.get("data", ""))
+        elif kind == "text" and block.get("text"):
+            return [self.builder.text(block["text"])]
+        elif kind == "thinking" and block.get("thinking"):
+            return [self.builder.thinking(block["thinking"])]
+        return []
+
+    def _on_content_block_delta(self, data: dict[str, Any]) -> list[Event]:
+        delta = data.get("delta") or {}
+        kind = delta.get("type")
+        if kind == "text_delta":
+            return [self.builder.text(delta.get("text", ""))]
+        if kind == "thinking_delta":
+            return [self.builder.thinking(delta.get("thinking", ""))]
+        if kind == "signature_delta":
+            self.builder.signature(delta.get("signature", ""))
+        elif kind == "input_json_delta" and data.get("index", 0) in self._tool_blocks:
+            return [self.builder.tool_args(data.get("index", 0), delta.get("partial_json", ""))]
+        return []
+
+    def _on_content_block_stop(self, data: dict[str, Any]) -> list[Event]:
+        index = data.get("index", 0)
+        if index in self._tool_blocks:
+            finished = self.builder.tool_finish(index)
+            return [finished] if finished is not None else []
+        self.builder.close_block()
+        return []
+
+    def _on_message_delta(self, data: dict[str, Any]) -> list[Event]:
+        reason = (data.get("delta") or {}).get("stop_reason")
+        if reason:
+            self._stop = STOP_REASONS.get(reason, StopReason.END_TURN)
+        usage = data.get("usage")
+        return [self._update_usage(usage)] if isinstance(usage, dict) else []
+
+    def _on_message_stop(self, data: dict[str, Any]) -> list[Event]:
+        self._done = True
+        return []
+
+    def _on_error(self, data: dict[str, Any]) -> list[Event]:
+        error = data.get("error") or {}
+        error_type = error.get("type")
+        raise ProviderError(NAME, str(error.get("message") or "error in stream"),
+                            error_type=error_type, retryable=error_type in TRANSIENT_TYPES)
+
+    def _update_usage(self, usage: dict[str, Any]) -> Usage:
+        """Anthropic's counts are cumulative; a field absent from an update keeps its value."""
+        old = self._usage
+        self._usage = Usage(
+            input_tokens=int(usage.get("input_tokens") or old.input_tokens),
+            output_tokens=int(usage.get("output_tokens") or old.output_tokens),
+            cache_read_tokens=int(usage.get("cache_read_input_tokens") or old.cache_read_tokens),
+            cache_write_tokens=int(
+                usage.get("cache_creation_input_tokens") or old.cache_write_tokens),
+        )
+        return self._usage
+
+    def end(self) -> list[Event]:
+        if not self._done:
+            raise ProviderError(NAME, "stream ended before message_stop (truncated)",
+                                error_type="truncated", retryable=True)
+        stop = self._stop or (StopReason.TOOL_USE if self.builder.message().tool_calls
+                              else StopReason.END_TURN)
+        events: list[Event] = list(self.builder.finish_tools())
+        events.append(Finished(stop, self.builder.message(stop), self._usage))
+        return events

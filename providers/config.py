@@ -1,0 +1,73 @@
+"""Provider configuration from the environment (names are a public contract, see README)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+OPENAI = "openai"
+ANTHROPIC = "anthropic"
+DEFAULT_MODELS = {ANTHROPIC: "claude-sonnet-4-5", OPENAI: "gpt-5"}
+DEFAULT_BASE_URLS = {ANTHROPIC: "https://api.anthropic.com", OPENAI: "https://api.openai.com/v1"}
+KEY_VARIABLES = {ANTHROPIC: "ANTHROPIC_API_KEY", OPENAI: "OPENAI_API_KEY"}
+URL_VARIABLES = {ANTHROPIC: "ANTHROPIC_BASE_URL", OPENAI: "OPENAI_BASE_URL"}
+
+
+class ConfigError(ValueError):
+    """A provider setting is missing or malformed; the message names the variable."""
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    provider: str
+    model: str
+    base_url: str
+    api_key: str | None = field(default=None, repr=False)
+    max_tokens: int = 8192
+    max_retries: int = 2
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 180.0
+    retry_base_s: float = 0.5
+    retry_max_s: float = 8.0
+
+    def __repr__(self) -> str:
+        key = "set" if self.api_key else "unset"
+        return (f"ProviderConfig({self.provider}, model={self.model!r}, "
+                f"base_url={self.base_url!r}, api_key={key})")
+
+
+def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float = 0) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a number") from None
+    if value < minimum:
+        raise ConfigError(f"{name}={raw!r} must be at least {minimum:g}")
+    return value
+
+
+def load_config(env: Mapping[str, str] | None = None) -> ProviderConfig:
+    """Read ACP_FSM_PROVIDER, ACP_FSM_MODEL, the provider's key and base URL, and the limits."""
+    env = os.environ if env is None else env
+    provider = env.get("ACP_FSM_PROVIDER", "").strip().lower()
+    if not provider:
+        provider = ANTHROPIC if env.get("ANTHROPIC_API_KEY") else OPENAI
+    if provider not in DEFAULT_MODELS:
+        raise ConfigError(f"ACP_FSM_PROVIDER={provider!r}: expected 'openai' or 'anthropic'")
+    base_url = (env.get(URL_VARIABLES[provider]) or DEFAULT_BASE_URLS[provider]).rstrip("/")
+    if not base_url.startswith(("http://", "https://")):
+        raise ConfigError(f"{URL_VARIABLES[provider]}={base_url!r} is not an http(s) URL")
+    return ProviderConfig(
+        provider=provider,
+        model=env.get("ACP_FSM_MODEL", "").strip() or DEFAULT_MODELS[provider],
+        base_url=base_url,
+        api_key=env.get(KEY_VARIABLES[provider]) or None,
+        max_tokens=int(_number(env, "ACP_FSM_MAX_TOKENS", 8192, minimum=1)),
+        max_retries=int(_number(env, "ACP_FSM_MAX_RETRIES", 2)),
+        connect_timeout_s=_number(env, "ACP_FSM_CONNECT_TIMEOUT_MS", 10_000, minimum=1) / 1000,
+        read_timeout_s=_number(env, "ACP_FSM_READ_TIMEOUT_MS", 180_000, minimum=1) / 1000,
+    )

@@ -1,0 +1,46 @@
+"""Errors at the providers' boundary: every aiohttp/HTTP/stream failure becomes one of these."""
+
+from __future__ import annotations
+
+from protocol.cancel import Cancelled
+from providers.types import AssistantMessage
+
+
+class ProviderError(Exception):
+    """A model call failed. `status` is the HTTP status (None for network errors and errors
+    inside a 200 stream), `error_type` the provider's own error type, `retryable` whether
+    trying again later could help."""
+
+    def __init__(
+        self,
+        provider: str,
+        message: str,
+        *,
+        status: int | None = None,
+        error_type: str | None = None,
+        retryable: bool = False,
+    ) -> None:
+        self.provider = provider
+        self.status = status
+        self.error_type = error_type
+        self.message = message
+        self.retryable = retryable
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = f"HTTP {self.status}" if self.status is not None else "stream"
+        kind = f" {self.error_type}" if self.error_type else ""
+        return f"{self.provider} {where}{kind}: {self.message}"
+
+    def __repr__(self) -> str:
+        return (f"ProviderError({self.provider!r}, {self.message!r}, status={self.status}, "
+                f"error_type={self.error_type!r}, retryable={self.retryable})")
+
+
+class StreamCancelled(Cancelled):
+    """The turn's token fired mid-stream. `partial` holds what was streamed until then: text
+    and thinking are kept; a tool call whose arguments were still streaming is dropped."""
+
+    def __init__(self, partial: AssistantMessage, reason: str = "cancelled") -> None:
+        super().__init__(reason)
+        self.partial = partial

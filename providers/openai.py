@@ -1,0 +1,213 @@
+"""OpenAI Chat Completions, streaming (also Ollama, vLLM, llama.cpp and other compatibles)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from providers.assemble import MessageBuilder
+from providers.config import ProviderConfig
+from providers.errors import ProviderError
+from providers.http import RETRYABLE_STATUSES
+from providers.sse import SseEvent
+from providers.types import (
+    AssistantMessage,
+    Event,
+    Finished,
+    ImagePart,
+    Message,
+    ModelRequest,
+    StopReason,
+    TextPart,
+    ToolResultsMessage,
+    Usage,
+    UserMessage,
+)
+
+NAME = "openai"
+STOP_REASONS = {
+    "stop": StopReason.END_TURN,
+    "length": StopReason.MAX_TOKENS,
+    "tool_calls": StopReason.TOOL_USE,
+    "function_call": StopReason.TOOL_USE,
+    "content_filter": StopReason.REFUSAL,
+}
+# Error types inside a 200 stream that a later attempt may not hit.
+TRANSIENT_TYPES = frozenset({"server_error", "internal_error", "rate_limit_exceeded", "timeout",
+                             "overloaded_error", "service_unavailable"})
+EMPTY_RESULT = "(no output)"
+
+
+def convert_messages(system: str | None, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """The neutral transcript as Chat Completions messages: every assistant tool call is
+    answered by its `role: "tool"` message before anything else."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            out.append({"role": "user", "content": _user_content(message)})
+        elif isinstance(message, AssistantMessage):
+            converted = _assistant(message)
+            if converted is not None:
+                out.append(converted)
+        elif isinstance(message, ToolResultsMessage):
+            out.extend(
+                {"role": "tool", "tool_call_id": r.call_id, "content": r.content or EMPTY_RESULT}
+                for r in message.results
+            )
+    return out
+
+
+def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
+    if all(isinstance(p, TextPart) for p in message.parts):
+        return "".join(p.text for p in message.parts if isinstance(p, TextPart))
+    content: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            content.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            url = f"data:{part.mime_type};base64,{part.data}"
+            content.append({"type": "image_url", "image_url": {"url": url}})
+    return content
+
+
+def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
+    calls = [
+        {"id": c.id, "type": "function",
+         "function": {"name": c.name, "arguments": c.raw_arguments or json.dumps(c.arguments)}}
+        for c in message.tool_calls
+    ]
+    text = message.text
+    if not text and not calls:
+        return None  # nothing the API would accept (e.g. a turn cancelled before any text)
+    converted: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        converted["tool_calls"] = calls
+    return converted
+
+
+class OpenAiWire:
+    name = NAME
+
+    def build(self, request: ModelRequest, config: ProviderConfig) -> tuple[str, dict[str, str],
+                                                                            bytes]:
+        headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        if config.api_key:
+            headers["authorization"] = f"Bearer {config.api_key}"
+        body: dict[str, Any] = {
+            "model": request.model,
+            "messages": convert_messages(request.system, request.messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        # OpenAI's own API wants max_completion_tokens (reasoning models refuse max_tokens);
+        # compatible servers know max_tokens.
+        limit_key = "max_completion_tokens" if "api.openai.com" in config.base_url else "max_tokens"
+        body[limit_key] = request.max_tokens
+        if request.tools:
+            body["tools"] = [
+                {"type": "function", "function": {"name": t.name, "description": t.description,
+                                                  "parameters": t.input_schema}}
+                for t in request.tools
+            ]
+        return f"{config.base_url}/chat/completions", headers, json.dumps(body).encode()
+
+    def parse_error(self, status: int, body: bytes) -> ProviderError:
+        error_type, message, code = _error_fields(body)
+        retryable = status in RETRYABLE_STATUSES and code != "insufficient_quota"
+        return ProviderError(NAME, message or f"HTTP {status}", status=status,
+                             error_type=code or error_type, retryable=retryable)
+
+    def parser(self) -> OpenAiParser:
+        return OpenAiParser()
+
+
+def _error_fields(body: bytes) -> tuple[str | None, str, str | None]:
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return None, body.decode("utf-8", "replace")[:500].strip(), None
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(error, dict):
+        return None, json.dumps(payload)[:500], None
+    code = error.get("code")
+    message = str(error.get("message") or "")
+    return error.get("type"), message, code if isinstance(code, str) else None
+
+
+class OpenAiParser:
+    """Chat Completions chunks → events. Tool calls are assembled by `index`."""
+
+    def __init__(self) -> None:
+        self.builder = MessageBuilder()
+        self._finish: StopReason | None = None
+        self._done = False
+        self._usage = Usage()
+
+    def feed(self, event: SseEvent) -> list[Event]:
+        if event.data == "[DONE]":
+            self._done = True
+            return []
+        try:
+            chunk = json.loads(event.data)
+        except ValueError:
+            raise ProviderError(NAME, f"malformed stream chunk: {event.data[:200]!r}") from None
+        if not isinstance(chunk, dict):
+            return []
+        if "error" in chunk:
+            error_type, message, code = _error_fields(json.dumps(chunk).encode())
+            kind = code or error_type
+            raise ProviderError(NAME, message or "error in stream", error_type=kind,
+                                retryable=kind in TRANSIENT_TYPES)
+        events: list[Event] = []
+        for choice in chunk.get("choices") or ():
+            if isinstance(choice, dict) and choice.get("index", 0) == 0:
+                events.extend(self._choice(choice))
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            details = usage.get("prompt_tokens_details") or {}
+            self._usage = Usage(
+                input_tokens=int(usage.get("prompt_tokens") or 0),
+                output_tokens=int(usage.get("completion_tokens") or 0),
+                cache_read_tokens=int(details.get("cached_tokens") or 0),
+            )
+            events.append(self._usage)
+        return events
+
+    def _choice(self, choice: dict[str, Any]) -> list[Event]:
+        events: list[Event] = []
+        delta = choice.get("delta") or {}
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            events.append(self.builder.thinking(reasoning))
+        for key in ("content", "refusal"):
+            text = delta.get(key)
+            if isinstance(text, str) and text:
+                if key == "refusal":
+                    self._finish = StopReason.REFUSAL
+                events.append(self.builder.text(text))
+        for call in delta.get("tool_calls") or ():
+            index = call.get("index", 0)
+            function = call.get("function") or {}
+            if not self.builder.has_tool(index):
+                call_id = call.get("id") or f"call_{index}"
+                events.append(self.builder.tool_start(index, call_id, function.get("name") or ""))
+            fragment = function.get("arguments")
+            if isinstance(fragment, str) and fragment:
+                events.append(self.builder.tool_args(index, fragment))
+        reason = choice.get("finish_reason")
+        if reason:
+            if self._finish is not StopReason.REFUSAL:
+                self._finish = STOP_REASONS.get(reason, StopReason.END_TURN)
+            events.extend(self.builder.finish_tools())
+        return events
+
+    def end(self) -> list[Event]:
+        if self._finish is None and not self._done:
+            raise ProviderError(NAME, "stream ended before [DONE] and without a finish reason "
+                                "(truncated)", error_type="truncated", retryable=True)
+        events: list[Event] = list(self.builder.finish_tools())
+        stop = self._finish
+        if stop is None:
+            stop = StopReason.TOOL_USE if self.builder.message().tool_calls else StopReason.END_TURN
+        events.append(Finished(stop, self.builder.message(stop), self._usage))
+        return events

@@ -1,0 +1,110 @@
+"""Server-sent events, sans-IO: bytes in, events out (WHATWG HTML "event stream" parsing).
+
+Lines end with \\n, \\r\\n or \\r (a \\r at the end of a chunk waits for the next one, in case
+\\n follows); a blank line dispatches the event; lines starting with ":" are comments; a field is
+`name:value` with one optional space after the colon; several data lines join with \\n. UTF-8 is
+decoded incrementally, so a character split across network chunks survives. There is no line
+length limit below `MAX_EVENT_CHARS`, which only guards memory against a runaway stream.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+
+# A single event larger than this is treated as a broken stream. Real events are at most a few
+# hundred KiB (a big tool-call argument fragment); this only bounds memory.
+MAX_EVENT_CHARS = 64 * 1024 * 1024
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+class SseError(Exception):
+    """The event stream is malformed beyond recovery (an event over the size limit)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SseEvent:
+    event: str
+    data: str
+    id: str | None = None
+    retry: int | None = None
+
+
+class SseDecoder:
+    """Incremental event-stream parser."""
+
+    __slots__ = ("_data", "_decoder", "_event", "_id", "_pending", "_retry", "_size", "_started")
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._pending = ""  # text after the last complete line
+        self._data: list[str] = []
+        self._event = ""
+        self._id: str | None = None
+        self._retry: int | None = None
+        self._size = 0
+        self._started = False
+
+    def feed(self, chunk: bytes) -> list[SseEvent]:
+        """Parse `chunk`; return the events it completes."""
+        return self._lines(self._decoder.decode(chunk))
+
+    def close(self) -> list[SseEvent]:
+        """End of stream. Per the standard an event without its blank line is discarded, but a
+        trailing line is still parsed (a complete event it ends is returned)."""
+        events = self._lines(self._decoder.decode(b"", final=True))
+        if self._pending:
+            tail, self._pending = self._pending, ""
+            events.extend(self._line(tail.rstrip("\r")))
+        return events
+
+    def _lines(self, text: str) -> list[SseEvent]:
+        if not self._started and text:
+            self._started = True
+            text = text.removeprefix("\ufeff")
+        text = self._pending + text
+        events: list[SseEvent] = []
+        start = 0
+        for match in _LINE_END.finditer(text):
+            if match.group() == "\r" and match.end() == len(text):
+                break  # maybe the first half of \r\n: decide with the next chunk
+            events.extend(self._line(text[start : match.start()]))
+            start = match.end()
+        self._pending = text[start:]
+        if len(self._pending) + self._size > MAX_EVENT_CHARS:
+            raise SseError(f"event larger than {MAX_EVENT_CHARS} characters")
+        return events
+
+    def _line(self, line: str) -> list[SseEvent]:
+        if not line:
+            return self._dispatch()
+        if line[0] == ":":
+            return []
+        name, colon, value = line.partition(":")
+        if colon and value[:1] == " ":
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+            self._size += len(value) + 1
+            if self._size > MAX_EVENT_CHARS:
+                raise SseError(f"event larger than {MAX_EVENT_CHARS} characters")
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\0" not in value:
+                self._id = value
+        elif name == "retry" and value.isascii() and value.isdigit():
+            self._retry = int(value)
+        return []
+
+    def _dispatch(self) -> list[SseEvent]:
+        if not self._data:
+            self._event = ""
+            return []
+        event = SseEvent(self._event or "message", "\n".join(self._data), self._id, self._retry)
+        self._data = []
+        self._event = ""
+        self._size = 0
+        return [event]

@@ -1,0 +1,217 @@
+"""ModelStream: one model call as an async iterator of neutral events (phase 1 of the spec's
+cooperative cancel).
+
+The body is read chunk by chunk and parsed as it arrives. The turn's CancellationToken is
+watched through a callback, not a task per read: when it fires, the response's read is failed
+at once and the response closed (its connection is not returned to the pool), so the pending
+read raises and the stream ends with `StreamCancelled` carrying what was streamed.
+Failures before any event reached the caller are retried with back-off (connection errors,
+timeouts, retryable statuses, a retryable error event); after that they are raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from protocol.cancel import CancellationToken, Cancelled
+from providers.base import StreamParser, WireFormat
+from providers.config import ProviderConfig
+from providers.errors import ProviderError, StreamCancelled
+from providers.http import RETRYABLE_STATUSES, client_session, request_timeout, retry_delay
+from providers.sse import SseDecoder, SseError
+from providers.types import AssistantMessage, Event, ModelRequest
+
+if TYPE_CHECKING:
+    import aiohttp
+
+log = structlog.get_logger("providers")
+
+READ_CHUNK = 1 << 16
+
+
+class _TokenFired(Exception):
+    """Set on the response body to wake a pending read when the token fires."""
+
+
+class ModelStream:
+    """Events of one model call. Always `aclose()` it (or use `async with`)."""
+
+    def __init__(
+        self,
+        wire: WireFormat,
+        request: ModelRequest,
+        config: ProviderConfig,
+        token: CancellationToken,
+    ) -> None:
+        self._wire = wire
+        self._request = request
+        self._config = config
+        self._token = token
+        self._response: aiohttp.ClientResponse | None = None
+        self._parser: StreamParser | None = None
+        self._decoder = SseDecoder()
+        self._events: deque[Event] = deque()
+        self._attempt = 0
+        self._yielded = False
+        self._finished = False
+        self._closed = False
+        self._remove_watch = token.on_cancel(self._abort)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "finished" if self._finished else "open"
+        return (f"<ModelStream {self._wire.name} {self._request.model} {state} "
+                f"attempt={self._attempt} yielded={self._yielded}>")
+
+    async def __aenter__(self) -> ModelStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __aiter__(self) -> ModelStream:
+        return self
+
+    @property
+    def partial(self) -> AssistantMessage:
+        """What has been streamed so far (complete tool calls only)."""
+        if self._parser is None:
+            return AssistantMessage(())
+        return self._parser.builder.message()
+
+    async def __anext__(self) -> Event:
+        try:
+            while not self._events:
+                if self._finished:
+                    raise StopAsyncIteration
+                await self._fill()
+        except (StopAsyncIteration, asyncio.CancelledError):
+            await self.aclose()
+            raise
+        except BaseException:
+            await self.aclose()
+            raise
+        self._yielded = True
+        return self._events.popleft()
+
+    async def aclose(self) -> None:
+        """Release the response and stop watching the token (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._remove_watch()
+        self._drop_response()
+
+    # -------------------------------------------------------------- internals
+
+    def _abort(self) -> None:
+        response = self._response
+        if response is not None:
+            response.content.set_exception(_TokenFired())
+            response.close()
+
+    def _drop_response(self) -> None:
+        response, self._response = self._response, None
+        if response is not None:
+            response.close()  # never back to the pool mid-body
+
+    def _cancelled(self) -> StreamCancelled:
+        return StreamCancelled(self.partial, self._token.reason or "cancelled")
+
+    async def _fill(self) -> None:
+        if self._token.is_cancelled:
+            raise self._cancelled()
+        try:
+            if self._response is None:
+                await self._open()
+            assert self._response is not None and self._parser is not None
+            chunk = await self._response.content.readany()
+            if not chunk:
+                events = [e for ev in self._decoder.close() for e in self._parser.feed(ev)]
+                events.extend(self._parser.end())
+                self._finished = True
+            else:
+                events = [e for ev in self._decoder.feed(chunk) for e in self._parser.feed(ev)]
+        except _TokenFired:
+            raise self._cancelled() from None
+        except Exception as exc:
+            if self._token.is_cancelled:
+                raise self._cancelled() from None
+            error = exc if isinstance(exc, ProviderError) else self._translate(exc)
+            if self._yielded or not error.retryable or self._attempt > self._config.max_retries:
+                self._drop_response()
+                raise error from (None if exc is error else exc)
+            await self._back_off(error, None)
+            return
+        if self._finished:
+            self._drop_response()
+        self._events.extend(events)
+
+    async def _open(self) -> None:
+        """POST the request; retry what may be retried; leave a 200 response in place."""
+        url, headers, body = self._wire.build(self._request, self._config)
+        while True:
+            self._attempt += 1
+            self._parser = self._wire.parser()
+            self._decoder = SseDecoder()
+            try:
+                response = await self._token.race(client_session().post(
+                    url, data=body, headers=headers, timeout=request_timeout(self._config)))
+            except Cancelled:
+                raise self._cancelled() from None
+            except Exception as exc:
+                error = self._translate(exc)
+                if self._attempt > self._config.max_retries:
+                    raise error from exc
+                await self._back_off(error, None)
+                continue
+            if response.status == 200:
+                self._response = response
+                log.debug("model_stream_open", provider=self._wire.name, attempt=self._attempt)
+                return
+            try:
+                payload = await self._token.race(response.read())
+            except Cancelled:
+                response.close()
+                raise self._cancelled() from None
+            except Exception:
+                payload = b""
+            finally:
+                response.release()
+            error = self._wire.parse_error(response.status, payload)
+            if not error.retryable or self._attempt > self._config.max_retries:
+                raise error
+            await self._back_off(error, response.headers)
+
+    async def _back_off(self, error: ProviderError, headers: Any) -> None:
+        self._drop_response()
+        self._events.clear()
+        delay = retry_delay(self._attempt - 1, self._config, headers)
+        log.warning("model_call_retry", provider=self._wire.name, attempt=self._attempt,
+                    delay_s=round(delay, 3), error=str(error))
+        try:
+            await self._token.race(asyncio.sleep(delay))
+        except Cancelled:
+            raise self._cancelled() from None
+
+    def _translate(self, exc: BaseException) -> ProviderError:
+        """A transport failure as a ProviderError (retryable: it may be transient)."""
+        import aiohttp
+
+        name = self._wire.name
+        if isinstance(exc, SseError):
+            return ProviderError(name, str(exc))
+        if isinstance(exc, aiohttp.ServerTimeoutError | TimeoutError):
+            return ProviderError(name, f"timed out: {exc or 'no data within the read timeout'}",
+                                 error_type="timeout", retryable=True)
+        if isinstance(exc, aiohttp.ClientError):
+            return ProviderError(name, f"connection failed: {type(exc).__name__}: {exc}",
+                                 error_type="connection_error", retryable=True)
+        return ProviderError(name, f"unexpected failure: {type(exc).__name__}: {exc}")
+
+
+def is_retryable_status(status: int) -> bool:
+    return status in RETRYABLE_STATUSES
