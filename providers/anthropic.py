@@ -122,8 +122,11 @@ class AnthropicWire:
 
     def parse_error(self, status: int, body: bytes) -> ProviderError:
         error_type, message = _error_fields(body)
+        # The spend-limit marker may sit in the type, the message or error.details.error_code:
+        # look for it anywhere in the body.
+        text = body.decode("utf-8", "replace")
         retryable = status in RETRYABLE_STATUSES and not any(
-            marker in f"{error_type} {message}" for marker in NOT_RETRYABLE_MARKERS)
+            marker in text for marker in NOT_RETRYABLE_MARKERS)
         return ProviderError(NAME, message or f"HTTP {status}", status=status,
                              error_type=error_type, retryable=retryable)
 
@@ -151,6 +154,8 @@ class AnthropicParser:
         self._done = False
         self._tool_blocks: set[int] = set()
         self._usage = Usage()
+        self._counts = dict.fromkeys(("input_tokens", "output_tokens", "cache_read_input_tokens",
+                                      "cache_creation_input_tokens"), 0)
 
     def feed(self, event: SseEvent) -> list[Event]:
         try:
@@ -222,14 +227,19 @@ class AnthropicParser:
                             error_type=error_type, retryable=error_type in TRANSIENT_TYPES)
 
     def _update_usage(self, usage: dict[str, Any]) -> Usage:
-        """Anthropic's counts are cumulative; a field absent from an update keeps its value."""
-        old = self._usage
+        """Anthropic's counts are cumulative and a field absent from an update keeps its value.
+        Its `input_tokens` excludes cached tokens; `Usage.input_tokens` counts all of them."""
+        for key in self._counts:
+            value = usage.get(key)
+            if isinstance(value, int):
+                self._counts[key] = value
+        counts = self._counts
+        read, write = counts["cache_read_input_tokens"], counts["cache_creation_input_tokens"]
         self._usage = Usage(
-            input_tokens=int(usage.get("input_tokens") or old.input_tokens),
-            output_tokens=int(usage.get("output_tokens") or old.output_tokens),
-            cache_read_tokens=int(usage.get("cache_read_input_tokens") or old.cache_read_tokens),
-            cache_write_tokens=int(
-                usage.get("cache_creation_input_tokens") or old.cache_write_tokens),
+            input_tokens=counts["input_tokens"] + read + write,
+            output_tokens=counts["output_tokens"],
+            cache_read_tokens=read,
+            cache_write_tokens=write,
         )
         return self._usage
 

@@ -32,7 +32,7 @@ def client_session() -> aiohttp.ClientSession:
 
         _session = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=None),
-            connector=aiohttp.TCPConnector(limit=32, enable_cleanup_closed=True),
+            connector=aiohttp.TCPConnector(limit=32),
         )
     return _session
 

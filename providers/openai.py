@@ -19,6 +19,7 @@ from providers.types import (
     ModelRequest,
     StopReason,
     TextPart,
+    ToolCallPart,
     ToolResultsMessage,
     Usage,
     UserMessage,
@@ -58,8 +59,8 @@ def convert_messages(system: str | None, messages: tuple[Message, ...]) -> list[
 
 
 def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
-    if all(isinstance(p, TextPart) for p in message.parts):
-        return "".join(p.text for p in message.parts if isinstance(p, TextPart))
+    if len(message.parts) == 1 and isinstance(message.parts[0], TextPart):
+        return message.parts[0].text
     content: list[dict[str, Any]] = []
     for part in message.parts:
         if isinstance(part, TextPart):
@@ -70,13 +71,18 @@ def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
     return content
 
 
+def _arguments(call: ToolCallPart) -> str:
+    """The call's arguments as sent back: the model's own text when it was valid JSON."""
+    return call.raw_arguments if call.error is None and call.raw_arguments else json.dumps(
+        call.arguments)
+
+
 def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
     calls = [
-        {"id": c.id, "type": "function",
-         "function": {"name": c.name, "arguments": c.raw_arguments or json.dumps(c.arguments)}}
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": _arguments(c)}}
         for c in message.tool_calls
     ]
-    text = message.text
+    text = "\n\n".join(p.text for p in message.parts if isinstance(p, TextPart) and p.text)
     if not text and not calls:
         return None  # nothing the API would accept (e.g. a turn cancelled before any text)
     converted: dict[str, Any] = {"role": "assistant", "content": text or None}
@@ -142,6 +148,7 @@ class OpenAiParser:
         self._finish: StopReason | None = None
         self._done = False
         self._usage = Usage()
+        self._keys: dict[int, tuple[int, str]] = {}
 
     def feed(self, event: SseEvent) -> list[Event]:
         if event.data == "[DONE]":
@@ -186,19 +193,29 @@ class OpenAiParser:
                     self._finish = StopReason.REFUSAL
                 events.append(self.builder.text(text))
         for call in delta.get("tool_calls") or ():
-            index = call.get("index", 0)
-            function = call.get("function") or {}
-            if not self.builder.has_tool(index):
-                call_id = call.get("id") or f"call_{index}"
-                events.append(self.builder.tool_start(index, call_id, function.get("name") or ""))
-            fragment = function.get("arguments")
-            if isinstance(fragment, str) and fragment:
-                events.append(self.builder.tool_args(index, fragment))
+            events.extend(self._tool_fragment(call))
         reason = choice.get("finish_reason")
         if reason:
             if self._finish is not StopReason.REFUSAL:
                 self._finish = STOP_REASONS.get(reason, StopReason.END_TURN)
             events.extend(self.builder.finish_tools())
+        return events
+
+    def _tool_fragment(self, call: dict[str, Any]) -> list[Event]:
+        """Fragments are matched by `index`; a new `id` at a used index (some compatible
+        servers reuse index 0) starts a new call."""
+        index = call.get("index", 0)
+        call_id = call.get("id")
+        key = self._keys.get(index)
+        events: list[Event] = []
+        if key is None or (call_id and call_id != key[1]):
+            key = (index, call_id or f"call_{index}_{len(self._keys)}")
+            self._keys[index] = key
+            function = call.get("function") or {}
+            events.append(self.builder.tool_start(key, key[1], function.get("name") or ""))
+        fragment = (call.get("function") or {}).get("arguments")
+        if isinstance(fragment, str) and fragment:
+            events.append(self.builder.tool_args(key, fragment))
         return events
 
     def end(self) -> list[Event]:

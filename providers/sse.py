@@ -35,11 +35,14 @@ class SseEvent:
 class SseDecoder:
     """Incremental event-stream parser."""
 
-    __slots__ = ("_data", "_decoder", "_event", "_id", "_pending", "_retry", "_size", "_started")
+    __slots__ = ("_cr", "_data", "_decoder", "_event", "_id", "_pieces", "_retry", "_size",
+                 "_started", "_waiting")
 
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._pending = ""  # text after the last complete line
+        self._pieces: list[str] = []  # the incomplete current line, in pieces (no rescans)
+        self._waiting = 0  # characters in _pieces
+        self._cr = False  # the last chunk ended with \r: a line ended, \n may follow
         self._data: list[str] = []
         self._event = ""
         self._id: str | None = None
@@ -55,26 +58,44 @@ class SseDecoder:
         """End of stream. Per the standard an event without its blank line is discarded, but a
         trailing line is still parsed (a complete event it ends is returned)."""
         events = self._lines(self._decoder.decode(b"", final=True))
-        if self._pending:
-            tail, self._pending = self._pending, ""
-            events.extend(self._line(tail.rstrip("\r")))
+        self._cr = False
+        if self._pieces:
+            events.extend(self._line(self._take("")))
         return events
 
+    def _take(self, tail: str) -> str:
+        """The current line: what was waiting plus `tail`."""
+        if not self._pieces:
+            return tail
+        self._pieces.append(tail)
+        line = "".join(self._pieces)
+        self._pieces.clear()
+        self._waiting = 0
+        return line
+
     def _lines(self, text: str) -> list[SseEvent]:
-        if not self._started and text:
+        if not text:
+            return []
+        if not self._started:
             self._started = True
             text = text.removeprefix("\ufeff")
-        text = self._pending + text
+        if self._cr:
+            self._cr = False
+            if text[0] == "\n":
+                text = text[1:]  # the second half of a \r\n split across chunks
         events: list[SseEvent] = []
         start = 0
         for match in _LINE_END.finditer(text):
-            if match.group() == "\r" and match.end() == len(text):
-                break  # maybe the first half of \r\n: decide with the next chunk
-            events.extend(self._line(text[start : match.start()]))
+            events.extend(self._line(self._take(text[start : match.start()])))
             start = match.end()
-        self._pending = text[start:]
-        if len(self._pending) + self._size > MAX_EVENT_CHARS:
-            raise SseError(f"event larger than {MAX_EVENT_CHARS} characters")
+        if start and text[start - 1] == "\r" and start == len(text):
+            self._cr = True
+        rest = text[start:]
+        if rest:
+            self._pieces.append(rest)
+            self._waiting += len(rest)
+            if self._waiting + self._size > MAX_EVENT_CHARS:
+                raise SseError(f"event larger than {MAX_EVENT_CHARS} characters")
         return events
 
     def _line(self, line: str) -> list[SseEvent]:

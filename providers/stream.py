@@ -21,9 +21,9 @@ from protocol.cancel import CancellationToken, Cancelled
 from providers.base import StreamParser, WireFormat
 from providers.config import ProviderConfig
 from providers.errors import ProviderError, StreamCancelled
-from providers.http import RETRYABLE_STATUSES, client_session, request_timeout, retry_delay
+from providers.http import client_session, request_timeout, retry_delay
 from providers.sse import SseDecoder, SseError
-from providers.types import AssistantMessage, Event, ModelRequest
+from providers.types import AssistantMessage, Event, ModelRequest, Usage
 
 if TYPE_CHECKING:
     import aiohttp
@@ -57,6 +57,7 @@ class ModelStream:
         self._events: deque[Event] = deque()
         self._attempt = 0
         self._yielded = False
+        self._error: ProviderError | None = None
         self._finished = False
         self._closed = False
         self._remove_watch = token.on_cancel(self._abort)
@@ -83,19 +84,22 @@ class ModelStream:
         return self._parser.builder.message()
 
     async def __anext__(self) -> Event:
+        if self._closed:
+            raise StopAsyncIteration
         try:
             while not self._events:
+                if self._error is not None:
+                    raise self._error
                 if self._finished:
                     raise StopAsyncIteration
                 await self._fill()
-        except (StopAsyncIteration, asyncio.CancelledError):
-            await self.aclose()
-            raise
         except BaseException:
-            await self.aclose()
+            await self.aclose()  # a stream closes itself on any exit
             raise
-        self._yielded = True
-        return self._events.popleft()
+        event = self._events.popleft()
+        if not isinstance(event, Usage):
+            self._yielded = True  # output reached the caller: no more retries
+        return event
 
     async def aclose(self) -> None:
         """Release the response and stop watching the token (idempotent)."""
@@ -124,31 +128,41 @@ class ModelStream:
     async def _fill(self) -> None:
         if self._token.is_cancelled:
             raise self._cancelled()
+        events: list[Event] = []
         try:
             if self._response is None:
                 await self._open()
             assert self._response is not None and self._parser is not None
             chunk = await self._response.content.readany()
-            if not chunk:
-                events = [e for ev in self._decoder.close() for e in self._parser.feed(ev)]
+            if chunk:
+                for sse in self._decoder.feed(chunk):
+                    events.extend(self._parser.feed(sse))
+            else:
+                for sse in self._decoder.close():
+                    events.extend(self._parser.feed(sse))
                 events.extend(self._parser.end())
                 self._finished = True
-            else:
-                events = [e for ev in self._decoder.feed(chunk) for e in self._parser.feed(ev)]
         except _TokenFired:
             raise self._cancelled() from None
         except Exception as exc:
             if self._token.is_cancelled:
                 raise self._cancelled() from None
             error = exc if isinstance(exc, ProviderError) else self._translate(exc)
-            if self._yielded or not error.retryable or self._attempt > self._config.max_retries:
-                self._drop_response()
+            if self._may_retry(error):
+                await self._back_off(error, None)
+                return
+            self._drop_response()
+            if not events:
                 raise error from (None if exc is error else exc)
-            await self._back_off(error, None)
-            return
+            self._error = error  # deliver what was parsed before it first
         if self._finished:
             self._drop_response()
         self._events.extend(events)
+
+    def _may_retry(self, error: ProviderError) -> bool:
+        """Retry only what may be transient, only before output reached the caller."""
+        return (error.retryable and not self._yielded
+                and self._attempt <= self._config.max_retries)
 
     async def _open(self) -> None:
         """POST the request; retry what may be retried; leave a 200 response in place."""
@@ -164,11 +178,14 @@ class ModelStream:
                 raise self._cancelled() from None
             except Exception as exc:
                 error = self._translate(exc)
-                if self._attempt > self._config.max_retries:
+                if not self._may_retry(error):
                     raise error from exc
                 await self._back_off(error, None)
                 continue
-            if response.status == 200:
+            if self._token.is_cancelled:  # fired while the headers were on their way
+                response.close()
+                raise self._cancelled()
+            if response.status == 200 and _is_event_stream(response):
                 self._response = response
                 log.debug("model_stream_open", provider=self._wire.name, attempt=self._attempt)
                 return
@@ -181,14 +198,22 @@ class ModelStream:
                 payload = b""
             finally:
                 response.release()
+            if self._token.is_cancelled:
+                raise self._cancelled()
+            if response.status == 200:
+                raise ProviderError(self._wire.name, "the server answered without streaming "
+                                    f"(content-type {response.content_type!r}): "
+                                    f"{payload[:200].decode('utf-8', 'replace')}",
+                                    status=200, error_type="not_streaming")
             error = self._wire.parse_error(response.status, payload)
-            if not error.retryable or self._attempt > self._config.max_retries:
+            if not self._may_retry(error):
                 raise error
             await self._back_off(error, response.headers)
 
     async def _back_off(self, error: ProviderError, headers: Any) -> None:
         self._drop_response()
         self._events.clear()
+        self._parser = None  # nothing of the failed attempt reached the caller
         delay = retry_delay(self._attempt - 1, self._config, headers)
         log.warning("model_call_retry", provider=self._wire.name, attempt=self._attempt,
                     delay_s=round(delay, 3), error=str(error))
@@ -213,5 +238,5 @@ class ModelStream:
         return ProviderError(name, f"unexpected failure: {type(exc).__name__}: {exc}")
 
 
-def is_retryable_status(status: int) -> bool:
-    return status in RETRYABLE_STATUSES
+def _is_event_stream(response: aiohttp.ClientResponse) -> bool:
+    return response.content_type in ("text/event-stream", "application/octet-stream", "")

@@ -150,7 +150,8 @@ class ToolCallFinished:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts so far for this model call (cumulative, not increments)."""
+    """Token counts so far for this model call (cumulative, not increments). `input_tokens`
+    counts every prompt token, cached ones included, for every provider."""
 
     input_tokens: int = 0
     output_tokens: int = 0

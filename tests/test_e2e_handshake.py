@@ -47,7 +47,7 @@ async def test_pipelined_initializes_only_the_first_succeeds(agent: AgentProcess
     assert (await second)["error"]["code"] == -32002
 
 
-@pytest.mark.parametrize("version", [1, 2, 0, 65535])
+@pytest.mark.parametrize("version", [1, 2, 0, 65535, 70000])
 async def test_version_negotiation_answers_1(agent: AgentProcess, version: int) -> None:
     response = await agent.request("initialize", {"protocolVersion": version})
     assert response["result"]["protocolVersion"] == 1

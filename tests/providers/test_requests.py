@@ -1,0 +1,241 @@
+"""What goes on the wire: request bodies and headers field by field, and the tool-pairing rule
+the real APIs enforce (checked by the scripted server with the APIs' own 400)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from providers.config import ProviderConfig
+from providers.errors import ProviderError
+from providers.openai import OpenAiWire
+from providers.scripted import Reply, ScriptedProvider
+from providers.types import (
+    AssistantMessage,
+    ImagePart,
+    Message,
+    StopReason,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolResultsMessage,
+    UserMessage,
+)
+from tests.providers.conftest import (
+    API_KEY,
+    READ_FILE,
+    collect,
+    collect_until_error,
+    make_config,
+    make_request,
+    start_stream,
+)
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5Erk"
+HISTORY: tuple[Message, ...] = (
+    UserMessage((TextPart("Look at this"), ImagePart(PNG, "image/png"))),
+    AssistantMessage((
+        ThinkingPart("I should read both.", "sig-1"),
+        TextPart("Reading both."),
+        ToolCallPart("call_1", "read_file", {"path": "a.txt"}, '{"path":"a.txt"}'),
+        ToolCallPart("call_2", "read_file", {"path": "b.txt"}),
+    ), StopReason.TOOL_USE),
+    ToolResultsMessage((ToolResultPart("call_1", "alpha"),
+                        ToolResultPart("call_2", "", is_error=True))),
+    UserMessage((TextPart("Also check c.txt"),)),
+    AssistantMessage((ThinkingPart("cut short by a cancel"),
+                      ThinkingPart("", redacted="EmwKAhgBEgy3va3pzix"),
+                      TextPart("Both read.")), StopReason.END_TURN),
+    UserMessage((TextPart("Thanks"),)),
+)
+FULL_REQUEST = make_request(*HISTORY, system="Be brief.", max_tokens=1024)
+
+OPENAI_MESSAGES = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": [
+        {"type": "text", "text": "Look at this"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}]},
+    {"role": "assistant", "content": "Reading both.", "tool_calls": [
+        {"id": "call_1", "type": "function",
+         "function": {"name": "read_file", "arguments": '{"path":"a.txt"}'}},
+        {"id": "call_2", "type": "function",
+         "function": {"name": "read_file", "arguments": '{"path": "b.txt"}'}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "alpha"},
+    {"role": "tool", "tool_call_id": "call_2", "content": "(no output)"},
+    {"role": "user", "content": "Also check c.txt"},
+    {"role": "assistant", "content": "Both read."},
+    {"role": "user", "content": "Thanks"},
+]
+ANTHROPIC_MESSAGES = [
+    {"role": "user", "content": [
+        {"type": "text", "text": "Look at this"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}]},
+    {"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "I should read both.", "signature": "sig-1"},
+        {"type": "text", "text": "Reading both."},
+        {"type": "tool_use", "id": "call_1", "name": "read_file", "input": {"path": "a.txt"}},
+        {"type": "tool_use", "id": "call_2", "name": "read_file", "input": {"path": "b.txt"}}]},
+    {"role": "user", "content": [  # tool results first, then the user's own words
+        {"type": "tool_result", "tool_use_id": "call_1", "content": "alpha", "is_error": False},
+        {"type": "tool_result", "tool_use_id": "call_2", "content": "(no output)",
+         "is_error": True},
+        {"type": "text", "text": "Also check c.txt"}]},
+    {"role": "assistant", "content": [  # the unsigned thinking block is dropped
+        {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"},
+        {"type": "text", "text": "Both read."}]},
+    {"role": "user", "content": [{"type": "text", "text": "Thanks"}]},
+]
+
+
+async def sent_body(server: ScriptedProvider, config: ProviderConfig,
+                    *messages: Message, **fields: Any) -> dict[str, Any]:
+    """Make one successful call and return the JSON body the server received."""
+    server.script(Reply(text="ok"))
+    await collect(config, request=make_request(*messages, **fields))
+    (request,) = server.requests
+    assert isinstance(request.body, dict)
+    return request.body
+
+
+async def test_openai_request_body(server: ScriptedProvider) -> None:
+    server.script(Reply(text="ok"))
+    await collect(make_config(server, "openai"), request=FULL_REQUEST)
+    assert server.requests[0].path == "/v1/chat/completions"
+    assert server.requests[0].body == {
+        "model": "m",
+        "messages": OPENAI_MESSAGES,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "max_tokens": 1024,
+        "tools": [{"type": "function", "function": {
+            "name": "read_file", "description": "Read a text file",
+            "parameters": READ_FILE.input_schema}}],
+    }
+
+
+async def test_anthropic_request_body(server: ScriptedProvider) -> None:
+    server.script(Reply(text="ok"))
+    await collect(make_config(server, "anthropic"), request=FULL_REQUEST)
+    assert server.requests[0].path == "/v1/messages"
+    assert server.requests[0].body == {
+        "model": "m",
+        "max_tokens": 1024,
+        "stream": True,
+        "system": "Be brief.",
+        "messages": ANTHROPIC_MESSAGES,
+        "tools": [{"name": "read_file", "description": "Read a text file",
+                   "input_schema": READ_FILE.input_schema}],
+    }
+
+
+async def test_headers_with_a_key(server: ScriptedProvider, config: ProviderConfig,
+                                  provider: str) -> None:
+    await sent_body(server, config)
+    headers = server.requests[0].headers
+    assert headers["Content-Type"] == "application/json"
+    assert headers["accept"] == "text/event-stream"
+    if provider == "openai":
+        assert headers["authorization"] == f"Bearer {API_KEY}"
+        assert "x-api-key" not in headers
+        assert "anthropic-version" not in headers
+    else:
+        assert headers["X-Api-Key"] == API_KEY
+        assert headers["anthropic-version"] == "2023-06-01"
+        assert "authorization" not in headers
+
+
+async def test_no_auth_header_without_a_key(server: ScriptedProvider, provider: str) -> None:
+    server.api_key = None  # a local model server needs no key
+    await sent_body(server, make_config(server, provider, api_key=None))
+    headers = server.requests[0].headers
+    assert "authorization" not in headers
+    assert "x-api-key" not in headers
+
+
+async def test_no_tools_and_no_system(server: ScriptedProvider, config: ProviderConfig,
+                                      provider: str) -> None:
+    body = await sent_body(server, config, tools=())
+    assert "tools" not in body
+    assert "system" not in body
+    first = body["messages"][0]
+    assert first == ({"role": "user", "content": "hi"} if provider == "openai"
+                     else {"role": "user", "content": [{"type": "text", "text": "hi"}]})
+
+
+def test_openai_max_tokens_key_depends_on_the_server() -> None:
+    request = make_request(max_tokens=77)
+    for base_url, key in (("https://api.openai.com/v1", "max_completion_tokens"),
+                          ("http://localhost:11434/v1", "max_tokens")):
+        config = ProviderConfig(provider="openai", model="m", base_url=base_url)
+        url, _, body = OpenAiWire().build(request, config)
+        assert url == f"{base_url}/chat/completions"
+        assert key.encode() + b'": 77' in body
+        other = "max_tokens" if key == "max_completion_tokens" else "max_completion_tokens"
+        assert f'"{other}"'.encode() not in body
+
+
+async def test_anthropic_empty_assistant_turn_is_dropped_and_users_merged(
+        server: ScriptedProvider) -> None:
+    """A turn cancelled during thinking leaves only unsigned thinking: nothing to send; the
+    user messages around it merge so roles still alternate (the server would 400 otherwise)."""
+    body = await sent_body(
+        server, make_config(server, "anthropic"),
+        UserMessage((TextPart("first"),)), AssistantMessage((ThinkingPart("half"),)),
+        UserMessage((TextPart("second"),)))
+    assert body["messages"] == [{"role": "user", "content": [
+        {"type": "text", "text": "first"}, {"type": "text", "text": "second"}]}]
+
+
+async def test_openai_keeps_separate_user_text_parts_apart(server: ScriptedProvider) -> None:
+    body = await sent_body(server, make_config(server, "openai"),
+                           UserMessage((TextPart("Look at this"), TextPart("notes.md"))))
+    assert body["messages"][0]["content"] in (
+        [{"type": "text", "text": "Look at this"}, {"type": "text", "text": "notes.md"}],
+        "Look at this\nnotes.md", "Look at this\n\nnotes.md")
+
+
+# ------------------------------------------------------------------------ pairing rules
+
+ORPHANED_CALL: tuple[Message, ...] = (
+    UserMessage((TextPart("read a.txt"),)),
+    AssistantMessage((ToolCallPart("call_1", "read_file", {"path": "a.txt"}),),
+                     StopReason.TOOL_USE),
+    UserMessage((TextPart("never mind"),)),
+)
+PAIRING_ERRORS = {
+    "openai": ("invalid_request_error",
+               "An assistant message with 'tool_calls' must be followed by tool messages "
+               "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+               "response messages: call_1"),
+    "anthropic": ("invalid_request_error",
+                  "messages.1: `tool_use` ids were found without `tool_result` blocks "
+                  "immediately after: call_1. Each `tool_use` block must have a "
+                  "corresponding `tool_result` block in the next message."),
+}
+
+
+async def test_orphaned_tool_call_is_a_400_not_retried(server: ScriptedProvider,
+                                                       config: ProviderConfig,
+                                                       provider: str) -> None:
+    server.script(Reply(text="never"))
+    with pytest.raises(ProviderError) as caught:
+        await collect_until_error(start_stream(config, request=make_request(*ORPHANED_CALL)), [])
+    error = caught.value
+    assert (error.status, error.retryable) == (400, False)
+    assert (error.error_type, error.message) == PAIRING_ERRORS[provider]
+    assert len(server.requests) == 1
+    assert server.remaining == 1  # rejected before a reply was taken
+
+
+async def test_answered_tool_calls_pass_the_pairing_rule(server: ScriptedProvider,
+                                                         config: ProviderConfig,
+                                                         provider: str) -> None:
+    results = ToolResultsMessage((ToolResultPart("call_1", "contents of a.txt"),))
+    body = await sent_body(server, config, *ORPHANED_CALL[:2], results)
+    assert body["messages"][-1] == (
+        {"role": "tool", "tool_call_id": "call_1", "content": "contents of a.txt"}
+        if provider == "openai" else
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1",
+                                      "content": "contents of a.txt", "is_error": False}]})
