@@ -13,6 +13,7 @@ from acp_fsm.initialize import ClientInfo
 from acp_fsm.server import AcpServer
 from protocol.connection import Connection
 from protocol.streams import Output, start_reading
+from providers.http import close_client_session
 
 log = structlog.get_logger("acp")
 
@@ -55,6 +56,7 @@ async def run(
     stop_reading()
     await server.shutdown()
     await connection.drain_tasks(SHUTDOWN_GRACE_S)
+    await close_client_session()
     await output.flush(FLUSH_TIMEOUT_S)
     server.finish()
     log.info("exit", code=connection.exit_code)
