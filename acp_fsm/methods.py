@@ -57,24 +57,22 @@ class Served:
 
     `handler` is the name of the server's method that does the work; `trigger` a handshake
     trigger fired synchronously once params are valid (before any other message is read);
-    `capability` the path under `agentCapabilities` set to `value` to advertise it.
+    `advertises` maps paths under `agentCapabilities` to the values that advertise it.
     """
 
-    __slots__ = ("capability", "handler", "name", "trigger", "value")
+    __slots__ = ("advertises", "handler", "name", "trigger")
 
     def __init__(
         self,
         name: str,
         *,
         trigger: HandshakeTrigger | None = None,
-        capability: tuple[str, ...] = (),
-        value: object = True,
+        advertises: dict[tuple[str, ...], object] | None = None,
     ) -> None:
         self.name = name
         self.handler = "on_" + name.strip("_").replace("acp_fsm/", "debug_").replace("/", "_")
         self.trigger = trigger
-        self.capability = capability
-        self.value = value
+        self.advertises = advertises or {}
 
     def __repr__(self) -> str:
         return f"<Served {self.name} -> {self.handler}>"
@@ -94,6 +92,17 @@ def _table(*entries: Served) -> dict[str, Served]:
 SERVED = _table(
     Served("initialize", trigger=HandshakeTrigger.INITIALIZE),
     Served("authenticate"),
+    Served("session/new"),
+    Served("session/prompt", advertises={
+        ("promptCapabilities", "image"): True,
+        ("promptCapabilities", "embeddedContext"): True,
+    }),
+    Served("session/cancel"),
+    Served("session/load", advertises={("loadSession",): True}),
+    Served("session/resume", advertises={("sessionCapabilities", "resume"): {}}),
+    Served("session/list", advertises={("sessionCapabilities", "list"): {}}),
+    Served("session/close", advertises={("sessionCapabilities", "close"): {}}),
+    Served("session/delete", advertises={("sessionCapabilities", "delete"): {}}),
 )
 
 DEBUG_SERVED = _table(
@@ -128,12 +137,11 @@ def agent_capabilities() -> dict:
         "sessionCapabilities": {},
     }
     for entry in SERVED.values():
-        if entry.capability:
-            *parents, leaf = entry.capability
+        for (*parents, leaf), value in entry.advertises.items():
             node = capabilities
             for key in parents:
                 node = node.setdefault(key, {})
-            node[leaf] = entry.value
+            node[leaf] = value
     return capabilities
 
 

@@ -20,6 +20,7 @@ import schemas
 from acp_fsm import config
 from acp_fsm.initialize import ClientInfo, initialize_result
 from acp_fsm.methods import AGENT_TO_CLIENT, BOTH, route, spec_of
+from acp_fsm.session import Sessions
 from fsm.handshake import HANDSHAKE, HandshakeState, HandshakeTrigger
 from protocol.cancel import CancellationToken
 from protocol.connection import Connection, OutboundKind
@@ -54,6 +55,7 @@ class AcpServer:
         self.machine = HANDSHAKE.build(self.handshake, initial=initial)
         self._conn: Connection | None = None
         self._validators: dict[str, Any] = {}
+        self.sessions = Sessions(self)
 
     def __repr__(self) -> str:
         return f"<AcpServer {self.handshake.state} client={self.client!r}>"
@@ -79,13 +81,16 @@ class AcpServer:
         if entry.trigger is not None:
             self.handshake.trigger(entry.trigger.value)
         params = message.params
+        handler = getattr(self, entry.handler)
         session_id = params.get("sessionId") if isinstance(params, dict) else None
-        if isinstance(session_id, str):
-            structlog.contextvars.bind_contextvars(session_id=session_id)
-        work = getattr(self, entry.handler)(params)
-        if asyncio.iscoroutine(work):
-            return work
-        return None
+        if not isinstance(session_id, str):
+            work = handler(params)
+            return work if asyncio.iscoroutine(work) else None
+        # dispatch runs in the reader's context: bind only around the call, and again inside
+        # the handler's own task, so the session id never leaks into unrelated log lines
+        with structlog.contextvars.bound_contextvars(session_id=session_id):
+            work = handler(params)
+        return _with_session(work, session_id) if asyncio.iscoroutine(work) else None
 
     def _validator(self, ref: str) -> Any:
         check = self._validators.get(ref)
@@ -137,9 +142,11 @@ class AcpServer:
     # ------------------------------------------------------------- lifecycle
 
     async def shutdown(self) -> None:
-        """Input or output is gone: stop accepting work (handshake `close`)."""
+        """Input or output is gone: stop accepting work (handshake `close`), then cancel running
+        turns and let them drain and persist."""
         if self.state in (HandshakeState.UNINITIALIZED, HandshakeState.INITIALIZED):
             self.handshake.trigger(HandshakeTrigger.CLOSE.value)
+        await self.sessions.shutdown()
 
     def finish(self) -> None:
         if self.state == HandshakeState.CLOSING:
@@ -158,6 +165,45 @@ class AcpServer:
             f"Invalid params: unknown authentication method {params['methodId']!r}; this agent "
             "advertises none (configure OPENAI_API_KEY or ANTHROPIC_API_KEY instead)"
         )
+
+    async def on_session_new(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = await self.sessions.new(params["cwd"], params.get("additionalDirectories") or [],
+                                          params.get("mcpServers") or [])
+        return {"sessionId": session.id}
+
+    def on_session_prompt(self, params: dict[str, Any]) -> Coroutine[Any, Any, dict[str, Any]]:
+        # Synchronous on purpose: the turn takes the session's token before any await, so a
+        # session/cancel read right after the prompt reaches this turn (spec: token lifecycle).
+        session = self.sessions.get(params["sessionId"])
+        turn = session.begin_turn(params["prompt"])
+        return session.run_turn(turn, params["prompt"])
+
+    def on_session_cancel(self, params: dict[str, Any]) -> None:
+        session = self.sessions.find(params["sessionId"])
+        if session is None:
+            log.info("cancel_for_unknown_session", session_id=params["sessionId"])
+        elif not session.cancel():
+            log.debug("cancel_while_idle")
+
+    async def on_session_load(self, params: dict[str, Any]) -> dict[str, Any]:
+        await self.sessions.restore(params["sessionId"], params["cwd"], replay=True)
+        return {}
+
+    async def on_session_resume(self, params: dict[str, Any]) -> dict[str, Any]:
+        await self.sessions.restore(params["sessionId"], params["cwd"], replay=False)
+        return {}
+
+    async def on_session_close(self, params: dict[str, Any]) -> dict[str, Any]:
+        await self.sessions.close(params["sessionId"])
+        return {}
+
+    async def on_session_delete(self, params: dict[str, Any]) -> dict[str, Any]:
+        await self.sessions.delete(params["sessionId"])
+        return {}
+
+    async def on_session_list(self, params: dict[str, Any] | None) -> dict[str, Any]:
+        params = params or {}
+        return await self.sessions.list(params.get("cwd"), params.get("cursor"))
 
     async def on_debug_call_client(self, params: dict[str, Any]) -> dict[str, Any]:
         method = params["method"]
@@ -221,3 +267,8 @@ class AcpServer:
             if sent % 256 == 0:
                 await self.conn.drain()
         return {"sent": sent, "elapsedMs": round((time.monotonic() - started) * 1000, 3)}
+
+
+async def _with_session(work: Coroutine[Any, Any, Any], session_id: str) -> Any:
+    structlog.contextvars.bind_contextvars(session_id=session_id)
+    return await work

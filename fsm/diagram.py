@@ -18,8 +18,9 @@ DIAGRAMS = Path(__file__).resolve().parent.parent / "diagrams"
 def machines() -> list[MachineSpec]:
     """Every machine of the agent."""
     from fsm.handshake import HANDSHAKE
+    from fsm.turn import TURN
 
-    return [HANDSHAKE]
+    return [HANDSHAKE, TURN]
 
 
 def to_mermaid(spec: MachineSpec) -> str:

@@ -4,6 +4,7 @@
 #   acp.json  sha256:e48130979639c4c47e9139d968e5e60e3647d2ec54bdb52d0865f3ee3881aefe
 #   acp_fsm.json  sha256:d1b0fc4c51d62abeec0a36caa67ab1e658519e663565dc9ab9a7b29a14179a6d
 #   jsonrpc.json  sha256:a58ef396a5aa7c996307395d79bbe603939dcf82a714856f6e684a5051863590
+#   tools.json  sha256:ef06fa6f69139470aa77cc096ffa385caf2ffa4ce033136a97511d8efd6206ac
 """JSON Schema validators compiled to Python by schemas/codegen.py.
 
 load(ref) returns the validator of ref, compiling it on first use. A validator returns
@@ -4109,6 +4110,159 @@ def v_jsonrpc__SuccessResponse(x):
     return None
 ### v_jsonrpc__SuccessResponse constants:
 _K65 = (('error',), ('method',))
+### v_tools__EditFileArguments ref: tools.EditFileArguments
+def v_tools__EditFileArguments(x):
+    # tools.json#/$defs/EditFileArguments
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'path' not in x:
+        return ['missing required property "path"']
+    if 'old_text' not in x:
+        return ['missing required property "old_text"']
+    if 'new_text' not in x:
+        return ['missing required property "new_text"']
+    v1 = x['path']
+    if not (isinstance(v1, str)):
+        return [_W('expected string, got ' + _tn(v1)), 'path']
+    if len(v1) < 1:
+        return ['expected at least 1 character, got %d' % len(v1), 'path']
+    v2 = x['old_text']
+    if not (isinstance(v2, str)):
+        return [_W('expected string, got ' + _tn(v2)), 'old_text']
+    v3 = x['new_text']
+    if not (isinstance(v3, str)):
+        return [_W('expected string, got ' + _tn(v3)), 'new_text']
+    if 'replace_all' in x:
+        v4 = x['replace_all']
+        if not ((v4 is True or v4 is False)):
+            return [_W('expected boolean, got ' + _tn(v4)), 'replace_all']
+    if not x.keys() <= _K66:
+        return [_extra(x, _K66)]
+    return None
+### v_tools__EditFileArguments constants:
+_K66 = frozenset(['new_text', 'old_text', 'path', 'replace_all'])
+### v_tools__ListDirectoryArguments ref: tools.ListDirectoryArguments
+def v_tools__ListDirectoryArguments(x):
+    # tools.json#/$defs/ListDirectoryArguments
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'path' not in x:
+        return ['missing required property "path"']
+    v1 = x['path']
+    if not (isinstance(v1, str)):
+        return [_W('expected string, got ' + _tn(v1)), 'path']
+    if len(v1) < 1:
+        return ['expected at least 1 character, got %d' % len(v1), 'path']
+    if not x.keys() <= _K67:
+        return [_extra(x, _K67)]
+    return None
+### v_tools__ListDirectoryArguments constants:
+_K67 = frozenset(['path'])
+### v_tools__ReadFileArguments ref: tools.ReadFileArguments
+def v_tools__ReadFileArguments(x):
+    # tools.json#/$defs/ReadFileArguments
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'path' not in x:
+        return ['missing required property "path"']
+    v1 = x['path']
+    if not (isinstance(v1, str)):
+        return [_W('expected string, got ' + _tn(v1)), 'path']
+    if len(v1) < 1:
+        return ['expected at least 1 character, got %d' % len(v1), 'path']
+    if 'offset' in x:
+        v2 = x['offset']
+        if not ((isinstance(v2, int) and v2 is not True and v2 is not False or isinstance(v2, float) and v2.is_integer())):
+            return [_W('expected integer, got ' + _tn(v2)), 'offset']
+        if v2 < 1:
+            return ['expected >= 1, got ' + _show(v2), 'offset']
+    if 'limit' in x:
+        v3 = x['limit']
+        if not ((isinstance(v3, int) and v3 is not True and v3 is not False or isinstance(v3, float) and v3.is_integer())):
+            return [_W('expected integer, got ' + _tn(v3)), 'limit']
+        if v3 < 1:
+            return ['expected >= 1, got ' + _show(v3), 'limit']
+    if not x.keys() <= _K68:
+        return [_extra(x, _K68)]
+    return None
+### v_tools__ReadFileArguments constants:
+_K68 = frozenset(['limit', 'offset', 'path'])
+### v_tools__RunCommandArguments ref: tools.RunCommandArguments
+def v_tools__RunCommandArguments(x):
+    # tools.json#/$defs/RunCommandArguments
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'command' not in x:
+        return ['missing required property "command"']
+    v1 = x['command']
+    if not (isinstance(v1, str)):
+        return [_W('expected string, got ' + _tn(v1)), 'command']
+    if len(v1) < 1:
+        return ['expected at least 1 character, got %d' % len(v1), 'command']
+    if 'timeout_ms' in x:
+        v2 = x['timeout_ms']
+        if not ((isinstance(v2, int) and v2 is not True and v2 is not False or isinstance(v2, float) and v2.is_integer())):
+            return [_W('expected integer, got ' + _tn(v2)), 'timeout_ms']
+        if v2 < 1:
+            return ['expected >= 1, got ' + _show(v2), 'timeout_ms']
+        if v2 > 600000:
+            return ['expected <= 600000, got ' + _show(v2), 'timeout_ms']
+    if not x.keys() <= _K69:
+        return [_extra(x, _K69)]
+    return None
+### v_tools__RunCommandArguments constants:
+_K69 = frozenset(['command', 'timeout_ms'])
+### v_tools__SearchFilesArguments ref: tools.SearchFilesArguments
+def v_tools__SearchFilesArguments(x):
+    # tools.json#/$defs/SearchFilesArguments
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'pattern' not in x:
+        return ['missing required property "pattern"']
+    v1 = x['pattern']
+    if not (isinstance(v1, str)):
+        return [_W('expected string, got ' + _tn(v1)), 'pattern']
+    if len(v1) < 1:
+        return ['expected at least 1 character, got %d' % len(v1), 'pattern']
+    if 'path' in x:
+        v2 = x['path']
+        if not (isinstance(v2, str)):
+            return [_W('expected string, got ' + _tn(v2)), 'path']
+        if len(v2) < 1:
+            return ['expected at least 1 character, got %d' % len(v2), 'path']
+    if 'glob' in x:
+        v3 = x['glob']
+        if not (isinstance(v3, str)):
+            return [_W('expected string, got ' + _tn(v3)), 'glob']
+        if len(v3) < 1:
+            return ['expected at least 1 character, got %d' % len(v3), 'glob']
+    if not x.keys() <= _K70:
+        return [_extra(x, _K70)]
+    return None
+### v_tools__SearchFilesArguments constants:
+_K70 = frozenset(['glob', 'path', 'pattern'])
+### v_tools__WriteFileArguments ref: tools.WriteFileArguments
+def v_tools__WriteFileArguments(x):
+    # tools.json#/$defs/WriteFileArguments
+    if not (isinstance(x, dict)):
+        return [_W('expected object, got ' + _tn(x))]
+    if 'path' not in x:
+        return ['missing required property "path"']
+    if 'content' not in x:
+        return ['missing required property "content"']
+    v1 = x['path']
+    if not (isinstance(v1, str)):
+        return [_W('expected string, got ' + _tn(v1)), 'path']
+    if len(v1) < 1:
+        return ['expected at least 1 character, got %d' % len(v1), 'path']
+    v2 = x['content']
+    if not (isinstance(v2, str)):
+        return [_W('expected string, got ' + _tn(v2)), 'content']
+    if not x.keys() <= _K71:
+        return [_extra(x, _K71)]
+    return None
+### v_tools__WriteFileArguments constants:
+_K71 = frozenset(['content', 'path'])
 '''
 
 

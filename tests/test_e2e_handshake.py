@@ -57,11 +57,12 @@ async def test_initialize_result_advertises_only_what_is_served(agent: AgentProc
     result = await agent.initialize()
     assert result["agentInfo"] == {"name": "acp-fsm", "title": "acp-fsm", "version": "0.1.0"}
     capabilities = result["agentCapabilities"]
-    assert capabilities["loadSession"] is False  # session/load is not served yet
-    assert capabilities["sessionCapabilities"] == {}
+    assert capabilities["loadSession"] is True
+    assert capabilities["sessionCapabilities"] == {
+        "list": {}, "resume": {}, "close": {}, "delete": {}}
     assert capabilities["promptCapabilities"] == {
-        "image": False, "audio": False, "embeddedContext": False}
-    assert capabilities["mcpCapabilities"] == {"http": False, "sse": False}
+        "image": True, "audio": False, "embeddedContext": True}
+    assert capabilities["mcpCapabilities"] == {"http": False, "sse": False}  # MCP: not yet
     assert result["authMethods"] == []
 
 

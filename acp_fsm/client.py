@@ -1,0 +1,92 @@
+"""The editor's file system and terminals, as tools see them (ACP fs/* and terminal/*).
+
+Every call carries the session id, waits at most `client_rpc_timeout_ms`, and is released by
+the turn's token (phase 2 of the cooperative cancel: a pending client request ends with
+`Cancelled` and the editor is sent `$/cancel_request`). Methods are only called when the
+client advertised them; tools check `can_read_files` & co. first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from protocol.cancel import CancellationToken, Cancelled
+from protocol.errors import OutboundCancelled, OutboundError
+
+if TYPE_CHECKING:
+    from acp_fsm.server import AcpServer
+
+
+class ClientCallError(Exception):
+    """The editor could not do what was asked (its error, a timeout, or no such capability)."""
+
+
+class Client:
+    """A `ClientBridge` for one session and one turn."""
+
+    def __init__(self, server: AcpServer, session_id: str, token: CancellationToken) -> None:
+        self._server = server
+        self._session_id = session_id
+        self._token = token
+
+    @property
+    def can_read_files(self) -> bool:
+        return self._server.client is not None and self._server.client.can_read_files
+
+    @property
+    def can_write_files(self) -> bool:
+        return self._server.client is not None and self._server.client.can_write_files
+
+    @property
+    def has_terminal(self) -> bool:
+        return self._server.client is not None and self._server.client.has_terminal
+
+    async def call(self, method: str, params: dict[str, Any]) -> Any:
+        params = {"sessionId": self._session_id, **params}
+        try:
+            return await self._server.call_client(method, params, token=self._token)
+        except OutboundCancelled:
+            raise Cancelled(self._token.reason or "cancelled") from None
+        except OutboundError as exc:
+            raise ClientCallError(f"{method} failed: {exc}") from exc
+
+    async def read_text_file(self, path: str, line: int | None = None,
+                             limit: int | None = None) -> str:
+        params: dict[str, Any] = {"path": path}
+        if line is not None:
+            params["line"] = line
+        if limit is not None:
+            params["limit"] = limit
+        result = await self.call("fs/read_text_file", params)
+        return str(result["content"])
+
+    async def write_text_file(self, path: str, content: str) -> None:
+        await self.call("fs/write_text_file", {"path": path, "content": content})
+
+    async def create_terminal(self, command: str, args: list[str], cwd: str,
+                              output_byte_limit: int) -> str:
+        result = await self.call("terminal/create", {
+            "command": command, "args": args, "env": [], "cwd": cwd,
+            "outputByteLimit": output_byte_limit})
+        return str(result["terminalId"])
+
+    async def terminal_output(self, terminal_id: str) -> dict[str, Any]:
+        return dict(await self.call("terminal/output", {"terminalId": terminal_id}))
+
+    async def wait_for_terminal_exit(self, terminal_id: str) -> dict[str, Any]:
+        return dict(await self.call("terminal/wait_for_exit", {"terminalId": terminal_id}))
+
+    async def kill_terminal(self, terminal_id: str) -> None:
+        await self._cleanup("terminal/kill", terminal_id)
+
+    async def release_terminal(self, terminal_id: str) -> None:
+        await self._cleanup("terminal/release", terminal_id)
+
+    async def _cleanup(self, method: str, terminal_id: str) -> None:
+        """Kill and release must reach the editor even after the token fired: they are the
+        cleanup of a cancel, bounded by the client RPC timeout alone."""
+        params = {"sessionId": self._session_id, "terminalId": terminal_id}
+        try:
+            await self._server.call_client(method, params)
+        except OutboundError as exc:
+            raise ClientCallError(f"{method} failed: {exc}") from exc

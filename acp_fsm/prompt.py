@@ -1,0 +1,63 @@
+"""ACP prompt content → the model's user message (ACP: Content, prompt capabilities).
+
+Text and resource links are always accepted; embedded resources and images because the agent
+advertises `embeddedContext` and `image`; audio is not advertised and is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.errors import InvalidParams
+from providers.types import ImagePart, TextPart, UserPart
+
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+
+
+def to_parts(blocks: list[dict[str, Any]]) -> tuple[UserPart, ...]:
+    """The model-facing parts of a prompt; InvalidParams names an unsupported block."""
+    parts: list[UserPart] = []
+    for index, block in enumerate(blocks):
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(TextPart(block["text"]))
+        elif kind == "resource_link":
+            name = block.get("title") or block.get("name") or block["uri"]
+            parts.append(TextPart(f"[Referenced resource: {name}]({block['uri']})"))
+        elif kind == "resource":
+            parts.append(_embedded(index, block["resource"]))
+        elif kind == "image":
+            parts.append(_image(index, block.get("mimeType", ""), block.get("data")))
+        else:
+            raise InvalidParams(
+                f"Invalid params: prompt[{index}]: {kind} content is not supported by this agent"
+            )
+    return tuple(parts)
+
+
+def _embedded(index: int, resource: dict[str, Any]) -> UserPart:
+    uri = resource.get("uri", "")
+    if "text" in resource:
+        return TextPart(f'<context uri="{uri}">\n{resource["text"]}\n</context>')
+    mime = resource.get("mimeType") or ""
+    if mime in IMAGE_TYPES and resource.get("blob"):
+        return ImagePart(resource["blob"], mime)
+    return TextPart(f'<context uri="{uri}">(binary content of type {mime or "unknown"} '
+                    "omitted)</context>")
+
+
+def _image(index: int, mime: str, data: Any) -> ImagePart:
+    if mime not in IMAGE_TYPES or not isinstance(data, str) or not data:
+        raise InvalidParams(f"Invalid params: prompt[{index}]: an image needs base64 data of "
+                            f"one of {sorted(IMAGE_TYPES)} (got {mime or 'no mimeType'})")
+    return ImagePart(data, mime)
+
+
+def title_of(blocks: list[dict[str, Any]], limit: int = 80) -> str | None:
+    """A session title from the first prompt: its first line of text, shortened."""
+    for block in blocks:
+        if block.get("type") == "text":
+            text = " ".join(block["text"].split())
+            if text:
+                return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    return None

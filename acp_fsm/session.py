@@ -1,0 +1,300 @@
+"""Sessions: their conversation, their token, their turn, and their persistence.
+
+Token lifecycle (spec): a session gets a fresh CancellationToken when it is created, loaded or
+resumed; a turn takes it when its prompt arrives, before any await; `session/cancel` fires it
+(only while a turn runs: a cancel while idle is a no-op); when the turn ends, whatever the
+reason, a fresh token replaces it, so a cancel never reaches a later turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from acp_fsm import transcript, updates
+from acp_fsm.prompt import title_of, to_parts
+from acp_fsm.store import SessionRecord, Store
+from acp_fsm.turn import Turn
+from protocol.cancel import CancellationToken
+from protocol.errors import InvalidParams, InvalidRequest, ResourceNotFound
+from providers.types import (
+    AssistantMessage,
+    Message,
+    ToolResultPart,
+    ToolResultsMessage,
+    UserMessage,
+)
+
+if TYPE_CHECKING:
+    from acp_fsm.server import AcpServer
+
+log = structlog.get_logger("session")
+
+# How long closing or shutting down waits for a cancelled turn to drain.
+CLOSE_GRACE_S = 2.0
+
+
+class Session:
+    """One conversation, open in this process."""
+
+    def __init__(self, server: AcpServer, store: Store, record: SessionRecord,
+                 messages: list[Message]) -> None:
+        self.server = server
+        self.store = store
+        self.id = record.id
+        self.cwd = Path(record.cwd)
+        self.roots = (self.cwd, *(Path(d) for d in record.additional_directories))
+        self.title = record.title
+        self.messages = messages
+        self.token = CancellationToken(f"session {record.id}")
+        self.turn: Turn | None = None
+        self.always: dict[str, bool] = {}  # tool name → remembered "always" answer
+
+    def __repr__(self) -> str:
+        turn = self.turn.state if self.turn is not None else "idle"
+        return f"<Session {self.id} {turn} messages={len(self.messages)} cwd={self.cwd}>"
+
+    # ------------------------------------------------------------------- turns
+
+    def begin_turn(self, prompt: list[dict[str, Any]]) -> Turn:
+        """Synchronously: refuse a second prompt, convert it, take the token."""
+        if self.turn is not None:
+            raise InvalidRequest(
+                f"Invalid Request: session {self.id} is already running a prompt; wait for its "
+                "response or send session/cancel")
+        parts = to_parts(prompt)
+        self.messages.append(UserMessage(parts))
+        self.turn = Turn(self, self.token)
+        return self.turn
+
+    async def run_turn(self, turn: Turn, prompt: list[dict[str, Any]]) -> dict[str, Any]:
+        try:
+            user = self.messages[-1] if self.messages else None
+            assert isinstance(user, UserMessage)
+            await self.store.append(self.id, "user", {
+                "prompt": prompt, "parts": [transcript.part_to_json(p) for p in user.parts]})
+            if self.title is None and (title := title_of(prompt)):
+                self.title = title
+                await self.store.set_title(self.id, title)
+            stop_reason = await turn.run()
+            return {"stopReason": stop_reason}
+        finally:
+            self.turn = None
+            self.token = CancellationToken(f"session {self.id}")  # never reused by a later turn
+            if not turn.done.done():
+                turn.done.set_result(None)
+
+    def cancel(self, reason: str = "session/cancel") -> bool:
+        """Fire the running turn's token; False (and nothing fired) when idle."""
+        if self.turn is None:
+            return False
+        self.token.cancel(reason)
+        return True
+
+    # -------------------------------------------------------------- transcript
+
+    def messages_for_model(self) -> list[Message]:
+        """The conversation, checked before every provider call (NOTES §4)."""
+        fixed, added = transcript.repair(self.messages)
+        if added:
+            log.warning("transcript_repaired", session_id=self.id,
+                        calls=[r.call_id for r in added])
+            self.messages = fixed
+        return fixed
+
+    async def add_assistant(self, message: AssistantMessage, stop_reason: str,
+                            views: dict[str, dict[str, Any]]) -> None:
+        self.messages.append(message)
+        await self.store.append(self.id, "assistant",
+                                transcript.assistant_body(message, stop_reason, views))
+
+    async def add_result(self, result: ToolResultPart, view: dict[str, Any]) -> None:
+        last = self.messages[-1] if self.messages else None
+        if isinstance(last, ToolResultsMessage):
+            self.messages[-1] = ToolResultsMessage((*last.results, result))
+        else:
+            self.messages.append(ToolResultsMessage((result,)))
+        await self.store.append(self.id, "tool_result", transcript.result_body(result, view))
+
+    async def record_turn_end(self, stop_reason: str) -> None:
+        await self.store.append(self.id, "turn_end", {"stopReason": stop_reason})
+
+    def send_update(self, update: dict[str, Any]) -> None:
+        self.server.conn.notify("session/update", {"sessionId": self.id, "update": update})
+
+
+class Sessions:
+    """The sessions of this connection, and the store behind them."""
+
+    def __init__(self, server: AcpServer) -> None:
+        self._server = server
+        self._open: dict[str, Session] = {}
+        self._store: Store | None = None
+        self._store_lock = asyncio.Lock()
+
+    def __repr__(self) -> str:
+        return f"<Sessions open={len(self._open)}>"
+
+    async def store(self) -> Store:
+        async with self._store_lock:
+            if self._store is None:
+                self._store = await Store.open()
+            return self._store
+
+    def get(self, session_id: str) -> Session:
+        session = self._open.get(session_id)
+        if session is None:
+            raise ResourceNotFound(f"Session not found: {session_id}")
+        return session
+
+    def find(self, session_id: str) -> Session | None:
+        return self._open.get(session_id)
+
+    async def new(self, cwd: str, additional: list[str], mcp_servers: list[dict[str, Any]]
+                  ) -> Session:
+        _check_paths(cwd, additional)
+        now = time.time()
+        record = SessionRecord(id=f"sess_{uuid.uuid4().hex}", cwd=cwd,
+                               additional_directories=tuple(additional),
+                               mcp_servers=tuple(mcp_servers), created_at=now, updated_at=now)
+        store = await self.store()
+        await store.create_session(record)
+        session = Session(self._server, store, record, [])
+        self._open[record.id] = session
+        log.info("session_created", session_id=record.id, cwd=cwd)
+        return session
+
+    async def restore(self, session_id: str, cwd: str, replay: bool) -> Session:
+        """`session/load` (replay=True) or `session/resume`: the session, re-bound if it is
+        already open here (a cancel after the load still reaches its running turn)."""
+        _check_paths(cwd, [])
+        store = await self.store()
+        record = await store.get_session(session_id)
+        if record is None:
+            raise ResourceNotFound(f"Session not found: {session_id}")
+        entries = await store.entries(session_id)
+        session = self._open.get(session_id)
+        if session is None:
+            messages, repaired = await _rebuild(store, session_id, entries)
+            session = Session(self._server, store, record, messages)
+            self._open[session_id] = session
+            if repaired:
+                entries = await store.entries(session_id)
+        if replay:
+            for update in replay_updates(entries):
+                session.send_update(update)
+        return session
+
+    async def close(self, session_id: str) -> None:
+        session = self.get(session_id)
+        await self._stop(session, "session/close")
+        self._open.pop(session_id, None)
+
+    async def delete(self, session_id: str) -> None:
+        session = self._open.pop(session_id, None)
+        if session is not None:
+            await self._stop(session, "session/delete")
+        store = await self.store()
+        if not await store.delete_session(session_id) and session is None:
+            raise ResourceNotFound(f"Session not found: {session_id}")
+
+    async def list(self, cwd: str | None, cursor: str | None) -> dict[str, Any]:
+        from acp_fsm.store import StoreError
+
+        store = await self.store()
+        try:
+            records, next_cursor = await store.list_sessions(cwd, cursor)
+        except StoreError as exc:
+            raise InvalidParams(f"Invalid params: cursor: {exc}") from None
+        result: dict[str, Any] = {"sessions": [_info(r) for r in records]}
+        if next_cursor is not None:
+            result["nextCursor"] = next_cursor
+        return result
+
+    async def shutdown(self) -> None:
+        """Input ended: cancel every running turn, let them drain and persist, close the store."""
+        await asyncio.gather(*(self._stop(s, "shutdown") for s in self._open.values()))
+        if self._store is not None:
+            await self._store.close()
+
+    async def _stop(self, session: Session, reason: str) -> None:
+        turn = session.turn
+        if turn is not None and session.cancel(reason):
+            await asyncio.wait({turn.done}, timeout=CLOSE_GRACE_S)
+
+
+def _check_paths(cwd: str, additional: list[str]) -> None:
+    for name, value in [("cwd", cwd)] + [(f"additionalDirectories[{i}]", d)
+                                          for i, d in enumerate(additional)]:
+        if not Path(value).is_absolute():
+            raise InvalidParams(f"Invalid params: {name}: must be an absolute path, got {value!r}")
+
+
+def _info(record: SessionRecord) -> dict[str, Any]:
+    info: dict[str, Any] = {"sessionId": record.id, "cwd": record.cwd,
+                            "updatedAt": _iso(record.updated_at)}
+    if record.title:
+        info["title"] = record.title
+    return info
+
+
+def _iso(timestamp: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(timestamp))
+
+
+async def _rebuild(store: Store, session_id: str, entries: list[Any]
+                   ) -> tuple[list[Message], bool]:
+    """The conversation from stored entries, repaired (and the repair stored) if a crash or a
+    cancel left a tool call without its result."""
+    messages: list[Message] = []
+    for entry in entries:
+        if entry.kind == "user":
+            messages.append(transcript.user_from_body(entry.body))
+        elif entry.kind == "assistant":
+            messages.append(transcript.assistant_from_body(entry.body))
+        elif entry.kind == "tool_result":
+            messages.append(ToolResultsMessage((transcript.result_from_body(entry.body),)))
+    messages = transcript.group_results(messages)
+    fixed, added = transcript.repair(messages)
+    for result in added:
+        content = [updates.text_block(result.content)]
+        await store.append(session_id, "tool_result",
+                           transcript.result_body(result, updates.final_view("failed", content)))
+    if added:
+        log.warning("transcript_repaired_on_load", session_id=session_id,
+                    calls=[r.call_id for r in added])
+    return fixed, bool(added)
+
+
+def replay_updates(entries: list[Any]) -> list[dict[str, Any]]:
+    """The updates that show a stored conversation as it looked live (ACP: session/load)."""
+    out: list[dict[str, Any]] = []
+    for entry in entries:
+        body = entry.body
+        if entry.kind == "user":
+            out.extend(updates.chunk("user_message_chunk", block) for block in body["prompt"])
+        elif entry.kind == "assistant":
+            views = body.get("views") or {}
+            for part in body["parts"]:
+                if part["type"] == "text" and part["text"]:
+                    out.append(updates.chunk("agent_message_chunk",
+                                             updates.text_content(part["text"])))
+                elif part["type"] == "thinking" and part["text"]:
+                    out.append(updates.chunk("agent_thought_chunk",
+                                             updates.text_content(part["text"])))
+                elif part["type"] == "tool_call":
+                    view = views.get(part["id"]) or {"title": part["name"], "kind": "other",
+                                                     "rawInput": part.get("arguments") or {}}
+                    out.append(updates.tool_call(part["id"], view))
+        elif entry.kind == "tool_result":
+            view = body.get("view") or {}
+            out.append(updates.tool_call_update(
+                body["callId"], view.get("status", "failed"),
+                content=view.get("content") or [updates.text_block(body["content"])],
+                locations=view.get("locations")))
+    return out

@@ -1,0 +1,615 @@
+"""Session store: every ACP session and its transcript, in one SQLite file.
+
+`session/load` replays a conversation from here, also in a new process and after a `kill -9`
+mid-turn, so each message is committed the moment it completes (NOTES §1 "Load").
+
+How it is built, and why:
+- One worker thread owns the `sqlite3` connection (SQLite objects stay on the thread that made
+  them). Coroutines queue operations to it in order and get the outcome back on their own loop
+  through `call_soon_threadsafe`. No SQLite call runs on the event loop, and `sqlite3` releases
+  the GIL while SQLite reads and writes, so the loop keeps streaming during a large write.
+- Each operation is one transaction on the worker. Cancelling a caller that waits does not
+  cancel its operation: once queued, it commits or fails whole, and `close()` waits for it.
+- WAL with `synchronous=NORMAL`: a committed transaction survives the death of the process; only
+  an OS crash or a power cut can lose the last commits. `BEGIN IMMEDIATE` plus `busy_timeout`
+  let several agent processes (an editor may spawn more than one) write the same file in turn.
+- Bodies are encoded to JSON on the caller's side (the GIL is held while encoding wherever it
+  runs, so orjson's speed is what keeps that short), which also snapshots the body as it was when
+  `append()` was called.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import math
+import os
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import orjson
+
+APP_DIR = "acp-fsm"
+DB_FILE = "sessions.db"
+DIR_MODE = 0o700  # the XDG spec's mode for a data directory we create
+FILE_MODE = 0o600  # transcripts hold code and prompts; SQLite gives -wal/-shm the same mode
+# A writer waits this long for another process's transaction before failing. The longest
+# transaction is one maximal append (tens of ms per 10 MB), so this is generous.
+BUSY_TIMEOUT_MS = 10_000
+# After a checkpoint the WAL is cut back to this size instead of keeping its peak (large appends).
+WAL_SIZE_LIMIT_BYTES = 32 * 1024 * 1024
+# Largest encoded entry body: the same bound as the largest inbound ACP message (NOTES §5).
+MAX_BODY_BYTES = 64 * 1024 * 1024
+# Deepest nesting accepted on the stdlib path; below Python's recursion limit, which bounds both
+# `json.dumps` and `json.loads` (orjson itself stops at 255 levels).
+MAX_JSON_DEPTH = 500
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 1000
+MAX_CURSOR_CHARS = 1024  # a cursor holds one timestamp and one session id
+# orjson would write dataclasses and datetimes as objects or strings that read back as something
+# else; let them fail and reach the strict check instead.
+_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+
+# Schema migrations in order: MIGRATIONS[n] takes a database from `user_version` n to n + 1.
+# A released migration is never edited; a schema change appends one.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE sessions (
+            id TEXT PRIMARY KEY NOT NULL,
+            cwd TEXT NOT NULL,
+            additional_directories TEXT NOT NULL,  -- JSON array of strings
+            mcp_servers TEXT NOT NULL,             -- JSON array, as given
+            title TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        )""",
+        # list_sessions: newest first, optionally for one cwd, keyset pagination.
+        "CREATE INDEX sessions_by_recency ON sessions (updated_at DESC, id DESC)",
+        "CREATE INDEX sessions_by_cwd ON sessions (cwd, updated_at DESC, id DESC)",
+        """CREATE TABLE entries (
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            body TEXT NOT NULL,                    -- JSON object
+            created_at REAL NOT NULL
+        )""",
+        # A rowid table (bodies can be megabytes) with the (session, seq) key as an index.
+        "CREATE UNIQUE INDEX entries_by_session ON entries (session_id, seq)",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_SESSION_COLUMNS = "id, cwd, additional_directories, mcp_servers, title, created_at, updated_at"
+
+T = TypeVar("T")
+
+
+class StoreError(Exception):
+    """Anything that went wrong in the store; the message names the operation, file and cause."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """One ACP session. Zero timestamps on `create_session` mean "now"."""
+
+    id: str
+    cwd: str
+    additional_directories: tuple[str, ...] = ()
+    mcp_servers: tuple[dict[str, Any], ...] = ()  # stored as given (JSON)
+    title: str | None = None
+    created_at: float = 0.0  # unix seconds
+    updated_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One committed message of a session's transcript."""
+
+    seq: int  # 1, 2, 3 ... per session, in append order
+    kind: str  # "user", "assistant", "tool_result", ... (opaque to the store)
+    body: dict[str, Any]
+    created_at: float
+
+
+def default_path() -> Path:
+    """`$ACP_FSM_HOME/sessions.db`; ACP_FSM_HOME defaults to `$XDG_DATA_HOME/acp-fsm`, else
+    `~/.local/share/acp-fsm`. Empty variables count as unset, and so does a relative
+    XDG_DATA_HOME (the XDG spec says to ignore it)."""
+    home = os.environ.get("ACP_FSM_HOME", "")
+    if home:
+        return Path(home).expanduser() / DB_FILE
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    data = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share"
+    return data / APP_DIR / DB_FILE
+
+
+# --- JSON --------------------------------------------------------------------------------------
+
+
+def _encode_json(value: Any) -> bytes:
+    """Compact UTF-8 JSON. orjson first (fast); what it refuses but JSON holds exactly (integers
+    beyond 64 bits, lone surrogates) goes through the stdlib encoder after a strict check, so a
+    value is either stored exactly or refused. orjson writes NaN and infinities as null."""
+    try:
+        return orjson.dumps(value, option=_ORJSON_OPTIONS)
+    except TypeError:
+        _check_json(value)
+        return json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode()
+
+
+def _check_json(value: Any) -> None:
+    """Raise TypeError/ValueError naming the first part of `value` that is not plain JSON (the
+    stdlib encoder would turn a non-string key into a string instead of refusing it)."""
+    stack: list[tuple[Any, str, int]] = [(value, "$", 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels (or circular) at {where}")
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    raise TypeError(f"key {key!r} at {where} is not a string")
+                stack.append((child, f"{where}.{key}", depth + 1))
+        elif isinstance(item, list | tuple):
+            stack.extend((child, f"{where}[{i}]", depth + 1) for i, child in enumerate(item))
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise ValueError(f"{item!r} at {where} is not a JSON number")
+        elif item is not None and not isinstance(item, str | int | float):
+            raise TypeError(f"{type(item).__name__} at {where} is not JSON")
+
+
+def _encode_body(body: Any) -> bytes:
+    if not isinstance(body, dict):
+        raise TypeError(f"an entry body must be a dict, not {type(body).__name__}")
+    data = _encode_json(body)
+    if len(data) > MAX_BODY_BYTES:
+        raise ValueError(f"entry body is {len(data)} bytes of JSON, over {MAX_BODY_BYTES}")
+    return data
+
+
+# --- cursors -----------------------------------------------------------------------------------
+
+
+def _encode_cursor(record: SessionRecord) -> str:
+    """The sort key of the last row of a page; JSON keeps the float exact."""
+    return base64.urlsafe_b64encode(orjson.dumps([record.updated_at, record.id])).decode("ascii")
+
+
+def _decode_cursor(cursor: str) -> tuple[float, str]:
+    """Raise ValueError/TypeError saying why `cursor` is not one of ours."""
+    if not isinstance(cursor, str):
+        raise TypeError(f"a cursor is a string, not {type(cursor).__name__}")
+    if len(cursor) > MAX_CURSOR_CHARS:
+        raise ValueError(f"longer than {MAX_CURSOR_CHARS} characters")
+    raw = base64.b64decode(cursor.encode("ascii"), altchars=b"-_", validate=True)
+    key = json.loads(raw)
+    if not (
+        isinstance(key, list)
+        and len(key) == 2
+        and isinstance(key[0], int | float)
+        and not isinstance(key[0], bool)
+        and math.isfinite(key[0])
+        and isinstance(key[1], str)
+    ):
+        raise ValueError("not a [updated_at, id] sort key")
+    return float(key[0]), key[1]
+
+
+# --- operations: plain functions run on the worker thread, one transaction each -----------------
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """`BEGIN IMMEDIATE` takes the write lock up front, so a writer in another process makes us
+    wait (busy_timeout) here instead of failing half-way with SQLITE_BUSY."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _make_dirs(directory: Path) -> None:
+    """Create `directory` and its missing parents with DIR_MODE, whatever the umask."""
+    missing: list[Path] = []
+    while not directory.exists():
+        missing.append(directory)
+        directory = directory.parent
+    for path in reversed(missing):
+        try:
+            path.mkdir(mode=DIR_MODE)
+        except FileExistsError:  # another process was quicker; leave its mode alone
+            continue
+        path.chmod(DIR_MODE)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """Create the file with FILE_MODE (and tighten an existing one), then connect and configure.
+    A database from a newer schema is refused before anything is written to it."""
+    _make_dirs(path.parent)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+    finally:
+        os.close(fd)
+    conn = sqlite3.connect(path, isolation_level=None)  # we issue BEGIN/COMMIT ourselves
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        _check_version(conn)
+        (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        if mode != "wal":
+            raise StoreError(f"SQLite refused WAL mode (journal_mode is {mode!r})")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT_BYTES}")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _check_version(conn: sqlite3.Connection) -> int:
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    if version > len(MIGRATIONS):
+        raise StoreError(
+            f"the database has schema version {version}, newer than this acp-fsm knows "
+            f"({len(MIGRATIONS)}); it was written by a newer acp-fsm: upgrade, or use another file"
+        )
+    return int(version)
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Apply the missing migrations in one transaction. The version is read again under the
+    write lock: another process may have migrated the file meanwhile."""
+    if _check_version(conn) == len(MIGRATIONS):
+        return
+    with _transaction(conn):
+        version = _check_version(conn)
+        for statements in MIGRATIONS[version:]:
+            for statement in statements:
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+
+
+def _session_from_row(row: tuple[Any, ...]) -> SessionRecord:
+    return SessionRecord(
+        id=row[0],
+        cwd=row[1],
+        additional_directories=tuple(json.loads(row[2])),
+        mcp_servers=tuple(json.loads(row[3])),
+        title=row[4],
+        created_at=row[5],
+        updated_at=row[6],
+    )
+
+
+def _session_row(record: SessionRecord) -> tuple[Any, ...]:
+    """The columns of a new session, checked and JSON-encoded on the caller's side."""
+    if not isinstance(record.id, str) or not record.id:
+        raise ValueError(f"a session id must be a non-empty string, not {record.id!r}")
+    if not isinstance(record.cwd, str):
+        raise TypeError(f"cwd must be a string, not {type(record.cwd).__name__}")
+    return (
+        record.id,
+        record.cwd,
+        _encode_json(list(record.additional_directories)),
+        _encode_json(list(record.mcp_servers)),
+        record.title,
+        record.created_at,
+        record.updated_at,
+    )
+
+
+def _insert_session(conn: sqlite3.Connection, row: tuple[Any, ...]) -> None:
+    session_id, cwd, directories, servers, title, created_at, updated_at = row
+    created_at = created_at or time.time()
+    with _transaction(conn):
+        if _get_session(conn, session_id) is not None:
+            raise StoreError(f"session {session_id!r} already exists")
+        conn.execute(
+            f"INSERT INTO sessions ({_SESSION_COLUMNS}) "
+            "VALUES (?, ?, CAST(? AS TEXT), CAST(? AS TEXT), ?, ?, ?)",
+            (session_id, cwd, directories, servers, title, created_at, updated_at or created_at),
+        )
+
+
+def _get_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
+    row = conn.execute(
+        f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()
+    return None if row is None else _session_from_row(row)
+
+
+def _append(conn: sqlite3.Connection, session_id: str, kind: str, body: bytes) -> int:
+    now = time.time()
+    with _transaction(conn):
+        # max(): a clock stepping back must not move the session down the list.
+        bumped = conn.execute(
+            "UPDATE sessions SET updated_at = max(updated_at, ?) WHERE id = ?", (now, session_id)
+        )
+        if bumped.rowcount == 0:
+            raise StoreError(f"no session {session_id!r}")
+        (seq,) = conn.execute(
+            "SELECT coalesce(max(seq), 0) + 1 FROM entries WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        conn.execute(
+            "INSERT INTO entries (session_id, seq, kind, body, created_at) "
+            "VALUES (?, ?, ?, CAST(? AS TEXT), ?)",
+            (session_id, seq, kind, body, now),
+        )
+    return int(seq)
+
+
+def _set_title(conn: sqlite3.Connection, session_id: str, title: str) -> None:
+    with _transaction(conn):
+        changed = conn.execute(
+            "UPDATE sessions SET title = ? WHERE id = ? AND title IS NULL", (title, session_id)
+        )
+        if changed.rowcount == 0 and _get_session(conn, session_id) is None:
+            raise StoreError(f"no session {session_id!r}")
+
+
+def _entries(conn: sqlite3.Connection, session_id: str) -> list[Entry]:
+    rows = conn.execute(
+        "SELECT seq, kind, body, created_at FROM entries WHERE session_id = ? ORDER BY seq",
+        (session_id,),
+    )
+    return [Entry(seq, kind, json.loads(body), created_at) for seq, kind, body, created_at in rows]
+
+
+def _list_sessions(
+    conn: sqlite3.Connection, cwd: str | None, after: tuple[float, str] | None, limit: int
+) -> tuple[list[SessionRecord], str | None]:
+    """Keyset pagination on (updated_at, id), both descending, served by the indexes."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if cwd is not None:
+        clauses.append("cwd = ?")
+        params.append(cwd)
+    if after is not None:
+        clauses.append("(updated_at, id) < (?, ?)")
+        params.extend(after)
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    rows = conn.execute(
+        f"SELECT {_SESSION_COLUMNS} FROM sessions{where} "
+        "ORDER BY updated_at DESC, id DESC LIMIT ?",
+        (*params, limit + 1),  # one more row tells whether another page exists
+    ).fetchall()
+    page = [_session_from_row(row) for row in rows[:limit]]
+    return page, (_encode_cursor(page[-1]) if len(rows) > limit else None)
+
+
+def _delete_session(conn: sqlite3.Connection, session_id: str) -> bool:
+    with _transaction(conn):  # entries go with it: ON DELETE CASCADE
+        return conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
+
+
+# --- the worker thread -------------------------------------------------------------------------
+
+
+def _failure(what: str, path: Path, cause: BaseException, *, named: bool = True) -> StoreError:
+    """The one shape of every error: operation, file, cause (with its type when `named` and it
+    is a foreign error, e.g. "OperationalError: database is locked")."""
+    plain = isinstance(cause, StoreError) or not named
+    reason = str(cause) if plain else f"{type(cause).__name__}: {cause}"
+    error = StoreError(f"{what} ({path}): {reason}")
+    error.__cause__ = cause
+    return error
+
+
+def _closed(what: str, path: Path) -> StoreError:
+    return StoreError(f"{what} ({path}): the store is closed")
+
+
+@dataclass(slots=True)
+class _Job:
+    what: str  # the operation's name, for error messages
+    op: Callable[[sqlite3.Connection], Any] | None  # None: close the connection and stop
+    loop: asyncio.AbstractEventLoop | None  # where the outcome goes; None: nobody waits
+    future: asyncio.Future[Any] | None
+
+    def deliver(self, result: Any, error: BaseException | None) -> None:
+        """Hand the outcome to the waiting coroutine's loop (called on the worker thread)."""
+        if self.loop is None or self.future is None:
+            return
+        with suppress(RuntimeError):  # that loop is closed: nobody is left to tell
+            self.loop.call_soon_threadsafe(_settle, self.future, result, error)
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    """On the caller's loop. A cancelled caller has gone; its operation still happened."""
+    if future.done():
+        return
+    if error is None:
+        future.set_result(result)
+    else:
+        future.set_exception(error)
+
+
+class _Worker:
+    """The one thread that owns the connection and runs queued operations in order.
+
+    The connection is opened by the first operation. A stop job closes it; jobs queued behind
+    the stop are answered (stops with success, others with "closed"), so no caller ever hangs.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._lock = threading.Lock()  # orders "stopped" against queueing
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name=f"acp-fsm store {path}",
+                                        daemon=True)
+        self._thread.start()
+
+    async def run(self, what: str, op: Callable[[sqlite3.Connection], T]) -> T:
+        """Queue `op` and wait for its outcome. Cancelling the wait leaves the op queued."""
+        return cast(T, await self._queue(what, op))
+
+    async def stop(self) -> None:
+        """Finish everything queued so far, close the connection, end the thread."""
+        await self._queue("close", None)
+
+    def stop_soon(self) -> None:
+        """`stop` for when nobody can wait (an `open` that failed or was cancelled)."""
+        self._put(_Job("close", None, None, None))
+
+    async def _queue(self, what: str, op: Callable[[sqlite3.Connection], Any] | None) -> Any:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        if not self._put(_Job(what, op, loop, future)):
+            if op is None:
+                return None
+            raise _closed(what, self.path)
+        return await future
+
+    def _put(self, job: _Job) -> bool:
+        with self._lock:
+            if self._stopped:
+                return False
+            self._jobs.put(job)
+            return True
+
+    def _run(self) -> None:
+        conn: sqlite3.Connection | None = None
+        while (job := self._jobs.get()).op is not None:
+            try:
+                if conn is None:
+                    conn = _connect(self.path)
+                job.deliver(job.op(conn), None)
+            except Exception as exc:
+                job.deliver(None, _failure(job.what, self.path, exc))
+        stops = [job]
+        error: StoreError | None = None
+        if conn is not None:
+            try:
+                conn.close()
+            except sqlite3.Error as exc:
+                error = _failure("close", self.path, exc)
+        with self._lock:
+            self._stopped = True
+        while True:  # nothing can be queued any more: answer whatever came in behind the stop
+            try:
+                late = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if late.op is None:
+                stops.append(late)
+            else:
+                late.deliver(None, _closed(late.what, self.path))
+        for stop in stops:
+            stop.deliver(None, error)
+
+
+# --- the store ---------------------------------------------------------------------------------
+
+
+class Store:
+    """Persistent ACP sessions and transcripts. Make one with `await Store.open(path)` and
+    `await store.close()` it; every method is a coroutine that never blocks the event loop."""
+
+    def __init__(self, path: Path, worker: _Worker) -> None:
+        """Use `Store.open`."""
+        self._path = path
+        self._worker = worker
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<Store {self._path} {'closed' if self._closed else 'open'}>"
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @classmethod
+    async def open(cls, path: Path | None = None) -> Store:
+        """Open (creating dirs 0700 and the file 0600) and migrate the database at `path`,
+        by default `default_path()`. StoreError if it cannot, or if its schema is newer."""
+        path = (default_path() if path is None else Path(path)).expanduser().absolute()
+        worker = _Worker(path)
+        try:
+            await worker.run("open", _migrate)
+        except BaseException:
+            worker.stop_soon()
+            raise
+        return cls(path, worker)
+
+    async def close(self) -> None:
+        """Wait for every queued operation, then close. Idempotent; later calls raise."""
+        self._closed = True
+        await self._worker.stop()
+
+    async def create_session(self, record: SessionRecord) -> None:
+        """Store a new session; StoreError if the id exists. Zero timestamps mean now."""
+        with self._refusing("create_session"):
+            row = _session_row(record)
+        await self._call("create_session", lambda conn: _insert_session(conn, row))
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        return await self._call("get_session", lambda conn: _get_session(conn, session_id))
+
+    async def append(self, session_id: str, kind: str, body: dict[str, Any]) -> int:
+        """Commit one entry and return its seq (1, 2, ...); bumps the session's updated_at.
+        Committed when this returns; also committed if the caller is cancelled meanwhile."""
+        with self._refusing("append"):
+            data = _encode_body(body)
+        return await self._call("append", lambda conn: _append(conn, session_id, kind, data))
+
+    async def set_title(self, session_id: str, title: str) -> None:
+        """Set the title if the session has none yet (the first title sticks)."""
+        await self._call("set_title", lambda conn: _set_title(conn, session_id, title))
+
+    async def entries(self, session_id: str) -> list[Entry]:
+        """The transcript in seq order; empty for an unknown session."""
+        return await self._call("entries", lambda conn: _entries(conn, session_id))
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE
+    ) -> tuple[list[SessionRecord], str | None]:
+        """One page, newest first (updated_at, then id, both descending), only sessions whose
+        cwd is exactly `cwd` when given. Returns the page and the cursor of the next one (None
+        after the last). Keyset pagination: a session updated during a walk moves to the front,
+        so the walk returns it at most once (never twice); every other session exactly once."""
+        with self._refusing("list_sessions"):
+            if isinstance(limit, bool) or not isinstance(limit, int):
+                raise TypeError(f"limit must be an int, not {type(limit).__name__}")
+            if not 1 <= limit <= MAX_PAGE_SIZE:
+                raise ValueError(f"limit must be between 1 and {MAX_PAGE_SIZE}, not {limit}")
+            try:
+                after = None if cursor is None else _decode_cursor(cursor)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(
+                    f"malformed cursor {str(cursor)[:60]!r} ({exc}); pass the next_cursor "
+                    "of a previous page, or None for the first page"
+                ) from exc
+        return await self._call(
+            "list_sessions", lambda conn: _list_sessions(conn, cwd, after, limit)
+        )
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Delete a session and its entries; False if there was none."""
+        return await self._call("delete_session", lambda conn: _delete_session(conn, session_id))
+
+    async def _call(self, what: str, op: Callable[[sqlite3.Connection], T]) -> T:
+        if self._closed:
+            raise _closed(what, self._path)
+        return await self._worker.run(what, op)
+
+    @contextmanager
+    def _refusing(self, what: str) -> Iterator[None]:
+        """Arguments checked on the caller's side fail with the same StoreError shape."""
+        try:
+            yield
+        except (TypeError, ValueError) as exc:
+            raise _failure(what, self._path, exc, named=False) from exc

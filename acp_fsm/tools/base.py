@@ -1,0 +1,96 @@
+"""What a tool is, and what it may use while running.
+
+A tool is described to the model by `name`, `description` and a JSON Schema for its arguments
+(names and arguments are a public contract). The runtime asks it, for one call, how the call
+looks to the editor (`view`), whether it needs the user's permission (`needs_permission`), and
+then runs it with a `ToolEnv`. A tool never raises for a failure of the action itself: it
+returns a `ToolOutcome` with `is_error` set, which becomes the tool result the model reads.
+It raises `protocol.cancel.Cancelled` when the turn's token fires, after cleaning up (processes
+killed, client terminals killed and released).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from protocol.cancel import CancellationToken
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallView:
+    """How a call looks in the editor (ACP ToolCall fields)."""
+
+    title: str
+    kind: str  # ACP ToolKind: read, edit, delete, move, search, execute, think, fetch, other
+    locations: tuple[dict[str, Any], ...] = ()  # ACP ToolCallLocation: {"path", "line"?}
+    raw_input: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """The result of running a call.
+
+    `output` is what the model reads (never empty); `content` the ACP ToolCallContent blocks
+    the editor shows (text, `diff` for edits, `terminal`); `locations` replaces the view's when
+    set (e.g. the lines an edit touched).
+    """
+
+    output: str
+    is_error: bool = False
+    content: tuple[dict[str, Any], ...] = ()
+    locations: tuple[dict[str, Any], ...] | None = None
+
+
+class ClientBridge(Protocol):
+    """The editor's file system and terminals (ACP fs/* and terminal/*), as advertised."""
+
+    @property
+    def can_read_files(self) -> bool: ...
+    @property
+    def can_write_files(self) -> bool: ...
+    @property
+    def has_terminal(self) -> bool: ...
+
+    async def read_text_file(self, path: str, line: int | None = None,
+                             limit: int | None = None) -> str: ...
+    async def write_text_file(self, path: str, content: str) -> None: ...
+    async def create_terminal(self, command: str, args: list[str], cwd: str,
+                              output_byte_limit: int) -> str: ...
+    async def terminal_output(self, terminal_id: str) -> dict[str, Any]: ...
+    async def wait_for_terminal_exit(self, terminal_id: str) -> dict[str, Any]: ...
+    async def kill_terminal(self, terminal_id: str) -> None: ...
+    async def release_terminal(self, terminal_id: str) -> None: ...
+
+
+class ToolEnv(Protocol):
+    """What a running call may use."""
+
+    @property
+    def cwd(self) -> Path: ...
+    @property
+    def roots(self) -> tuple[Path, ...]: ...  # cwd and the session's additionalDirectories
+    @property
+    def token(self) -> CancellationToken: ...
+    @property
+    def client(self) -> ClientBridge: ...
+
+    def report(self, content: tuple[dict[str, Any], ...]) -> None:
+        """Show progress content now (e.g. a terminal block while a command runs)."""
+
+
+class Tool(Protocol):
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    kind: str
+
+    def validate(self, args: dict[str, Any]) -> str | None:
+        """Why `args` cannot be run (the model is told), or None."""
+
+    def view(self, args: dict[str, Any], env: ToolEnv) -> ToolCallView: ...
+
+    def needs_permission(self, args: dict[str, Any], env: ToolEnv) -> bool: ...
+
+    async def run(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome: ...

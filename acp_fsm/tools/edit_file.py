@@ -1,0 +1,76 @@
+"""edit_file: replace an exact piece of text in a file, shown to the editor as a diff."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acp_fsm.tools.base import ToolEnv, ToolOutcome
+from acp_fsm.tools.common import MutatingTool, ToolError, plural
+from acp_fsm.tools.files import diff_block, load_text, store_text
+
+
+def first_changed_line(text: str, old_text: str, new_text: str) -> int:
+    """The 1-based line of `text` where replacing the first `old_text` by `new_text` changes
+    something (they may share leading context lines)."""
+    shared = 0
+    for old_char, new_char in zip(old_text, new_text, strict=False):
+        if old_char != new_char:
+            break
+        shared += 1
+    return text.count("\n", 0, text.index(old_text) + shared) + 1
+
+
+class EditFile(MutatingTool):
+    name = "edit_file"
+    description = (
+        "Replace text in an existing file. `old_text` must match the file exactly (read the "
+        "file first) and occur exactly once; include a few surrounding lines to make it unique, "
+        "or set replace_all to change every occurrence. Use write_file to create a file."
+    )
+    arguments = "EditFileArguments"
+    kind = "edit"
+
+    def title(self, args: dict[str, Any], env: ToolEnv) -> str:
+        return f"Edit {self.shown(args, env)}"
+
+    def check(self, args: dict[str, Any]) -> str | None:
+        if args["old_text"] == "":
+            return "old_text is empty; give the exact text to replace (use write_file to " \
+                   "create or overwrite a whole file)"
+        if args["old_text"] == args["new_text"]:
+            return "old_text and new_text are the same; there is nothing to change"
+        return None
+
+    async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        path, shown = self.target(args, env), self.shown(args, env)
+        old_text: str = args["old_text"]
+        new_text: str = args["new_text"]
+        replace_all = bool(args.get("replace_all", False))
+        text = await load_text(env, path, shown, exact=True)
+        if text is None:
+            raise ToolError(f"File not found: {shown} (use write_file to create a file)")
+        count = text.count(old_text)
+        if count == 0 and "\r\n" in text and "\r\n" not in old_text:
+            # The model writes `\n`; match a CRLF file by its own line endings.
+            old_text = old_text.replace("\n", "\r\n")
+            new_text = new_text.replace("\n", "\r\n")
+            count = text.count(old_text)
+        if count == 0:
+            raise ToolError(
+                f"old_text was not found in {shown}. It must match the file exactly, including "
+                "whitespace and indentation; read the file again and copy the text to replace."
+            )
+        if count > 1 and not replace_all:
+            raise ToolError(
+                f"old_text occurs {count} times in {shown}. Include more surrounding lines so it "
+                "occurs once, or set replace_all to true to replace every occurrence."
+            )
+        updated = text.replace(old_text, new_text, -1 if replace_all else 1)
+        await store_text(env, path, shown, updated)
+        line = first_changed_line(text, old_text, new_text)
+        return ToolOutcome(
+            f"Edited {shown}: replaced {plural(count, 'occurrence')}, first change at line "
+            f"{line}.",
+            content=(diff_block(path, text, updated),),
+            locations=({"path": str(path), "line": line},),
+        )

@@ -1,0 +1,200 @@
+"""A shell command as a local child process, for when the editor offers no terminal.
+
+The child runs in its own session (so its own process group), reads /dev/null and writes
+stdout and stderr to one pipe of its own: it can never touch the agent's protocol stdout
+(NOTES §4-§5), and the shell and everything it started can be stopped together. When the shell
+exits, children it left in the background are stopped too, so no call leaks processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from acp_fsm.tools.common import ToolError, describe_os_error
+from protocol.cancel import CancellationToken
+
+# Output kept for the model: the first HEAD and the last TAIL bytes; the middle is counted.
+OUTPUT_HEAD_BYTES = 16 * 1024
+OUTPUT_TAIL_BYTES = 48 * 1024
+# After SIGTERM, how long the process group has to exit before SIGKILL.
+KILL_GRACE_SECONDS = 2.0
+# How often the group is checked while it shuts down.
+GROUP_POLL_SECONDS = 0.02
+# After the shell exits, how long output still in flight (or held by children) is awaited.
+PIPE_DRAIN_SECONDS = 0.5
+# A UTF-8 character is at most 4 bytes: at most 3 continuation bytes start a cut tail.
+_MAX_CONTINUATION_BYTES = 3
+
+
+class OutputCapture:
+    """Keeps the first `head` and last `tail` bytes of a stream and counts the bytes between."""
+
+    def __init__(self, head: int = OUTPUT_HEAD_BYTES, tail: int = OUTPUT_TAIL_BYTES) -> None:
+        self._head_limit = head
+        self._tail_limit = tail
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.dropped = 0
+
+    def __repr__(self) -> str:
+        return f"<OutputCapture kept={len(self._head) + len(self._tail)} dropped={self.dropped}>"
+
+    def feed(self, chunk: bytes) -> None:
+        room = self._head_limit - len(self._head)
+        if room > 0:
+            self._head += chunk[:room]
+            chunk = chunk[room:]
+        self._tail += chunk
+        excess = len(self._tail) - self._tail_limit
+        if excess > 0:
+            del self._tail[:excess]
+            self.dropped += excess
+
+    def text(self) -> str:
+        """The kept output as text, with a marker where bytes were dropped."""
+        if not self.dropped:
+            return (self._head + self._tail).decode("utf-8", "replace")
+        tail = bytes(self._tail)
+        start = 0
+        while start < min(len(tail), _MAX_CONTINUATION_BYTES) and tail[start] & 0xC0 == 0x80:
+            start += 1  # do not show half a character where the cut fell
+        return (
+            self._head.decode("utf-8", "ignore")
+            + f"\n[... {self.dropped:,} bytes of output omitted: showing the first "
+            f"{self._head_limit:,} and the last {self._tail_limit:,} bytes ...]\n"
+            + tail[start:].decode("utf-8", "replace")
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LocalResult:
+    """How a local command ended. `returncode` is negative (-signal) when a signal killed it."""
+
+    returncode: int | None
+    timed_out: bool
+    output: str
+    stopped_background: bool
+
+
+def _signal_group(pgid: int, signum: int) -> bool:
+    """Send `signum` to the group; False when no process of it could be signalled."""
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _live_member_in_proc(pgid: int) -> bool:
+    """Scan /proc for a non-zombie process in group `pgid`.
+
+    An orphaned child that died stays a zombie, and still counts for killpg, until init reaps
+    it; a container whose init never reaps would otherwise look busy forever.
+    """
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(os.path.join(entry.path, "stat"), encoding="ascii",
+                          errors="replace") as handle:
+                    stat = handle.read()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[-1].split()  # after "pid (comm)": state, ppid, pgrp
+            if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+                return True
+    return False
+
+
+def group_alive(pgid: int) -> bool:
+    """True while a live (non-zombie) process belongs to process group `pgid`."""
+    if not _signal_group(pgid, 0):
+        return False
+    return _live_member_in_proc(pgid) if os.path.isdir("/proc") else True
+
+
+class _CommandProtocol(asyncio.SubprocessProtocol):
+    """Feeds the child's output to a capture and signals exit and end of output separately.
+
+    (On Python 3.11 `Process.wait()` also waits for the pipes to close, which a background
+    child can hold open for as long as it runs; the exit itself is what decides here.)
+    """
+
+    def __init__(self, capture: OutputCapture) -> None:
+        loop = asyncio.get_running_loop()
+        self.capture = capture
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.output_closed: asyncio.Future[None] = loop.create_future()
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        self.capture.feed(data if isinstance(data, bytes) else data.encode("utf-8"))
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if not self.output_closed.done():
+            self.output_closed.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+async def _settle(future: asyncio.Future[None], seconds: float) -> bool:
+    """Wait up to `seconds` for `future` without cancelling it; True when it is done."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(future), seconds)
+    return future.done()
+
+
+async def stop_group(pgid: int, exited: asyncio.Future[None]) -> None:
+    """SIGTERM the command's process group, SIGKILL what is left after the grace, and wait
+    (bounded) until the shell, which leads the group, has exited and been reaped."""
+    if group_alive(pgid) and _signal_group(pgid, signal.SIGTERM):
+        for _ in range(round(KILL_GRACE_SECONDS / GROUP_POLL_SECONDS)):
+            if exited.done() and not group_alive(pgid):
+                break
+            await asyncio.sleep(GROUP_POLL_SECONDS)  # polled: exits of other processes
+        _signal_group(pgid, signal.SIGKILL)  # a no-op when everything already exited
+    await _settle(exited, KILL_GRACE_SECONDS)
+
+
+async def run_local(command: str, cwd: Path, seconds: float,
+                    token: CancellationToken) -> LocalResult:
+    """Run `sh -c command` in `cwd`; stop it after `seconds` or when `token` fires.
+
+    Raises `Cancelled` (after the group was stopped and reaped) when the token fired, and
+    `ToolError` when the shell could not be started.
+    """
+    capture = OutputCapture()
+    loop = asyncio.get_running_loop()
+    try:
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _CommandProtocol(capture), "sh", "-c", command, cwd=cwd,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ToolError(f"Could not start the command: {describe_os_error(exc)}") from exc
+    pgid = transport.get_pid()  # the shell leads its own group (start_new_session)
+    timed_out = False
+    stopped_background = False
+    try:
+        try:
+            await token.race(asyncio.wait_for(asyncio.shield(protocol.exited), seconds))
+        except TimeoutError:
+            timed_out = True
+        else:
+            await _settle(protocol.output_closed, PIPE_DRAIN_SECONDS)
+            stopped_background = group_alive(pgid)
+    finally:
+        await stop_group(pgid, protocol.exited)
+        # Only a process that left the group (e.g. with setsid) can still hold the pipe now.
+        await _settle(protocol.output_closed, PIPE_DRAIN_SECONDS)
+        transport.close()
+    return LocalResult(transport.get_returncode(), timed_out, capture.text(), stopped_background)

@@ -1,0 +1,165 @@
+"""run_command: a shell command in the session cwd, in the editor's terminal when it has one.
+
+With a client terminal (ACP terminal/*) the editor shows the command live: create, embed the
+terminal in the call at once, wait for exit (raced against the timeout and the turn's token),
+kill on timeout or cancel, read the output, and always release. Otherwise the command runs as
+a local child process (`acp_fsm.tools.process`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Awaitable
+from typing import Any
+
+import structlog
+
+from acp_fsm.tools.base import ClientBridge, ToolCallView, ToolEnv, ToolOutcome
+from acp_fsm.tools.common import MutatingTool, ask_client, text_block
+from acp_fsm.tools.process import OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, OutputCapture, run_local
+from protocol.cancel import Cancelled
+
+log = structlog.get_logger("acp.tools")
+
+# Time a command may run when the call gives no timeout_ms.
+DEFAULT_TIMEOUT_MS = 120_000
+# The longest timeout_ms a call may ask for.
+MAX_TIMEOUT_MS = 600_000
+# Output bytes the editor is asked to keep for a terminal (the same budget as local runs).
+TERMINAL_OUTPUT_BYTE_LIMIT = OUTPUT_HEAD_BYTES + OUTPUT_TAIL_BYTES
+# Bound on each cleanup request (terminal/kill, terminal/release), which runs even on cancel.
+CLEANUP_TIMEOUT_SECONDS = 5.0
+# Characters of the command shown in the editor's title.
+TITLE_COMMAND_CHARS = 80
+
+
+def signal_name(number: int) -> str:
+    """`SIGTERM` for 15; the bare number for a signal Python does not name."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+def short_command(command: str) -> str:
+    """The command's first line, cut to `TITLE_COMMAND_CHARS` for a title."""
+    lines = command.strip().splitlines() or [""]
+    first = lines[0]
+    if len(first) > TITLE_COMMAND_CHARS or len(lines) > 1:
+        return first[:TITLE_COMMAND_CHARS].rstrip() + "…"
+    return first
+
+
+def status_line(exit_code: int | None, signal_text: str | None,
+                timed_out_ms: int | None) -> str:
+    """How the command ended, first in what the model reads."""
+    if timed_out_ms is not None:
+        return f"Timed out after {timed_out_ms} ms; the command was killed."
+    if exit_code is not None:
+        return f"Exit code: {exit_code}"
+    if signal_text:
+        return f"Killed by signal {signal_text}"
+    return "Exit status unknown."
+
+
+def capped(text: str) -> str:
+    """`text` within the head+tail output budget."""
+    capture = OutputCapture()
+    capture.feed(text.encode("utf-8"))
+    return capture.text()
+
+
+async def _cleanup(request: Awaitable[None], what: str, terminal_id: str) -> None:
+    """A cleanup request that must not fail the call (nor hang it)."""
+    try:
+        await asyncio.wait_for(request, CLEANUP_TIMEOUT_SECONDS)
+    except Exception as exc:
+        log.warning("terminal_cleanup_failed", request=what, terminal_id=terminal_id,
+                    error=str(exc))
+
+
+async def _exit_or_timeout(client: ClientBridge, terminal_id: str,
+                           seconds: float) -> dict[str, Any] | None:
+    """The terminal's exit status, or None when it did not exit within `seconds`."""
+    try:
+        return await asyncio.wait_for(client.wait_for_terminal_exit(terminal_id), seconds)
+    except TimeoutError:
+        return None
+
+
+class RunCommand(MutatingTool):
+    name = "run_command"
+    description = (
+        "Run a shell command (`sh -c`) in the working directory, non-interactively (stdin is "
+        "empty). Returns the exit code, then stdout and stderr together. Long output keeps its "
+        f"first {OUTPUT_HEAD_BYTES // 1024} KiB and last {OUTPUT_TAIL_BYTES // 1024} KiB. "
+        f"Killed after timeout_ms (default {DEFAULT_TIMEOUT_MS // 1000} s, at most "
+        f"{MAX_TIMEOUT_MS // 1000} s); background processes are stopped when it exits."
+    )
+    arguments = "RunCommandArguments"
+    kind = "execute"
+
+    def check(self, args: dict[str, Any]) -> str | None:
+        if not args["command"].strip():
+            return "command is blank"
+        return None
+
+    def title(self, args: dict[str, Any], env: ToolEnv) -> str:
+        return f"Run `{short_command(str(args.get('command', '')))}`"
+
+    def view(self, args: dict[str, Any], env: ToolEnv) -> ToolCallView:
+        return ToolCallView(title=self.title(args, env), kind=self.kind, raw_input=dict(args))
+
+    async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        command: str = args["command"]
+        timeout_ms = int(args.get("timeout_ms", DEFAULT_TIMEOUT_MS))
+        if env.client.has_terminal:
+            return await self._in_terminal(command, timeout_ms, env)
+        result = await run_local(command, env.cwd, timeout_ms / 1000, env.token)
+        code = result.returncode
+        status = status_line(
+            code if code is not None and code >= 0 else None,
+            signal_name(-code) if code is not None and code < 0 else None,
+            timeout_ms if result.timed_out else None,
+        )
+        if result.stopped_background:
+            status += "\n[Processes the command left running in the background were stopped.]"
+        output = f"{status}\n{result.output or '(no output)'}"
+        return ToolOutcome(output, content=(text_block(output),))
+
+    async def _in_terminal(self, command: str, timeout_ms: int, env: ToolEnv) -> ToolOutcome:
+        client = env.client
+        terminal_id = await ask_client(
+            env,
+            client.create_terminal("sh", ["-c", command], str(env.cwd),
+                                   TERMINAL_OUTPUT_BYTE_LIMIT),
+            "start a terminal",
+        )
+        block = {"type": "terminal", "terminalId": terminal_id}
+        try:
+            env.report((block,))
+            try:
+                exit_status = await ask_client(
+                    env, _exit_or_timeout(client, terminal_id, timeout_ms / 1000),
+                    "wait for the command")
+            except Cancelled:
+                await _cleanup(client.kill_terminal(terminal_id), "kill", terminal_id)
+                raise
+            if exit_status is None:
+                await _cleanup(client.kill_terminal(terminal_id), "kill", terminal_id)
+            result = await ask_client(env, client.terminal_output(terminal_id),
+                                      "read the terminal output")
+        finally:
+            await _cleanup(client.release_terminal(terminal_id), "release", terminal_id)
+        status = dict(exit_status or result.get("exitStatus") or {})
+        text = status_line(
+            status.get("exitCode"),
+            status.get("signal") or None,
+            timeout_ms if exit_status is None else None,
+        )
+        if result.get("truncated"):
+            text += (f"\n[The editor kept only the last {TERMINAL_OUTPUT_BYTE_LIMIT:,} bytes of "
+                     "the output.]")
+        output = capped(str(result.get("output") or "")) or "(no output)"
+        return ToolOutcome(f"{text}\n{output}", content=(block,))

@@ -1,0 +1,40 @@
+"""write_file: create or overwrite a text file, shown to the editor as a diff."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acp_fsm.tools.base import ToolEnv, ToolOutcome
+from acp_fsm.tools.common import MutatingTool, plural
+from acp_fsm.tools.files import count_lines, diff_block, load_text, store_text
+
+
+class WriteFile(MutatingTool):
+    name = "write_file"
+    description = (
+        "Create a text file or replace its whole content. Prefer edit_file to change part of an "
+        "existing file. Missing parent directories are created."
+    )
+    arguments = "WriteFileArguments"
+    kind = "edit"
+
+    def title(self, args: dict[str, Any], env: ToolEnv) -> str:
+        return f"Write {self.shown(args, env)}"
+
+    async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        path, shown = self.target(args, env), self.shown(args, env)
+        content: str = args["content"]
+        old = await load_text(env, path, shown, exact=False)
+        await store_text(env, path, shown, content)
+        lines = plural(count_lines(content), "line")
+        if old is None:
+            summary = f"Created {shown} ({lines})."
+        elif old == content:
+            summary = f"Wrote {shown} ({lines}); the content was already the same."
+        else:
+            summary = f"Wrote {shown} ({lines}, was {plural(count_lines(old), 'line')})."
+        return ToolOutcome(
+            summary,
+            content=(diff_block(path, old, content),),
+            locations=({"path": str(path)},),
+        )

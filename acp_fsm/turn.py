@@ -1,0 +1,429 @@
+"""The turn runner: drives the turn machine (`fsm/turn.py`) for one `session/prompt`.
+
+The runner fires a trigger, then does the work of the state it lands in (`_work`): a model call
+in `streaming`, permission requests in `awaiting_permission`, tool runs in `running_tools`,
+synthetic results in `draining`. Work is awaited here, never inside transition callbacks.
+Every wait of the turn is guarded by the session's token, taken when the prompt arrived:
+when it fires, the current work ends with `Cancelled` (the stream's connection closes, a
+pending client request is released, a running command is killed) and the turn drains.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from acp_fsm import transcript, updates
+from acp_fsm.client import Client
+from acp_fsm.tools import TOOLS, tool_specs
+from acp_fsm.tools.base import Tool, ToolCallView, ToolOutcome
+from fsm.turn import CANCELLABLE, FINAL, TURN, TurnState, TurnTrigger
+from protocol.cancel import CancellationToken, Cancelled
+from protocol.errors import AuthRequired, InternalError, OutboundCancelled, OutboundError, RpcError
+from providers import open_stream
+from providers.config import ConfigError, ProviderConfig, load_config
+from providers.errors import ProviderError, StreamCancelled
+from providers.types import (
+    AssistantMessage,
+    Finished,
+    ModelRequest,
+    StopReason,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallPart,
+    ToolResultPart,
+)
+
+if TYPE_CHECKING:
+    from acp_fsm.session import Session
+
+log = structlog.get_logger("turn")
+
+DEFAULT_MAX_TURN_REQUESTS = 50
+OFFICIAL_HOSTS = ("api.openai.com", "api.anthropic.com")
+PERMISSION_OPTIONS = [
+    {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
+    {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
+    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+    {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
+]
+SYSTEM_PROMPT = """You are acp-fsm, a coding agent working inside the user's editor.
+The project is at {cwd}. Use the tools to read, search and change files and to run commands;
+paths may be relative to the project. Prefer small, precise edits (edit_file) over rewriting
+whole files. Some calls need the user's permission; when one is denied, do not insist."""
+
+
+def max_turn_requests() -> int:
+    """Model calls allowed per prompt (`ACP_FSM_MAX_TURN_REQUESTS`, default 50)."""
+    raw = os.environ.get("ACP_FSM_MAX_TURN_REQUESTS", "")
+    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_TURN_REQUESTS
+
+
+ACP_STOP = {
+    StopReason.END_TURN: "end_turn",
+    StopReason.TOOL_USE: "end_turn",
+    StopReason.MAX_TOKENS: "max_tokens",
+    StopReason.REFUSAL: "refusal",
+}
+
+
+class TurnFailed(Exception):
+    """The turn cannot go on; `error` answers the prompt."""
+
+    def __init__(self, error: RpcError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+@dataclass(slots=True)
+class PendingCall:
+    """One tool call of the current assistant message, on its way to a result."""
+
+    call: ToolCallPart
+    tool: Tool | None
+    view: ToolCallView
+    decision: str | None = None  # "allow", "deny" (with `reason`), or None = ask the user
+    reason: str = ""
+    started: bool = False
+    result: ToolResultPart | None = None
+
+
+class TurnEnv:
+    """The `ToolEnv` of one turn."""
+
+    def __init__(self, session: Session, token: CancellationToken, client: Client,
+                 report: Callable[[tuple[dict[str, Any], ...]], None]) -> None:
+        self._session = session
+        self._token = token
+        self._client = client
+        self._report = report
+
+    @property
+    def cwd(self) -> Path:
+        return self._session.cwd
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        return self._session.roots
+
+    @property
+    def token(self) -> CancellationToken:
+        return self._token
+
+    @property
+    def client(self) -> Client:
+        return self._client
+
+    def report(self, content: tuple[dict[str, Any], ...]) -> None:
+        self._report(content)
+
+
+class Turn:
+    """One prompt turn. `state` is driven by the turn machine."""
+
+    state: str
+    trigger: Callable[[str], bool]
+
+    def __init__(self, session: Session, token: CancellationToken) -> None:
+        self.session = session
+        self.token = token
+        self.machine = TURN.build(self)
+        self.requests = 0
+        self.calls: list[PendingCall] = []
+        self.stop_reason = "end_turn"
+        self.error: RpcError | None = None
+        self.path: list[str] = [self.state]
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._client = Client(session.server, session.id, token)
+        self._config: ProviderConfig | None = None
+        self._work: dict[str, Callable[[], Awaitable[None]]] = {
+            TurnState.STREAMING: self._stream,
+            TurnState.AWAITING_PERMISSION: self._ask_permissions,
+            TurnState.RUNNING_TOOLS: self._run_tools,
+            TurnState.DRAINING: self._drain,
+        }
+
+    def __repr__(self) -> str:
+        return (f"<Turn {self.session.id} {self.state} requests={self.requests} "
+                f"calls={len(self.calls)} token={self.token!r}>")
+
+    # ------------------------------------------------------------------ driving
+
+    def _fire(self, trigger: TurnTrigger) -> None:
+        before = self.state
+        self.trigger(trigger.value)
+        self.path.append(self.state)
+        log.debug("turn_transition", trigger=trigger.value, source=before, dest=self.state)
+
+    def needs_permission(self) -> bool:
+        """Guard of `tools_requested`: some call waits for the user's answer."""
+        return any(pc.decision is None for pc in self.calls)
+
+    async def run(self) -> str:
+        """Run to a final state; the ACP stop reason, or raise the RpcError of a failure."""
+        self._fire(TurnTrigger.START)
+        while self.state not in FINAL:
+            state = self.state
+            try:
+                await self._work[state]()
+            except Cancelled:
+                pass  # the token fired; the cancel transition follows
+            except TurnFailed as failure:
+                await self._fail(failure.error)
+            except Exception as exc:
+                log.exception("turn_work_failed", state=state)
+                await self._fail(InternalError(f"Internal error in {state}: {exc}"))
+            if self.state in CANCELLABLE and self.token.is_cancelled:
+                self._fire(TurnTrigger.CANCEL)
+            elif self.state == state and self.state not in FINAL:
+                await self._fail(InternalError(f"Internal error: the turn stalled in {state}"))
+        await self.session.record_turn_end(self.state_stop_reason)
+        log.info("turn_finished", state=self.state, path=" → ".join(self.path),
+                 requests=self.requests)
+        if self.state == TurnState.FAILED:
+            assert self.error is not None
+            raise self.error
+        return self.state_stop_reason
+
+    @property
+    def state_stop_reason(self) -> str:
+        if self.state == TurnState.CANCELLED:
+            return transcript.CANCELLED
+        if self.state == TurnState.FAILED:
+            return "error"
+        return self.stop_reason
+
+    async def _fail(self, error: RpcError) -> None:
+        self.error = error
+        await self._answer_open_calls(transcript.LOST)
+        self._fire(TurnTrigger.FAIL)
+
+    def _update(self, update: dict[str, Any]) -> None:
+        self.session.send_update(update)
+
+    # ------------------------------------------------------------------ streaming
+
+    def config(self) -> ProviderConfig:
+        if self._config is None:
+            try:
+                config = load_config()
+            except ConfigError as exc:
+                raise TurnFailed(InternalError(f"Configuration error: {exc}")) from None
+            if not config.api_key and any(h in config.base_url for h in OFFICIAL_HOSTS):
+                raise TurnFailed(AuthRequired(
+                    "No API key configured: set ANTHROPIC_API_KEY (Anthropic) or "
+                    "OPENAI_API_KEY (OpenAI; choose it with ACP_FSM_PROVIDER=openai), or point "
+                    "OPENAI_BASE_URL at a local OpenAI-compatible server"))
+            self._config = config
+        return self._config
+
+    def _request(self) -> ModelRequest:
+        config = self.config()
+        messages = self.session.messages_for_model()
+        return ModelRequest(model=config.model, messages=tuple(messages),
+                            system=SYSTEM_PROMPT.format(cwd=self.session.cwd),
+                            tools=tool_specs(), max_tokens=config.max_tokens)
+
+    async def _stream(self) -> None:
+        self.calls = []
+        self.requests += 1
+        stream = open_stream(self._request(), self.token, self.config())
+        finished: Finished | None = None
+        try:
+            async with stream:
+                async for event in stream:
+                    if isinstance(event, TextDelta):
+                        self._update(updates.chunk("agent_message_chunk",
+                                                   updates.text_content(event.text)))
+                    elif isinstance(event, ThinkingDelta):
+                        self._update(updates.chunk("agent_thought_chunk",
+                                                   updates.text_content(event.text)))
+                    elif isinstance(event, Finished):
+                        finished = event
+        except StreamCancelled as cancelled:
+            await self._keep_partial(cancelled.partial, transcript.CANCELLED)
+            raise
+        except ProviderError as exc:
+            await self._keep_partial(stream.partial, "error")
+            raise TurnFailed(InternalError(str(exc), data=_error_data(exc))) from None
+        assert finished is not None, "a stream ends with Finished or an exception"
+        message = finished.message
+        self.calls = [self._pending(call) for call in message.tool_calls]
+        views = {pc.call.id: updates.view_body(pc.view) for pc in self.calls}
+        await self.session.add_assistant(message, finished.stop_reason.value, views)
+        if not self.calls:
+            self.stop_reason = ACP_STOP[finished.stop_reason]
+            self._fire(TurnTrigger.MODEL_DONE)
+            return
+        for pc in self.calls:
+            self._update(updates.tool_call(pc.call.id, views[pc.call.id]))
+        self._fire(TurnTrigger.TOOLS_REQUESTED)
+
+    async def _keep_partial(self, partial: AssistantMessage, stop_reason: str) -> None:
+        """Store what was streamed before a cancel or failure (no tool calls: unanswered
+        calls of a cut message are dropped, complete ones are never run)."""
+        kept = AssistantMessage(tuple(p for p in partial.parts if not isinstance(p, ToolCallPart)))
+        if kept.parts:
+            await self.session.add_assistant(kept, stop_reason, {})
+
+    def _pending(self, call: ToolCallPart) -> PendingCall:
+        tool = TOOLS.get(call.name)
+        generic = ToolCallView(title=call.name or "tool call", kind="other",
+                               raw_input=call.arguments)
+        if call.error is not None:
+            return PendingCall(call, tool, generic, "deny",
+                               f"Invalid arguments for {call.name}: {call.error}. Call it again "
+                               "with a JSON object that matches the tool's schema.")
+        if tool is None:
+            return PendingCall(call, None, generic, "deny",
+                               f"Unknown tool {call.name!r}. Available tools: "
+                               f"{', '.join(TOOLS)}.")
+        problem = tool.validate(call.arguments)
+        if problem is not None:
+            return PendingCall(call, tool, generic, "deny",
+                               f"Invalid arguments for {call.name}: {problem}")
+        env = self._env(call.id)
+        pending = PendingCall(call, tool, tool.view(call.arguments, env))
+        remembered = self.session.always.get(call.name)
+        if remembered is not None:
+            pending.decision = "allow" if remembered else "deny"
+            pending.reason = "" if remembered else _denied(call.name, always=True)
+        elif not tool.needs_permission(call.arguments, env):
+            pending.decision = "allow"
+        return pending
+
+    def _env(self, call_id: str) -> TurnEnv:
+        def report(content: tuple[dict[str, Any], ...]) -> None:
+            self._update(updates.tool_call_update(call_id, "in_progress", content=list(content)))
+
+        return TurnEnv(self.session, self.token, self._client, report)
+
+    # ---------------------------------------------------------------- permission
+
+    async def _ask_permissions(self) -> None:
+        for pc in self.calls:
+            if pc.decision is not None:
+                continue
+            remembered = self.session.always.get(pc.call.name)  # answered earlier this turn
+            if remembered is not None:
+                pc.decision = "allow" if remembered else "deny"
+                pc.reason = "" if remembered else _denied(pc.call.name, always=True)
+                continue
+            await self._ask(pc)
+        self._fire(TurnTrigger.PERMISSIONS_SETTLED)
+
+    async def _ask(self, pc: PendingCall) -> None:
+        params = {
+            "sessionId": self.session.id,
+            "toolCall": updates.tool_call_fields(pc.call.id, updates.view_body(pc.view)),
+            "options": PERMISSION_OPTIONS,
+        }
+        try:
+            answer = await self.session.server.call_client(
+                "session/request_permission", params, token=self.token)
+        except OutboundCancelled:
+            raise Cancelled(self.token.reason or "cancelled") from None
+        except OutboundError as exc:
+            pc.decision, pc.reason = "deny", _unanswered(pc.call.name, exc)
+            return
+        outcome = answer["outcome"]
+        if outcome["outcome"] == "cancelled":
+            if self.token.is_cancelled:
+                raise Cancelled(self.token.reason or "cancelled")
+            pc.decision = "deny"
+            pc.reason = (f"The permission request for this {pc.call.name} call was cancelled "
+                         "by the client, so the call was not run.")
+            return
+        kind = {o["optionId"]: o["kind"] for o in PERMISSION_OPTIONS}.get(outcome["optionId"])
+        if kind is None:
+            pc.decision = "deny"
+            pc.reason = f"The client answered with an unknown option {outcome['optionId']!r}."
+            return
+        allowed = kind.startswith("allow")
+        if kind.endswith("always"):
+            self.session.always[pc.call.name] = allowed
+        pc.decision = "allow" if allowed else "deny"
+        pc.reason = "" if allowed else _denied(pc.call.name, always=kind.endswith("always"))
+
+    # --------------------------------------------------------------------- tools
+
+    async def _run_tools(self) -> None:
+        for pc in self.calls:
+            if pc.result is not None:
+                continue
+            if pc.decision != "allow" or pc.tool is None:
+                await self._answer(pc, ToolOutcome(pc.reason, is_error=True))
+                continue
+            pc.started = True
+            self._update(updates.tool_call_update(pc.call.id, "in_progress"))
+            try:
+                outcome = await pc.tool.run(pc.call.arguments, self._env(pc.call.id))
+            except Cancelled:
+                raise
+            except Exception as exc:  # a tool bug is a tool result, not a turn failure
+                log.exception("tool_failed", tool=pc.call.name)
+                outcome = ToolOutcome(f"The tool failed unexpectedly: {exc}", is_error=True)
+            await self._answer(pc, outcome)  # it finished: its real result is kept
+            self.token.raise_if_cancelled()
+        if self.requests >= max_turn_requests():
+            self.stop_reason = "max_turn_requests"
+            self._fire(TurnTrigger.LIMIT_REACHED)
+        else:
+            self._fire(TurnTrigger.TOOLS_DONE)
+
+    async def _answer(self, pc: PendingCall, outcome: ToolOutcome) -> None:
+        """Record a call's result: a final update, then the stored result."""
+        output = outcome.output or "(no output)"
+        status = "failed" if outcome.is_error else "completed"
+        content = list(outcome.content) or [updates.text_block(output)]
+        locations = list(outcome.locations) if outcome.locations is not None else None
+        pc.result = ToolResultPart(pc.call.id, output, outcome.is_error)
+        self._update(updates.tool_call_update(pc.call.id, status, content=content,
+                                              locations=locations))
+        await self.session.add_result(pc.result, updates.final_view(status, content, locations))
+
+    async def _answer_open_calls(self, wording: str) -> None:
+        for pc in self.calls:
+            if pc.result is None:
+                await self._answer(pc, ToolOutcome(wording, is_error=True))
+
+    # ------------------------------------------------------------------ draining
+
+    async def _drain(self) -> None:
+        for pc in self.calls:
+            if pc.result is None:
+                wording = transcript.INTERRUPTED if pc.started else transcript.NOT_STARTED
+                await self._answer(pc, ToolOutcome(wording, is_error=True))
+        self._fire(TurnTrigger.DRAINED)
+
+
+def _denied(tool: str, *, always: bool) -> str:
+    if always:
+        return (f"Denied by the user: they chose to always reject {tool} in this session, so "
+                "the call was not run.")
+    return (f"Denied by the user: they rejected this {tool} call, so it was not run. Do not "
+            "retry it unless they ask.")
+
+
+def _unanswered(tool: str, exc: OutboundError) -> str:
+    from protocol.errors import OutboundTimeout
+
+    if isinstance(exc, OutboundTimeout):
+        return (f"No response from the user: the permission request for this {tool} call "
+                "timed out, so the call was not run.")
+    return f"The permission request failed ({exc}), so this {tool} call was not run."
+
+
+def _error_data(exc: ProviderError) -> dict[str, Any]:
+    data: dict[str, Any] = {"provider": exc.provider, "retryable": exc.retryable}
+    if exc.status is not None:
+        data["status"] = exc.status
+    if exc.error_type is not None:
+        data["type"] = exc.error_type
+    return data

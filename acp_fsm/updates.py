@@ -1,0 +1,65 @@
+"""Builders of `session/update` payloads (ACP: SessionUpdate), shared by live turns and replay
+so a loaded session looks exactly as it did live."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acp_fsm.tools.base import ToolCallView
+
+
+def text_content(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def chunk(kind: str, content: dict[str, Any]) -> dict[str, Any]:
+    """`user_message_chunk`, `agent_message_chunk` or `agent_thought_chunk`."""
+    return {"sessionUpdate": kind, "content": content}
+
+
+def view_body(view: ToolCallView) -> dict[str, Any]:
+    """The stored form of a call's initial view (replayed as its `tool_call`)."""
+    return {"title": view.title, "kind": view.kind, "locations": list(view.locations),
+            "rawInput": view.raw_input}
+
+
+def tool_call_fields(call_id: str, view: dict[str, Any]) -> dict[str, Any]:
+    """A pending call as ACP describes it (in a `tool_call` update and a permission request)."""
+    fields = {"toolCallId": call_id, "status": "pending", "title": view["title"],
+              "kind": view["kind"], "rawInput": view["rawInput"]}
+    if view.get("locations"):
+        fields["locations"] = view["locations"]
+    return fields
+
+
+def tool_call(call_id: str, view: dict[str, Any]) -> dict[str, Any]:
+    """A complete call announced to the editor, before permission or execution."""
+    return {"sessionUpdate": "tool_call", **tool_call_fields(call_id, view)}
+
+
+def tool_call_update(call_id: str, status: str, *, content: list[dict[str, Any]] | None = None,
+                     locations: list[dict[str, Any]] | None = None,
+                     raw_output: Any = None) -> dict[str, Any]:
+    update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+                              "status": status}
+    if content is not None:
+        update["content"] = content
+    if locations is not None:
+        update["locations"] = locations
+    if raw_output is not None:
+        update["rawOutput"] = raw_output
+    return update
+
+
+def final_view(status: str, content: list[dict[str, Any]],
+               locations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The stored form of a call's final state (replayed as its last `tool_call_update`)."""
+    view: dict[str, Any] = {"status": status, "content": content}
+    if locations is not None:
+        view["locations"] = locations
+    return view
+
+
+def text_block(text: str) -> dict[str, Any]:
+    """A ToolCallContent block of plain text."""
+    return {"type": "content", "content": text_content(text)}

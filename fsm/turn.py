@@ -1,0 +1,86 @@
+"""The turn machine: one `session/prompt` from the prompt to its stop reason.
+
+    idle --start--> streaming --model_done--> done
+    streaming --tools_requested [needs_permission]--> awaiting_permission
+    streaming --tools_requested--> running_tools
+    awaiting_permission --permissions_settled--> running_tools
+    running_tools --tools_done--> streaming          (the results feed the next model call)
+    running_tools --limit_reached--> done            (ACP_FSM_MAX_TURN_REQUESTS model calls)
+    streaming | awaiting_permission | running_tools --cancel--> draining --drained--> cancelled
+    any working state --fail--> failed
+
+Each state names the work the runner does while in it (`state_docs`); the runner fires the
+next trigger when that work ends. Work never runs inside transition callbacks (NOTES §6): a
+cancel must be able to interrupt it, and `transitions` swallows task cancellation.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from fsm.machine import MachineSpec, Row
+
+
+class TurnState(StrEnum):
+    IDLE = "idle"
+    STREAMING = "streaming"
+    AWAITING_PERMISSION = "awaiting_permission"
+    RUNNING_TOOLS = "running_tools"
+    DRAINING = "draining"
+    CANCELLED = "cancelled"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class TurnTrigger(StrEnum):
+    START = "start"
+    TOOLS_REQUESTED = "tools_requested"
+    PERMISSIONS_SETTLED = "permissions_settled"
+    TOOLS_DONE = "tools_done"
+    LIMIT_REACHED = "limit_reached"
+    MODEL_DONE = "model_done"
+    CANCEL = "cancel"
+    DRAINED = "drained"
+    FAIL = "fail"
+
+
+S, T = TurnState, TurnTrigger
+
+# States in which a cancel interrupts work (phase 1: the stream; phase 2: client requests and
+# running tools), and states whose work is still under way for `fail`.
+CANCELLABLE = (S.STREAMING, S.AWAITING_PERMISSION, S.RUNNING_TOOLS)
+FINAL = (S.CANCELLED, S.DONE, S.FAILED)
+
+TURN = MachineSpec(
+    name="turn",
+    states=TurnState,
+    triggers=TurnTrigger,
+    initial=S.IDLE,
+    final=FINAL,
+    rows=(
+        Row(T.START, S.IDLE, S.STREAMING),
+        Row(T.TOOLS_REQUESTED, S.STREAMING, S.AWAITING_PERMISSION, guard="needs_permission"),
+        Row(T.TOOLS_REQUESTED, S.STREAMING, S.RUNNING_TOOLS),
+        Row(T.PERMISSIONS_SETTLED, S.AWAITING_PERMISSION, S.RUNNING_TOOLS),
+        Row(T.TOOLS_DONE, S.RUNNING_TOOLS, S.STREAMING),
+        Row(T.LIMIT_REACHED, S.RUNNING_TOOLS, S.DONE),
+        Row(T.MODEL_DONE, S.STREAMING, S.DONE),
+        Row(T.CANCEL, CANCELLABLE, S.DRAINING),
+        Row(T.DRAINED, S.DRAINING, S.CANCELLED),
+        Row(T.FAIL, (*CANCELLABLE, S.DRAINING), S.FAILED),
+    ),
+    state_docs={
+        S.IDLE: "the prompt is stored; nothing runs yet",
+        S.STREAMING: "one model call: deltas become agent_message_chunk / agent_thought_chunk "
+        "updates, complete tool calls become tool_call (pending)",
+        S.AWAITING_PERMISSION: "session/request_permission for each call that needs it, bounded "
+        "by ACP_PERMISSION_TIMEOUT_MS and the turn's token",
+        S.RUNNING_TOOLS: "approved calls run in order (in_progress, then completed or failed); "
+        "refused ones get a result saying so; every result is stored as it arrives",
+        S.DRAINING: "calls without a result get a synthetic one and a final failed update; "
+        "the cut assistant message is stored with stopReason cancelled",
+        S.CANCELLED: "the prompt is answered with stopReason cancelled",
+        S.DONE: "the prompt is answered with the model's stop reason (or max_turn_requests)",
+        S.FAILED: "the prompt is answered with a JSON-RPC error; the transcript stays valid",
+    },
+)

@@ -1,0 +1,130 @@
+"""The registry, the specs the model sees, and how calls look in the editor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from acp_fsm.tools import TOOLS, tool_specs
+from providers.types import ToolSpec
+from tests.tools.conftest import Editor, Env
+
+NAMES = ["read_file", "write_file", "edit_file", "list_directory", "search_files", "run_command"]
+KINDS = {"read_file": "read", "write_file": "edit", "edit_file": "edit",
+         "list_directory": "read", "search_files": "search", "run_command": "execute"}
+
+
+def test_registry_order_and_kinds() -> None:
+    assert list(TOOLS) == NAMES
+    assert {name: tool.kind for name, tool in TOOLS.items()} == KINDS
+
+
+def test_specs_are_strict_json_schemas() -> None:
+    specs = tool_specs()
+    assert [spec.name for spec in specs] == NAMES
+    for spec in specs:
+        assert isinstance(spec, ToolSpec)
+        assert len(spec.description) > 40
+        schema = spec.input_schema
+        Draft202012Validator.check_schema(schema)
+        assert schema["type"] == "object"
+        assert schema["additionalProperties"] is False
+        assert set(schema["required"]) <= set(schema["properties"])
+        for prop in schema["properties"].values():
+            assert prop.get("description"), spec.name
+
+
+def test_required_arguments() -> None:
+    required = {spec.name: spec.input_schema["required"] for spec in tool_specs()}
+    assert required == {
+        "read_file": ["path"],
+        "write_file": ["path", "content"],
+        "edit_file": ["path", "old_text", "new_text"],
+        "list_directory": ["path"],
+        "search_files": ["pattern"],
+        "run_command": ["command"],
+    }
+
+
+@pytest.mark.parametrize(("name", "args", "title", "location"), [
+    ("read_file", {"path": "src/app.py"}, "Read src/app.py", ("src/app.py", 1)),
+    ("read_file", {"path": "src/app.py", "offset": 10, "limit": 5},
+     "Read src/app.py (lines 10-14)", ("src/app.py", 10)),
+    ("read_file", {"path": "./src/../app.py", "offset": 7}, "Read app.py (from line 7)",
+     ("app.py", 7)),
+    ("write_file", {"path": "src/app.py", "content": "x"}, "Write src/app.py",
+     ("src/app.py", None)),
+    ("edit_file", {"path": "src/app.py", "old_text": "a", "new_text": "b"}, "Edit src/app.py",
+     ("src/app.py", None)),
+    ("list_directory", {"path": "."}, "List .", (".", None)),
+    ("search_files", {"pattern": "TODO", "path": "src"}, "Search /TODO/ in src",
+     ("src", None)),
+    ("search_files", {"pattern": "TODO", "glob": "*.py"}, "Search /TODO/ in . (*.py)",
+     (".", None)),
+    ("run_command", {"command": "pytest -q"}, "Run `pytest -q`", None),
+    ("run_command", {"command": "echo a\necho b"}, "Run `echo a…`", None),
+])
+def test_views(name: str, args: dict[str, Any], title: str,
+               location: tuple[str, int | None] | None, project: Path) -> None:
+    env = Env(cwd=project, client=Editor())
+    view = TOOLS[name].view(args, env)
+    assert view.title == title
+    assert view.kind == KINDS[name]
+    assert view.raw_input == args
+    if location is None:
+        assert view.locations == ()
+    else:
+        relative, line = location
+        expected: dict[str, Any] = {"path": str((project / relative).resolve())}
+        if line is not None:
+            expected["line"] = line
+        assert view.locations == (expected,)
+        assert Path(view.locations[0]["path"]).is_absolute()
+
+
+def test_paths_outside_cwd_are_absolute_in_titles(project: Path, tmp_path: Path) -> None:
+    env = Env(cwd=project, client=Editor())
+    view = TOOLS["read_file"].view({"path": "../notes.md"}, env)
+    assert view.title == f"Read {tmp_path.resolve() / 'notes.md'}"
+
+
+def test_long_commands_are_shortened_in_titles(project: Path) -> None:
+    env = Env(cwd=project, client=Editor())
+    title = TOOLS["run_command"].view({"command": "x" * 500}, env).title
+    assert len(title) < 100 and title.endswith("…`")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_views_survive_bad_arguments(name: str, project: Path) -> None:
+    env = Env(cwd=project, client=Editor())
+    view = TOOLS[name].view({}, env)
+    assert view.title and view.kind == KINDS[name]
+
+
+@pytest.mark.parametrize("name", NAMES)
+async def test_invalid_arguments_become_error_outcomes(name: str, project: Path) -> None:
+    env = Env(cwd=project, client=Editor())
+    assert TOOLS[name].validate({"bogus": 1}) is not None
+    outcome = await TOOLS[name].run({"bogus": 1}, env)
+    assert outcome.is_error and outcome.output.startswith(f"Invalid arguments for {name}")
+
+
+def test_schema_file_agrees_with_the_tool_constants() -> None:
+    """The argument schemas live in schemas/tools.json; the limits they state are the code's."""
+    from acp_fsm.tools import read_file, run_command
+
+    command = TOOLS["run_command"].input_schema["properties"]["timeout_ms"]
+    assert command["maximum"] == run_command.MAX_TIMEOUT_MS
+    assert f"{run_command.DEFAULT_TIMEOUT_MS:,}" in command["description"]
+    limit = TOOLS["read_file"].input_schema["properties"]["limit"]["description"]
+    assert f"{read_file.MAX_READ_LINES:,}" in limit
+
+
+def test_arguments_are_checked_by_the_compiled_schema() -> None:
+    problem = TOOLS["run_command"].validate({"command": "ls", "timeout_ms": 10**9})
+    assert problem is not None and "timeout_ms" in problem
+    assert TOOLS["read_file"].validate({"path": "a", "extra": 1}) is not None
+    assert TOOLS["edit_file"].validate({"path": "a", "old_text": "x", "new_text": "y"}) is None

@@ -1,0 +1,207 @@
+"""write_file and edit_file: disk (atomic) and editor paths, diffs, edit_file's matching rules."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.tools.conftest import Env, call
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+# ------------------------------------------------------------------------- write_file
+
+
+async def test_write_creates_file_and_parents(env: Env, project: Path) -> None:
+    outcome = await call(env, "write_file", path="src/pkg/new.py", content="a = 1\nb = 2\n")
+    target = project / "src" / "pkg" / "new.py"
+    assert not outcome.is_error
+    assert target.read_text() == "a = 1\nb = 2\n"
+    assert "Created src/pkg/new.py (2 lines)" in outcome.output
+    assert outcome.content == ({"type": "diff", "path": str(target), "newText": "a = 1\nb = 2\n"},)
+    assert outcome.locations == ({"path": str(target)},)
+
+
+async def test_new_file_gets_umask_mode_not_temp_file_mode(env: Env, project: Path) -> None:
+    await call(env, "write_file", path="fresh.txt", content="x")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert _mode(project / "fresh.txt") == 0o666 & ~umask
+
+
+async def test_overwrite_keeps_mode_and_shows_old_text(env: Env, project: Path) -> None:
+    target = project / "run.sh"
+    target.write_text("echo old\n")
+    target.chmod(0o750)
+    outcome = await call(env, "write_file", path="run.sh", content="echo new\n")
+    assert target.read_text() == "echo new\n"
+    assert _mode(target) == 0o750
+    assert outcome.content == ({"type": "diff", "path": str(target), "oldText": "echo old\n",
+                                "newText": "echo new\n"},)
+    assert "was 1 line" in outcome.output
+
+
+async def test_write_through_symlink_updates_the_target(env: Env, project: Path) -> None:
+    (project / "real.txt").write_text("old")
+    os.symlink(project / "real.txt", project / "alias.txt")
+    outcome = await call(env, "write_file", path="alias.txt", content="new")
+    assert (project / "alias.txt").is_symlink()
+    assert (project / "real.txt").read_text() == "new"
+    assert outcome.content[0]["path"] == str(project / "real.txt")
+
+
+async def test_failed_replace_leaves_original_and_no_temp_file(
+        env: Env, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = project / "keep.txt"
+    target.write_text("original\n")
+    before = sorted(os.listdir(project))
+
+    def broken_replace(src: str, dst: str) -> None:
+        raise OSError(28, "No space left on device", str(dst))
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    outcome = await call(env, "write_file", path="keep.txt", content="new content\n" * 1000)
+    assert outcome.is_error
+    assert "Could not write keep.txt" in outcome.output and "No space left" in outcome.output
+    assert target.read_text() == "original\n"
+    assert sorted(os.listdir(project)) == before
+
+
+async def test_failed_write_midway_leaves_no_temp_file(
+        env: Env, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken_fsync(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", broken_fsync)
+    outcome = await call(env, "write_file", path="new.txt", content="x")
+    assert outcome.is_error
+    assert os.listdir(project) == []
+
+
+async def test_write_to_a_directory_is_an_error(env: Env, project: Path) -> None:
+    (project / "dir").mkdir()
+    outcome = await call(env, "write_file", path="dir", content="x")
+    assert outcome.is_error and "directory" in outcome.output
+
+
+async def test_write_through_the_editor(editor_env: Env, project: Path) -> None:
+    target = project / "a.txt"
+    target.write_text("disk\n")
+    editor_env.client.buffers[str(target)] = "buffer\n"
+    outcome = await call(editor_env, "write_file", path="a.txt", content="new\n")
+    assert editor_env.client.buffers[str(target)] == "new\n"
+    assert target.read_text() == "disk\n"  # the editor owns the write
+    assert outcome.content[0]["oldText"] == "buffer\n"
+    assert editor_env.client.names() == ["read", "write"]
+
+
+async def test_write_new_file_through_the_editor_skips_the_read(editor_env: Env,
+                                                                project: Path) -> None:
+    outcome = await call(editor_env, "write_file", path="brand/new.txt", content="hi")
+    assert editor_env.client.calls == [("write", str(project / "brand" / "new.txt"))]
+    assert "oldText" not in outcome.content[0]
+
+
+# -------------------------------------------------------------------------- edit_file
+
+
+async def test_edit_replaces_the_single_occurrence(env: Env, project: Path) -> None:
+    target = project / "app.py"
+    old = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
+    target.write_text(old)
+    target.chmod(0o640)
+    outcome = await call(env, "edit_file", path="app.py", old_text="    return 2\n",
+                         new_text="    return 3\n")
+    new = old.replace("return 2", "return 3")
+    assert not outcome.is_error
+    assert target.read_text() == new
+    assert _mode(target) == 0o640
+    assert outcome.content == ({"type": "diff", "path": str(target), "oldText": old,
+                                "newText": new},)
+    assert outcome.locations == ({"path": str(target), "line": 6},)
+    assert "replaced 1 occurrence" in outcome.output
+
+
+async def test_edit_location_skips_shared_leading_context(env: Env, project: Path) -> None:
+    (project / "a.txt").write_text("a\nb\nc\nd\n")
+    outcome = await call(env, "edit_file", path="a.txt", old_text="b\nc\n", new_text="b\nC\n")
+    assert outcome.locations == ({"path": str(project / "a.txt"), "line": 3},)
+
+
+async def test_edit_zero_occurrences(env: Env, project: Path) -> None:
+    (project / "a.txt").write_text("hello\n")
+    outcome = await call(env, "edit_file", path="a.txt", old_text="bye", new_text="x")
+    assert outcome.is_error and "not found" in outcome.output
+    assert (project / "a.txt").read_text() == "hello\n"
+
+
+async def test_edit_many_occurrences_needs_context_or_replace_all(env: Env,
+                                                                  project: Path) -> None:
+    (project / "a.txt").write_text("x = 1\nx = 1\nx = 1\n")
+    outcome = await call(env, "edit_file", path="a.txt", old_text="x = 1", new_text="x = 2")
+    assert outcome.is_error
+    assert "3 times" in outcome.output and "replace_all" in outcome.output
+    assert (project / "a.txt").read_text() == "x = 1\nx = 1\nx = 1\n"
+    done = await call(env, "edit_file", path="a.txt", old_text="x = 1", new_text="x = 2",
+                      replace_all=True)
+    assert not done.is_error and "replaced 3 occurrences" in done.output
+    assert (project / "a.txt").read_text() == "x = 2\nx = 2\nx = 2\n"
+
+
+async def test_edit_rejects_empty_and_identical_text(env: Env, project: Path) -> None:
+    (project / "a.txt").write_text("a\n")
+    empty = await call(env, "edit_file", path="a.txt", old_text="", new_text="b")
+    assert empty.is_error and "old_text is empty" in empty.output
+    same = await call(env, "edit_file", path="a.txt", old_text="a", new_text="a")
+    assert same.is_error and "the same" in same.output
+    missing = await call(env, "edit_file", path="b.txt", old_text="a", new_text="b")
+    assert missing.is_error and "write_file" in missing.output
+
+
+async def test_edit_keeps_crlf_line_endings(env: Env, project: Path) -> None:
+    (project / "dos.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    outcome = await call(env, "edit_file", path="dos.txt", old_text="one\ntwo\n",
+                         new_text="1\n2\n")
+    assert not outcome.is_error
+    assert (project / "dos.txt").read_bytes() == b"1\r\n2\r\nthree\r\n"
+
+
+async def test_edit_refuses_invalid_utf8(env: Env, project: Path) -> None:
+    (project / "latin1.txt").write_bytes(b"caf\xe9 ok\n")
+    outcome = await call(env, "edit_file", path="latin1.txt", old_text="ok", new_text="ko")
+    assert outcome.is_error and "UTF-8" in outcome.output
+    assert (project / "latin1.txt").read_bytes() == b"caf\xe9 ok\n"
+
+
+async def test_edit_through_the_editor_uses_the_buffer(editor_env: Env, project: Path) -> None:
+    target = project / "a.py"
+    target.write_text("print('disk')\n")
+    editor_env.client.buffers[str(target)] = "print('unsaved')\n"
+    outcome = await call(editor_env, "edit_file", path="a.py", old_text="unsaved",
+                         new_text="edited")
+    assert not outcome.is_error
+    assert editor_env.client.buffers[str(target)] == "print('edited')\n"
+    assert target.read_text() == "print('disk')\n"
+    assert outcome.content[0]["oldText"] == "print('unsaved')\n"
+    assert editor_env.client.calls == [("read", str(target), None, None),
+                                       ("write", str(target))]
+
+
+async def test_edit_failed_atomic_write_keeps_file(env: Env, project: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    (project / "a.txt").write_text("keep me\n")
+
+    def broken_replace(src: str, dst: str) -> None:
+        raise PermissionError(13, "Permission denied", str(dst))
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    outcome = await call(env, "edit_file", path="a.txt", old_text="keep", new_text="lose")
+    assert outcome.is_error
+    assert (project / "a.txt").read_text() == "keep me\n"
+    assert os.listdir(project) == ["a.txt"]
