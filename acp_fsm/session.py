@@ -108,21 +108,31 @@ class Session:
         return fixed
 
     async def add_assistant(self, message: AssistantMessage, stop_reason: str,
-                            views: dict[str, dict[str, Any]]) -> None:
+                            views: dict[str, dict[str, Any]], *, wait: bool = True) -> None:
         self.messages.append(message)
-        await self.store.append(self.id, "assistant",
-                                transcript.assistant_body(message, stop_reason, views))
+        await self._write("assistant", transcript.assistant_body(message, stop_reason, views),
+                          wait)
 
-    async def add_result(self, result: ToolResultPart, view: dict[str, Any]) -> None:
+    async def add_result(self, result: ToolResultPart, view: dict[str, Any], *,
+                         wait: bool = True) -> None:
         last = self.messages[-1] if self.messages else None
         if isinstance(last, ToolResultsMessage):
             self.messages[-1] = ToolResultsMessage((*last.results, result))
         else:
             self.messages.append(ToolResultsMessage((result,)))
-        await self.store.append(self.id, "tool_result", transcript.result_body(result, view))
+        await self._write("tool_result", transcript.result_body(result, view), wait)
 
     async def record_turn_end(self, stop_reason: str) -> None:
-        await self.store.append(self.id, "turn_end", {"stopReason": stop_reason})
+        await self._write("turn_end", {"stopReason": stop_reason}, wait=False)
+
+    async def _write(self, kind: str, body: dict[str, Any], wait: bool) -> None:
+        """Store an entry. With `wait`, committed before returning (a completed message);
+        without, queued in order and committed moments later, so a cancel's answer is not
+        delayed by the disk (what a kill in that instant loses, load repairs)."""
+        if wait:
+            await self.store.append(self.id, kind, body)
+            return
+        self.store.append_soon(self.id, kind, body).add_done_callback(_log_failed_write)
 
     def send_update(self, update: dict[str, Any]) -> None:
         self.server.conn.notify("session/update", {"sessionId": self.id, "update": update})
@@ -226,6 +236,11 @@ class Sessions:
         turn = session.turn
         if turn is not None and session.cancel(reason):
             await asyncio.wait({turn.done}, timeout=CLOSE_GRACE_S)
+
+
+def _log_failed_write(future: asyncio.Future[int]) -> None:
+    if not future.cancelled() and (error := future.exception()) is not None:
+        log.error("store_write_failed", error=str(error))
 
 
 def _check_paths(cwd: str, additional: list[str]) -> None:

@@ -466,13 +466,19 @@ class _Worker:
         self._put(_Job("close", None, None, None))
 
     async def _queue(self, what: str, op: Callable[[sqlite3.Connection], Any] | None) -> Any:
+        return await self.submit(what, op)
+
+    def submit(self, what: str, op: Callable[[sqlite3.Connection], Any] | None
+               ) -> asyncio.Future[Any]:
+        """Queue `op` now; the future settles when the worker has run it."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         if not self._put(_Job(what, op, loop, future)):
             if op is None:
-                return None
-            raise _closed(what, self.path)
-        return await future
+                future.set_result(None)
+            else:
+                future.set_exception(_closed(what, self.path))
+        return future
 
     def _put(self, job: _Job) -> bool:
         with self._lock:
@@ -565,6 +571,16 @@ class Store:
         with self._refusing("append"):
             data = _encode_body(body)
         return await self._call("append", lambda conn: _append(conn, session_id, kind, data))
+
+    def append_soon(self, session_id: str, kind: str, body: dict[str, Any]) -> asyncio.Future[int]:
+        """`append` without waiting: queued now (after everything queued before it), committed
+        by the worker shortly after; the future gives its seq or its StoreError. For writes
+        that must not delay an answer (the entries of a cancelled turn)."""
+        if self._closed:
+            raise _closed("append", self._path)
+        with self._refusing("append"):
+            data = _encode_body(body)
+        return self._worker.submit("append", lambda conn: _append(conn, session_id, kind, data))
 
     async def set_title(self, session_id: str, title: str) -> None:
         """Set the title if the session has none yet (the first title sticks)."""

@@ -201,7 +201,9 @@ class Turn:
 
     async def _fail(self, error: RpcError) -> None:
         self.error = error
-        await self._answer_open_calls(transcript.LOST)
+        for pc in self.calls:
+            if pc.result is None:
+                await self._answer(pc, ToolOutcome(transcript.LOST, is_error=True), wait=False)
         self._fire(TurnTrigger.FAIL)
 
     def _update(self, update: dict[str, Any]) -> None:
@@ -250,7 +252,7 @@ class Turn:
             await self._keep_partial(cancelled.partial, transcript.CANCELLED)
             raise
         except ProviderError as exc:
-            await self._keep_partial(stream.partial, "error")
+            await self._keep_partial(stream.partial, "error", wait=True)
             raise TurnFailed(InternalError(str(exc), data=_error_data(exc))) from None
         assert finished is not None, "a stream ends with Finished or an exception"
         message = finished.message
@@ -265,12 +267,13 @@ class Turn:
             self._update(updates.tool_call(pc.call.id, views[pc.call.id]))
         self._fire(TurnTrigger.TOOLS_REQUESTED)
 
-    async def _keep_partial(self, partial: AssistantMessage, stop_reason: str) -> None:
+    async def _keep_partial(self, partial: AssistantMessage, stop_reason: str, *,
+                            wait: bool = False) -> None:
         """Store what was streamed before a cancel or failure (no tool calls: unanswered
         calls of a cut message are dropped, complete ones are never run)."""
         kept = AssistantMessage(tuple(p for p in partial.parts if not isinstance(p, ToolCallPart)))
         if kept.parts:
-            await self.session.add_assistant(kept, stop_reason, {})
+            await self.session.add_assistant(kept, stop_reason, {}, wait=wait)
 
     def _pending(self, call: ToolCallPart) -> PendingCall:
         tool = TOOLS.get(call.name)
@@ -377,8 +380,9 @@ class Turn:
         else:
             self._fire(TurnTrigger.TOOLS_DONE)
 
-    async def _answer(self, pc: PendingCall, outcome: ToolOutcome) -> None:
-        """Record a call's result: a final update, then the stored result."""
+    async def _answer(self, pc: PendingCall, outcome: ToolOutcome, *, wait: bool = True) -> None:
+        """Record a call's result: a final update, then the stored result (committed before
+        the turn goes on, unless `wait` is False: the synthetic results of a drain)."""
         output = outcome.output or "(no output)"
         status = "failed" if outcome.is_error else "completed"
         content = list(outcome.content) or [updates.text_block(output)]
@@ -386,12 +390,8 @@ class Turn:
         pc.result = ToolResultPart(pc.call.id, output, outcome.is_error)
         self._update(updates.tool_call_update(pc.call.id, status, content=content,
                                               locations=locations))
-        await self.session.add_result(pc.result, updates.final_view(status, content, locations))
-
-    async def _answer_open_calls(self, wording: str) -> None:
-        for pc in self.calls:
-            if pc.result is None:
-                await self._answer(pc, ToolOutcome(wording, is_error=True))
+        await self.session.add_result(pc.result, updates.final_view(status, content, locations),
+                                      wait=wait)
 
     # ------------------------------------------------------------------ draining
 
@@ -399,7 +399,7 @@ class Turn:
         for pc in self.calls:
             if pc.result is None:
                 wording = transcript.INTERRUPTED if pc.started else transcript.NOT_STARTED
-                await self._answer(pc, ToolOutcome(wording, is_error=True))
+                await self._answer(pc, ToolOutcome(wording, is_error=True), wait=False)
         self._fire(TurnTrigger.DRAINED)
 
 

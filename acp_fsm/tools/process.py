@@ -26,6 +26,9 @@ OUTPUT_TAIL_BYTES = 48 * 1024
 KILL_GRACE_SECONDS = 2.0
 # How often the group is checked while it shuts down.
 GROUP_POLL_SECONDS = 0.02
+# The first look at a signalled group comes this soon; the wait doubles up to the poll period,
+# so a group that dies at once (the common case) is seen dead within a millisecond or two.
+FIRST_POLL_SECONDS = 0.0005
 # After the shell exits, how long output still in flight (or held by children) is awaited.
 PIPE_DRAIN_SECONDS = 0.5
 # A UTF-8 character is at most 4 bytes: at most 3 continuation bytes start a cut tail.
@@ -156,10 +159,17 @@ async def stop_group(pgid: int, exited: asyncio.Future[None]) -> None:
     """SIGTERM the command's process group, SIGKILL what is left after the grace, and wait
     (bounded) until the shell, which leads the group, has exited and been reaped."""
     if group_alive(pgid) and _signal_group(pgid, signal.SIGTERM):
-        for _ in range(round(KILL_GRACE_SECONDS / GROUP_POLL_SECONDS)):
-            if exited.done() and not group_alive(pgid):
-                break
-            await asyncio.sleep(GROUP_POLL_SECONDS)  # polled: exits of other processes
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + KILL_GRACE_SECONDS
+        delay = FIRST_POLL_SECONDS
+        while (left := deadline - loop.time()) > 0:
+            if exited.done():
+                if not group_alive(pgid):
+                    break
+                await asyncio.sleep(min(delay, left))  # polled: exits of other processes
+            else:
+                await _settle(exited, min(delay, left))  # wakes as soon as the shell exits
+            delay = min(delay * 2, GROUP_POLL_SECONDS)
         _signal_group(pgid, signal.SIGKILL)  # a no-op when everything already exited
     await _settle(exited, KILL_GRACE_SECONDS)
 
