@@ -8,13 +8,28 @@ client advertised them; tools check `can_read_files` & co. first.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+import structlog
 
 from protocol.cancel import CancellationToken, Cancelled
 from protocol.errors import OutboundCancelled, OutboundError
 
 if TYPE_CHECKING:
     from acp_fsm.server import AcpServer
+
+
+log = structlog.get_logger("acp.client")
+
+
+def _log_cleanup(method: str) -> Callable[[asyncio.Future[Any]], None]:
+    def done(future: asyncio.Future[Any]) -> None:
+        if not future.cancelled() and (error := future.exception()) is not None:
+            log.warning("terminal_cleanup_failed", method=method, error=str(error))
+
+    return done
 
 
 class ClientCallError(Exception):
@@ -81,6 +96,17 @@ class Client:
 
     async def release_terminal(self, terminal_id: str) -> None:
         await self._cleanup("terminal/release", terminal_id)
+
+    def abandon_terminal(self, terminal_id: str) -> None:
+        """Send terminal/kill and terminal/release now; their answers are only logged."""
+        params = {"sessionId": self._session_id, "terminalId": terminal_id}
+        for method in ("terminal/kill", "terminal/release"):
+            try:
+                future = self._server.call_client_soon(method, params)
+            except OutboundError as exc:
+                log.warning("terminal_cleanup_failed", method=method, error=str(exc))
+                continue
+            future.add_done_callback(_log_cleanup(method))
 
     async def _cleanup(self, method: str, terminal_id: str) -> None:
         """Kill and release must reach the editor even after the token fired: they are the

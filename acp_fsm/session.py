@@ -54,6 +54,7 @@ class Session:
         self.token = CancellationToken(f"session {record.id}")
         self.turn: Turn | None = None
         self.always: dict[str, bool] = {}  # tool name → remembered "always" answer
+        self._last_assistant: tuple[int, dict[str, Any]] | None = None  # (seq, stored body)
 
     def __repr__(self) -> str:
         turn = self.turn.state if self.turn is not None else "idle"
@@ -69,6 +70,7 @@ class Session:
                 "response or send session/cancel")
         parts = to_parts(prompt)
         self.messages.append(UserMessage(parts))
+        self._last_assistant = None  # only this turn's own message may be marked cancelled
         self.turn = Turn(self, self.token)
         return self.turn
 
@@ -110,8 +112,20 @@ class Session:
     async def add_assistant(self, message: AssistantMessage, stop_reason: str,
                             views: dict[str, dict[str, Any]], *, wait: bool = True) -> None:
         self.messages.append(message)
-        await self._write("assistant", transcript.assistant_body(message, stop_reason, views),
-                          wait)
+        body = transcript.assistant_body(message, stop_reason, views)
+        seq = await self._write("assistant", body, wait)
+        self._last_assistant = (seq, body) if seq is not None else None
+
+    def mark_cancelled(self) -> None:
+        """The turn was cancelled after its last assistant message was stored complete: that
+        stored message now carries stopReason cancelled (NOTES §2)."""
+        if self._last_assistant is None:
+            return
+        seq, body = self._last_assistant
+        if body.get("stopReason") != transcript.CANCELLED:
+            body = {**body, "stopReason": transcript.CANCELLED}
+            self._last_assistant = (seq, body)
+            self.store.rewrite_soon(self.id, seq, body).add_done_callback(_log_failed_write)
 
     async def add_result(self, result: ToolResultPart, view: dict[str, Any], *,
                          wait: bool = True) -> None:
@@ -125,14 +139,14 @@ class Session:
     async def record_turn_end(self, stop_reason: str) -> None:
         await self._write("turn_end", {"stopReason": stop_reason}, wait=False)
 
-    async def _write(self, kind: str, body: dict[str, Any], wait: bool) -> None:
-        """Store an entry. With `wait`, committed before returning (a completed message);
-        without, queued in order and committed moments later, so a cancel's answer is not
-        delayed by the disk (what a kill in that instant loses, load repairs)."""
+    async def _write(self, kind: str, body: dict[str, Any], wait: bool) -> int | None:
+        """Store an entry. With `wait`, committed before returning (a completed message) and
+        its seq returned; without, queued in order and committed moments later, so a cancel's
+        answer is not delayed by the disk (what a kill in that instant loses, load repairs)."""
         if wait:
-            await self.store.append(self.id, kind, body)
-            return
+            return await self.store.append(self.id, kind, body)
         self.store.append_soon(self.id, kind, body).add_done_callback(_log_failed_write)
+        return None
 
     def send_update(self, update: dict[str, Any]) -> None:
         self.server.conn.notify("session/update", {"sessionId": self.id, "update": update})

@@ -331,6 +331,16 @@ def _get_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord | N
     return None if row is None else _session_from_row(row)
 
 
+def _rewrite(conn: sqlite3.Connection, session_id: str, seq: int, body: bytes) -> None:
+    with _transaction(conn):
+        changed = conn.execute(
+            "UPDATE entries SET body = CAST(? AS TEXT) WHERE session_id = ? AND seq = ?",
+            (body, session_id, seq),
+        )
+        if changed.rowcount == 0:
+            raise StoreError(f"no entry {seq} in session {session_id!r}")
+
+
 def _append(conn: sqlite3.Connection, session_id: str, kind: str, body: bytes) -> int:
     now = time.time()
     with _transaction(conn):
@@ -581,6 +591,15 @@ class Store:
         with self._refusing("append"):
             data = _encode_body(body)
         return self._worker.submit("append", lambda conn: _append(conn, session_id, kind, data))
+
+    def rewrite_soon(self, session_id: str, seq: int, body: dict[str, Any]) -> asyncio.Future[None]:
+        """Replace the body of entry `seq`, queued like `append_soon` (the one amendment the
+        transcript knows: a cancel marking the turn's last assistant message)."""
+        if self._closed:
+            raise _closed("rewrite", self._path)
+        with self._refusing("rewrite"):
+            data = _encode_body(body)
+        return self._worker.submit("rewrite", lambda conn: _rewrite(conn, session_id, seq, data))
 
     async def set_title(self, session_id: str, title: str) -> None:
         """Set the title if the session has none yet (the first title sticks)."""

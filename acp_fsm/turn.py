@@ -396,6 +396,7 @@ class Turn:
     # ------------------------------------------------------------------ draining
 
     async def _drain(self) -> None:
+        self.session.mark_cancelled()
         for pc in self.calls:
             if pc.result is None:
                 wording = transcript.INTERRUPTED if pc.started else transcript.NOT_STARTED

@@ -290,6 +290,22 @@ class Connection:
         `OutboundCancelled` (the token fired) or `ConnectionClosed`. On timeout, cancellation or
         task cancellation the request is forgotten and the peer is sent `$/cancel_request`.
         """
+        return await self.request_soon(method, params, token=token, timeout_ms=timeout_ms)
+
+    def request_soon(
+        self,
+        method: str,
+        params: Any,
+        *,
+        token: CancellationToken | None = None,
+        timeout_ms: int | None = None,
+    ) -> asyncio.Future[Any]:
+        """Send a request now and return the future of its result (see `request`).
+
+        The request is written before this returns, so it precedes anything written later,
+        a prompt's answer included. Whoever does not await the future must still retrieve its
+        outcome (a done callback), or asyncio reports an unretrieved exception.
+        """
         violation = self._dispatcher.check_outbound(method, "request", params)
         if violation is not None:
             self._outbound_violation(method, "request", violation)
@@ -314,9 +330,8 @@ class Connection:
                 f"{method} got no response within {timeout_ms} ms"))
         remove = token.on_cancel(lambda: give_up(OutboundCancelled(
             f"{method} cancelled"))) if token is not None else None
-        try:
-            return await future
-        finally:
+
+        def settle(_: asyncio.Future[Any]) -> None:
             if timer is not None:
                 timer.cancel()
             if remove is not None:
@@ -324,6 +339,9 @@ class Connection:
             if self._pending.pop(request_id, None) is not None and not self.closed.done():
                 log.info("outbound_abandoned", method=method, id=request_id)
                 self._send(jsonrpc.notification(CANCEL_REQUEST, {"requestId": request_id}))
+
+        future.add_done_callback(settle)
+        return future
 
     def _resolve(self, response: Response) -> None:
         entry = self._pending.pop(response.id, None) if type(response.id) is int else None

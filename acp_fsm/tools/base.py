@@ -63,6 +63,10 @@ class ClientBridge(Protocol):
     async def kill_terminal(self, terminal_id: str) -> None: ...
     async def release_terminal(self, terminal_id: str) -> None: ...
 
+    def abandon_terminal(self, terminal_id: str) -> None:
+        """Kill and release now without waiting for the editor's answers (a cancel must not
+        wait on a slow editor); both requests are on their way when this returns."""
+
 
 class ToolEnv(Protocol):
     """What a running call may use."""

@@ -139,19 +139,22 @@ class RunCommand(MutatingTool):
         block = {"type": "terminal", "terminalId": terminal_id}
         try:
             env.report((block,))
-            try:
-                exit_status = await ask_client(
-                    env, _exit_or_timeout(client, terminal_id, timeout_ms / 1000),
-                    "wait for the command")
-            except Cancelled:
-                await _cleanup(client.kill_terminal(terminal_id), "kill", terminal_id)
-                raise
+            exit_status = await ask_client(
+                env, _exit_or_timeout(client, terminal_id, timeout_ms / 1000),
+                "wait for the command")
             if exit_status is None:
                 await _cleanup(client.kill_terminal(terminal_id), "kill", terminal_id)
             result = await ask_client(env, client.terminal_output(terminal_id),
                                       "read the terminal output")
-        finally:
-            await _cleanup(client.release_terminal(terminal_id), "release", terminal_id)
+        except Cancelled:
+            # Phase 2 of a cancel: kill and release go out now; the answer to the prompt
+            # does not wait for a slow editor to confirm them.
+            client.abandon_terminal(terminal_id)
+            raise
+        except BaseException:
+            client.abandon_terminal(terminal_id)
+            raise
+        await _cleanup(client.release_terminal(terminal_id), "release", terminal_id)
         status = dict(exit_status or result.get("exitStatus") or {})
         text = status_line(
             status.get("exitCode"),

@@ -67,6 +67,7 @@ class Editor:
         self.released: set[str] = set()
         self.calls: list[tuple[Any, ...]] = []
         self.waiting = asyncio.Event()  # set once an agent waits for a terminal to exit
+        self._reaping: list[asyncio.Future[None]] = []
 
     async def read_text_file(self, path: str, line: int | None = None,
                              limit: int | None = None) -> str:
@@ -139,12 +140,30 @@ class Editor:
         if terminal.reader is not None:
             await terminal.reader
 
+    def abandon_terminal(self, terminal_id: str) -> None:
+        self.calls.append(("kill", terminal_id))
+        self.calls.append(("release", terminal_id))
+        terminal = self._terminal(terminal_id)
+        self.released.add(terminal_id)
+        self._kill(terminal)
+        self._reaping.append(asyncio.ensure_future(self._reap(terminal)))
+
+    async def _reap(self, terminal: Terminal) -> None:
+        await terminal.process.wait()
+        if terminal.reader is not None:
+            await terminal.reader
+
+    async def settle(self) -> None:
+        """Wait until abandoned terminals' processes are reaped."""
+        await asyncio.gather(*self._reaping)
+
     @staticmethod
     def _kill(terminal: Terminal) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(terminal.process.pid, signal.SIGKILL)
 
     async def close(self) -> None:
+        await self.settle()
         for terminal_id in list(self.terminals):
             if terminal_id not in self.released:
                 await self.release_terminal(terminal_id)

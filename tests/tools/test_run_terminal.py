@@ -56,6 +56,7 @@ async def test_cancel_kills_and_releases(editor_env: Env, project: Path) -> None
     assert time.monotonic() - fired < 1.0
     assert editor.names() == ["create", "report", "wait", "kill", "release"]
     assert "term-1" in editor.released
+    await asyncio.wait_for(editor.settle(), 5)
     assert not alive(editor.terminals["term-1"].process.pid)
 
 

@@ -1,0 +1,1 @@
+"""End-to-end tests of sessions and turns: the real agent process against the scripted provider."""

@@ -1,0 +1,40 @@
+"""Fixtures: one scripted provider per test, and a launcher of agents pointed at it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from providers.scripted import ScriptedProvider
+from tests.e2e.support import Launcher
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "slow: several agent processes or a deliberate multi-second wait "
+        "(deselect with -m 'not slow')")
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[ScriptedProvider]:
+    async with ScriptedProvider() as provider:
+        yield provider
+
+
+@pytest.fixture
+async def launch(server: ScriptedProvider, tmp_path: Path) -> AsyncIterator[Launcher]:
+    launcher = Launcher(server, tmp_path / "home")
+    try:
+        yield launcher
+    finally:
+        await launcher.close_all()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """The session cwd (symlinks resolved, as the agent shows paths)."""
+    path = tmp_path / "project"
+    path.mkdir()
+    return path.resolve()

@@ -1,0 +1,502 @@
+"""The client side of the end-to-end suite.
+
+`Agent` is one real `acp-fsm` process with an `Editor` that answers its requests the way an
+editor would (permission answers from a queue, in-memory buffers for fs/*, scripted terminals).
+Turns are read back from the process's message log, so a test can check exactly which updates
+came before the `session/prompt` response and that nothing came after it. The last helpers read
+the history a model call carried, in either wire format, from the scripted provider's records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import random
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from providers.scripted import RecordedRequest, ScriptedProvider
+from tests.conftest import assert_clean
+from tests.harness import AgentProcess, agent_env
+
+API_KEY: Final = "sk-e2e-4f7c-TOP-SECRET-KEY-91d2"
+# Client capabilities: an editor that serves fs/* and terminal/*, and a bare client (disk and
+# local processes).
+EDITOR: Final[dict[str, Any]] = {"fs": {"readTextFile": True, "writeTextFile": True},
+                                 "terminal": True}
+BARE: Final[dict[str, Any]] = {"fs": {"readTextFile": False, "writeTextFile": False},
+                               "terminal": False}
+WAIT_S: Final = 5.0
+SETTLE_S: Final = 0.15  # how long "nothing else arrives" is watched for
+
+Message = dict[str, Any]
+
+
+class EditorError(Exception):
+    """An error the editor answers a request with."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _Hold:
+    def __repr__(self) -> str:
+        return "HOLD"
+
+
+HOLD: Final = _Hold()
+"""An answer the editor does not give: the request stays pending (see `Editor.held`)."""
+
+
+async def wait_until(predicate: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
+    """Poll `predicate` until it returns something truthy; fail naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.01)
+    return value
+
+
+# ------------------------------------------------------------------------------ update shapes
+
+
+def text(text_value: str) -> dict[str, Any]:
+    return {"type": "text", "text": text_value}
+
+
+def chunk(kind: str, text_value: str) -> dict[str, Any]:
+    """An `agent_message_chunk` / `agent_thought_chunk` / `user_message_chunk` update."""
+    return {"sessionUpdate": kind, "content": text(text_value)}
+
+
+def message_chunks(*texts: str) -> list[dict[str, Any]]:
+    return [chunk("agent_message_chunk", t) for t in texts]
+
+
+def thought_chunks(*texts: str) -> list[dict[str, Any]]:
+    return [chunk("agent_thought_chunk", t) for t in texts]
+
+
+def text_content(text_value: str) -> dict[str, Any]:
+    """A ToolCallContent block of text."""
+    return {"type": "content", "content": text(text_value)}
+
+
+def of_kind(updates: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [u for u in updates if u["sessionUpdate"] == kind]
+
+
+def for_call(updates: list[dict[str, Any]], call_id: str) -> list[dict[str, Any]]:
+    return [u for u in updates if u.get("toolCallId") == call_id]
+
+
+def content_text(update: dict[str, Any]) -> str:
+    """The text of a tool call update's content blocks, joined."""
+    return "".join(block["content"]["text"] for block in update.get("content") or ()
+                   if block["type"] == "content")
+
+
+# ----------------------------------------------------------------------------------- editor
+
+
+@dataclass
+class Editor:
+    """Serves the agent's requests until stopped. Every request is kept in `received`;
+    requests it was told to leave unanswered are in `held`; requests it had no answer for are
+    in `unexpected` (answered with an error, and failing the test at teardown)."""
+
+    agent: AgentProcess
+    permissions: deque[str | _Hold] = field(default_factory=deque)  # optionId or "cancelled"
+    buffers: dict[str, str] = field(default_factory=dict)  # path -> unsaved editor text
+    terminal_output: str = ""
+    terminal_exit: dict[str, Any] | _Hold = field(default_factory=lambda: {"exitCode": 0})
+    # method -> the answer to give instead (a result, HOLD, or an EditorError)
+    overrides: dict[str, Any] = field(default_factory=dict)
+    received: list[Message] = field(default_factory=list)
+    held: list[Message] = field(default_factory=list)
+    unexpected: list[Message] = field(default_factory=list)
+    _terminals: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._serve())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _serve(self) -> None:
+        while True:
+            request = await self.agent.requests.get()
+            self.received.append(request)
+            method = request["method"]
+            if method in self.overrides:
+                answer = self.overrides[method]
+            else:
+                answer = self._answer(method, request["params"])
+            if answer is HOLD:
+                self.held.append(request)
+            elif isinstance(answer, EditorError):
+                await self.agent.send({"jsonrpc": "2.0", "id": request["id"], "error": {
+                    "code": answer.code, "message": str(answer)}})
+            elif answer is None:
+                self.unexpected.append(request)
+                await self.agent.send({"jsonrpc": "2.0", "id": request["id"], "error": {
+                    "code": -32603, "message": "the test editor has no answer for this"}})
+            else:
+                await self.agent.respond(request, answer)
+
+    def _answer(self, method: str, params: dict[str, Any]) -> Any:
+        if method == "session/request_permission":
+            if not self.permissions:
+                return None
+            choice = self.permissions.popleft()
+            return choice if choice is HOLD else permission_outcome(choice)
+        if method == "fs/read_text_file":
+            return self._read(params)
+        if method == "fs/write_text_file":
+            self.buffers[params["path"]] = params["content"]
+            return {}
+        if method == "terminal/create":
+            return {"terminalId": f"term-{next(self._terminals)}"}
+        if method == "terminal/wait_for_exit":
+            return self.terminal_exit
+        if method == "terminal/output":
+            result: dict[str, Any] = {"output": self.terminal_output, "truncated": False}
+            if isinstance(self.terminal_exit, dict):
+                result["exitStatus"] = self.terminal_exit
+            return result
+        if method in ("terminal/kill", "terminal/release"):
+            return {}
+        return None
+
+    def _read(self, params: dict[str, Any]) -> dict[str, Any] | EditorError:
+        """The unsaved buffer, else the file on disk, from `line` for `limit` lines."""
+        path = params["path"]
+        content = self.buffers.get(path)
+        if content is None:
+            try:
+                content = Path(path).read_text()
+            except OSError as exc:
+                return EditorError(-32002, f"Resource not found: {path} ({exc.strerror})")
+        first = int(params.get("line") or 1) - 1
+        lines = content.splitlines(keepends=True)[first:]
+        limit = params.get("limit")
+        return {"content": "".join(lines if limit is None else lines[:limit])}
+
+    def methods(self) -> list[str]:
+        return [r["method"] for r in self.received]
+
+    def of_method(self, method: str) -> list[Message]:
+        return [r for r in self.received if r["method"] == method]
+
+    async def wait_request(self, method: str, count: int = 1) -> Message:
+        """The `count`-th request of `method` (waiting for it)."""
+        await wait_until(lambda: len(self.of_method(method)) >= count,
+                         f"request #{count} of {method}")
+        return self.of_method(method)[count - 1]
+
+    async def answer_held(self, request: Message, result: Any) -> None:
+        self.held.remove(request)
+        await self.agent.respond(request, result)
+
+
+def permission_outcome(choice: str) -> dict[str, Any]:
+    if choice == "cancelled":
+        return {"outcome": {"outcome": "cancelled"}}
+    return {"outcome": {"outcome": "selected", "optionId": choice}}
+
+
+# ------------------------------------------------------------------------------------ turns
+
+
+@dataclass
+class TurnResult:
+    """A finished prompt: its response and the session's updates before it."""
+
+    response: Message
+    updates: list[dict[str, Any]]
+    start: int  # index in `agent.messages` when the prompt was sent
+    end: int  # index of the response
+
+    @property
+    def stop_reason(self) -> str:
+        assert "result" in self.response, f"the prompt failed: {self.response}"
+        return str(self.response["result"]["stopReason"])
+
+    @property
+    def error(self) -> dict[str, Any]:
+        assert "error" in self.response, f"the prompt did not fail: {self.response}"
+        return dict(self.response["error"])
+
+
+@dataclass
+class PendingTurn:
+    agent: Agent
+    session_id: str
+    msg_id: str
+    start: int
+    future: asyncio.Future[Message]
+
+    async def result(self, timeout: float = 10.0) -> TurnResult:
+        response = await asyncio.wait_for(asyncio.shield(self.future), timeout)
+        messages = self.agent.proc.messages
+        end = next(i for i in range(self.start, len(messages)) if messages[i] is response)
+        updates = self.agent.updates(self.session_id, self.start, end)
+        return TurnResult(response, updates, self.start, end)
+
+    def done(self) -> bool:
+        return self.future.done()
+
+
+@dataclass
+class Agent:
+    """One agent process, initialized, with its editor."""
+
+    proc: AgentProcess
+    editor: Editor
+    server: ScriptedProvider
+    killed: bool = False
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    @property
+    def messages(self) -> list[Message]:
+        return self.proc.messages
+
+    async def request(self, method: str, params: Any) -> Message:
+        return await self.proc.request(method, params)
+
+    async def result(self, method: str, params: Any) -> Any:
+        response = await self.request(method, params)
+        assert "result" in response, f"{method} failed: {response}"
+        return response["result"]
+
+    async def new_session(self, cwd: Path, *additional: Path) -> str:
+        params: dict[str, Any] = {"cwd": str(cwd), "mcpServers": []}
+        if additional:
+            params["additionalDirectories"] = [str(d) for d in additional]
+        return str((await self.result("session/new", params))["sessionId"])
+
+    def prompt_message(self, session_id: str, prompt: str) -> tuple[str, Message]:
+        msg_id = f"prompt-{next(self._ids)}"
+        return msg_id, {"jsonrpc": "2.0", "id": msg_id, "method": "session/prompt",
+                        "params": {"sessionId": session_id, "prompt": [text(prompt)]}}
+
+    async def start_prompt(self, session_id: str, prompt: str) -> PendingTurn:
+        msg_id, message = self.prompt_message(session_id, prompt)
+        start = len(self.messages)
+        future = self.proc.expect(msg_id, "session/prompt")
+        await self.proc.send(message)
+        return PendingTurn(self, session_id, msg_id, start, future)
+
+    async def prompt(self, session_id: str, prompt: str) -> TurnResult:
+        return await (await self.start_prompt(session_id, prompt)).result()
+
+    async def cancel(self, session_id: str) -> None:
+        await self.proc.notify("session/cancel", {"sessionId": session_id})
+
+    def updates(self, session_id: str, start: int = 0, end: int | None = None
+                ) -> list[dict[str, Any]]:
+        """The `session/update` payloads for `session_id` in `messages[start:end]`."""
+        return [m["params"]["update"] for m in self.messages[start:end]
+                if m.get("method") == "session/update"
+                and m["params"]["sessionId"] == session_id]
+
+    async def assert_quiet_after(self, turn: TurnResult, session_id: str) -> None:
+        """Nothing about `session_id` arrives after the response (watched for a moment)."""
+        await asyncio.sleep(SETTLE_S)
+        late = self.updates(session_id, turn.end + 1)
+        assert late == [], f"updates after the prompt response: {late}"
+
+    def notifications(self, method: str, start: int = 0) -> list[Message]:
+        return [m for m in self.messages[start:] if m.get("method") == method and "id" not in m]
+
+    def position(self, message: Message) -> int:
+        return next(i for i, m in enumerate(self.messages) if m is message)
+
+    def log(self, event: str) -> list[dict[str, Any]]:
+        return [e for e in self.proc.log_events() if e["event"] == event]
+
+
+class Launcher:
+    """Starts agents against one scripted provider, each with the same ACP_FSM_HOME, and
+    closes them all at teardown (exit code 0, clean stdout, no editor surprise)."""
+
+    def __init__(self, server: ScriptedProvider, home: Path) -> None:
+        self.server = server
+        self.home = home
+        self.agents: list[Agent] = []
+
+    def env(self, provider: str, **overrides: str | None) -> dict[str, str]:
+        return agent_env(**{
+            "ACP_FSM_PROVIDER": provider,
+            "OPENAI_BASE_URL": self.server.openai_base_url,
+            "ANTHROPIC_BASE_URL": self.server.anthropic_base_url,
+            "OPENAI_API_KEY": API_KEY,
+            "ANTHROPIC_API_KEY": API_KEY,
+            "ACP_FSM_HOME": str(self.home),
+            "ACP_FSM_MAX_RETRIES": "0",
+            "ACP_FSM_MODEL": None,
+            "ACP_PERMISSION_TIMEOUT_MS": None,
+            "ACP_CLIENT_RPC_TIMEOUT_MS": None,
+            "ACP_FSM_MAX_TURN_REQUESTS": None,
+            **overrides,
+        })
+
+    async def start(self, provider: str = "openai", *,
+                    capabilities: dict[str, Any] | None = None,
+                    **env: str | None) -> Agent:
+        proc = await AgentProcess.start(self.env(provider, **env))
+        editor = Editor(proc)
+        agent = Agent(proc, editor, self.server)
+        self.agents.append(agent)
+        editor.start()
+        await proc.initialize(**(capabilities or BARE))
+        return agent
+
+    async def kill(self, agent: Agent) -> None:
+        """`kill -9` the process."""
+        agent.killed = True
+        await agent.editor.stop()
+        await agent.proc.kill()
+
+    async def close(self, agent: Agent) -> None:
+        """Close stdin: the agent exits 0 with clean output and no request left unanswered."""
+        self.agents.remove(agent)
+        try:
+            await agent.editor.stop()
+            if agent.killed:
+                assert_clean(agent.proc)
+                return
+            code = await agent.proc.close()
+            assert_clean(agent.proc)
+            assert code == 0, agent.proc.stderr.decode(errors="replace")[-3000:]
+            assert agent.editor.unexpected == [], agent.editor.unexpected
+        finally:
+            await agent.proc.kill()
+
+    async def close_all(self) -> None:
+        failures: list[str] = []
+        for agent in list(self.agents):
+            try:
+                await self.close(agent)
+            except (AssertionError, TimeoutError) as exc:
+                failures.append(f"{type(exc).__name__}: {exc}")
+        assert not failures, "\n".join(failures)
+
+
+# --------------------------------------------------------------------- recorded model calls
+
+
+def is_openai(request: RecordedRequest) -> bool:
+    return request.path.endswith("/chat/completions")
+
+
+def history(request: RecordedRequest) -> list[dict[str, Any]]:
+    """The conversation a model call carried (OpenAI's system message left out)."""
+    messages = list(request.body["messages"])
+    return [m for m in messages if m.get("role") != "system"]
+
+
+def tool_results(request: RecordedRequest) -> dict[str, tuple[str, bool | None]]:
+    """call id -> (result text, is_error) as the model was sent them (is_error is None for
+    OpenAI, whose tool messages cannot carry it)."""
+    results: dict[str, tuple[str, bool | None]] = {}
+    for message in history(request):
+        if message.get("role") == "tool":
+            results[message["tool_call_id"]] = (str(message["content"]), None)
+            continue
+        if not isinstance(message.get("content"), list):
+            continue
+        for block in message["content"]:
+            if block.get("type") == "tool_result":
+                content = block["content"]
+                if isinstance(content, list):
+                    content = "".join(b.get("text", "") for b in content)
+                results[block["tool_use_id"]] = (str(content), block.get("is_error"))
+    return results
+
+
+def tool_call_ids(request: RecordedRequest) -> list[str]:
+    """Every tool call id the assistant messages of a model call contain, in order."""
+    ids: list[str] = []
+    for message in history(request):
+        if message.get("role") != "assistant":
+            continue
+        ids += [c["id"] for c in message.get("tool_calls") or ()]
+        if isinstance(message.get("content"), list):
+            ids += [b["id"] for b in message["content"] if b.get("type") == "tool_use"]
+    return ids
+
+
+def user_texts(request: RecordedRequest) -> list[str]:
+    """The text of every user prompt in a model call, in order."""
+    texts: list[str] = []
+    for message in history(request):
+        if message.get("role") != "user":
+            continue
+        content = message["content"]
+        if isinstance(content, str):
+            texts.append(content)
+            continue
+        texts += [b["text"] for b in content if b.get("type") == "text"]
+    return texts
+
+
+def args(**arguments: Any) -> str:
+    """Tool call arguments as the model streams them."""
+    return json.dumps(arguments)
+
+
+# ------------------------------------------------------------------------------- processes
+
+
+def entries(directory: Path) -> list[str]:
+    """The names in `directory`, sorted."""
+    return sorted(os.listdir(directory))
+
+
+def unique_sleep() -> str:
+    """A long `sleep` command whose command line no other process has."""
+    return f"sleep 30.{random.randrange(10**6):06d}"
+
+
+def live_processes(marker: str) -> list[int]:
+    """Pids of running (not zombie) processes whose command line contains `marker`."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state not in ("Z", "X"):
+            pids.append(int(entry))
+    return pids
+
+
+# ---------------------------------------------------------------------------------- storage
+
+
+def stored(home: Path, session_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """The committed transcript of a session, read from the agent's SQLite file."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(f"file:{home / 'sessions.db'}?mode=ro",
+                                            uri=True)) as conn:
+        rows = conn.execute("SELECT kind, body FROM entries WHERE session_id = ? ORDER BY seq",
+                            (session_id,)).fetchall()
+    return [(kind, json.loads(body)) for kind, body in rows]

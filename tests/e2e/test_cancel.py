@@ -1,0 +1,393 @@
+"""Two-phase cooperative cancel in every state of a turn, and the token lifecycle: each cancel
+is answered `cancelled` quickly with nothing after it, cleans up what was running, and leaves a
+history that the strict provider accepts on the next prompt."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from acp_fsm.transcript import INTERRUPTED, NOT_STARTED
+from providers.scripted import Call, Hang, HttpError, RecordedRequest, Reply, ScriptedProvider
+from tests.e2e.support import (
+    EDITOR,
+    HOLD,
+    Agent,
+    Launcher,
+    PendingTurn,
+    TurnResult,
+    args,
+    content_text,
+    for_call,
+    history,
+    live_processes,
+    message_chunks,
+    stored,
+    tool_call_ids,
+    tool_results,
+    unique_sleep,
+    user_texts,
+    wait_until,
+)
+
+QUICK_S = 1.0  # the response to a cancel, with room for a loaded machine
+
+
+async def cancel_and_wait(agent: Agent, pending: PendingTurn) -> TurnResult:
+    """Cancel the running turn; it must answer `cancelled` quickly, with nothing after."""
+    started = time.monotonic()
+    await agent.cancel(pending.session_id)
+    turn = await pending.result()
+    assert time.monotonic() - started < QUICK_S
+    assert turn.stop_reason == "cancelled"
+    await agent.assert_quiet_after(turn, pending.session_id)
+    return turn
+
+
+async def next_prompt_is_accepted(agent: Agent, server: ScriptedProvider, session: str
+                                  ) -> RecordedRequest:
+    """A follow-up prompt the strict provider answers (it refuses orphaned tool calls)."""
+    server.script(Reply(text="all good"))
+    turn = await agent.prompt(session, "and now?")
+    assert turn.stop_reason == "end_turn", turn.response
+    assert turn.updates == message_chunks("all good")
+    return server.requests[-1]
+
+
+def cut_tool_reply(provider: str) -> Reply:
+    """Text and one complete tool call, then silence before the message ends."""
+    call = Call("cut-1", "read_file", args(path="x.txt"))
+    # events before the hang: OpenAI role, 2 texts, call start, call arguments; Anthropic
+    # message_start, text block (start, ping, 2 deltas, stop), tool block (start, delta, stop)
+    return Reply(text=("partial ", "answer"), calls=(call,),
+                 fault=Hang(5 if provider == "openai" else 9))
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_cancel_while_streaming(launch: Launcher, server: ScriptedProvider, project: Path,
+                                      provider: str) -> None:
+    agent = await launch.start(provider)
+    session = await agent.new_session(project)
+    server.script(cut_tool_reply(provider))
+    pending = await agent.start_prompt(session, "first")
+    await wait_until(lambda: len(agent.updates(session, pending.start)) == 2, "two text chunks")
+
+    turn = await cancel_and_wait(agent, pending)
+
+    assert turn.updates == message_chunks("partial ", "answer")
+    await wait_until(lambda: server.disconnects, "the provider to see the disconnect", 2.0)
+    assert stored(launch.home, session)[-2:] == [
+        ("assistant", {"parts": [{"type": "text", "text": "partial answer"}],
+                       "stopReason": "cancelled", "views": {}}),
+        ("turn_end", {"stopReason": "cancelled"})]
+    request = await next_prompt_is_accepted(agent, server, session)
+    assert user_texts(request) == ["first", "and now?"]
+    assert tool_call_ids(request) == []  # the call of the cut message is dropped
+    kept = history(request)[1]
+    assert kept["role"] == "assistant"
+    assert "partial answer" in str(kept["content"])
+
+
+async def test_cancel_before_the_response_headers(launch: Launcher, server: ScriptedProvider,
+                                                  project: Path) -> None:
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    server.script(Reply(text="late", headers_delay_s=30))
+    pending = await agent.start_prompt(session, "first")
+    await wait_until(lambda: server.requests, "the model call")
+
+    turn = await cancel_and_wait(agent, pending)
+
+    assert turn.updates == []
+    await wait_until(lambda: server.disconnects, "the provider to see the disconnect", 2.0)
+    await next_prompt_is_accepted(agent, server, session)
+
+
+async def test_cancel_during_a_retry_backoff(launch: Launcher, server: ScriptedProvider,
+                                             project: Path) -> None:
+    agent = await launch.start("anthropic", ACP_FSM_MAX_RETRIES="2")
+    session = await agent.new_session(project)
+    server.script(HttpError(429, "slow down", headers={"retry-after": "10"}))
+    pending = await agent.start_prompt(session, "first")
+    await wait_until(lambda: server.requests, "the rate-limited call")
+    await asyncio.sleep(0.1)  # in the 10 s backoff now
+
+    turn = await cancel_and_wait(agent, pending)
+
+    assert turn.updates == [] and len(server.requests) == 1
+    await next_prompt_is_accepted(agent, server, session)
+
+
+async def test_cancel_while_awaiting_permission(launch: Launcher, server: ScriptedProvider,
+                                                project: Path) -> None:
+    agent = await launch.start("anthropic")
+    agent.editor.permissions.append(HOLD)
+    session = await agent.new_session(project)
+    server.script(Reply(text="Writing.", calls=(Call("w1", "write_file",
+                                                     args(path="a.txt", content="x")),)))
+    pending = await agent.start_prompt(session, "write")
+    asked = await agent.editor.wait_request("session/request_permission")
+
+    turn = await cancel_and_wait(agent, pending)
+
+    withdrawn = agent.notifications("$/cancel_request", pending.start)
+    assert [m["params"] for m in withdrawn] == [{"requestId": asked["id"]}]
+    assert agent.position(withdrawn[0]) < turn.end
+    updates = for_call(turn.updates, "w1")
+    assert [u["status"] for u in updates] == ["pending", "failed"]
+    assert content_text(updates[-1]) == NOT_STARTED
+    await agent.editor.answer_held(asked, {"outcome": {"outcome": "cancelled"}})  # as ACP asks
+    assert not (project / "a.txt").exists()
+    request = await next_prompt_is_accepted(agent, server, session)
+    assert tool_results(request) == {"w1": (NOT_STARTED, True)}
+
+
+async def test_editor_answers_cancelled_then_cancels_in_one_write(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    agent = await launch.start("openai")
+    agent.editor.permissions.append(HOLD)
+    session = await agent.new_session(project)
+    server.script(Reply(calls=(Call("w1", "write_file", args(path="a.txt", content="x")),)))
+    pending = await agent.start_prompt(session, "write")
+    asked = await agent.editor.wait_request("session/request_permission")
+    agent.editor.held.remove(asked)
+    answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "cancelled"}}}
+    cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}
+
+    await agent.proc.send_raw(lines(answer, cancel))
+
+    turn = await pending.result()
+    assert turn.stop_reason == "cancelled"
+    assert content_text(for_call(turn.updates, "w1")[-1]) == NOT_STARTED
+    assert len(server.requests) == 1  # the turn did not go on to another model call
+    request = await next_prompt_is_accepted(agent, server, session)
+    assert tool_results(request) == {"w1": (NOT_STARTED, None)}
+
+
+def lines(*messages: dict[str, object]) -> bytes:
+    """Messages framed for one write."""
+    return b"".join(json.dumps(m).encode() + b"\n" for m in messages)
+
+
+async def test_cancel_while_running_a_local_command(launch: Launcher, server: ScriptedProvider,
+                                                    project: Path) -> None:
+    (project / "a.txt").write_text("real content\n")
+    command = unique_sleep()
+    agent = await launch.start("openai")
+    agent.editor.permissions.extend(["allow_once", "allow_once"])
+    session = await agent.new_session(project)
+    server.script(Reply(calls=(Call("read-1", "read_file", args(path="a.txt")),
+                               Call("run-1", "run_command", args(command=command)),
+                               Call("write-1", "write_file", args(path="b.txt", content="")))))
+    pending = await agent.start_prompt(session, "sleep")
+    try:
+        await wait_until(lambda: live_processes(command), "the command to start")
+
+        turn = await cancel_and_wait(agent, pending)
+
+        await wait_until(lambda: not live_processes(command), "the command to be killed", 3.0)
+    finally:
+        for pid in live_processes(command):
+            os.kill(pid, signal.SIGKILL)
+    statuses = {call: [u["status"] for u in for_call(turn.updates, call)]
+                for call in ("read-1", "run-1", "write-1")}
+    assert statuses == {"read-1": ["pending", "in_progress", "completed"],
+                        "run-1": ["pending", "in_progress", "failed"],
+                        "write-1": ["pending", "failed"]}
+    assert content_text(for_call(turn.updates, "run-1")[-1]) == INTERRUPTED
+    assert content_text(for_call(turn.updates, "write-1")[-1]) == NOT_STARTED
+    assert not (project / "b.txt").exists()
+    request = await next_prompt_is_accepted(agent, server, session)
+    assert tool_results(request) == {"read-1": ("real content\n", None),
+                                     "run-1": (INTERRUPTED, None),
+                                     "write-1": (NOT_STARTED, None)}
+
+
+async def test_cancel_in_a_later_model_call_keeps_finished_results(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    (project / "a.txt").write_text("kept\n")
+    agent = await launch.start("anthropic")
+    session = await agent.new_session(project)
+    server.script(Reply(calls=(Call("read-1", "read_file", args(path="a.txt")),)),
+                  Reply(text=("Having read ", "it"), fault=Hang(4)))
+    pending = await agent.start_prompt(session, "read")
+    await wait_until(lambda: len(server.requests) == 2
+                     and agent.updates(session, pending.start)[-1]["sessionUpdate"]
+                     == "agent_message_chunk", "the second model call to stream")
+
+    turn = await cancel_and_wait(agent, pending)
+
+    assert turn.updates[-1] == message_chunks("Having read ")[0]
+    request = await next_prompt_is_accepted(agent, server, session)
+    assert tool_results(request) == {"read-1": ("kept\n", False)}
+    assert user_texts(request) == ["read", "and now?"]
+
+
+@pytest.mark.parametrize("state", ["awaiting_permission", "running_tools"])
+async def test_a_cancel_marks_the_stored_assistant_message(
+        launch: Launcher, server: ScriptedProvider, project: Path, state: str) -> None:
+    agent = await launch.start("openai", capabilities=EDITOR)
+    agent.editor.permissions.append(HOLD if state == "awaiting_permission" else "allow_once")
+    agent.editor.terminal_exit = HOLD
+    session = await agent.new_session(project)
+    server.script(Reply(calls=(Call("run-1", "run_command", args(command="sleep 30")),)))
+    pending = await agent.start_prompt(session, "run")
+    await agent.editor.wait_request("session/request_permission" if state == "awaiting_permission"
+                                    else "terminal/wait_for_exit")
+    await cancel_and_wait(agent, pending)
+
+    entries = stored(launch.home, session)
+    assistant = [body for kind, body in entries if kind == "assistant"][-1]
+    assert entries[-1] == ("turn_end", {"stopReason": "cancelled"})
+    assert assistant["stopReason"] == "cancelled"
+
+
+async def test_cancel_while_running_in_an_editor_terminal(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    agent = await launch.start("anthropic", capabilities=EDITOR)
+    agent.editor.permissions.append("allow_once")
+    agent.editor.terminal_exit = HOLD
+    session = await agent.new_session(project)
+    server.script(Reply(calls=(Call("run-1", "run_command", args(command="sleep 30")),)))
+    pending = await agent.start_prompt(session, "sleep")
+    waiting = await agent.editor.wait_request("terminal/wait_for_exit")
+
+    turn = await cancel_and_wait(agent, pending)
+
+    assert agent.editor.methods() == ["session/request_permission", "terminal/create",
+                                      "terminal/wait_for_exit", "terminal/kill",
+                                      "terminal/release"]
+    for method in ("terminal/kill", "terminal/release"):
+        request = agent.editor.of_method(method)[0]
+        assert request["params"]["terminalId"] == "term-1"
+        assert agent.position(request) < turn.end
+    withdrawn = agent.notifications("$/cancel_request", pending.start)
+    assert [m["params"] for m in withdrawn] == [{"requestId": waiting["id"]}]
+    updates = for_call(turn.updates, "run-1")
+    assert [u["status"] for u in updates] == ["pending", "in_progress", "in_progress", "failed"]
+    assert content_text(updates[-1]) == INTERRUPTED
+    request = await next_prompt_is_accepted(agent, server, session)
+    assert tool_results(request) == {"run-1": (INTERRUPTED, True)}
+
+
+@pytest.mark.slow
+async def test_a_slow_terminal_kill_does_not_delay_the_cancel(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    agent = await launch.start("openai", capabilities=EDITOR)
+    agent.editor.permissions.append("allow_once")
+    agent.editor.terminal_exit = HOLD
+    agent.editor.overrides["terminal/kill"] = HOLD
+    session = await agent.new_session(project)
+    server.script(Reply(calls=(Call("run-1", "run_command", args(command="sleep 30")),)))
+    pending = await agent.start_prompt(session, "sleep")
+    await agent.editor.wait_request("terminal/wait_for_exit")
+
+    await cancel_and_wait(agent, pending)
+
+
+async def test_cancel_while_the_editor_reads_a_file(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    (project / "a.txt").write_text("a\n")
+    agent = await launch.start("openai", capabilities=EDITOR)
+    agent.editor.overrides["fs/read_text_file"] = HOLD
+    session = await agent.new_session(project)
+    server.script(Reply(calls=(Call("read-1", "read_file", args(path="a.txt")),)))
+    pending = await agent.start_prompt(session, "read")
+    read = await agent.editor.wait_request("fs/read_text_file")
+
+    turn = await cancel_and_wait(agent, pending)
+
+    withdrawn = agent.notifications("$/cancel_request", pending.start)
+    assert [m["params"] for m in withdrawn] == [{"requestId": read["id"]}]
+    assert content_text(for_call(turn.updates, "read-1")[-1]) == INTERRUPTED
+    request = await next_prompt_is_accepted(agent, server, session)
+    assert tool_results(request) == {"read-1": (INTERRUPTED, None)}
+
+
+async def test_cancel_while_idle_is_a_no_op(launch: Launcher, server: ScriptedProvider,
+                                            project: Path) -> None:
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    server.script(Reply(text="one"), Reply(text=("two", " three"), delay_s=0.05))
+    assert (await agent.prompt(session, "first")).stop_reason == "end_turn"
+
+    await agent.cancel(session)
+    turn = await agent.prompt(session, "second")
+
+    assert turn.stop_reason == "end_turn"
+    assert turn.updates == message_chunks("two", " three")
+    assert agent.log("cancel_while_idle")
+
+
+async def test_cancel_in_the_same_write_as_its_prompt(launch: Launcher, server: ScriptedProvider,
+                                                      project: Path) -> None:
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    server.fallback = Reply(text="too late", fault=Hang(2))  # if the model call starts at all
+    msg_id, prompt = agent.prompt_message(session, "first")
+    start = len(agent.messages)
+    future = agent.proc.expect(msg_id, "session/prompt")
+    cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}
+    await agent.proc.send_raw(lines(prompt, cancel))
+
+    turn = await PendingTurn(agent, session, msg_id, start, future).result()
+
+    assert turn.stop_reason == "cancelled"
+    assert turn.updates == []
+    server.fallback = None
+    request = await next_prompt_is_accepted(agent, server, session)
+    assert user_texts(request) == ["first", "and now?"]
+
+
+async def test_two_sessions_one_cancelled(launch: Launcher, server: ScriptedProvider,
+                                          project: Path) -> None:
+    def respond(request: RecordedRequest) -> Reply:
+        if user_texts(request)[-1] == "hang":
+            return Reply(text="stuck", fault=Hang(2))
+        return Reply(text=("b1", "b2", "b3", "b4"), delay_s=0.1)
+
+    server.fallback = respond
+    agent = await launch.start("openai")
+    hanging, streaming = await agent.new_session(project), await agent.new_session(project)
+    first = await agent.start_prompt(hanging, "hang")
+    second = await agent.start_prompt(streaming, "stream")
+    await wait_until(lambda: agent.updates(hanging, first.start)
+                     and agent.updates(streaming, second.start), "both turns to stream")
+
+    cancelled = await cancel_and_wait(agent, first)
+
+    assert not second.done()
+    completed = await second.result()
+    assert completed.stop_reason == "end_turn"
+    assert completed.updates == message_chunks("b1", "b2", "b3", "b4")
+    assert cancelled.updates == message_chunks("stuck")
+    assert cancelled.end < completed.end
+    server.fallback = None
+    await next_prompt_is_accepted(agent, server, hanging)
+
+
+async def test_prompt_while_the_turn_runs_is_refused(launch: Launcher, server: ScriptedProvider,
+                                                     project: Path) -> None:
+    agent = await launch.start("anthropic")
+    session = await agent.new_session(project)
+    server.script(Reply(text=("x", "y", "z"), delay_s=0.1))
+    running = await agent.start_prompt(session, "first")
+    await wait_until(lambda: agent.updates(session, running.start), "the first chunk")
+
+    refused = await agent.prompt(session, "second")
+
+    assert refused.error["code"] == -32600
+    assert session in refused.error["message"] and "already" in refused.error["message"]
+    assert not running.done()
+    turn = await running.result()
+    assert turn.stop_reason == "end_turn"
+    assert turn.updates == message_chunks("x", "y", "z")
+    assert len(server.requests) == 1
+    request = await next_prompt_is_accepted(agent, server, session)
+    assert user_texts(request) == ["first", "and now?"]

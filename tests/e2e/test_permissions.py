@@ -1,0 +1,207 @@
+"""Permission: each answer, the "always" memory, a client-side cancelled outcome, a timeout,
+and which reads ask (outside the cwd and the additional directories only)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from providers.scripted import Call, Reply, ScriptedProvider
+from tests.e2e.support import (
+    HOLD,
+    Agent,
+    Launcher,
+    args,
+    content_text,
+    for_call,
+    message_chunks,
+    text_content,
+    tool_results,
+)
+
+OPTION_IDS = ["allow_once", "allow_always", "reject_once", "reject_always"]
+
+
+def write(call_id: str, name: str, content: str = "x\n") -> Call:
+    return Call(call_id, "write_file", args(path=name, content=content))
+
+
+async def setup(launch: Launcher, project: Path, *answers: str, **env: str) -> tuple[Agent, str]:
+    agent = await launch.start("anthropic", **env)
+    agent.editor.permissions.extend(answers)
+    return agent, await agent.new_session(project)
+
+
+def asked_for(agent: Agent) -> list[str]:
+    """The tool call ids the user was asked about, in order."""
+    return [r["params"]["toolCall"]["toolCallId"]
+            for r in agent.editor.of_method("session/request_permission")]
+
+
+async def test_allow_once_asks_every_time(launch: Launcher, server: ScriptedProvider,
+                                          project: Path) -> None:
+    agent, session = await setup(launch, project, "allow_once", "allow_once")
+    server.script(Reply(calls=(write("w1", "a.txt"),)), Reply(calls=(write("w2", "b.txt"),)),
+                  Reply(text="both written"))
+
+    turn = await agent.prompt(session, "write two files")
+
+    assert turn.stop_reason == "end_turn"
+    assert asked_for(agent) == ["w1", "w2"]
+    first = agent.editor.of_method("session/request_permission")[0]["params"]
+    path = str(project / "a.txt")
+    assert first["sessionId"] == session
+    assert first["toolCall"] == {"toolCallId": "w1", "status": "pending", "title": "Write a.txt",
+                                 "kind": "edit", "rawInput": {"path": "a.txt", "content": "x\n"},
+                                 "locations": [{"path": path}]}
+    assert [o["optionId"] for o in first["options"]] == OPTION_IDS
+    assert [o["kind"] for o in first["options"]] == OPTION_IDS
+    assert (project / "a.txt").read_text() == "x\n" and (project / "b.txt").read_text() == "x\n"
+    # the permission request comes after the call was announced, and before it runs
+    announced = next(i for i, m in enumerate(agent.messages)
+                     if m.get("params", {}).get("update", {}).get("toolCallId") == "w1")
+    asked = agent.position(agent.editor.of_method("session/request_permission")[0])
+    started = next(i for i, m in enumerate(agent.messages)
+                   if m.get("params", {}).get("update", {}).get("status") == "in_progress")
+    assert announced < asked < started
+
+
+async def test_reject_once_tells_the_model(launch: Launcher, server: ScriptedProvider,
+                                           project: Path) -> None:
+    agent, session = await setup(launch, project, "reject_once")
+    server.script(Reply(calls=(write("w1", "a.txt"),)), Reply(text="ok, I won't"))
+
+    turn = await agent.prompt(session, "write")
+
+    assert turn.stop_reason == "end_turn"
+    assert not (project / "a.txt").exists()
+    updates = for_call(turn.updates, "w1")
+    assert [u["status"] for u in updates] == ["pending", "failed"]
+    result, is_error = tool_results(server.requests[-1])["w1"]
+    assert result.startswith("Denied by the user") and is_error is True
+    assert content_text(updates[-1]) == result
+    assert turn.updates[-1] == message_chunks("ok, I won't")[0]
+
+
+async def test_allow_always_is_remembered_per_tool_and_session(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    (project / "c.txt").write_text("one\n")
+    agent, session = await setup(launch, project, "allow_always", "allow_once")
+    edit = Call("e1", "edit_file", args(path="c.txt", old_text="one", new_text="two"))
+    server.script(Reply(calls=(write("w1", "a.txt"),)), Reply(calls=(write("w2", "b.txt"), edit)),
+                  Reply(text="done"))
+
+    assert (await agent.prompt(session, "write")).stop_reason == "end_turn"
+    assert asked_for(agent) == ["w1", "e1"]  # w2 remembered; edit_file is another tool
+    assert (project / "b.txt").exists() and (project / "c.txt").read_text() == "two\n"
+
+    server.script(Reply(calls=(write("w3", "d.txt"),)), Reply(text="again"))
+    assert (await agent.prompt(session, "write more")).stop_reason == "end_turn"
+    assert asked_for(agent) == ["w1", "e1"]
+    assert (project / "d.txt").exists()
+
+    other = await agent.new_session(project)  # another session asks again
+    agent.editor.permissions.append("reject_once")
+    server.script(Reply(calls=(write("w4", "e.txt"),)), Reply(text="fine"))
+    assert (await agent.prompt(other, "write there")).stop_reason == "end_turn"
+    assert asked_for(agent) == ["w1", "e1", "w4"]
+    assert not (project / "e.txt").exists()
+
+
+async def test_reject_always_is_remembered(launch: Launcher, server: ScriptedProvider,
+                                           project: Path) -> None:
+    agent, session = await setup(launch, project, "reject_always")
+    server.script(Reply(calls=(write("w1", "a.txt"),)), Reply(calls=(write("w2", "b.txt"),)),
+                  Reply(text="giving up"))
+
+    turn = await agent.prompt(session, "write")
+
+    assert turn.stop_reason == "end_turn"
+    assert asked_for(agent) == ["w1"]
+    assert not (project / "a.txt").exists() and not (project / "b.txt").exists()
+    results = tool_results(server.requests[-1])
+    assert results["w1"][0].startswith("Denied by the user")
+    assert results["w2"][0].startswith("Denied by the user")
+    assert "always reject" in results["w2"][0]
+    assert [u["status"] for u in for_call(turn.updates, "w2")] == ["pending", "failed"]
+
+
+async def test_client_cancelled_outcome_outside_a_cancel_denies_the_call(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    agent, session = await setup(launch, project, "cancelled")
+    server.script(Reply(calls=(write("w1", "a.txt"),)), Reply(text="understood"))
+
+    turn = await agent.prompt(session, "write")
+
+    assert turn.stop_reason == "end_turn"  # the turn goes on
+    assert not (project / "a.txt").exists()
+    result, is_error = tool_results(server.requests[-1])["w1"]
+    assert "cancelled by the client" in result and is_error is True
+    assert not result.startswith("Denied by the user")  # distinct wording
+    assert [u["status"] for u in for_call(turn.updates, "w1")] == ["pending", "failed"]
+
+
+async def test_permission_timeout_denies_and_withdraws_the_request(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    agent, session = await setup(launch, project, HOLD, ACP_PERMISSION_TIMEOUT_MS="300")
+    server.script(Reply(calls=(write("w1", "a.txt"),)), Reply(text="no answer then"))
+
+    started = time.monotonic()
+    turn = await agent.prompt(session, "write")
+
+    assert turn.stop_reason == "end_turn"
+    assert time.monotonic() - started >= 0.3
+    request = agent.editor.held[0]
+    withdrawn = agent.notifications("$/cancel_request")
+    assert [m["params"] for m in withdrawn] == [{"requestId": request["id"]}]
+    assert agent.position(request) < agent.position(withdrawn[0]) < turn.end
+    result, _ = tool_results(server.requests[-1])["w1"]
+    assert result.startswith("No response from the user")
+    assert not (project / "a.txt").exists()
+    await agent.editor.answer_held(request, {"outcome": {"outcome": "cancelled"}})  # too late
+    server.script(Reply(text="still fine"))
+    assert (await agent.prompt(session, "hello")).stop_reason == "end_turn"
+
+
+async def test_reads_outside_the_cwd_ask(launch: Launcher, server: ScriptedProvider,
+                                         project: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("top secret\n")
+    (project / "link.txt").symlink_to(outside / "secret.txt")
+    (project / "inside.txt").write_text("public\n")
+    agent, session = await setup(launch, project, "allow_once", "reject_once")
+    server.script(Reply(calls=(Call("up", "read_file", args(path="../outside/secret.txt")),
+                               Call("link", "read_file", args(path="link.txt")),
+                               Call("in", "read_file", args(path="inside.txt")))),
+                  Reply(text="read"))
+
+    turn = await agent.prompt(session, "read them")
+
+    assert turn.stop_reason == "end_turn"
+    assert asked_for(agent) == ["up", "link"]
+    real = str((outside / "secret.txt").resolve())
+    asked = agent.editor.of_method("session/request_permission")[0]["params"]["toolCall"]
+    assert asked["kind"] == "read" and asked["locations"] == [{"path": real, "line": 1}]
+    results = tool_results(server.requests[-1])
+    assert results["up"] == ("top secret\n", False)
+    assert results["link"][0].startswith("Denied by the user") and results["link"][1] is True
+    assert results["in"] == ("public\n", False)
+    assert for_call(turn.updates, "up")[-1]["content"] == [text_content("top secret\n")]
+
+
+async def test_reads_inside_an_additional_directory_do_not_ask(
+        launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "lib.txt").write_text("library\n")
+    agent = await launch.start("openai")
+    session = await agent.new_session(project, extra)
+    server.script(Reply(calls=(Call("lib", "read_file", args(path=str(extra / "lib.txt"))),)),
+                  Reply(text="read"))
+
+    turn = await agent.prompt(session, "read the library")
+
+    assert turn.stop_reason == "end_turn"
+    assert agent.editor.received == []
+    assert tool_results(server.requests[-1]) == {"lib": ("library\n", None)}
