@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -205,7 +206,8 @@ class Sessions:
         session = self._open.get(session_id)
         if session is None:
             messages, repaired = await _rebuild(store, session_id, entries)
-            session = Session(self._server, store, record, messages)
+            # ACP gives the working directory again: the project may have moved since.
+            session = Session(self._server, store, replace(record, cwd=cwd), messages)
             self._open[session_id] = session
             if repaired:
                 entries = await store.entries(session_id)

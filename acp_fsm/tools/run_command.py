@@ -76,7 +76,7 @@ async def _cleanup(request: Awaitable[None], what: str, terminal_id: str) -> Non
         await asyncio.wait_for(request, CLEANUP_TIMEOUT_SECONDS)
     except Exception as exc:
         log.warning("terminal_cleanup_failed", request=what, terminal_id=terminal_id,
-                    error=str(exc))
+                    error=str(exc) or type(exc).__name__)
 
 
 async def _exit_or_timeout(client: ClientBridge, terminal_id: str,
