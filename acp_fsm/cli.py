@@ -45,5 +45,25 @@ def _command(args: list[str]) -> int:
     parser.add_argument("--version", action="version", version=f"acp-fsm {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="command")
     commands.add_parser("serve", help="serve ACP on stdin/stdout (the default)")
-    parser.parse_args(args)
+    commands.add_parser("demo", help="an offline demo session (scripted model, no keys)",
+                        add_help=False)
+    commands.add_parser("diagrams", help="write the state diagrams (--check: verify them)",
+                        add_help=False)
+    commands.add_parser("schema-check", help="check the agent's messages against the "
+                        "official ACP schema and print a table", add_help=False)
+    known, rest = parser.parse_known_args(args)
+    if known.command == "diagrams":
+        from fsm.diagram import main as diagrams
+
+        return diagrams(rest)
+    if known.command == "schema-check":
+        from acp_fsm.schema_check import main as schema_check
+
+        return schema_check(rest)
+    if known.command == "demo":
+        from acp_fsm.demo import main as demo
+
+        return demo(rest)
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     return 0

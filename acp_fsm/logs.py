@@ -44,9 +44,10 @@ class Redactor:
         return value
 
 
-def configure() -> None:
-    """Configure structlog and stdlib logging from ACP_FSM_LOG_LEVEL / ACP_FSM_LOG_FORMAT."""
-    level = getattr(logging, config.log_level().upper())
+def configure(level_name: str | None = None) -> None:
+    """Configure structlog and stdlib logging from ACP_FSM_LOG_LEVEL / ACP_FSM_LOG_FORMAT
+    (`level_name` overrides the level)."""
+    level = getattr(logging, (level_name or config.log_level()).upper())
     console = config.log_format() == "console"
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,

@@ -84,8 +84,11 @@ class Session:
             if self.title is None and (title := title_of(prompt)):
                 self.title = title
                 await self.store.set_title(self.id, title)
+                self.send_update(updates.session_info(title, _iso(time.time())))
             stop_reason = await turn.run()
-            return {"stopReason": stop_reason}
+            # _meta (ACP extensibility): how the turn machine got there, for tools and demos.
+            return {"stopReason": stop_reason,
+                    "_meta": {"acpFsm": {"statePath": turn.path, "modelCalls": turn.requests}}}
         finally:
             self.turn = None
             self.token = CancellationToken(f"session {self.id}")  # never reused by a later turn

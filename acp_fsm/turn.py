@@ -166,7 +166,8 @@ class Turn:
         return any(pc.decision is None for pc in self.calls)
 
     async def run(self) -> str:
-        """Run to a final state; the ACP stop reason, or raise the RpcError of a failure."""
+        """Run to a final state; the ACP stop reason, or raise the RpcError of a failure.
+        `path` then holds the states the turn went through."""
         self._fire(TurnTrigger.START)
         while self.state not in FINAL:
             state = self.state
@@ -255,6 +256,9 @@ class Turn:
             await self._keep_partial(stream.partial, "error", wait=True)
             raise TurnFailed(InternalError(str(exc), data=_error_data(exc))) from None
         assert finished is not None, "a stream ends with Finished or an exception"
+        used = finished.usage.input_tokens + finished.usage.output_tokens
+        if used:
+            self._update(updates.usage(used, self.config().context_window))
         message = finished.message
         self.calls = [self._pending(call) for call in message.tool_calls]
         views = {pc.call.id: updates.view_body(pc.view) for pc in self.calls}

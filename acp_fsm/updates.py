@@ -63,3 +63,12 @@ def final_view(status: str, content: list[dict[str, Any]],
 def text_block(text: str) -> dict[str, Any]:
     """A ToolCallContent block of plain text."""
     return {"type": "content", "content": text_content(text)}
+
+
+def session_info(title: str, updated_at: str) -> dict[str, Any]:
+    return {"sessionUpdate": "session_info_update", "title": title, "updatedAt": updated_at}
+
+
+def usage(used: int, size: int) -> dict[str, Any]:
+    """Context-window use after a model call (ACP UsageUpdate)."""
+    return {"sessionUpdate": "usage_update", "used": used, "size": size}

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 OPENAI = "openai"
 ANTHROPIC = "anthropic"
 DEFAULT_MODELS = {ANTHROPIC: "claude-sonnet-4-5", OPENAI: "gpt-5"}
+# Context window assumed for usage reports when ACP_FSM_CONTEXT_WINDOW is not set.
+DEFAULT_CONTEXT_WINDOWS = {ANTHROPIC: 200_000, OPENAI: 128_000}
 DEFAULT_BASE_URLS = {ANTHROPIC: "https://api.anthropic.com", OPENAI: "https://api.openai.com/v1"}
 KEY_VARIABLES = {ANTHROPIC: "ANTHROPIC_API_KEY", OPENAI: "OPENAI_API_KEY"}
 URL_VARIABLES = {ANTHROPIC: "ANTHROPIC_BASE_URL", OPENAI: "OPENAI_BASE_URL"}
@@ -26,6 +28,7 @@ class ProviderConfig:
     base_url: str
     api_key: str | None = field(default=None, repr=False)
     max_tokens: int = 8192
+    context_window: int = 128_000
     max_retries: int = 2
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 180.0
@@ -70,6 +73,8 @@ def load_config(env: Mapping[str, str] | None = None) -> ProviderConfig:
         base_url=base_url,
         api_key=env.get(KEY_VARIABLES[provider]) or None,
         max_tokens=int(_number(env, "ACP_FSM_MAX_TOKENS", 8192, minimum=1)),
+        context_window=int(_number(env, "ACP_FSM_CONTEXT_WINDOW",
+                                   DEFAULT_CONTEXT_WINDOWS[provider], minimum=1)),
         max_retries=int(_number(env, "ACP_FSM_MAX_RETRIES", 2)),
         connect_timeout_s=_number(env, "ACP_FSM_CONNECT_TIMEOUT_MS", 10_000, minimum=1) / 1000,
         read_timeout_s=_number(env, "ACP_FSM_READ_TIMEOUT_MS", 180_000, minimum=1) / 1000,

@@ -2,11 +2,31 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 from fsm.diagram import machines, stale_files, to_mermaid
+from tests.harness import agent_command
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_committed_diagrams_are_current() -> None:
-    assert stale_files() == [], "run: python -m fsm.diagram"
+def test_acp_fsm_diagrams_check_passes_on_the_committed_files() -> None:
+    done = subprocess.run([*agent_command(), "diagrams", "--check"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_check_fails_when_a_diagram_drifts(tmp_path: Path) -> None:
+    done = subprocess.run([*agent_command(), "diagrams", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert stale_files(tmp_path) == []
+    turn = tmp_path / "turn.mmd"
+    turn.write_text(turn.read_text().replace("draining --> cancelled", "draining --> done"))
+    drifted = subprocess.run([*agent_command(), "diagrams", "--check", "--out", str(tmp_path)],
+                             capture_output=True, text=True, timeout=60)
+    assert drifted.returncode == 1 and "turn.mmd" in drifted.stderr
 
 
 def test_every_state_and_row_is_drawn() -> None:
@@ -16,7 +36,16 @@ def test_every_state_and_row_is_drawn() -> None:
         for state in spec.states:
             assert f"    {state.value}\n" in text
         for row in spec.rows:
+            label = row.trigger.value + (f" [{row.guard}]" if row.guard else "")
             for source in row.sources:
-                assert f"{source.value} --> {row.dest.value}: {row.trigger.value}" in text
+                assert f"{source.value} --> {row.dest.value}: {label}\n" in text
         for state in spec.final:
             assert f"{state.value} --> [*]" in text
+
+
+def test_readme_has_a_line_for_every_state() -> None:
+    readme = (ROOT / "diagrams" / "README.md").read_text()
+    for spec in machines():
+        assert f"```mermaid\n{to_mermaid(spec)}```" in readme
+        for state in spec.states:
+            assert f"| `{state.value}` | {spec.state_docs[state]} |" in readme

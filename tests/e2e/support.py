@@ -38,6 +38,10 @@ SETTLE_S: Final = 0.15  # how long "nothing else arrives" is watched for
 
 Message = dict[str, Any]
 
+# Session metadata updates, sent besides the conversation: the title (first prompt) and the
+# context-window use after each model call.
+METADATA = frozenset({"session_info_update", "usage_update"})
+
 
 class EditorError(Exception):
     """An error the editor answers a request with."""
@@ -306,17 +310,20 @@ class Agent:
     async def cancel(self, session_id: str) -> None:
         await self.proc.notify("session/cancel", {"sessionId": session_id})
 
-    def updates(self, session_id: str, start: int = 0, end: int | None = None
-                ) -> list[dict[str, Any]]:
-        """The `session/update` payloads for `session_id` in `messages[start:end]`."""
+    def updates(self, session_id: str, start: int = 0, end: int | None = None, *,
+                metadata: bool = False) -> list[dict[str, Any]]:
+        """The `session/update` payloads for `session_id` in `messages[start:end]`: the
+        conversation's own (chunks and tool calls), plus session metadata (title, usage)
+        when `metadata` is set."""
         return [m["params"]["update"] for m in self.messages[start:end]
                 if m.get("method") == "session/update"
-                and m["params"]["sessionId"] == session_id]
+                and m["params"]["sessionId"] == session_id
+                and (metadata or m["params"]["update"]["sessionUpdate"] not in METADATA)]
 
     async def assert_quiet_after(self, turn: TurnResult, session_id: str) -> None:
         """Nothing about `session_id` arrives after the response (watched for a moment)."""
         await asyncio.sleep(SETTLE_S)
-        late = self.updates(session_id, turn.end + 1)
+        late = self.updates(session_id, turn.end + 1, metadata=True)
         assert late == [], f"updates after the prompt response: {late}"
 
     def notifications(self, method: str, start: int = 0) -> list[Message]:

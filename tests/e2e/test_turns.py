@@ -89,7 +89,8 @@ async def test_prompt_content_reaches_the_model(launch: Launcher, server: Script
 
     response = await agent.request("session/prompt", {"sessionId": session, "prompt": prompt})
 
-    assert response["result"] == {"stopReason": "end_turn"}
+    assert response["result"]["stopReason"] == "end_turn"
+    assert response["result"]["_meta"]["acpFsm"]["statePath"] == ["idle", "streaming", "done"]
     content = history(server.requests[0])[0]["content"]
     assert content[0] == {"type": "text", "text": "Look:"}
     assert "file:///x/y.py" in content[1]["text"]
@@ -235,3 +236,24 @@ async def test_no_api_key_for_the_real_endpoint_names_the_variables(
     error = (await agent.prompt(session, "hello")).error
     assert "OPENAI_API_KEY" in error["message"] and "ANTHROPIC_API_KEY" in error["message"]
     assert launch.server.requests == []
+
+
+async def test_title_and_usage_are_reported_before_the_answer(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    server.script(Reply(text="one"), Reply(text="two"))
+    first = await agent.request("session/prompt", {"sessionId": session, "prompt": [
+        {"type": "text", "text": "  Summarise\n the   project  "}]})
+    end = agent.messages.index(first)
+    meta = [u for u in agent.updates(session, 0, end, metadata=True)
+            if u["sessionUpdate"] in ("session_info_update", "usage_update")]
+    assert meta[0]["sessionUpdate"] == "session_info_update"
+    assert meta[0]["title"] == "Summarise the project"
+    assert meta[1] == {"sessionUpdate": "usage_update", "used": 19, "size": 128000}
+    second = await agent.request("session/prompt", {"sessionId": session, "prompt": [
+        {"type": "text", "text": "again"}]})
+    kinds = [u["sessionUpdate"] for u in
+             agent.updates(session, end + 1, agent.messages.index(second), metadata=True)]
+    assert "session_info_update" not in kinds  # the title is set once
+    assert kinds.count("usage_update") == 1
