@@ -17,6 +17,8 @@ from pathlib import Path
 from fsm.machine import MachineSpec
 
 DIAGRAMS = Path("diagrams")  # relative to the working directory (the repository root)
+# The project README embeds the diagrams between these markers.
+START, END = "<!-- diagrams:start -->", "<!-- diagrams:end -->"
 
 
 def machines() -> list[MachineSpec]:
@@ -75,10 +77,29 @@ def to_svg(spec: MachineSpec) -> bytes | None:
     return svg
 
 
+def embedded(specs: list[MachineSpec]) -> str:
+    """The block the project README holds between its markers."""
+    blocks = "".join(f"\n**{spec.name}**\n\n```mermaid\n{to_mermaid(spec)}```\n"
+                     for spec in specs)
+    return f"{START}\n{blocks}{END}"
+
+
+def with_diagrams(text: str, specs: list[MachineSpec]) -> str:
+    """`text` (a README with the markers) with its diagram block regenerated."""
+    head, start, rest = text.partition(START)
+    _, end, tail = rest.partition(END)
+    if not start or not end:
+        return text  # no markers: nothing embedded
+    return head + embedded(specs) + tail
+
+
 def expected_files(out: Path = DIAGRAMS) -> dict[Path, str]:
     specs = machines()
     files = {out / f"{spec.name}.mmd": to_mermaid(spec) for spec in specs}
     files[out / "README.md"] = readme(specs)
+    project_readme = out.parent / "README.md"
+    if project_readme.exists():
+        files[project_readme] = with_diagrams(project_readme.read_text(encoding="utf-8"), specs)
     return files
 
 

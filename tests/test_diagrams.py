@@ -49,3 +49,18 @@ def test_readme_has_a_line_for_every_state() -> None:
         assert f"```mermaid\n{to_mermaid(spec)}```" in readme
         for state in spec.states:
             assert f"| `{state.value}` | {spec.state_docs[state]} |" in readme
+
+
+def test_the_project_readme_embeds_the_current_diagrams(tmp_path: Path) -> None:
+    from fsm.diagram import END, START, with_diagrams
+
+    readme = (ROOT / "README.md").read_text()
+    assert with_diagrams(readme, machines()) == readme  # what is committed is current
+    out = tmp_path / "diagrams"
+    (tmp_path / "README.md").write_text(f"intro\n{START}\nold\n{END}\nrest\n")
+    assert tmp_path / "README.md" in stale_files(out)
+    subprocess.run([*agent_command(), "diagrams", "--out", str(out)], check=True,
+                   capture_output=True, timeout=60)
+    text = (tmp_path / "README.md").read_text()
+    assert text.startswith("intro\n") and text.endswith("rest\n") and "old" not in text
+    assert all(to_mermaid(spec) in text for spec in machines())
