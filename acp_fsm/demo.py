@@ -130,6 +130,9 @@ class Editor:
         violation = schemas.validate(spec.result_ref, result)
         return None if violation is None else str(violation)
 
+    def cancel_request(self, request: Request) -> bool:
+        return False  # the agent never cancels our (instant) answers
+
     # -- the agent's requests -------------------------------------------------------
 
     async def _permission(self, params: dict[str, Any]) -> dict[str, Any]:

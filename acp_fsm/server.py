@@ -120,6 +120,14 @@ class AcpServer:
         violation = self._validator(spec.result_ref)(result)
         return None if violation is None else str(violation)
 
+    def cancel_request(self, request: Request) -> bool:
+        """`$/cancel_request` for a prompt is a cancel of its turn: ACP answers a cancelled prompt
+        with stopReason cancelled, never an error. Other requests are simply stopped."""
+        if request.method != "session/prompt" or not isinstance(request.params, dict):
+            return False
+        session = self.sessions.find(request.params.get("sessionId", ""))
+        return session is not None and session.cancel("$/cancel_request")
+
     # ------------------------------------------------------ client requests
 
     async def call_client(

@@ -52,6 +52,10 @@ class Dispatcher(Protocol):
     def check_response(self, method: str, result: Any) -> str | None:
         """Return why a peer's `result` to our `method` request is invalid, or None."""
 
+    def cancel_request(self, request: Request) -> bool:
+        """The peer sent `$/cancel_request` for `request`: True when the method stops itself
+        (and still answers), False to have its task cancelled and answered with -32800."""
+
 
 class Connection:
     """One JSON-RPC peer over a byte stream."""
@@ -72,6 +76,7 @@ class Connection:
         self._max_line = max_line
         self._strict = strict_outbound
         self._inflight: dict[Id, asyncio.Task[Any]] = {}
+        self._requests: dict[asyncio.Task[Any], Request] = {}
         self._peer_cancelled: set[asyncio.Task[Any]] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._pending: dict[int, tuple[asyncio.Future[Any], str]] = {}
@@ -179,8 +184,10 @@ class Connection:
         if request.id in self._inflight:
             log.warning("duplicate_request_id", id=request.id)
         self._inflight[request.id] = task
+        self._requests[task] = request
 
         def finished(task: asyncio.Task[dict[str, Any] | None]) -> None:
+            self._requests.pop(task, None)
             if self._inflight.get(request.id) is task:
                 del self._inflight[request.id]
             if task.cancelled():
@@ -249,6 +256,9 @@ class Connection:
         if task is None:
             log.debug("cancel_request_unknown", request_id=request_id)
             return
+        request = self._requests.get(task)
+        if request is not None and self._dispatcher.cancel_request(request):
+            return  # the method winds down on its own terms and answers normally
         self._peer_cancelled.add(task)
         task.cancel()
 

@@ -82,6 +82,9 @@ class FakeDispatcher:
     def check_response(self, method: str, result: Any) -> str | None:
         return self.refuse_response.get(method)
 
+    def cancel_request(self, request: Request) -> bool:
+        return False  # every request here is stopped by cancelling its task
+
     def close_unstarted(self) -> None:
         """Close handler coroutines the connection never ran (so no 'never awaited' warning)."""
         for coro in self.coroutines:

@@ -391,3 +391,23 @@ async def test_prompt_while_the_turn_runs_is_refused(launch: Launcher, server: S
     assert len(server.requests) == 1
     request = await next_prompt_is_accepted(agent, server, session)
     assert user_texts(request) == ["first", "and now?"]
+
+
+async def test_cancel_request_for_a_prompt_cancels_its_turn(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    """An editor that cancels the prompt request itself ($/cancel_request, as the TS SDK's
+    abort signal does) gets stopReason cancelled, never an error (ACP: cancellation)."""
+    agent = await launch.start("anthropic")
+    session = await agent.new_session(project)
+    server.script(cut_tool_reply("anthropic"))
+    pending = await agent.start_prompt(session, "first")
+    await wait_until(lambda: len(agent.updates(session, pending.start)) == 2, "two text chunks")
+
+    await agent.proc.notify("$/cancel_request", {"requestId": pending.msg_id})
+    turn = await pending.result()
+
+    assert turn.stop_reason == "cancelled"
+    await wait_until(lambda: server.disconnects, "the provider to see the disconnect", 2.0)
+    await agent.assert_quiet_after(turn, session)
+    request = await next_prompt_is_accepted(agent, server, session)
+    assert user_texts(request) == ["first", "and now?"]
