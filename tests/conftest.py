@@ -8,8 +8,9 @@ from tests.harness import AgentProcess, agent_env
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the conformance module last: it checks every message the other tests recorded."""
-    items.sort(key=lambda item: item.module.__name__.endswith("test_conformance"))
+    """Run the whole-run conformance check last: it checks every message the other tests
+    recorded."""
+    items.sort(key=lambda item: item.module.__name__ == "tests.conformance.test_whole_run")
 
 
 def assert_clean(agent: AgentProcess) -> None:

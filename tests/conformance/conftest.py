@@ -1,0 +1,50 @@
+"""Fixtures of the conformance suite: the official schema (tests needing it skip, saying where
+it was looked for, when it is absent), one run of the scripted session shared by the session
+tests, and instance generators for both schema documents."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+import schemas
+from acp_fsm.schema_check import (
+    SCHEMA_ENV,
+    OfficialSchema,
+    SessionRun,
+    locate_schema,
+    run_session,
+    schema_candidates,
+)
+from tests.conformance.generate import Generator
+
+OFFICIAL_PATH = locate_schema()
+NO_SCHEMA = (f"official ACP schema not found (looked in: "
+             f"{', '.join(str(p) for p in schema_candidates())}); set {SCHEMA_ENV} to its path")
+
+
+@pytest.fixture(scope="session")
+def official() -> OfficialSchema:
+    if OFFICIAL_PATH is None:
+        pytest.skip(NO_SCHEMA)
+    return OfficialSchema.load(OFFICIAL_PATH)
+
+
+@pytest.fixture(scope="session")
+def session_run(tmp_path_factory: pytest.TempPathFactory) -> SessionRun:
+    """The scripted session, run once (two agent processes, about two seconds)."""
+    workdir: Path = tmp_path_factory.mktemp("schema-check")
+    return asyncio.run(run_session(workdir))
+
+
+@pytest.fixture(scope="session")
+def official_generator(official: OfficialSchema) -> Generator:
+    return Generator(official.doc)
+
+
+@pytest.fixture(scope="session")
+def own_generators() -> dict[str, Generator]:
+    """A generator per project schema file that holds protocol definitions, by file stem."""
+    return {stem: Generator(schemas.load_json(f"{stem}.json")) for stem in ("acp", "jsonrpc")}

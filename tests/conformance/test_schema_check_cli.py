@@ -1,0 +1,75 @@
+"""`python -m acp_fsm.schema_check` (what `acp-fsm schema-check` runs): the table, the totals
+line and the exit status, including when the official schema is missing or disagrees."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from acp_fsm.schema_check import SCHEMA_ENV, OfficialSchema, expected_rows, main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def schema_check(*args: str, schema: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if schema is not None:
+        env[SCHEMA_ENV] = schema
+    return subprocess.run([sys.executable, "-m", "acp_fsm.schema_check", *args], env=env,
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+
+
+def rows(stdout: str) -> dict[tuple[str, str, str], list[int]]:
+    """(method, direction, kind) -> [checked, official failures, own failures]."""
+    table = {}
+    for line in stdout.splitlines():
+        cells = line.split()
+        if len(cells) == 6 and cells[3].isdigit():
+            table[(cells[0], cells[1], cells[2])] = [int(c) for c in cells[3:]]
+    return table
+
+
+def test_table_and_exit_status(official: OfficialSchema) -> None:
+    assert official.path is not None
+    done = schema_check(schema=str(official.path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1].split() == ["method", "direction", "kind", "checked", "official", "own"]
+    table = rows(done.stdout)
+    assert {(method, direction) for method, direction, _ in table} >= expected_rows()
+    total = lines[-1].split()
+    assert total[0] == "total" and total[2:] == ["0", "0"]
+    assert int(total[1]) == sum(r[0] for r in table.values()) > 150
+    assert table[("session/update", "agent->client", "notification")][0] > 50
+
+
+def test_exit_2_when_the_official_schema_is_missing(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "schema.json"
+    done = schema_check(schema=str(missing))
+    assert done.returncode == 2
+    assert str(missing) in done.stderr and SCHEMA_ENV in done.stderr
+    assert done.stdout == ""
+
+
+def test_exit_1_and_failing_rows_on_disagreement(official: OfficialSchema, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Against an official schema that wants a field the agent never sends in a prompt
+    response, exactly those messages fail, and say why."""
+    drifted = json.loads(json.dumps(official.doc))
+    drifted["$defs"]["PromptResponse"]["required"] = ["stopReason", "tokenCount"]
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps(drifted), encoding="utf-8")
+    assert main(["--schema", str(path)]) == 1
+    out = capsys.readouterr().out
+    table = rows(out)
+    checked, failed, own = table[("session/prompt", "client->agent", "result")]
+    assert checked == failed > 0 and own == 0
+    others = {key: r for key, r in table.items() if key[0] != "session/prompt"}
+    assert all(r[1] == 0 for r in others.values())
+    assert "FAIL result of session/prompt: official: PromptResponse" in out
+    assert "'tokenCount' is a required property" in out
