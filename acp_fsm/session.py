@@ -20,7 +20,6 @@ import structlog
 from acp_fsm import transcript, updates
 from acp_fsm.prompt import title_of, to_parts
 from acp_fsm.store import SessionRecord, Store
-from acp_fsm.turn import Turn
 from protocol.cancel import CancellationToken
 from protocol.errors import InvalidParams, InvalidRequest, ResourceNotFound
 from providers.types import (
@@ -33,6 +32,7 @@ from providers.types import (
 
 if TYPE_CHECKING:
     from acp_fsm.server import AcpServer
+    from acp_fsm.turn import Turn
 
 log = structlog.get_logger("session")
 
@@ -70,6 +70,10 @@ class Session:
                 f"Invalid Request: session {self.id} is already running a prompt; wait for its "
                 "response or send session/cancel")
         parts = to_parts(prompt)
+        # Imported at the first prompt: the turn brings the tools and the providers, which
+        # `initialize` and `session/new` do not need (startup budget, see bench/startup.py).
+        from acp_fsm.turn import Turn
+
         self.messages.append(UserMessage(parts))
         self._last_assistant = None  # only this turn's own message may be marked cancelled
         self.turn = Turn(self, self.token)

@@ -3,9 +3,10 @@ so a loaded session looks exactly as it did live."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from acp_fsm.tools.base import ToolCallView
+if TYPE_CHECKING:
+    from acp_fsm.tools.base import ToolCallView
 
 
 def text_content(text: str) -> dict[str, Any]:

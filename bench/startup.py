@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import time
 
 from bench.common import INIT, agent_command, agent_env, summary, table
 
-SECOND = b'{"jsonrpc":"2.0","id":1,"method":"_acp_fsm/sleep","params":{"ms":0}}\n'
+SECOND = (b'{"jsonrpc":"2.0","id":1,"method":"session/new",'
+          b'"params":{"cwd":"/tmp","mcpServers":[]}}\n')
 
 
 def measure(runs: int) -> tuple[list[float], list[float]]:
     first, second = [], []
-    env = agent_env()
+    env = agent_env(ACP_FSM_HOME=tempfile.mkdtemp(prefix="acp-fsm-bench-"))
     for _ in range(runs):
         started = time.perf_counter()
         proc = subprocess.Popen(agent_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -42,7 +44,7 @@ def main() -> None:
     first, second = measure(runs)
     table(f"startup ({runs} runs, ms)", f"{'measure':<36} {'median':>8} {'p90':>8} {'min':>8}", [
         f"{'spawn -> initialize answered':<36} {summary(first)}",
-        f"{'spawn -> next request answered':<36} {summary(second)}",
+        f"{'spawn -> session/new answered':<36} {summary(second)}",
     ])
 
 
