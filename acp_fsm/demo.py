@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -456,6 +457,9 @@ def main(argv: list[str]) -> int:
 
     logs.configure("warning")  # the demo's own client side logs only trouble, to stderr
     style = Style(color=sys.stdout.isatty() and not args.no_color)
+    # When the reader goes away (`acp-fsm demo | head`), end quietly like other command-line
+    # tools; the agents it spawned see their stdin close and exit on their own.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     if args.live:
         return asyncio.run(run_live(style))
     return asyncio.run(run_demo(args.provider, style))

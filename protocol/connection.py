@@ -179,6 +179,11 @@ class Connection:
             log.info("request_rejected", method=request.method, id=request.id, code=exc.code,
                      reason=exc.message)
             return _ready(jsonrpc.failure(request.id, exc))
+        except Exception:
+            # A bug in a handler's synchronous part must not take the reader down with it.
+            log.exception("dispatch_failed", method=request.method, id=request.id)
+            return _ready(jsonrpc.failure(
+                request.id, InternalError(f"Internal error while handling {request.method}")))
         answer: asyncio.Future[dict[str, Any] | None] = asyncio.get_running_loop().create_future()
         task = self._spawn(self._serve(request, work))
         if request.id in self._inflight:
@@ -239,6 +244,9 @@ class Connection:
         except RpcError as exc:
             # JSON-RPC: a notification is never answered, not even with an error.
             log.info("notification_dropped", method=note.method, reason=exc.message)
+            return
+        except Exception:
+            log.exception("notification_failed", method=note.method)
             return
         if work is not None:
             self._spawn(self._run_notification(note.method, work))

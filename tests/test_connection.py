@@ -729,3 +729,26 @@ async def test_output_lost_closes(peer: Peer) -> None:
     assert peer.conn.closed.result() == "output closed"
     with pytest.raises(ConnectionClosed):
         await task
+
+
+class _BrokenDispatcher(FakeDispatcher):
+    """A dispatcher whose synchronous part has a bug (raises a non-RPC exception)."""
+
+    def dispatch(self, message: Request | Notification) -> Coroutine[Any, Any, Any] | None:
+        if message.method in ("crash", "crash_note"):
+            raise KeyError("a bug")
+        return super().dispatch(message)
+
+
+async def test_a_bug_in_dispatch_answers_32603_and_keeps_reading() -> None:
+    written: list[bytes] = []
+    conn = Connection(_BrokenDispatcher(), written.append)
+    conn.feed(b'{"jsonrpc":"2.0","method":"crash_note"}\n'
+              b'{"jsonrpc":"2.0","id":1,"method":"crash"}\n'
+              b'{"jsonrpc":"2.0","id":2,"method":"echo","params":{"x":1}}\n')
+    for _ in range(5):
+        await asyncio.sleep(0)
+    replies = {m["id"]: m for m in (json.loads(line) for line in written)}
+    assert replies[1]["error"]["code"] == -32603
+    assert "Traceback" not in replies[1]["error"]["message"]
+    assert "result" in replies[2]  # the reader survived both
