@@ -56,10 +56,13 @@ class Client:
     def has_terminal(self) -> bool:
         return self._server.client is not None and self._server.client.has_terminal
 
-    async def call(self, method: str, params: dict[str, Any]) -> Any:
+    async def call(self, method: str, params: dict[str, Any], *,
+                   timeout_ms: int | None = None) -> Any:
+        """`method` with this session's id; `timeout_ms` None = the configured client limit."""
         params = {"sessionId": self._session_id, **params}
         try:
-            return await self._server.call_client(method, params, token=self._token)
+            return await self._server.call_client(method, params, token=self._token,
+                                                  timeout_ms=timeout_ms)
         except OutboundCancelled:
             raise Cancelled(self._token.reason or "cancelled") from None
         except OutboundError as exc:
@@ -80,16 +83,39 @@ class Client:
 
     async def create_terminal(self, command: str, args: list[str], cwd: str,
                               output_byte_limit: int) -> str:
-        result = await self.call("terminal/create", {
-            "command": command, "args": args, "env": [], "cwd": cwd,
-            "outputByteLimit": output_byte_limit})
+        """Start a terminal. If the turn is cancelled before the editor answers, the request
+        is left to finish: a terminal it still creates is killed and released at once
+        (ACP lets the editor answer a request we gave up on with a result)."""
+        params = {"sessionId": self._session_id, "command": command, "args": args, "env": [],
+                  "cwd": cwd, "outputByteLimit": output_byte_limit}
+        try:
+            created = self._server.call_client_soon("terminal/create", params)
+        except OutboundError as exc:
+            raise ClientCallError(f"terminal/create failed: {exc}") from exc
+        try:
+            result = await self._token.race(asyncio.shield(created))
+        except (Cancelled, asyncio.CancelledError):
+            created.add_done_callback(self._abandon_late_terminal)
+            raise
+        except OutboundError as exc:
+            raise ClientCallError(f"terminal/create failed: {exc}") from exc
         return str(result["terminalId"])
+
+    def _abandon_late_terminal(self, created: asyncio.Future[Any]) -> None:
+        if created.cancelled() or created.exception() is not None:
+            return
+        terminal_id = str(created.result()["terminalId"])
+        log.info("late_terminal_abandoned", terminal_id=terminal_id)
+        self.abandon_terminal(terminal_id)
 
     async def terminal_output(self, terminal_id: str) -> dict[str, Any]:
         return dict(await self.call("terminal/output", {"terminalId": terminal_id}))
 
     async def wait_for_terminal_exit(self, terminal_id: str) -> dict[str, Any]:
-        return dict(await self.call("terminal/wait_for_exit", {"terminalId": terminal_id}))
+        # No client-RPC limit: a command runs as long as its own timeout_ms allows, which
+        # the caller enforces (and a cancel still releases the wait through the token).
+        return dict(await self.call("terminal/wait_for_exit", {"terminalId": terminal_id},
+                                    timeout_ms=0))
 
     async def kill_terminal(self, terminal_id: str) -> None:
         await self._cleanup("terminal/kill", terminal_id)

@@ -9,6 +9,7 @@ reason, a fresh token replaces it, so a cancel never reaches a later turn.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from dataclasses import replace
@@ -19,8 +20,8 @@ import structlog
 
 from acp_fsm import transcript, updates
 from acp_fsm.prompt import title_of, to_parts
-from acp_fsm.store import SessionRecord, Store
-from protocol.cancel import CancellationToken
+from acp_fsm.store import SessionRecord, Store, StoreError
+from protocol.cancel import CancellationToken, Cancelled
 from protocol.errors import InvalidParams, InvalidRequest, ResourceNotFound
 from providers.types import (
     AssistantMessage,
@@ -55,7 +56,8 @@ class Session:
         self.token = CancellationToken(f"session {record.id}")
         self.turn: Turn | None = None
         self.always: dict[str, bool] = {}  # tool name → remembered "always" answer
-        self._last_assistant: tuple[int, dict[str, Any]] | None = None  # (seq, stored body)
+        # This turn's last stored assistant message: (its pending or done write, its body).
+        self._last_assistant: tuple[asyncio.Future[int], dict[str, Any]] | None = None
 
     def __repr__(self) -> str:
         turn = self.turn.state if self.turn is not None else "idle"
@@ -83,11 +85,12 @@ class Session:
         try:
             user = self.messages[-1] if self.messages else None
             assert isinstance(user, UserMessage)
-            await self.store.append(self.id, "user", {
-                "prompt": prompt, "parts": [transcript.part_to_json(p) for p in user.parts]})
+            body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in user.parts]}
+            with contextlib.suppress(Cancelled):  # the turn then starts cancelled and drains
+                await self._write("user", body, wait=True)
             if self.title is None and (title := title_of(prompt)):
                 self.title = title
-                await self.store.set_title(self.id, title)
+                self._set_title_soon(title)
                 self.send_update(updates.session_info(title, _iso(time.time())))
             stop_reason = await turn.run()
             # _meta (ACP extensibility): how the turn machine got there, for tools and demos.
@@ -121,19 +124,34 @@ class Session:
                             views: dict[str, dict[str, Any]], *, wait: bool = True) -> None:
         self.messages.append(message)
         body = transcript.assistant_body(message, stop_reason, views)
-        seq = await self._write("assistant", body, wait)
-        self._last_assistant = (seq, body) if seq is not None else None
+        written = self._queue("assistant", body)
+        # Known before the wait, so a cancel during the write can still mark the message.
+        self._last_assistant = (written, body) if written is not None else None
+        if wait:
+            await self._commit(written)
 
     def mark_cancelled(self) -> None:
         """The turn was cancelled after its last assistant message was stored complete: that
-        stored message now carries stopReason cancelled (NOTES §2)."""
+        stored message now carries stopReason cancelled (NOTES §2). Queued behind the
+        message's own write if that is still under way."""
         if self._last_assistant is None:
             return
-        seq, body = self._last_assistant
-        if body.get("stopReason") != transcript.CANCELLED:
-            body = {**body, "stopReason": transcript.CANCELLED}
-            self._last_assistant = (seq, body)
-            self.store.rewrite_soon(self.id, seq, body).add_done_callback(_log_failed_write)
+        written, body = self._last_assistant
+        self._last_assistant = None
+        if body.get("stopReason") == transcript.CANCELLED:
+            return
+        marked = {**body, "stopReason": transcript.CANCELLED}
+
+        def rewrite(done: asyncio.Future[int]) -> None:
+            if done.cancelled() or done.exception() is not None:
+                return
+            try:
+                self.store.rewrite_soon(self.id, done.result(), marked).add_done_callback(
+                    _log_failed_write)
+            except StoreError as exc:
+                log.error("store_write_failed", error=str(exc))
+
+        written.add_done_callback(rewrite)
 
     async def add_result(self, result: ToolResultPart, view: dict[str, Any], *,
                          wait: bool = True) -> None:
@@ -147,14 +165,35 @@ class Session:
     async def record_turn_end(self, stop_reason: str) -> None:
         await self._write("turn_end", {"stopReason": stop_reason}, wait=False)
 
-    async def _write(self, kind: str, body: dict[str, Any], wait: bool) -> int | None:
-        """Store an entry. With `wait`, committed before returning (a completed message) and
-        its seq returned; without, queued in order and committed moments later, so a cancel's
-        answer is not delayed by the disk (what a kill in that instant loses, load repairs)."""
+    async def _write(self, kind: str, body: dict[str, Any], wait: bool) -> None:
+        """Store an entry: committed before returning with `wait` (a completed message),
+        else queued in order and committed moments later, so a cancel's answer is not
+        delayed by the disk (what a kill in that instant loses, load repairs)."""
+        written = self._queue(kind, body)
         if wait:
-            return await self.store.append(self.id, kind, body)
-        self.store.append_soon(self.id, kind, body).add_done_callback(_log_failed_write)
-        return None
+            await self._commit(written)
+
+    def _queue(self, kind: str, body: dict[str, Any]) -> asyncio.Future[int] | None:
+        """Queue an entry; its write's future, or None when the store is already closed
+        (shutdown), which is logged and never raised into the turn."""
+        try:
+            written = self.store.append_soon(self.id, kind, body)
+        except StoreError as exc:
+            log.error("store_write_failed", kind=kind, error=str(exc))
+            return None
+        written.add_done_callback(_log_failed_write)
+        return written
+
+    async def _commit(self, written: asyncio.Future[int] | None) -> None:
+        """Wait for a queued write, unless the turn's token fires first (`Cancelled`; the
+        write goes on by itself). A failed commit of a completed message fails the turn."""
+        if written is not None:
+            await self.token.race(asyncio.shield(written))
+            written.result()
+
+    def _set_title_soon(self, title: str) -> None:
+        task = asyncio.ensure_future(self.store.set_title(self.id, title))
+        task.add_done_callback(_log_failed_write)
 
     def send_update(self, update: dict[str, Any]) -> None:
         self.server.conn.notify("session/update", {"sessionId": self.id, "update": update})
@@ -168,6 +207,7 @@ class Sessions:
         self._open: dict[str, Session] = {}
         self._store: Store | None = None
         self._store_lock = asyncio.Lock()
+        self._restore_lock = asyncio.Lock()  # two loads of one session build one Session
 
     def __repr__(self) -> str:
         return f"<Sessions open={len(self._open)}>"
@@ -206,6 +246,10 @@ class Sessions:
         already open here (a cancel after the load still reaches its running turn)."""
         _check_paths(cwd, [])
         store = await self.store()
+        async with self._restore_lock:
+            return await self._restore(store, session_id, cwd, replay)
+
+    async def _restore(self, store: Store, session_id: str, cwd: str, replay: bool) -> Session:
         record = await store.get_session(session_id)
         if record is None:
             raise ResourceNotFound(f"Session not found: {session_id}")
@@ -237,8 +281,6 @@ class Sessions:
             raise ResourceNotFound(f"Session not found: {session_id}")
 
     async def list(self, cwd: str | None, cursor: str | None) -> dict[str, Any]:
-        from acp_fsm.store import StoreError
-
         store = await self.store()
         try:
             records, next_cursor = await store.list_sessions(cwd, cursor)
@@ -261,7 +303,7 @@ class Sessions:
             await asyncio.wait({turn.done}, timeout=CLOSE_GRACE_S)
 
 
-def _log_failed_write(future: asyncio.Future[int]) -> None:
+def _log_failed_write(future: asyncio.Future[Any]) -> None:
     if not future.cancelled() and (error := future.exception()) is not None:
         log.error("store_write_failed", error=str(error))
 

@@ -176,7 +176,8 @@ class Turn:
             except Cancelled:
                 pass  # the token fired; the cancel transition follows
             except TurnFailed as failure:
-                await self._fail(failure.error)
+                if not self.token.is_cancelled:  # a cancelled prompt is never an error (ACP)
+                    await self._fail(failure.error)
             except Exception as exc:
                 log.exception("turn_work_failed", state=state)
                 await self._fail(InternalError(f"Internal error in {state}: {exc}"))
@@ -263,6 +264,7 @@ class Turn:
         self.calls = [self._pending(call) for call in message.tool_calls]
         views = {pc.call.id: updates.view_body(pc.view) for pc in self.calls}
         await self.session.add_assistant(message, finished.stop_reason.value, views)
+        self.token.raise_if_cancelled()  # a cancel that came with the last token still counts
         if not self.calls:
             self.stop_reason = ACP_STOP[finished.stop_reason]
             self._fire(TurnTrigger.MODEL_DONE)
@@ -291,17 +293,24 @@ class Turn:
             return PendingCall(call, None, generic, "deny",
                                f"Unknown tool {call.name!r}. Available tools: "
                                f"{', '.join(TOOLS)}.")
-        problem = tool.validate(call.arguments)
+        env = self._env(call.id)
+        try:
+            problem = tool.validate(call.arguments)
+            if problem is None:
+                view = tool.view(call.arguments, env)
+                asks = tool.needs_permission(call.arguments, env)
+        except Exception as exc:  # a tool bug on odd arguments is the model's error to see
+            log.exception("tool_arguments_failed", tool=call.name)
+            problem = f"the arguments could not be used ({type(exc).__name__}: {exc})"
         if problem is not None:
             return PendingCall(call, tool, generic, "deny",
                                f"Invalid arguments for {call.name}: {problem}")
-        env = self._env(call.id)
-        pending = PendingCall(call, tool, tool.view(call.arguments, env))
+        pending = PendingCall(call, tool, view)
         remembered = self.session.always.get(call.name)
         if remembered is not None:
             pending.decision = "allow" if remembered else "deny"
             pending.reason = "" if remembered else _denied(call.name, always=True)
-        elif not tool.needs_permission(call.arguments, env):
+        elif not asks:
             pending.decision = "allow"
         return pending
 
@@ -378,6 +387,7 @@ class Turn:
                 outcome = ToolOutcome(f"The tool failed unexpectedly: {exc}", is_error=True)
             await self._answer(pc, outcome)  # it finished: its real result is kept
             self.token.raise_if_cancelled()
+        self.token.raise_if_cancelled()
         if self.requests >= max_turn_requests():
             self.stop_reason = "max_turn_requests"
             self._fire(TurnTrigger.LIMIT_REACHED)

@@ -70,7 +70,7 @@ def _user_blocks(message: UserMessage) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for part in message.parts:
         if isinstance(part, TextPart):
-            if part.text:
+            if part.text.strip():  # the API refuses text blocks with no visible text
                 blocks.append({"type": "text", "text": part.text})
         elif isinstance(part, ImagePart):
             blocks.append({"type": "image", "source": {"type": "base64",
@@ -90,7 +90,7 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
                 blocks.append({"type": "thinking", "thinking": part.text,
                                "signature": part.signature})
         elif isinstance(part, TextPart):
-            if part.text:
+            if part.text.strip():  # e.g. a cancel after a first "\n\n" delta
                 blocks.append({"type": "text", "text": part.text})
         else:
             blocks.append({"type": "tool_use", "id": part.id, "name": part.name,

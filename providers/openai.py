@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from providers.assemble import MessageBuilder
@@ -209,7 +210,8 @@ class OpenAiParser:
         key = self._keys.get(index)
         events: list[Event] = []
         if key is None or (call_id and call_id != key[1]):
-            key = (index, call_id or f"call_{index}_{len(self._keys)}")
+            # A server that sends no id gets a made-up one, unique in the session (ACP).
+            key = (index, call_id or f"call_{uuid.uuid4().hex[:24]}")
             self._keys[index] = key
             function = call.get("function") or {}
             events.append(self.builder.tool_start(key, key[1], function.get("name") or ""))

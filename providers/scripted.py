@@ -498,6 +498,9 @@ class _AnthropicRoute:
             kind = block.get("type")
             if kind == "thinking" and not block.get("signature"):
                 raise _reject(f"messages.{i}.content.{j}.thinking.signature: Field required")
+            if kind == "text" and not str(block.get("text", "")).strip():
+                raise _reject(f"messages.{i}: text content blocks must contain non-whitespace "
+                              "text")
             if kind == "tool_result" and not block.get("content"):
                 raise _reject(f"messages.{i}.content.{j}.tool_result.content: a tool_result "
                               "must not be empty")

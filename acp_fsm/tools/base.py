@@ -15,17 +15,41 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from acp_fsm.tools.paths import utf8_text
 from protocol.cancel import CancellationToken
+
+
+def utf8_json(value: Any) -> Any:
+    """`value` with every string in it (dict keys, list and tuple items too) valid UTF-8."""
+    if isinstance(value, str):
+        return utf8_text(value)
+    if isinstance(value, dict):
+        return {utf8_json(key): utf8_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(utf8_json(item) for item in value)
+    return value
+
+
+def _make_utf8(instance: object, *names: str) -> None:
+    """Replace fields of a frozen dataclass by their `utf8_json` form."""
+    for name in names:
+        object.__setattr__(instance, name, utf8_json(getattr(instance, name)))
 
 
 @dataclass(frozen=True, slots=True)
 class ToolCallView:
-    """How a call looks in the editor (ACP ToolCall fields)."""
+    """How a call looks in the editor (ACP ToolCall fields).
+
+    Every string is valid UTF-8 (made so on construction): the editor may parse strictly.
+    """
 
     title: str
     kind: str  # ACP ToolKind: read, edit, delete, move, search, execute, think, fetch, other
     locations: tuple[dict[str, Any], ...] = ()  # ACP ToolCallLocation: {"path", "line"?}
     raw_input: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _make_utf8(self, "title", "locations", "raw_input")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,13 +58,16 @@ class ToolOutcome:
 
     `output` is what the model reads (never empty); `content` the ACP ToolCallContent blocks
     the editor shows (text, `diff` for edits, `terminal`); `locations` replaces the view's when
-    set (e.g. the lines an edit touched).
+    set (e.g. the lines an edit touched). Every string is valid UTF-8 (made so on construction).
     """
 
     output: str
     is_error: bool = False
     content: tuple[dict[str, Any], ...] = ()
     locations: tuple[dict[str, Any], ...] | None = None
+
+    def __post_init__(self) -> None:
+        _make_utf8(self, "output", "content", "locations")
 
 
 class ClientBridge(Protocol):

@@ -3,24 +3,38 @@
 The editor wins when it advertised the fs capability (ACP fs/read_text_file returns the unsaved
 buffer, fs/write_text_file lets it track the change); otherwise the disk is used: UTF-8 with
 invalid bytes replaced when only showing text, an atomic replace when writing.
+
+Only regular files are opened: a named pipe would block the open (until a writer comes) and a
+device may do anything when opened. Each disk step runs through `run_blocking`, so a cancel
+never waits for the file system.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import secrets
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from acp_fsm.tools.base import ToolEnv
-from acp_fsm.tools.common import ToolError, ask_client, describe_os_error
+from acp_fsm.tools.common import ToolError, ask_client, describe_os_error, run_blocking
+from acp_fsm.tools.paths import is_utf8
 
 # A NUL byte in the first 8 KiB marks a file as binary (the heuristic git uses).
 BINARY_SNIFF_BYTES = 8 * 1024
 # write_file and edit_file hold the whole old and new text for the diff: larger files are refused.
 MAX_WHOLE_FILE_BYTES = 10 * 1024 * 1024
+# O_NONBLOCK: a FIFO swapped in after the type check cannot block the open (the fstat after the
+# open refuses it); on a regular file it changes nothing. O_NOCTTY: a terminal never becomes ours.
+READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+# What a file that is not a regular file is, for the error message.
+_SPECIAL_KINDS = ((stat.S_ISFIFO, "named pipe"), (stat.S_ISSOCK, "socket"),
+                  (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"))
+
+
+class FileMissing(ToolError):
+    """There is no file at the path."""
 
 
 def looks_binary(head: bytes) -> bool:
@@ -28,31 +42,68 @@ def looks_binary(head: bytes) -> bool:
     return b"\0" in head[:BINARY_SNIFF_BYTES]
 
 
-def is_binary_file(path: Path) -> bool:
-    with path.open("rb") as handle:
-        return looks_binary(handle.read(BINARY_SNIFF_BYTES))
+def require_regular(mode: int, shown: str) -> None:
+    """Raise `ToolError` unless `mode` (an `st_mode`) is a regular file's."""
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISDIR(mode):
+        raise ToolError(f"{shown} is a directory; use list_directory to see its entries")
+    kind = next((name for test, name in _SPECIAL_KINDS if test(mode)), "special file")
+    raise ToolError(f"Not a regular file: {shown} is a {kind}; only regular files can be read "
+                    "or changed with this tool")
+
+
+def open_text_file(path: Path, shown: str) -> BinaryIO:
+    """Open an existing, non-binary regular file for reading, at its start (blocking: call it
+    through `run_blocking`).
+
+    Raises `FileMissing` when there is no file, `ToolError` when it cannot be used.
+    """
+    try:
+        require_regular(os.stat(path).st_mode, shown)  # never open a FIFO or a device
+        fd = os.open(path, READ_FLAGS)
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise FileMissing(f"File not found: {shown}") from exc
+    except OSError as exc:
+        raise ToolError(f"Could not read {shown}: {describe_os_error(exc)}") from exc
+    handle = os.fdopen(fd, "rb")
+    try:
+        require_regular(os.fstat(fd).st_mode, shown)  # what was opened is what was checked
+        if looks_binary(handle.read(BINARY_SNIFF_BYTES)):
+            raise ToolError(f"{shown} is a binary file; only text files can be read")
+        handle.seek(0)
+    except BaseException:
+        handle.close()
+        raise
+    return handle
 
 
 def check_text_file(path: Path, shown: str) -> None:
     """Raise `ToolError` unless `path` is an existing, readable, non-binary regular file."""
-    if not path.exists():
-        raise ToolError(f"File not found: {shown}")
-    if path.is_dir():
-        raise ToolError(f"{shown} is a directory; use list_directory to see its entries")
+    open_text_file(path, shown).close()
+
+
+def _read_existing(path: Path, shown: str, content: bool) -> bytes | None:
+    """The bytes of the text file at `path` (only checked, `b""`, unless `content`), or None
+    when there is no file. `ToolError` when it cannot be edited."""
     try:
-        binary = is_binary_file(path)
-    except OSError as exc:
-        raise ToolError(f"Could not read {shown}: {describe_os_error(exc)}") from exc
-    if binary:
-        raise ToolError(f"{shown} is a binary file; only text files can be read")
-
-
-def _whole_file_size(path: Path, shown: str) -> int | None:
-    """The size of an existing text file, None when there is no file (`ToolError` if unusable)."""
-    if not path.exists():
+        handle = open_text_file(path, shown)
+    except FileMissing:
         return None
-    check_text_file(path, shown)
-    return path.stat().st_size
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > MAX_WHOLE_FILE_BYTES:
+            raise ToolError(
+                f"{shown} is {size:,} bytes, over the {MAX_WHOLE_FILE_BYTES:,}-byte limit for "
+                "editing; change it with run_command instead"
+            )
+        return handle.read() if content else b""
+
+
+def editor_serves(capable: bool, path: Path) -> bool:
+    """Use the editor's fs/* for `path`: it advertised the capability and the path is UTF-8
+    (JSON cannot carry a file name's other bytes)."""
+    return capable and is_utf8(str(path))
 
 
 async def load_text(env: ToolEnv, path: Path, shown: str, *, exact: bool) -> str | None:
@@ -61,20 +112,12 @@ async def load_text(env: ToolEnv, path: Path, shown: str, *, exact: bool) -> str
     `exact` refuses a file that is not valid UTF-8 on disk, so rewriting it cannot replace
     its undecodable bytes.
     """
-    size = await asyncio.to_thread(_whole_file_size, path, shown)
-    if size is None:
+    editor = editor_serves(env.client.can_read_files, path)
+    data = await run_blocking(env.token, _read_existing, path, shown, not editor)
+    if data is None:
         return None
-    if size > MAX_WHOLE_FILE_BYTES:
-        raise ToolError(
-            f"{shown} is {size:,} bytes, over the {MAX_WHOLE_FILE_BYTES:,}-byte limit for "
-            "editing; change it with run_command instead"
-        )
-    if env.client.can_read_files:
+    if editor:
         return await ask_client(env, env.client.read_text_file(str(path)), f"read {shown}")
-    try:
-        data = await asyncio.to_thread(path.read_bytes)
-    except OSError as exc:
-        raise ToolError(f"Could not read {shown}: {describe_os_error(exc)}") from exc
     try:
         return data.decode("utf-8", errors="strict" if exact else "replace")
     except UnicodeDecodeError as exc:
@@ -84,12 +127,16 @@ async def load_text(env: ToolEnv, path: Path, shown: str, *, exact: bool) -> str
 
 
 async def store_text(env: ToolEnv, path: Path, shown: str, content: str) -> None:
-    """Write `content` to `path`: through the editor when it can write files, else atomically."""
-    if env.client.can_write_files:
+    """Write `content` to `path`: through the editor when it can write files, else atomically.
+
+    A cancel does not wait for a disk write; the abandoned write still completes or fails as a
+    whole (see `atomic_write`).
+    """
+    if editor_serves(env.client.can_write_files, path):
         await ask_client(env, env.client.write_text_file(str(path), content), f"write {shown}")
         return
     try:
-        await asyncio.to_thread(atomic_write, path, content)
+        await run_blocking(env.token, atomic_write, path, content)
     except OSError as exc:
         raise ToolError(f"Could not write {shown}: {describe_os_error(exc)}") from exc
 

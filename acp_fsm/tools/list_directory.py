@@ -2,26 +2,27 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 from typing import Any
 
 from acp_fsm.tools.base import ToolEnv, ToolOutcome
-from acp_fsm.tools.common import BaseTool, ToolError, text_block
+from acp_fsm.tools.common import BaseTool, ToolError, run_blocking, text_block
+from acp_fsm.tools.paths import utf8_text
 
 # Entries shown for one directory; the rest are counted in a note.
 MAX_LIST_ENTRIES = 1000
 
 
 def directory_entries(path: Path, shown: str) -> list[str]:
-    """Entry names sorted, directories (and links to directories) ending in `/`."""
+    """Entry names (valid UTF-8) sorted, directories (and links to directories) ending in `/`
+    (blocking: call it through `run_blocking`)."""
     if not path.exists():
         raise ToolError(f"Directory not found: {shown}")
     if not path.is_dir():
         raise ToolError(f"{shown} is not a directory; use read_file to read a file")
     with os.scandir(path) as entries:
-        names = [entry.name + ("/" if entry.is_dir() else "") for entry in entries]
+        names = [utf8_text(entry.name) + ("/" if entry.is_dir() else "") for entry in entries]
     return sorted(names)
 
 
@@ -39,7 +40,7 @@ class ListDirectory(BaseTool):
 
     async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         path, shown = self.target(args, env), self.shown(args, env)
-        names = await asyncio.to_thread(directory_entries, path, shown)
+        names = await run_blocking(env.token, directory_entries, path, shown)
         if not names:
             output = f"({shown} is empty)"
         elif len(names) > MAX_LIST_ENTRIES:

@@ -22,8 +22,15 @@ from protocol.cancel import CancellationToken
 # Output kept for the model: the first HEAD and the last TAIL bytes; the middle is counted.
 OUTPUT_HEAD_BYTES = 16 * 1024
 OUTPUT_TAIL_BYTES = 48 * 1024
-# After SIGTERM, how long the process group has to exit before SIGKILL.
+# After SIGTERM, how long the process group has to exit before SIGKILL (the command's own
+# time-out, which nobody waits on urgently); also how long the shell's exit is then awaited.
 KILL_GRACE_SECONDS = 2.0
+# The same on a cancel, whose answer waits for it: a command that ignores SIGTERM must not
+# delay the `cancelled` answer to the prompt (ACP session/cancel).
+CANCEL_KILL_GRACE_SECONDS = 0.2
+# On a cancel, how long the SIGKILLed shell's exit is awaited before the call returns; the event
+# loop's child watcher reaps it in the background when it takes longer.
+CANCEL_REAP_SECONDS = 0.3
 # How often the group is checked while it shuts down.
 GROUP_POLL_SECONDS = 0.02
 # The first look at a signalled group comes this soon; the wait doubles up to the poll period,
@@ -85,7 +92,7 @@ class LocalResult:
     stopped_background: bool
 
 
-def _signal_group(pgid: int, signum: int) -> bool:
+def signal_group(pgid: int, signum: int) -> bool:
     """Send `signum` to the group; False when no process of it could be signalled."""
     try:
         os.killpg(pgid, signum)
@@ -118,7 +125,7 @@ def _live_member_in_proc(pgid: int) -> bool:
 
 def group_alive(pgid: int) -> bool:
     """True while a live (non-zombie) process belongs to process group `pgid`."""
-    if not _signal_group(pgid, 0):
+    if not signal_group(pgid, 0):
         return False
     return _live_member_in_proc(pgid) if os.path.isdir("/proc") else True
 
@@ -155,12 +162,13 @@ async def _settle(future: asyncio.Future[None], seconds: float) -> bool:
     return future.done()
 
 
-async def stop_group(pgid: int, exited: asyncio.Future[None]) -> None:
-    """SIGTERM the command's process group, SIGKILL what is left after the grace, and wait
-    (bounded) until the shell, which leads the group, has exited and been reaped."""
-    if group_alive(pgid) and _signal_group(pgid, signal.SIGTERM):
+async def stop_group(pgid: int, exited: asyncio.Future[None], *,
+                     grace: float = KILL_GRACE_SECONDS, reap: float = KILL_GRACE_SECONDS) -> None:
+    """SIGTERM the command's process group, SIGKILL what is left after `grace` seconds, and
+    wait (at most `reap` seconds) until the shell, which leads the group, has exited."""
+    if group_alive(pgid) and signal_group(pgid, signal.SIGTERM):
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + KILL_GRACE_SECONDS
+        deadline = loop.time() + grace
         delay = FIRST_POLL_SECONDS
         while (left := deadline - loop.time()) > 0:
             if exited.done():
@@ -170,16 +178,17 @@ async def stop_group(pgid: int, exited: asyncio.Future[None]) -> None:
             else:
                 await _settle(exited, min(delay, left))  # wakes as soon as the shell exits
             delay = min(delay * 2, GROUP_POLL_SECONDS)
-        _signal_group(pgid, signal.SIGKILL)  # a no-op when everything already exited
-    await _settle(exited, KILL_GRACE_SECONDS)
+        signal_group(pgid, signal.SIGKILL)  # a no-op when everything already exited
+    await _settle(exited, reap)
 
 
 async def run_local(command: str, cwd: Path, seconds: float,
                     token: CancellationToken) -> LocalResult:
     """Run `sh -c command` in `cwd`; stop it after `seconds` or when `token` fires.
 
-    Raises `Cancelled` (after the group was stopped and reaped) when the token fired, and
-    `ToolError` when the shell could not be started.
+    Raises `Cancelled` when the token fired, after the group was stopped (SIGKILL follows
+    SIGTERM after `CANCEL_KILL_GRACE_SECONDS`), and `ToolError` when the shell could not be
+    started.
     """
     capture = OutputCapture()
     loop = asyncio.get_running_loop()
@@ -189,11 +198,13 @@ async def run_local(command: str, cwd: Path, seconds: float,
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    except OSError as exc:
-        raise ToolError(f"Could not start the command: {describe_os_error(exc)}") from exc
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the command
+        reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
+        raise ToolError(f"Could not start the command: {reason}") from exc
     pgid = transport.get_pid()  # the shell leads its own group (start_new_session)
     timed_out = False
     stopped_background = False
+    quick = True  # until the wait ends normally: a cancel must be answered at once
     try:
         try:
             await token.race(asyncio.wait_for(asyncio.shield(protocol.exited), seconds))
@@ -202,9 +213,16 @@ async def run_local(command: str, cwd: Path, seconds: float,
         else:
             await _settle(protocol.output_closed, PIPE_DRAIN_SECONDS)
             stopped_background = group_alive(pgid)
+        quick = False
     finally:
-        await stop_group(pgid, protocol.exited)
-        # Only a process that left the group (e.g. with setsid) can still hold the pipe now.
-        await _settle(protocol.output_closed, PIPE_DRAIN_SECONDS)
-        transport.close()
+        try:
+            if quick:  # nobody reads the output: no drain
+                await stop_group(pgid, protocol.exited, grace=CANCEL_KILL_GRACE_SECONDS,
+                                 reap=CANCEL_REAP_SECONDS)
+            else:
+                await stop_group(pgid, protocol.exited)
+                # Only a process that left the group (e.g. with setsid) can hold the pipe now.
+                await _settle(protocol.output_closed, PIPE_DRAIN_SECONDS)
+        finally:
+            transport.close()
     return LocalResult(transport.get_returncode(), timed_out, capture.text(), stopped_background)

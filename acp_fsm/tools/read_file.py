@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
+import io
 from pathlib import Path
 from typing import Any
 
 from acp_fsm.tools.base import ToolCallView, ToolEnv, ToolOutcome
-from acp_fsm.tools.common import BaseTool, ask_client
-from acp_fsm.tools.files import check_text_file, split_lines
+from acp_fsm.tools.common import BaseTool, ask_client, run_blocking
+from acp_fsm.tools.files import check_text_file, editor_serves, open_text_file, split_lines
 
 # Lines returned when the call gives no `limit`.
 MAX_READ_LINES = 2000
@@ -18,14 +18,16 @@ MAX_READ_BYTES = 256 * 1024
 SKIP_CHUNK_CHARS = 64 * 1024
 
 
-def read_disk_lines(path: Path, offset: int, count: int) -> list[str]:
-    """Up to `count` lines from line `offset` on, stopping once `MAX_READ_BYTES` are held.
+def read_disk_lines(path: Path, shown: str, offset: int, count: int) -> list[str]:
+    """Up to `count` lines from line `offset` on, stopping once `MAX_READ_BYTES` are held
+    (blocking: call it through `run_blocking`). `ToolError` unless `path` is a text file.
 
     A line longer than the cap comes back cut (without its newline); the caller notices.
     """
     lines: list[str] = []
     held = 0
-    with path.open(encoding="utf-8", errors="replace", newline="\n") as handle:
+    raw = open_text_file(path, shown)
+    with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="\n") as handle:
         skipped = 0
         while skipped < offset - 1:
             piece = handle.readline(SKIP_CHUNK_CHARS)
@@ -118,16 +120,16 @@ class ReadFile(BaseTool):
 
     async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         path, shown = self.target(args, env), self.shown(args, env)
-        await asyncio.to_thread(check_text_file, path, shown)
         offset = int(args.get("offset", 1))
         explicit = args.get("limit") is not None
         want = int(args["limit"]) if explicit else MAX_READ_LINES
-        if env.client.can_read_files:
+        if editor_serves(env.client.can_read_files, path):
+            await run_blocking(env.token, check_text_file, path, shown)
             text = await ask_client(
                 env, env.client.read_text_file(str(path), offset, want + 1), f"read {shown}")
             lines = split_lines(text)[: want + 1]
         else:
-            lines = await asyncio.to_thread(read_disk_lines, path, offset, want + 1)
+            lines = await run_blocking(env.token, read_disk_lines, path, shown, offset, want + 1)
         return ToolOutcome(
             render_window(lines, offset, want, explicit, shown),
             locations=({"path": str(path), "line": offset},),

@@ -9,6 +9,7 @@ a local child process (`acp_fsm.tools.process`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 from collections.abc import Awaitable
 from typing import Any
@@ -154,7 +155,12 @@ class RunCommand(MutatingTool):
         except BaseException:
             client.abandon_terminal(terminal_id)
             raise
-        await _cleanup(client.release_terminal(terminal_id), "release", terminal_id)
+        # The command is over and its result in hand: a cancel now stops only our wait for the
+        # editor's answer to the release, which still goes out (and the result is kept).
+        release = asyncio.ensure_future(
+            _cleanup(client.release_terminal(terminal_id), "release", terminal_id))
+        with contextlib.suppress(Cancelled):
+            await env.token.race(asyncio.shield(release))
         status = dict(exit_status or result.get("exitStatus") or {})
         text = status_line(
             status.get("exitCode"),

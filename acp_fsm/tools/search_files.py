@@ -1,20 +1,36 @@
-"""search_files: a Python regular expression over the text files below a directory."""
+"""search_files: a Python regular expression over the text files below a directory.
+
+The search (`answer`: walk, match, format) runs in a child process, `acp_fsm.tools.search_worker`:
+`re` holds the GIL for the whole of one match, so a pattern that backtracks catastrophically,
+e.g. `(a+)+$` on `aaaa…!`, would stop the agent's event loop (every session, cancels included)
+even from a thread. The child runs in its own process group with its own pipes (never the
+agent's stdout), and is killed when the turn is cancelled or the search takes longer than
+`SEARCH_TIME_LIMIT_SECONDS`.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import re
-import threading
+import signal
+import stat
+import subprocess
+import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from acp_fsm.tools.base import ToolEnv, ToolOutcome
-from acp_fsm.tools.common import BaseTool, ToolError, plural, text_block
-from acp_fsm.tools.files import looks_binary, split_lines
+from acp_fsm.tools.common import BaseTool, ToolError, describe_os_error, plural, text_block
+from acp_fsm.tools.files import READ_FLAGS, looks_binary, split_lines
 from acp_fsm.tools.globs import GlobFilter
+from acp_fsm.tools.paths import utf8_text
+from acp_fsm.tools.process import signal_group
+from protocol.cancel import CancellationToken
 
 # Matching lines reported before the search stops.
 MAX_SEARCH_MATCHES = 200
@@ -31,6 +47,42 @@ SKIPPED_DIRS = frozenset({
     ".git", ".hg", ".svn", "node_modules", ".venv", "__pycache__", ".mypy_cache",
     ".pytest_cache", ".ruff_cache", ".tox",
 })
+# A search still running after this long is killed (a catastrophic pattern can run for ages).
+SEARCH_TIME_LIMIT_SECONDS = 30.0
+# How long a killed worker's exit is awaited; the event loop's child watcher reaps it later.
+WORKER_REAP_SECONDS = 1.0
+# The worker's stderr (a traceback when it crashed) shown to the model, at most.
+WORKER_ERROR_CHARS = 500
+# -P: the cwd (which may be the user's project) is not put on sys.path, so no project module
+# can shadow one the worker imports.
+WORKER_COMMAND = (sys.executable, "-P", "-m", "acp_fsm.tools.search_worker")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """One search, as the agent sends it to the worker (the caps are the constants above, read
+    when the call runs). `root` is resolved and absolute; `shown_root` is how results name it;
+    `where` how "no matches" names the search."""
+
+    root: str
+    shown_root: str
+    pattern: str
+    glob: str | None
+    where: str
+    max_matches: int
+    max_output_bytes: int
+    max_file_bytes: int
+    max_files: int
+    max_line_chars: int
+    time_limit_seconds: float
+
+    def to_json(self) -> str:
+        """ASCII JSON: a root that is not UTF-8 travels as escaped surrogates, losslessly."""
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> SearchRequest:
+        return cls(**json.loads(text))
 
 
 @dataclass
@@ -60,49 +112,60 @@ def walk_files(root: Path) -> Iterator[tuple[Path, str]]:
                 yield path, name if relative == "." else f"{relative}/{name}"
 
 
-def search_tree(root: Path, shown_root: str, regex: re.Pattern[str], wanted: GlobFilter | None,
-                stop: threading.Event) -> SearchReport:
-    """Search the text files below `root`; runs in a thread and returns once `stop` is set."""
+def search_tree(request: SearchRequest) -> SearchReport:
+    """Search the regular text files below the request's root."""
+    root = Path(request.root)
     if not root.exists():
-        raise ToolError(f"Path not found: {shown_root}")
+        raise ToolError(f"Path not found: {request.shown_root}")
+    regex = re.compile(request.pattern)
+    wanted = GlobFilter(request.glob) if request.glob is not None else None
     report = SearchReport()
     single = not root.is_dir()
     for scanned, (path, relative) in enumerate(walk_files(root)):
-        if stop.is_set() or report.stopped:
-            break
-        if scanned >= MAX_SEARCH_FILES:
-            report.stopped = f"after reading {MAX_SEARCH_FILES:,} files"
+        if scanned >= request.max_files:
+            report.stopped = f"after reading {request.max_files:,} files"
             break
         if wanted is not None and not single and not wanted.matches(relative):
             continue
         try:
-            if path.stat().st_size > MAX_SEARCH_FILE_BYTES:
+            info = path.stat()
+            if not stat.S_ISREG(info.st_mode):
+                continue  # a FIFO or a device: never opened (a FIFO blocks the open)
+            if info.st_size > request.max_file_bytes:
                 report.skipped_large += 1
                 continue
-            data = path.read_bytes()
+            data = read_regular(path)
         except OSError:
             continue  # unreadable, vanished or a dangling link: nothing to search
-        if looks_binary(data):
+        if data is None or looks_binary(data):
             continue
-        shown = shown_root if single else (
-            relative if shown_root == "." else f"{shown_root}/{relative}")
+        shown = request.shown_root if single else utf8_text(
+            relative if request.shown_root == "." else f"{request.shown_root}/{relative}")
         for number, line in enumerate(split_lines(data.decode("utf-8", "replace")), 1):
             text = line.rstrip("\r\n")
             if regex.search(text) is None:
                 continue
-            entry = f"{shown}:{number}: {text[:MAX_MATCH_LINE_CHARS]}"
+            entry = f"{shown}:{number}: {text[:request.max_line_chars]}"
             report.lines.append(entry)
             report.size += len(entry.encode("utf-8")) + 1
-            if len(report.lines) >= MAX_SEARCH_MATCHES:
-                report.stopped = f"at {MAX_SEARCH_MATCHES:,} matches"
-            elif report.size >= MAX_SEARCH_OUTPUT_BYTES:
-                report.stopped = f"at {MAX_SEARCH_OUTPUT_BYTES // 1024} KiB of results"
+            if len(report.lines) >= request.max_matches:
+                report.stopped = f"at {request.max_matches:,} matches"
+            elif report.size >= request.max_output_bytes:
+                report.stopped = f"at {request.max_output_bytes // 1024} KiB of results"
             if report.stopped:
-                break
+                return report
     return report
 
 
-def render_report(report: SearchReport, pattern: str, where: str) -> str:
+def read_regular(path: Path) -> bytes | None:
+    """The bytes of the regular file at `path`, None when something else was swapped in."""
+    with os.fdopen(os.open(path, READ_FLAGS), "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        return handle.read()
+
+
+def render_report(report: SearchReport, request: SearchRequest) -> str:
     """The text for the model: matching lines, then notes on what was not searched."""
     notes = []
     if report.stopped:
@@ -110,9 +173,65 @@ def render_report(report: SearchReport, pattern: str, where: str) -> str:
                      "see the rest.]")
     if report.skipped_large:
         notes.append(f"[Skipped {plural(report.skipped_large, 'file')} larger than "
-                     f"{MAX_SEARCH_FILE_BYTES // 1024} KiB.]")
-    body = report.lines or [f"No matches for /{pattern}/ in {where}."]
+                     f"{request.max_file_bytes // 1024} KiB.]")
+    body = report.lines or [f"No matches for /{request.pattern}/ in {request.where}."]
     return "\n".join(body + notes)
+
+
+def answer(request: SearchRequest) -> dict[str, str]:
+    """The worker's answer to `request`."""
+    try:
+        return {"output": render_report(search_tree(request), request)}
+    except ToolError as exc:
+        return {"error": str(exc)}
+
+
+def _compile_problem(exc: Exception) -> str:
+    """Why a pattern did not compile, in words."""
+    if isinstance(exc, RecursionError):
+        return "it is nested too deeply"
+    return str(exc) or type(exc).__name__
+
+
+async def _stop_worker(worker: asyncio.subprocess.Process) -> None:
+    """Kill the worker's process group if it still runs, and wait (bounded) for its exit."""
+    if worker.returncode is None:
+        signal_group(worker.pid, signal.SIGKILL)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(worker.wait(), WORKER_REAP_SECONDS)
+
+
+async def run_search(request: SearchRequest, token: CancellationToken) -> str:
+    """The worker's output for `request`: `ToolError` for its error answer, a crash or the time
+    limit; `Cancelled` (the worker killed) when `token` fires."""
+    try:
+        worker = await asyncio.create_subprocess_exec(
+            *WORKER_COMMAND, request.to_json(), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    except OSError as exc:
+        raise ToolError(f"Could not start the search: {describe_os_error(exc)}") from exc
+    try:
+        stdout, stderr = await token.race(
+            asyncio.wait_for(worker.communicate(), SEARCH_TIME_LIMIT_SECONDS))
+    except TimeoutError:
+        raise ToolError(
+            f"The search took longer than {SEARCH_TIME_LIMIT_SECONDS:g} s and was stopped. The "
+            f"pattern /{request.pattern}/ may backtrack catastrophically (nested repetition "
+            "such as (a+)+ or (.*)*): simplify it, or narrow the path or glob."
+        ) from None
+    finally:
+        await _stop_worker(worker)
+    try:
+        reply = json.loads(stdout)
+    except ValueError:
+        reply = None
+    if isinstance(reply, dict) and isinstance(reply.get("error"), str):
+        raise ToolError(reply["error"])
+    if isinstance(reply, dict) and isinstance(reply.get("output"), str):
+        return reply["output"]
+    detail = stderr.decode("utf-8", "replace").strip()[-WORKER_ERROR_CHARS:]
+    raise ToolError(f"The search failed (exit status {worker.returncode}): "
+                    f"{detail or 'no answer'}")
 
 
 class SearchFiles(BaseTool):
@@ -129,15 +248,16 @@ class SearchFiles(BaseTool):
     default_path = "."
 
     def check(self, args: dict[str, Any]) -> str | None:
+        # Not only re.error: a huge repeat count overflows, deep nesting exhausts recursion.
         try:
             re.compile(args["pattern"])
-        except re.error as exc:
-            return f"Invalid regular expression {args['pattern']!r}: {exc}"
+        except Exception as exc:
+            return f"Invalid regular expression {args['pattern']!r}: {_compile_problem(exc)}"
         if "glob" in args:
             try:
                 GlobFilter(args["glob"])
-            except (ValueError, re.error) as exc:
-                return f"Invalid glob {args['glob']!r}: {exc}"
+            except Exception as exc:
+                return f"Invalid glob {args['glob']!r}: {_compile_problem(exc)}"
         return None
 
     def title(self, args: dict[str, Any], env: ToolEnv) -> str:
@@ -146,17 +266,13 @@ class SearchFiles(BaseTool):
         return f"{title} ({glob})" if isinstance(glob, str) else title
 
     async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
-        root, shown = self.target(args, env), self.shown(args, env)
-        regex = re.compile(args["pattern"])
-        wanted = GlobFilter(args["glob"]) if "glob" in args else None
-        stop = threading.Event()
-        remove = env.token.on_cancel(stop.set)
-        try:
-            report = await env.token.race(
-                asyncio.to_thread(search_tree, root, shown, regex, wanted, stop))
-        finally:
-            remove()
-            stop.set()  # the thread ends after its current file, however we leave
-        where = f"{shown} (files matching {args['glob']})" if wanted else shown
-        output = render_report(report, args["pattern"], where)
+        shown = self.shown(args, env)
+        glob: str | None = args.get("glob")
+        request = SearchRequest(
+            root=str(self.target(args, env)), shown_root=shown, pattern=args["pattern"],
+            glob=glob, where=f"{shown} (files matching {glob})" if glob else shown,
+            max_matches=MAX_SEARCH_MATCHES, max_output_bytes=MAX_SEARCH_OUTPUT_BYTES,
+            max_file_bytes=MAX_SEARCH_FILE_BYTES, max_files=MAX_SEARCH_FILES,
+            max_line_chars=MAX_MATCH_LINE_CHARS, time_limit_seconds=SEARCH_TIME_LIMIT_SECONDS)
+        output = await run_search(request, env.token)
         return ToolOutcome(output, content=(text_block(output),))

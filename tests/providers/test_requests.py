@@ -239,3 +239,16 @@ async def test_answered_tool_calls_pass_the_pairing_rule(server: ScriptedProvide
         if provider == "openai" else
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1",
                                       "content": "contents of a.txt", "is_error": False}]})
+
+
+def test_anthropic_never_sends_whitespace_only_text() -> None:
+    """The Messages API refuses text blocks without visible text: a cancel after a first
+    "\\n\\n" delta must not poison the history."""
+    from providers.anthropic import convert_messages
+    from providers.types import AssistantMessage, TextPart, UserMessage
+
+    history = (UserMessage((TextPart("hi"),)), AssistantMessage((TextPart("\n\n"),)),
+               UserMessage((TextPart("  "), TextPart("go on"))))
+    converted = convert_messages(history)
+    assert [m["role"] for m in converted] == ["user"]  # the empty assistant turn is dropped
+    assert [b["text"] for b in converted[0]["content"]] == ["hi", "go on"]

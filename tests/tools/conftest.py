@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -209,6 +210,36 @@ def alive(pid: int) -> bool:
         except ProcessLookupError:
             return False
         return True
+
+
+def processes_with(marker: str) -> list[int]:
+    """Pids of running (not zombie) processes whose command line contains `marker`."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if os.fsencode(marker) in cmdline and alive(int(entry)):
+            pids.append(int(entry))
+    return pids
+
+
+async def eventually(predicate: Callable[[], object], what: str, within: float = 3.0) -> None:
+    """Poll `predicate` until it is true; fail naming `what` after `within` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {within} s waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+def assert_strict_json(value: Any) -> None:
+    """`value` serializes as JSON that a strict UTF-8 parser (serde_json) accepts."""
+    json.dumps(value, ensure_ascii=False).encode("utf-8")  # a lone surrogate fails here
 
 
 @pytest.fixture

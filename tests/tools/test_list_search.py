@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import asyncio
-import re
-import threading
-from collections.abc import Iterator
+import contextlib
+import json
+import os
+import subprocess
+import time
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
-from acp_fsm.tools import list_directory, search_files
+from acp_fsm.tools import TOOLS, list_directory, search_files
 from acp_fsm.tools.globs import GlobFilter, compile_glob
-from acp_fsm.tools.search_files import MAX_SEARCH_FILE_BYTES, MAX_SEARCH_MATCHES, search_tree
+from acp_fsm.tools.search_files import (
+    MAX_SEARCH_FILE_BYTES,
+    MAX_SEARCH_MATCHES,
+    WORKER_COMMAND,
+    SearchRequest,
+    answer,
+)
 from protocol.cancel import Cancelled
-from tests.tools.conftest import Env, call
+from tests.tools.conftest import Env, assert_strict_json, call, eventually, processes_with
 
 
 def _tree(root: Path, files: dict[str, str | bytes]) -> None:
@@ -151,34 +160,140 @@ async def test_search_cancelled_before_start(env: Env, project: Path) -> None:
         await call(env, "search_files", pattern="hit")
 
 
-def test_search_thread_stops_when_told(project: Path) -> None:
-    _tree(project, {f"d{n}/f.txt": "hit\n" for n in range(50)})
-    stop = threading.Event()
-    stop.set()
-    report = search_tree(project, ".", re.compile("hit"), None, stop)
-    assert report.lines == []
+def test_the_worker_answers_one_json_object(project: Path) -> None:
+    """The child's contract: the request as one JSON argument, the answer as JSON on stdout."""
+    _tree(project, {"a.txt": "hit\nmiss\n"})
+    request = SearchRequest(
+        root=str(project), shown_root=".", pattern="hit", glob=None, where=".",
+        max_matches=MAX_SEARCH_MATCHES, max_output_bytes=1024, max_file_bytes=1024,
+        max_files=10, max_line_chars=80, time_limit_seconds=5)
+    done = subprocess.run([*WORKER_COMMAND, request.to_json()], capture_output=True,
+                          check=True, stdin=subprocess.DEVNULL)
+    assert json.loads(done.stdout) == {"output": "a.txt:1: hit"}
+    assert done.stderr == b""
+    missing = SearchRequest(**{**asdict(request), "root": str(project / "nope"),
+                               "shown_root": "nope"})
+    assert answer(missing) == {"error": "Path not found: nope"}
 
 
-async def test_search_cancel_mid_run_raises(env: Env, project: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """The token fires while the thread is walking: the call raises at once, the walk ends."""
-    _tree(project, {f"d{n:03}/f.txt": "hit\n" for n in range(200)})
-    started = threading.Event()
-    finished = threading.Event()
-    original = search_files.walk_files
+# Backtracks exponentially on a run of `a`s that ends in something else: at 27 `a`s one
+# line takes tens of seconds, holding the GIL all along.
+CATASTROPHIC = r"(a+)+$"
+EVIL_LINE = "a" * 27 + "!\n"
 
-    def slow_walk(root: Path) -> Iterator[tuple[Path, str]]:
-        for item in original(root):
-            started.set()
-            threading.Event().wait(0.01)
-            yield item
-        finished.set()
 
-    monkeypatch.setattr(search_files, "walk_files", slow_walk)
-    asyncio.get_running_loop().call_later(0.1, env.token.cancel)
-    with pytest.raises(Cancelled):
-        await call(env, "search_files", pattern="hit")
-    assert started.is_set() and not finished.is_set()
+def _workers(project: Path) -> list[int]:
+    """Live search workers started for a search below `project`."""
+    workers = set(processes_with("acp_fsm.tools.search_worker"))
+    return [pid for pid in processes_with(str(project)) if pid in workers]
+
+
+async def test_a_catastrophic_pattern_leaves_the_loop_running_and_is_cancellable(
+        env: Env, project: Path) -> None:
+    _tree(project, {"evil.txt": EVIL_LINE})
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticking = asyncio.create_task(ticker())
+    search = asyncio.create_task(call(env, "search_files", pattern=CATASTROPHIC))
+    try:
+        await eventually(lambda: _workers(project), "the search worker to start")
+        before = ticks
+        await asyncio.sleep(0.5)  # the worker is deep in the match now
+        assert ticks - before >= 20  # the event loop kept running meanwhile
+        fired = time.monotonic()
+        env.token.cancel()
+        with pytest.raises(Cancelled):
+            await search
+        assert time.monotonic() - fired < 0.5
+        assert _workers(project) == []  # killed (and no longer running) before the answer
+    finally:
+        ticking.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await ticking
+
+
+async def test_a_search_over_the_time_limit_is_an_error(
+        env: Env, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(search_files, "SEARCH_TIME_LIMIT_SECONDS", 0.5)
+    _tree(project, {"evil.txt": EVIL_LINE})
+    started = time.monotonic()
+    outcome = await call(env, "search_files", pattern=CATASTROPHIC)
+    assert time.monotonic() - started < 3
+    assert outcome.is_error
+    assert outcome.output.startswith("The search took longer than 0.5 s and was stopped.")
+    assert "backtrack catastrophically" in outcome.output
+    assert _workers(project) == []
+
+
+@pytest.mark.parametrize(("pattern", "reason"), [
+    ("a{4294967296}", "the repetition number is too large"),
+    ("(" * 5000 + ")" * 5000, "it is nested too deeply"),
+])
+async def test_patterns_re_cannot_compile_are_invalid(env: Env, pattern: str,
+                                                      reason: str) -> None:
+    problem = search_files.SearchFiles().validate({"pattern": pattern})
+    assert problem == f"Invalid regular expression {pattern!r}: {reason}"
+    outcome = await call(env, "search_files", pattern=pattern)
+    assert outcome.is_error and outcome.output.endswith(reason)
+
+
+def test_a_glob_nested_too_deeply_is_invalid() -> None:
+    glob = "{" * 5000 + "}" * 5000
+    problem = search_files.SearchFiles().validate({"pattern": "x", "glob": glob})
+    assert problem == f"Invalid glob {glob!r}: it is nested too deeply"
+
+
+async def test_special_files_in_the_tree_are_skipped(env: Env, project: Path) -> None:
+    _tree(project, {"a.txt": "hit\n"})
+    os.mkfifo(project / "b-pipe")
+    outcome = await asyncio.wait_for(call(env, "search_files", pattern="hit"), 5)
+    assert outcome.output == "a.txt:1: hit"
+    single = await asyncio.wait_for(call(env, "search_files", pattern="hit", path="b-pipe"), 5)
+    assert single.output == "No matches for /hit/ in b-pipe."
+
+
+# ------------------------------------------------------------- names that are not UTF-8
+
+# `café` in Latin-1, as Python shows such a name (surrogateescape) and as the model sees it.
+LATIN1_NAME = os.fsdecode(b"caf\xe9")
+SHOWN_NAME = "caf\\xe9"
+
+
+async def test_names_that_are_not_utf8_are_listed_as_valid_utf8(env: Env,
+                                                                project: Path) -> None:
+    _tree(project, {f"{LATIN1_NAME}.txt": "", f"{LATIN1_NAME}/x": ""})
+    outcome = await call(env, "list_directory", path=".")
+    assert outcome.output.splitlines() == [f"{SHOWN_NAME}.txt", f"{SHOWN_NAME}/"]
+    assert_strict_json([outcome.output, outcome.content])
+
+
+async def test_names_that_are_not_utf8_are_searched_as_valid_utf8(env: Env,
+                                                                  project: Path) -> None:
+    _tree(project, {f"{LATIN1_NAME}/{LATIN1_NAME}.txt": "hit\n"})
+    outcome = await call(env, "search_files", pattern="hit")
+    assert outcome.output == f"{SHOWN_NAME}/{SHOWN_NAME}.txt:1: hit"
+    (project / "link").symlink_to(project / LATIN1_NAME)  # the root itself is not UTF-8
+    below = await call(env, "search_files", pattern="hit", path="link")
+    assert below.output == f"{SHOWN_NAME}/{SHOWN_NAME}.txt:1: hit"
+    assert_strict_json([outcome.output, outcome.content, below.output])
+
+
+async def test_a_title_through_a_link_to_a_latin1_name_is_valid_utf8(env: Env,
+                                                                     project: Path) -> None:
+    _tree(project, {f"{LATIN1_NAME}.txt": "text\n"})
+    (project / "link.txt").symlink_to(project / f"{LATIN1_NAME}.txt")
+    view = TOOLS["read_file"].view({"path": "link.txt"}, env)
+    assert view.title == f"Read {SHOWN_NAME}.txt"
+    assert view.locations == ({"path": f"{env.cwd}/{SHOWN_NAME}.txt", "line": 1},)
+    outcome = await call(env, "read_file", path="link.txt")
+    assert outcome.output == "text\n"
+    assert_strict_json([view.title, view.locations, outcome.locations])
 
 
 # ------------------------------------------------------------------------------ globs

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from acp_fsm.tools import TOOLS
-from acp_fsm.tools.paths import display, inside_roots, resolve
+from acp_fsm.tools.paths import display, inside_roots, is_utf8, resolve, utf8_text
 from tests.tools.conftest import Editor, Env
 
 
@@ -109,3 +109,42 @@ def test_writing_tools_always_ask(name: str, project: Path) -> None:
     env = Env(cwd=project, client=Editor())
     for path in ("a.txt", "../b.txt"):
         assert TOOLS[name].needs_permission(_args(ALWAYS_ASKS[name], path), env) is True
+
+
+# ------------------------------------------------------------------ unusable and odd paths
+
+
+@pytest.mark.parametrize(("raw", "shown"), [
+    ("plain", "plain"),
+    ("caf\u00e9", "caf\u00e9"),
+    (os.fsdecode(b"caf\xe9"), "caf\\xe9"),  # a file name's byte that is not UTF-8
+    ("a\ud800b", "a\\xed\\xa0\\x80b"),  # a lone surrogate from anywhere else
+])
+def test_utf8_text(raw: str, shown: str) -> None:
+    assert utf8_text(raw) == shown
+    assert is_utf8(shown)
+    assert is_utf8(raw) is (raw == shown)
+
+
+@pytest.mark.parametrize("raw", ["a\0b", "\ud800"])
+def test_paths_the_file_system_cannot_take_still_resolve(raw: str, project: Path) -> None:
+    """Kept as written (normalized) so views can show them; `validate` refuses them."""
+    assert resolve(f"sub/../{raw}", project) == project / raw
+    assert inside_roots(project / raw, [project])
+
+
+@pytest.mark.parametrize("name", sorted(READ_ONLY.keys() | {"write_file", "edit_file"}))
+@pytest.mark.parametrize(("raw", "reason"), [
+    ("a\0b", "path contains a NUL byte, which no file name can contain"),
+    ("a\ud800b", "path is not valid Unicode text (it contains a lone surrogate)"),
+    (os.fsdecode(b"caf\xe9"), "path is not valid Unicode text (it contains a lone surrogate)"),
+])
+def test_unusable_paths_are_invalid_and_views_survive_them(name: str, raw: str, reason: str,
+                                                           project: Path) -> None:
+    env = Env(cwd=project, client=Editor())
+    args = {**READ_ONLY, **ALWAYS_ASKS}[name] | {"path": raw}
+    tool = TOOLS[name]
+    assert tool.validate(args) == reason
+    view = tool.view(args, env)
+    assert is_utf8(view.title) and all(is_utf8(loc["path"]) for loc in view.locations)
+    assert isinstance(tool.needs_permission(args, env), bool)

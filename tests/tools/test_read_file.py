@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from acp_fsm.tools import read_file
+from acp_fsm.tools.common import BLOCKING_THREAD_NAME, ToolError, run_blocking
+from acp_fsm.tools.files import open_text_file
 from acp_fsm.tools.read_file import MAX_READ_BYTES, MAX_READ_LINES
-from tests.tools.conftest import Env, call
+from protocol.cancel import CancellationToken, Cancelled
+from tests.tools.conftest import Env, call, eventually
 
 
 def _numbered(count: int) -> str:
@@ -120,3 +133,90 @@ async def test_editor_read_failure_is_an_error_outcome(editor_env: Env, project:
     assert outcome.is_error
     assert "editor could not read locked.txt" in outcome.output
     assert "cannot open" in outcome.output
+
+
+# ---------------------------------------------------- special files and blocking file systems
+
+
+async def test_a_fifo_is_refused_without_opening_it(env: Env, editor_env: Env,
+                                                    project: Path) -> None:
+    os.mkfifo(project / "pipe")
+    for session in (env, editor_env):
+        outcome = await asyncio.wait_for(call(session, "read_file", path="pipe"), 2)
+        assert outcome.is_error
+        assert outcome.output == ("Not a regular file: pipe is a named pipe; only regular "
+                                  "files can be read or changed with this tool")
+    assert editor_env.client.calls == []  # refused before the editor was asked
+
+
+async def test_a_fifo_swapped_in_after_the_check_does_not_block(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The type check and the open are two steps: a FIFO can take the file's place between
+    them. The open does not wait for a writer and what it opened is checked again."""
+    (project / "file.txt").write_text("text\n")
+    os.mkfifo(project / "pipe")
+    real_stat = os.stat
+
+    def stale_stat(path: Any, *rest: Any, **options: Any) -> os.stat_result:
+        if Path(path) == project / "pipe":  # what the check saw before the swap
+            return real_stat(project / "file.txt")
+        return real_stat(path, *rest, **options)
+
+    monkeypatch.setattr(os, "stat", stale_stat)
+    with pytest.raises(ToolError, match="Not a regular file: pipe is a named pipe"):
+        await asyncio.wait_for(
+            run_blocking(CancellationToken(), open_text_file, project / "pipe", "pipe"), 2)
+
+
+async def test_cancel_does_not_wait_for_a_blocked_read(
+        env: Env, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read stuck in the kernel (here: a FIFO opened the blocking way) cannot be stopped;
+    the cancel is answered at once and the stuck daemon thread is left behind."""
+    fifo = project / "pipe"
+    os.mkfifo(fifo)
+    (project / "a.txt").write_text("x\n")
+    entered = threading.Event()
+
+    def blocked_read(*args: Any) -> list[str]:
+        entered.set()
+        with open(fifo, "rb"):  # waits for a writer
+            return []
+
+    monkeypatch.setattr(read_file, "read_disk_lines", blocked_read)
+    before = set(threading.enumerate())
+    task = asyncio.create_task(call(env, "read_file", path="a.txt"))
+    await eventually(entered.is_set, "the read to block")
+    fired = time.monotonic()
+    env.token.cancel()
+    with pytest.raises(Cancelled):
+        await task
+    assert time.monotonic() - fired < 0.1
+    (stuck,) = [t for t in set(threading.enumerate()) - before
+                if t.name == BLOCKING_THREAD_NAME]
+    assert stuck.is_alive() and stuck.daemon
+    os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # a writer comes: the thread ends
+    stuck.join(2)
+    assert not stuck.is_alive()
+
+
+def test_an_abandoned_blocking_call_does_not_keep_the_process_alive(project: Path) -> None:
+    """`asyncio.run` joins the default executor's threads at shutdown: a read stuck there
+    would keep the agent from exiting on stdin EOF. `run_blocking`'s threads do not."""
+    fifo = project / "pipe"
+    os.mkfifo(fifo)
+    script = (
+        "import asyncio, sys\n"
+        "from acp_fsm.tools.common import run_blocking\n"
+        "from protocol.cancel import CancellationToken, Cancelled\n"
+        "async def main():\n"
+        "    token = CancellationToken()\n"
+        "    asyncio.get_running_loop().call_later(0.2, token.cancel)\n"
+        "    try:\n"
+        "        await run_blocking(token, open, sys.argv[1], 'rb')\n"
+        "    except Cancelled:\n"
+        "        print('cancelled')\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(fifo)], capture_output=True,
+                          stdin=subprocess.DEVNULL, timeout=10, check=True)
+    assert done.stdout == b"cancelled\n"

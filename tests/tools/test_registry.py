@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from acp_fsm.tools import TOOLS, tool_specs
+from acp_fsm.tools.base import ToolCallView, ToolOutcome
 from providers.types import ToolSpec
-from tests.tools.conftest import Editor, Env
+from tests.tools.conftest import Editor, Env, assert_strict_json
 
 NAMES = ["read_file", "write_file", "edit_file", "list_directory", "search_files", "run_command"]
 KINDS = {"read_file": "read", "write_file": "edit", "edit_file": "edit",
@@ -128,3 +132,66 @@ def test_arguments_are_checked_by_the_compiled_schema() -> None:
     assert problem is not None and "timeout_ms" in problem
     assert TOOLS["read_file"].validate({"path": "a", "extra": 1}) is not None
     assert TOOLS["edit_file"].validate({"path": "a", "old_text": "x", "new_text": "y"}) is None
+
+
+# -------------------------------------------------- any JSON arguments: never an exception
+
+# Strings that file systems, the regex compiler and strict JSON parsers choke on.
+ODD_TEXT = st.one_of(
+    st.text(max_size=12),
+    st.text(st.characters(categories=["Cs", "Cc", "Zs", "Lo"]), max_size=8),
+    st.sampled_from(["", "\0", "a\0b", "..", "/", "~", "\ud800", os.fsdecode(b"caf\xe9"),
+                     "a{4294967296}", "(" * 3000 + ")" * 3000, "{" * 3000 + "}", "[", "*.{py"]),
+)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False,
+                                                          allow_infinity=False) | ODD_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(ODD_TEXT, inner, max_size=3),
+    max_leaves=6,
+)
+PROPERTY_ENV = Env(cwd=Path("/nonexistent/acp-fsm-project"), client=Editor())
+
+
+BY_TYPE: dict[str, st.SearchStrategy[Any]] = {
+    "string": ODD_TEXT, "integer": st.integers(), "boolean": st.booleans()}
+
+
+def _arguments(name: str) -> st.SearchStrategy[dict[str, Any]]:
+    """Arguments for tool `name`: shaped like its schema (any values of the right types), and
+    any JSON object over its argument names and others."""
+    schema = TOOLS[name].input_schema
+    types = {key: BY_TYPE[prop["type"]] for key, prop in schema["properties"].items()}
+    required = {key: types.pop(key) for key in schema["required"]}
+    keys = st.sampled_from(sorted(schema["properties"])) | ODD_TEXT
+    return (st.fixed_dictionaries(required, optional=types)
+            | st.dictionaries(keys, JSON_VALUES | ODD_TEXT, max_size=4))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_validate_view_and_permission_never_raise(name: str, data: st.DataObject) -> None:
+    tool = TOOLS[name]
+    args = data.draw(_arguments(name))
+    problem = tool.validate(args)
+    assert problem is None or isinstance(problem, str)
+    view = tool.view(args, PROPERTY_ENV)
+    assert isinstance(tool.needs_permission(args, PROPERTY_ENV), bool)
+    assert_strict_json([view.title, view.kind, view.locations, view.raw_input])
+
+
+def test_views_and_outcomes_hold_only_valid_utf8() -> None:
+    """Whatever a tool (or the turn) builds them from, e.g. a file name that is not UTF-8."""
+    name = os.fsdecode(b"caf\xe9")
+    view = ToolCallView(title=f"Read {name}", kind="read", locations=({"path": f"/p/{name}"},),
+                        raw_input={"path": name, name: [name, "\ud800"]})
+    assert view == ToolCallView(title="Read caf\\xe9", kind="read",
+                                locations=({"path": "/p/caf\\xe9"},),
+                                raw_input={"path": "caf\\xe9",
+                                           "caf\\xe9": ["caf\\xe9", "\\xed\\xa0\\x80"]})
+    outcome = ToolOutcome(name, content=({"type": "content",
+                                          "content": {"type": "text", "text": name}},),
+                          locations=({"path": name, "line": 1},))
+    assert outcome.output == "caf\\xe9"
+    assert outcome.content[0]["content"]["text"] == "caf\\xe9"
+    assert outcome.locations == ({"path": "caf\\xe9", "line": 1},)

@@ -14,7 +14,7 @@ from acp_fsm.tools import process
 from acp_fsm.tools.process import OutputCapture
 from acp_fsm.tools.run_command import MAX_TIMEOUT_MS
 from protocol.cancel import Cancelled
-from tests.tools.conftest import Editor, Env, alive, call
+from tests.tools.conftest import Editor, Env, alive, call, eventually
 
 
 def _read_pids(path: Path) -> list[int]:
@@ -154,3 +154,25 @@ async def test_a_process_that_left_the_group_does_not_hang_the_call(env: Env) ->
         assert outcome.output.endswith("hi\n")
     finally:
         os.kill(escaped, signal.SIGKILL)
+
+
+async def test_cancel_of_a_command_that_ignores_sigterm_is_quick(env: Env,
+                                                                 project: Path) -> None:
+    """SIGKILL follows SIGTERM after a short grace on a cancel (the answer waits for it)."""
+    pidfile = project / "pids"
+    task = asyncio.create_task(call(
+        env, "run_command", command=f"trap '' TERM; echo $$ > {pidfile}; sleep 30"))
+    (shell,) = await _pids(pidfile, 1)
+    await asyncio.sleep(0.05)  # the shell has started sleep
+    fired = time.monotonic()
+    env.token.cancel()
+    with pytest.raises(Cancelled):
+        await task
+    assert time.monotonic() - fired < process.CANCEL_KILL_GRACE_SECONDS + 0.4
+    await eventually(lambda: not process.group_alive(shell), "the group to be gone", 1.0)
+
+
+async def test_a_nul_byte_in_the_command_is_an_error(env: Env) -> None:
+    outcome = await call(env, "run_command", command="echo a\0b")
+    assert outcome.is_error
+    assert outcome.output == "Could not start the command: embedded null byte"

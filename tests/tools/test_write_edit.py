@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 from pathlib import Path
@@ -205,3 +206,33 @@ async def test_edit_failed_atomic_write_keeps_file(env: Env, project: Path,
     assert outcome.is_error
     assert (project / "a.txt").read_text() == "keep me\n"
     assert os.listdir(project) == ["a.txt"]
+
+
+# ------------------------------------------------------------------------- special files
+
+CHANGES = {
+    "write_file": {"content": "new\n"},
+    "edit_file": {"old_text": "a", "new_text": "b"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHANGES))
+async def test_a_fifo_is_neither_opened_nor_replaced(name: str, env: Env, editor_env: Env,
+                                                     project: Path) -> None:
+    os.mkfifo(project / "pipe")
+    for session in (env, editor_env):
+        outcome = await asyncio.wait_for(call(session, name, path="pipe", **CHANGES[name]), 2)
+        assert outcome.is_error
+        assert outcome.output.startswith("Not a regular file: pipe is a named pipe")
+        assert stat.S_ISFIFO((project / "pipe").lstat().st_mode)
+    assert editor_env.client.calls == []
+    assert os.listdir(project) == ["pipe"]
+
+
+@pytest.mark.parametrize("name", sorted(CHANGES))
+async def test_a_directory_is_refused(name: str, env: Env, project: Path) -> None:
+    (project / "dir").mkdir()
+    outcome = await call(env, name, path="dir", **CHANGES[name])
+    assert outcome.is_error
+    assert outcome.output == "dir is a directory; use list_directory to see its entries"
+    assert os.listdir(project / "dir") == []

@@ -1,0 +1,112 @@
+"""Tools on hostile inputs through the real agent: a named pipe where a file is expected, and a
+regular expression that backtracks catastrophically. The agent stays responsive, answers a
+cancel at once, leaves no process behind and exits on stdin EOF."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from providers.scripted import Call, Reply, ScriptedProvider
+from tests.e2e.support import (
+    BARE,
+    EDITOR,
+    Launcher,
+    args,
+    live_processes,
+    message_chunks,
+    tool_results,
+    wait_until,
+)
+
+QUICK_S = 1.0  # a cancel's answer, or an exit, with room for a loaded machine
+# Backtracks exponentially on `EVIL_LINE`: a single match takes tens of seconds with the GIL
+# held, which in the agent's own process would stop every session.
+CATASTROPHIC = r"(a+)+$"
+EVIL_LINE = "a" * 28 + "!\n"
+FIFO_REFUSED = ("Not a regular file: pipe is a named pipe; only regular files can be read or "
+                "changed with this tool")
+
+
+def search_workers(project: Path) -> list[int]:
+    """Live search worker processes searching below `project`."""
+    workers = set(live_processes("acp_fsm.tools.search_worker"))
+    return [pid for pid in live_processes(str(project)) if pid in workers]
+
+
+def kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize(("capabilities", "provider"), [
+    pytest.param(EDITOR, "anthropic", id="editor"), pytest.param(BARE, "openai", id="disk")])
+async def test_a_fifo_is_refused_and_the_agent_exits(
+        launch: Launcher, server: ScriptedProvider, project: Path,
+        capabilities: dict[str, object], provider: str) -> None:
+    os.mkfifo(project / "pipe")
+    agent = await launch.start(provider, capabilities=capabilities)
+    agent.editor.permissions.append("allow_once")
+    session = await agent.new_session(project)
+    server.script(Reply(calls=(Call("read-1", "read_file", args(path="pipe")),
+                               Call("write-1", "write_file", args(path="pipe", content="x")))),
+                  Reply(text="done"))
+
+    turn = await agent.prompt(session, "read the pipe")
+
+    assert turn.stop_reason == "end_turn"
+    assert turn.updates[-1] == message_chunks("done")[0]
+    is_error = True if provider == "anthropic" else None
+    assert tool_results(server.requests[-1]) == {"read-1": (FIFO_REFUSED, is_error),
+                                                  "write-1": (FIFO_REFUSED, is_error)}
+    assert agent.editor.methods() == ["session/request_permission"]  # no fs/* request
+    started = time.monotonic()
+    await launch.close(agent)
+    assert time.monotonic() - started < QUICK_S
+
+
+async def test_a_catastrophic_search_leaves_the_agent_responsive_and_cancellable(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    (project / "evil.txt").write_text(EVIL_LINE)
+    agent = await launch.start("anthropic")
+    session = await agent.new_session(project)
+    server.script(Reply(calls=(Call("grep-1", "search_files", args(pattern=CATASTROPHIC)),)))
+    pending = await agent.start_prompt(session, "search")
+    try:
+        await wait_until(lambda: search_workers(project), "the search worker to start")
+        started = time.monotonic()
+        other = await agent.new_session(project)  # the event loop serves requests meanwhile
+        assert other and time.monotonic() - started < QUICK_S
+
+        started = time.monotonic()
+        await agent.cancel(session)
+        turn = await pending.result()
+
+        assert time.monotonic() - started < QUICK_S
+        assert turn.stop_reason == "cancelled"
+        assert search_workers(project) == []
+    finally:
+        kill_all(search_workers(project))
+    server.script(Reply(text="all good"))
+    assert (await agent.prompt(session, "and now?")).stop_reason == "end_turn"
+
+
+async def test_stdin_eof_during_a_search_exits_and_stops_the_worker(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    (project / "evil.txt").write_text(EVIL_LINE)
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    server.script(Reply(calls=(Call("grep-1", "search_files", args(pattern=CATASTROPHIC)),)))
+    await agent.start_prompt(session, "search")
+    try:
+        await wait_until(lambda: search_workers(project), "the search worker to start")
+        started = time.monotonic()
+        await launch.close(agent)
+        assert time.monotonic() - started < QUICK_S + 1.0
+        assert search_workers(project) == []
+    finally:
+        kill_all(search_workers(project))
