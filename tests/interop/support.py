@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from providers.scripted import RecordedRequest, ScriptedProvider
+from tests.e2e.support import tool_results as e2e_tool_results
 from tests.harness import agent_command, agent_env
 
 API_KEY: Final = "sk-interop-5e1a-NOT-A-REAL-KEY-0c3b"
@@ -74,20 +75,7 @@ def schema_violations(path: Path) -> list[dict[str, Any]]:
 
 def tool_results(request: RecordedRequest) -> dict[str, str]:
     """call id -> the result text a model call carried, in either wire format."""
-    results: dict[str, str] = {}
-    for message in request.body["messages"]:
-        if message.get("role") == "tool":
-            results[message["tool_call_id"]] = str(message["content"])
-            continue
-        if not isinstance(message.get("content"), list):
-            continue
-        for block in message["content"]:
-            if block.get("type") == "tool_result":
-                content = block["content"]
-                if isinstance(content, list):
-                    content = "".join(b.get("text", "") for b in content)
-                results[block["tool_use_id"]] = str(content)
-    return results
+    return {call: text for call, (text, _) in e2e_tool_results(request).items()}
 
 
 def user_texts(request: RecordedRequest) -> list[str]:
