@@ -135,12 +135,6 @@ def repair(messages: list[Message], *, wording: str = LOST
     return fixed, added
 
 
-def is_valid(messages: list[Message]) -> bool:
-    """Whether `messages` already satisfies the pairing invariant."""
-    fixed, added = repair(messages)
-    return not added and fixed == messages
-
-
 def group_results(messages: list[Message]) -> list[Message]:
     """Merge consecutive results messages (results are stored one at a time)."""
     grouped: list[Message] = []

@@ -45,11 +45,6 @@ class ToolError(Exception):
     """The action failed; the message is what the model reads."""
 
 
-def text_block(text: str) -> dict[str, Any]:
-    """An ACP ToolCallContent `content` block holding plain text."""
-    return {"type": "content", "content": {"type": "text", "text": text}}
-
-
 def describe_os_error(exc: OSError) -> str:
     """A one-line account of a file-system failure, e.g. `Permission denied: /etc/shadow`."""
     reason = exc.strerror or str(exc) or type(exc).__name__

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from acp_fsm.tools.base import ToolEnv, ToolOutcome
-from acp_fsm.tools.common import BaseTool, ToolError, run_blocking, text_block
+from acp_fsm.tools.common import BaseTool, ToolError, run_blocking
 from acp_fsm.tools.paths import utf8_text
+from acp_fsm.updates import text_block
 
 # Entries shown for one directory; the rest are counted in a note.
 MAX_LIST_ENTRIES = 1000

@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from acp_fsm.tools.base import ToolEnv, ToolOutcome
-from acp_fsm.tools.common import BaseTool, ToolError, describe_os_error, plural, text_block
+from acp_fsm.tools.common import BaseTool, ToolError, describe_os_error, plural
 from acp_fsm.tools.files import READ_FLAGS, looks_binary, split_lines
 from acp_fsm.tools.globs import GlobFilter
 from acp_fsm.tools.paths import utf8_text
 from acp_fsm.tools.process import signal_group
+from acp_fsm.updates import text_block
 from protocol.cancel import CancellationToken
 
 # Matching lines reported before the search stops.

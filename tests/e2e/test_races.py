@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,10 +53,8 @@ async def test_cancel_while_a_finished_message_waits_for_the_store(
                                      agent.updates(session, pending.start, metadata=True)),
                          "the end of the stream")
         await asyncio.sleep(0.05)  # the assistant message now waits for the lock
-        started = time.monotonic()
         await agent.cancel(session)
         await wait_until(pending.done, "the answer, while the store is still locked", 2.0)
-        assert time.monotonic() - started < 1.0
     turn = await pending.result()
     assert turn.stop_reason == "cancelled"
     await wait_until(lambda: ("turn_end", {"stopReason": "cancelled"}) in

@@ -33,6 +33,7 @@ from tests.providers.conftest import (
     start_stream,
     without_usage,
 )
+from tests.timing import INTERRUPTED_S
 
 # The error type each provider uses for a transient failure inside a 200 stream.
 STREAM_ERROR_TYPES = {"openai": "server_error", "anthropic": "overloaded_error"}
@@ -286,7 +287,7 @@ async def test_connection_refused_is_retried_then_raised(provider: str) -> None:
         await http.close_client_session()
     assert (error.status, error.error_type, error.retryable) == (None, "connection_error", True)
     assert error.message.startswith("connection failed: ClientConnectorError: ")
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < INTERRUPTED_S  # no connect timeout waited out
 
 
 async def test_idle_read_timeout(server: ScriptedProvider, provider: str) -> None:
@@ -299,7 +300,7 @@ async def test_idle_read_timeout(server: ScriptedProvider, provider: str) -> Non
     assert without_usage(events) == [TextDelta("Alpha")]
     assert (error.status, error.error_type, error.retryable) == (None, "timeout", True)
     assert error.message == "timed out: Timeout on reading data from socket"
-    assert 0.3 <= elapsed < 1.5
+    assert 0.3 <= elapsed < INTERRUPTED_S  # the read bound, not the endless hang
     assert len(server.requests) == 1
     await server.wait_for_disconnects(1)  # the client closed the stalled connection
 

@@ -23,6 +23,7 @@ from acp_fsm.tools.search_files import (
     answer,
 )
 from protocol.cancel import Cancelled
+from tests.timing import INTERRUPTED_S
 from tests.tools.conftest import Env, assert_strict_json, call, eventually, processes_with
 
 
@@ -210,7 +211,7 @@ async def test_a_catastrophic_pattern_leaves_the_loop_running_and_is_cancellable
         env.token.cancel()
         with pytest.raises(Cancelled):
             await search
-        assert time.monotonic() - fired < 0.5
+        assert time.monotonic() - fired < INTERRUPTED_S  # else the match runs on
         assert _workers(project) == []  # killed (and no longer running) before the answer
     finally:
         ticking.cancel()

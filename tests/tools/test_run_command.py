@@ -14,6 +14,7 @@ from acp_fsm.tools import process
 from acp_fsm.tools.process import OutputCapture
 from acp_fsm.tools.run_command import MAX_TIMEOUT_MS
 from protocol.cancel import Cancelled
+from tests.timing import INTERRUPTED_S
 from tests.tools.conftest import Editor, Env, alive, call, eventually
 
 
@@ -119,7 +120,7 @@ async def test_cancel_mid_run_is_fast_and_leaves_no_process(env: Env, project: P
     env.token.cancel()
     with pytest.raises(Cancelled):
         await task
-    assert time.monotonic() - fired < 1.0
+    assert time.monotonic() - fired < INTERRUPTED_S  # else the 30 s sleep
     assert not alive(shell)
     assert not alive(child)
 
@@ -168,7 +169,7 @@ async def test_cancel_of_a_command_that_ignores_sigterm_is_quick(env: Env,
     env.token.cancel()
     with pytest.raises(Cancelled):
         await task
-    assert time.monotonic() - fired < process.CANCEL_KILL_GRACE_SECONDS + 0.4
+    assert time.monotonic() - fired < process.KILL_GRACE_SECONDS  # not the long grace
     await eventually(lambda: not process.group_alive(shell), "the group to be gone", 1.0)
 
 

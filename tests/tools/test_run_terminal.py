@@ -10,6 +10,7 @@ import pytest
 
 from acp_fsm.tools.run_command import TERMINAL_OUTPUT_BYTE_LIMIT
 from protocol.cancel import Cancelled
+from tests.timing import INTERRUPTED_S
 from tests.tools.conftest import Editor, Env, alive, call
 
 
@@ -53,7 +54,7 @@ async def test_cancel_kills_and_releases(editor_env: Env, project: Path) -> None
     editor_env.token.cancel()
     with pytest.raises(Cancelled):
         await task
-    assert time.monotonic() - fired < 1.0
+    assert time.monotonic() - fired < INTERRUPTED_S  # else the 30 s sleep
     assert editor.names() == ["create", "report", "wait", "kill", "release"]
     assert "term-1" in editor.released
     await asyncio.wait_for(editor.settle(), 5)
