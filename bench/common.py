@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import os
 import statistics
-import sys
-from pathlib import Path
+
+from tests.harness import agent_command
+
+__all__ = ["INIT", "agent_command", "agent_env", "summary", "table"]
 
 INIT = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,'
         b'"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true},'
         b'"terminal":true},"clientInfo":{"name":"bench","version":"0"}}}\n')
-
-
-def agent_command() -> list[str]:
-    script = Path(sys.executable).with_name("acp-fsm")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "acp_fsm"]
 
 
 def agent_env(**extra: str) -> dict[str, str]:
