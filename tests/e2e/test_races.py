@@ -57,10 +57,13 @@ async def test_cancel_while_a_finished_message_waits_for_the_store(
         await wait_until(pending.done, "the answer, while the store is still locked", 2.0)
     turn = await pending.result()
     assert turn.stop_reason == "cancelled"
-    await wait_until(lambda: ("turn_end", {"stopReason": "cancelled"}) in
-                     stored(launch.home, session), "the cancelled turn's entries", 3.0)
-    kinds = [(kind, body.get("stopReason")) for kind, body in stored(launch.home, session)]
-    assert kinds == [("user", None), ("assistant", "cancelled"), ("turn_end", "cancelled")]
+    def kinds() -> list[tuple[str, str | None]]:
+        return [(kind, body.get("stopReason")) for kind, body in stored(launch.home, session)]
+
+    # Written behind the answer: the mark on the message is queued once its own write ends.
+    expected = [("user", None), ("assistant", "cancelled"), ("turn_end", "cancelled")]
+    await wait_until(lambda: kinds() == expected, "the cancelled turn's entries", 3.0)
+    assert kinds() == expected
 
 
 async def test_a_provider_error_racing_a_cancel_still_answers_cancelled(
