@@ -5,7 +5,8 @@ provider configured, and drives it as an editor would, with this package's own J
 `Connection` on the client side: the prompt, streamed thinking and text, tool calls with their
 diff, a permission prompt answered automatically, a cancel in the middle of a long stream, and
 a reload of the session in a new process with its replay. After each turn it prints the path
-the turn machine took (the agent reports it in the response's `_meta`).
+the turn machine took (the agent reports it in the response's `_meta`). Its temporary project
+and home are removed when it ends.
 
 `--provider openai|anthropic` picks the wire format; `--live` runs one prompt against the
 provider configured in the environment instead (an API key is needed).
@@ -22,15 +23,18 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import schemas
 from acp_fsm.methods import AGENT_TO_CLIENT, spec_of
 from protocol.connection import Connection, OutboundKind
-from protocol.errors import InvalidParams, MethodNotFound, RemoteError
+from protocol.errors import InvalidParams, InvalidResult, MethodNotFound, RemoteError
 from protocol.jsonrpc import Notification, Request
+
+if TYPE_CHECKING:
+    from providers.config import ProviderConfig
 
 PROJECT_FILES = {
     "app.py": (
@@ -49,8 +53,28 @@ PROJECT_FILES = {
 }
 FIXED_LINE = "    for i in range(len(prices)):\n"
 BUGGY_LINE = "    for i in range(len(prices) - 1):\n"
-LONG_ANSWER = ("Off-by-one errors happen when a loop bound is computed one step too short or "
-               "too long. ") * 40
+LONG_ANSWER = (
+    "An off-by-one error is a loop or an index that is wrong by exactly one step. "
+    "The bug we just fixed is the classic case: range(len(prices) - 1) stops before the last "
+    "element, so the sum quietly leaves out one price. "
+    "The opposite mistake runs one step too far, and in Python that usually ends in an "
+    "IndexError instead of a wrong answer. "
+    "Most of these bugs come from mixing two conventions: a Python range includes its start "
+    "and excludes its end, while people tend to count the last index as part of it. "
+    "A half-open range from start to end holds end - start items, so range(len(items)) visits "
+    "every index once and never goes past the end. "
+    "Fence posts are the same bug in another shape: a ten-metre fence with a post every metre "
+    "needs eleven posts, not ten. "
+    "Slices follow the same rule, so items[:n] holds the first n items and items[n:] the rest, "
+    "with nothing lost or counted twice. "
+    "The safest habit is to avoid index arithmetic: loop over the items themselves, call "
+    "sum(prices), or use enumerate() when the position matters. "
+    "When indices cannot be avoided, test the edges: an empty list, a single item, and the "
+    "last item. "
+    "A test like total([1, 2, 3]) == 6 catches this bug because it depends on the last price, "
+    "which is exactly the one the loop skipped."
+)
+LONG_ANSWER_DELAY_S = 0.008  # before each streamed word: the whole answer takes over 1.5 s
 CANCEL_AFTER_S = 0.6
 
 
@@ -82,23 +106,56 @@ class Style:
         return self._wrap("33", text)
 
 
+class Console:
+    """The demo's only writer to stdout: whole lines, and the one streamed line being built.
+
+    Streamed text goes on an open line as it arrives; `line` ends that line before printing,
+    so a chunk never lands inside another line. Everything is printed when it happens (an
+    inbound message when the connection reads it), so the output keeps the order of arrival.
+    """
+
+    def __init__(self) -> None:
+        self._open: str | None = None  # the label of the streamed line left open
+
+    def line(self, text: str = "") -> None:
+        self.end_stream()
+        print(text)
+
+    def stream(self, label: str, text: str) -> None:
+        if self._open != label:
+            self.end_stream()
+            print(label, end="")
+            self._open = label
+        print(text, end="", flush=True)
+
+    def end_stream(self) -> None:
+        if self._open is not None:
+            print()
+            self._open = None
+
+
+Handler = Callable[[dict[str, Any]], Coroutine[Any, Any, Any] | None]
+
+
 class Editor:
     """The client side: answers the agent's requests the way an editor would, and prints the
-    session updates as they stream."""
+    session updates as they stream. Each message is printed when it is dispatched, in the
+    order the connection reads them; requests are answered afterwards, in tasks."""
 
     def __init__(self, project: Path, style: Style) -> None:
         self.project = project
         self.style = style
+        self.out = Console()
         self.conn: Connection | None = None
         self.replayed: list[dict[str, Any]] = []
         self.replaying = False
-        self._line_open: str | None = None  # who the streamed line being printed is from
+        self.stopped = False  # the user pressed Stop in this turn: later chunks say so
         self._titles: dict[str, str] = {}
 
     # -- Dispatcher (what the Connection needs) -------------------------------------
 
     def dispatch(self, message: Request | Notification) -> Coroutine[Any, Any, Any] | None:
-        handlers = {
+        handlers: dict[str, Handler] = {
             "session/update": self._update,
             "session/request_permission": self._permission,
             "fs/read_text_file": self._read,
@@ -124,36 +181,49 @@ class Editor:
         violation = schemas.validate(ref, payload)
         return None if violation is None else str(violation)
 
-    def check_response(self, method: str, result: Any) -> str | None:
+    def accept_response(self, method: str, result: Any) -> Any:
         spec = spec_of(method)
         if spec is None or spec.result_ref is None:
-            return None
+            return result
         violation = schemas.validate(spec.result_ref, result)
-        return None if violation is None else str(violation)
+        if violation is not None:
+            raise InvalidResult(f"invalid {method} result: {violation}")
+        return result
 
     def cancel_request(self, request: Request) -> bool:
         return False  # the agent never cancels our (instant) answers
 
-    # -- the agent's requests -------------------------------------------------------
+    def closing(self, reason: str) -> None:
+        """Nothing runs on the editor's side that would need stopping."""
 
-    async def _permission(self, params: dict[str, Any]) -> dict[str, Any]:
+    # -- the agent's requests: printed now, answered in the connection's task -----------
+
+    def _permission(self, params: dict[str, Any]) -> Coroutine[Any, Any, dict[str, Any]]:
         call = params["toolCall"]
-        self._end_line()
-        print(f"    {self.style.yellow('?')} permission asked for "
-              f"{self.style.bold(call.get('title', call['toolCallId']))} → "
-              f"{self.style.green('allow once')} {self.style.dim('(answered by the demo)')}")
-        return {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+        self.out.line(f"    {self.style.yellow('?')} permission asked for "
+                      f"{self.style.bold(call.get('title', call['toolCallId']))} → "
+                      f"{self.style.green('allow once')} "
+                      f"{self.style.dim('(answered by the demo)')}")
+        return _answer({"outcome": {"outcome": "selected", "optionId": "allow_once"}})
 
-    async def _read(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _read(self, params: dict[str, Any]) -> Coroutine[Any, Any, dict[str, Any]]:
         path = Path(params["path"])
         self._note(f"← fs/read_text_file {self._short(path)} (the editor's buffer)")
-        return {"content": await asyncio.to_thread(path.read_text, encoding="utf-8")}
 
-    async def _write(self, params: dict[str, Any]) -> dict[str, Any]:
+        async def read() -> dict[str, Any]:
+            return {"content": await asyncio.to_thread(path.read_text, encoding="utf-8")}
+
+        return read()
+
+    def _write(self, params: dict[str, Any]) -> Coroutine[Any, Any, dict[str, Any]]:
         path = Path(params["path"])
-        await asyncio.to_thread(path.write_text, params["content"], encoding="utf-8")
-        self._note(f"← fs/write_text_file {self._short(path)} (saved by the editor)")
-        return {}
+        self._note(f"← fs/write_text_file {self._short(path)} (the editor saves it)")
+
+        async def write() -> dict[str, Any]:
+            await asyncio.to_thread(path.write_text, params["content"], encoding="utf-8")
+            return {}
+
+        return write()
 
     # -- updates ----------------------------------------------------------------------
 
@@ -169,10 +239,9 @@ class Editor:
             self._stream("thinking", update["content"].get("text", ""), self.style.dim)
         elif kind == "tool_call":
             self._titles[update["toolCallId"]] = update["title"]
-            self._end_line()
-            print(f"    {self.style.cyan('⚙')} {self.style.bold(update['title'])} "
-                  f"{self.style.dim('[' + update.get('kind', 'other') + ']')} "
-                  f"{self.style.dim('pending')}")
+            self.out.line(f"    {self.style.cyan('⚙')} {self.style.bold(update['title'])} "
+                          f"{self.style.dim('[' + update.get('kind', 'other') + ']')} "
+                          f"{self.style.dim('pending')}")
         elif kind == "tool_call_update":
             self._tool_update(update)
         elif kind == "session_info_update" and update.get("title"):
@@ -186,48 +255,41 @@ class Editor:
                 self._diff(block)
         if status in ("completed", "failed"):
             mark = self.style.green("✓") if status == "completed" else self.style.red("✗")
-            print(f"    {mark} {title} {self.style.dim(status)}")
+            self.out.line(f"    {mark} {title} {self.style.dim(status)}")
             texts = [b["content"].get("text", "") for b in update.get("content") or ()
                      if b.get("type") == "content"]
             if status == "failed" and texts:
-                print(f"      {self.style.dim(texts[0].splitlines()[0])}")
+                self.out.line(f"      {self.style.dim(texts[0].splitlines()[0])}")
 
     def _diff(self, block: dict[str, Any]) -> None:
         old = (block.get("oldText") or "").splitlines()
         new = block["newText"].splitlines()
-        self._end_line()
-        print(f"      diff {self._short(Path(block['path']))}:")
+        self.out.line(f"      diff {self._short(Path(block['path']))}:")
         for line in old:
             if line not in new:
-                print("      " + self.style.red(f"- {line}"))
+                self.out.line("      " + self.style.red(f"- {line}"))
         for line in new:
             if line not in old:
-                print("      " + self.style.green(f"+ {line}"))
+                self.out.line("      " + self.style.green(f"+ {line}"))
 
-    def _stream(self, who: str, text: str, paint: Any) -> None:
-        if self._line_open != who:
-            self._end_line()
-            label = f"  {who}: " if who == "agent" else f"  ({who}) "
-            print(self.style.dim(label), end="")
-            self._line_open = who
-        print(paint(text), end="", flush=True)
-
-    def _end_line(self) -> None:
-        if self._line_open is not None:
-            print()
-            self._line_open = None
+    def _stream(self, who: str, text: str, paint: Callable[[str], str]) -> None:
+        # ACP lets the agent send updates after a cancel, until it answers the prompt.
+        late = ", after the cancel" if self.stopped else ""
+        label = f"  {who}{late}: " if who == "agent" else f"  ({who}{late}) "
+        self.out.stream(self.style.dim(label), paint(text))
 
     def _note(self, text: str) -> None:
-        self._end_line()
-        print(f"      {self.style.dim(text)}")
+        self.out.line(f"      {self.style.dim(text)}")
 
     def _short(self, path: Path) -> str:
         with contextlib.suppress(ValueError):
             return str(path.relative_to(self.project))
         return str(path)
 
-    def end_turn(self) -> None:
-        self._end_line()
+
+async def _answer(result: dict[str, Any]) -> dict[str, Any]:
+    """A result known at once, as the coroutine the connection runs for a request."""
+    return result
 
 
 class Agent:
@@ -261,11 +323,29 @@ class Agent:
         return await self.conn.request(method, params)
 
     async def close(self) -> int:
+        """Close the agent's input and wait for it to exit; kill it after 10 s, or when the
+        wait is interrupted, so it has always exited when this returns or raises."""
         assert self.proc.stdin is not None
         self.proc.stdin.close()
-        code = await asyncio.wait_for(self.proc.wait(), 10)
-        await self._pump
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.proc.wait(), 10)
+        finally:
+            if self.proc.returncode is None:
+                self.proc.kill()
+            code = await self.proc.wait()
+            await self._pump
         return code
+
+
+@contextlib.asynccontextmanager
+async def _running(editor: Editor, env: dict[str, str]) -> AsyncIterator[Agent]:
+    """An agent process that has exited when the block ends, however it ends."""
+    agent = await Agent.spawn(editor, env)
+    try:
+        yield agent
+    finally:
+        await agent.close()
 
 
 def _script(provider: str) -> list[Any]:
@@ -284,7 +364,7 @@ def _script(provider: str) -> list[Any]:
                           "last price. I'll fix the bound."), calls=(edit,), delay_s=0.01),
         Reply(text=_words("Fixed: total() now adds every price, so total([1, 2, 3]) == 6."),
               delay_s=0.01),
-        Reply(text=_words(LONG_ANSWER), delay_s=0.005, fault=Hang(120)),
+        Reply(text=_words(LONG_ANSWER), delay_s=LONG_ANSWER_DELAY_S, fault=Hang(120)),
         Reply(text=_words("You're welcome! The history I was given includes the fix and the "
                           "interrupted explanation, so we can pick up from there."), delay_s=0.01),
     ]
@@ -296,6 +376,11 @@ def _words(text: str) -> list[str]:
     return [p + " " for p in parts[:-1]] + [parts[-1]]
 
 
+def _write_project(project: Path) -> None:
+    for name, text in PROJECT_FILES.items():
+        (project / name).write_text(text, encoding="utf-8")
+
+
 def _path_line(style: Style, result: dict[str, Any]) -> str:
     meta = (result.get("_meta") or {}).get("acpFsm") or {}
     path = " → ".join(meta.get("statePath") or [])
@@ -304,29 +389,30 @@ def _path_line(style: Style, result: dict[str, Any]) -> str:
     return f"  {style.dim('stop:')} {paint(stop)}   {style.dim('turn states:')} {path}"
 
 
-async def _prompt(agent: Agent, editor: Editor, style: Style, session: str, text: str,
+async def _prompt(conn: Connection, editor: Editor, session: str, text: str,
                   cancel_after: float | None = None) -> None:
-    print(f"\n  {style.bold('you:')} {text}")
-    asking = asyncio.create_task(agent.call("session/prompt", {
-        "sessionId": session, "prompt": [{"type": "text", "text": text}]}))
+    """One turn, printed as it streams; with `cancel_after`, the user presses Stop then."""
+    style, out = editor.style, editor.out
+    out.line(f"\n  {style.bold('you:')} {text}")
+    editor.stopped = False
+    asking = conn.request_soon("session/prompt", {
+        "sessionId": session, "prompt": [{"type": "text", "text": text}]})
     if cancel_after is not None:
         await asyncio.sleep(cancel_after)
-        editor.end_turn()
-        print(f"\n    {style.yellow('■')} the user presses Stop: session/cancel")
+        out.line(f"\n    {style.yellow('■')} the user presses Stop: session/cancel")
+        editor.stopped = True
         started = time.perf_counter()
-        assert agent.conn is not None
-        agent.conn.notify("session/cancel", {"sessionId": session})
+        conn.notify("session/cancel", {"sessionId": session})
         result = await asyncio.wait_for(asyncio.shield(asking), 10)
         elapsed = (time.perf_counter() - started) * 1000
-        print(f"    {style.dim(f'answered {elapsed:.1f} ms after the cancel')}")
+        out.line(f"    {style.dim(f'answered {elapsed:.1f} ms after the cancel')}")
     else:
         result = await asyncio.wait_for(asking, 30)
-    editor.end_turn()
-    print(_path_line(style, result))
+    out.line(_path_line(style, result))
 
 
-def _section(style: Style, title: str) -> None:
-    print("\n" + style.bold(f"── {title} " + "─" * max(0, 60 - len(title))))
+def _section(editor: Editor, title: str) -> None:
+    editor.out.line("\n" + editor.style.bold(f"── {title} " + "─" * max(0, 60 - len(title))))
 
 
 def _summarise_replay(updates: list[dict[str, Any]]) -> str:
@@ -339,76 +425,86 @@ def _summarise_replay(updates: list[dict[str, Any]]) -> str:
 async def run_demo(provider: str, style: Style) -> int:
     from providers.scripted import ScriptedProvider
 
-    project = Path(tempfile.mkdtemp(prefix="acp-fsm-demo-"))
-    home = Path(tempfile.mkdtemp(prefix="acp-fsm-demo-home-"))
-    for name, text in PROJECT_FILES.items():
-        (project / name).write_text(text, encoding="utf-8")
-    async with ScriptedProvider(*_script(provider)) as server:
-        env = dict(os.environ, ACP_FSM_PROVIDER=provider, ACP_FSM_HOME=str(home),
-                   ACP_FSM_LOG_LEVEL="warning", ACP_FSM_MAX_RETRIES="0")
-        if provider == "openai":
-            env.update(OPENAI_BASE_URL=server.openai_base_url, OPENAI_API_KEY="sk-demo")
-        else:
-            env.update(ANTHROPIC_BASE_URL=server.anthropic_base_url,
-                       ANTHROPIC_API_KEY="sk-ant-demo")
-        print(style.bold("acp-fsm demo") + style.dim(
-            f" — offline: a scripted {provider}-format model on {server.url}"))
-        print(style.dim(f"  project {project}"))
+    # The agents have exited (`_running`) before their home and project are removed.
+    with (tempfile.TemporaryDirectory(prefix="acp-fsm-demo-") as project_dir,
+          tempfile.TemporaryDirectory(prefix="acp-fsm-demo-home-") as home):
+        project = Path(project_dir)
+        _write_project(project)
         editor = Editor(project, style)
-        session = await _first_process(editor, env, style, project)
-        await _second_process(editor, env, style, project, session)
-    fixed = FIXED_LINE in (project / "app.py").read_text(encoding="utf-8")
-    print("\n" + (style.green("app.py is fixed on disk.") if fixed
-                  else style.red("app.py was not changed.")))
+        async with ScriptedProvider(*_script(provider)) as server:
+            env = dict(os.environ, ACP_FSM_PROVIDER=provider, ACP_FSM_HOME=home,
+                       ACP_FSM_LOG_LEVEL="warning", ACP_FSM_MAX_RETRIES="0")
+            if provider == "openai":
+                env.update(OPENAI_BASE_URL=server.openai_base_url, OPENAI_API_KEY="sk-demo")
+            else:
+                env.update(ANTHROPIC_BASE_URL=server.anthropic_base_url,
+                           ANTHROPIC_API_KEY="sk-ant-demo")
+            editor.out.line(style.bold("acp-fsm demo") + style.dim(
+                f" — offline: a scripted {provider}-format model on {server.url}"))
+            editor.out.line(style.dim(f"  project {project}"))
+            session = await _first_process(editor, env)
+            await _second_process(editor, env, session)
+        fixed = FIXED_LINE in (project / "app.py").read_text(encoding="utf-8")
+        editor.out.line("\n" + (style.green("app.py is fixed on disk.") if fixed
+                                else style.red("app.py was not changed.")))
     return 0 if fixed else 1
 
 
-async def _first_process(editor: Editor, env: dict[str, str], style: Style,
-                         project: Path) -> str:
+async def _first_process(editor: Editor, env: dict[str, str]) -> str:
+    style, out = editor.style, editor.out
     started = time.perf_counter()
-    agent = await Agent.spawn(editor, env)
-    info = await agent.call("initialize", {
-        "protocolVersion": 1,
-        "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True},
-                               "terminal": False},
-        "clientInfo": {"name": "acp-fsm-demo", "version": "1"}})
-    elapsed = (time.perf_counter() - started) * 1000
-    agent_info = info["agentInfo"]
-    print(f"  {style.dim('initialize:')} protocol v{info['protocolVersion']}, "
-          f"{agent_info['name']} {agent_info['version']} "
-          f"{style.dim(f'(spawn to answer: {elapsed:.0f} ms)')}")
-    session = (await agent.call("session/new", {"cwd": str(project), "mcpServers": []}))
-    session_id: str = session["sessionId"]
-    print(f"  {style.dim('session/new:')} {session_id}")
-    _section(style, "turn 1: a bug fix with two tool calls and a permission prompt")
-    await _prompt(agent, editor, style, session_id,
-                  "total() in app.py returns the wrong sum. Please fix it.")
-    _section(style, "turn 2: a long answer, cancelled midway")
-    await _prompt(agent, editor, style, session_id,
-                  "Explain off-by-one errors in detail.", cancel_after=CANCEL_AFTER_S)
-    code = await agent.close()
-    print(f"\n  {style.dim(f'the editor closes the agent (exit code {code})')}")
+    async with _running(editor, env) as agent:
+        info = await agent.call("initialize", {
+            "protocolVersion": 1,
+            "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True},
+                                   "terminal": False},
+            "clientInfo": {"name": "acp-fsm-demo", "version": "1"}})
+        elapsed = (time.perf_counter() - started) * 1000
+        agent_info = info["agentInfo"]
+        out.line(f"  {style.dim('initialize:')} protocol v{info['protocolVersion']}, "
+                 f"{agent_info['name']} {agent_info['version']} "
+                 f"{style.dim(f'(spawn to answer: {elapsed:.0f} ms)')}")
+        session = await agent.call("session/new", {"cwd": str(editor.project),
+                                                   "mcpServers": []})
+        session_id: str = session["sessionId"]
+        out.line(f"  {style.dim('session/new:')} {session_id}")
+        _section(editor, "turn 1: a bug fix with two tool calls and a permission prompt")
+        await _prompt(agent.conn, editor, session_id,
+                      "total() in app.py returns the wrong sum. Please fix it.")
+        _section(editor, "turn 2: a long answer, cancelled midway")
+        await _prompt(agent.conn, editor, session_id,
+                      "Explain off-by-one errors in detail.", cancel_after=CANCEL_AFTER_S)
+        code = await agent.close()
+        out.line(f"\n  {style.dim(f'the editor closes the agent (exit code {code})')}")
     return session_id
 
 
-async def _second_process(editor: Editor, env: dict[str, str], style: Style, project: Path,
-                          session_id: str) -> None:
-    _section(style, "a new agent process: session/load replays the conversation")
-    agent = await Agent.spawn(editor, env)
-    await agent.call("initialize", {
-        "protocolVersion": 1,
-        "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}}})
-    listed = await agent.call("session/list", {"cwd": str(project)})
-    titles = [s.get("title", "") for s in listed["sessions"]]
-    print(f"  {style.dim('session/list:')} {titles}")
-    editor.replaying = True
-    await agent.call("session/load", {"sessionId": session_id, "cwd": str(project),
-                                      "mcpServers": []})
-    editor.replaying = False
-    print(f"  {style.dim('replayed:')} {_summarise_replay(editor.replayed)}")
-    _section(style, "turn 3: the conversation goes on")
-    await _prompt(agent, editor, style, session_id, "Thanks!")
-    await agent.close()
+async def _second_process(editor: Editor, env: dict[str, str], session_id: str) -> None:
+    style, out = editor.style, editor.out
+    _section(editor, "a new agent process: session/load replays the conversation")
+    async with _running(editor, env) as agent:
+        await agent.call("initialize", {
+            "protocolVersion": 1,
+            "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}}})
+        listed = await agent.call("session/list", {"cwd": str(editor.project)})
+        titles = [s.get("title", "") for s in listed["sessions"]]
+        out.line(f"  {style.dim('session/list:')} {titles}")
+        editor.replaying = True
+        await agent.call("session/load", {"sessionId": session_id, "cwd": str(editor.project),
+                                          "mcpServers": []})
+        editor.replaying = False
+        out.line(f"  {style.dim('replayed:')} {_summarise_replay(editor.replayed)}")
+        _section(editor, "turn 3: the conversation goes on")
+        await _prompt(agent.conn, editor, session_id, "Thanks!")
+
+
+def describe_provider(config: ProviderConfig) -> str:
+    """The provider in words, e.g. `anthropic, model claude-…, at https://api.anthropic.com`;
+    never the key, nor credentials written into the base URL."""
+    scheme, sep, rest = config.base_url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    url = f"{scheme}{sep}{netloc.rpartition('@')[2]}{slash}{path.partition('?')[0]}"
+    return f"{config.provider}, model {config.model}, at {url}"
 
 
 async def run_live(style: Style) -> int:
@@ -425,23 +521,22 @@ async def run_live(style: Style) -> int:
         print(style.red("--live needs ANTHROPIC_API_KEY or OPENAI_API_KEY (or a local "
                         "OPENAI_BASE_URL)"))
         return 2
-    project = Path(tempfile.mkdtemp(prefix="acp-fsm-live-"))
-    for name, text in PROJECT_FILES.items():
-        (project / name).write_text(text, encoding="utf-8")
-    print(style.bold("acp-fsm demo --live") + style.dim(f" — {config!r}"))
-    editor = Editor(project, style)
-    agent = await Agent.spawn(editor, dict(os.environ))
-    await agent.call("initialize", {"protocolVersion": 1, "clientCapabilities": {
-        "fs": {"readTextFile": True, "writeTextFile": True}}})
-    session = await agent.call("session/new", {"cwd": str(project), "mcpServers": []})
-    try:
-        await _prompt(agent, editor, style, session["sessionId"],
-                      "total() in app.py returns the wrong sum. Find the bug and fix it.")
-    except RemoteError as exc:
-        print(style.red(f"the turn failed: {exc.message}"))
-        return 1
-    finally:
-        await agent.close()
+    with tempfile.TemporaryDirectory(prefix="acp-fsm-live-") as project_dir:
+        project = Path(project_dir)
+        _write_project(project)
+        editor = Editor(project, style)
+        editor.out.line(style.bold("acp-fsm demo --live")
+                        + style.dim(f" — {describe_provider(config)}"))
+        async with _running(editor, dict(os.environ)) as agent:
+            await agent.call("initialize", {"protocolVersion": 1, "clientCapabilities": {
+                "fs": {"readTextFile": True, "writeTextFile": True}}})
+            session = await agent.call("session/new", {"cwd": str(project), "mcpServers": []})
+            try:
+                await _prompt(agent.conn, editor, session["sessionId"],
+                              "total() in app.py returns the wrong sum. Find the bug and fix it.")
+            except RemoteError as exc:
+                editor.out.line(style.red(f"the turn failed: {exc.message}"))
+                return 1
     return 0
 
 
@@ -460,9 +555,10 @@ def main(argv: list[str]) -> int:
     # When the reader goes away (`acp-fsm demo | head`), end quietly like other command-line
     # tools; the agents it spawned see their stdin close and exit on their own.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    if args.live:
-        return asyncio.run(run_live(style))
-    return asyncio.run(run_demo(args.provider, style))
+    try:
+        return asyncio.run(run_live(style) if args.live else run_demo(args.provider, style))
+    except KeyboardInterrupt:  # Ctrl-C: the agents are stopped, the temporary files removed
+        return 130
 
 
 if __name__ == "__main__":
