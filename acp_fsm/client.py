@@ -65,8 +65,8 @@ class Client:
                                                   timeout_ms=timeout_ms)
         except OutboundCancelled:
             raise Cancelled(self._token.reason or "cancelled") from None
-        except OutboundError as exc:
-            raise ClientCallError(f"{method} failed: {exc}") from exc
+        except OutboundError as exc:  # each names the method and quotes the editor's words
+            raise ClientCallError(str(exc)) from exc
 
     async def read_text_file(self, path: str, line: int | None = None,
                              limit: int | None = None) -> str:
@@ -91,14 +91,14 @@ class Client:
         try:
             created = self._server.call_client_soon("terminal/create", params)
         except OutboundError as exc:
-            raise ClientCallError(f"terminal/create failed: {exc}") from exc
+            raise ClientCallError(str(exc)) from exc
         try:
             result = await self._token.race(asyncio.shield(created))
         except (Cancelled, asyncio.CancelledError):
             created.add_done_callback(self._abandon_late_terminal)
             raise
         except OutboundError as exc:
-            raise ClientCallError(f"terminal/create failed: {exc}") from exc
+            raise ClientCallError(str(exc)) from exc
         return str(result["terminalId"])
 
     def _abandon_late_terminal(self, created: asyncio.Future[Any]) -> None:
@@ -141,4 +141,4 @@ class Client:
         try:
             await self._server.call_client(method, params)
         except OutboundError as exc:
-            raise ClientCallError(f"{method} failed: {exc}") from exc
+            raise ClientCallError(str(exc)) from exc

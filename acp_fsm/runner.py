@@ -17,9 +17,11 @@ from providers.http import close_client_session
 
 log = structlog.get_logger("acp")
 
-# How long running handlers get to finish after input closes before they are cancelled.
-SHUTDOWN_GRACE_S = 1.0
-FLUSH_TIMEOUT_S = 0.5
+# After the turns have drained, how long other running handlers get before they are
+# cancelled, and how long the last output gets to reach the editor. With the turns' own
+# bound (session.SHUTDOWN_GRACE_S) the process exits within 2 s of being told to.
+HANDLER_GRACE_S = 0.5
+FLUSH_TIMEOUT_S = 0.3
 
 
 async def run(
@@ -27,6 +29,8 @@ async def run(
     pending: bytes,
     early_params: dict | None,
     answered_ms: float | None,
+    *,
+    input_ended: bool = False,
 ) -> int:
     client = ClientInfo(early_params) if early_params is not None else None
     server = AcpServer(debug=config.debug_methods_enabled(), client=client)
@@ -39,23 +43,29 @@ async def run(
     output = Output(on_lost=on_output_lost)
     await output.open(protocol_fd)
     connection = Connection(
-        server, output.write, drain=output.drain, strict_outbound=config.strict_schemas()
+        server, output.write, drain=output.drain, congested=lambda: output.congested,
+        strict_outbound=config.strict_schemas(),
     )
     server.attach(connection)
     if client is not None:
         log.info("initialized", client=client.info, fast_path=True, answered_ms=answered_ms)
     if pending:
         connection.feed(pending)
-    stop_reading = await start_reading(0, connection.feed, connection.feed_eof)
+    if input_ended:  # read before the loop ran (a terminal's Ctrl+D is not seen twice)
+        connection.feed_eof()
+        stop_reading = None
+    else:
+        stop_reading = await start_reading(0, connection.feed, connection.feed_eof)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         # The editor stopping us is an orderly close: work is cancelled and persisted.
         loop.add_signal_handler(signum, connection.terminate, signal.Signals(signum).name)
     reason = await connection.closed
     log.info("shutting_down", reason=reason)
-    stop_reading()
+    if stop_reading is not None:
+        stop_reading()
     await server.shutdown()
-    await connection.drain_tasks(SHUTDOWN_GRACE_S)
+    await connection.drain_tasks(HANDLER_GRACE_S)
     await close_client_session()
     await output.flush(FLUSH_TIMEOUT_S)
     server.finish()

@@ -40,6 +40,16 @@ import schemas
 
 SCHEMA_ENV: Final = "ACP_SCHEMA"
 SHARED_SCHEMA: Final = Path("shared", "acp-schema", "schema.json")
+# The official TypeScript SDK ships the schema; the interop tests install it (pinned) here.
+SDK_PACKAGE: Final = "@agentclientprotocol/sdk@2.4.0"
+SDK_SCHEMA: Final = Path("tests", "interop", "node", "node_modules", "@agentclientprotocol",
+                         "sdk", "schema", "v1", "schema.json")
+HOW_TO_GET_SCHEMA: Final = (
+    f"the official TypeScript SDK ({SDK_PACKAGE} on npm) ships it: in a checkout, "
+    "`npm ci --prefix tests/interop/node` puts it where it is found; anywhere, "
+    "`npm pack @agentclientprotocol/sdk@2.4.0 && tar xzf agentclientprotocol-sdk-2.4.0.tgz "
+    "package/schema/v1/schema.json` extracts it, then set ACP_SCHEMA="
+    "$PWD/package/schema/v1/schema.json")
 STEP_TIMEOUT_S: Final = 10.0  # any single wait of the scripted session
 READ_LIMIT: Final = 64 * 1024 * 1024  # longest line read from the agent
 EXTRA_SESSIONS: Final = 50  # with the main session, one more than a session/list page
@@ -97,12 +107,16 @@ class Verdict:
 
 def schema_candidates(explicit: str | None = None) -> list[Path]:
     """Where the official schema is looked for: `explicit`, else `$ACP_SCHEMA`, else
-    `../shared/acp-schema/schema.json` beside the checkout (or the working directory)."""
+    `../shared/acp-schema/schema.json` beside the checkout (or the working directory), else
+    the copy the TypeScript SDK of the interop tests ships (`npm ci --prefix
+    tests/interop/node`)."""
     given = explicit or os.environ.get(SCHEMA_ENV)
     if given:
         return [Path(given)]
     checkout = Path(__file__).resolve().parents[1]
-    places = [checkout.parent / SHARED_SCHEMA, Path.cwd().resolve().parent / SHARED_SCHEMA]
+    cwd = Path.cwd().resolve()
+    places = [checkout.parent / SHARED_SCHEMA, cwd.parent / SHARED_SCHEMA,
+              checkout / SDK_SCHEMA, cwd / SDK_SCHEMA]
     return list(dict.fromkeys(places))
 
 
@@ -950,6 +964,12 @@ class _Session:
         ids = [str(r["result"]["sessionId"]) for r in created if "result" in r]
         if len(ids) != EXTRA_SESSIONS:
             raise ScenarioError(f"session/new failed: {created[0]}")
+        # session/list shows only sessions that hold a prompt: give each one
+        prompts = [await link.start_request("session/prompt", {
+            "sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]})
+            for session_id in ids]
+        for _, future in prompts:
+            await link.response(future, "a prompt of an extra session")
         first = await self.step(link, "list", "session/list", {})
         cursor = first.get("result", {}).get("nextCursor")
         if not isinstance(cursor, str):
@@ -994,11 +1014,12 @@ def _updates(messages: list[dict[str, Any]], session_id: str) -> list[dict[str, 
 
 async def run_session(workdir: Path) -> SessionRun:
     """Drive two agent processes through the scripted session (files go under `workdir`)."""
-    from providers.scripted import ScriptedProvider
+    from providers.scripted import Reply, ScriptedProvider
 
     run = SessionRun()
     session = _Session(run, workdir)
-    async with ScriptedProvider(*_script(session.project, session.outside)) as server:
+    async with ScriptedProvider(*_script(session.project, session.outside),
+                                fallback=Reply(text="Noted.")) as server:
         env = agent_env(workdir / "home", server.openai_base_url)
 
         async def in_process(work: Callable[[AgentLink], Awaitable[Any]]) -> Any:
@@ -1041,8 +1062,8 @@ def main(argv: list[str] | None = None) -> int:
     if path is None:
         tried = ", ".join(str(p) for p in schema_candidates(args.schema))
         print(f"acp-fsm schema-check: the official ACP schema was not found (looked in: "
-              f"{tried}); set {SCHEMA_ENV} to the path of its schema.json, or pass --schema",
-              file=sys.stderr)
+              f"{tried}). Pass --schema or set {SCHEMA_ENV} to its schema.json; "
+              f"{HOW_TO_GET_SCHEMA}", file=sys.stderr)
         return 2
     official = OfficialSchema.load(path)
     with tempfile.TemporaryDirectory(prefix="acp-fsm-schema-check-") as workdir:

@@ -13,7 +13,7 @@ answers it (and logs) exactly as it would any later message.
 
 from __future__ import annotations
 
-import json
+import os
 import signal
 import time
 
@@ -21,21 +21,26 @@ import schemas
 from acp_fsm.initialize import initialize_result
 from acp_fsm.methods import route
 from fsm.handshake import HANDSHAKE, HandshakeState
+from protocol.codec import decode, encode
 from protocol.errors import RpcError
 from protocol.framing import MAX_LINE_BYTES
 from protocol.stdio import claim_stdout, read_line_blocking, write_all
 
 
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
-
-
 def answer_initialize(line: bytes) -> tuple[bytes, dict] | None:
     """The response line and the client's params when `line` is a valid `initialize` request;
-    None for anything else (the full path handles it)."""
+    None for anything else, which the full path then answers exactly as it would any later
+    line. Hostile input (nesting deep enough to exhaust the stack, say) is "anything else"."""
     try:
-        message = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
-    except ValueError:
+        return _answer_initialize(line)
+    except (RecursionError, MemoryError):
+        return None
+
+
+def _answer_initialize(line: bytes) -> tuple[bytes, dict] | None:
+    try:
+        message = decode(line)  # the decoder of the full path: same limits, same refusals
+    except RpcError:
         return None
     if schemas.validate("jsonrpc.Request", message) is not None:
         return None
@@ -52,17 +57,16 @@ def answer_initialize(line: bytes) -> tuple[bytes, dict] | None:
     result = initialize_result()
     if schemas.validate("acp.InitializeResponse", result) is not None:
         return None  # our bug: let the full path log it
-    response = {"jsonrpc": "2.0", "id": message["id"], "result": result}
-    try:
-        data = json.dumps(response, separators=(",", ":"), ensure_ascii=False).encode()
-    except UnicodeEncodeError:
-        return None
-    return data + b"\n", params
+    return encode({"jsonrpc": "2.0", "id": message["id"], "result": result}), params
 
 
 def _exit_quietly(signum: int, _frame: object) -> None:
     # Before the event loop runs there is no session or turn to save: leave at once, code 0.
     raise SystemExit(0)
+
+
+TTY_HINT = ("acp-fsm: an Agent Client Protocol agent; editors start it and speak JSON-RPC "
+            "on stdin/stdout. Try `acp-fsm demo` or `acp-fsm --help`; Ctrl+D exits.\n")
 
 
 def serve() -> int:
@@ -71,14 +75,21 @@ def serve() -> int:
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, _exit_quietly)
     protocol_fd = claim_stdout()
-    first, rest = read_line_blocking(0, MAX_LINE_BYTES)
+    if os.isatty(0):  # a person, not an editor: say what this is
+        import sys
+
+        sys.stderr.write(TTY_HINT)
+    first, rest, ended = read_line_blocking(0, MAX_LINE_BYTES)
     early = answer_initialize(first) if first is not None else None
+    answered_ms = None
     if early is not None:
-        write_all(protocol_fd, early[0])
-        answered_ms = (time.perf_counter() - started) * 1000
-    else:
-        rest = first + b"\n" + rest if first is not None else rest
-        answered_ms = None
+        try:
+            write_all(protocol_fd, early[0])
+            answered_ms = (time.perf_counter() - started) * 1000
+        except OSError:  # nobody reads our output: the full path sees it and exits
+            pass
+    elif first is not None:
+        rest = first + b"\n" + rest
 
     from acp_fsm import logs
 
@@ -87,4 +98,5 @@ def serve() -> int:
 
     from acp_fsm.runner import run
 
-    return asyncio.run(run(protocol_fd, rest, early[1] if early else None, answered_ms))
+    return asyncio.run(run(protocol_fd, rest, early[1] if early else None, answered_ms,
+                           input_ended=ended))

@@ -28,6 +28,7 @@ from protocol.errors import (
     CapabilityMissing,
     ConnectionClosed,
     InvalidParams,
+    InvalidResult,
     OutboundCancelled,
     OutboundTimeout,
     RemoteError,
@@ -55,6 +56,7 @@ class AcpServer:
         self.machine = HANDSHAKE.build(self.handshake, initial=initial)
         self._conn: Connection | None = None
         self._validators: dict[str, Any] = {}
+        self._null_results: set[str] = set()  # methods whose `null` result was logged once
         self.sessions = Sessions(self)
 
     def __repr__(self) -> str:
@@ -113,12 +115,24 @@ class AcpServer:
         violation = self._validator(ref)(payload)
         return None if violation is None else str(violation)
 
-    def check_response(self, method: str, result: Any) -> str | None:
+    def accept_response(self, method: str, result: Any) -> Any:
+        """Strict on what results carry, liberal on how empty ones are spelled: editors answer
+        `null` where ACP's result is an object with no required member (`fs/write_text_file`,
+        `terminal/kill`, ...), and that counts as `{}`. A result that must carry data
+        (`content`, `outcome`, ...) is still checked in full."""
         spec = spec_of(method, debug=True)
         if spec is None or spec.result_ref is None:
-            return None
-        violation = self._validator(spec.result_ref)(result)
-        return None if violation is None else str(violation)
+            return result
+        check = self._validator(spec.result_ref)
+        if result is None and check({}) is None:
+            if method not in self._null_results:
+                self._null_results.add(method)
+                log.debug("null_result_accepted", method=method)
+            return {}
+        violation = check(result)
+        if violation is not None:
+            raise InvalidResult(f"the editor's answer to {method} is not valid ACP: {violation}")
+        return result
 
     def cancel_request(self, request: Request) -> bool:
         """`$/cancel_request` for a prompt is a cancel of its turn: ACP answers a cancelled prompt
@@ -160,11 +174,15 @@ class AcpServer:
 
     # ------------------------------------------------------------- lifecycle
 
-    async def shutdown(self) -> None:
-        """Input or output is gone: stop accepting work (handshake `close`), then cancel running
-        turns and let them drain and persist."""
+    def closing(self, reason: str) -> None:
+        """Input or output is gone, or a signal came: stop accepting work (handshake `close`)
+        and cancel every running turn, before the requests they wait on fail."""
         if self.state in (HandshakeState.UNINITIALIZED, HandshakeState.INITIALIZED):
             self.handshake.trigger(HandshakeTrigger.CLOSE.value)
+        self.sessions.cancel_all(reason)
+
+    async def shutdown(self) -> None:
+        """After `closing`: let the cancelled turns drain and persist, then close the store."""
         await self.sessions.shutdown()
 
     def finish(self) -> None:
@@ -247,6 +265,8 @@ class AcpServer:
             if exc.data is not None:
                 error["data"] = exc.data
             outcome = {"outcome": "error", "error": error}
+        except InvalidResult as exc:
+            outcome = {"outcome": "invalid", "reason": str(exc)}
         except OutboundTimeout:
             outcome = {"outcome": "timeout"}
         except OutboundCancelled:

@@ -37,8 +37,11 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("session")
 
-# How long closing or shutting down waits for a cancelled turn to drain.
+# How long session/close or session/delete waits for a cancelled turn to drain.
 CLOSE_GRACE_S = 2.0
+# The same when the process is exiting: the editor waits on it (a cancelled turn needs
+# milliseconds; a local command that ignores SIGTERM is killed after 0.2 s).
+SHUTDOWN_GRACE_S = 1.0
 
 
 class Session:
@@ -198,6 +201,14 @@ class Session:
     def send_update(self, update: dict[str, Any]) -> None:
         self.server.conn.notify("session/update", {"sessionId": self.id, "update": update})
 
+    async def keep_pace(self, token: CancellationToken | None = None) -> None:
+        """Wait while the editor reads slower than updates are written (back-pressure: a
+        stalled editor must not make the agent buffer without limit). The reader goes on
+        meanwhile, so a cancel fires `token` and ends the wait at once."""
+        conn = self.server.conn
+        if conn.congested:
+            await (token.race(conn.drain()) if token is not None else conn.drain())
+
 
 class Sessions:
     """The sessions of this connection, and the store behind them."""
@@ -265,6 +276,7 @@ class Sessions:
         if replay:
             for update in replay_updates(entries):
                 session.send_update(update)
+                await session.keep_pace()
         return session
 
     async def close(self, session_id: str) -> None:
@@ -283,7 +295,9 @@ class Sessions:
     async def list(self, cwd: str | None, cursor: str | None) -> dict[str, Any]:
         store = await self.store()
         try:
-            records, next_cursor = await store.list_sessions(cwd, cursor)
+            # A session nobody prompted has nothing to resume: editors' pickers would show
+            # it as an untitled, empty line.
+            records, next_cursor = await store.list_sessions(cwd, cursor, prompted=True)
         except StoreError as exc:
             raise InvalidParams(f"Invalid params: cursor: {exc}") from None
         result: dict[str, Any] = {"sessions": [_info(r) for r in records]}
@@ -291,16 +305,24 @@ class Sessions:
             result["nextCursor"] = next_cursor
         return result
 
+    def cancel_all(self, reason: str) -> None:
+        """Fire the token of every running turn (the connection is closing)."""
+        for session in self._open.values():
+            session.cancel(reason)
+
     async def shutdown(self) -> None:
-        """Input ended: cancel every running turn, let them drain and persist, close the store."""
-        await asyncio.gather(*(self._stop(s, "shutdown") for s in self._open.values()))
+        """The connection closed: let every cancelled turn drain and persist (bounded by
+        `SHUTDOWN_GRACE_S`, so the process exits in time), then close the store."""
+        await asyncio.gather(*(self._stop(s, "shutdown", SHUTDOWN_GRACE_S)
+                               for s in self._open.values()))
         if self._store is not None:
             await self._store.close()
 
-    async def _stop(self, session: Session, reason: str) -> None:
+    async def _stop(self, session: Session, reason: str, grace: float = CLOSE_GRACE_S) -> None:
         turn = session.turn
-        if turn is not None and session.cancel(reason):
-            await asyncio.wait({turn.done}, timeout=CLOSE_GRACE_S)
+        if turn is not None:
+            session.cancel(reason)
+            await asyncio.wait({turn.done}, timeout=grace)
 
 
 def _log_failed_write(future: asyncio.Future[Any]) -> None:

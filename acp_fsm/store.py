@@ -379,11 +379,15 @@ def _entries(conn: sqlite3.Connection, session_id: str) -> list[Entry]:
 
 
 def _list_sessions(
-    conn: sqlite3.Connection, cwd: str | None, after: tuple[float, str] | None, limit: int
+    conn: sqlite3.Connection, cwd: str | None, after: tuple[float, str] | None, limit: int,
+    prompted: bool,
 ) -> tuple[list[SessionRecord], str | None]:
     """Keyset pagination on (updated_at, id), both descending, served by the indexes."""
     clauses: list[str] = []
     params: list[Any] = []
+    if prompted:  # the first entries of a session are its first prompt: a short index walk
+        clauses.append("EXISTS (SELECT 1 FROM entries WHERE entries.session_id = sessions.id "
+                       "AND entries.kind = 'user')")
     if cwd is not None:
         clauses.append("cwd = ?")
         params.append(cwd)
@@ -610,10 +614,12 @@ class Store:
         return await self._call("entries", lambda conn: _entries(conn, session_id))
 
     async def list_sessions(
-        self, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE
+        self, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE,
+        *, prompted: bool = False,
     ) -> tuple[list[SessionRecord], str | None]:
         """One page, newest first (updated_at, then id, both descending), only sessions whose
-        cwd is exactly `cwd` when given. Returns the page and the cursor of the next one (None
+        cwd is exactly `cwd` when given, only sessions holding a prompt (a `user` entry) when
+        `prompted`. Returns the page and the cursor of the next one (None
         after the last). Keyset pagination: a session updated during a walk moves to the front,
         so the walk returns it at most once (never twice); every other session exactly once."""
         with self._refusing("list_sessions"):
@@ -629,7 +635,7 @@ class Store:
                     "of a previous page, or None for the first page"
                 ) from exc
         return await self._call(
-            "list_sessions", lambda conn: _list_sessions(conn, cwd, after, limit)
+            "list_sessions", lambda conn: _list_sessions(conn, cwd, after, limit, prompted)
         )
 
     async def delete_session(self, session_id: str) -> bool:

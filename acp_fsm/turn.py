@@ -23,6 +23,7 @@ from acp_fsm import transcript, updates
 from acp_fsm.client import Client
 from acp_fsm.tools import TOOLS, tool_specs
 from acp_fsm.tools.base import Tool, ToolCallView, ToolOutcome
+from acp_fsm.tools.common import ToolError, describe_os_error
 from fsm.turn import CANCELLABLE, FINAL, TURN, TurnState, TurnTrigger
 from protocol.cancel import CancellationToken, Cancelled
 from protocol.errors import AuthRequired, InternalError, OutboundCancelled, OutboundError, RpcError
@@ -90,6 +91,7 @@ class PendingCall:
     view: ToolCallView
     decision: str | None = None  # "allow", "deny" (with `reason`), or None = ask the user
     reason: str = ""
+    preview: tuple[dict[str, Any], ...] = ()  # the change it will make, shown before asking
     started: bool = False
     result: ToolResultPart | None = None
 
@@ -250,8 +252,11 @@ class Turn:
                                                    updates.text_content(event.text)))
                     elif isinstance(event, Finished):
                         finished = event
-        except StreamCancelled as cancelled:
-            await self._keep_partial(cancelled.partial, transcript.CANCELLED)
+                    await self.session.keep_pace(self.token)  # the provider waits too
+        except Cancelled as cancelled:  # in the stream, or while the editor was behind
+            partial = (cancelled.partial if isinstance(cancelled, StreamCancelled)
+                       else stream.partial)
+            await self._keep_partial(partial, transcript.CANCELLED)
             raise
         except ProviderError as exc:
             await self._keep_partial(stream.partial, "error", wait=True)
@@ -271,7 +276,31 @@ class Turn:
             return
         for pc in self.calls:
             self._update(updates.tool_call(pc.call.id, views[pc.call.id]))
+        await self._preview()
         self._fire(TurnTrigger.TOOLS_REQUESTED)
+
+    async def _preview(self) -> None:
+        """Show what each call will change (a diff) before anyone is asked to allow it; a call
+        that cannot work (its text is not in the file, say) fails now, and nobody is asked."""
+        for pc in self.calls:
+            if pc.tool is None or pc.decision == "deny":
+                continue
+            problem: str | None = None
+            try:
+                pc.preview = await pc.tool.preview(pc.call.arguments, self._env(pc.call.id))
+            except Cancelled:
+                raise
+            except ToolError as exc:
+                problem = str(exc)
+            except OSError as exc:
+                problem = describe_os_error(exc)
+            except Exception:  # a preview bug must not cost the call: it runs unpreviewed
+                log.exception("tool_preview_failed", tool=pc.call.name)
+            if problem is not None:
+                pc.decision, pc.reason = "deny", problem
+            elif pc.preview:
+                self._update(updates.tool_call_update(pc.call.id, None,
+                                                      content=list(pc.preview)))
 
     async def _keep_partial(self, partial: AssistantMessage, stop_reason: str, *,
                             wait: bool = False) -> None:
@@ -337,7 +366,8 @@ class Turn:
     async def _ask(self, pc: PendingCall) -> None:
         params = {
             "sessionId": self.session.id,
-            "toolCall": updates.tool_call_fields(pc.call.id, updates.view_body(pc.view)),
+            "toolCall": updates.tool_call_fields(pc.call.id, updates.view_body(pc.view),
+                                                 pc.preview),
             "options": PERMISSION_OPTIONS,
         }
         try:
@@ -402,9 +432,11 @@ class Turn:
         content = list(outcome.content) or [updates.text_block(output)]
         locations = list(outcome.locations) if outcome.locations is not None else None
         pc.result = ToolResultPart(pc.call.id, output, outcome.is_error)
-        self._update(updates.tool_call_update(pc.call.id, status, content=content,
+        live = content if outcome.replay is None else None  # None: the editor keeps its view
+        self._update(updates.tool_call_update(pc.call.id, status, content=live,
                                               locations=locations))
-        await self.session.add_result(pc.result, updates.final_view(status, content, locations),
+        stored = content if outcome.replay is None else list(outcome.replay)
+        await self.session.add_result(pc.result, updates.final_view(status, stored, locations),
                                       wait=wait)
 
     # ------------------------------------------------------------------ draining

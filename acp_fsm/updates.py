@@ -20,14 +20,22 @@ def chunk(kind: str, content: dict[str, Any]) -> dict[str, Any]:
 
 def view_body(view: ToolCallView) -> dict[str, Any]:
     """The stored form of a call's initial view (replayed as its `tool_call`)."""
-    return {"title": view.title, "kind": view.kind, "locations": list(view.locations),
+    body = {"title": view.title, "kind": view.kind, "locations": list(view.locations),
             "rawInput": view.raw_input}
+    if view.content:
+        body["content"] = list(view.content)
+    return body
 
 
-def tool_call_fields(call_id: str, view: dict[str, Any]) -> dict[str, Any]:
-    """A pending call as ACP describes it (in a `tool_call` update and a permission request)."""
+def tool_call_fields(call_id: str, view: dict[str, Any],
+                     preview: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
+    """A pending call as ACP describes it (in a `tool_call` update and a permission request);
+    `preview` (the change it will make) replaces the view's own content."""
     fields = {"toolCallId": call_id, "status": "pending", "title": view["title"],
               "kind": view["kind"], "rawInput": view["rawInput"]}
+    content = list(preview) or view.get("content")
+    if content:
+        fields["content"] = content
     if view.get("locations"):
         fields["locations"] = view["locations"]
     return fields
@@ -38,11 +46,14 @@ def tool_call(call_id: str, view: dict[str, Any]) -> dict[str, Any]:
     return {"sessionUpdate": "tool_call", **tool_call_fields(call_id, view)}
 
 
-def tool_call_update(call_id: str, status: str, *, content: list[dict[str, Any]] | None = None,
+def tool_call_update(call_id: str, status: str | None, *,
+                     content: list[dict[str, Any]] | None = None,
                      locations: list[dict[str, Any]] | None = None,
                      raw_output: Any = None) -> dict[str, Any]:
-    update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call_id,
-                              "status": status}
+    """Changed fields of a call (`status` None: unchanged)."""
+    update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call_id}
+    if status is not None:
+        update["status"] = status
     if content is not None:
         update["content"] = content
     if locations is not None:

@@ -22,6 +22,7 @@ from protocol.errors import (
     ConnectionClosed,
     InternalError,
     InvalidRequest,
+    InvalidResult,
     OutboundCancelled,
     OutboundTimeout,
     RemoteError,
@@ -49,12 +50,18 @@ class Dispatcher(Protocol):
     def check_outbound(self, method: str, kind: OutboundKind, payload: Any) -> str | None:
         """Return why `payload` may not be sent for `method`, or None when it may."""
 
-    def check_response(self, method: str, result: Any) -> str | None:
-        """Return why a peer's `result` to our `method` request is invalid, or None."""
+    def accept_response(self, method: str, result: Any) -> Any:
+        """The peer's `result` to our `method` request as the waiting caller receives it;
+        raises `InvalidResult` when it is not a valid result of `method`."""
 
     def cancel_request(self, request: Request) -> bool:
         """The peer sent `$/cancel_request` for `request`: True when the method stops itself
         (and still answers), False to have its task cancelled and answered with -32800."""
+
+    def closing(self, reason: str) -> None:
+        """The connection is closing (input ended, output lost, or the process was told to
+        stop): stop admitting work and cancel what runs. Called before requests still awaiting
+        the peer fail, so the work that waits on them sees its cancellation first."""
 
 
 class Connection:
@@ -66,12 +73,14 @@ class Connection:
         write: Callable[[bytes], None],
         *,
         drain: Callable[[], Awaitable[None]] | None = None,
+        congested: Callable[[], bool] | None = None,
         max_line: int = MAX_LINE_BYTES,
         strict_outbound: bool = False,
     ) -> None:
         self._dispatcher = dispatcher
         self._write_bytes = write
         self._drain = drain
+        self._congested = congested
         self._framer = LineFramer(max_line)
         self._max_line = max_line
         self._strict = strict_outbound
@@ -167,7 +176,8 @@ class Connection:
         log.warning("invalid_message", reason=message.error.message)
         entry = self._pending.pop(message.answers, None) if type(message.answers) is int else None
         if entry is not None and not entry[0].done():
-            entry[0].set_exception(RemoteError(-32600, message.error.message))
+            entry[0].set_exception(RemoteError(-32600, message.error.message,
+                                               method=entry[1]))
         return jsonrpc.failure(message.id, message.error)
 
     def _start_request(self, request: Request) -> asyncio.Future[dict[str, Any] | None]:
@@ -280,6 +290,11 @@ class Connection:
         if response is not None:
             self._send(response)
 
+    @property
+    def congested(self) -> bool:
+        """The peer reads slower than we write: producers should `drain` before going on."""
+        return self._congested is not None and self._congested()
+
     async def drain(self) -> None:
         """Wait while the output is congested (back-pressure for fast producers)."""
         if self._drain is not None:
@@ -304,7 +319,8 @@ class Connection:
     ) -> Any:
         """Send a request to the peer and wait for its result.
 
-        Raises `RemoteError` (the peer answered with an error), `OutboundTimeout`,
+        Raises `RemoteError` (the peer answered with an error), `InvalidResult` (its result
+        does not match the method's schema), `OutboundTimeout`,
         `OutboundCancelled` (the token fired) or `ConnectionClosed`. On timeout, cancellation or
         task cancellation the request is forgotten and the peer is sent `$/cancel_request`.
         """
@@ -371,14 +387,16 @@ class Connection:
             return
         if response.error is not None:
             error = response.error
-            future.set_exception(RemoteError(error["code"], error["message"], error.get("data")))
+            future.set_exception(RemoteError(error["code"], error["message"], error.get("data"),
+                                             method=method))
             return
-        violation = self._dispatcher.check_response(method, response.result)
-        if violation is not None:
-            log.warning("peer_result_invalid", method=method, reason=violation)
-            future.set_exception(RemoteError(-32602, f"invalid {method} result: {violation}"))
+        try:
+            result = self._dispatcher.accept_response(method, response.result)
+        except InvalidResult as exc:
+            log.warning("peer_result_invalid", method=method, reason=str(exc))
+            future.set_exception(exc)
             return
-        future.set_result(response.result)
+        future.set_result(result)
 
     def _outbound_violation(self, method: str, kind: str, violation: str) -> None:
         log.error("outbound_schema_violation", method=method, kind=kind, reason=violation)
@@ -398,6 +416,7 @@ class Connection:
         if self.closed.done():
             return
         log.info("connection_closing", reason=reason)
+        self._dispatcher.closing(reason)
         for future, method in self._pending.values():
             if not future.done():
                 future.set_exception(ConnectionClosed(f"connection closed while awaiting {method}"))

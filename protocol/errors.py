@@ -6,6 +6,8 @@ connection turns them into error responses. A message never carries a traceback.
 
 from __future__ import annotations
 
+import json
+
 TYPE_CHECKING = False  # `typing` is not imported on the startup path
 if TYPE_CHECKING:
     from typing import Any, ClassVar
@@ -87,14 +89,46 @@ class OutboundError(Exception):
     """A request we sent to the peer did not produce a result."""
 
 
-class RemoteError(OutboundError):
-    """The peer answered our request with a JSON-RPC error."""
+# Characters of a peer's `error.data` quoted in an error message (the rest is cut).
+MAX_QUOTED_DATA_CHARS = 500
 
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
+
+class RemoteError(OutboundError):
+    """The peer answered our `method` request with a JSON-RPC error. The message quotes the
+    peer's own words and its `error.data` (e.g. `data.details`), which often hold the reason."""
+
+    def __init__(self, code: int, message: str, data: Any = None, method: str = "") -> None:
         self.code = code
         self.message = message
         self.data = data
-        super().__init__(f"peer error {code}: {message}")
+        self.method = method
+        what = f"{method} failed" if method else "the request failed"
+        detail = quote_data(data)
+        super().__init__(f"{what} with error {code}: {message}"
+                         + (f" ({detail})" if detail and detail != message else ""))
+
+
+def quote_data(data: Any) -> str:
+    """A JSON-RPC `error.data` as a short human text: a string as it is, the string members
+    of an object such as `details`, `message` or `reason`, anything else as compact JSON."""
+    if data is None:
+        return ""
+    if isinstance(data, str):
+        text = data
+    elif isinstance(data, dict) and any(isinstance(v, str) for v in data.values()):
+        text = "; ".join(f"{k}: {v}" if k not in ("details", "message", "reason") else v
+                         for k, v in data.items() if isinstance(v, str))
+    else:
+        text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, default=str)
+    text = text.strip()
+    if len(text) > MAX_QUOTED_DATA_CHARS:
+        text = text[:MAX_QUOTED_DATA_CHARS] + "…"
+    return text
+
+
+class InvalidResult(OutboundError):
+    """The peer answered our request with a result that does not match the method's schema.
+    Our own check found it: the peer reported no error."""
 
 
 class OutboundTimeout(OutboundError):

@@ -75,6 +75,12 @@ async def start_reading(fd: int, on_data: ChunkSink, on_eof: EofSink) -> Callabl
     return stop.set
 
 
+# Protocol output held in memory for an editor that reads slowly: above this, `congested` is
+# true and producers that await `drain` (a streaming turn, a replay) wait until the buffer is
+# down to a quarter of it. What one message adds on top is the only other growth.
+OUTPUT_BUFFER_LIMIT_BYTES = 1024 * 1024
+
+
 class Output:
     """The single writer of protocol frames. `write` never blocks and never interleaves lines
     (asyncio runs one callback at a time); `drain` applies back-pressure to fast producers."""
@@ -94,6 +100,7 @@ class Output:
                 self._transport, _ = await loop.connect_write_pipe(
                     lambda: _WriteProtocol(self), pipe
                 )
+                self._transport.set_write_buffer_limits(high=OUTPUT_BUFFER_LIMIT_BYTES)
                 return
             except ValueError:
                 pass
@@ -113,7 +120,13 @@ class Output:
         except OSError:
             self._lose()
 
+    @property
+    def congested(self) -> bool:
+        """More than `OUTPUT_BUFFER_LIMIT_BYTES` wait for the peer to read them."""
+        return self._paused is not None
+
     async def drain(self) -> None:
+        """Wait until the output is no longer congested (at once when it is not)."""
         if self._paused is not None:
             await asyncio.shield(self._paused)
 

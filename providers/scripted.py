@@ -559,6 +559,7 @@ class ScriptedProvider:
         self.requests: list[RecordedRequest] = []
         self.served: list[Served] = []
         self.disconnects: list[Disconnect] = []
+        self.events_written = 0  # SSE events (or raw parts) written, all responses together
         self.api_key = api_key
         self.fallback = fallback
         self._script: deque[Scripted | Responder] = deque(replies)
@@ -715,8 +716,9 @@ class ScriptedProvider:
                 if isinstance(part, float | int):
                     await asyncio.sleep(part)
                     continue
-                await response.write(part)
+                await response.write(part)  # waits while the client is not reading
                 sent += 1
+                self.events_written += 1
         except asyncio.CancelledError:
             self._disconnected(request.path, sent)
             raise

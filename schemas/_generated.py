@@ -2,7 +2,7 @@
 # Regenerate with `python -m schemas.codegen` (`--check` verifies it is current).
 # Compiled from:
 #   acp.json  sha256:f90898d0d091485d445b1f196b9c3f5d08f203d2c107ec76eed5da9108046f13
-#   acp_fsm.json  sha256:d1b0fc4c51d62abeec0a36caa67ab1e658519e663565dc9ab9a7b29a14179a6d
+#   acp_fsm.json  sha256:70ae99f81ee876806703391ae1b67e5fbb34ac548b178e296f7d17a50f1ef34b
 #   jsonrpc.json  sha256:a58ef396a5aa7c996307395d79bbe603939dcf82a714856f6e684a5051863590
 #   tools.json  sha256:ef06fa6f69139470aa77cc096ffa385caf2ffa4ce033136a97511d8efd6206ac
 """JSON Schema validators compiled to Python by schemas/codegen.py.
@@ -3804,33 +3804,37 @@ def v_acp_fsm__CallClientResponse(x):
         return ['missing required property "elapsedMs"']
     v1 = x['outcome']
     if not (isinstance(v1, str) and v1 in _K58):
-        return [_C('expected one of "result", "error", "timeout", "cancelled", "closed", "unsupported", got ' + _show(v1)), 'outcome']
+        return [_C('expected one of "result", "error", "timeout", "cancelled", "closed", "unsupported", "invalid", got ' + _show(v1)), 'outcome']
+    if 'reason' in x:
+        v3 = x['reason']
+        if not (isinstance(v3, str)):
+            return [_W('expected string, got ' + _tn(v3)), 'reason']
     if 'error' in x:
-        v3 = x['error']
-        if not (isinstance(v3, dict)):
-            return [_W('expected object, got ' + _tn(v3)), 'error']
-        if 'code' not in v3:
+        v4 = x['error']
+        if not (isinstance(v4, dict)):
+            return [_W('expected object, got ' + _tn(v4)), 'error']
+        if 'code' not in v4:
             return ['missing required property "code"', 'error']
-        if 'message' not in v3:
+        if 'message' not in v4:
             return ['missing required property "message"', 'error']
-        v4 = v3['code']
-        if not ((isinstance(v4, int) and v4 is not True and v4 is not False or isinstance(v4, float) and v4.is_integer())):
-            return [_W('expected integer, got ' + _tn(v4)), 'code', 'error']
-        v5 = v3['message']
-        if not (isinstance(v5, str)):
-            return [_W('expected string, got ' + _tn(v5)), 'message', 'error']
+        v5 = v4['code']
+        if not ((isinstance(v5, int) and v5 is not True and v5 is not False or isinstance(v5, float) and v5.is_integer())):
+            return [_W('expected integer, got ' + _tn(v5)), 'code', 'error']
+        v6 = v4['message']
+        if not (isinstance(v6, str)):
+            return [_W('expected string, got ' + _tn(v6)), 'message', 'error']
     if 'requestId' in x:
-        v7 = x['requestId']
-        if not ((isinstance(v7, int) and v7 is not True and v7 is not False or isinstance(v7, float) and v7.is_integer())):
-            return [_W('expected integer, got ' + _tn(v7)), 'requestId']
-    v8 = x['elapsedMs']
-    if not ((isinstance(v8, (int, float)) and v8 is not True and v8 is not False)):
-        return [_W('expected number, got ' + _tn(v8)), 'elapsedMs']
-    if v8 < 0:
-        return ['expected >= 0, got ' + _show(v8), 'elapsedMs']
+        v8 = x['requestId']
+        if not ((isinstance(v8, int) and v8 is not True and v8 is not False or isinstance(v8, float) and v8.is_integer())):
+            return [_W('expected integer, got ' + _tn(v8)), 'requestId']
+    v9 = x['elapsedMs']
+    if not ((isinstance(v9, (int, float)) and v9 is not True and v9 is not False)):
+        return [_W('expected number, got ' + _tn(v9)), 'elapsedMs']
+    if v9 < 0:
+        return ['expected >= 0, got ' + _show(v9), 'elapsedMs']
     return None
 ### v_acp_fsm__CallClientResponse constants:
-_K58 = frozenset(['cancelled', 'closed', 'error', 'result', 'timeout', 'unsupported'])
+_K58 = frozenset(['cancelled', 'closed', 'error', 'invalid', 'result', 'timeout', 'unsupported'])
 ### v_acp_fsm__Meta ref: acp_fsm.Meta
 def v_acp_fsm__Meta(x):
     # acp_fsm.json#/$defs/Meta

@@ -217,6 +217,13 @@ class AgentProcess:
         await asyncio.wait_for(asyncio.gather(*self._readers), timeout)
         return code
 
+    def close_pipe(self, fd: int) -> None:
+        """Close our end of the agent's stdout (1) or stderr (2), as an editor that quits or
+        crashes does: the agent's writes to it fail from then on (EPIPE)."""
+        transport = self.proc._transport.get_pipe_transport(fd)  # type: ignore[attr-defined]
+        assert transport is not None
+        transport.close()
+
     async def kill(self) -> None:
         if self.proc.returncode is None:
             self.proc.kill()

@@ -21,6 +21,7 @@ from protocol.connection import CANCEL_REQUEST, Connection, OutboundKind
 from protocol.errors import (
     ConnectionClosed,
     InternalError,
+    InvalidResult,
     MethodNotFound,
     OutboundCancelled,
     OutboundTimeout,
@@ -43,6 +44,8 @@ class FakeDispatcher:
         self.refuse_outbound: dict[tuple[str, str], str] = {}
         self.refuse_response: dict[str, str] = {}
         self.outbound_checked: list[tuple[str, str, Any]] = []
+        self.closed_for: list[str] = []
+        self.on_closing: Any = None  # called with the reason, inside `closing`
 
     def dispatch(self, message: Request | Notification) -> Coroutine[Any, Any, Any] | None:
         if isinstance(message, Notification):
@@ -79,11 +82,19 @@ class FakeDispatcher:
         self.outbound_checked.append((method, kind, payload))
         return self.refuse_outbound.get((method, kind))
 
-    def check_response(self, method: str, result: Any) -> str | None:
-        return self.refuse_response.get(method)
+    def accept_response(self, method: str, result: Any) -> Any:
+        refusal = self.refuse_response.get(method)
+        if refusal is not None:
+            raise InvalidResult(refusal)
+        return result
 
     def cancel_request(self, request: Request) -> bool:
         return False  # every request here is stopped by cancelling its task
+
+    def closing(self, reason: str) -> None:
+        self.closed_for.append(reason)
+        if self.on_closing is not None:
+            self.on_closing(reason)
 
     def close_unstarted(self) -> None:
         """Close handler coroutines the connection never ran (so no 'never awaited' warning)."""
@@ -504,15 +515,15 @@ async def test_outbound_request_peer_error(peer: Peer) -> None:
     assert peer.read() == []  # an answered request is not cancelled
 
 
-async def test_outbound_invalid_result_is_remote_error(peer: Peer) -> None:
+async def test_outbound_invalid_result_is_our_finding_not_a_peer_error(peer: Peer) -> None:
     peer.dispatcher.refuse_response[READ] = "content: missing"
     task = await start_request(peer)
     peer.read()
     peer.send(ok(1, {"wrong": True}))
-    with pytest.raises(RemoteError) as caught:
+    with pytest.raises(InvalidResult) as caught:
         await task
-    assert caught.value.code == -32602
-    assert "content: missing" in caught.value.message
+    assert not isinstance(caught.value, RemoteError)
+    assert "content: missing" in str(caught.value)
     assert peer.read() == []
 
 
@@ -687,6 +698,22 @@ async def test_feed_eof_closes_and_fails_pending_requests(peer: Peer) -> None:
     await settle()
     assert peer.read() == []  # nothing to cancel on a closed connection
     assert repr(peer.conn) == "<Connection closed inflight=0 pending=0>"
+
+
+async def test_the_dispatcher_hears_of_the_close_before_pending_requests_fail(
+        peer: Peer) -> None:
+    """Work waiting on the peer must see its cancellation (fired in `closing`) before the
+    request it waits on fails for the closed connection."""
+    task = await start_request(peer)
+    seen: list[bool] = []
+    peer.dispatcher.on_closing = lambda _reason: seen.append(task.done())
+    peer.conn.terminate("SIGTERM")
+    assert peer.dispatcher.closed_for == ["terminated (SIGTERM)"]
+    assert seen == [False]
+    with pytest.raises(ConnectionClosed):
+        await task
+    peer.conn.feed_eof()  # a second close changes nothing
+    assert peer.dispatcher.closed_for == ["terminated (SIGTERM)"]
 
 
 async def test_request_after_close_is_refused(peer: Peer) -> None:

@@ -43,7 +43,27 @@ async def test_invalid_result_from_client_is_an_error(ready: AgentProcess) -> No
     request = await ready.next_request()
     await ready.respond(request, {"contents": 5})
     result = (await call)["result"]
-    assert result["outcome"] == "error" and "content" in result["error"]["message"]
+    assert result["outcome"] == "invalid"  # our finding: the client reported no error
+    assert "content" in result["reason"] and "peer error" not in result["reason"]
+
+
+async def test_a_null_result_is_an_empty_one_where_nothing_is_required(
+        ready: AgentProcess) -> None:
+    """Real editors answer `null` for results with no required member (fs/write_text_file,
+    terminal/release, ...): that is `{}`. Where the result carries data, `null` is refused."""
+    for method, params, outcome in [
+        ("fs/write_text_file", {"sessionId": "s", "path": "/tmp/x", "content": ""}, "result"),
+        ("terminal/release", {"sessionId": "s", "terminalId": "t"}, "result"),
+        ("fs/read_text_file", {"sessionId": "s", "path": "/tmp/x"}, "invalid"),
+    ]:
+        call = asyncio.ensure_future(ready.request("_acp_fsm/call_client", {
+            "method": method, "params": params}))
+        request = await ready.next_request()
+        await ready.respond(request, None)
+        result = (await call)["result"]
+        assert result["outcome"] == outcome, (method, result)
+        if outcome == "result":
+            assert result["result"] == {}
 
 
 async def test_timeout_sends_cancel_request_and_drops_late_answer(ready: AgentProcess) -> None:

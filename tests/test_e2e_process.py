@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from tests.harness import AgentProcess, agent_command, agent_env
+from tests.timing import INTERRUPTED_S
 
 INIT_LINE = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n'
 
@@ -176,3 +177,31 @@ async def test_idle_agent_keeps_serving(ready: AgentProcess) -> None:
     await asyncio.sleep(2.5)  # editors leave agents idle for hours; nothing may time out
     assert ready.proc.returncode is None
     assert "result" in await ready.request("_acp_fsm/sleep", {"ms": 0})
+
+
+def test_a_person_at_a_terminal_is_told_what_this_is_and_one_ctrl_d_ends_it() -> None:
+    """Bare `acp-fsm` in a terminal: one line to stderr saying what it is and how to try it,
+    and the first Ctrl+D (EOF on a terminal is not sticky) ends it."""
+    import pty
+
+    controller, terminal = pty.openpty()
+    try:
+        proc = subprocess.Popen(agent_command(), stdin=terminal, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=agent_env())
+        os.close(terminal)
+        time.sleep(0.3)  # waiting for its first line
+        os.write(controller, b"\x04")  # Ctrl+D at the start of a line
+        out, err = proc.communicate(timeout=INTERRUPTED_S)
+    finally:
+        os.close(controller)
+    assert proc.returncode == 0
+    assert out == b""
+    hint = err.decode().splitlines()[0]
+    assert "Agent Client Protocol" in hint and "acp-fsm demo" in hint and "--help" in hint
+
+
+def test_no_terminal_hint_for_an_editor() -> None:
+    done = subprocess.run(agent_command(), input=INIT_LINE, capture_output=True,
+                          env=agent_env(), timeout=30)
+    assert done.returncode == 0
+    assert b"acp-fsm demo" not in done.stderr

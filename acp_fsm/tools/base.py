@@ -47,9 +47,10 @@ class ToolCallView:
     kind: str  # ACP ToolKind: read, edit, delete, move, search, execute, think, fetch, other
     locations: tuple[dict[str, Any], ...] = ()  # ACP ToolCallLocation: {"path", "line"?}
     raw_input: dict[str, Any] = field(default_factory=dict)
+    content: tuple[dict[str, Any], ...] = ()  # ACP ToolCallContent shown before it runs
 
     def __post_init__(self) -> None:
-        _make_utf8(self, "title", "locations", "raw_input")
+        _make_utf8(self, "title", "locations", "raw_input", "content")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,17 +58,21 @@ class ToolOutcome:
     """The result of running a call.
 
     `output` is what the model reads (never empty); `content` the ACP ToolCallContent blocks
-    the editor shows (text, `diff` for edits, `terminal`); `locations` replaces the view's when
-    set (e.g. the lines an edit touched). Every string is valid UTF-8 (made so on construction).
+    the editor shows (text, `diff` for edits; the output as text when empty); `locations`
+    replaces the view's when set (e.g. the lines an edit touched). `replay`, when set, is what
+    `session/load` shows instead of the live content, which then stays as the editor already
+    shows it: an editor terminal is embedded while it runs and is gone after its release, so a
+    reload shows the command's output as text. Every string is valid UTF-8.
     """
 
     output: str
     is_error: bool = False
     content: tuple[dict[str, Any], ...] = ()
     locations: tuple[dict[str, Any], ...] | None = None
+    replay: tuple[dict[str, Any], ...] | None = None
 
     def __post_init__(self) -> None:
-        _make_utf8(self, "output", "content", "locations")
+        _make_utf8(self, "output", "content", "locations", "replay")
 
 
 class ClientBridge(Protocol):
@@ -121,6 +126,11 @@ class Tool(Protocol):
         """Why `args` cannot be run (the model is told), or None."""
 
     def view(self, args: dict[str, Any], env: ToolEnv) -> ToolCallView: ...
+
+    async def preview(self, args: dict[str, Any], env: ToolEnv) -> tuple[dict[str, Any], ...]:
+        """What the call will change, as ToolCallContent (a `diff`), shown before the user is
+        asked; () when there is nothing to show. Raises `ToolError` when the call cannot work
+        (the model is told, and nobody is asked)."""
 
     def needs_permission(self, args: dict[str, Any], env: ToolEnv) -> bool: ...
 

@@ -161,6 +161,10 @@ class BaseTool:
         """The editor title of a call (override)."""
         return f"{self.name} {self.shown(args, env)}"
 
+    async def preview(self, args: dict[str, Any], env: ToolEnv) -> tuple[dict[str, Any], ...]:
+        """Nothing to show before running (override for tools that change files)."""
+        return ()
+
     def needs_permission(self, args: dict[str, Any], env: ToolEnv) -> bool:
         """Read-only rule: ask exactly when the resolved path is outside every root."""
         raw = args.get("path", self.default_path)

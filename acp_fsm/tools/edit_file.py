@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from acp_fsm.tools.base import ToolEnv, ToolOutcome
@@ -41,36 +42,58 @@ class EditFile(MutatingTool):
             return "old_text and new_text are the same; there is nothing to change"
         return None
 
-    async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+    async def _edited(self, args: dict[str, Any], env: ToolEnv) -> Edit:
+        """The file's current text (editor buffer first) and the edit applied to it."""
         path, shown = self.target(args, env), self.shown(args, env)
-        old_text: str = args["old_text"]
-        new_text: str = args["new_text"]
-        replace_all = bool(args.get("replace_all", False))
         text = await load_text(env, path, shown, exact=True)
         if text is None:
             raise ToolError(f"File not found: {shown} (use write_file to create a file)")
-        count = text.count(old_text)
-        if count == 0 and "\r\n" in text and "\r\n" not in old_text:
-            # The model writes `\n`; match a CRLF file by its own line endings.
-            old_text = old_text.replace("\n", "\r\n")
-            new_text = new_text.replace("\n", "\r\n")
-            count = text.count(old_text)
-        if count == 0:
-            raise ToolError(
-                f"old_text was not found in {shown}. It must match the file exactly, including "
-                "whitespace and indentation; read the file again and copy the text to replace."
-            )
-        if count > 1 and not replace_all:
-            raise ToolError(
-                f"old_text occurs {count} times in {shown}. Include more surrounding lines so it "
-                "occurs once, or set replace_all to true to replace every occurrence."
-            )
-        updated = text.replace(old_text, new_text, -1 if replace_all else 1)
-        await store_text(env, path, shown, updated)
-        line = first_changed_line(text, old_text, new_text)
+        return apply_edit(text, args["old_text"], args["new_text"],
+                          bool(args.get("replace_all", False)), shown)
+
+    async def preview(self, args: dict[str, Any], env: ToolEnv) -> tuple[dict[str, Any], ...]:
+        edit = await self._edited(args, env)
+        return (diff_block(self.target(args, env), edit.before, edit.after),)
+
+    async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        # Read again: the file may have changed while the user looked at the preview.
+        path, shown = self.target(args, env), self.shown(args, env)
+        edit = await self._edited(args, env)
+        await store_text(env, path, shown, edit.after)
         return ToolOutcome(
-            f"Edited {shown}: replaced {plural(count, 'occurrence')}, first change at line "
-            f"{line}.",
-            content=(diff_block(path, text, updated),),
-            locations=({"path": str(path), "line": line},),
+            f"Edited {shown}: replaced {plural(edit.count, 'occurrence')}, first change at line "
+            f"{edit.line}.",
+            content=(diff_block(path, edit.before, edit.after),),
+            locations=({"path": str(path), "line": edit.line},),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    before: str
+    after: str
+    count: int  # occurrences replaced
+    line: int  # first changed line
+
+
+def apply_edit(text: str, old_text: str, new_text: str, replace_all: bool, shown: str) -> Edit:
+    """Replace `old_text` in `text` (once, or every time with `replace_all`); `ToolError` when
+    it does not occur, or occurs more than once without `replace_all`."""
+    count = text.count(old_text)
+    if count == 0 and "\r\n" in text and "\r\n" not in old_text:
+        # The model writes `\n`; match a CRLF file by its own line endings.
+        old_text = old_text.replace("\n", "\r\n")
+        new_text = new_text.replace("\n", "\r\n")
+        count = text.count(old_text)
+    if count == 0:
+        raise ToolError(
+            f"old_text was not found in {shown}. It must match the file exactly, including "
+            "whitespace and indentation; read the file again and copy the text to replace."
+        )
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"old_text occurs {count} times in {shown}. Include more surrounding lines so it "
+            "occurs once, or set replace_all to true to replace every occurrence."
+        )
+    after = text.replace(old_text, new_text, -1 if replace_all else 1)
+    return Edit(text, after, count, first_changed_line(text, old_text, new_text))

@@ -2,7 +2,10 @@
 
 The editor wins when it advertised the fs capability (ACP fs/read_text_file returns the unsaved
 buffer, fs/write_text_file lets it track the change); otherwise the disk is used: UTF-8 with
-invalid bytes replaced when only showing text, an atomic replace when writing.
+invalid bytes replaced when only showing text, an atomic replace when writing. When the editor
+serves reads, the disk is only asked to refuse what it proves wrong (a directory, a FIFO, a
+device, a binary or oversized file); a path missing on disk is still asked of the editor,
+which may hold a new, unsaved buffer for it.
 
 Only regular files are opened: a named pipe would block the open (until a writer comes) and a
 device may do anything when opened. Each disk step runs through `run_blocking`, so a cancel
@@ -17,9 +20,13 @@ import stat
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import structlog
+
 from acp_fsm.tools.base import ToolEnv
 from acp_fsm.tools.common import ToolError, ask_client, describe_os_error, run_blocking
 from acp_fsm.tools.paths import is_utf8
+
+log = structlog.get_logger("acp.tools")
 
 # A NUL byte in the first 8 KiB marks a file as binary (the heuristic git uses).
 BINARY_SNIFF_BYTES = 8 * 1024
@@ -78,9 +85,14 @@ def open_text_file(path: Path, shown: str) -> BinaryIO:
     return handle
 
 
-def check_text_file(path: Path, shown: str) -> None:
-    """Raise `ToolError` unless `path` is an existing, readable, non-binary regular file."""
-    open_text_file(path, shown).close()
+def check_text_file(path: Path, shown: str) -> bool:
+    """False when there is no file at `path`; True when it is a readable, non-binary regular
+    file; `ToolError` when it is anything else."""
+    try:
+        open_text_file(path, shown).close()
+    except FileMissing:
+        return False
+    return True
 
 
 def _read_existing(path: Path, shown: str, content: bool) -> bytes | None:
@@ -106,6 +118,21 @@ def editor_serves(capable: bool, path: Path) -> bool:
     return capable and is_utf8(str(path))
 
 
+async def read_from_editor(env: ToolEnv, path: Path, shown: str, on_disk: bool,
+                           line: int | None = None, limit: int | None = None) -> str | None:
+    """The editor's text of `path` (its buffer, saved or not). None when the editor has none
+    and the file is not `on_disk` either: then it does not exist. The editor's other failures
+    (and its answer for a file that is on disk) raise `ToolError` quoting it."""
+    try:
+        return await ask_client(env, env.client.read_text_file(str(path), line, limit),
+                                f"read {shown}")
+    except ToolError as exc:
+        if on_disk:
+            raise
+        log.debug("editor_has_no_buffer", path=shown, error=str(exc))
+        return None
+
+
 async def load_text(env: ToolEnv, path: Path, shown: str, *, exact: bool) -> str | None:
     """The whole current text of `path` (editor buffer first), or None when it does not exist.
 
@@ -114,10 +141,10 @@ async def load_text(env: ToolEnv, path: Path, shown: str, *, exact: bool) -> str
     """
     editor = editor_serves(env.client.can_read_files, path)
     data = await run_blocking(env.token, _read_existing, path, shown, not editor)
+    if editor:
+        return await read_from_editor(env, path, shown, on_disk=data is not None)
     if data is None:
         return None
-    if editor:
-        return await ask_client(env, env.client.read_text_file(str(path)), f"read {shown}")
     try:
         return data.decode("utf-8", errors="strict" if exact else "replace")
     except UnicodeDecodeError as exc:

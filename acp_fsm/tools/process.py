@@ -3,7 +3,8 @@
 The child runs in its own session (so its own process group), reads /dev/null and writes
 stdout and stderr to one pipe of its own: it can never touch the agent's protocol stdout
 (NOTES §4-§5), and the shell and everything it started can be stopped together. When the shell
-exits, children it left in the background are stopped too, so no call leaks processes.
+exits, children it left in the background are stopped too, so no call leaks processes; and
+`acp_fsm.tools.reaper` kills the group if the agent itself dies first.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from acp_fsm.tools.common import ToolError, describe_os_error
+from acp_fsm.tools.reaper import REAPER
 from protocol.cancel import CancellationToken
 
 # Output kept for the model: the first HEAD and the last TAIL bytes; the middle is counted.
@@ -202,6 +204,7 @@ async def run_local(command: str, cwd: Path, seconds: float,
         reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
         raise ToolError(f"Could not start the command: {reason}") from exc
     pgid = transport.get_pid()  # the shell leads its own group (start_new_session)
+    REAPER.started(pgid)
     timed_out = False
     stopped_background = False
     quick = True  # until the wait ends normally: a cancel must be answered at once
@@ -224,5 +227,6 @@ async def run_local(command: str, cwd: Path, seconds: float,
                 # Only a process that left the group (e.g. with setsid) can hold the pipe now.
                 await _settle(protocol.output_closed, PIPE_DRAIN_SECONDS)
         finally:
+            REAPER.stopped(pgid)
             transport.close()
     return LocalResult(transport.get_returncode(), timed_out, capture.text(), stopped_background)

@@ -7,8 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from acp_fsm.tools.base import ToolCallView, ToolEnv, ToolOutcome
-from acp_fsm.tools.common import BaseTool, ask_client, run_blocking
-from acp_fsm.tools.files import check_text_file, editor_serves, open_text_file, split_lines
+from acp_fsm.tools.common import BaseTool, run_blocking
+from acp_fsm.tools.files import (
+    FileMissing,
+    check_text_file,
+    editor_serves,
+    open_text_file,
+    read_from_editor,
+    split_lines,
+)
 
 # Lines returned when the call gives no `limit`.
 MAX_READ_LINES = 2000
@@ -124,9 +131,11 @@ class ReadFile(BaseTool):
         explicit = args.get("limit") is not None
         want = int(args["limit"]) if explicit else MAX_READ_LINES
         if editor_serves(env.client.can_read_files, path):
-            await run_blocking(env.token, check_text_file, path, shown)
-            text = await ask_client(
-                env, env.client.read_text_file(str(path), offset, want + 1), f"read {shown}")
+            on_disk = await run_blocking(env.token, check_text_file, path, shown)
+            text = await read_from_editor(env, path, shown, on_disk, offset, want + 1)
+            if text is None:
+                raise FileMissing(f"File not found: {shown} (not on disk, and the editor has "
+                                  "no buffer for it)")
             lines = split_lines(text)[: want + 1]
         else:
             lines = await run_blocking(env.token, read_disk_lines, path, shown, offset, want + 1)

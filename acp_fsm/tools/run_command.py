@@ -111,7 +111,10 @@ class RunCommand(MutatingTool):
         return f"Run `{short_command(str(args.get('command', '')))}`"
 
     def view(self, args: dict[str, Any], env: ToolEnv) -> ToolCallView:
-        return ToolCallView(title=self.title(args, env), kind=self.kind, raw_input=dict(args))
+        """The whole command and where it runs, for the user to judge before allowing it."""
+        shown = f"```sh\n{args.get('command', '')}\n```\nin {env.cwd}"
+        return ToolCallView(title=self.title(args, env), kind=self.kind, raw_input=dict(args),
+                            content=(text_block(shown),))
 
     async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         command: str = args["command"]
@@ -172,4 +175,5 @@ class RunCommand(MutatingTool):
             text += (f"\n[The editor kept only the last {TERMINAL_OUTPUT_BYTE_LIMIT:,} bytes of "
                      "the output.]")
         output = capped(str(result.get("output") or "")) or "(no output)"
-        return ToolOutcome(f"{text}\n{output}", content=(block,))
+        # The terminal stays embedded as it is; it will not exist in a reload, its output will.
+        return ToolOutcome(f"{text}\n{output}", replay=(text_block(f"{text}\n{output}"),))

@@ -30,6 +30,7 @@ from acp_fsm.tools.files import READ_FLAGS, looks_binary, split_lines
 from acp_fsm.tools.globs import GlobFilter
 from acp_fsm.tools.paths import utf8_text
 from acp_fsm.tools.process import signal_group
+from acp_fsm.tools.reaper import REAPER
 from acp_fsm.updates import text_block
 from protocol.cancel import CancellationToken
 
@@ -198,6 +199,7 @@ async def _stop_worker(worker: asyncio.subprocess.Process) -> None:
     """Kill the worker's process group if it still runs, and wait (bounded) for its exit."""
     if worker.returncode is None:
         signal_group(worker.pid, signal.SIGKILL)
+    REAPER.stopped(worker.pid)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(worker.wait(), WORKER_REAP_SECONDS)
 
@@ -211,6 +213,7 @@ async def run_search(request: SearchRequest, token: CancellationToken) -> str:
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     except OSError as exc:
         raise ToolError(f"Could not start the search: {describe_os_error(exc)}") from exc
+    REAPER.started(worker.pid)
     try:
         stdout, stderr = await token.race(
             asyncio.wait_for(worker.communicate(), SEARCH_TIME_LIMIT_SECONDS))

@@ -21,6 +21,11 @@ class WriteFile(MutatingTool):
     def title(self, args: dict[str, Any], env: ToolEnv) -> str:
         return f"Write {self.shown(args, env)}"
 
+    async def preview(self, args: dict[str, Any], env: ToolEnv) -> tuple[dict[str, Any], ...]:
+        path, shown = self.target(args, env), self.shown(args, env)
+        old = await load_text(env, path, shown, exact=False)
+        return (diff_block(path, old, args["content"]),)
+
     async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         path, shown = self.target(args, env), self.shown(args, env)
         content: str = args["content"]

@@ -11,6 +11,7 @@ import pytest
 
 import schemas
 from acp_fsm.schema_check import (
+    HOW_TO_GET_SCHEMA,
     SCHEMA_ENV,
     OfficialSchema,
     SessionRun,
@@ -22,7 +23,8 @@ from tests.conformance.generate import Generator
 
 OFFICIAL_PATH = locate_schema()
 NO_SCHEMA = (f"official ACP schema not found (looked in: "
-             f"{', '.join(str(p) for p in schema_candidates())}); set {SCHEMA_ENV} to its path")
+             f"{', '.join(str(p) for p in schema_candidates())}); set {SCHEMA_ENV} to its "
+             f"path; {HOW_TO_GET_SCHEMA}")
 
 
 @pytest.fixture(scope="session")

@@ -53,6 +53,10 @@ def test_exit_2_when_the_official_schema_is_missing(tmp_path: Path) -> None:
     done = schema_check(schema=str(missing))
     assert done.returncode == 2
     assert str(missing) in done.stderr and SCHEMA_ENV in done.stderr
+    # and exactly how to get it: the npm package and the command that extracts schema.json
+    assert "@agentclientprotocol/sdk@2.4.0" in done.stderr
+    assert "tar xzf agentclientprotocol-sdk-2.4.0.tgz package/schema/v1/schema.json" in (
+        done.stderr)
     assert done.stdout == ""
 
 

@@ -44,11 +44,12 @@ METADATA = frozenset({"session_info_update", "usage_update"})
 
 
 class EditorError(Exception):
-    """An error the editor answers a request with."""
+    """An error the editor answers a request with (`data` as its `error.data`)."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
         self.code = code
+        self.data = data
 
 
 class _Hold:
@@ -103,6 +104,12 @@ def for_call(updates: list[dict[str, Any]], call_id: str) -> list[dict[str, Any]
     return [u for u in updates if u.get("toolCallId") == call_id]
 
 
+def statuses(updates: list[dict[str, Any]]) -> list[str]:
+    """The status path of a call: the statuses its updates set, in order (an update that only
+    adds content, such as the diff shown before asking, sets none)."""
+    return [u["status"] for u in updates if "status" in u]
+
+
 def content_text(update: dict[str, Any]) -> str:
     """The text of a tool call update's content blocks, joined."""
     return "".join(block["content"]["text"] for block in update.get("content") or ()
@@ -125,6 +132,9 @@ class Editor:
     terminal_exit: dict[str, Any] | _Hold = field(default_factory=lambda: {"exitCode": 0})
     # method -> the answer to give instead (a result, HOLD, or an EditorError)
     overrides: dict[str, Any] = field(default_factory=dict)
+    # methods served as usual but answered `"result": null`, as Toad, CodeCompanion, avante
+    # and the official Python SDK do for results with nothing in them
+    null_results: set[str] = field(default_factory=set)
     received: list[Message] = field(default_factory=list)
     held: list[Message] = field(default_factory=list)
     unexpected: list[Message] = field(default_factory=list)
@@ -152,14 +162,16 @@ class Editor:
             if answer is HOLD:
                 self.held.append(request)
             elif isinstance(answer, EditorError):
-                await self.agent.send({"jsonrpc": "2.0", "id": request["id"], "error": {
-                    "code": answer.code, "message": str(answer)}})
+                error = {"code": answer.code, "message": str(answer)}
+                if answer.data is not None:
+                    error["data"] = answer.data
+                await self.agent.send({"jsonrpc": "2.0", "id": request["id"], "error": error})
             elif answer is None:
                 self.unexpected.append(request)
                 await self.agent.send({"jsonrpc": "2.0", "id": request["id"], "error": {
                     "code": -32603, "message": "the test editor has no answer for this"}})
             else:
-                await self.agent.respond(request, answer)
+                await self.agent.respond(request, None if method in self.null_results else answer)
 
     def _answer(self, method: str, params: dict[str, Any]) -> Any:
         if method == "session/request_permission":

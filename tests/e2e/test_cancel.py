@@ -28,6 +28,7 @@ from tests.e2e.support import (
     history,
     live_processes,
     message_chunks,
+    statuses,
     stored,
     tool_call_ids,
     tool_results,
@@ -139,7 +140,7 @@ async def test_cancel_while_awaiting_permission(launch: Launcher, server: Script
     assert [m["params"] for m in withdrawn] == [{"requestId": asked["id"]}]
     assert agent.position(withdrawn[0]) < turn.end
     updates = for_call(turn.updates, "w1")
-    assert [u["status"] for u in updates] == ["pending", "failed"]
+    assert statuses(updates) == ["pending", "failed"]
     assert content_text(updates[-1]) == NOT_STARTED
     await agent.editor.answer_held(asked, {"outcome": {"outcome": "cancelled"}})  # as ACP asks
     assert not (project / "a.txt").exists()
@@ -194,9 +195,9 @@ async def test_cancel_while_running_a_local_command(launch: Launcher, server: Sc
     finally:
         for pid in live_processes(command):
             os.kill(pid, signal.SIGKILL)
-    statuses = {call: [u["status"] for u in for_call(turn.updates, call)]
+    paths = {call: statuses(for_call(turn.updates, call))
                 for call in ("read-1", "run-1", "write-1")}
-    assert statuses == {"read-1": ["pending", "in_progress", "completed"],
+    assert paths == {"read-1": ["pending", "in_progress", "completed"],
                         "run-1": ["pending", "in_progress", "failed"],
                         "write-1": ["pending", "failed"]}
     assert content_text(for_call(turn.updates, "run-1")[-1]) == INTERRUPTED
@@ -269,7 +270,7 @@ async def test_cancel_while_running_in_an_editor_terminal(
     withdrawn = agent.notifications("$/cancel_request", pending.start)
     assert [m["params"] for m in withdrawn] == [{"requestId": waiting["id"]}]
     updates = for_call(turn.updates, "run-1")
-    assert [u["status"] for u in updates] == ["pending", "in_progress", "in_progress", "failed"]
+    assert statuses(updates) == ["pending", "in_progress", "in_progress", "failed"]
     assert content_text(updates[-1]) == INTERRUPTED
     request = await next_prompt_is_accepted(agent, server, session)
     assert tool_results(request) == {"run-1": (INTERRUPTED, True)}

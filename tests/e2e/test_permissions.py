@@ -15,6 +15,7 @@ from tests.e2e.support import (
     content_text,
     for_call,
     message_chunks,
+    statuses,
     text_content,
     tool_results,
 )
@@ -53,6 +54,7 @@ async def test_allow_once_asks_every_time(launch: Launcher, server: ScriptedProv
     assert first["sessionId"] == session
     assert first["toolCall"] == {"toolCallId": "w1", "status": "pending", "title": "Write a.txt",
                                  "kind": "edit", "rawInput": {"path": "a.txt", "content": "x\n"},
+                                 "content": [{"type": "diff", "path": path, "newText": "x\n"}],
                                  "locations": [{"path": path}]}
     assert [o["optionId"] for o in first["options"]] == OPTION_IDS
     assert [o["kind"] for o in first["options"]] == OPTION_IDS
@@ -76,7 +78,7 @@ async def test_reject_once_tells_the_model(launch: Launcher, server: ScriptedPro
     assert turn.stop_reason == "end_turn"
     assert not (project / "a.txt").exists()
     updates = for_call(turn.updates, "w1")
-    assert [u["status"] for u in updates] == ["pending", "failed"]
+    assert statuses(updates) == ["pending", "failed"]
     result, is_error = tool_results(server.requests[-1])["w1"]
     assert result.startswith("Denied by the user") and is_error is True
     assert content_text(updates[-1]) == result
@@ -123,7 +125,7 @@ async def test_reject_always_is_remembered(launch: Launcher, server: ScriptedPro
     assert results["w1"][0].startswith("Denied by the user")
     assert results["w2"][0].startswith("Denied by the user")
     assert "always reject" in results["w2"][0]
-    assert [u["status"] for u in for_call(turn.updates, "w2")] == ["pending", "failed"]
+    assert statuses(for_call(turn.updates, "w2")) == ["pending", "failed"]
 
 
 async def test_client_cancelled_outcome_outside_a_cancel_denies_the_call(
@@ -138,7 +140,7 @@ async def test_client_cancelled_outcome_outside_a_cancel_denies_the_call(
     result, is_error = tool_results(server.requests[-1])["w1"]
     assert "cancelled by the client" in result and is_error is True
     assert not result.startswith("Denied by the user")  # distinct wording
-    assert [u["status"] for u in for_call(turn.updates, "w1")] == ["pending", "failed"]
+    assert statuses(for_call(turn.updates, "w1")) == ["pending", "failed"]
 
 
 async def test_permission_timeout_denies_and_withdraws_the_request(

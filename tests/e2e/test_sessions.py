@@ -62,8 +62,8 @@ def _merged(live: list[dict[str, Any]]) -> list[dict[str, Any]]:
     expected: list[dict[str, Any]] = []
     for update in live:
         kind = update["sessionUpdate"]
-        if kind == "tool_call_update" and update["status"] == "in_progress":
-            continue
+        if kind == "tool_call_update" and update.get("status") in (None, "in_progress"):
+            continue  # progress, and the change shown before asking, are not history
         last = expected[-1] if expected else {"sessionUpdate": None}
         if kind in ("agent_message_chunk", "agent_thought_chunk") and (
                 last["sessionUpdate"] == kind):
@@ -255,22 +255,32 @@ async def test_list_filters_by_cwd_newest_first_with_titles(
 
     listed = (await agent.result("session/list", {}))["sessions"]
 
-    assert [s["sessionId"] for s in listed] == [alpha, gamma, idle]
-    assert [s.get("title") for s in listed] == ["Alpha task with details", "Gamma", None]
-    assert [s["cwd"] for s in listed] == [str(project), str(project), str(elsewhere)]
+    # the session nobody prompted has nothing to resume: editors would show an empty line
+    assert [s["sessionId"] for s in listed] == [alpha, gamma]
+    assert [s.get("title") for s in listed] == ["Alpha task with details", "Gamma"]
+    assert [s["cwd"] for s in listed] == [str(project), str(project)]
     assert all(s["updatedAt"].endswith("Z") for s in listed)
-    assert listed[0]["updatedAt"] >= listed[1]["updatedAt"] >= listed[2]["updatedAt"]
+    assert listed[0]["updatedAt"] >= listed[1]["updatedAt"]
+    assert (await agent.result("session/list", {"cwd": str(elsewhere)}))["sessions"] == []
     mine = await agent.result("session/list", {"cwd": str(project)})
     assert [s["sessionId"] for s in mine["sessions"]] == [alpha, gamma]
     assert "nextCursor" not in mine
+    server.script(Reply(text="now it has a prompt"))
+    assert (await agent.prompt(idle, "hello")).stop_reason == "end_turn"
+    listed = (await agent.result("session/list", {}))["sessions"]
+    assert [s["sessionId"] for s in listed] == [idle, alpha, gamma]
     await launch.close(agent)
     again = await launch.start("openai")  # the list is the store's, not the process's
     assert (await again.result("session/list", {}))["sessions"] == listed
 
 
-async def test_list_pages_with_a_cursor(launch: Launcher, project: Path) -> None:
+async def test_list_pages_with_a_cursor(launch: Launcher, server: ScriptedProvider,
+                                        project: Path) -> None:
     agent = await launch.start()
+    server.fallback = Reply(text="ok")
     created = [await agent.new_session(project) for _ in range(53)]
+    for session in created:
+        assert (await agent.prompt(session, "hi")).stop_reason == "end_turn"
 
     first = await agent.result("session/list", {"cwd": str(project)})
     second = await agent.result("session/list", {"cwd": str(project),
@@ -307,7 +317,8 @@ async def test_delete_forgets_the_session(launch: Launcher, server: ScriptedProv
                                           project: Path) -> None:
     agent = await launch.start("openai")
     kept, doomed = await agent.new_session(project), await agent.new_session(project)
-    server.script(Reply(text="bye"))
+    server.script(Reply(text="hi"), Reply(text="bye"))
+    assert (await agent.prompt(kept, "hello")).stop_reason == "end_turn"
     assert (await agent.prompt(doomed, "hello")).stop_reason == "end_turn"
 
     assert await agent.result("session/delete", {"sessionId": doomed}) == {}

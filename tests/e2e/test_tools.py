@@ -18,7 +18,9 @@ from tests.e2e.support import (
     Launcher,
     args,
     entries,
+    for_call,
     message_chunks,
+    statuses,
     text_content,
     tool_results,
 )
@@ -41,12 +43,25 @@ async def one_call(agent: Agent, server: ScriptedProvider, session: str, call: C
 
 
 def pending(call_id: str, title: str, kind: str, raw_input: dict[str, Any],
-            locations: list[dict[str, Any]] | None) -> dict[str, Any]:
+            locations: list[dict[str, Any]] | None,
+            content: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     update = {"sessionUpdate": "tool_call", "toolCallId": call_id, "status": "pending",
               "title": title, "kind": kind, "rawInput": raw_input}
+    if content is not None:
+        update["content"] = content
     if locations is not None:
         update["locations"] = locations
     return update
+
+
+def shows(call_id: str, content: list[dict[str, Any]]) -> dict[str, Any]:
+    """The change a call will make, shown before anyone is asked (no status change)."""
+    return {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "content": content}
+
+
+def command_view(command: str, cwd: Path) -> list[dict[str, Any]]:
+    """How a command is shown before it runs: the whole command, and where."""
+    return [text_content(f"```sh\n{command}\n```\nin {cwd}")]
 
 
 def progress(call_id: str, **fields: Any) -> dict[str, Any]:
@@ -54,10 +69,13 @@ def progress(call_id: str, **fields: Any) -> dict[str, Any]:
             **fields}
 
 
-def final(call_id: str, status: str, content: list[dict[str, Any]],
+def final(call_id: str, status: str, content: list[dict[str, Any]] | None,
           locations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    update = {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status,
-              "content": content}
+    """The last update of a call (`content` None: it leaves the content shown as it is)."""
+    update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+                              "status": status}
+    if content is not None:
+        update["content"] = content
     if locations is not None:
         update["locations"] = locations
     return update
@@ -115,11 +133,14 @@ async def test_write_file(launch: Launcher, server: ScriptedProvider, project: P
     where = [{"path": path}]
     diff = {"type": "diff", "path": path, "oldText": "old\n", "newText": "new\n"}
     assert updates == [pending("write-1", "Write notes.txt", "edit", raw, where),
+                       shows("write-1", [diff]),
                        progress("write-1"),
                        final("write-1", "completed", [diff], where)]
+    asked = agent.editor.of_method("session/request_permission")[0]["params"]["toolCall"]
+    assert asked["content"] == [diff]  # the user sees the change before allowing it
     if capabilities is EDITOR:
-        assert agent.editor.methods() == ["session/request_permission", "fs/read_text_file",
-                                          "fs/write_text_file"]
+        assert agent.editor.methods() == ["fs/read_text_file", "session/request_permission",
+                                          "fs/read_text_file", "fs/write_text_file"]
         assert agent.editor.of_method("fs/write_text_file")[0]["params"] == {
             "sessionId": session, "path": path, "content": "new\n"}
         assert target.read_text() == "old\n"  # the editor writes, not the agent
@@ -147,6 +168,7 @@ async def test_edit_file(launch: Launcher, server: ScriptedProvider, project: Pa
 
     diff = {"type": "diff", "path": path, "oldText": "a = 1\nb = 2\n", "newText": "a = 1\nb = 3\n"}
     assert updates == [pending("edit-1", "Edit code.py", "edit", raw, [{"path": path}]),
+                       shows("edit-1", [diff]),
                        progress("edit-1"),
                        final("edit-1", "completed", [diff], [{"path": path, "line": 2}])]
     edited = agent.editor.buffers[path] if capabilities is EDITOR else target.read_text()
@@ -166,10 +188,13 @@ async def test_run_command_in_the_editor_terminal(
     updates = await one_call(agent, server, session, Call("run-1", "run_command", args(**raw)))
 
     terminal = [{"type": "terminal", "terminalId": "term-1"}]
-    assert updates == [pending("run-1", "Run `echo hello`", "execute", raw, None),
+    shown = command_view("echo hello", project)
+    assert updates == [pending("run-1", "Run `echo hello`", "execute", raw, None, shown),
                        progress("run-1"),
-                       progress("run-1", content=terminal),
-                       final("run-1", "completed", terminal)]
+                       progress("run-1", content=terminal),  # embedded before the release
+                       final("run-1", "completed", None)]  # and not repeated after it
+    asked = agent.editor.of_method("session/request_permission")[0]["params"]["toolCall"]
+    assert asked["content"] == shown
     assert agent.editor.methods() == ["session/request_permission", "terminal/create",
                                       "terminal/wait_for_exit", "terminal/output",
                                       "terminal/release"]
@@ -193,7 +218,8 @@ async def test_run_command_as_a_local_process(
     updates = await one_call(agent, server, session, Call("run-1", "run_command", args(**raw)))
 
     output = f"Exit code: 3\n{project}\nto-stderr\n"
-    assert updates == [pending("run-1", f"Run `{raw['command']}`", "execute", raw, None),
+    shown = command_view(raw["command"], project)
+    assert updates == [pending("run-1", f"Run `{raw['command']}`", "execute", raw, None, shown),
                        progress("run-1"),
                        final("run-1", "completed", [text_content(output)])]
     assert result_of(server, "run-1") == (output, None)
@@ -270,13 +296,16 @@ async def test_editor_failures_are_tool_results(launch: Launcher, server: Script
     turn = await agent.prompt(session, "go")
 
     assert turn.stop_reason == "end_turn"
-    read = agent.editor.of_method("fs/read_text_file")[0]
+    # every read the editor left unanswered was withdrawn at its time limit (the read of
+    # read-1, and write-1's look for an unsaved buffer, before asking and before writing)
+    reads = agent.editor.of_method("fs/read_text_file")
     withdrawn = agent.notifications("$/cancel_request")
-    assert [m["params"] for m in withdrawn] == [{"requestId": read["id"]}]
+    assert [m["params"] for m in withdrawn] == [{"requestId": r["id"]} for r in reads]
+    assert len(reads) == 3
     results = tool_results(server.requests[-1])
     assert results["read-1"][0].startswith("The editor could not read a.txt")
     assert results["write-1"][0].startswith("The editor could not write new.txt")
     assert "disk full" in results["write-1"][0]
     assert results["read-1"][1] is True and results["write-1"][1] is True
-    assert [u["status"] for u in turn.updates if u.get("toolCallId") == "write-1"] == [
+    assert statuses(for_call(turn.updates, "write-1")) == [
         "pending", "in_progress", "failed"]

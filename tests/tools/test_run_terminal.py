@@ -22,9 +22,11 @@ async def test_create_report_wait_output_release(editor_env: Env, project: Path)
                                str(project), TERMINAL_OUTPUT_BYTE_LIMIT)
     block = {"type": "terminal", "terminalId": "term-1"}
     assert editor.calls[1] == ("report", (block,))
-    assert outcome.content == (block,)
     assert not outcome.is_error
     assert outcome.output == "Exit code: 4\nhi\noops\n"
+    # the terminal stays as the editor shows it; a reload shows the output instead
+    assert outcome.replay == ({"type": "content", "content": {
+        "type": "text", "text": "Exit code: 4\nhi\noops\n"}},)
 
 
 async def test_editor_truncation_is_reported(editor_env: Env) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from acp_fsm.tools import TOOLS
+from acp_fsm.tools.common import ToolError
 from tests.tools.conftest import Env, call
 
 
@@ -102,11 +104,51 @@ async def test_write_through_the_editor(editor_env: Env, project: Path) -> None:
     assert editor_env.client.names() == ["read", "write"]
 
 
-async def test_write_new_file_through_the_editor_skips_the_read(editor_env: Env,
-                                                                project: Path) -> None:
+async def test_write_new_file_through_the_editor(editor_env: Env, project: Path) -> None:
+    """Missing on disk: the editor is still asked (it may hold an unsaved buffer); it has
+    none, so the file is new."""
+    target = str(project / "brand" / "new.txt")
     outcome = await call(editor_env, "write_file", path="brand/new.txt", content="hi")
-    assert editor_env.client.calls == [("write", str(project / "brand" / "new.txt"))]
+    assert editor_env.client.calls == [("read", target, None, None), ("write", target)]
     assert "oldText" not in outcome.content[0]
+    assert outcome.output.startswith("Created brand/new.txt")
+
+
+async def test_an_unsaved_buffer_missing_on_disk_is_the_file(editor_env: Env,
+                                                             project: Path) -> None:
+    """A new buffer the user has open but never saved: read, edited and overwritten as the
+    file it is, never refused because the disk does not have it."""
+    target = str(project / "draft.md")
+    editor_env.client.buffers[target] = "# Draft\ntodo\n"
+    read = await call(editor_env, "read_file", path="draft.md")
+    assert read.output == "# Draft\ntodo\n" and not read.is_error
+    edited = await call(editor_env, "edit_file", path="draft.md", old_text="todo",
+                        new_text="done")
+    assert not edited.is_error, edited.output
+    assert editor_env.client.buffers[target] == "# Draft\ndone\n"
+    written = await call(editor_env, "write_file", path="draft.md", content="new\n")
+    assert written.content[0]["oldText"] == "# Draft\ndone\n"
+    assert not (project / "draft.md").exists()  # the editor owns it
+
+
+async def test_missing_everywhere_is_file_not_found(editor_env: Env, project: Path) -> None:
+    read = await call(editor_env, "read_file", path="nowhere.txt")
+    assert read.is_error and read.output.startswith("File not found: nowhere.txt")
+    edited = await call(editor_env, "edit_file", path="nowhere.txt", old_text="a",
+                        new_text="b")
+    assert edited.is_error and edited.output.startswith("File not found: nowhere.txt")
+
+
+async def test_edit_preview_is_the_diff_and_refuses_what_cannot_apply(env: Env,
+                                                                      project: Path) -> None:
+    (project / "c.py").write_text("a = 1\n")
+    edit = TOOLS["edit_file"]
+    shown = await edit.preview({"path": "c.py", "old_text": "1", "new_text": "2"}, env)
+    assert shown == ({"type": "diff", "path": str(project / "c.py"), "oldText": "a = 1\n",
+                      "newText": "a = 2\n"},)
+    with pytest.raises(ToolError, match="old_text was not found"):
+        await edit.preview({"path": "c.py", "old_text": "9", "new_text": "2"}, env)
+    assert (project / "c.py").read_text() == "a = 1\n"  # a preview changes nothing
 
 
 # -------------------------------------------------------------------------- edit_file

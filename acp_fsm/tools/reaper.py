@@ -1,0 +1,103 @@
+"""Commands the agent started do not outlive it, even when it is killed with `kill -9`.
+
+Every local command (and search worker) runs in a process group of its own, which the agent
+stops when the call ends, is cancelled, or the agent exits in order. A killed agent can do
+none of that, and a parent-death signal (`PR_SET_PDEATHSIG`) would reach only the shell, not
+what the shell started. So the first command also starts a watcher: a tiny Python process in
+a session of its own that reads the agent's `+pgid` / `-pgid` lines from a pipe and, when the
+pipe closes (the agent is gone, however it went), kills every group still registered. It
+ignores the signals a terminal or an editor sends to the agent's group, so it is still there
+to do that. See docs/shutdown.md.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import structlog
+
+log = structlog.get_logger("acp.tools")
+
+# The watcher's whole program (stdlib only; run with -I -S so it starts in milliseconds).
+WATCHER_SOURCE = """\
+import os, signal, sys
+for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE, signal.SIGQUIT):
+    signal.signal(s, signal.SIG_IGN)
+groups = set()
+for line in sys.stdin.buffer:
+    try:
+        pgid = int(line[1:])
+    except ValueError:
+        continue
+    if line[:1] == b"+":
+        groups.add(pgid)
+    else:
+        groups.discard(pgid)
+for pgid in groups:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+
+class Reaper:
+    """The agent's side of the watcher: registers process groups as they start and stop."""
+
+    def __init__(self) -> None:
+        self._pipe: int | None = None
+        self._pid: int | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<Reaper watcher={self._pid}>"
+
+    def started(self, pgid: int) -> None:
+        """A process group that must die with the agent."""
+        self._send(f"+{pgid}\n")
+
+    def stopped(self, pgid: int) -> None:
+        """A group the agent has stopped itself (its number may be reused later)."""
+        self._send(f"-{pgid}\n")
+
+    def _send(self, line: str) -> None:
+        with self._lock:
+            if self._pipe is None and not self._start():
+                return
+            assert self._pipe is not None
+            try:
+                os.write(self._pipe, line.encode())
+            except BlockingIOError:
+                log.warning("reaper_busy", line=line.strip())
+            except OSError as exc:  # the watcher died: the next group starts a new one
+                log.warning("reaper_lost", error=str(exc))
+                os.close(self._pipe)
+                self._pipe = None
+
+    def _start(self) -> bool:
+        read_end, write_end = os.pipe()  # both close-on-exec: no command inherits them
+        null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            self._pid = os.posix_spawn(
+                sys.executable, [sys.executable, "-I", "-S", "-c", WATCHER_SOURCE],
+                os.environ,
+                file_actions=[(os.POSIX_SPAWN_DUP2, read_end, 0),
+                              (os.POSIX_SPAWN_DUP2, null, 1),
+                              (os.POSIX_SPAWN_DUP2, null, 2)],
+                setsid=True,
+            )
+        except OSError as exc:
+            log.warning("reaper_not_started", error=str(exc))
+            os.close(write_end)
+            return False
+        finally:
+            os.close(read_end)
+            os.close(null)
+        os.set_blocking(write_end, False)  # a stuck watcher must not stall the agent
+        self._pipe = write_end
+        return True
+
+
+REAPER = Reaper()
