@@ -13,7 +13,9 @@ answers it (and logs) exactly as it would any later message.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import time
 
@@ -21,7 +23,6 @@ import schemas
 from acp_fsm.initialize import initialize_result
 from acp_fsm.methods import route
 from fsm.handshake import HANDSHAKE, HandshakeState
-from protocol.codec import decode, encode
 from protocol.errors import RpcError
 from protocol.framing import MAX_LINE_BYTES
 from protocol.stdio import claim_stdout, read_line_blocking, write_all
@@ -37,10 +38,43 @@ def answer_initialize(line: bytes) -> tuple[bytes, dict] | None:
         return None
 
 
+# Escapes of UTF-16 surrogates: the full path's decoder (orjson) refuses a lone one, the
+# standard library's accepts it. A line with any is left to the full path.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
+
+
+def _refuse(text: str) -> None:
+    raise ValueError(f"{text} is left to the full path")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        _refuse(text)  # orjson refuses numbers that overflow to infinity
+    return value
+
+
+def _int64(text: str) -> int:
+    value = int(text)
+    if not _INT64_MIN <= value <= _UINT64_MAX:
+        _refuse(text)  # orjson reads these as floats
+    return value
+
+
+def _decode(line: bytes) -> object:
+    """The line as the full path's decoder would read it, or ValueError where the two might
+    differ. The standard library's decoder, because importing orjson costs ~10 ms here."""
+    if _SURROGATE_ESCAPE.search(line):
+        _refuse("a surrogate escape")
+    return json.loads(line.decode("utf-8"), parse_constant=_refuse, parse_float=_finite,
+                      parse_int=_int64)
+
+
 def _answer_initialize(line: bytes) -> tuple[bytes, dict] | None:
     try:
-        message = decode(line)  # the decoder of the full path: same limits, same refusals
-    except RpcError:
+        message = _decode(line)
+    except ValueError:
         return None
     if schemas.validate("jsonrpc.Request", message) is not None:
         return None
@@ -57,7 +91,8 @@ def _answer_initialize(line: bytes) -> tuple[bytes, dict] | None:
     result = initialize_result()
     if schemas.validate("acp.InitializeResponse", result) is not None:
         return None  # our bug: let the full path log it
-    return encode({"jsonrpc": "2.0", "id": message["id"], "result": result}), params
+    response = {"jsonrpc": "2.0", "id": message["id"], "result": result}
+    return json.dumps(response, separators=(",", ":"), ensure_ascii=False).encode() + b"\n", params
 
 
 def _exit_quietly(signum: int, _frame: object) -> None:

@@ -77,8 +77,10 @@ async def start_reading(fd: int, on_data: ChunkSink, on_eof: EofSink) -> Callabl
 
 # Protocol output held in memory for an editor that reads slowly: above this, `congested` is
 # true and producers that await `drain` (a streaming turn, a replay) wait until the buffer is
-# down to a quarter of it. What one message adds on top is the only other growth.
-OUTPUT_BUFFER_LIMIT_BYTES = 1024 * 1024
+# down to a quarter of it. What one message adds on top is the only other growth. Larger is
+# slower, not faster: the transport moves its whole buffer after each partial pipe write
+# (bench/throughput.py: 1 MiB costs 40 % of the update rate).
+OUTPUT_BUFFER_LIMIT_BYTES = 64 * 1024
 
 
 class Output:

@@ -38,6 +38,16 @@ HOSTILE = {
     "no params": b'{"jsonrpc":"2.0","id":0,"method":"initialize"}',
     "lone surrogate": b'{"jsonrpc":"2.0","id":"\\ud800","method":"initialize",'
                       b'"params":{"protocolVersion":1}}',
+    "id beyond 64 bits": b'{"jsonrpc":"2.0","id":123456789012345678901234567890,'
+                         b'"method":"initialize","params":{"protocolVersion":1}}',
+    "id below -2**63": b'{"jsonrpc":"2.0","id":-9223372036854775809,"method":"initialize",'
+                       b'"params":{"protocolVersion":1}}',
+    "surrogate pair": b'{"jsonrpc":"2.0","id":"\\ud83d\\ude00","method":"initialize",'
+                      b'"params":{"protocolVersion":1}}',
+    "escaped backslash before u": b'{"jsonrpc":"2.0","id":"\\\\ud800","method":"initialize",'
+                                  b'"params":{"protocolVersion":1}}',
+    "byte order mark": b'\xef\xbb\xbf{"jsonrpc":"2.0","id":0,"method":"initialize",'
+                       b'"params":{"protocolVersion":1}}',
     "array id": b'{"jsonrpc":"2.0","id":[],"method":"initialize","params":{"protocolVersion":1}}',
     "not an object": b'"initialize"',
     "null": b"null",

@@ -1,6 +1,7 @@
 """An editor that stops reading the agent's output must not make the agent buffer without
-limit: above a named buffer size the streaming turn waits for the editor (and the provider
-waits for the turn), while the reader goes on, so a cancel still lands at once."""
+limit: above a named buffer size (`protocol.streams.OUTPUT_BUFFER_LIMIT_BYTES`) the streaming
+turn waits for the editor (and the provider waits for the turn), while the reader goes on, so
+a cancel still lands at once."""
 
 from __future__ import annotations
 
@@ -8,13 +9,13 @@ import asyncio
 import time
 from pathlib import Path
 
-from protocol.streams import OUTPUT_BUFFER_LIMIT_BYTES
 from providers.scripted import Reply, ScriptedProvider
 from tests.e2e.support import Launcher, wait_until
 from tests.timing import INTERRUPTED_S
 
 CHUNK = "All work and no play. " * 45  # ~1 KB of text per streamed update
-CHUNKS = 40 * OUTPUT_BUFFER_LIMIT_BYTES // len(CHUNK)  # forty times the buffer limit
+# 20 MB: far more than the agent's output limit and the sockets' buffers can hold together
+CHUNKS = 20_000
 
 
 async def stalled(server: ScriptedProvider, quiet_s: float = 0.5) -> bool:
