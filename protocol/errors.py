@@ -91,6 +91,8 @@ class OutboundError(Exception):
 
 # Characters of a peer's `error.data` quoted in an error message (the rest is cut).
 MAX_QUOTED_DATA_CHARS = 500
+# Members of an `error.data` object that hold its reason in words (acpx: `details`).
+_DATA_TEXT_KEYS = ("details", "message", "reason")
 
 
 class RemoteError(OutboundError):
@@ -109,15 +111,15 @@ class RemoteError(OutboundError):
 
 
 def quote_data(data: Any) -> str:
-    """A JSON-RPC `error.data` as a short human text: a string as it is, the string members
-    of an object such as `details`, `message` or `reason`, anything else as compact JSON."""
+    """A JSON-RPC `error.data` as a short human text: a string as it is, an object's
+    `details`, `message` or `reason` text where it has one, anything else as compact JSON."""
     if data is None:
         return ""
+    words = [data.get(k) for k in _DATA_TEXT_KEYS] if isinstance(data, dict) else []
     if isinstance(data, str):
         text = data
-    elif isinstance(data, dict) and any(isinstance(v, str) for v in data.values()):
-        text = "; ".join(f"{k}: {v}" if k not in ("details", "message", "reason") else v
-                         for k, v in data.items() if isinstance(v, str))
+    elif any(isinstance(w, str) for w in words):
+        text = "; ".join(w for w in words if isinstance(w, str))
     else:
         text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, default=str)
     text = text.strip()

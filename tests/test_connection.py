@@ -515,6 +515,20 @@ async def test_outbound_request_peer_error(peer: Peer) -> None:
     assert peer.read() == []  # an answered request is not cancelled
 
 
+@pytest.mark.parametrize(("data", "quoted"), [
+    (None, "fs/read_text_file failed with error -32603: Internal error"),
+    ("disk full", "fs/read_text_file failed with error -32603: Internal error (disk full)"),
+    ({"details": "Permission denied"},
+     "fs/read_text_file failed with error -32603: Internal error (Permission denied)"),
+    ({"path": "/a", "errno": 13}, 'error -32603: Internal error ({"path":"/a","errno":13})'),
+    ("x" * 600, "(" + "x" * 500 + "…)"),
+])
+def test_a_peer_error_quotes_its_message_and_data(data: Any, quoted: str) -> None:
+    error = RemoteError(-32603, "Internal error", data, method=READ)
+    assert quoted in str(error)
+    assert "peer error" not in str(error)
+
+
 async def test_outbound_invalid_result_is_our_finding_not_a_peer_error(peer: Peer) -> None:
     peer.dispatcher.refuse_response[READ] = "content: missing"
     task = await start_request(peer)
