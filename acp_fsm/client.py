@@ -9,19 +9,22 @@ client advertised them; tools check `can_read_files` & co. first.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from protocol.cancel import CancellationToken, Cancelled
-from protocol.errors import OutboundCancelled, OutboundError
+from protocol.errors import OutboundCancelled, OutboundError, RemoteError, ResourceNotFound
 
 if TYPE_CHECKING:
     from acp_fsm.server import AcpServer
 
 
 log = structlog.get_logger("acp.client")
+
+NOT_FOUND_CODE = ResourceNotFound.code
 
 
 def _log_cleanup(method: str) -> Callable[[asyncio.Future[Any]], None]:
@@ -32,8 +35,18 @@ def _log_cleanup(method: str) -> Callable[[asyncio.Future[Any]], None]:
     return done
 
 
+# How editors say a file does not exist: ACP's -32002 (resource not found), or in words.
+_NOT_FOUND = re.compile(r"not found|no such file|does not exist|ENOENT", re.IGNORECASE)
+
+
 class ClientCallError(Exception):
-    """The editor could not do what was asked (its error, a timeout, or no such capability)."""
+    """The editor could not do what was asked (its error, a timeout, or no such capability).
+    `not_found`: the editor answered that the resource does not exist."""
+
+    def __init__(self, error: OutboundError) -> None:
+        super().__init__(str(error))  # each names the method and quotes the editor's words
+        self.not_found = isinstance(error, RemoteError) and (
+            error.code == NOT_FOUND_CODE or bool(_NOT_FOUND.search(str(error))))
 
 
 class Client:
@@ -65,8 +78,8 @@ class Client:
                                                   timeout_ms=timeout_ms)
         except OutboundCancelled:
             raise Cancelled(self._token.reason or "cancelled") from None
-        except OutboundError as exc:  # each names the method and quotes the editor's words
-            raise ClientCallError(str(exc)) from exc
+        except OutboundError as exc:
+            raise ClientCallError(exc) from exc
 
     async def read_text_file(self, path: str, line: int | None = None,
                              limit: int | None = None) -> str:
@@ -91,14 +104,14 @@ class Client:
         try:
             created = self._server.call_client_soon("terminal/create", params)
         except OutboundError as exc:
-            raise ClientCallError(str(exc)) from exc
+            raise ClientCallError(exc) from exc
         try:
             result = await self._token.race(asyncio.shield(created))
         except (Cancelled, asyncio.CancelledError):
             created.add_done_callback(self._abandon_late_terminal)
             raise
         except OutboundError as exc:
-            raise ClientCallError(str(exc)) from exc
+            raise ClientCallError(exc) from exc
         return str(result["terminalId"])
 
     def _abandon_late_terminal(self, created: asyncio.Future[Any]) -> None:
@@ -141,4 +154,4 @@ class Client:
         try:
             await self._server.call_client(method, params)
         except OutboundError as exc:
-            raise ClientCallError(str(exc)) from exc
+            raise ClientCallError(exc) from exc

@@ -18,9 +18,10 @@ from providers.http import close_client_session
 log = structlog.get_logger("acp")
 
 # After the turns have drained, how long other running handlers get before they are
-# cancelled, and how long the last output gets to reach the editor. With the turns' own
-# bound (session.SHUTDOWN_GRACE_S) the process exits within 2 s of being told to.
-HANDLER_GRACE_S = 0.5
+# cancelled (and then to unwind), and how long the last output gets to reach the editor.
+# With the turns' own bound (session.SHUTDOWN_GRACE_S, 1 s) that is 1.8 s at most: the
+# process exits within 2 s of being told to (docs/shutdown.md).
+HANDLER_GRACE_S = 0.25
 FLUSH_TIMEOUT_S = 0.3
 
 

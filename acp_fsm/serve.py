@@ -42,6 +42,10 @@ def answer_initialize(line: bytes) -> tuple[bytes, dict] | None:
 # standard library's accepts it. A line with any is left to the full path.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
+# More brackets than this (an upper bound of the nesting depth, strings included) and the line
+# is left to the full path: orjson stops at 1024 levels, the standard library at a depth that
+# depends on the Python version.
+_MAX_BRACKETS = 256
 
 
 def _refuse(text: str) -> None:
@@ -67,6 +71,8 @@ def _decode(line: bytes) -> object:
     differ. The standard library's decoder, because importing orjson costs ~10 ms here."""
     if _SURROGATE_ESCAPE.search(line):
         _refuse("a surrogate escape")
+    if line.count(b"[") + line.count(b"{") > _MAX_BRACKETS:
+        _refuse("deep nesting")
     return json.loads(line.decode("utf-8"), parse_constant=_refuse, parse_float=_finite,
                       parse_int=_int64)
 
@@ -78,6 +84,8 @@ def _answer_initialize(line: bytes) -> tuple[bytes, dict] | None:
         return None
     if schemas.validate("jsonrpc.Request", message) is not None:
         return None
+    if isinstance(message["id"], float):
+        return None  # the two encoders spell some floats differently (1e-05, 0.00001)
     if message["method"] != "initialize":
         return None
     params = message.get("params")
@@ -110,7 +118,8 @@ def serve() -> int:
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, _exit_quietly)
     protocol_fd = claim_stdout()
-    if os.isatty(0):  # a person, not an editor: say what this is
+    person = os.isatty(0)
+    if person:  # a person at a terminal, not an editor: say what this is
         import sys
 
         sys.stderr.write(TTY_HINT)
@@ -128,7 +137,8 @@ def serve() -> int:
 
     from acp_fsm import logs
 
-    logs.configure()
+    # The hint is all a person needs to read; ACP_FSM_LOG_LEVEL still applies when set.
+    logs.configure("warning" if person and "ACP_FSM_LOG_LEVEL" not in os.environ else None)
     import asyncio
 
     from acp_fsm.runner import run

@@ -276,7 +276,8 @@ class Sessions:
         if replay:
             for update in replay_updates(entries):
                 session.send_update(update)
-                await session.keep_pace()
+                if session.turn is None:  # never let a running turn's updates in between
+                    await session.keep_pace()
         return session
 
     async def close(self, session_id: str) -> None:
@@ -395,8 +396,12 @@ def replay_updates(entries: list[Any]) -> list[dict[str, Any]]:
                     out.append(updates.tool_call(part["id"], view))
         elif entry.kind == "tool_result":
             view = body.get("view") or {}
+            content = view.get("content")
+            if not content or any(block.get("type") == "terminal" for block in content):
+                # a terminal belongs to the connection that ran it (sessions stored before
+                # its output was kept): the result the model read holds the output instead
+                content = [updates.text_block(body["content"])]
             out.append(updates.tool_call_update(
-                body["callId"], view.get("status", "failed"),
-                content=view.get("content") or [updates.text_block(body["content"])],
+                body["callId"], view.get("status", "failed"), content=content,
                 locations=view.get("locations")))
     return out

@@ -22,7 +22,7 @@ import structlog
 from acp_fsm import transcript, updates
 from acp_fsm.client import Client
 from acp_fsm.tools import TOOLS, tool_specs
-from acp_fsm.tools.base import Tool, ToolCallView, ToolOutcome
+from acp_fsm.tools.base import Drafts, Tool, ToolCallView, ToolOutcome
 from acp_fsm.tools.common import ToolError, describe_os_error
 from fsm.turn import CANCELLABLE, FINAL, TURN, TurnState, TurnTrigger
 from protocol.cancel import CancellationToken, Cancelled
@@ -100,11 +100,13 @@ class TurnEnv:
     """The `ToolEnv` of one turn."""
 
     def __init__(self, session: Session, token: CancellationToken, client: Client,
-                 report: Callable[[tuple[dict[str, Any], ...]], None]) -> None:
+                 report: Callable[[tuple[dict[str, Any], ...]], None],
+                 previewed: tuple[dict[str, Any], ...] = ()) -> None:
         self._session = session
         self._token = token
         self._client = client
         self._report = report
+        self._previewed = previewed
 
     @property
     def cwd(self) -> Path:
@@ -121,6 +123,10 @@ class TurnEnv:
     @property
     def client(self) -> Client:
         return self._client
+
+    @property
+    def previewed(self) -> tuple[dict[str, Any], ...]:
+        return self._previewed
 
     def report(self, content: tuple[dict[str, Any], ...]) -> None:
         self._report(content)
@@ -281,13 +287,19 @@ class Turn:
 
     async def _preview(self) -> None:
         """Show what each call will change (a diff) before anyone is asked to allow it; a call
-        that cannot work (its text is not in the file, say) fails now, and nobody is asked."""
+        that cannot work (its text is not in the file, say) fails now, and nobody is asked.
+
+        Calls are previewed in order against `drafts`, the files as the earlier calls leave
+        them. After a call whose effects no preview can show (a command), the rest are not
+        previewed: they are shown and run as they come."""
+        drafts: Drafts = {}
         for pc in self.calls:
             if pc.tool is None or pc.decision == "deny":
                 continue
             problem: str | None = None
             try:
-                pc.preview = await pc.tool.preview(pc.call.arguments, self._env(pc.call.id))
+                pc.preview = await pc.tool.preview(pc.call.arguments, self._env(pc.call.id),
+                                                   drafts)
             except Cancelled:
                 raise
             except ToolError as exc:
@@ -301,6 +313,8 @@ class Turn:
             elif pc.preview:
                 self._update(updates.tool_call_update(pc.call.id, None,
                                                       content=list(pc.preview)))
+            if pc.tool.unpredictable:
+                return
 
     async def _keep_partial(self, partial: AssistantMessage, stop_reason: str, *,
                             wait: bool = False) -> None:
@@ -343,11 +357,11 @@ class Turn:
             pending.decision = "allow"
         return pending
 
-    def _env(self, call_id: str) -> TurnEnv:
+    def _env(self, call_id: str, previewed: tuple[dict[str, Any], ...] = ()) -> TurnEnv:
         def report(content: tuple[dict[str, Any], ...]) -> None:
             self._update(updates.tool_call_update(call_id, "in_progress", content=list(content)))
 
-        return TurnEnv(self.session, self.token, self._client, report)
+        return TurnEnv(self.session, self.token, self._client, report, previewed)
 
     # ---------------------------------------------------------------- permission
 
@@ -409,7 +423,8 @@ class Turn:
             pc.started = True
             self._update(updates.tool_call_update(pc.call.id, "in_progress"))
             try:
-                outcome = await pc.tool.run(pc.call.arguments, self._env(pc.call.id))
+                outcome = await pc.tool.run(pc.call.arguments,
+                                            self._env(pc.call.id, pc.preview))
             except Cancelled:
                 raise
             except Exception as exc:  # a tool bug is a tool result, not a turn failure

@@ -175,9 +175,10 @@ class Connection:
     def _invalid(self, message: Invalid) -> dict[str, Any]:
         log.warning("invalid_message", reason=message.error.message)
         entry = self._pending.pop(message.answers, None) if type(message.answers) is int else None
-        if entry is not None and not entry[0].done():
-            entry[0].set_exception(RemoteError(-32600, message.error.message,
-                                               method=entry[1]))
+        if entry is not None and not entry[0].done():  # our finding, not the peer's error
+            entry[0].set_exception(InvalidResult(
+                f"the answer to {entry[1]} is not a valid JSON-RPC response: "
+                f"{message.error.message}"))
         return jsonrpc.failure(message.id, message.error)
 
     def _start_request(self, request: Request) -> asyncio.Future[dict[str, Any] | None]:
@@ -424,13 +425,14 @@ class Connection:
         self.closed.set_result(reason)
 
     async def drain_tasks(self, grace: float) -> None:
-        """Give running handlers `grace` seconds to finish, then cancel the rest."""
+        """Give running handlers `grace` seconds to finish, then cancel the rest and give
+        them as long again to unwind."""
         if self._tasks:
             _, late = await asyncio.wait(set(self._tasks), timeout=grace)
             for task in late:
                 task.cancel()
             if late:
-                await asyncio.wait(late, timeout=0.5)
+                await asyncio.wait(late, timeout=grace)
 
 
 def _ready(value: dict[str, Any] | None) -> asyncio.Future[dict[str, Any] | None]:

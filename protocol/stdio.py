@@ -9,6 +9,7 @@ Only `os` and `sys` are imported here: this runs before the first byte is read.
 from __future__ import annotations
 
 import os
+import select
 import stat
 import sys
 
@@ -19,9 +20,11 @@ class StderrWriter:
 
     When the editor quits, all three pipes close together and every write to stderr fails
     (EPIPE; EIO once the terminal is gone). A log line must not be what stops the shutdown, so
-    the first such failure turns this writer off for good. When stderr is a pipe nobody reads,
-    a full pipe drops the line instead of stalling the agent (the pipe is made non-blocking; a
-    terminal or a file is left alone, since other processes share it).
+    the first such failure turns this writer off for good. When stderr is a pipe, each piece of
+    at most `PIPE_BUF` bytes is written only once the pipe has room for it (a zero-timeout
+    poll), so a full pipe drops the rest of the line instead of stalling the agent behind an
+    editor that does not read its stderr. (The pipe is not made non-blocking: the launcher
+    that started us, npx or uvx say, may share it.) See docs/shutdown.md.
     """
 
     encoding = "utf-8"
@@ -30,34 +33,37 @@ class StderrWriter:
     def __init__(self, fd: int = 2) -> None:
         self._fd = fd
         self.broken = False
-        self.dropped = 0  # lines lost to a full pipe
-        self._cut = False  # the last line was written in part
+        self.dropped = 0  # lines lost, in whole or in part, to a full pipe
+        self._cut = False  # a line was dropped part-way: the next write ends it first
         try:
-            if stat.S_ISFIFO(os.fstat(fd).st_mode):
-                os.set_blocking(fd, False)
+            self._pipe = stat.S_ISFIFO(os.fstat(fd).st_mode)
         except OSError:
-            self.broken = True
+            self._pipe, self.broken = False, True
 
     def __repr__(self) -> str:
         state = "broken" if self.broken else "open"
         return f"<StderrWriter fd={self._fd} {state} dropped={self.dropped}>"
 
     def write(self, text: str) -> int:
-        if self.broken:
+        if self.broken or not text:
             return len(text)
         data = text.encode("utf-8", "backslashreplace")
         if self._cut:
-            data = b"\n" + data  # end the line a full pipe cut short
+            data = b"\n" + data
         view = memoryview(data)
         try:
             while view:
-                view = view[os.write(self._fd, view):]
-            self._cut = False
-        except BlockingIOError:
-            self.dropped += 1
-            self._cut = len(view) < len(data)
+                if self._pipe and not select.select([], [self._fd], [], 0)[1]:
+                    self.dropped += 1
+                    if len(view) < len(data):  # part of it is out: a line left open
+                        self._cut = True
+                    return len(text)
+                view = view[os.write(self._fd, view[:select.PIPE_BUF]
+                                     if self._pipe else view):]
         except OSError:  # EPIPE, EIO, EBADF: nobody will ever read it
             self.broken = True
+            return len(text)
+        self._cut = False
         return len(text)
 
     def flush(self) -> None:
@@ -88,9 +94,17 @@ class StderrWriter:
 
 def claim_stdout() -> int:
     """Return a private duplicate of fd 1 for protocol output, redirect fd 1 to stderr, and
-    make `sys.stdout` and `sys.stderr` a `StderrWriter`."""
-    sys.stdout.flush()
-    sys.stderr.flush()
+    make `sys.stdout` and `sys.stderr` a `StderrWriter`. A closed stderr becomes /dev/null."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
+    try:
+        os.fstat(2)
+    except OSError:  # started with stderr closed (`2>&-`): fd 2 must not be reused by accident
+        null = os.open(os.devnull, os.O_WRONLY)
+        if null != 2:
+            os.dup2(null, 2)
+            os.close(null)
     protocol_fd = os.dup(1)  # os.dup creates a non-inheritable descriptor
     os.dup2(2, 1)
     sys.stdout = sys.stderr = StderrWriter(2)  # type: ignore[assignment]

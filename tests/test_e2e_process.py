@@ -187,7 +187,7 @@ def test_a_person_at_a_terminal_is_told_what_this_is_and_one_ctrl_d_ends_it() ->
     controller, terminal = pty.openpty()
     try:
         proc = subprocess.Popen(agent_command(), stdin=terminal, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=agent_env())
+                                stderr=subprocess.PIPE, env=agent_env(ACP_FSM_LOG_LEVEL=None))
         os.close(terminal)
         time.sleep(0.3)  # waiting for its first line
         os.write(controller, b"\x04")  # Ctrl+D at the start of a line
@@ -196,8 +196,16 @@ def test_a_person_at_a_terminal_is_told_what_this_is_and_one_ctrl_d_ends_it() ->
         os.close(controller)
     assert proc.returncode == 0
     assert out == b""
-    hint = err.decode().splitlines()[0]
+    [hint] = err.decode().splitlines()  # one line, and no log lines after it
     assert "Agent Client Protocol" in hint and "acp-fsm demo" in hint and "--help" in hint
+
+
+def test_stderr_closed_at_start_is_no_reason_to_fail() -> None:
+    done = subprocess.run(agent_command(), input=INIT_LINE, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, env=agent_env(), timeout=30,
+                          preexec_fn=lambda: os.close(2))
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["result"]["protocolVersion"] == 1
 
 
 def test_no_terminal_hint_for_an_editor() -> None:

@@ -86,7 +86,9 @@ class ClientBridge(Protocol):
     def has_terminal(self) -> bool: ...
 
     async def read_text_file(self, path: str, line: int | None = None,
-                             limit: int | None = None) -> str: ...
+                             limit: int | None = None) -> str:
+        """The editor's text; its failure carries `not_found` True when the editor said
+        there is no such file."""
     async def write_text_file(self, path: str, content: str) -> None: ...
     async def create_terminal(self, command: str, args: list[str], cwd: str,
                               output_byte_limit: int) -> str: ...
@@ -111,9 +113,18 @@ class ToolEnv(Protocol):
     def token(self) -> CancellationToken: ...
     @property
     def client(self) -> ClientBridge: ...
+    @property
+    def previewed(self) -> tuple[dict[str, Any], ...]:
+        """What `Tool.preview` showed before the call ran (the diff the user approved)."""
 
     def report(self, content: tuple[dict[str, Any], ...]) -> None:
         """Show progress content now (e.g. a terminal block while a command runs)."""
+
+
+# Files as the earlier calls of the same assistant message will leave them (absolute path →
+# text), so a call that builds on an earlier one (write a file, then edit it) is previewed
+# against what it will really find.
+Drafts = dict[Path, str]
 
 
 class Tool(Protocol):
@@ -121,16 +132,22 @@ class Tool(Protocol):
     description: str
     input_schema: dict[str, Any]
     kind: str
+    # Running it may change files in ways no preview can show (a shell command): the calls
+    # after it in the same message are not previewed.
+    unpredictable: bool
 
     def validate(self, args: dict[str, Any]) -> str | None:
         """Why `args` cannot be run (the model is told), or None."""
 
     def view(self, args: dict[str, Any], env: ToolEnv) -> ToolCallView: ...
 
-    async def preview(self, args: dict[str, Any], env: ToolEnv) -> tuple[dict[str, Any], ...]:
-        """What the call will change, as ToolCallContent (a `diff`), shown before the user is
-        asked; () when there is nothing to show. Raises `ToolError` when the call cannot work
-        (the model is told, and nobody is asked)."""
+    async def preview(self, args: dict[str, Any], env: ToolEnv,
+                      drafts: Drafts) -> tuple[dict[str, Any], ...]:
+        """What the call will change, as ToolCallContent (a `diff` against `drafts` or the
+        file), shown before the user is asked; () when there is nothing to show. Records its
+        result in `drafts`. Raises `ToolError` when the call cannot work (the model is told,
+        and nobody is asked). When it runs, a call changes nothing that differs from what it
+        showed."""
 
     def needs_permission(self, args: dict[str, Any], env: ToolEnv) -> bool: ...
 

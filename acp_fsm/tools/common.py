@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import schemas
-from acp_fsm.tools.base import ToolCallView, ToolEnv, ToolOutcome
+from acp_fsm.tools.base import Drafts, ToolCallView, ToolEnv, ToolOutcome
 from acp_fsm.tools.paths import display, inside_roots, is_utf8, resolve, utf8_text
 from protocol.cancel import CancellationToken, Cancelled
 
@@ -43,6 +43,10 @@ def _argument_validator(definition: str) -> Callable[[object], schemas.Violation
 
 class ToolError(Exception):
     """The action failed; the message is what the model reads."""
+
+
+class FileMissing(ToolError):
+    """There is no file at the path (on disk, or in the editor's words)."""
 
 
 def describe_os_error(exc: OSError) -> str:
@@ -83,7 +87,8 @@ async def run_blocking(token: CancellationToken, func: Callable[..., T], *args: 
 async def ask_client(env: ToolEnv, request: Awaitable[T], action: str) -> T:
     """Await an editor request unless the turn's token fires first (`Cancelled`).
 
-    A failure of the editor becomes a `ToolError` saying which `action` failed.
+    A failure of the editor becomes a `ToolError` saying which `action` failed; `FileMissing`
+    when the editor said there is no such file (`not_found` on its error).
     """
     try:
         return await env.token.race(request)
@@ -91,7 +96,8 @@ async def ask_client(env: ToolEnv, request: Awaitable[T], action: str) -> T:
         raise
     except Exception as exc:
         env.token.raise_if_cancelled()  # the bridge may report our own cancel as its error
-        raise ToolError(f"The editor could not {action}: {exc}") from exc
+        error = FileMissing if getattr(exc, "not_found", False) else ToolError
+        raise error(f"The editor could not {action}: {exc}") from exc
 
 
 def plural(count: int, noun: str) -> str:
@@ -111,6 +117,7 @@ class BaseTool:
     arguments: str  # the definition of its arguments in schemas/tools.json
     kind: str
     default_path: str | None = None
+    unpredictable = False
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
@@ -161,7 +168,8 @@ class BaseTool:
         """The editor title of a call (override)."""
         return f"{self.name} {self.shown(args, env)}"
 
-    async def preview(self, args: dict[str, Any], env: ToolEnv) -> tuple[dict[str, Any], ...]:
+    async def preview(self, args: dict[str, Any], env: ToolEnv,
+                      drafts: Drafts) -> tuple[dict[str, Any], ...]:
         """Nothing to show before running (override for tools that change files)."""
         return ()
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from acp_fsm.tools.base import ToolEnv, ToolOutcome
+from acp_fsm.tools.base import Drafts, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import MutatingTool, ToolError, plural
-from acp_fsm.tools.files import diff_block, load_text, store_text
+from acp_fsm.tools.files import check_as_shown, current_text, diff_block, load_text, store_text
 
 
 def first_changed_line(text: str, old_text: str, new_text: str) -> int:
@@ -42,23 +42,24 @@ class EditFile(MutatingTool):
             return "old_text and new_text are the same; there is nothing to change"
         return None
 
-    async def _edited(self, args: dict[str, Any], env: ToolEnv) -> Edit:
-        """The file's current text (editor buffer first) and the edit applied to it."""
-        path, shown = self.target(args, env), self.shown(args, env)
-        text = await load_text(env, path, shown, exact=True)
+    def _edit(self, args: dict[str, Any], text: str | None, shown: str) -> Edit:
         if text is None:
             raise ToolError(f"File not found: {shown} (use write_file to create a file)")
         return apply_edit(text, args["old_text"], args["new_text"],
                           bool(args.get("replace_all", False)), shown)
 
-    async def preview(self, args: dict[str, Any], env: ToolEnv) -> tuple[dict[str, Any], ...]:
-        edit = await self._edited(args, env)
-        return (diff_block(self.target(args, env), edit.before, edit.after),)
+    async def preview(self, args: dict[str, Any], env: ToolEnv,
+                      drafts: Drafts) -> tuple[dict[str, Any], ...]:
+        path, shown = self.target(args, env), self.shown(args, env)
+        edit = self._edit(args, await current_text(env, drafts, path, shown, exact=True), shown)
+        drafts[path] = edit.after
+        return (diff_block(path, edit.before, edit.after),)
 
     async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
-        # Read again: the file may have changed while the user looked at the preview.
         path, shown = self.target(args, env), self.shown(args, env)
-        edit = await self._edited(args, env)
+        text = await load_text(env, path, shown, exact=True)  # now, after the approval
+        check_as_shown(env, path, shown, text)
+        edit = self._edit(args, text, shown)
         await store_text(env, path, shown, edit.after)
         return ToolOutcome(
             f"Edited {shown}: replaced {plural(edit.count, 'occurrence')}, first change at line "

@@ -22,8 +22,14 @@ from typing import Any, BinaryIO
 
 import structlog
 
-from acp_fsm.tools.base import ToolEnv
-from acp_fsm.tools.common import ToolError, ask_client, describe_os_error, run_blocking
+from acp_fsm.tools.base import Drafts, ToolEnv
+from acp_fsm.tools.common import (
+    FileMissing,
+    ToolError,
+    ask_client,
+    describe_os_error,
+    run_blocking,
+)
 from acp_fsm.tools.paths import is_utf8
 
 log = structlog.get_logger("acp.tools")
@@ -38,10 +44,6 @@ READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 # What a file that is not a regular file is, for the error message.
 _SPECIAL_KINDS = ((stat.S_ISFIFO, "named pipe"), (stat.S_ISSOCK, "socket"),
                   (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"))
-
-
-class FileMissing(ToolError):
-    """There is no file at the path."""
 
 
 def looks_binary(head: bytes) -> bool:
@@ -120,13 +122,13 @@ def editor_serves(capable: bool, path: Path) -> bool:
 
 async def read_from_editor(env: ToolEnv, path: Path, shown: str, on_disk: bool,
                            line: int | None = None, limit: int | None = None) -> str | None:
-    """The editor's text of `path` (its buffer, saved or not). None when the editor has none
-    and the file is not `on_disk` either: then it does not exist. The editor's other failures
-    (and its answer for a file that is on disk) raise `ToolError` quoting it."""
+    """The editor's text of `path` (its buffer, saved or not). None when the editor says it
+    has no such file and the disk has none either: then it does not exist. Every other
+    failure (a timeout, a refusal) raises `ToolError` quoting the editor."""
     try:
         return await ask_client(env, env.client.read_text_file(str(path), line, limit),
                                 f"read {shown}")
-    except ToolError as exc:
+    except FileMissing as exc:
         if on_disk:
             raise
         log.debug("editor_has_no_buffer", path=shown, error=str(exc))
@@ -196,11 +198,28 @@ def atomic_write(path: Path, content: str) -> None:
 
 
 def diff_block(path: Path, old_text: str | None, new_text: str) -> dict[str, Any]:
-    """An ACP ToolCallContent `diff` (absolute path; `oldText` omitted for a new file)."""
-    block: dict[str, Any] = {"type": "diff", "path": str(path), "newText": new_text}
-    if old_text is not None:
-        block["oldText"] = old_text
-    return block
+    """An ACP ToolCallContent `diff` (absolute path; `oldText` null for a new file)."""
+    return {"type": "diff", "path": str(path), "oldText": old_text, "newText": new_text}
+
+
+async def current_text(env: ToolEnv, drafts: Drafts, path: Path, shown: str, *,
+                       exact: bool) -> str | None:
+    """The text `path` will have when the call runs: an earlier call's draft, else now."""
+    if path in drafts:
+        return drafts[path]
+    return await load_text(env, path, shown, exact=exact)
+
+
+def check_as_shown(env: ToolEnv, path: Path, shown: str, text: str | None) -> None:
+    """Refuse to change `path` unless it holds what its diff showed (`text`): the user
+    approved that change, not one to a file that changed since."""
+    for block in env.previewed:
+        if block.get("type") == "diff" and block.get("path") == str(path):
+            if block.get("oldText") != text:
+                raise ToolError(
+                    f"{shown} changed after the change was shown for approval, so nothing was "
+                    "written. Read it again and redo the change.")
+            return
 
 
 def split_lines(text: str) -> list[str]:

@@ -224,9 +224,10 @@ async def run_local(command: str, cwd: Path, seconds: float,
                                  reap=CANCEL_REAP_SECONDS)
             else:
                 await stop_group(pgid, protocol.exited)
+            REAPER.stopped(pgid)  # SIGKILLed: not when the stop itself was interrupted
+            if not quick:
                 # Only a process that left the group (e.g. with setsid) can hold the pipe now.
                 await _settle(protocol.output_closed, PIPE_DRAIN_SECONDS)
         finally:
-            REAPER.stopped(pgid)
             transport.close()
     return LocalResult(transport.get_returncode(), timed_out, capture.text(), stopped_background)

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from acp_fsm.tools.base import ToolCallView, ToolEnv, ToolOutcome
-from acp_fsm.tools.common import BaseTool, run_blocking
+from acp_fsm.tools.common import BaseTool, FileMissing, run_blocking
 from acp_fsm.tools.files import (
-    FileMissing,
     check_text_file,
     editor_serves,
     open_text_file,

@@ -12,6 +12,7 @@ to do that. See docs/shutdown.md.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -49,32 +50,39 @@ class Reaper:
     def __init__(self) -> None:
         self._pipe: int | None = None
         self._pid: int | None = None
+        self._groups: set[int] = set()  # registered and not stopped: a new watcher learns them
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"<Reaper watcher={self._pid}>"
+        return f"<Reaper watcher={self._pid} groups={len(self._groups)}>"
 
     def started(self, pgid: int) -> None:
         """A process group that must die with the agent."""
-        self._send(f"+{pgid}\n")
+        with self._lock:
+            self._groups.add(pgid)
+            self._send(f"+{pgid}\n")
 
     def stopped(self, pgid: int) -> None:
-        """A group the agent has stopped itself (its number may be reused later)."""
-        self._send(f"-{pgid}\n")
+        """A group the agent has stopped itself (its number may be reused later). Only call
+        it once the group is dead: a group still registered is killed when the agent dies."""
+        with self._lock:
+            self._groups.discard(pgid)
+            self._send(f"-{pgid}\n")
 
     def _send(self, line: str) -> None:
-        with self._lock:
-            if self._pipe is None and not self._start():
-                return
-            assert self._pipe is not None
-            try:
-                os.write(self._pipe, line.encode())
-            except BlockingIOError:
-                log.warning("reaper_busy", line=line.strip())
-            except OSError as exc:  # the watcher died: the next group starts a new one
-                log.warning("reaper_lost", error=str(exc))
-                os.close(self._pipe)
-                self._pipe = None
+        if self._pipe is None and not self._start():
+            return
+        assert self._pipe is not None
+        try:
+            os.write(self._pipe, line.encode())
+        except BlockingIOError:  # the watcher is stuck: a stale "+" only risks a late kill
+            log.warning("reaper_busy", line=line.strip())
+        except OSError as exc:  # the watcher died: a new one learns every live group
+            log.warning("reaper_lost", error=str(exc))
+            os.close(self._pipe)
+            self._pipe = None
+            self._reap()
+            self._start()
 
     def _start(self) -> bool:
         read_end, write_end = os.pipe()  # both close-on-exec: no command inherits them
@@ -97,7 +105,17 @@ class Reaper:
             os.close(null)
         os.set_blocking(write_end, False)  # a stuck watcher must not stall the agent
         self._pipe = write_end
+        known = "".join(f"+{pgid}\n" for pgid in self._groups)  # what a lost one knew
+        if known:
+            os.write(write_end, known.encode())
         return True
+
+    def _reap(self) -> None:
+        """Collect a dead watcher's exit status, so it does not stay a zombie."""
+        if self._pid is not None:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self._pid, os.WNOHANG)
+            self._pid = None
 
 
 REAPER = Reaper()

@@ -101,6 +101,7 @@ class RunCommand(MutatingTool):
     )
     arguments = "RunCommandArguments"
     kind = "execute"
+    unpredictable = True
 
     def check(self, args: dict[str, Any]) -> str | None:
         if not args["command"].strip():

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp_fsm.tools.base import ToolEnv, ToolOutcome
+from acp_fsm.tools.base import Drafts, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import MutatingTool, plural
-from acp_fsm.tools.files import count_lines, diff_block, load_text, store_text
+from acp_fsm.tools.files import (
+    check_as_shown,
+    count_lines,
+    current_text,
+    diff_block,
+    load_text,
+    store_text,
+)
 
 
 class WriteFile(MutatingTool):
@@ -21,15 +28,18 @@ class WriteFile(MutatingTool):
     def title(self, args: dict[str, Any], env: ToolEnv) -> str:
         return f"Write {self.shown(args, env)}"
 
-    async def preview(self, args: dict[str, Any], env: ToolEnv) -> tuple[dict[str, Any], ...]:
+    async def preview(self, args: dict[str, Any], env: ToolEnv,
+                      drafts: Drafts) -> tuple[dict[str, Any], ...]:
         path, shown = self.target(args, env), self.shown(args, env)
-        old = await load_text(env, path, shown, exact=False)
+        old = await current_text(env, drafts, path, shown, exact=False)
+        drafts[path] = args["content"]
         return (diff_block(path, old, args["content"]),)
 
     async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         path, shown = self.target(args, env), self.shown(args, env)
         content: str = args["content"]
         old = await load_text(env, path, shown, exact=False)
+        check_as_shown(env, path, shown, old)
         await store_text(env, path, shown, content)
         lines = plural(count_lines(content), "line")
         if old is None:

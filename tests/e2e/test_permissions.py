@@ -54,7 +54,8 @@ async def test_allow_once_asks_every_time(launch: Launcher, server: ScriptedProv
     assert first["sessionId"] == session
     assert first["toolCall"] == {"toolCallId": "w1", "status": "pending", "title": "Write a.txt",
                                  "kind": "edit", "rawInput": {"path": "a.txt", "content": "x\n"},
-                                 "content": [{"type": "diff", "path": path, "newText": "x\n"}],
+                                 "content": [{"type": "diff", "path": path, "oldText": None,
+                                              "newText": "x\n"}],
                                  "locations": [{"path": path}]}
     assert [o["optionId"] for o in first["options"]] == OPTION_IDS
     assert [o["kind"] for o in first["options"]] == OPTION_IDS

@@ -147,3 +147,24 @@ async def test_a_reloaded_session_shows_what_a_terminal_printed(
     assert content_text(long).startswith("Exit code: 0\nyyy")
     assert "bytes of output omitted" in content_text(long)
     assert len(content_text(long)) < 100_000
+
+
+async def test_an_editor_error_for_a_file_missing_on_disk_is_quoted(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    """Only the editor saying "no such file" makes a file missing on disk absent: any other
+    failure (here acpx's refusal) is reported as it is, never as "File not found"."""
+    agent = await launch.start("anthropic", capabilities=EDITOR)
+    agent.editor.overrides["fs/read_text_file"] = EditorError(
+        -32603, "Internal error", {"details": "Permission denied for fs/read_text_file"})
+    session = await agent.new_session(project)
+
+    _, results = await run_calls(agent, server, session,
+                                 Call("r1", "read_file", args(path="unsaved.py")),
+                                 Call("w1", "write_file", args(path="unsaved.py", content="x")))
+
+    for call_id in ("r1", "w1"):
+        text, is_error = results[call_id]
+        assert is_error is True
+        assert text.startswith("The editor could not read unsaved.py"), text
+        assert "Permission denied for fs/read_text_file" in text
+    assert agent.editor.of_method("fs/write_text_file") == []  # no buffer was overwritten

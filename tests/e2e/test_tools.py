@@ -30,11 +30,11 @@ from tests.e2e.support import (
 MODES = [pytest.param(EDITOR, "anthropic", id="editor"), pytest.param(BARE, "openai", id="disk")]
 
 
-async def one_call(agent: Agent, server: ScriptedProvider, session: str, call: Call
+async def one_call(agent: Agent, server: ScriptedProvider, session: str, *calls: Call
                    ) -> list[dict[str, Any]]:
-    """Run a turn in which the model makes `call` then says "done"; the call's updates."""
-    server.script(Reply(text="On it.", calls=(call,)), Reply(text="done"))
-    turn = await agent.prompt(session, f"please use {call.name}")
+    """Run a turn in which the model makes `calls` then says "done"; the calls' updates."""
+    server.script(Reply(text="On it.", calls=calls), Reply(text="done"))
+    turn = await agent.prompt(session, f"please use {', '.join(c.name for c in calls)}")
     assert turn.stop_reason == "end_turn"
     assert turn.updates[0] == message_chunks("On it.")[0]
     assert turn.updates[-1] == message_chunks("done")[0]
@@ -283,11 +283,11 @@ async def test_failing_calls_are_results_and_the_turn_goes_on(
 
 async def test_editor_failures_are_tool_results(launch: Launcher, server: ScriptedProvider,
                                                 project: Path) -> None:
+    """A read the editor leaves unanswered ends at the client-RPC limit and is withdrawn;
+    a write whose file the editor cannot show fails before anyone is asked to allow it."""
     (project / "a.txt").write_text("a\n")
     agent = await launch.start("anthropic", capabilities=EDITOR, ACP_CLIENT_RPC_TIMEOUT_MS="300")
-    agent.editor.permissions.append("allow_once")
     agent.editor.overrides["fs/read_text_file"] = HOLD
-    agent.editor.overrides["fs/write_text_file"] = EditorError(-32603, "disk full")
     session = await agent.new_session(project)
     server.script(Reply(calls=(Call("read-1", "read_file", args(path="a.txt")),
                                Call("write-1", "write_file", args(path="new.txt", content="n")))),
@@ -296,16 +296,65 @@ async def test_editor_failures_are_tool_results(launch: Launcher, server: Script
     turn = await agent.prompt(session, "go")
 
     assert turn.stop_reason == "end_turn"
-    # every read the editor left unanswered was withdrawn at its time limit (the read of
-    # read-1, and write-1's look for an unsaved buffer, before asking and before writing)
     reads = agent.editor.of_method("fs/read_text_file")
     withdrawn = agent.notifications("$/cancel_request")
     assert [m["params"] for m in withdrawn] == [{"requestId": r["id"]} for r in reads]
-    assert len(reads) == 3
+    assert len(reads) == 2  # read-1's, and write-1's look for an unsaved buffer
     results = tool_results(server.requests[-1])
     assert results["read-1"][0].startswith("The editor could not read a.txt")
-    assert results["write-1"][0].startswith("The editor could not write new.txt")
-    assert "disk full" in results["write-1"][0]
+    assert results["write-1"][0].startswith("The editor could not read new.txt")
+    assert "no response within 300 ms" in results["write-1"][0]
     assert results["read-1"][1] is True and results["write-1"][1] is True
+    assert agent.editor.of_method("session/request_permission") == []
+    assert agent.editor.of_method("fs/write_text_file") == []
+    assert statuses(for_call(turn.updates, "write-1")) == ["pending", "failed"]
+
+
+async def test_an_editor_write_error_is_a_tool_result(launch: Launcher, server: ScriptedProvider,
+                                                     project: Path) -> None:
+    agent = await launch.start("anthropic", capabilities=EDITOR)
+    agent.editor.permissions.append("allow_once")
+    agent.editor.overrides["fs/write_text_file"] = EditorError(-32603, "disk full")
+    session = await agent.new_session(project)
+    server.script(Reply(calls=(Call("write-1", "write_file", args(path="new.txt", content="n")),
+                               )), Reply(text="it failed"))
+
+    turn = await agent.prompt(session, "go")
+
+    text, is_error = tool_results(server.requests[-1])["write-1"]
+    assert text.startswith("The editor could not write new.txt") and "disk full" in text
+    assert is_error is True
     assert statuses(for_call(turn.updates, "write-1")) == [
         "pending", "in_progress", "failed"]
+
+
+async def test_calls_that_build_on_each_other_in_one_message(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    """Each call is previewed against the files as the calls before it will leave them (none
+    has run yet when the user is asked); after a command, whose effects no preview can show,
+    the next call is shown without a diff and runs on what the command left."""
+    (project / "code.py").write_text("a = 1\n")
+    agent = await launch.start("openai", capabilities=BARE)
+    agent.editor.permissions.extend(["allow_always", "allow_always", "allow_once"])
+    session = await agent.new_session(project)
+    new, code = str(project / "new.py"), str(project / "code.py")
+
+    updates = await one_call(agent, server, session, *[
+        Call("w1", "write_file", args(path="new.py", content="x = 1\n")),
+        Call("e1", "edit_file", args(path="new.py", old_text="x = 1", new_text="x = 2")),
+        Call("e2", "edit_file", args(path="code.py", old_text="a = 1", new_text="a = 2")),
+        Call("e3", "edit_file", args(path="code.py", old_text="a = 2", new_text="a = 3")),
+        Call("r1", "run_command", args(command="echo 'a = 4' > code.py")),
+        Call("e4", "edit_file", args(path="code.py", old_text="a = 4", new_text="a = 5"))])
+
+    shown = {u["toolCallId"]: u["content"] for u in updates
+             if u["sessionUpdate"] == "tool_call_update" and "status" not in u}
+    assert shown == {
+        "w1": [{"type": "diff", "path": new, "oldText": None, "newText": "x = 1\n"}],
+        "e1": [{"type": "diff", "path": new, "oldText": "x = 1\n", "newText": "x = 2\n"}],
+        "e2": [{"type": "diff", "path": code, "oldText": "a = 1\n", "newText": "a = 2\n"}],
+        "e3": [{"type": "diff", "path": code, "oldText": "a = 2\n", "newText": "a = 3\n"}]}
+    for call_id in ("w1", "e1", "e2", "e3", "r1", "e4"):
+        assert statuses(for_call(updates, call_id))[-1] == "completed", call_id
+    assert (project / "new.py").read_text() == "x = 2\n"
+    assert (project / "code.py").read_text() == "a = 5\n"

@@ -25,7 +25,12 @@ from protocol.cancel import CancellationToken
 
 
 class EditorError(Exception):
-    """What the editor answers with for a request it cannot serve."""
+    """What the editor answers with for a request it cannot serve (`not_found`: it says
+    there is no such file, as the agent's client bridge reports it)."""
+
+    def __init__(self, message: str, *, not_found: bool = False) -> None:
+        super().__init__(message)
+        self.not_found = not_found
 
 
 @dataclass
@@ -80,6 +85,8 @@ class Editor:
         else:
             try:
                 text = await asyncio.to_thread(Path(path).read_text, encoding="utf-8")
+            except FileNotFoundError as exc:
+                raise EditorError(f"no such file: {path}", not_found=True) from exc
             except OSError as exc:
                 raise EditorError(f"cannot open {path}") from exc
         lines = text.splitlines(keepends=True)
@@ -182,6 +189,7 @@ class Env:
     client: Editor
     roots: tuple[Path, ...] = ()
     token: CancellationToken = field(default_factory=CancellationToken)
+    previewed: tuple[dict[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         self.roots = self.roots or (self.cwd,)

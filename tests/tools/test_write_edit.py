@@ -27,7 +27,8 @@ async def test_write_creates_file_and_parents(env: Env, project: Path) -> None:
     assert not outcome.is_error
     assert target.read_text() == "a = 1\nb = 2\n"
     assert "Created src/pkg/new.py (2 lines)" in outcome.output
-    assert outcome.content == ({"type": "diff", "path": str(target), "newText": "a = 1\nb = 2\n"},)
+    assert outcome.content == ({"type": "diff", "path": str(target), "oldText": None,
+                                "newText": "a = 1\nb = 2\n"},)
     assert outcome.locations == ({"path": str(target)},)
 
 
@@ -110,7 +111,7 @@ async def test_write_new_file_through_the_editor(editor_env: Env, project: Path)
     target = str(project / "brand" / "new.txt")
     outcome = await call(editor_env, "write_file", path="brand/new.txt", content="hi")
     assert editor_env.client.calls == [("read", target, None, None), ("write", target)]
-    assert "oldText" not in outcome.content[0]
+    assert outcome.content[0]["oldText"] is None
     assert outcome.output.startswith("Created brand/new.txt")
 
 
@@ -143,12 +144,50 @@ async def test_edit_preview_is_the_diff_and_refuses_what_cannot_apply(env: Env,
                                                                       project: Path) -> None:
     (project / "c.py").write_text("a = 1\n")
     edit = TOOLS["edit_file"]
-    shown = await edit.preview({"path": "c.py", "old_text": "1", "new_text": "2"}, env)
+    drafts: dict[Path, str] = {}
+    shown = await edit.preview({"path": "c.py", "old_text": "1", "new_text": "2"}, env, drafts)
     assert shown == ({"type": "diff", "path": str(project / "c.py"), "oldText": "a = 1\n",
                       "newText": "a = 2\n"},)
+    assert drafts == {project / "c.py": "a = 2\n"}
     with pytest.raises(ToolError, match="old_text was not found"):
-        await edit.preview({"path": "c.py", "old_text": "9", "new_text": "2"}, env)
+        await edit.preview({"path": "c.py", "old_text": "9", "new_text": "2"}, env, {})
     assert (project / "c.py").read_text() == "a = 1\n"  # a preview changes nothing
+
+
+async def test_previews_build_on_the_calls_before_them(env: Env, project: Path) -> None:
+    """A write then edits of the new file, in one message: each is shown against the text
+    the calls before it leave, though none has run yet."""
+    drafts: dict[Path, str] = {}
+    path = project / "n.py"
+    write = await TOOLS["write_file"].preview({"path": "n.py", "content": "x = 1\n"}, env,
+                                              drafts)
+    first = await TOOLS["edit_file"].preview(
+        {"path": "n.py", "old_text": "x = 1", "new_text": "x = 2"}, env, drafts)
+    second = await TOOLS["edit_file"].preview(
+        {"path": "n.py", "old_text": "x = 2", "new_text": "x = 3"}, env, drafts)
+    assert [block["oldText"] for (block,) in (write, first, second)] == [
+        None, "x = 1\n", "x = 2\n"]
+    assert drafts == {path: "x = 3\n"}
+    assert not path.exists()
+
+
+async def test_a_file_changed_since_its_diff_was_shown_is_not_written(
+        env: Env, project: Path) -> None:
+    """The user approved a change to the text the diff showed; if the file holds something
+    else by the time the call runs, nothing is written."""
+    target = project / "c.py"
+    target.write_text("a = 1\n")
+    args = {"path": "c.py", "old_text": "a = 1", "new_text": "a = 2"}
+    shown = await TOOLS["edit_file"].preview(args, env, {})
+    target.write_text("a = 1\nb = 9\n")  # the user typed while being asked
+    env.previewed = shown
+    edited = await call(env, "edit_file", **args)
+    assert edited.is_error and "changed after the change was shown" in edited.output
+    written = await call(env, "write_file", path="c.py", content="new\n")
+    assert written.is_error and "changed after the change was shown" in written.output
+    assert target.read_text() == "a = 1\nb = 9\n"
+    target.write_text("a = 1\n")  # as shown again: it goes ahead
+    assert not (await call(env, "edit_file", **args)).is_error
 
 
 # -------------------------------------------------------------------------- edit_file
