@@ -17,6 +17,7 @@ import json
 import os
 import re
 import signal
+import sys
 import time
 
 import schemas
@@ -120,8 +121,6 @@ def serve() -> int:
     protocol_fd = claim_stdout()
     person = os.isatty(0)
     if person:  # a person at a terminal, not an editor: say what this is
-        import sys
-
         sys.stderr.write(TTY_HINT)
     first, rest, ended = read_line_blocking(0, MAX_LINE_BYTES)
     early = answer_initialize(first) if first is not None else None

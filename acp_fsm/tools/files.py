@@ -217,7 +217,8 @@ def check_as_shown(env: ToolEnv, path: Path, shown: str, text: str | None) -> No
         if block.get("type") == "diff" and block.get("path") == str(path):
             if block.get("oldText") != text:
                 raise ToolError(
-                    f"{shown} changed after the change was shown for approval, so nothing was "
+                    f"{shown} is not as it was when this change was shown for approval (it "
+                    "changed since, or a call before this one did not run), so nothing was "
                     "written. Read it again and redo the change.")
             return
 

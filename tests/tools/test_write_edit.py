@@ -182,9 +182,9 @@ async def test_a_file_changed_since_its_diff_was_shown_is_not_written(
     target.write_text("a = 1\nb = 9\n")  # the user typed while being asked
     env.previewed = shown
     edited = await call(env, "edit_file", **args)
-    assert edited.is_error and "changed after the change was shown" in edited.output
+    assert edited.is_error and "is not as it was when this change was shown" in edited.output
     written = await call(env, "write_file", path="c.py", content="new\n")
-    assert written.is_error and "changed after the change was shown" in written.output
+    assert written.is_error and "is not as it was when this change was shown" in written.output
     assert target.read_text() == "a = 1\nb = 9\n"
     target.write_text("a = 1\n")  # as shown again: it goes ahead
     assert not (await call(env, "edit_file", **args)).is_error
