@@ -9,7 +9,6 @@ reason, a fresh token replaces it, so a cancel never reaches a later turn.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 import uuid
 from dataclasses import replace
@@ -21,7 +20,7 @@ import structlog
 from acp_fsm import transcript, updates
 from acp_fsm.prompt import title_of, to_parts
 from acp_fsm.store import SessionRecord, Store, StoreError
-from protocol.cancel import CancellationToken, Cancelled
+from protocol.cancel import CancellationToken
 from protocol.errors import InvalidParams, InvalidRequest, ResourceNotFound
 from providers.types import (
     AssistantMessage,
@@ -61,6 +60,9 @@ class Session:
         self.always: dict[str, bool] = {}  # tool name → remembered "always" answer
         # This turn's last stored assistant message: (its pending or done write, its body).
         self._last_assistant: tuple[asyncio.Future[int], dict[str, Any]] | None = None
+        # The last write queued for this session; the store commits in order, so once it is
+        # done every earlier one is too.
+        self._tail: asyncio.Future[Any] | None = None
 
     def __repr__(self) -> str:
         turn = self.turn.state if self.turn is not None else "idle"
@@ -89,13 +91,16 @@ class Session:
             user = self.messages[-1] if self.messages else None
             assert isinstance(user, UserMessage)
             body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in user.parts]}
-            with contextlib.suppress(Cancelled):  # the turn then starts cancelled and drains
-                await self._write("user", body, wait=True)
+            await self._write("user", body, wait=True)
             if self.title is None and (title := title_of(prompt)):
                 self.title = title
                 self._set_title_soon(title)
                 self.send_update(updates.session_info(title, _iso(time.time())))
-            stop_reason = await turn.run()
+            try:
+                stop_reason = await turn.run()
+            finally:
+                # Commit, then tell: the answer goes out once all the turn wrote is durable.
+                await self.settle()
             # _meta (ACP extensibility): how the turn machine got there, for tools and demos.
             return {"stopReason": stop_reason,
                     "_meta": {"acpFsm": {"statePath": turn.path, "modelCalls": turn.requests}}}
@@ -143,18 +148,15 @@ class Session:
         self._last_assistant = None
         if body.get("stopReason") == transcript.CANCELLED:
             return
+        if not written.done() or written.cancelled() or written.exception() is not None:
+            return  # committed before anything went on (see `_commit`): not stored at all
         marked = {**body, "stopReason": transcript.CANCELLED}
-
-        def rewrite(done: asyncio.Future[int]) -> None:
-            if done.cancelled() or done.exception() is not None:
-                return
-            try:
-                self.store.rewrite_soon(self.id, done.result(), marked).add_done_callback(
-                    _log_failed_write)
-            except StoreError as exc:
-                log.error("store_write_failed", error=str(exc))
-
-        written.add_done_callback(rewrite)
+        try:
+            self._tail = self.store.rewrite_soon(self.id, written.result(), marked)
+        except StoreError as exc:
+            log.error("store_write_failed", error=str(exc))
+            return
+        self._tail.add_done_callback(_log_failed_write)
 
     async def add_result(self, result: ToolResultPart, view: dict[str, Any], *,
                          wait: bool = True) -> None:
@@ -169,9 +171,8 @@ class Session:
         await self._write("turn_end", {"stopReason": stop_reason}, wait=False)
 
     async def _write(self, kind: str, body: dict[str, Any], wait: bool) -> None:
-        """Store an entry: committed before returning with `wait` (a completed message),
-        else queued in order and committed moments later, so a cancel's answer is not
-        delayed by the disk (what a kill in that instant loses, load repairs)."""
+        """Store an entry: committed before returning with `wait` (something the client is
+        about to be told is done), else queued in order; `settle` waits for those."""
         written = self._queue(kind, body)
         if wait:
             await self._commit(written)
@@ -185,14 +186,23 @@ class Session:
             log.error("store_write_failed", kind=kind, error=str(exc))
             return None
         written.add_done_callback(_log_failed_write)
+        self._tail = written
         return written
 
     async def _commit(self, written: asyncio.Future[int] | None) -> None:
-        """Wait for a queued write, unless the turn's token fires first (`Cancelled`; the
-        write goes on by itself). A failed commit of a completed message fails the turn."""
+        """Wait until a queued write is committed; a cancel does not cut the wait short (a
+        write takes a millisecond, and what the client is told next must survive a crash).
+        A failed commit of a completed message fails the turn."""
         if written is not None:
-            await self.token.race(asyncio.shield(written))
+            await asyncio.shield(written)
             written.result()
+
+    async def settle(self) -> None:
+        """Wait until everything queued for this session is committed (failures are logged
+        where they happen)."""
+        tail = self._tail
+        if tail is not None and not tail.done():
+            await asyncio.wait([tail])
 
     def _set_title_soon(self, title: str) -> None:
         task = asyncio.ensure_future(self.store.set_title(self.id, title))

@@ -275,13 +275,13 @@ class Turn:
         self.calls = [self._pending(call) for call in message.tool_calls]
         views = {pc.call.id: updates.view_body(pc.view) for pc in self.calls}
         await self.session.add_assistant(message, finished.stop_reason.value, views)
+        for pc in self.calls:  # stored: announced even if a cancel came meanwhile
+            self._update(updates.tool_call(pc.call.id, views[pc.call.id]))
         self.token.raise_if_cancelled()  # a cancel that came with the last token still counts
         if not self.calls:
             self.stop_reason = ACP_STOP[finished.stop_reason]
             self._fire(TurnTrigger.MODEL_DONE)
             return
-        for pc in self.calls:
-            self._update(updates.tool_call(pc.call.id, views[pc.call.id]))
         await self._preview()
         self._fire(TurnTrigger.TOOLS_REQUESTED)
 
@@ -440,19 +440,22 @@ class Turn:
             self._fire(TurnTrigger.TOOLS_DONE)
 
     async def _answer(self, pc: PendingCall, outcome: ToolOutcome, *, wait: bool = True) -> None:
-        """Record a call's result: a final update, then the stored result (committed before
-        the turn goes on, unless `wait` is False: the synthetic results of a drain)."""
+        """Record a call's result: committed, then told in its final update (commit, then
+        tell: a crash one instant later must not lose what the editor was shown as done).
+        Without `wait` (the synthetic results of a drain and a failure) it is queued, and the
+        prompt's answer waits for it (`Session.settle`)."""
         output = outcome.output or "(no output)"
         status = "failed" if outcome.is_error else "completed"
         content = list(outcome.content) or [updates.text_block(output)]
         locations = list(outcome.locations) if outcome.locations is not None else None
-        pc.result = ToolResultPart(pc.call.id, output, outcome.is_error)
+        result = ToolResultPart(pc.call.id, output, outcome.is_error)
+        stored = content if outcome.replay is None else list(outcome.replay)
+        await self.session.add_result(result, updates.final_view(status, stored, locations),
+                                      wait=wait)
+        pc.result = result
         live = content if outcome.replay is None else None  # None: the editor keeps its view
         self._update(updates.tool_call_update(pc.call.id, status, content=live,
                                               locations=locations))
-        stored = content if outcome.replay is None else list(outcome.replay)
-        await self.session.add_result(pc.result, updates.final_view(status, stored, locations),
-                                      wait=wait)
 
     # ------------------------------------------------------------------ draining
 

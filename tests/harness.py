@@ -13,6 +13,7 @@ import itertools
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,8 @@ class AgentProcess:
         self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.others: asyncio.Queue[Any] = asyncio.Queue()
         self._responses: dict[Any, asyncio.Future[dict[str, Any]]] = {}
+        # `kill -9` the agent the instant a message for which this returns True is read
+        self.kill_on: Callable[[dict[str, Any]], bool] | None = None
         self._sent_methods: dict[Any, str] = {}
         self._ids = itertools.count(1)
         self._readers = [
@@ -101,6 +104,9 @@ class AgentProcess:
                     self._record_response(item)
                 continue
             self.messages.append(message)
+            if self.kill_on is not None and self.kill_on(message):
+                self.proc.kill()
+                self.kill_on = None
             self._route(message)
 
     def _route(self, message: dict[str, Any]) -> None:
