@@ -223,11 +223,13 @@ class AcpServer:
             log.debug("cancel_while_idle")
 
     async def on_session_load(self, params: dict[str, Any]) -> dict[str, Any]:
-        await self.sessions.restore(params["sessionId"], params["cwd"], replay=True)
+        await self.sessions.restore(params["sessionId"], params["cwd"],
+                                    params.get("mcpServers") or [], replay=True)
         return {}
 
     async def on_session_resume(self, params: dict[str, Any]) -> dict[str, Any]:
-        await self.sessions.restore(params["sessionId"], params["cwd"], replay=False)
+        await self.sessions.restore(params["sessionId"], params["cwd"],
+                                    params.get("mcpServers") or [], replay=False)
         return {}
 
     async def on_session_close(self, params: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import transcript, updates
+from acp_fsm import limits, transcript, updates
 from acp_fsm.prompt import title_of, to_parts
 from acp_fsm.store import SessionRecord, Store, StoreError
 from protocol.cancel import CancellationToken
@@ -76,6 +76,7 @@ class Session:
             raise InvalidRequest(
                 f"Invalid Request: session {self.id} is already running a prompt; wait for its "
                 "response or send session/cancel")
+        limits.check_nesting("prompt", prompt)  # refused now, never answered unstored
         parts = to_parts(prompt)
         # Imported at the first prompt: the turn brings the tools and the providers, which
         # `initialize` and `session/new` do not need (startup budget, see bench/startup.py).
@@ -228,7 +229,9 @@ class Sessions:
         self._open: dict[str, Session] = {}
         self._store: Store | None = None
         self._store_lock = asyncio.Lock()
-        self._restore_lock = asyncio.Lock()  # two loads of one session build one Session
+        # Load, resume, close and delete happen one at a time: two loads of one session build
+        # one Session, and a load racing a delete never leaves a live session behind.
+        self._lifecycle = asyncio.Lock()
 
     def __repr__(self) -> str:
         return f"<Sessions open={len(self._open)}>"
@@ -242,7 +245,7 @@ class Sessions:
     def get(self, session_id: str) -> Session:
         session = self._open.get(session_id)
         if session is None:
-            raise ResourceNotFound(f"Session not found: {session_id}")
+            raise ResourceNotFound(f"Session not found: {limits.echo(session_id)}")
         return session
 
     def find(self, session_id: str) -> Session | None:
@@ -250,7 +253,7 @@ class Sessions:
 
     async def new(self, cwd: str, additional: list[str], mcp_servers: list[dict[str, Any]]
                   ) -> Session:
-        _check_paths(cwd, additional)
+        _check_session(cwd, additional, mcp_servers)
         now = time.time()
         record = SessionRecord(id=f"sess_{uuid.uuid4().hex}", cwd=cwd,
                                additional_directories=tuple(additional),
@@ -262,18 +265,19 @@ class Sessions:
         log.info("session_created", session_id=record.id, cwd=cwd)
         return session
 
-    async def restore(self, session_id: str, cwd: str, replay: bool) -> Session:
+    async def restore(self, session_id: str, cwd: str, mcp_servers: list[Any],
+                      replay: bool) -> Session:
         """`session/load` (replay=True) or `session/resume`: the session, re-bound if it is
         already open here (a cancel after the load still reaches its running turn)."""
-        _check_paths(cwd, [])
+        _check_session(cwd, [], mcp_servers)
         store = await self.store()
-        async with self._restore_lock:
+        async with self._lifecycle:
             return await self._restore(store, session_id, cwd, replay)
 
     async def _restore(self, store: Store, session_id: str, cwd: str, replay: bool) -> Session:
         record = await store.get_session(session_id)
         if record is None:
-            raise ResourceNotFound(f"Session not found: {session_id}")
+            raise ResourceNotFound(f"Session not found: {limits.echo(session_id)}")
         entries = await store.entries(session_id)
         session = self._open.get(session_id)
         if session is None:
@@ -291,17 +295,19 @@ class Sessions:
         return session
 
     async def close(self, session_id: str) -> None:
-        session = self.get(session_id)
-        await self._stop(session, "session/close")
-        self._open.pop(session_id, None)
+        async with self._lifecycle:
+            session = self.get(session_id)
+            await self._stop(session, "session/close")
+            self._open.pop(session_id, None)
 
     async def delete(self, session_id: str) -> None:
-        session = self._open.pop(session_id, None)
-        if session is not None:
-            await self._stop(session, "session/delete")
         store = await self.store()
-        if not await store.delete_session(session_id) and session is None:
-            raise ResourceNotFound(f"Session not found: {session_id}")
+        async with self._lifecycle:
+            session = self._open.pop(session_id, None)
+            if session is not None:
+                await self._stop(session, "session/delete")
+            if not await store.delete_session(session_id) and session is None:
+                raise ResourceNotFound(f"Session not found: {limits.echo(session_id)}")
 
     async def list(self, cwd: str | None, cursor: str | None) -> dict[str, Any]:
         store = await self.store()
@@ -341,11 +347,18 @@ def _log_failed_write(future: asyncio.Future[Any]) -> None:
         log.error("store_write_failed", error=str(error))
 
 
-def _check_paths(cwd: str, additional: list[str]) -> None:
+def _check_session(cwd: str, additional: list[str], mcp_servers: list[Any]) -> None:
+    """What a session keeps, stores and lists again: absolute paths, within the limits."""
+    limits.check_count("additionalDirectories", additional, limits.MAX_DIRECTORIES,
+                       "MAX_DIRECTORIES")
+    limits.check_count("mcpServers", mcp_servers, limits.MAX_MCP_SERVERS, "MAX_MCP_SERVERS")
+    limits.check_nesting("mcpServers", mcp_servers)
     for name, value in [("cwd", cwd)] + [(f"additionalDirectories[{i}]", d)
                                           for i, d in enumerate(additional)]:
+        limits.check_path(name, value)
         if not Path(value).is_absolute():
-            raise InvalidParams(f"Invalid params: {name}: must be an absolute path, got {value!r}")
+            raise InvalidParams(f"Invalid params: {name}: must be an absolute path, got "
+                                f"{limits.echo(value)}")
 
 
 def _info(record: SessionRecord) -> dict[str, Any]:

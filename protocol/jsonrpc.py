@@ -16,6 +16,7 @@ from protocol.errors import InvalidRequest, RpcError
 Id = str | int | float
 
 JSONRPC = "2.0"
+_INT64_LIMIT = 2.0**63
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,11 @@ def classify(obj: object) -> Message:
     if type(obj) is not dict:
         return Invalid(None, InvalidRequest("Invalid Request: expected a JSON-RPC object"))
     raw_id = obj.get("id")
+    if type(raw_id) is float and raw_id.is_integer() and abs(raw_id) >= _INT64_LIMIT:
+        # The decoder reads integers beyond 64 bits as floats: answering with this id
+        # would alter it, so the message is refused, answered with id null.
+        return Invalid(None, InvalidRequest(
+            "Invalid Request: id is an integer beyond 64 bits, which cannot be echoed exactly"))
     msg_id = raw_id if is_valid_id(raw_id) else None
     if "method" in obj:
         ref = _REQUEST if "id" in obj else _NOTIFICATION

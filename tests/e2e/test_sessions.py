@@ -5,6 +5,7 @@ recovery after `kill -9` mid-turn."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 from pathlib import Path
@@ -403,3 +404,36 @@ async def test_kill_while_streaming_then_load_and_prompt(
     turn = await second.prompt(session, "second")
     assert turn.stop_reason == "end_turn", turn.response
     assert user_texts(server.requests[-1]) == ["first", "second"]
+
+
+@pytest.mark.parametrize("method", ["session/load", "session/resume"])
+@pytest.mark.parametrize("delete_first", [False, True])
+async def test_a_restore_racing_a_delete_leaves_no_zombie(
+        launch: Launcher, server: ScriptedProvider, project: Path, method: str,
+        delete_first: bool) -> None:
+    """Both in one write: they take effect one after the other, and whichever order that is,
+    the session is gone afterwards and a prompt for it is -32002, not an internal error."""
+    first = await launch.start("openai")
+    session = await first.new_session(project)
+    server.script(Reply(text="hi"))
+    assert (await first.prompt(session, "hello")).stop_reason == "end_turn"
+    await launch.close(first)
+    agent = await launch.start("openai")
+    restore = {"jsonrpc": "2.0", "id": "restore", "method": method,
+               "params": {"sessionId": session, "cwd": str(project), "mcpServers": []}}
+    delete = {"jsonrpc": "2.0", "id": "delete", "method": "session/delete",
+              "params": {"sessionId": session}}
+    answers = [agent.proc.expect("restore", method), agent.proc.expect("delete")]
+    pair = [delete, restore] if delete_first else [restore, delete]
+    await agent.proc.send_raw(b"".join(json.dumps(m).encode() + b"\n" for m in pair))
+    restored, deleted = [await asyncio.wait_for(a, 10) for a in answers]
+
+    assert deleted.get("result") == {}, deleted
+    if delete_first:
+        assert restored["error"]["code"] == -32002
+    else:
+        assert restored.get("result") == {}, restored
+    prompt = await agent.prompt(session, "still there?")
+    assert prompt.error["code"] == -32002
+    assert (await agent.result("session/list", {}))["sessions"] == []
+    assert stored(launch.home, session) == []
