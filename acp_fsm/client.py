@@ -70,12 +70,12 @@ class Client:
         return self._server.client is not None and self._server.client.has_terminal
 
     async def call(self, method: str, params: dict[str, Any], *,
-                   timeout_ms: int | None = None) -> Any:
+                   timeout_ms: int | None = None, verbatim: bool = False) -> Any:
         """`method` with this session's id; `timeout_ms` None = the configured client limit."""
         params = {"sessionId": self._session_id, **params}
         try:
             return await self._server.call_client(method, params, token=self._token,
-                                                  timeout_ms=timeout_ms)
+                                                  timeout_ms=timeout_ms, verbatim=verbatim)
         except OutboundCancelled:
             raise Cancelled(self._token.reason or "cancelled") from None
         except OutboundError as exc:
@@ -92,7 +92,9 @@ class Client:
         return str(result["content"])
 
     async def write_text_file(self, path: str, content: str) -> None:
-        await self.call("fs/write_text_file", {"path": path, "content": content})
+        # The file's own text, exactly: a key the user keeps in it is not ours to scrub.
+        await self.call("fs/write_text_file", {"path": path, "content": content},
+                        verbatim=True)
 
     async def create_terminal(self, command: str, args: list[str], cwd: str,
                               output_byte_limit: int) -> str:

@@ -28,7 +28,7 @@ def client_rpc_timeout_ms(method: str | None = None) -> int:
     """Time limit for an agent→client request, in ms; 0 means wait until cancelled.
 
     `ACP_CLIENT_RPC_TIMEOUT_MS` (default 30000) bounds every request; for permission prompts
-    `ACP_PERMISSION_TIMEOUT_MS` overrides it, because a person may need longer (NOTES §2).
+    `ACP_PERMISSION_TIMEOUT_MS` overrides it, because a person may need longer.
     """
     timeout = _int_env("ACP_CLIENT_RPC_TIMEOUT_MS", DEFAULT_CLIENT_RPC_TIMEOUT_MS)
     if method == PERMISSION_METHOD and os.environ.get("ACP_PERMISSION_TIMEOUT_MS"):
@@ -68,10 +68,22 @@ def log_format() -> str:
 
 
 SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+# Shorter values are not treated as secrets: the dummy keys local servers accept ("sk-x")
+# would match ordinary text.
+MIN_SECRET_CHARS = 8
+# Variables commands started by the agent never see: the provider settings and acp-fsm's own.
+PRIVATE_VARIABLES = frozenset({*SECRET_VARIABLES, "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
+                               "ACP_CLIENT_RPC_TIMEOUT_MS", "ACP_PERMISSION_TIMEOUT_MS"})
+PRIVATE_PREFIX = "ACP_FSM_"
+
+
+def is_private(name: str) -> bool:
+    """Whether `name` is acp-fsm's configuration or a provider credential."""
+    return name in PRIVATE_VARIABLES or name.startswith(PRIVATE_PREFIX)
 
 
 def secret_values() -> list[str]:
-    """Values that must never appear in a log line (API keys and the like)."""
+    """Values that must never leave the process (API keys and the like)."""
     names = set(SECRET_VARIABLES)
     names.update(n for n in os.environ if n.endswith(("_API_KEY", "_TOKEN", "_SECRET")))
-    return [v for n in names if len(v := os.environ.get(n, "")) >= 8]
+    return [v for n in names if len(v := os.environ.get(n, "")) >= MIN_SECRET_CHARS]

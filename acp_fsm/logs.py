@@ -1,4 +1,4 @@
-"""structlog to stderr only, configured before anything logs (NOTES §6: unconfigured structlog
+"""structlog to stderr only, configured before anything logs (unconfigured structlog
 writes to stdout). Standard-library logging is routed through the same pipeline, and a redaction
 step removes secrets by key name and by value."""
 
@@ -11,8 +11,8 @@ from typing import Any
 import structlog
 
 from acp_fsm import config
+from acp_fsm.redact import REDACTED, Secrets
 
-REDACTED = "[redacted]"
 _SECRET_KEYS = frozenset(
     {"api_key", "apikey", "authorization", "x-api-key", "secret", "password", "token", "bearer"}
 )
@@ -23,7 +23,7 @@ class Redactor:
     """A structlog processor that blanks secret fields and secret values anywhere in an event."""
 
     def __init__(self, secrets: list[str]) -> None:
-        self._secrets = [s for s in secrets if s]
+        self._secrets = Secrets(secrets)
 
     def __call__(self, _logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
         return {key: self._clean(key, value) for key, value in event.items()}
@@ -33,10 +33,7 @@ class Redactor:
         if lowered in _SECRET_KEYS or lowered.endswith(_SECRET_SUFFIXES):
             return REDACTED
         if isinstance(value, str):
-            for secret in self._secrets:
-                if secret in value:
-                    value = value.replace(secret, REDACTED)
-            return value
+            return self._secrets.scrub_text(value)
         if isinstance(value, dict):
             return {k: self._clean(str(k), v) for k, v in value.items()}
         if isinstance(value, list | tuple):

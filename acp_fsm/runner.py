@@ -8,7 +8,7 @@ import signal
 
 import structlog
 
-from acp_fsm import config
+from acp_fsm import config, redact
 from acp_fsm.initialize import ClientInfo
 from acp_fsm.server import AcpServer
 from protocol.connection import Connection
@@ -43,9 +43,10 @@ async def run(
 
     output = Output(on_lost=on_output_lost)
     await output.open(protocol_fd)
+    secrets = redact.configured()
     connection = Connection(
         server, output.write, drain=output.drain, congested=lambda: output.congested,
-        strict_outbound=config.strict_schemas(),
+        scrub=secrets.scrub if secrets else None, strict_outbound=config.strict_schemas(),
     )
     server.attach(connection)
     if client is not None:

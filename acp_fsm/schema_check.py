@@ -107,7 +107,7 @@ class Verdict:
 
 def schema_candidates(explicit: str | None = None) -> list[Path]:
     """Where the official schema is looked for: `explicit`, else `$ACP_SCHEMA`, else
-    `../shared/acp-schema/schema.json` beside the checkout (or the working directory), else
+    `shared/acp-schema/schema.json` in the checkout's parent folder (or the working directory), else
     the copy the TypeScript SDK of the interop tests ships (`npm ci --prefix
     tests/interop/node`)."""
     given = explicit or os.environ.get(SCHEMA_ENV)

@@ -1,6 +1,6 @@
 """`acp-fsm` with no arguments: serve ACP on stdin/stdout.
 
-Startup is ordered for a fast `initialize` (editors time out on slow agents, NOTES §4):
+Startup is ordered for a fast `initialize` (editors time out on slow agents):
 1. claim stdout (protocol frames go to a private fd; fd 1 becomes stderr);
 2. read the first line; if it is a valid `initialize`, answer it right away using only the
    method registry, the generated schema validators and the handshake table - no event loop,

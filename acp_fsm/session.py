@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import limits, transcript, updates
+from acp_fsm import limits, redact, transcript, updates
 from acp_fsm.prompt import title_of, to_parts
 from acp_fsm.store import SessionRecord, Store, StoreError
 from protocol.cancel import CancellationToken
@@ -121,7 +121,8 @@ class Session:
     # -------------------------------------------------------------- transcript
 
     def messages_for_model(self) -> list[Message]:
-        """The conversation, checked before every provider call (NOTES §4)."""
+        """The conversation, checked (and repaired) before every provider call: an orphaned
+        tool call is an HTTP 400 from both providers."""
         fixed, added = transcript.repair(self.messages)
         if added:
             log.warning("transcript_repaired", session_id=self.id,
@@ -141,7 +142,7 @@ class Session:
 
     def mark_cancelled(self) -> None:
         """The turn was cancelled after its last assistant message was stored complete: that
-        stored message now carries stopReason cancelled (NOTES §2). Queued behind the
+        stored message now carries stopReason cancelled. Queued behind the
         message's own write if that is still under way."""
         if self._last_assistant is None:
             return
@@ -239,7 +240,8 @@ class Sessions:
     async def store(self) -> Store:
         async with self._store_lock:
             if self._store is None:
-                self._store = await Store.open()
+                secrets = redact.configured()
+                self._store = await Store.open(scrub=secrets.scrub if secrets else None)
             return self._store
 
     def get(self, session_id: str) -> Session:

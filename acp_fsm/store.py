@@ -1,7 +1,8 @@
 """Session store: every ACP session and its transcript, in one SQLite file.
 
 `session/load` replays a conversation from here, also in a new process and after a `kill -9`
-mid-turn, so each message is committed the moment it completes (NOTES §1 "Load").
+mid-turn, so each message is committed the moment it completes (ACP: `session/load`
+replays the whole conversation).
 
 How it is built, and why:
 - One worker thread owns the `sqlite3` connection (SQLite objects stay on the thread that made
@@ -46,7 +47,8 @@ FILE_MODE = 0o600  # transcripts hold code and prompts; SQLite gives -wal/-shm t
 BUSY_TIMEOUT_MS = 10_000
 # After a checkpoint the WAL is cut back to this size instead of keeping its peak (large appends).
 WAL_SIZE_LIMIT_BYTES = 32 * 1024 * 1024
-# Largest encoded entry body: the same bound as the largest inbound ACP message (NOTES §5).
+# Largest encoded entry body: the same bound as the largest inbound ACP message
+# (protocol.framing.MAX_LINE_BYTES).
 MAX_BODY_BYTES = 64 * 1024 * 1024
 # Deepest nesting accepted on the stdlib path; below Python's recursion limit, which bounds both
 # `json.dumps` and `json.loads` (orjson itself stops at 255 levels).
@@ -539,10 +541,12 @@ class Store:
     """Persistent ACP sessions and transcripts. Make one with `await Store.open(path)` and
     `await store.close()` it; every method is a coroutine that never blocks the event loop."""
 
-    def __init__(self, path: Path, worker: _Worker) -> None:
+    def __init__(self, path: Path, worker: _Worker,
+                 scrub: Callable[[bytes], bytes] | None = None) -> None:
         """Use `Store.open`."""
         self._path = path
         self._worker = worker
+        self._scrub = scrub
         self._closed = False
 
     def __repr__(self) -> str:
@@ -553,9 +557,11 @@ class Store:
         return self._path
 
     @classmethod
-    async def open(cls, path: Path | None = None) -> Store:
+    async def open(cls, path: Path | None = None, *,
+                   scrub: Callable[[bytes], bytes] | None = None) -> Store:
         """Open (creating dirs 0700 and the file 0600) and migrate the database at `path`,
-        by default `default_path()`. StoreError if it cannot, or if its schema is newer."""
+        by default `default_path()`. StoreError if it cannot, or if its schema is newer.
+        `scrub` filters every encoded body and title before it is written (secrets out)."""
         path = (default_path() if path is None else Path(path)).expanduser().absolute()
         worker = _Worker(path)
         try:
@@ -563,7 +569,7 @@ class Store:
         except BaseException:
             worker.stop_soon()
             raise
-        return cls(path, worker)
+        return cls(path, worker, scrub)
 
     async def close(self) -> None:
         """Wait for every queued operation, then close. Idempotent; later calls raise."""
@@ -583,7 +589,7 @@ class Store:
         """Commit one entry and return its seq (1, 2, ...); bumps the session's updated_at.
         Committed when this returns; also committed if the caller is cancelled meanwhile."""
         with self._refusing("append"):
-            data = _encode_body(body)
+            data = self._encode(body)
         return await self._call("append", lambda conn: _append(conn, session_id, kind, data))
 
     def append_soon(self, session_id: str, kind: str, body: dict[str, Any]) -> asyncio.Future[int]:
@@ -593,7 +599,7 @@ class Store:
         if self._closed:
             raise _closed("append", self._path)
         with self._refusing("append"):
-            data = _encode_body(body)
+            data = self._encode(body)
         return self._worker.submit("append", lambda conn: _append(conn, session_id, kind, data))
 
     def rewrite_soon(self, session_id: str, seq: int, body: dict[str, Any]) -> asyncio.Future[None]:
@@ -602,12 +608,18 @@ class Store:
         if self._closed:
             raise _closed("rewrite", self._path)
         with self._refusing("rewrite"):
-            data = _encode_body(body)
+            data = self._encode(body)
         return self._worker.submit("rewrite", lambda conn: _rewrite(conn, session_id, seq, data))
 
     async def set_title(self, session_id: str, title: str) -> None:
         """Set the title if the session has none yet (the first title sticks)."""
+        if self._scrub is not None:
+            title = self._scrub(title.encode()).decode()
         await self._call("set_title", lambda conn: _set_title(conn, session_id, title))
+
+    def _encode(self, body: dict[str, Any]) -> bytes:
+        data = _encode_body(body)
+        return data if self._scrub is None else self._scrub(data)
 
     async def entries(self, session_id: str) -> list[Entry]:
         """The transcript in seq order; empty for an unknown session."""

@@ -23,7 +23,8 @@ from providers.types import (
     UserMessage,
 )
 
-# Wordings of synthetic results, distinct per cause (NOTES §4).
+# Wordings of synthetic results, distinct per cause: the model must tell a denial from an
+# interruption.
 NOT_STARTED = "Cancelled before it started: the user cancelled the turn; the tool did not run."
 INTERRUPTED = ("Interrupted while running: the user cancelled the turn; the tool may have "
                "partially run.")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import transcript, updates
+from acp_fsm import redact, transcript, updates
 from acp_fsm.client import Client
 from acp_fsm.tools import TOOLS, tool_specs
 from acp_fsm.tools.base import Drafts, Tool, ToolCallView, ToolOutcome
@@ -91,6 +91,7 @@ class PendingCall:
     view: ToolCallView
     decision: str | None = None  # "allow", "deny" (with `reason`), or None = ask the user
     reason: str = ""
+    confined: bool = False  # inside the session's roots (see `Tool.confined`)
     preview: tuple[dict[str, Any], ...] = ()  # the change it will make, shown before asking
     started: bool = False
     result: ToolResultPart | None = None
@@ -245,7 +246,9 @@ class Turn:
     async def _stream(self) -> None:
         self.calls = []
         self.requests += 1
-        stream = open_stream(self._request(), self.token, self.config())
+        secrets = redact.configured()
+        stream = open_stream(self._request(), self.token, self.config(),
+                             scrub=secrets.scrub if secrets else None)
         finished: Finished | None = None
         try:
             async with stream:
@@ -342,20 +345,30 @@ class Turn:
             if problem is None:
                 view = tool.view(call.arguments, env)
                 asks = tool.needs_permission(call.arguments, env)
+                confined = tool.confined(call.arguments, env)
         except Exception as exc:  # a tool bug on odd arguments is the model's error to see
             log.exception("tool_arguments_failed", tool=call.name)
             problem = f"the arguments could not be used ({type(exc).__name__}: {exc})"
         if problem is not None:
             return PendingCall(call, tool, generic, "deny",
                                f"Invalid arguments for {call.name}: {problem}")
-        pending = PendingCall(call, tool, view)
-        remembered = self.session.always.get(call.name)
-        if remembered is not None:
-            pending.decision = "allow" if remembered else "deny"
-            pending.reason = "" if remembered else _denied(call.name, always=True)
-        elif not asks:
+        pending = PendingCall(call, tool, view, confined=confined)
+        if not self._remembered(pending) and not asks:
             pending.decision = "allow"
         return pending
+
+    def _remembered(self, pc: PendingCall) -> bool:
+        """Apply the user's "always" answer for the call's tool, if any; True when one
+        applied. "Always reject" covers every call of the tool; "always allow" only calls
+        confined to the session's roots: it never widens the boundary."""
+        remembered = self.session.always.get(pc.call.name)
+        if remembered is False:
+            pc.decision, pc.reason = "deny", _denied(pc.call.name, always=True)
+        elif remembered and pc.confined:
+            pc.decision = "allow"
+        else:
+            return False
+        return True
 
     def _env(self, call_id: str, previewed: tuple[dict[str, Any], ...] = ()) -> TurnEnv:
         def report(content: tuple[dict[str, Any], ...]) -> None:
@@ -367,12 +380,7 @@ class Turn:
 
     async def _ask_permissions(self) -> None:
         for pc in self.calls:
-            if pc.decision is not None:
-                continue
-            remembered = self.session.always.get(pc.call.name)  # answered earlier this turn
-            if remembered is not None:
-                pc.decision = "allow" if remembered else "deny"
-                pc.reason = "" if remembered else _denied(pc.call.name, always=True)
+            if pc.decision is not None or self._remembered(pc):  # answered earlier this turn
                 continue
             await self._ask(pc)
         self._fire(TurnTrigger.PERMISSIONS_SETTLED)

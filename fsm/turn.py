@@ -10,7 +10,7 @@
     any working state --fail--> failed
 
 Each state names the work the runner does while in it (`state_docs`); the runner fires the
-next trigger when that work ends. Work never runs inside transition callbacks (NOTES §6): a
+next trigger when that work ends. Work never runs inside transition callbacks: a
 cancel must be able to interrupt it, and `transitions` swallows task cancellation.
 """
 

@@ -74,11 +74,13 @@ class Connection:
         *,
         drain: Callable[[], Awaitable[None]] | None = None,
         congested: Callable[[], bool] | None = None,
+        scrub: Callable[[bytes], bytes] | None = None,
         max_line: int = MAX_LINE_BYTES,
         strict_outbound: bool = False,
     ) -> None:
         self._dispatcher = dispatcher
         self._write_bytes = write
+        self._scrub = scrub  # applied to every line written, but requests sent verbatim
         self._drain = drain
         self._congested = congested
         self._framer = LineFramer(max_line)
@@ -283,8 +285,11 @@ class Connection:
 
     # ----------------------------------------------------------------- output
 
-    def _send(self, message: Any) -> None:
-        self._write_bytes(encode(message))
+    def _send(self, message: Any, *, verbatim: bool = False) -> None:
+        data = encode(message)
+        if self._scrub is not None and not verbatim:
+            data = self._scrub(data)
+        self._write_bytes(data)
 
     def _send_result_of(self, answer: asyncio.Future[dict[str, Any] | None]) -> None:
         response = answer.result()
@@ -317,6 +322,7 @@ class Connection:
         *,
         token: CancellationToken | None = None,
         timeout_ms: int | None = None,
+        verbatim: bool = False,
     ) -> Any:
         """Send a request to the peer and wait for its result.
 
@@ -325,7 +331,8 @@ class Connection:
         `OutboundCancelled` (the token fired) or `ConnectionClosed`. On timeout, cancellation or
         task cancellation the request is forgotten and the peer is sent `$/cancel_request`.
         """
-        return await self.request_soon(method, params, token=token, timeout_ms=timeout_ms)
+        return await self.request_soon(method, params, token=token, timeout_ms=timeout_ms,
+                                       verbatim=verbatim)
 
     def request_soon(
         self,
@@ -334,12 +341,14 @@ class Connection:
         *,
         token: CancellationToken | None = None,
         timeout_ms: int | None = None,
+        verbatim: bool = False,
     ) -> asyncio.Future[Any]:
         """Send a request now and return the future of its result (see `request`).
 
         The request is written before this returns, so it precedes anything written later,
         a prompt's answer included. Whoever does not await the future must still retrieve its
-        outcome (a done callback), or asyncio reports an unretrieved exception.
+        outcome (a done callback), or asyncio reports an unretrieved exception. `verbatim`
+        skips the scrub (content the peer must get exactly, such as a file to write).
         """
         violation = self._dispatcher.check_outbound(method, "request", params)
         if violation is not None:
@@ -353,7 +362,7 @@ class Connection:
         request_id = next(self._ids)
         future: asyncio.Future[Any] = loop.create_future()
         self._pending[request_id] = (future, method)
-        self._send(jsonrpc.request(request_id, method, params))
+        self._send(jsonrpc.request(request_id, method, params), verbatim=verbatim)
 
         def give_up(error: Exception) -> None:
             if not future.done():

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from protocol.cancel import CancellationToken
     from providers.base import WireFormat
     from providers.config import ProviderConfig
@@ -32,11 +34,13 @@ def wire_format(provider: str) -> WireFormat:
 
 
 def open_stream(
-    request: ModelRequest, token: CancellationToken, config: ProviderConfig | None = None
+    request: ModelRequest, token: CancellationToken, config: ProviderConfig | None = None,
+    *, scrub: Callable[[bytes], bytes] | None = None,
 ) -> ModelStream:
-    """Start a streaming model call (configuration from the environment unless given)."""
+    """Start a streaming model call (configuration from the environment unless given;
+    `scrub` filters the encoded request body)."""
     from providers.config import load_config
     from providers.stream import ModelStream
 
     config = config or load_config()
-    return ModelStream(wire_format(config.provider), request, config, token)
+    return ModelStream(wire_format(config.provider), request, config, token, scrub)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -46,11 +47,13 @@ class ModelStream:
         request: ModelRequest,
         config: ProviderConfig,
         token: CancellationToken,
+        scrub: Callable[[bytes], bytes] | None = None,
     ) -> None:
         self._wire = wire
         self._request = request
         self._config = config
         self._token = token
+        self._scrub = scrub  # filters the request body (secrets never reach the model)
         self._response: aiohttp.ClientResponse | None = None
         self._parser: StreamParser | None = None
         self._decoder = SseDecoder()
@@ -167,6 +170,8 @@ class ModelStream:
     async def _open(self) -> None:
         """POST the request; retry what may be retried; leave a 200 response in place."""
         url, headers, body = self._wire.build(self._request, self._config)
+        if self._scrub is not None:
+            body = self._scrub(body)
         while True:
             self._attempt += 1
             self._parser = self._wire.parser()

@@ -149,6 +149,10 @@ class Tool(Protocol):
         and nobody is asked). When it runs, a call changes nothing that differs from what it
         showed."""
 
+    def confined(self, args: dict[str, Any], env: ToolEnv) -> bool:
+        """The call stays within what the session's roots confine (a remembered "always"
+        answer allows only such calls: it never widens the boundary)."""
+
     def needs_permission(self, args: dict[str, Any], env: ToolEnv) -> bool: ...
 
     async def run(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome: ...

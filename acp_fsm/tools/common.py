@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import stat
 import threading
 from collections.abc import Awaitable, Callable
 from functools import cache
@@ -47,6 +48,16 @@ class ToolError(Exception):
 
 class FileMissing(ToolError):
     """There is no file at the path (on disk, or in the editor's words)."""
+
+
+def linked_elsewhere(path: Path) -> bool:
+    """`path` is a regular file with more than one hard link: the same file may also be
+    reached from outside the roots, so its path alone does not confine it."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):  # ValueError: a NUL byte, which no path can hold
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_nlink > 1
 
 
 def describe_os_error(exc: OSError) -> str:
@@ -173,12 +184,18 @@ class BaseTool:
         """Nothing to show before running (override for tools that change files)."""
         return ()
 
-    def needs_permission(self, args: dict[str, Any], env: ToolEnv) -> bool:
-        """Read-only rule: ask exactly when the resolved path is outside every root."""
+    def confined(self, args: dict[str, Any], env: ToolEnv) -> bool:
+        """The call stays inside the session's roots: its path resolves below one of them, and
+        is not a file with other hard links (one of which may lie anywhere)."""
         raw = args.get("path", self.default_path)
         if not isinstance(raw, str) or not raw:
-            return True
-        return not inside_roots(resolve(raw, env.cwd), env.roots)
+            return False
+        path = resolve(raw, env.cwd)
+        return inside_roots(path, env.roots) and not linked_elsewhere(path)
+
+    def needs_permission(self, args: dict[str, Any], env: ToolEnv) -> bool:
+        """Read-only rule: ask exactly when the call is not confined to the roots."""
+        return not self.confined(args, env)
 
     async def run(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         problem = self.validate(args)

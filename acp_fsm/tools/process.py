@@ -1,8 +1,9 @@
 """A shell command as a local child process, for when the editor offers no terminal.
 
-The child runs in its own session (so its own process group), reads /dev/null and writes
+The child runs in its own session (so its own process group), without the provider keys and
+acp-fsm's own variables in its environment (`acp_fsm.redact`), reads /dev/null and writes
 stdout and stderr to one pipe of its own: it can never touch the agent's protocol stdout
-(NOTES §4-§5), and the shell and everything it started can be stopped together. When the shell
+and the shell and everything it started can be stopped together. When the shell
 exits, children it left in the background are stopped too, so no call leaks processes; and
 `acp_fsm.tools.reaper` kills the group if the agent itself dies first.
 """
@@ -17,6 +18,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from acp_fsm.redact import command_environment
 from acp_fsm.tools.common import ToolError, describe_os_error
 from acp_fsm.tools.reaper import REAPER
 from protocol.cancel import CancellationToken
@@ -198,7 +200,7 @@ async def run_local(command: str, cwd: Path, seconds: float,
         transport, protocol = await loop.subprocess_exec(
             lambda: _CommandProtocol(capture), "sh", "-c", command, cwd=cwd,
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            start_new_session=True,
+            start_new_session=True, env=command_environment(),
         )
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the command
         reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)

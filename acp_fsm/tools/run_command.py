@@ -108,6 +108,10 @@ class RunCommand(MutatingTool):
             return "command is blank"
         return None
 
+    def confined(self, args: dict[str, Any], env: ToolEnv) -> bool:
+        """A command has no path to confine: "always" for it means any command."""
+        return True
+
     def title(self, args: dict[str, Any], env: ToolEnv) -> str:
         return f"Run `{short_command(str(args.get('command', '')))}`"
 

@@ -24,11 +24,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from acp_fsm.redact import command_environment
 from acp_fsm.tools.base import ToolEnv, ToolOutcome
 from acp_fsm.tools.common import BaseTool, ToolError, describe_os_error, plural
 from acp_fsm.tools.files import READ_FLAGS, looks_binary, split_lines
 from acp_fsm.tools.globs import GlobFilter
-from acp_fsm.tools.paths import utf8_text
+from acp_fsm.tools.paths import inside_roots, utf8_text
 from acp_fsm.tools.process import signal_group
 from acp_fsm.tools.reaper import REAPER
 from acp_fsm.updates import text_block
@@ -77,6 +78,8 @@ class SearchRequest:
     max_files: int
     max_line_chars: int
     time_limit_seconds: float
+    # Inside the roots without asking: files with other hard links (maybe outside) are skipped.
+    skip_linked: bool = True
 
     def to_json(self) -> str:
         """ASCII JSON: a root that is not UTF-8 travels as escaped surrogates, losslessly."""
@@ -94,6 +97,7 @@ class SearchReport:
     lines: list[str] = field(default_factory=list)
     size: int = 0
     skipped_large: int = 0
+    skipped_linked: int = 0
     stopped: str | None = None
 
 
@@ -136,6 +140,9 @@ def search_tree(request: SearchRequest) -> SearchReport:
             if info.st_size > request.max_file_bytes:
                 report.skipped_large += 1
                 continue
+            if request.skip_linked and info.st_nlink > 1:
+                report.skipped_linked += 1
+                continue
             data = read_regular(path)
         except OSError:
             continue  # unreadable, vanished or a dangling link: nothing to search
@@ -176,6 +183,9 @@ def render_report(report: SearchReport, request: SearchRequest) -> str:
     if report.skipped_large:
         notes.append(f"[Skipped {plural(report.skipped_large, 'file')} larger than "
                      f"{request.max_file_bytes // 1024} KiB.]")
+    if report.skipped_linked:
+        notes.append(f"[Skipped {plural(report.skipped_linked, 'file')} with other hard links, "
+                     "which may lie outside the project; read_file asks before reading one.]")
     body = report.lines or [f"No matches for /{request.pattern}/ in {request.where}."]
     return "\n".join(body + notes)
 
@@ -210,7 +220,8 @@ async def run_search(request: SearchRequest, token: CancellationToken) -> str:
     try:
         worker = await asyncio.create_subprocess_exec(
             *WORKER_COMMAND, request.to_json(), stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            env=command_environment())
     except OSError as exc:
         raise ToolError(f"Could not start the search: {describe_os_error(exc)}") from exc
     REAPER.started(worker.pid)
@@ -277,6 +288,7 @@ class SearchFiles(BaseTool):
             glob=glob, where=f"{shown} (files matching {glob})" if glob else shown,
             max_matches=MAX_SEARCH_MATCHES, max_output_bytes=MAX_SEARCH_OUTPUT_BYTES,
             max_file_bytes=MAX_SEARCH_FILE_BYTES, max_files=MAX_SEARCH_FILES,
-            max_line_chars=MAX_MATCH_LINE_CHARS, time_limit_seconds=SEARCH_TIME_LIMIT_SECONDS)
+            max_line_chars=MAX_MATCH_LINE_CHARS, time_limit_seconds=SEARCH_TIME_LIMIT_SECONDS,
+            skip_linked=inside_roots(self.target(args, env), env.roots))
         output = await run_search(request, env.token)
         return ToolOutcome(output, content=(text_block(output),))
