@@ -216,9 +216,7 @@ class AcpServer:
     def on_session_prompt(self, params: dict[str, Any]) -> Coroutine[Any, Any, dict[str, Any]]:
         # Synchronous on purpose: the turn takes the session's token before any await, so a
         # session/cancel read right after the prompt reaches this turn (spec: token lifecycle).
-        session = self.sessions.get(params["sessionId"])
-        turn = session.begin_turn(params["prompt"])
-        return session.run_turn(turn, params["prompt"])
+        return self.sessions.get(params["sessionId"]).start_turn(params["prompt"])
 
     def on_session_cancel(self, params: dict[str, Any]) -> None:
         session = self.sessions.find(params["sessionId"])

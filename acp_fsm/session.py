@@ -11,15 +11,16 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Coroutine
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import limits, redact, transcript, updates
+from acp_fsm import leases, limits, redact, transcript, updates
 from acp_fsm.prompt import title_of, to_parts
-from acp_fsm.store import SessionRecord, Store, StoreError
+from acp_fsm.store import Entry, SessionGone, SessionRecord, Store, StoreError
 from protocol.cancel import CancellationToken
 from protocol.errors import InvalidParams, InvalidRequest, ResourceNotFound
 from providers.types import (
@@ -28,6 +29,7 @@ from providers.types import (
     ToolResultPart,
     ToolResultsMessage,
     UserMessage,
+    UserPart,
 )
 
 if TYPE_CHECKING:
@@ -47,7 +49,7 @@ class Session:
     """One conversation, open in this process."""
 
     def __init__(self, server: AcpServer, store: Store, record: SessionRecord,
-                 messages: list[Message]) -> None:
+                 messages: list[Message], synced_seq: int = 0) -> None:
         self.server = server
         self.store = store
         self.id = record.id
@@ -63,6 +65,10 @@ class Session:
         # The last write queued for this session; the store commits in order, so once it is
         # done every earlier one is too.
         self._tail: asyncio.Future[Any] | None = None
+        # The store's last entry of this session that `messages` reflects: another process
+        # with the session open may have written more since (see `_claim`).
+        self.synced_seq = synced_seq
+        self._heartbeat: asyncio.Future[None] | None = None
 
     def __repr__(self) -> str:
         turn = self.turn.state if self.turn is not None else "idle"
@@ -70,8 +76,10 @@ class Session:
 
     # ------------------------------------------------------------------- turns
 
-    def begin_turn(self, prompt: list[dict[str, Any]]) -> Turn:
-        """Synchronously: refuse a second prompt, convert it, take the token."""
+    def start_turn(self, prompt: list[dict[str, Any]]) -> Coroutine[Any, Any, dict[str, Any]]:
+        """Synchronously refuse a second prompt, check and convert this one, and take the
+        token (a cancel read right after the prompt reaches this turn); then the coroutine that
+        runs the turn and gives the prompt's answer."""
         if self.turn is not None:
             raise InvalidRequest(
                 f"Invalid Request: session {self.id} is already running a prompt; wait for its "
@@ -82,34 +90,80 @@ class Session:
         # `initialize` and `session/new` do not need (startup budget, see bench/startup.py).
         from acp_fsm.turn import Turn
 
-        self.messages.append(UserMessage(parts))
         self._last_assistant = None  # only this turn's own message may be marked cancelled
         self.turn = Turn(self, self.token)
-        return self.turn
+        return self._run_turn(self.turn, prompt, parts)
 
-    async def run_turn(self, turn: Turn, prompt: list[dict[str, Any]]) -> dict[str, Any]:
+    async def _run_turn(self, turn: Turn, prompt: list[dict[str, Any]],
+                        parts: tuple[UserPart, ...]) -> dict[str, Any]:
         try:
-            user = self.messages[-1] if self.messages else None
-            assert isinstance(user, UserMessage)
-            body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in user.parts]}
-            await self._write("user", body, wait=True)
-            if self.title is None and (title := title_of(prompt)):
-                self.title = title
-                self._set_title_soon(title)
-                self.send_update(updates.session_info(title, _iso(time.time())))
+            await self._claim()
             try:
-                stop_reason = await turn.run()
+                return await self._converse(turn, prompt, parts)
             finally:
-                # Commit, then tell: the answer goes out once all the turn wrote is durable.
-                await self.settle()
-            # _meta (ACP extensibility): how the turn machine got there, for tools and demos.
-            return {"stopReason": stop_reason,
-                    "_meta": {"acpFsm": {"statePath": turn.path, "modelCalls": turn.requests}}}
+                await self._release()
         finally:
             self.turn = None
             self.token = CancellationToken(f"session {self.id}")  # never reused by a later turn
             if not turn.done.done():
                 turn.done.set_result(None)
+
+    async def _converse(self, turn: Turn, prompt: list[dict[str, Any]],
+                        parts: tuple[UserPart, ...]) -> dict[str, Any]:
+        self.messages.append(UserMessage(parts))
+        body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in parts]}
+        await self._write("user", body, wait=True)
+        if self.title is None and (title := title_of(prompt)):
+            self.title = title
+            self._set_title_soon(title)
+            self.send_update(updates.session_info(title, _iso(time.time())))
+        try:
+            stop_reason = await turn.run()
+        finally:
+            # Commit, then tell: the answer goes out once all the turn wrote is durable.
+            await self.settle()
+        # _meta (ACP extensibility): how the turn machine got there, for tools and demos.
+        return {"stopReason": stop_reason,
+                "_meta": {"acpFsm": {"statePath": turn.path, "modelCalls": turn.requests}}}
+
+    async def _claim(self) -> None:
+        """Take the session's turn lease (another process may have the session open too).
+        Refuse while another live process runs a turn of it; catch up with what another
+        process wrote since this one last looked; repair what a dead holder left."""
+        try:
+            claim = await self.store.claim_turn(self.id, leases.this_process())
+        except SessionGone:
+            self.server.sessions.forget(self.id)
+            raise ResourceNotFound(f"Session not found: {limits.echo(self.id)} (it was "
+                                   "deleted)") from None
+        if claim.holder is not None:
+            pid = claim.holder.rsplit(":", 2)[-2]
+            raise InvalidRequest(
+                f"Invalid Request: session {self.id} is running a prompt in another acp-fsm "
+                f"process (pid {pid}), perhaps another editor window; wait for it to finish")
+        if claim.last_seq != self.synced_seq or claim.taken_over:
+            entries = await self.store.entries(self.id)
+            self.messages, self.synced_seq = await _rebuild(self.store, self.id, entries)
+            log.info("session_caught_up", session_id=self.id, taken_over=claim.taken_over)
+        self._heartbeat = asyncio.ensure_future(self._renew())
+
+    async def _renew(self) -> None:
+        owner = leases.this_process()
+        while True:
+            await asyncio.sleep(leases.HEARTBEAT_S)
+            try:
+                await self.store.renew_turn(self.id, owner)
+            except StoreError as exc:
+                log.warning("lease_not_renewed", error=str(exc))
+
+    async def _release(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            self._heartbeat = None
+        try:
+            await self.store.release_turn(self.id, leases.this_process())
+        except StoreError as exc:  # left behind: the next claimer sees this process gone
+            log.warning("lease_not_released", error=str(exc))
 
     def cancel(self, reason: str = "session/cancel") -> bool:
         """Fire the running turn's token; False (and nothing fired) when idle."""
@@ -188,8 +242,13 @@ class Session:
             log.error("store_write_failed", kind=kind, error=str(exc))
             return None
         written.add_done_callback(_log_failed_write)
+        written.add_done_callback(self._synced)
         self._tail = written
         return written
+
+    def _synced(self, written: asyncio.Future[int]) -> None:
+        if not written.cancelled() and written.exception() is None:
+            self.synced_seq = max(self.synced_seq, written.result())
 
     async def _commit(self, written: asyncio.Future[int] | None) -> None:
         """Wait until a queued write is committed; a cancel does not cut the wait short (a
@@ -244,6 +303,10 @@ class Sessions:
                 self._store = await Store.open(scrub=secrets.scrub if secrets else None)
             return self._store
 
+    def forget(self, session_id: str) -> None:
+        """Drop a session that is no longer in the store (deleted by another process)."""
+        self._open.pop(session_id, None)
+
     def get(self, session_id: str) -> Session:
         session = self._open.get(session_id)
         if session is None:
@@ -283,11 +346,13 @@ class Sessions:
         entries = await store.entries(session_id)
         session = self._open.get(session_id)
         if session is None:
-            messages, repaired = await _rebuild(store, session_id, entries)
+            running_elsewhere = await store.turn_holder(session_id) is not None
+            messages, last = await _rebuild(store, session_id, entries,
+                                            repair=not running_elsewhere)
             # ACP gives the working directory again: the project may have moved since.
-            session = Session(self._server, store, replace(record, cwd=cwd), messages)
+            session = Session(self._server, store, replace(record, cwd=cwd), messages, last)
             self._open[session_id] = session
-            if repaired:
+            if entries and last != entries[-1].seq:  # repaired: replay the repair too
                 entries = await store.entries(session_id)
         if replay:
             for update in replay_updates(entries):
@@ -375,10 +440,13 @@ def _iso(timestamp: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(timestamp))
 
 
-async def _rebuild(store: Store, session_id: str, entries: list[Any]
-                   ) -> tuple[list[Message], bool]:
-    """The conversation from stored entries, repaired (and the repair stored) if a crash or a
-    cancel left a tool call without its result."""
+async def _rebuild(store: Store, session_id: str, entries: list[Entry], *, repair: bool = True
+                   ) -> tuple[list[Message], int]:
+    """The conversation from stored entries, and the seq of the last entry it reflects. With
+    `repair`, a tool call a crash or a cancel left without its result gets a synthetic one,
+    stored too; never while another live process runs a turn of the session (its calls are
+    still on their way to their results)."""
+    last = entries[-1].seq if entries else 0
     messages: list[Message] = []
     for entry in entries:
         if entry.kind == "user":
@@ -388,15 +456,17 @@ async def _rebuild(store: Store, session_id: str, entries: list[Any]
         elif entry.kind == "tool_result":
             messages.append(ToolResultsMessage((transcript.result_from_body(entry.body),)))
     messages = transcript.group_results(messages)
+    if not repair:
+        return messages, last
     fixed, added = transcript.repair(messages)
     for result in added:
         content = [updates.text_block(result.content)]
-        await store.append(session_id, "tool_result",
-                           transcript.result_body(result, updates.final_view("failed", content)))
+        last = await store.append(session_id, "tool_result", transcript.result_body(
+            result, updates.final_view("failed", content)))
     if added:
         log.warning("transcript_repaired_on_load", session_id=session_id,
                     calls=[r.call_id for r in added])
-    return fixed, bool(added)
+    return fixed, last
 
 
 def replay_updates(entries: list[Any]) -> list[dict[str, Any]]:

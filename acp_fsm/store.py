@@ -38,6 +38,8 @@ from typing import Any, TypeVar, cast
 
 import orjson
 
+from acp_fsm import leases
+
 APP_DIR = "acp-fsm"
 DB_FILE = "sessions.db"
 DIR_MODE = 0o700  # the XDG spec's mode for a data directory we create
@@ -86,6 +88,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # A rowid table (bodies can be megabytes) with the (session, seq) key as an index.
         "CREATE UNIQUE INDEX entries_by_session ON entries (session_id, seq)",
     ),
+    (
+        # The process running a session's turn (acp_fsm.leases): one row while it runs.
+        """CREATE TABLE turn_leases (
+            session_id TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            owner TEXT NOT NULL,                   -- host:pid:start of the process
+            heartbeat_at REAL NOT NULL
+        )""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -96,6 +106,23 @@ T = TypeVar("T")
 
 class StoreError(Exception):
     """Anything that went wrong in the store; the message names the operation, file and cause."""
+
+
+class SessionGone(StoreError):
+    """The session is not (or no longer) in the store: deleted, perhaps by another process."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """The outcome of `Store.claim_turn`.
+
+    `holder` is the live process that runs the session's turn (None: the claim is granted).
+    `last_seq` is the session's last entry then; `taken_over` says the previous holder died
+    with its turn unfinished (its transcript may need repair)."""
+
+    holder: str | None
+    last_seq: int
+    taken_over: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,6 +399,40 @@ def _set_title(conn: sqlite3.Connection, session_id: str, title: str) -> None:
             raise StoreError(f"no session {session_id!r}")
 
 
+def _claim_turn(conn: sqlite3.Connection, session_id: str, owner: str, now: float) -> Claim:
+    with _transaction(conn):
+        if _get_session(conn, session_id) is None:
+            raise SessionGone(f"no session {session_id!r}")
+        row = conn.execute("SELECT owner, heartbeat_at FROM turn_leases WHERE session_id = ?",
+                           (session_id,)).fetchone()
+        (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM entries WHERE session_id = ?",
+                               (session_id,)).fetchone()
+        held = row is not None and row[0] != owner
+        if held and leases.owner_alive(row[0], row[1], now):
+            return Claim(row[0], int(last))
+        conn.execute("INSERT OR REPLACE INTO turn_leases (session_id, owner, heartbeat_at) "
+                     "VALUES (?, ?, ?)", (session_id, owner, now))
+        return Claim(None, int(last), taken_over=held)
+
+
+def _renew_turn(conn: sqlite3.Connection, session_id: str, owner: str, now: float) -> None:
+    with _transaction(conn):
+        conn.execute("UPDATE turn_leases SET heartbeat_at = ? WHERE session_id = ? AND owner = ?",
+                     (now, session_id, owner))
+
+
+def _release_turn(conn: sqlite3.Connection, session_id: str, owner: str) -> None:
+    with _transaction(conn):
+        conn.execute("DELETE FROM turn_leases WHERE session_id = ? AND owner = ?",
+                     (session_id, owner))
+
+
+def _turn_holder(conn: sqlite3.Connection, session_id: str) -> str | None:
+    row = conn.execute("SELECT owner, heartbeat_at FROM turn_leases WHERE session_id = ?",
+                       (session_id,)).fetchone()
+    return row[0] if row is not None and leases.owner_alive(row[0], row[1]) else None
+
+
 def _entries(conn: sqlite3.Connection, session_id: str) -> list[Entry]:
     rows = conn.execute(
         "SELECT seq, kind, body, created_at FROM entries WHERE session_id = ? ORDER BY seq",
@@ -419,7 +480,8 @@ def _failure(what: str, path: Path, cause: BaseException, *, named: bool = True)
     is a foreign error, e.g. "OperationalError: database is locked")."""
     plain = isinstance(cause, StoreError) or not named
     reason = str(cause) if plain else f"{type(cause).__name__}: {cause}"
-    error = StoreError(f"{what} ({path}): {reason}")
+    kind = type(cause) if isinstance(cause, StoreError) else StoreError  # SessionGone stays
+    error = kind(f"{what} ({path}): {reason}")
     error.__cause__ = cause
     return error
 
@@ -620,6 +682,24 @@ class Store:
     def _encode(self, body: dict[str, Any]) -> bytes:
         data = _encode_body(body)
         return data if self._scrub is None else self._scrub(data)
+
+    async def claim_turn(self, session_id: str, owner: str) -> Claim:
+        """Take the lease to run a turn of `session_id` as `owner`, unless another live process
+        holds it (then `Claim.holder` names it). SessionGone when there is no such session."""
+        return await self._call("claim_turn", lambda conn: _claim_turn(
+            conn, session_id, owner, time.time()))
+
+    async def renew_turn(self, session_id: str, owner: str) -> None:
+        """The heartbeat of a held lease."""
+        await self._call("renew_turn", lambda conn: _renew_turn(
+            conn, session_id, owner, time.time()))
+
+    async def release_turn(self, session_id: str, owner: str) -> None:
+        await self._call("release_turn", lambda conn: _release_turn(conn, session_id, owner))
+
+    async def turn_holder(self, session_id: str) -> str | None:
+        """The live process running a turn of `session_id`, if any."""
+        return await self._call("turn_holder", lambda conn: _turn_holder(conn, session_id))
 
     async def entries(self, session_id: str) -> list[Entry]:
         """The transcript in seq order; empty for an unknown session."""

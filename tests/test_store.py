@@ -27,11 +27,14 @@ from typing import Any
 
 import pytest
 
+from acp_fsm import leases
 from acp_fsm import store as store_module
 from acp_fsm.store import (
     MAX_PAGE_SIZE,
     SCHEMA_VERSION,
+    Claim,
     Entry,
+    SessionGone,
     SessionRecord,
     Store,
     StoreError,
@@ -608,7 +611,7 @@ async def test_migrates_a_missing_or_empty_file(db: Path, existing: bool) -> Non
     assert sql(db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
     assert sql(db, "PRAGMA journal_mode") == [("wal",)]
     assert schema(db) == {"sessions", "entries", "sessions_by_recency", "sessions_by_cwd",
-                          "entries_by_session"}
+                          "entries_by_session", "turn_leases"}
 
 
 async def test_migrations_apply_in_order_and_keep_data(
@@ -714,3 +717,36 @@ async def test_close_waits_for_queued_work(db: Path) -> None:
         assert len(await reopened.entries("s")) == 20
     finally:
         await reopened.close()
+
+
+# ------------------------------------------------------------------------ turn leases
+
+
+async def test_a_turn_lease_is_held_by_one_live_process(db: Path) -> None:
+    """One process runs a session's turn; another is refused while it lives, and takes the
+    lease over (told so) once it is gone. A deleted session cannot be claimed."""
+    store = await Store.open(db)
+    try:
+        await store.create_session(record("s"))
+        await store.append("s", "user", {"text": "hi"})
+        me = leases.this_process()
+        other = await asyncio.create_subprocess_exec("sleep", "30")
+        try:
+            alive = f"{me.rsplit(':', 2)[0]}:{other.pid}:{leases._start_ticks(other.pid)}"
+            assert await store.claim_turn("s", alive) == Claim(None, 1)
+            assert await store.turn_holder("s") == alive
+            assert await store.claim_turn("s", me) == Claim(alive, 1)  # refused
+        finally:
+            other.kill()
+            await other.wait()
+        assert await store.turn_holder("s") is None  # its process is gone
+        assert await store.claim_turn("s", me) == Claim(None, 1, taken_over=True)
+        await store.renew_turn("s", me)
+        await store.release_turn("s", me)
+        assert await store.turn_holder("s") is None
+        assert await store.claim_turn("s", me) == Claim(None, 1)  # released: nothing to repair
+        await store.delete_session("s")
+        with pytest.raises(SessionGone):
+            await store.claim_turn("s", me)
+    finally:
+        await store.close()

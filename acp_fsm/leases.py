@@ -1,0 +1,74 @@
+"""Which process runs a session's turn, and whether it still lives.
+
+Editors do open one session in two agent processes (avante starts two agents that load the
+same session; two windows on one project do it too). Only one of them may run a turn, and the
+other must not repair a transcript the running turn is still writing. So a process running a
+turn holds a lease on the session in the store (`Store.claim_turn`): its identity and a
+heartbeat. Another process reads it to decide: refuse a prompt while the owner lives, repair
+and take over once it is gone. See docs/sessions.md.
+
+An owner is `host:pid:start`, the start being the process's start time in clock ticks since
+boot (field 22 of /proc/<pid>/stat), so a pid reused by an unrelated process is not mistaken
+for the owner. On the same host that is exact; across hosts (a store on a shared file
+system) and where /proc is missing, an owner whose heartbeat is older than `STALE_S` is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from functools import cache
+
+# How often a running turn renews its lease, and when a lease not renewed counts as orphaned
+# (only where liveness cannot be checked directly).
+HEARTBEAT_S = 5.0
+STALE_S = 30.0
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it exists
+        pass
+    return True
+
+
+def _start_ticks(pid: int) -> str | None:
+    """The start time of process `pid`; None when no such live process runs; "?" when it
+    runs but its start time cannot be read (no /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return "?" if not os.path.isdir("/proc") and _exists(pid) else None
+    if len(fields) < 20 or fields[0] in ("Z", "X"):  # a zombie has finished
+        return None
+    return fields[19]
+
+
+@cache
+def this_process() -> str:
+    """This process as a lease owner."""
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}:{_start_ticks(pid) or '?'}"
+
+
+def owner_alive(owner: str, heartbeat_at: float, now: float | None = None) -> bool:
+    """Whether the process `owner` (as `this_process` wrote it) still runs."""
+    fresh = (time.time() if now is None else now) - heartbeat_at < STALE_S
+    try:
+        host, pid, start = owner.rsplit(":", 2)
+        number = int(pid)
+    except ValueError:
+        return fresh
+    if host != socket.gethostname():
+        return fresh
+    ticks = _start_ticks(number)
+    if ticks is None:
+        return False
+    if "?" in (ticks, start):
+        return fresh
+    return ticks == start

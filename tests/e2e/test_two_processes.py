@@ -1,0 +1,96 @@
+"""One session open in two agent processes (avante starts two agents that load the same
+session; two editor windows on one project do it too). The process running a turn holds the
+session's lease: the other loads it without repairing what the turn is still writing, is
+refused a prompt while that process lives, and catches up, or takes over after a crash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from providers.scripted import Call, Reply, ScriptedProvider
+from tests.e2e.support import (
+    HOLD,
+    Agent,
+    Launcher,
+    args,
+    history,
+    stored,
+    tool_results,
+)
+
+
+async def load(agent: Agent, session: str, project: Path) -> dict[str, Any]:
+    return await agent.request("session/load", {"sessionId": session, "cwd": str(project),
+                                                "mcpServers": []})
+
+
+def results_of(home: Path, session: str, call_id: str) -> list[dict[str, Any]]:
+    return [body for kind, body in stored(home, session)
+            if kind == "tool_result" and body["callId"] == call_id]
+
+
+async def test_a_turn_running_in_one_process_is_left_alone_by_another(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    first = await launch.start("openai")
+    first.editor.permissions.append(HOLD)
+    session = await first.new_session(project)
+    server.script(Reply(calls=(Call("w1", "write_file", args(path="a.txt", content="a")),)),
+                  Reply(text="written"))
+    running = await first.start_prompt(session, "write a")
+    asked = await first.editor.wait_request("session/request_permission")
+
+    second = await launch.start("openai")
+    assert "result" in await load(second, session, project)
+    assert results_of(launch.home, session, "w1") == []  # nothing repaired under the turn
+    refused = await second.prompt(session, "me too")
+    assert refused.error["code"] == -32600
+    assert "another acp-fsm process" in refused.error["message"]
+
+    await first.editor.answer_held(asked, {"outcome": {"outcome": "selected",
+                                                       "optionId": "allow_once"}})
+    assert (await running.result()).stop_reason == "end_turn"
+    [result] = results_of(launch.home, session, "w1")
+    assert result["isError"] is False
+
+    server.script(Reply(text="now me"))
+    assert (await second.prompt(session, "my turn")).stop_reason == "end_turn"
+    assert tool_results(server.requests[-1]) == {"w1": ("Created a.txt (1 line).", None)}
+    assert [m["content"] for m in history(server.requests[-1]) if m["role"] == "assistant"
+            ][-1] == "written"  # the other process's whole turn, caught up
+
+
+async def test_a_turn_whose_process_died_is_repaired_and_taken_over(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    first = await launch.start("openai")
+    first.editor.permissions.append(HOLD)
+    session = await first.new_session(project)
+    server.script(Reply(calls=(Call("w1", "write_file", args(path="a.txt", content="a")),)))
+    await first.start_prompt(session, "write a")
+    await first.editor.wait_request("session/request_permission")
+    await launch.kill(first)
+
+    second = await launch.start("openai")
+    assert "result" in await load(second, session, project)
+    [repaired] = results_of(launch.home, session, "w1")
+    assert repaired["isError"] is True
+    server.script(Reply(text="taking over"))
+    assert (await second.prompt(session, "go on")).stop_reason == "end_turn"
+    assert len(results_of(launch.home, session, "w1")) == 1
+
+
+async def test_a_session_deleted_by_another_process_is_not_found(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    first = await launch.start("openai")
+    session = await first.new_session(project)
+    server.script(Reply(text="hi"))
+    assert (await first.prompt(session, "hello")).stop_reason == "end_turn"
+    second = await launch.start("openai")
+    assert await second.result("session/delete", {"sessionId": session}) == {}
+
+    gone = await first.prompt(session, "still there?")
+
+    assert gone.error["code"] == -32002 and "deleted" in gone.error["message"]
+    again = await first.prompt(session, "and now?")  # forgotten here too
+    assert again.error["code"] == -32002
+    assert stored(launch.home, session) == []
