@@ -108,3 +108,39 @@ async def test_an_answered_prompt_survives_a_kill(
     assert content_text({"content": [{"type": "content", "content": replayed[1]["content"]}]}
                         ) == "the answer"
     assert stored(launch.home, session)[-1] == ("turn_end", {"stopReason": stop})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(8))
+async def test_a_kill_at_any_instant_loses_nothing_the_editor_saw_done(
+        launch: Launcher, server: ScriptedProvider, project: Path, seed: int) -> None:
+    """Kill -9 after a random number of the agent's messages in a turn of three writes; every
+    call the editor saw completed is stored completed, and an answered prompt is complete."""
+    import random
+
+    rng = random.Random(seed)
+    agent = await launch.start("openai")
+    agent.editor.permissions.append("allow_always")
+    session = await agent.new_session(project)
+    calls = tuple(Call(f"w{i}", "write_file", args(path=f"f{i}.txt", content=f"{i}\n"))
+                  for i in range(3))
+    server.script(Reply(text=("writing ", "three"), calls=calls), Reply(text=("done",)))
+    seen: list[dict[str, Any]] = []
+    limit = rng.randrange(1, 16)  # a full turn writes about fifteen messages
+
+    def observe(message: dict[str, Any]) -> bool:
+        seen.append(message)
+        return len(seen) >= limit
+
+    await killed_when(launch, agent, session, "write three", observe)
+
+    entries = stored(launch.home, session)
+    results = {body["callId"]: body for kind, body in entries if kind == "tool_result"}
+    for message in seen:
+        update = (message.get("params") or {}).get("update") or {}
+        if update.get("status") == "completed":
+            assert results[update["toolCallId"]]["isError"] is False, (limit, update)
+        if "result" in message and "stopReason" in message["result"]:
+            assert entries[-1] == ("turn_end", {"stopReason": "end_turn"})
+    replayed = await reloaded(launch, session, project)  # and it loads, repaired or not
+    assert replayed[0]["sessionUpdate"] == "user_message_chunk"
