@@ -642,6 +642,8 @@ class Store:
         """Store a new session; StoreError if the id exists. Zero timestamps mean now."""
         with self._refusing("create_session"):
             row = _session_row(record)
+        if self._scrub is not None:  # an MCP server's env may hold a configured key
+            row = (*row[:3], self._scrub(row[3]), *row[4:])
         await self._call("create_session", lambda conn: _insert_session(conn, row))
 
     async def get_session(self, session_id: str) -> SessionRecord | None:

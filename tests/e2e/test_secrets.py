@@ -67,7 +67,10 @@ async def test_keys_in_prompts_and_tool_output_reach_no_one(
         launch: Launcher, server: ScriptedProvider, project: Path) -> None:
     (project / "settings.txt").write_text(f"key={API_KEY}\ntoken={OTHER_TOKEN}\n")
     agent = await launch.start("anthropic", GITHUB_TOKEN=OTHER_TOKEN)
-    session = await agent.new_session(project)
+    server_with_key = {"name": "gh", "command": "gh-mcp", "args": [],
+                       "env": [{"name": "GITHUB_TOKEN", "value": OTHER_TOKEN}]}
+    session = (await agent.result("session/new", {"cwd": str(project),
+                                                  "mcpServers": [server_with_key]}))["sessionId"]
     server.script(Reply(calls=(Call("r1", "read_file", args(path="settings.txt")),)),
                   Reply(text="I see two redacted values."))
 
