@@ -7,15 +7,18 @@ turn holds a lease on the session in the store (`Store.claim_turn`): its identit
 heartbeat. Another process reads it to decide: refuse a prompt while the owner lives, repair
 and take over once it is gone. See docs/sessions.md.
 
-An owner is `host:pid:start`, the start being the process's start time in clock ticks since
-boot (field 22 of /proc/<pid>/stat), so a pid reused by an unrelated process is not mistaken
-for the owner. On the same host that is exact; across hosts (a store on a shared file
-system) and where /proc is missing, an owner whose heartbeat is older than `STALE_S` is gone.
+An owner is `host:pid:start:nonce`: the process (its start time in clock ticks since boot,
+field 22 of /proc/<pid>/stat, so a pid reused by an unrelated process is not mistaken for it)
+and a nonce per claim, so one turn never releases another's lease. An owner is alive while
+its heartbeat is younger than `STALE_S` and, on the same host, its process still runs: a
+process that crashed is seen gone at once, and a lease a live process failed to release
+expires.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import time
 from functools import cache
@@ -51,24 +54,31 @@ def _start_ticks(pid: int) -> str | None:
 
 @cache
 def this_process() -> str:
-    """This process as a lease owner."""
+    """This process, as the first part of a lease owner."""
     pid = os.getpid()
     return f"{socket.gethostname()}:{pid}:{_start_ticks(pid) or '?'}"
 
 
-def owner_alive(owner: str, heartbeat_at: float, now: float | None = None) -> bool:
-    """Whether the process `owner` (as `this_process` wrote it) still runs."""
-    fresh = (time.time() if now is None else now) - heartbeat_at < STALE_S
+def new_owner() -> str:
+    """An owner for one claim by this process."""
+    return f"{this_process()}:{secrets.token_hex(4)}"
+
+
+def owner_pid(owner: str) -> int | None:
     try:
-        host, pid, start = owner.rsplit(":", 2)
-        number = int(pid)
-    except ValueError:
-        return fresh
-    if host != socket.gethostname():
-        return fresh
-    ticks = _start_ticks(number)
-    if ticks is None:
+        return int(owner.split(":")[-3])
+    except (IndexError, ValueError):
+        return None
+
+
+def owner_alive(owner: str, heartbeat_at: float, now: float | None = None) -> bool:
+    """Whether the owner of a lease (as `new_owner` wrote it) still holds it."""
+    if (time.time() if now is None else now) - heartbeat_at >= STALE_S:
         return False
-    if "?" in (ticks, start):
-        return fresh
-    return ticks == start
+    host, pid, start = [*owner.rsplit(":", 3), "", "", ""][:3]
+    if host != socket.gethostname() or not pid.isdigit():
+        return True
+    ticks = _start_ticks(int(pid))
+    if ticks is None:
+        return False  # the process is gone
+    return ticks == start or "?" in (ticks, start)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from protocol.errors import InvalidParams
 
 # A path the agent keeps and lists again (cwd, additionalDirectories): Linux's PATH_MAX.
@@ -23,6 +25,9 @@ MAX_MCP_SERVERS = 64
 MAX_NESTING = 64
 # Characters of a client's value quoted in an error message.
 MAX_ECHO_CHARS = 120
+# Encoded size of one prompt. It is stored with its model-facing parts (which repeat its text
+# and images), and an entry holds at most store.MAX_BODY_BYTES (64 MiB): 24 MiB leaves room.
+MAX_PROMPT_BYTES = 24 * 1024 * 1024
 
 
 def echo(value: object) -> str:
@@ -59,3 +64,12 @@ def check_nesting(name: str, value: Any) -> None:
             raise InvalidParams(f"Invalid params: {name}: nested deeper than {MAX_NESTING} "
                                 "levels (MAX_NESTING); it could not be stored")
         stack.extend((child, depth + 1) for child in children)
+
+
+def check_prompt(prompt: list[Any]) -> None:
+    """A prompt the store can hold: not too deep, not too large."""
+    check_nesting("prompt", prompt)
+    size = len(orjson.dumps(prompt))
+    if size > MAX_PROMPT_BYTES:
+        raise InvalidParams(f"Invalid params: prompt: {size:,} bytes, over the "
+                            f"{MAX_PROMPT_BYTES:,}-byte limit (MAX_PROMPT_BYTES)")

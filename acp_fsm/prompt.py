@@ -6,6 +6,7 @@ advertises `embeddedContext` and `image`; audio is not advertised and is refused
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from protocol.errors import InvalidParams
@@ -53,11 +54,13 @@ def _image(index: int, mime: str, data: Any) -> ImagePart:
     return ImagePart(data, mime)
 
 
-def title_of(blocks: list[dict[str, Any]], limit: int = 80) -> str | None:
-    """A session title from the first prompt: its first line of text, shortened."""
+def title_of(blocks: list[dict[str, Any]], limit: int = 80,
+             clean: Callable[[str], str] = str) -> str | None:
+    """A session title from the first prompt: its first line of text, `clean`ed (secrets
+    scrubbed: a cut could leave a piece of one), then shortened."""
     for block in blocks:
         if block.get("type") == "text":
-            text = " ".join(block["text"].split())
+            text = " ".join(clean(block["text"]).split())
             if text:
                 return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
     return None

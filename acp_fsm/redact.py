@@ -35,6 +35,7 @@ class Secrets:
                     "utf-8", "surrogatepass"))
         texts = {v for v in values if v}
         self._count = len(texts)
+        self._secrets = sorted(texts, key=len, reverse=True)
         # One alternation, longest first (a secret that contains another is replaced whole):
         # the regex engine scans a line once, ten times faster than one search per secret.
         self._bytes = _alternation(patterns)
@@ -58,6 +59,34 @@ class Secrets:
             return text
         return self._text.sub(REDACTED, text)
 
+    def trim(self, text: str, *, start: bool = False, end: bool = False) -> str:
+        """`text` (scrubbed) as a piece cut from a longer text, without the piece of a secret
+        a cut may have left at its `start` (a secret's end) or its `end` (a secret's
+        beginning): a scrub cannot recognise a secret that is not whole. Scrub before
+        cutting where the whole text is at hand; this is for what is cut as it streams."""
+        for secret in self._secrets:
+            longest = min(len(secret) - 1, len(text))
+            if end:
+                cut = next((k for k in range(longest, 0, -1) if text.endswith(secret[:k])), 0)
+                text = text[: len(text) - cut]
+            if start:
+                cut = next((k for k in range(longest, 0, -1) if text.startswith(secret[-k:])),
+                           0)
+                text = text[cut:]
+        return text
+
+    def restore(self, written: str, original: str | None) -> str:
+        """Text the model wrote from what it was shown (`[redacted]` where `original` holds a
+        secret), with the secret put back: rewriting a file must not replace the user's key
+        by `[redacted]`. ValueError when `original` holds several different secrets, as which
+        one stood where cannot be known."""
+        if REDACTED not in written or not original or self._text is None:
+            return written
+        found = set(self._text.findall(original))
+        if len(found) > 1:
+            raise ValueError(f"it holds {len(found)} different secrets, shown as {REDACTED}")
+        return written.replace(REDACTED, found.pop()) if found else written
+
 
 _REDACTED_BYTES = REDACTED.encode()
 
@@ -75,8 +104,10 @@ def configured() -> Secrets:
 
 def command_environment() -> dict[str, str]:
     """The environment for commands the agent starts: its own, without the provider
-    credentials and acp-fsm's configuration (`config.PRIVATE_VARIABLES`), and without any
-    variable whose value holds a provider key."""
-    keys = [v for name in config.SECRET_VARIABLES if (v := os.environ.get(name))]
+    credentials and acp-fsm's configuration (`config.is_private`), and without any variable
+    whose value holds a provider key (one long enough to be a secret: a dummy key such as "x"
+    would match nearly every value)."""
+    keys = [v for name in config.SECRET_VARIABLES
+            if len(v := os.environ.get(name, "")) >= config.MIN_SECRET_CHARS]
     return {name: value for name, value in os.environ.items()
             if not config.is_private(name) and not any(key in value for key in keys)}

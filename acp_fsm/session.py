@@ -9,9 +9,11 @@ reason, a fresh token replaces it, so a cancel never reaches a later turn.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import time
 import uuid
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,9 +22,9 @@ import structlog
 
 from acp_fsm import leases, limits, redact, transcript, updates
 from acp_fsm.prompt import title_of, to_parts
-from acp_fsm.store import Entry, SessionGone, SessionRecord, Store, StoreError
+from acp_fsm.store import Claim, Entry, SessionGone, SessionRecord, Store, StoreError
 from protocol.cancel import CancellationToken
-from protocol.errors import InvalidParams, InvalidRequest, ResourceNotFound
+from protocol.errors import InternalError, InvalidParams, InvalidRequest, ResourceNotFound
 from providers.types import (
     AssistantMessage,
     Message,
@@ -68,6 +70,7 @@ class Session:
         # The store's last entry of this session that `messages` reflects: another process
         # with the session open may have written more since (see `_claim`).
         self.synced_seq = synced_seq
+        self._owner: str | None = None  # of the turn lease, while this process holds it
         self._heartbeat: asyncio.Future[None] | None = None
 
     def __repr__(self) -> str:
@@ -84,7 +87,7 @@ class Session:
             raise InvalidRequest(
                 f"Invalid Request: session {self.id} is already running a prompt; wait for its "
                 "response or send session/cancel")
-        limits.check_nesting("prompt", prompt)  # refused now, never answered unstored
+        limits.check_prompt(prompt)  # refused now, never answered unstored
         parts = to_parts(prompt)
         # Imported at the first prompt: the turn brings the tools and the providers, which
         # `initialize` and `session/new` do not need (startup budget, see bench/startup.py).
@@ -113,7 +116,8 @@ class Session:
         self.messages.append(UserMessage(parts))
         body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in parts]}
         await self._write("user", body, wait=True)
-        if self.title is None and (title := title_of(prompt)):
+        if self.title is None and (title := title_of(
+                prompt, clean=redact.configured().scrub_text)):
             self.title = title
             self._set_title_soon(title)
             self.send_update(updates.session_info(title, _iso(time.time())))
@@ -130,25 +134,23 @@ class Session:
         """Take the session's turn lease (another process may have the session open too).
         Refuse while another live process runs a turn of it; catch up with what another
         process wrote since this one last looked; repair what a dead holder left."""
-        try:
-            claim = await self.store.claim_turn(self.id, leases.this_process())
-        except SessionGone:
-            self.server.sessions.forget(self.id)
-            raise ResourceNotFound(f"Session not found: {limits.echo(self.id)} (it was "
-                                   "deleted)") from None
+        owner = leases.new_owner()
+        claim = await _claim_or_not_found(self.server.sessions, self.store, self.id, owner)
         if claim.holder is not None:
-            pid = claim.holder.rsplit(":", 2)[-2]
-            raise InvalidRequest(
-                f"Invalid Request: session {self.id} is running a prompt in another acp-fsm "
-                f"process (pid {pid}), perhaps another editor window; wait for it to finish")
-        if claim.last_seq != self.synced_seq or claim.taken_over:
-            entries = await self.store.entries(self.id)
-            self.messages, self.synced_seq = await _rebuild(self.store, self.id, entries)
-            log.info("session_caught_up", session_id=self.id, taken_over=claim.taken_over)
-        self._heartbeat = asyncio.ensure_future(self._renew())
+            raise InvalidRequest(f"Invalid Request: session {self.id} is running a prompt in "
+                                 f"{_holder(claim.holder)}; wait for it to finish")
+        self._owner = owner
+        try:
+            if claim.last_seq != self.synced_seq or claim.taken_over:
+                entries = await self.store.entries(self.id)
+                self.messages, self.synced_seq = await _rebuild(self.store, self.id, entries)
+                log.info("session_caught_up", session_id=self.id, taken_over=claim.taken_over)
+        except BaseException:
+            await self._release()
+            raise
+        self._heartbeat = asyncio.ensure_future(self._renew(owner))
 
-    async def _renew(self) -> None:
-        owner = leases.this_process()
+    async def _renew(self, owner: str) -> None:
         while True:
             await asyncio.sleep(leases.HEARTBEAT_S)
             try:
@@ -160,10 +162,9 @@ class Session:
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             self._heartbeat = None
-        try:
-            await self.store.release_turn(self.id, leases.this_process())
-        except StoreError as exc:  # left behind: the next claimer sees this process gone
-            log.warning("lease_not_released", error=str(exc))
+        owner, self._owner = self._owner, None
+        if owner is not None:
+            await _release(self.store, self.id, owner)
 
     def cancel(self, reason: str = "session/cancel") -> bool:
         """Fire the running turn's token; False (and nothing fired) when idle."""
@@ -188,7 +189,7 @@ class Session:
                             views: dict[str, dict[str, Any]], *, wait: bool = True) -> None:
         self.messages.append(message)
         body = transcript.assistant_body(message, stop_reason, views)
-        written = self._queue("assistant", body)
+        written = self._queue("assistant", body, required=wait)
         # Known before the wait, so a cancel during the write can still mark the message.
         self._last_assistant = (written, body) if written is not None else None
         if wait:
@@ -229,17 +230,23 @@ class Session:
     async def _write(self, kind: str, body: dict[str, Any], wait: bool) -> None:
         """Store an entry: committed before returning with `wait` (something the client is
         about to be told is done), else queued in order; `settle` waits for those."""
-        written = self._queue(kind, body)
+        written = self._queue(kind, body, required=wait)
         if wait:
             await self._commit(written)
 
-    def _queue(self, kind: str, body: dict[str, Any]) -> asyncio.Future[int] | None:
-        """Queue an entry; its write's future, or None when the store is already closed
-        (shutdown), which is logged and never raised into the turn."""
+    def _queue(self, kind: str, body: dict[str, Any], *,
+               required: bool = False) -> asyncio.Future[int] | None:
+        """Queue an entry; its write's future. When the store refuses it (closed at
+        shutdown, or the body cannot be stored), that is logged, and raised as an
+        `InternalError` when the entry is `required`: nothing is told done that is not
+        stored."""
         try:
             written = self.store.append_soon(self.id, kind, body)
         except StoreError as exc:
             log.error("store_write_failed", kind=kind, error=str(exc))
+            if required:
+                raise InternalError(f"Internal error: the {kind} entry could not be stored: "
+                                    f"{exc}") from None
             return None
         written.add_done_callback(_log_failed_write)
         written.add_done_callback(self._synced)
@@ -289,9 +296,9 @@ class Sessions:
         self._open: dict[str, Session] = {}
         self._store: Store | None = None
         self._store_lock = asyncio.Lock()
-        # Load, resume, close and delete happen one at a time: two loads of one session build
+        # Load, resume, close and delete of one session happen one at a time: two loads build
         # one Session, and a load racing a delete never leaves a live session behind.
-        self._lifecycle = asyncio.Lock()
+        self._lifecycles: dict[str, tuple[asyncio.Lock, int]] = {}  # id → (lock, users)
 
     def __repr__(self) -> str:
         return f"<Sessions open={len(self._open)}>"
@@ -302,6 +309,21 @@ class Sessions:
                 secrets = redact.configured()
                 self._store = await Store.open(scrub=secrets.scrub if secrets else None)
             return self._store
+
+    @contextlib.asynccontextmanager
+    async def _lifecycle(self, session_id: str) -> AsyncIterator[None]:
+        """Hold the session's lifecycle lock; kept only while someone holds or awaits it."""
+        lock, users = self._lifecycles.get(session_id, (asyncio.Lock(), 0))
+        self._lifecycles[session_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._lifecycles[session_id]
+            if users == 1:
+                del self._lifecycles[session_id]
+            else:
+                self._lifecycles[session_id] = (lock, users - 1)
 
     def forget(self, session_id: str) -> None:
         """Drop a session that is no longer in the store (deleted by another process)."""
@@ -336,24 +358,21 @@ class Sessions:
         already open here (a cancel after the load still reaches its running turn)."""
         _check_session(cwd, [], mcp_servers)
         store = await self.store()
-        async with self._lifecycle:
+        async with self._lifecycle(session_id):
             return await self._restore(store, session_id, cwd, replay)
 
     async def _restore(self, store: Store, session_id: str, cwd: str, replay: bool) -> Session:
         record = await store.get_session(session_id)
         if record is None:
             raise ResourceNotFound(f"Session not found: {limits.echo(session_id)}")
-        entries = await store.entries(session_id)
         session = self._open.get(session_id)
         if session is None:
-            running_elsewhere = await store.turn_holder(session_id) is not None
-            messages, last = await _rebuild(store, session_id, entries,
-                                            repair=not running_elsewhere)
+            entries, messages, last = await self._read(store, session_id)
             # ACP gives the working directory again: the project may have moved since.
             session = Session(self._server, store, replace(record, cwd=cwd), messages, last)
             self._open[session_id] = session
-            if entries and last != entries[-1].seq:  # repaired: replay the repair too
-                entries = await store.entries(session_id)
+        else:
+            entries = await store.entries(session_id)
         if replay:
             for update in replay_updates(entries):
                 session.send_update(update)
@@ -361,15 +380,36 @@ class Sessions:
                     await session.keep_pace()
         return session
 
+    async def _read(self, store: Store, session_id: str
+                    ) -> tuple[list[Entry], list[Message], int]:
+        """A session's entries and conversation, repaired where a crash left a tool call
+        without its result: under the turn lease, so no live process's running turn is ever
+        repaired and two loads never repair the same call twice. When another process holds
+        the lease, nothing is repaired (its turn is still writing)."""
+        owner = leases.new_owner()
+        claim = await _claim_or_not_found(self, store, session_id, owner)
+        if claim.holder is not None:
+            entries = await store.entries(session_id)
+            messages, last = await _rebuild(store, session_id, entries, repair=False)
+            return entries, messages, last
+        try:
+            entries = await store.entries(session_id)
+            messages, last = await _rebuild(store, session_id, entries)
+            if entries and last != entries[-1].seq:  # repaired: replay the repair too
+                entries = await store.entries(session_id)
+            return entries, messages, last
+        finally:
+            await _release(store, session_id, owner)
+
     async def close(self, session_id: str) -> None:
-        async with self._lifecycle:
+        async with self._lifecycle(session_id):
             session = self.get(session_id)
             await self._stop(session, "session/close")
             self._open.pop(session_id, None)
 
     async def delete(self, session_id: str) -> None:
         store = await self.store()
-        async with self._lifecycle:
+        async with self._lifecycle(session_id):
             session = self._open.pop(session_id, None)
             if session is not None:
                 await self._stop(session, "session/delete")
@@ -407,6 +447,31 @@ class Sessions:
         if turn is not None:
             session.cancel(reason)
             await asyncio.wait({turn.done}, timeout=grace)
+
+
+async def _claim_or_not_found(sessions: Sessions, store: Store, session_id: str,
+                              owner: str) -> Claim:
+    try:
+        return await store.claim_turn(session_id, owner)
+    except SessionGone:
+        sessions.forget(session_id)
+        raise ResourceNotFound(f"Session not found: {limits.echo(session_id)} (it was "
+                               "deleted)") from None
+
+
+async def _release(store: Store, session_id: str, owner: str) -> None:
+    try:
+        await store.release_turn(session_id, owner)
+    except StoreError as exc:  # it expires: its heartbeat stops (leases.STALE_S)
+        log.warning("lease_not_released", error=str(exc))
+
+
+def _holder(owner: str) -> str:
+    """Who holds a lease, in words."""
+    pid = leases.owner_pid(owner)
+    if pid == os.getpid():
+        return "this acp-fsm process (a previous prompt of it is still finishing)"
+    return f"another acp-fsm process (pid {pid}), perhaps another editor window"
 
 
 def _log_failed_write(future: asyncio.Future[Any]) -> None:

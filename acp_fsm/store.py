@@ -427,12 +427,6 @@ def _release_turn(conn: sqlite3.Connection, session_id: str, owner: str) -> None
                      (session_id, owner))
 
 
-def _turn_holder(conn: sqlite3.Connection, session_id: str) -> str | None:
-    row = conn.execute("SELECT owner, heartbeat_at FROM turn_leases WHERE session_id = ?",
-                       (session_id,)).fetchone()
-    return row[0] if row is not None and leases.owner_alive(row[0], row[1]) else None
-
-
 def _entries(conn: sqlite3.Connection, session_id: str) -> list[Entry]:
     rows = conn.execute(
         "SELECT seq, kind, body, created_at FROM entries WHERE session_id = ? ORDER BY seq",
@@ -643,7 +637,9 @@ class Store:
         with self._refusing("create_session"):
             row = _session_row(record)
         if self._scrub is not None:  # an MCP server's env may hold a configured key
-            row = (*row[:3], self._scrub(row[3]), *row[4:])
+            scrub = self._scrub
+            row = (row[0], scrub(row[1].encode()).decode(), scrub(row[2]), scrub(row[3]),
+                   *row[4:])
         await self._call("create_session", lambda conn: _insert_session(conn, row))
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
@@ -698,10 +694,6 @@ class Store:
 
     async def release_turn(self, session_id: str, owner: str) -> None:
         await self._call("release_turn", lambda conn: _release_turn(conn, session_id, owner))
-
-    async def turn_holder(self, session_id: str) -> str | None:
-        """The live process running a turn of `session_id`, if any."""
-        return await self._call("turn_holder", lambda conn: _turn_holder(conn, session_id))
 
     async def entries(self, session_id: str) -> list[Entry]:
         """The transcript in seq order; empty for an unknown session."""

@@ -212,10 +212,19 @@ class Turn:
 
     async def _fail(self, error: RpcError) -> None:
         self.error = error
-        for pc in self.calls:
-            if pc.result is None:
-                await self._answer(pc, ToolOutcome(transcript.LOST, is_error=True), wait=False)
+        await self._close_calls(lambda pc: transcript.LOST)
         self._fire(TurnTrigger.FAIL)
+
+    async def _close_calls(self, wording: Callable[[PendingCall], str]) -> None:
+        """Give every call still without a result a synthetic one (a cancel, a failure): all
+        queued at once, then told together once committed (one wait, not one per call)."""
+        open_calls = [pc for pc in self.calls if pc.result is None]
+        told = [await self._answer(pc, ToolOutcome(wording(pc), is_error=True), wait=False)
+                for pc in open_calls]
+        if told:
+            await self.session.settle()
+        for update in told:
+            self._update(update)
 
     def _update(self, update: dict[str, Any]) -> None:
         self.session.send_update(update)
@@ -447,11 +456,12 @@ class Turn:
         else:
             self._fire(TurnTrigger.TOOLS_DONE)
 
-    async def _answer(self, pc: PendingCall, outcome: ToolOutcome, *, wait: bool = True) -> None:
+    async def _answer(self, pc: PendingCall, outcome: ToolOutcome, *,
+                      wait: bool = True) -> dict[str, Any]:
         """Record a call's result: committed, then told in its final update (commit, then
         tell: a crash one instant later must not lose what the editor was shown as done).
-        Without `wait` (the synthetic results of a drain and a failure) it is queued, and the
-        prompt's answer waits for it (`Session.settle`)."""
+        Without `wait` the result is only queued and the update returned, not sent: the
+        caller sends it once the store has caught up (`_close_calls`)."""
         output = outcome.output or "(no output)"
         status = "failed" if outcome.is_error else "completed"
         content = list(outcome.content) or [updates.text_block(output)]
@@ -462,17 +472,17 @@ class Turn:
                                       wait=wait)
         pc.result = result
         live = content if outcome.replay is None else None  # None: the editor keeps its view
-        self._update(updates.tool_call_update(pc.call.id, status, content=live,
-                                              locations=locations))
+        update = updates.tool_call_update(pc.call.id, status, content=live, locations=locations)
+        if wait:
+            self._update(update)
+        return update
 
     # ------------------------------------------------------------------ draining
 
     async def _drain(self) -> None:
         self.session.mark_cancelled()
-        for pc in self.calls:
-            if pc.result is None:
-                wording = transcript.INTERRUPTED if pc.started else transcript.NOT_STARTED
-                await self._answer(pc, ToolOutcome(wording, is_error=True), wait=False)
+        await self._close_calls(
+            lambda pc: transcript.INTERRUPTED if pc.started else transcript.NOT_STARTED)
         self._fire(TurnTrigger.DRAINED)
 
 

@@ -16,7 +16,6 @@ from protocol.errors import InvalidRequest, RpcError
 Id = str | int | float
 
 JSONRPC = "2.0"
-_INT64_LIMIT = 2.0**63
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +68,13 @@ def classify(obj: object) -> Message:
     if type(obj) is not dict:
         return Invalid(None, InvalidRequest("Invalid Request: expected a JSON-RPC object"))
     raw_id = obj.get("id")
-    if type(raw_id) is float and raw_id.is_integer() and abs(raw_id) >= _INT64_LIMIT:
-        # The decoder reads integers beyond 64 bits as floats: answering with this id
-        # would alter it, so the message is refused, answered with id null.
+    if type(raw_id) is float and "method" in obj:
+        # A request is answered with its id exactly. A number with a fraction or an exponent
+        # (and an integer beyond 64 bits, which the decoder reads as one) may not survive the
+        # round trip through a double, so such ids are refused, answered with id null.
         return Invalid(None, InvalidRequest(
-            "Invalid Request: id is an integer beyond 64 bits, which cannot be echoed exactly"))
+            "Invalid Request: id must be a string or an integer of at most 64 bits; a number "
+            "with a fraction or an exponent cannot be echoed exactly"))
     msg_id = raw_id if is_valid_id(raw_id) else None
     if "method" in obj:
         ref = _REQUEST if "id" in obj else _NOTIFICATION

@@ -12,7 +12,7 @@ from tests.harness import AgentProcess
 INIT = {"protocolVersion": 1, "clientCapabilities": {}}
 
 
-@pytest.mark.parametrize("msg_id", [0, 7, "abc", "", 2.5, -1])
+@pytest.mark.parametrize("msg_id", [0, 7, "abc", "", 2**64 - 1, -1])
 async def test_response_echoes_request_id_exactly(agent: AgentProcess, msg_id: object) -> None:
     response = await agent.request("initialize", INIT, msg_id=msg_id)
     assert response["id"] == msg_id

@@ -20,11 +20,23 @@ V = "2.0"
 # ------------------------------------------------------------------ requests
 
 
-@pytest.mark.parametrize("msg_id", ["abc", "", 7, 0, -3, 2**53, 1.5])
+@pytest.mark.parametrize("msg_id", ["abc", "", 7, 0, -3, 2**53, 2**64 - 1, -(2**63)])
 def test_request_keeps_its_id_exactly(msg_id: Any) -> None:
     message = classify({"jsonrpc": V, "id": msg_id, "method": "m", "params": {"a": 1}})
     assert message == Request(msg_id, "m", {"a": 1})
     assert type(message.id) is type(msg_id)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("msg_id", [1.5, 1.0, 1e-05, 1.8446744073709552e19])
+def test_a_request_whose_id_may_not_round_trip_is_refused_with_id_null(msg_id: float) -> None:
+    message = classify({"jsonrpc": V, "id": msg_id, "method": "m"})
+    assert isinstance(message, Invalid) and message.id is None
+    assert "cannot be echoed exactly" in message.error.message
+
+
+def test_a_response_with_a_float_id_is_still_a_response() -> None:
+    """Never answered (JSON-RPC): it answers none of our requests and is dropped."""
+    assert classify({"jsonrpc": V, "id": 2.0**70, "result": {}}) == Response(2.0**70, {})
 
 
 def test_request_id_zero_is_not_mistaken_for_missing() -> None:

@@ -48,3 +48,29 @@ def test_commands_get_neither_keys_nor_our_variables(monkeypatch: pytest.MonkeyP
         assert name not in env
     assert env["GITHUB_TOKEN"] == "ghp_kept-for-gh-0000"  # a command may need it
     assert "ghp_kept-for-gh-0000" in config.secret_values()  # and its output is scrubbed
+
+
+def test_a_dummy_key_strips_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Local servers take keys like "x": too short to be a secret, and to look for."""
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    monkeypatch.setenv("HOLDS_AN_X", "xyz")
+    env = command_environment()
+    assert "OPENAI_API_KEY" not in env and env["HOLDS_AN_X"] == "xyz" and "PATH" in env
+
+
+def test_a_cut_leaves_no_piece_of_a_secret() -> None:
+    secrets = Secrets([KEY])
+    head = "output before " + KEY[:9]
+    tail = KEY[-7:] + " output after"
+    assert secrets.trim(head, end=True) == "output before "
+    assert secrets.trim(tail, start=True) == " output after"
+    assert secrets.trim("no key here", start=True, end=True) == "no key here"
+
+
+def test_a_written_redaction_is_restored_from_the_original() -> None:
+    secrets = Secrets([KEY, "another-secret-value"])
+    assert secrets.restore(f"K={REDACTED}\n", f"K={KEY}\nX=1\n") == f"K={KEY}\n"
+    assert secrets.restore("plain", f"K={KEY}") == "plain"
+    assert secrets.restore(f"K={REDACTED}", "no secret at all") == f"K={REDACTED}"
+    with pytest.raises(ValueError, match="2 different secrets"):
+        secrets.restore(REDACTED, f"{KEY} another-secret-value")

@@ -722,31 +722,39 @@ async def test_close_waits_for_queued_work(db: Path) -> None:
 # ------------------------------------------------------------------------ turn leases
 
 
-async def test_a_turn_lease_is_held_by_one_live_process(db: Path) -> None:
-    """One process runs a session's turn; another is refused while it lives, and takes the
-    lease over (told so) once it is gone. A deleted session cannot be claimed."""
+async def test_a_turn_lease_is_held_by_one_live_owner(db: Path) -> None:
+    """One owner runs a session's turn; another is refused while it lives, and takes the
+    lease over (told so) once it is gone. Releasing is per owner. A deleted session cannot be
+    claimed."""
     store = await Store.open(db)
     try:
         await store.create_session(record("s"))
         await store.append("s", "user", {"text": "hi"})
-        me = leases.this_process()
+        me, mine_too = leases.new_owner(), leases.new_owner()
         other = await asyncio.create_subprocess_exec("sleep", "30")
         try:
-            alive = f"{me.rsplit(':', 2)[0]}:{other.pid}:{leases._start_ticks(other.pid)}"
+            host = me.split(":")[0]
+            alive = f"{host}:{other.pid}:{leases._start_ticks(other.pid)}:n1"
             assert await store.claim_turn("s", alive) == Claim(None, 1)
-            assert await store.turn_holder("s") == alive
             assert await store.claim_turn("s", me) == Claim(alive, 1)  # refused
         finally:
             other.kill()
             await other.wait()
-        assert await store.turn_holder("s") is None  # its process is gone
         assert await store.claim_turn("s", me) == Claim(None, 1, taken_over=True)
+        assert await store.claim_turn("s", mine_too) == Claim(me, 1)  # another turn of ours
+        await store.release_turn("s", mine_too)  # not its lease: nothing happens
+        assert await store.claim_turn("s", mine_too) == Claim(me, 1)
         await store.renew_turn("s", me)
         await store.release_turn("s", me)
-        assert await store.turn_holder("s") is None
-        assert await store.claim_turn("s", me) == Claim(None, 1)  # released: nothing to repair
+        assert await store.claim_turn("s", mine_too) == Claim(None, 1)  # released cleanly
         await store.delete_session("s")
         with pytest.raises(SessionGone):
             await store.claim_turn("s", me)
     finally:
         await store.close()
+
+
+def test_a_lease_not_renewed_expires_even_if_its_process_lives() -> None:
+    owner = leases.new_owner()
+    assert leases.owner_alive(owner, time.time())
+    assert not leases.owner_alive(owner, time.time() - leases.STALE_S - 1)

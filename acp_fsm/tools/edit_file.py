@@ -7,7 +7,14 @@ from typing import Any
 
 from acp_fsm.tools.base import Drafts, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import MutatingTool, ToolError, plural
-from acp_fsm.tools.files import check_as_shown, current_text, diff_block, load_text, store_text
+from acp_fsm.tools.files import (
+    check_as_shown,
+    current_text,
+    diff_block,
+    load_text,
+    store_text,
+    unredacted,
+)
 
 
 def first_changed_line(text: str, old_text: str, new_text: str) -> int:
@@ -45,7 +52,8 @@ class EditFile(MutatingTool):
     def _edit(self, args: dict[str, Any], text: str | None, shown: str) -> Edit:
         if text is None:
             raise ToolError(f"File not found: {shown} (use write_file to create a file)")
-        return apply_edit(text, args["old_text"], args["new_text"],
+        return apply_edit(text, unredacted(args["old_text"], text, shown),
+                          unredacted(args["new_text"], text, shown),
                           bool(args.get("replace_all", False)), shown)
 
     async def preview(self, args: dict[str, Any], env: ToolEnv,

@@ -18,6 +18,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from acp_fsm import redact
 from acp_fsm.redact import command_environment
 from acp_fsm.tools.common import ToolError, describe_os_error
 from acp_fsm.tools.reaper import REAPER
@@ -70,19 +71,26 @@ class OutputCapture:
             del self._tail[:excess]
             self.dropped += excess
 
-    def text(self) -> str:
-        """The kept output as text, with a marker where bytes were dropped."""
+    def text(self, *, cut_before: bool = False) -> str:
+        """The kept output as text, with a marker where bytes were dropped, secrets scrubbed
+        (none left in pieces where the middle was dropped). `cut_before`: the stream itself
+        began mid-way (an editor kept only its end)."""
+        secrets = redact.configured()
         if not self.dropped:
-            return (self._head + self._tail).decode("utf-8", "replace")
+            whole = secrets.scrub_text((self._head + self._tail).decode("utf-8", "replace"))
+            return secrets.trim(whole, start=cut_before)
         tail = bytes(self._tail)
         start = 0
         while start < min(len(tail), _MAX_CONTINUATION_BYTES) and tail[start] & 0xC0 == 0x80:
             start += 1  # do not show half a character where the cut fell
+        head = secrets.trim(secrets.scrub_text(self._head.decode("utf-8", "ignore")),
+                            start=cut_before, end=True)
         return (
-            self._head.decode("utf-8", "ignore")
+            head
             + f"\n[... {self.dropped:,} bytes of output omitted: showing the first "
             f"{self._head_limit:,} and the last {self._tail_limit:,} bytes ...]\n"
-            + tail[start:].decode("utf-8", "replace")
+            + secrets.trim(secrets.scrub_text(tail[start:].decode("utf-8", "replace")),
+                           start=True)
         )
 
 

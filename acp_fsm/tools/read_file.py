@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from acp_fsm import redact
 from acp_fsm.tools.base import ToolCallView, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import BaseTool, FileMissing, run_blocking
 from acp_fsm.tools.files import (
@@ -138,6 +139,8 @@ class ReadFile(BaseTool):
             lines = split_lines(text)[: want + 1]
         else:
             lines = await run_blocking(env.token, read_disk_lines, path, shown, offset, want + 1)
+        scrub = redact.configured().scrub_text  # before a long line is cut (a key split in two)
+        lines = [scrub(line) for line in lines]
         return ToolOutcome(
             render_window(lines, offset, want, explicit, shown),
             locations=({"path": str(path), "line": offset},),

@@ -65,11 +65,12 @@ def status_line(exit_code: int | None, signal_text: str | None,
     return "Exit status unknown."
 
 
-def capped(text: str) -> str:
-    """`text` within the head+tail output budget."""
+def capped(text: str, *, cut_before: bool = False) -> str:
+    """`text` within the head+tail output budget (`cut_before`: it is the end of a longer
+    output already)."""
     capture = OutputCapture()
     capture.feed(text.encode("utf-8"))
-    return capture.text()
+    return capture.text(cut_before=cut_before)
 
 
 async def _cleanup(request: Awaitable[None], what: str, terminal_id: str) -> None:
@@ -179,6 +180,7 @@ class RunCommand(MutatingTool):
         if result.get("truncated"):
             text += (f"\n[The editor kept only the last {TERMINAL_OUTPUT_BYTE_LIMIT:,} bytes of "
                      "the output.]")
-        output = capped(str(result.get("output") or "")) or "(no output)"
+        output = capped(str(result.get("output") or ""),
+                        cut_before=bool(result.get("truncated"))) or "(no output)"
         # The terminal stays embedded as it is; it will not exist in a reload, its output will.
         return ToolOutcome(f"{text}\n{output}", replay=(text_block(f"{text}\n{output}"),))

@@ -24,7 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acp_fsm.redact import command_environment
+from acp_fsm import config
+from acp_fsm.redact import Secrets, command_environment
 from acp_fsm.tools.base import ToolEnv, ToolOutcome
 from acp_fsm.tools.common import BaseTool, ToolError, describe_os_error, plural
 from acp_fsm.tools.files import READ_FLAGS, looks_binary, split_lines
@@ -80,6 +81,8 @@ class SearchRequest:
     time_limit_seconds: float
     # Inside the roots without asking: files with other hard links (maybe outside) are skipped.
     skip_linked: bool = True
+    # Scrubbed from a matching line before it is cut (a key cut in two is not recognised).
+    secrets: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         """ASCII JSON: a root that is not UTF-8 travels as escaped surrogates, losslessly."""
@@ -125,6 +128,7 @@ def search_tree(request: SearchRequest) -> SearchReport:
         raise ToolError(f"Path not found: {request.shown_root}")
     regex = re.compile(request.pattern)
     wanted = GlobFilter(request.glob) if request.glob is not None else None
+    scrub = Secrets(request.secrets).scrub_text
     report = SearchReport()
     single = not root.is_dir()
     for scanned, (path, relative) in enumerate(walk_files(root)):
@@ -154,7 +158,7 @@ def search_tree(request: SearchRequest) -> SearchReport:
             text = line.rstrip("\r\n")
             if regex.search(text) is None:
                 continue
-            entry = f"{shown}:{number}: {text[:request.max_line_chars]}"
+            entry = f"{shown}:{number}: {scrub(text)[:request.max_line_chars]}"
             report.lines.append(entry)
             report.size += len(entry.encode("utf-8")) + 1
             if len(report.lines) >= request.max_matches:
@@ -219,15 +223,14 @@ async def run_search(request: SearchRequest, token: CancellationToken) -> str:
     limit; `Cancelled` (the worker killed) when `token` fires."""
     try:
         worker = await asyncio.create_subprocess_exec(
-            *WORKER_COMMAND, request.to_json(), stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-            env=command_environment())
+            *WORKER_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True, env=command_environment())
     except OSError as exc:
         raise ToolError(f"Could not start the search: {describe_os_error(exc)}") from exc
     REAPER.started(worker.pid)
     try:
-        stdout, stderr = await token.race(
-            asyncio.wait_for(worker.communicate(), SEARCH_TIME_LIMIT_SECONDS))
+        stdout, stderr = await token.race(asyncio.wait_for(
+            worker.communicate(request.to_json().encode()), SEARCH_TIME_LIMIT_SECONDS))
     except TimeoutError:
         raise ToolError(
             f"The search took longer than {SEARCH_TIME_LIMIT_SECONDS:g} s and was stopped. The "
@@ -289,6 +292,7 @@ class SearchFiles(BaseTool):
             max_matches=MAX_SEARCH_MATCHES, max_output_bytes=MAX_SEARCH_OUTPUT_BYTES,
             max_file_bytes=MAX_SEARCH_FILE_BYTES, max_files=MAX_SEARCH_FILES,
             max_line_chars=MAX_MATCH_LINE_CHARS, time_limit_seconds=SEARCH_TIME_LIMIT_SECONDS,
-            skip_linked=inside_roots(self.target(args, env), env.roots))
+            skip_linked=inside_roots(self.target(args, env), env.roots),
+            secrets=tuple(config.secret_values()))
         output = await run_search(request, env.token)
         return ToolOutcome(output, content=(text_block(output),))

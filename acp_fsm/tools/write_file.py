@@ -13,6 +13,7 @@ from acp_fsm.tools.files import (
     diff_block,
     load_text,
     store_text,
+    unredacted,
 )
 
 
@@ -32,14 +33,15 @@ class WriteFile(MutatingTool):
                       drafts: Drafts) -> tuple[dict[str, Any], ...]:
         path, shown = self.target(args, env), self.shown(args, env)
         old = await current_text(env, drafts, path, shown, exact=False)
-        drafts[path] = args["content"]
-        return (diff_block(path, old, args["content"]),)
+        content = unredacted(args["content"], old, shown)
+        drafts[path] = content
+        return (diff_block(path, old, content),)
 
     async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         path, shown = self.target(args, env), self.shown(args, env)
-        content: str = args["content"]
         old = await load_text(env, path, shown, exact=False)
         check_as_shown(env, path, shown, old)
+        content = unredacted(args["content"], old, shown)
         await store_text(env, path, shown, content)
         lines = plural(count_lines(content), "line")
         if old is None:

@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 
-from acp_fsm.limits import MAX_DIRECTORIES, MAX_ECHO_CHARS, MAX_NESTING, MAX_PATH_CHARS
+from acp_fsm.limits import (
+    MAX_DIRECTORIES,
+    MAX_ECHO_CHARS,
+    MAX_NESTING,
+    MAX_PATH_CHARS,
+    MAX_PROMPT_BYTES,
+)
 from providers.scripted import Reply, ScriptedProvider
 from tests.e2e.support import Launcher, stored
 
@@ -69,8 +75,9 @@ async def test_an_unknown_session_id_is_not_echoed_in_full(launch: Launcher) -> 
 
 
 @pytest.mark.parametrize("raw_id", ["18446744073709551616", "-9223372036854775809",
-                                    "123456789012345678901234567890"])
-async def test_an_id_beyond_64_bits_is_refused_not_altered(launch: Launcher,
+                                    "123456789012345678901234567890", "9007199254740993.0",
+                                    "1.5"])
+async def test_an_id_that_cannot_be_echoed_exactly_is_refused_not_altered(launch: Launcher,
                                                            raw_id: str) -> None:
     agent = await launch.start("openai")
     await agent.proc.send_raw(
@@ -78,11 +85,24 @@ async def test_an_id_beyond_64_bits_is_refused_not_altered(launch: Launcher,
         .encode())
     answer = await agent.proc.next_other()
     assert answer["id"] is None and answer["error"]["code"] == -32600
-    assert "64 bits" in answer["error"]["message"]
-    for exact in ("18446744073709551615", "-9223372036854775808", "1.5"):  # these round-trip
+    assert "cannot be echoed exactly" in answer["error"]["message"]
+    for exact in ("18446744073709551615", "-9223372036854775808"):  # these round-trip
         await agent.proc.send_raw(
             f'{{"jsonrpc":"2.0","id":{exact},"method":"_acp_fsm/sleep","params":{{"ms":0}}}}\n'
             .encode())
         line = await agent.proc.next_other()
         assert agent.proc.raw_lines[-1].startswith(f'{{"jsonrpc":"2.0","id":{exact},'.encode())
         assert "result" in line
+
+
+async def test_a_prompt_too_large_to_store_is_refused_not_answered(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    """It fits in a line, but stored with its parts it would not fit in an entry."""
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    huge = "x" * (MAX_PROMPT_BYTES + 1)
+    response = await agent.proc.request("session/prompt", {
+        "sessionId": session, "prompt": [{"type": "text", "text": huge}]}, timeout=60)
+    assert response["error"]["code"] == -32602
+    assert "MAX_PROMPT_BYTES" in response["error"]["message"]
+    assert server.requests == [] and stored(launch.home, session) == []

@@ -104,3 +104,31 @@ async def test_a_files_own_key_is_written_back_exactly(
     assert final["content"][0]["newText"] == "API_KEY=[redacted]\nDEBUG=1\n"
     assert leaks(agent, server, launch.home, API_KEY) == ["stdout"]  # the write, only
     assert sum(API_KEY.encode() in line for line in agent.proc.raw_lines) == 1
+
+
+async def test_a_file_rewritten_from_what_the_model_saw_keeps_its_key(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    """The model saw `[redacted]` where the file holds the key and writes the file back with
+    it: the key is put back, so the user's file is not broken (and what is shown of the change
+    is scrubbed as always). With two different keys in the file, which one stood where is
+    unknown: the rewrite is refused, and the file is left alone."""
+    (project / "app.env").write_text(f"OPENAI_API_KEY={API_KEY}\nDEBUG=0\n")
+    (project / "two.env").write_text(f"A={API_KEY}\nB={OTHER_TOKEN}\n")
+    agent = await launch.start("openai", GITHUB_TOKEN=OTHER_TOKEN)
+    agent.editor.permissions.extend(["allow_always", "allow_always"])  # write_file, edit_file
+    session = await agent.new_session(project)
+    server.script(Reply(calls=(
+        Call("w1", "write_file", args(path="app.env",
+                                      content="OPENAI_API_KEY=[redacted]\nDEBUG=1\n")),
+        Call("e1", "edit_file", args(path="app.env", old_text="OPENAI_API_KEY=[redacted]",
+                                     new_text="OPENAI_API_KEY=[redacted]\nMORE=1")),
+        Call("w2", "write_file", args(path="two.env", content="A=[redacted]\nB=[redacted]\n")),
+    )), Reply(text="done"))
+
+    assert (await agent.prompt(session, "debug on")).stop_reason == "end_turn"
+
+    assert (project / "app.env").read_text() == f"OPENAI_API_KEY={API_KEY}\nMORE=1\nDEBUG=1\n"
+    assert (project / "two.env").read_text() == f"A={API_KEY}\nB={OTHER_TOKEN}\n"
+    results = tool_results(server.requests[-1])
+    assert "holds secrets the model is not shown" in results["w2"][0]
+    assert leaks(agent, server, launch.home, API_KEY, OTHER_TOKEN) == []

@@ -15,6 +15,7 @@ from providers.scripted import Call, Reply, ScriptedProvider
 from tests.e2e.support import (
     BARE,
     EDITOR,
+    Agent,
     Launcher,
     args,
     live_processes,
@@ -32,10 +33,17 @@ FIFO_REFUSED = ("Not a regular file: pipe is a named pipe; only regular files ca
                 "changed with this tool")
 
 
-def search_workers(project: Path) -> list[int]:
-    """Live search worker processes searching below `project`."""
-    workers = set(live_processes("acp_fsm.tools.search_worker"))
-    return [pid for pid in live_processes(str(project)) if pid in workers]
+def search_workers(agent: Agent) -> list[int]:
+    """Live search worker processes `agent` started (children of its process)."""
+    def parent(pid: int) -> str | None:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+        except OSError:
+            return None  # it just ended
+
+    agent_pid = str(agent.proc.proc.pid)
+    return [pid for pid in live_processes("acp_fsm.tools.search_worker")
+            if parent(pid) == agent_pid]
 
 
 def kill_all(pids: list[int]) -> None:
@@ -77,7 +85,7 @@ async def test_a_catastrophic_search_leaves_the_agent_responsive_and_cancellable
     server.script(Reply(calls=(Call("grep-1", "search_files", args(pattern=CATASTROPHIC)),)))
     pending = await agent.start_prompt(session, "search")
     try:
-        await wait_until(lambda: search_workers(project), "the search worker to start")
+        await wait_until(lambda: search_workers(agent), "the search worker to start")
         started = time.monotonic()
         other = await agent.new_session(project)  # the event loop serves requests meanwhile
         assert other and time.monotonic() - started < INTERRUPTED_S
@@ -88,9 +96,9 @@ async def test_a_catastrophic_search_leaves_the_agent_responsive_and_cancellable
 
         assert time.monotonic() - started < INTERRUPTED_S
         assert turn.stop_reason == "cancelled"
-        assert search_workers(project) == []
+        assert search_workers(agent) == []
     finally:
-        kill_all(search_workers(project))
+        kill_all(search_workers(agent))
     server.script(Reply(text="all good"))
     assert (await agent.prompt(session, "and now?")).stop_reason == "end_turn"
 
@@ -102,11 +110,12 @@ async def test_stdin_eof_during_a_search_exits_and_stops_the_worker(
     session = await agent.new_session(project)
     server.script(Reply(calls=(Call("grep-1", "search_files", args(pattern=CATASTROPHIC)),)))
     await agent.start_prompt(session, "search")
+    workers = await wait_until(lambda: search_workers(agent), "the search worker to start")
     try:
-        await wait_until(lambda: search_workers(project), "the search worker to start")
         started = time.monotonic()
         await launch.close(agent)
         assert time.monotonic() - started < INTERRUPTED_S + 1.0
-        assert search_workers(project) == []
+        running = set(live_processes("acp_fsm.tools.search_worker"))
+        assert [pid for pid in workers if pid in running] == []
     finally:
-        kill_all(search_workers(project))
+        kill_all([pid for pid in workers if pid in live_processes("search_worker")])

@@ -5,6 +5,7 @@ refused a prompt while that process lives, and catches up, or takes over after a
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +95,27 @@ async def test_a_session_deleted_by_another_process_is_not_found(
     again = await first.prompt(session, "and now?")  # forgotten here too
     assert again.error["code"] == -32002
     assert stored(launch.home, session) == []
+
+
+async def test_two_loads_of_a_crashed_turn_repair_it_once(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    """avante loads a session in two processes at once: the dead turn is repaired by one."""
+    for round_ in range(4):
+        first = await launch.start("openai")
+        first.editor.permissions.append(HOLD)
+        session = await first.new_session(project)
+        call_id = f"w{round_}"
+        server.script(Reply(calls=(Call(call_id, "write_file",
+                                        args(path="a.txt", content="a")),)))
+        await first.start_prompt(session, "write a")
+        await first.editor.wait_request("session/request_permission")
+        await launch.kill(first)
+        second, third = await launch.start("openai"), await launch.start("openai")
+
+        loaded = await asyncio.gather(load(second, session, project),
+                                      load(third, session, project))
+
+        assert all("result" in answer for answer in loaded), loaded
+        assert len(results_of(launch.home, session, call_id)) == 1
+        for agent in (second, third):
+            await launch.close(agent)

@@ -162,15 +162,18 @@ async def test_search_cancelled_before_start(env: Env, project: Path) -> None:
 
 
 def test_the_worker_answers_one_json_object(project: Path) -> None:
-    """The child's contract: the request as one JSON argument, the answer as JSON on stdout."""
-    _tree(project, {"a.txt": "hit\nmiss\n"})
+    """The child's contract: the request as JSON on stdin (secrets never in a command line),
+    the answer as JSON on stdout; a secret is scrubbed before a long line is cut."""
+    key = "sk-worker-0123456789"
+    _tree(project, {"a.txt": f"hit\nmiss\n{'x' * 70}hit {key} and more\n"})
     request = SearchRequest(
         root=str(project), shown_root=".", pattern="hit", glob=None, where=".",
         max_matches=MAX_SEARCH_MATCHES, max_output_bytes=1024, max_file_bytes=1024,
-        max_files=10, max_line_chars=80, time_limit_seconds=5)
-    done = subprocess.run([*WORKER_COMMAND, request.to_json()], capture_output=True,
-                          check=True, stdin=subprocess.DEVNULL)
-    assert json.loads(done.stdout) == {"output": "a.txt:1: hit"}
+        max_files=10, max_line_chars=80, time_limit_seconds=5, secrets=(key,))
+    done = subprocess.run(WORKER_COMMAND, capture_output=True, check=True,
+                          input=request.to_json().encode())
+    assert json.loads(done.stdout) == {
+        "output": f"a.txt:1: hit\na.txt:3: {'x' * 70}hit [redac"}  # cut: no piece of the key
     assert done.stderr == b""
     missing = SearchRequest(**{**asdict(request), "root": str(project / "nope"),
                                "shown_root": "nope"})
@@ -184,9 +187,9 @@ EVIL_LINE = "a" * 27 + "!\n"
 
 
 def _workers(project: Path) -> list[int]:
-    """Live search workers started for a search below `project`."""
-    workers = set(processes_with("acp_fsm.tools.search_worker"))
-    return [pid for pid in processes_with(str(project)) if pid in workers]
+    """Live search workers (their request, with the project's path, comes on stdin; this
+    process runs one search at a time)."""
+    return processes_with("acp_fsm.tools.search_worker")
 
 
 async def test_a_catastrophic_pattern_leaves_the_loop_running_and_is_cancellable(
