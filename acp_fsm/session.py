@@ -104,7 +104,7 @@ class Session:
             try:
                 return await self._converse(turn, prompt, parts)
             finally:
-                await self._release()
+                self._release()
         finally:
             self.turn = None
             self.token = CancellationToken(f"session {self.id}")  # never reused by a later turn
@@ -146,7 +146,7 @@ class Session:
                 self.messages, self.synced_seq = await _rebuild(self.store, self.id, entries)
                 log.info("session_caught_up", session_id=self.id, taken_over=claim.taken_over)
         except BaseException:
-            await self._release()
+            self._release()
             raise
         self._heartbeat = asyncio.ensure_future(self._renew(owner))
 
@@ -158,13 +158,13 @@ class Session:
             except StoreError as exc:
                 log.warning("lease_not_renewed", error=str(exc))
 
-    async def _release(self) -> None:
+    def _release(self) -> None:
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             self._heartbeat = None
         owner, self._owner = self._owner, None
         if owner is not None:
-            await _release(self.store, self.id, owner)
+            _release(self.store, self.id, owner)
 
     def cancel(self, reason: str = "session/cancel") -> bool:
         """Fire the running turn's token; False (and nothing fired) when idle."""
@@ -399,7 +399,7 @@ class Sessions:
                 entries = await store.entries(session_id)
             return entries, messages, last
         finally:
-            await _release(store, session_id, owner)
+            _release(store, session_id, owner)
 
     async def close(self, session_id: str) -> None:
         async with self._lifecycle(session_id):
@@ -459,11 +459,14 @@ async def _claim_or_not_found(sessions: Sessions, store: Store, session_id: str,
                                "deleted)") from None
 
 
-async def _release(store: Store, session_id: str, owner: str) -> None:
+def _release(store: Store, session_id: str, owner: str) -> None:
+    """Queue the release of a lease; the answer does not wait for it (the store runs it before
+    anything queued later, a next claim included). One that fails is logged, and expires:
+    its heartbeat has stopped (leases.STALE_S)."""
     try:
-        await store.release_turn(session_id, owner)
-    except StoreError as exc:  # it expires: its heartbeat stops (leases.STALE_S)
-        log.warning("lease_not_released", error=str(exc))
+        store.release_turn_soon(session_id, owner).add_done_callback(_log_failed_write)
+    except StoreError as exc:
+        log.error("store_write_failed", error=str(exc))
 
 
 def _holder(owner: str) -> str:

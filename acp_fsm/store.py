@@ -692,8 +692,13 @@ class Store:
         await self._call("renew_turn", lambda conn: _renew_turn(
             conn, session_id, owner, time.time()))
 
-    async def release_turn(self, session_id: str, owner: str) -> None:
-        await self._call("release_turn", lambda conn: _release_turn(conn, session_id, owner))
+    def release_turn_soon(self, session_id: str, owner: str) -> asyncio.Future[None]:
+        """Queue the release of a held lease (like `append_soon`: a later claim, queued after
+        it, sees it released)."""
+        if self._closed:
+            raise _closed("release_turn", self._path)
+        return self._worker.submit("release_turn",
+                                   lambda conn: _release_turn(conn, session_id, owner))
 
     async def entries(self, session_id: str) -> list[Entry]:
         """The transcript in seq order; empty for an unknown session."""

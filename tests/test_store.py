@@ -742,10 +742,10 @@ async def test_a_turn_lease_is_held_by_one_live_owner(db: Path) -> None:
             await other.wait()
         assert await store.claim_turn("s", me) == Claim(None, 1, taken_over=True)
         assert await store.claim_turn("s", mine_too) == Claim(me, 1)  # another turn of ours
-        await store.release_turn("s", mine_too)  # not its lease: nothing happens
+        await store.release_turn_soon("s", mine_too)  # not its lease: nothing happens
         assert await store.claim_turn("s", mine_too) == Claim(me, 1)
         await store.renew_turn("s", me)
-        await store.release_turn("s", me)
+        await store.release_turn_soon("s", me)
         assert await store.claim_turn("s", mine_too) == Claim(None, 1)  # released cleanly
         await store.delete_session("s")
         with pytest.raises(SessionGone):
