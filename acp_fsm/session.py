@@ -113,9 +113,9 @@ class Session:
 
     async def _converse(self, turn: Turn, prompt: list[dict[str, Any]],
                         parts: tuple[UserPart, ...]) -> dict[str, Any]:
-        self.messages.append(UserMessage(parts))
         body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in parts]}
-        await self._write("user", body, wait=True)
+        await self._write("user", body, wait=True)  # not stored: not in the conversation
+        self.messages.append(UserMessage(parts))
         if self.title is None and (title := title_of(
                 prompt, clean=redact.configured().scrub_text)):
             self.title = title
