@@ -7,12 +7,14 @@ turn holds a lease on the session in the store (`Store.claim_turn`): its identit
 heartbeat. Another process reads it to decide: refuse a prompt while the owner lives, repair
 and take over once it is gone. See docs/sessions.md.
 
-An owner is `host:pid:start:nonce`: the process (its start time in clock ticks since boot,
-field 22 of /proc/<pid>/stat, so a pid reused by an unrelated process is not mistaken for it)
-and a nonce per claim, so one turn never releases another's lease. An owner is alive while
-its heartbeat is younger than `STALE_S` and, on the same host, its process still runs: a
-process that crashed is seen gone at once, and a lease a live process failed to release
-expires.
+An owner is `host:pid:start:purpose-nonce`: the process (its start time in clock ticks since
+boot, field 22 of /proc/<pid>/stat, so a pid reused by an unrelated process is not mistaken
+for it), what it holds the lease for (a `turn`, or the `repair` of a load), and a nonce per
+claim, so one holder never releases another's lease. On the same host an owner is alive
+exactly while its process runs, whatever its heartbeat (a store stalled for a minute must not
+hand a running turn to another process); a lease a live process failed to release is released
+again until it is (`session._release`). Across hosts, and where /proc is missing, an owner is
+alive while its heartbeat is younger than `STALE_S`.
 """
 
 from __future__ import annotations
@@ -59,9 +61,17 @@ def this_process() -> str:
     return f"{socket.gethostname()}:{pid}:{_start_ticks(pid) or '?'}"
 
 
-def new_owner() -> str:
+TURN = "turn"
+REPAIR = "repair"  # held for the moment a load repairs what a crashed turn left
+
+
+def new_owner(purpose: str = TURN) -> str:
     """An owner for one claim by this process."""
-    return f"{this_process()}:{secrets.token_hex(4)}"
+    return f"{this_process()}:{purpose}-{secrets.token_hex(4)}"
+
+
+def purpose(owner: str) -> str:
+    return owner.rsplit(":", 1)[-1].split("-", 1)[0]
 
 
 def owner_pid(owner: str) -> int | None:
@@ -73,12 +83,13 @@ def owner_pid(owner: str) -> int | None:
 
 def owner_alive(owner: str, heartbeat_at: float, now: float | None = None) -> bool:
     """Whether the owner of a lease (as `new_owner` wrote it) still holds it."""
-    if (time.time() if now is None else now) - heartbeat_at >= STALE_S:
-        return False
+    fresh = (time.time() if now is None else now) - heartbeat_at < STALE_S
     host, pid, start = [*owner.rsplit(":", 3), "", "", ""][:3]
     if host != socket.gethostname() or not pid.isdigit():
-        return True
+        return fresh
     ticks = _start_ticks(int(pid))
     if ticks is None:
         return False  # the process is gone
-    return ticks == start or "?" in (ticks, start)
+    if "?" in (ticks, start):
+        return fresh  # no start time to compare: the pid may be reused
+    return ticks == start

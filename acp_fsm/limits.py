@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from acp_fsm.store import MAX_BODY_BYTES
 from protocol.errors import InvalidParams
 
 # A path the agent keeps and lists again (cwd, additionalDirectories): Linux's PATH_MAX.
@@ -25,9 +26,6 @@ MAX_MCP_SERVERS = 64
 MAX_NESTING = 64
 # Characters of a client's value quoted in an error message.
 MAX_ECHO_CHARS = 120
-# Encoded size of one prompt. It is stored with its model-facing parts (which repeat its text
-# and images), and an entry holds at most store.MAX_BODY_BYTES (64 MiB): 24 MiB leaves room.
-MAX_PROMPT_BYTES = 24 * 1024 * 1024
 
 
 def echo(value: object) -> str:
@@ -66,10 +64,10 @@ def check_nesting(name: str, value: Any) -> None:
         stack.extend((child, depth + 1) for child in children)
 
 
-def check_prompt(prompt: list[Any]) -> None:
-    """A prompt the store can hold: not too deep, not too large."""
-    check_nesting("prompt", prompt)
-    size = len(orjson.dumps(prompt))
-    if size > MAX_PROMPT_BYTES:
-        raise InvalidParams(f"Invalid params: prompt: {size:,} bytes, over the "
-                            f"{MAX_PROMPT_BYTES:,}-byte limit (MAX_PROMPT_BYTES)")
+def check_stored(name: str, body: dict[str, Any]) -> None:
+    """`body` fits one store entry (`store.MAX_BODY_BYTES`), as it will be stored."""
+    size = len(orjson.dumps(body))
+    if size > MAX_BODY_BYTES:
+        raise InvalidParams(f"Invalid params: {name}: {size:,} bytes as stored (with what the "
+                            f"model is sent of it), over the {MAX_BODY_BYTES:,}-byte limit "
+                            "of a stored entry (MAX_BODY_BYTES)")

@@ -11,6 +11,7 @@ provider request body. Nothing upstream of them needs to care. See docs/redactio
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -20,6 +21,9 @@ from functools import cache
 from acp_fsm import config
 
 REDACTED = "[redacted]"
+# The shortest piece of a secret `Secrets.trim` removes at a cut: shorter ones tell little,
+# and would eat ordinary output that happens to match a key's first or last characters.
+MIN_FRAGMENT_CHARS = 4
 
 
 class Secrets:
@@ -41,6 +45,9 @@ class Secrets:
         self._bytes = _alternation(patterns)
         self._text = re.compile("|".join(re.escape(t) for t in sorted(
             texts, key=len, reverse=True))) if texts else None
+        # What a [redacted] in scrubbed text can stand for: a secret, or the literal text.
+        self._tokens = re.compile(f"{self._text.pattern}|{re.escape(REDACTED)}") \
+            if self._text is not None else None
 
     def __repr__(self) -> str:
         return f"<Secrets {self._count}>"
@@ -62,30 +69,56 @@ class Secrets:
     def trim(self, text: str, *, start: bool = False, end: bool = False) -> str:
         """`text` (scrubbed) as a piece cut from a longer text, without the piece of a secret
         a cut may have left at its `start` (a secret's end) or its `end` (a secret's
-        beginning): a scrub cannot recognise a secret that is not whole. Scrub before
-        cutting where the whole text is at hand; this is for what is cut as it streams."""
+        beginning), if `MIN_FRAGMENT_CHARS` long or longer: a scrub cannot recognise a secret
+        that is not whole. Scrub before cutting where the whole text is at hand; this is for
+        what is cut as it streams."""
         for secret in self._secrets:
             longest = min(len(secret) - 1, len(text))
             if end:
-                cut = next((k for k in range(longest, 0, -1) if text.endswith(secret[:k])), 0)
+                cut = next((k for k in range(longest, MIN_FRAGMENT_CHARS - 1, -1)
+                            if text.endswith(secret[:k])), 0)
                 text = text[: len(text) - cut]
             if start:
-                cut = next((k for k in range(longest, 0, -1) if text.startswith(secret[-k:])),
-                           0)
+                cut = next((k for k in range(longest, MIN_FRAGMENT_CHARS - 1, -1)
+                            if text.startswith(secret[-k:])), 0)
                 text = text[cut:]
         return text
 
     def restore(self, written: str, original: str | None) -> str:
-        """Text the model wrote from what it was shown (`[redacted]` where `original` holds a
-        secret), with the secret put back: rewriting a file must not replace the user's key
-        by `[redacted]`. ValueError when `original` holds several different secrets, as which
-        one stood where cannot be known."""
-        if REDACTED not in written or not original or self._text is None:
+        """Text the model wrote from what it was shown of `original` (`[redacted]` where that
+        holds a secret), with the secrets put back where the model kept them: rewriting a
+        file must not replace the user's key by `[redacted]`.
+
+        Lines are aligned with what the model saw: a line it kept is the original line; a
+        line it changed gets back, in order, what each `[redacted]` of the original line
+        stood for, when it has as many; any other `[redacted]` stays the literal text the
+        model wrote (a new placeholder never receives a key)."""
+        if (REDACTED not in written or not original or self._text is None
+                or self._text.search(original) is None):
             return written
-        found = set(self._text.findall(original))
-        if len(found) > 1:
-            raise ValueError(f"it holds {len(found)} different secrets, shown as {REDACTED}")
-        return written.replace(REDACTED, found.pop()) if found else written
+        old_lines = original.splitlines(keepends=True)
+        seen = [self.scrub_text(line) for line in old_lines]
+        new_lines = written.splitlines(keepends=True)
+        out: list[str] = []
+        matcher = difflib.SequenceMatcher(None, seen, new_lines, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                out += old_lines[i1:i2]
+            elif tag == "replace" and i2 - i1 == j2 - j1:
+                out += [self._restore_line(new, old)
+                        for new, old in zip(new_lines[j1:j2], old_lines[i1:i2], strict=True)]
+            else:
+                out += new_lines[j1:j2]
+        return "".join(out)
+
+    def _restore_line(self, written: str, original: str) -> str:
+        assert self._tokens is not None
+        stood_for = self._tokens.findall(original)  # each secret, or a literal [redacted]
+        pieces = written.split(REDACTED)
+        if len(pieces) - 1 != len(stood_for):
+            return written
+        return "".join(piece + token for piece, token in zip(pieces, [*stood_for, ""],
+                                                               strict=True))
 
 
 _REDACTED_BYTES = REDACTED.encode()

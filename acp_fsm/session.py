@@ -45,6 +45,10 @@ CLOSE_GRACE_S = 2.0
 # The same when the process is exiting: the editor waits on it (a cancelled turn needs
 # milliseconds; a local command that ignores SIGTERM is killed after 0.2 s).
 SHUTDOWN_GRACE_S = 1.0
+# A prompt that finds a load (in another process) repairing a crashed turn waits this long
+# for it, checking this often, before it is refused.
+REPAIR_WAIT_S = 2.0
+REPAIR_POLL_S = 0.05
 
 
 class Session:
@@ -87,22 +91,24 @@ class Session:
             raise InvalidRequest(
                 f"Invalid Request: session {self.id} is already running a prompt; wait for its "
                 "response or send session/cancel")
-        limits.check_prompt(prompt)  # refused now, never answered unstored
+        limits.check_nesting("prompt", prompt)  # refused now, never answered unstored
         parts = to_parts(prompt)
+        body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in parts]}
+        limits.check_stored("prompt", body)
         # Imported at the first prompt: the turn brings the tools and the providers, which
         # `initialize` and `session/new` do not need (startup budget, see bench/startup.py).
         from acp_fsm.turn import Turn
 
         self._last_assistant = None  # only this turn's own message may be marked cancelled
         self.turn = Turn(self, self.token)
-        return self._run_turn(self.turn, prompt, parts)
+        return self._run_turn(self.turn, body, parts)
 
-    async def _run_turn(self, turn: Turn, prompt: list[dict[str, Any]],
+    async def _run_turn(self, turn: Turn, body: dict[str, Any],
                         parts: tuple[UserPart, ...]) -> dict[str, Any]:
         try:
             await self._claim()
             try:
-                return await self._converse(turn, prompt, parts)
+                return await self._converse(turn, body, parts)
             finally:
                 self._release()
         finally:
@@ -111,13 +117,12 @@ class Session:
             if not turn.done.done():
                 turn.done.set_result(None)
 
-    async def _converse(self, turn: Turn, prompt: list[dict[str, Any]],
+    async def _converse(self, turn: Turn, body: dict[str, Any],
                         parts: tuple[UserPart, ...]) -> dict[str, Any]:
-        body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in parts]}
         await self._write("user", body, wait=True)  # not stored: not in the conversation
         self.messages.append(UserMessage(parts))
         if self.title is None and (title := title_of(
-                prompt, clean=redact.configured().scrub_text)):
+                body["prompt"], clean=redact.configured().scrub_text)):
             self.title = title
             self._set_title_soon(title)
             self.send_update(updates.session_info(title, _iso(time.time())))
@@ -133,9 +138,15 @@ class Session:
     async def _claim(self) -> None:
         """Take the session's turn lease (another process may have the session open too).
         Refuse while another live process runs a turn of it; catch up with what another
-        process wrote since this one last looked; repair what a dead holder left."""
+        process wrote since this one last looked; repair what a dead holder left. A load
+        repairing a crashed turn holds the lease for a moment: that is waited out."""
         owner = leases.new_owner()
         claim = await _claim_or_not_found(self.server.sessions, self.store, self.id, owner)
+        deadline = time.monotonic() + REPAIR_WAIT_S
+        while (claim.holder is not None and leases.purpose(claim.holder) == leases.REPAIR
+               and time.monotonic() < deadline):
+            await asyncio.sleep(REPAIR_POLL_S)
+            claim = await _claim_or_not_found(self.server.sessions, self.store, self.id, owner)
         if claim.holder is not None:
             raise InvalidRequest(f"Invalid Request: session {self.id} is running a prompt in "
                                  f"{_holder(claim.holder)}; wait for it to finish")
@@ -154,8 +165,9 @@ class Session:
         while True:
             await asyncio.sleep(leases.HEARTBEAT_S)
             try:
-                await self.store.renew_turn(self.id, owner)
-            except StoreError as exc:
+                if not await self.store.renew_turn(self.id, owner):
+                    log.warning("lease_lost", session_id=self.id)  # taken over: we were
+            except StoreError as exc:  # seen dead (another host, or no /proc)
                 log.warning("lease_not_renewed", error=str(exc))
 
     def _release(self) -> None:
@@ -187,9 +199,9 @@ class Session:
 
     async def add_assistant(self, message: AssistantMessage, stop_reason: str,
                             views: dict[str, dict[str, Any]], *, wait: bool = True) -> None:
-        self.messages.append(message)
         body = transcript.assistant_body(message, stop_reason, views)
         written = self._queue("assistant", body, required=wait)
+        self.messages.append(message)  # once queued: the store and the conversation agree
         # Known before the wait, so a cancel during the write can still mark the message.
         self._last_assistant = (written, body) if written is not None else None
         if wait:
@@ -217,12 +229,15 @@ class Session:
 
     async def add_result(self, result: ToolResultPart, view: dict[str, Any], *,
                          wait: bool = True) -> None:
-        last = self.messages[-1] if self.messages else None
+        written = self._queue("tool_result", transcript.result_body(result, view),
+                              required=wait)
+        last = self.messages[-1] if self.messages else None  # once queued, as above
         if isinstance(last, ToolResultsMessage):
             self.messages[-1] = ToolResultsMessage((*last.results, result))
         else:
             self.messages.append(ToolResultsMessage((result,)))
-        await self._write("tool_result", transcript.result_body(result, view), wait)
+        if wait:
+            await self._commit(written)
 
     async def record_turn_end(self, stop_reason: str) -> None:
         await self._write("turn_end", {"stopReason": stop_reason}, wait=False)
@@ -386,11 +401,13 @@ class Sessions:
         without its result: under the turn lease, so no live process's running turn is ever
         repaired and two loads never repair the same call twice. When another process holds
         the lease, nothing is repaired (its turn is still writing)."""
-        owner = leases.new_owner()
+        entries = await store.entries(session_id)
+        messages, last = await _rebuild(store, session_id, entries, repair=False)
+        if not transcript.needs_repair(messages):  # the usual case: no lease taken at all
+            return entries, messages, last
+        owner = leases.new_owner(leases.REPAIR)
         claim = await _claim_or_not_found(self, store, session_id, owner)
-        if claim.holder is not None:
-            entries = await store.entries(session_id)
-            messages, last = await _rebuild(store, session_id, entries, repair=False)
+        if claim.holder is not None:  # its turn is still writing the results
             return entries, messages, last
         try:
             entries = await store.entries(session_id)
@@ -461,12 +478,18 @@ async def _claim_or_not_found(sessions: Sessions, store: Store, session_id: str,
 
 def _release(store: Store, session_id: str, owner: str) -> None:
     """Queue the release of a lease; the answer does not wait for it (the store runs it before
-    anything queued later, a next claim included). One that fails is logged, and expires:
-    its heartbeat has stopped (leases.STALE_S)."""
-    try:
-        store.release_turn_soon(session_id, owner).add_done_callback(_log_failed_write)
-    except StoreError as exc:
-        log.error("store_write_failed", error=str(exc))
+    anything queued later, a next claim included). One that fails (the store was locked) is
+    tried again a moment later, until the store is closed: a live process's lease never
+    expires on its own."""
+    def retry_if_failed(done: asyncio.Future[None]) -> None:
+        if done.cancelled() or done.exception() is None:
+            return
+        log.warning("lease_not_released", error=str(done.exception()))
+        asyncio.get_running_loop().call_later(leases.HEARTBEAT_S, _release, store, session_id,
+                                              owner)
+
+    with contextlib.suppress(StoreError):  # closed: the process exits, and its leases too
+        store.release_turn_soon(session_id, owner).add_done_callback(retry_if_failed)
 
 
 def _holder(owner: str) -> str:

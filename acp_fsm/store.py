@@ -415,10 +415,11 @@ def _claim_turn(conn: sqlite3.Connection, session_id: str, owner: str, now: floa
         return Claim(None, int(last), taken_over=held)
 
 
-def _renew_turn(conn: sqlite3.Connection, session_id: str, owner: str, now: float) -> None:
+def _renew_turn(conn: sqlite3.Connection, session_id: str, owner: str, now: float) -> bool:
     with _transaction(conn):
-        conn.execute("UPDATE turn_leases SET heartbeat_at = ? WHERE session_id = ? AND owner = ?",
-                     (now, session_id, owner))
+        return conn.execute(
+            "UPDATE turn_leases SET heartbeat_at = ? WHERE session_id = ? AND owner = ?",
+            (now, session_id, owner)).rowcount > 0
 
 
 def _release_turn(conn: sqlite3.Connection, session_id: str, owner: str) -> None:
@@ -687,9 +688,9 @@ class Store:
         return await self._call("claim_turn", lambda conn: _claim_turn(
             conn, session_id, owner, time.time()))
 
-    async def renew_turn(self, session_id: str, owner: str) -> None:
-        """The heartbeat of a held lease."""
-        await self._call("renew_turn", lambda conn: _renew_turn(
+    async def renew_turn(self, session_id: str, owner: str) -> bool:
+        """The heartbeat of a held lease; False when `owner` does not hold it (any more)."""
+        return await self._call("renew_turn", lambda conn: _renew_turn(
             conn, session_id, owner, time.time()))
 
     def release_turn_soon(self, session_id: str, owner: str) -> asyncio.Future[None]:

@@ -99,6 +99,11 @@ def result_from_body(body: dict[str, Any]) -> ToolResultPart:
 # ------------------------------------------------------------------------ repair
 
 
+def needs_repair(messages: list[Message]) -> bool:
+    """Whether some tool call in `messages` lacks its result (see `repair`)."""
+    return bool(repair(messages)[1])
+
+
 def repair(messages: list[Message], *, wording: str = LOST
            ) -> tuple[list[Message], list[ToolResultPart]]:
     """A structurally valid copy of `messages`, and the synthetic results it had to add.

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -23,7 +24,7 @@ from providers.base import StreamParser, WireFormat
 from providers.config import ProviderConfig
 from providers.errors import ProviderError, StreamCancelled
 from providers.http import client_session, request_timeout, retry_delay
-from providers.sse import SseDecoder, SseError
+from providers.sse import SseDecoder, SseError, SseEvent
 from providers.types import AssistantMessage, Event, ModelRequest, Usage
 
 if TYPE_CHECKING:
@@ -125,6 +126,14 @@ class ModelStream:
         if response is not None:
             response.close()  # never back to the pool mid-body
 
+    def _scrubbed(self, sse: SseEvent) -> SseEvent:
+        """The event with the scrub applied to its data, before any of it is parsed or cut
+        (an error event may quote the key)."""
+        if self._scrub is None:
+            return sse
+        data = self._scrub(sse.data.encode("utf-8", "surrogatepass"))
+        return replace(sse, data=data.decode("utf-8", "surrogatepass"))
+
     def _cancelled(self) -> StreamCancelled:
         return StreamCancelled(self.partial, self._token.reason or "cancelled")
 
@@ -139,10 +148,10 @@ class ModelStream:
             chunk = await self._response.content.readany()
             if chunk:
                 for sse in self._decoder.feed(chunk):
-                    events.extend(self._parser.feed(sse))
+                    events.extend(self._parser.feed(self._scrubbed(sse)))
             else:
                 for sse in self._decoder.close():
-                    events.extend(self._parser.feed(sse))
+                    events.extend(self._parser.feed(self._scrubbed(sse)))
                 events.extend(self._parser.end())
                 self._finished = True
         except _TokenFired:
@@ -203,6 +212,8 @@ class ModelStream:
                 payload = b""
             finally:
                 response.release()
+            if self._scrub is not None:  # an error may quote the key (proxies do), then be cut
+                payload = self._scrub(payload)
             if self._token.is_cancelled:
                 raise self._cancelled()
             if response.status == 200:

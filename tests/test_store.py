@@ -754,7 +754,16 @@ async def test_a_turn_lease_is_held_by_one_live_owner(db: Path) -> None:
         await store.close()
 
 
-def test_a_lease_not_renewed_expires_even_if_its_process_lives() -> None:
+def test_a_lease_lives_exactly_as_long_as_its_process_on_this_host() -> None:
+    """A store stalled past the heartbeat (a backup, a lock held by hand, a suspended laptop)
+    must not hand a running turn to another process: on this host only the process counts.
+    Elsewhere, the heartbeat is all there is."""
     owner = leases.new_owner()
-    assert leases.owner_alive(owner, time.time())
-    assert not leases.owner_alive(owner, time.time() - leases.STALE_S - 1)
+    assert leases.owner_alive(owner, time.time() - leases.STALE_S - 100)
+    host, pid, start, nonce = owner.split(":")
+    assert not leases.owner_alive(f"{host}:{pid}:{int(start) + 1}:{nonce}", time.time())
+    elsewhere = f"another-host:{pid}:{start}:{nonce}"
+    assert leases.owner_alive(elsewhere, time.time())
+    assert not leases.owner_alive(elsewhere, time.time() - leases.STALE_S - 1)
+    assert leases.purpose(leases.new_owner(leases.REPAIR)) == leases.REPAIR
+    assert leases.purpose(owner) == leases.TURN

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from acp_fsm import redact
 from acp_fsm.tools.base import Drafts, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import MutatingTool, ToolError, plural
 from acp_fsm.tools.files import (
@@ -13,7 +14,6 @@ from acp_fsm.tools.files import (
     diff_block,
     load_text,
     store_text,
-    unredacted,
 )
 
 
@@ -50,11 +50,15 @@ class EditFile(MutatingTool):
         return None
 
     def _edit(self, args: dict[str, Any], text: str | None, shown: str) -> Edit:
+        """The edit applied to the text as the model was shown it (secrets as `[redacted]`:
+        its old_text matches there, and a match never tells it what a secret is), the secrets
+        then put back where the model kept them."""
         if text is None:
             raise ToolError(f"File not found: {shown} (use write_file to create a file)")
-        return apply_edit(text, unredacted(args["old_text"], text, shown),
-                          unredacted(args["new_text"], text, shown),
+        secrets = redact.configured()
+        edit = apply_edit(secrets.scrub_text(text), args["old_text"], args["new_text"],
                           bool(args.get("replace_all", False)), shown)
+        return Edit(text, secrets.restore(edit.after, text), edit.count, edit.line)
 
     async def preview(self, args: dict[str, Any], env: ToolEnv,
                       drafts: Drafts) -> tuple[dict[str, Any], ...]:

@@ -22,7 +22,6 @@ from typing import Any, BinaryIO
 
 import structlog
 
-from acp_fsm import redact
 from acp_fsm.tools.base import Drafts, ToolEnv
 from acp_fsm.tools.common import (
     FileMissing,
@@ -209,16 +208,6 @@ async def current_text(env: ToolEnv, drafts: Drafts, path: Path, shown: str, *,
     if path in drafts:
         return drafts[path]
     return await load_text(env, path, shown, exact=exact)
-
-
-def unredacted(written: str, original: str | None, shown: str) -> str:
-    """`written` with the secrets `original` holds put back where the model saw `[redacted]`
-    (see `acp_fsm.redact`); `ToolError` when that is ambiguous."""
-    try:
-        return redact.configured().restore(written, original)
-    except ValueError as exc:
-        raise ToolError(f"{shown} holds secrets the model is not shown ({exc}); change the "
-                        "lines around them with edit_file instead of rewriting them") from None
 
 
 def check_as_shown(env: ToolEnv, path: Path, shown: str, text: str | None) -> None:

@@ -81,7 +81,8 @@ class SearchRequest:
     time_limit_seconds: float
     # Inside the roots without asking: files with other hard links (maybe outside) are skipped.
     skip_linked: bool = True
-    # Scrubbed from a matching line before it is cut (a key cut in two is not recognised).
+    # Scrubbed from the files before they are searched and their lines cut (a key cut in two
+    # is not recognised; a pattern matched against a key would tell it).
     secrets: tuple[str, ...] = ()
 
     def to_json(self) -> str:
@@ -154,11 +155,12 @@ def search_tree(request: SearchRequest) -> SearchReport:
             continue
         shown = request.shown_root if single else utf8_text(
             relative if request.shown_root == "." else f"{request.shown_root}/{relative}")
-        for number, line in enumerate(split_lines(data.decode("utf-8", "replace")), 1):
+        # Searched as the model is shown files: a pattern must not tell it what a key is.
+        for number, line in enumerate(split_lines(scrub(data.decode("utf-8", "replace"))), 1):
             text = line.rstrip("\r\n")
             if regex.search(text) is None:
                 continue
-            entry = f"{shown}:{number}: {scrub(text)[:request.max_line_chars]}"
+            entry = f"{shown}:{number}: {text[:request.max_line_chars]}"
             report.lines.append(entry)
             report.size += len(entry.encode("utf-8")) + 1
             if len(report.lines) >= request.max_matches:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from acp_fsm import redact
 from acp_fsm.tools.base import Drafts, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import MutatingTool, plural
 from acp_fsm.tools.files import (
@@ -13,7 +14,6 @@ from acp_fsm.tools.files import (
     diff_block,
     load_text,
     store_text,
-    unredacted,
 )
 
 
@@ -33,7 +33,7 @@ class WriteFile(MutatingTool):
                       drafts: Drafts) -> tuple[dict[str, Any], ...]:
         path, shown = self.target(args, env), self.shown(args, env)
         old = await current_text(env, drafts, path, shown, exact=False)
-        content = unredacted(args["content"], old, shown)
+        content = redact.configured().restore(args["content"], old)
         drafts[path] = content
         return (diff_block(path, old, content),)
 
@@ -41,7 +41,7 @@ class WriteFile(MutatingTool):
         path, shown = self.target(args, env), self.shown(args, env)
         old = await load_text(env, path, shown, exact=False)
         check_as_shown(env, path, shown, old)
-        content = unredacted(args["content"], old, shown)
+        content = redact.configured().restore(args["content"], old)  # a kept key stays
         await store_text(env, path, shown, content)
         lines = plural(count_lines(content), "line")
         if old is None:

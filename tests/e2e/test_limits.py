@@ -10,13 +10,8 @@ from typing import Any
 
 import pytest
 
-from acp_fsm.limits import (
-    MAX_DIRECTORIES,
-    MAX_ECHO_CHARS,
-    MAX_NESTING,
-    MAX_PATH_CHARS,
-    MAX_PROMPT_BYTES,
-)
+from acp_fsm.limits import MAX_DIRECTORIES, MAX_ECHO_CHARS, MAX_NESTING, MAX_PATH_CHARS
+from acp_fsm.store import MAX_BODY_BYTES
 from providers.scripted import Reply, ScriptedProvider
 from tests.e2e.support import Launcher, stored
 
@@ -95,14 +90,19 @@ async def test_an_id_that_cannot_be_echoed_exactly_is_refused_not_altered(launch
         assert "result" in line
 
 
+@pytest.mark.parametrize("block", [
+    {"type": "text", "text": "x" * (MAX_BODY_BYTES // 2 + 1024)},
+    # a link's uri is stored three times: in the block, and twice in the part the model reads
+    {"type": "resource_link", "name": "", "uri": "file:///" + "y" * (MAX_BODY_BYTES // 3)},
+], ids=["text", "resource link"])
 async def test_a_prompt_too_large_to_store_is_refused_not_answered(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+        launch: Launcher, server: ScriptedProvider, project: Path,
+        block: dict[str, Any]) -> None:
     """It fits in a line, but stored with its parts it would not fit in an entry."""
     agent = await launch.start("openai")
     session = await agent.new_session(project)
-    huge = "x" * (MAX_PROMPT_BYTES + 1)
     response = await agent.proc.request("session/prompt", {
-        "sessionId": session, "prompt": [{"type": "text", "text": huge}]}, timeout=60)
+        "sessionId": session, "prompt": [block]}, timeout=60)
     assert response["error"]["code"] == -32602
-    assert "MAX_PROMPT_BYTES" in response["error"]["message"]
+    assert "MAX_BODY_BYTES" in response["error"]["message"]
     assert server.requests == [] and stored(launch.home, session) == []

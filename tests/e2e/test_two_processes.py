@@ -119,3 +119,19 @@ async def test_two_loads_of_a_crashed_turn_repair_it_once(
         assert len(results_of(launch.home, session, call_id)) == 1
         for agent in (second, third):
             await launch.close(agent)
+
+
+async def test_a_load_elsewhere_never_refuses_a_prompt_here(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    """avante's two agents: one loads the session while the user prompts in the other. A load
+    with nothing to repair takes no lease, so the prompt never sees one."""
+    first = await launch.start("openai")
+    session = await first.new_session(project)
+    server.fallback = Reply(text="ok")
+    for _ in range(5):
+        second = await launch.start("openai")
+        prompted, loaded = await asyncio.gather(first.prompt(session, "go"),
+                                                load(second, session, project))
+        assert prompted.stop_reason == "end_turn", prompted.response
+        assert "result" in loaded
+        await launch.close(second)

@@ -174,6 +174,10 @@ def test_the_worker_answers_one_json_object(project: Path) -> None:
                           input=request.to_json().encode())
     assert json.loads(done.stdout) == {
         "output": f"a.txt:1: hit\na.txt:3: {'x' * 70}hit [redac"}  # cut: no piece of the key
+    oracle = SearchRequest(**{**asdict(request), "pattern": "sk-worker-0"})
+    done = subprocess.run(WORKER_COMMAND, capture_output=True, check=True,
+                          input=oracle.to_json().encode())  # a key is not searchable
+    assert json.loads(done.stdout) == {"output": "No matches for /sk-worker-0/ in .."}
     assert done.stderr == b""
     missing = SearchRequest(**{**asdict(request), "root": str(project / "nope"),
                                "shown_root": "nope"})
