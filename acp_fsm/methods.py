@@ -16,11 +16,6 @@ CLIENT_TO_AGENT = "client_to_agent"
 AGENT_TO_CLIENT = "agent_to_client"
 BOTH = "both"
 
-# Extension methods (ACP: names start with "_") for diagnostics; served only when
-# ACP_FSM_DEBUG_METHODS=1. Their schemas live in schemas/acp_fsm.json.
-DEBUG_PREFIX = "_acp_fsm/"
-
-
 class MethodSpec:
     """A method as the protocol defines it."""
 

@@ -1,4 +1,4 @@
-"""AcpServer: the ACP side of the stdio connection (spec: "AcpServer").
+"""AcpServer: the ACP side of the stdio connection (docs/architecture.md).
 
 It owns the handshake machine and the client's capabilities, routes each inbound call through
 the method registry (`acp_fsm.methods.route`), validates what goes out against the schemas, and
@@ -215,7 +215,7 @@ class AcpServer:
 
     def on_session_prompt(self, params: dict[str, Any]) -> Coroutine[Any, Any, dict[str, Any]]:
         # Synchronous on purpose: the turn takes the session's token before any await, so a
-        # session/cancel read right after the prompt reaches this turn (spec: token lifecycle).
+        # session/cancel read right after the prompt reaches this turn (docs/cancellation.md).
         return self.sessions.get(params["sessionId"]).start_turn(params["prompt"])
 
     def on_session_cancel(self, params: dict[str, Any]) -> None:

@@ -1,7 +1,7 @@
 """The conversation as stored and as sent: (de)serialisation and structural repair.
 
-Invariant (spec: "Transcript repair"): every assistant message with tool calls is followed by
-one `ToolResultsMessage` answering each call, in order, before anything else. `repair` restores
+Invariant (docs/cancellation.md, "Transcript repair"): every assistant message with tool
+calls is followed by one `ToolResultsMessage` answering each call, in order, before anything else. `repair` restores
 it with synthetic results wherever a cancel or a crash left a call unanswered, so no provider
 ever sees an orphaned tool call (both reject that with HTTP 400).
 """

@@ -48,8 +48,7 @@ def tool_call(call_id: str, view: dict[str, Any]) -> dict[str, Any]:
 
 def tool_call_update(call_id: str, status: str | None, *,
                      content: list[dict[str, Any]] | None = None,
-                     locations: list[dict[str, Any]] | None = None,
-                     raw_output: Any = None) -> dict[str, Any]:
+                     locations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Changed fields of a call (`status` None: unchanged)."""
     update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call_id}
     if status is not None:
@@ -58,8 +57,6 @@ def tool_call_update(call_id: str, status: str | None, *,
         update["content"] = content
     if locations is not None:
         update["locations"] = locations
-    if raw_output is not None:
-        update["rawOutput"] = raw_output
     return update
 
 

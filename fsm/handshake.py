@@ -1,4 +1,4 @@
-"""The connection's handshake machine (spec: "Handshake state machine").
+"""The connection's handshake machine (docs/machines.md).
 
     uninitialized --initialize--> initialized --close--> closing --finish--> closed
           \\-----------------------close-------------------^

@@ -1,4 +1,4 @@
-"""CancellationToken: the asyncio counterpart of the spec's token (spec: Cooperative Cancel).
+"""CancellationToken: what a cancel fires (docs/cancellation.md).
 
 One token guards every wait of one turn. `cancel()` is synchronous and idempotent: it runs the
 registered callbacks at once, so a waiter blocked on a peer response or a stream read is released

@@ -65,7 +65,7 @@ class AuthRequired(RpcError):
 
 
 class ServerNotInitialized(RpcError):
-    """A known method before `initialize`, or a second `initialize` (spec: handshake)."""
+    """A known method before `initialize`, or a second `initialize` (docs/machines.md)."""
 
     code = -32002
     default_message = "Server not initialized"

@@ -16,12 +16,6 @@ from providers.sse import SseEvent
 from providers.types import Event, ModelRequest
 
 
-class HttpRequest(Protocol):
-    url: str
-    headers: dict[str, str]
-    body: bytes
-
-
 class StreamParser(Protocol):
     builder: MessageBuilder
 

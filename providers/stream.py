@@ -1,5 +1,5 @@
-"""ModelStream: one model call as an async iterator of neutral events (phase 1 of the spec's
-cooperative cancel).
+"""ModelStream: one model call as an async iterator of neutral events (phase 1 of the
+cooperative cancel: docs/cancellation.md).
 
 The body is read chunk by chunk and parsed as it arrives. The turn's CancellationToken is
 watched through a callback, not a task per read: when it fires, the response's read is failed
@@ -31,9 +31,6 @@ if TYPE_CHECKING:
     import aiohttp
 
 log = structlog.get_logger("providers")
-
-READ_CHUNK = 1 << 16
-
 
 class _TokenFired(Exception):
     """Set on the response body to wake a pending read when the token fires."""

@@ -157,12 +157,9 @@ class RunCommand(MutatingTool):
                 await _cleanup(client.kill_terminal(terminal_id), "kill", terminal_id)
             result = await ask_client(env, client.terminal_output(terminal_id),
                                       "read the terminal output")
-        except Cancelled:
-            # Phase 2 of a cancel: kill and release go out now; the answer to the prompt
-            # does not wait for a slow editor to confirm them.
-            client.abandon_terminal(terminal_id)
-            raise
         except BaseException:
+            # A cancel (phase 2) or a failure: kill and release go out now; the answer to the
+            # prompt does not wait for a slow editor to confirm them.
             client.abandon_terminal(terminal_id)
             raise
         # The command is over and its result in hand: a cancel now stops only our wait for the
