@@ -1,9 +1,10 @@
 """Sessions: their conversation, their token, their turn, and their persistence.
 
 Token lifecycle (docs/cancellation.md): a session gets a fresh CancellationToken when it is
-created, loaded or resumed; a turn takes it when its prompt arrives, before any await; `session/cancel` fires it
-(only while a turn runs: a cancel while idle is a no-op); when the turn ends, whatever the
-reason, a fresh token replaces it, so a cancel never reaches a later turn.
+created, loaded or resumed; a turn takes it when its prompt arrives, before any await;
+`session/cancel` fires it (only while a turn runs: a cancel while idle is a no-op); when the
+turn ends, whatever the reason, a fresh token replaces it, so a cancel never reaches a later
+turn.
 """
 
 from __future__ import annotations

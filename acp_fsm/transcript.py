@@ -1,9 +1,9 @@
 """The conversation as stored and as sent: (de)serialisation and structural repair.
 
-Invariant (docs/cancellation.md, "Transcript repair"): every assistant message with tool
-calls is followed by one `ToolResultsMessage` answering each call, in order, before anything else. `repair` restores
-it with synthetic results wherever a cancel or a crash left a call unanswered, so no provider
-ever sees an orphaned tool call (both reject that with HTTP 400).
+Invariant (docs/cancellation.md, "Transcript repair"): every assistant message with tool calls
+is followed by one `ToolResultsMessage` answering each call, in order, before anything else.
+`repair` restores it with synthetic results wherever a cancel or a crash left a call
+unanswered, so no provider ever sees an orphaned tool call (both reject that with HTTP 400).
 """
 
 from __future__ import annotations
