@@ -11,6 +11,7 @@ import structlog
 from acp_fsm import config, redact
 from acp_fsm.initialize import ClientInfo
 from acp_fsm.server import AcpServer
+from fsm.handshake import Handshake
 from protocol.connection import Connection
 from protocol.streams import Output, start_reading
 from providers.http import close_client_session
@@ -28,13 +29,14 @@ FLUSH_TIMEOUT_S = 0.3
 async def run(
     protocol_fd: int,
     pending: bytes,
+    handshake: Handshake,
     early_params: dict | None,
     answered_ms: float | None,
     *,
     input_ended: bool = False,
 ) -> int:
     client = ClientInfo(early_params) if early_params is not None else None
-    server = AcpServer(debug=config.debug_methods_enabled(), client=client)
+    server = AcpServer(handshake, debug=config.debug_methods_enabled(), client=client)
     connection: Connection | None = None
 
     def on_output_lost() -> None:

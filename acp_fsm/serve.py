@@ -23,18 +23,19 @@ import time
 import schemas
 from acp_fsm.initialize import initialize_result
 from acp_fsm.methods import route
-from fsm.handshake import HANDSHAKE, HandshakeState
+from fsm.handshake import Handshake
 from protocol.errors import RpcError
 from protocol.framing import MAX_LINE_BYTES
 from protocol.stdio import claim_stdout, read_line_blocking, write_all
 
 
-def answer_initialize(line: bytes) -> tuple[bytes, dict] | None:
-    """The response line and the client's params when `line` is a valid `initialize` request;
-    None for anything else, which the full path then answers exactly as it would any later
-    line. Hostile input (nesting deep enough to exhaust the stack, say) is "anything else"."""
+def answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict] | None:
+    """The response line and the client's params when `line` is a valid `initialize` request,
+    `handshake` then moved by its `initialize` trigger; None for anything else (`handshake`
+    untouched), which the full path then answers exactly as it would any later line. Hostile
+    input (nesting deep enough to exhaust the stack, say) is "anything else"."""
     try:
-        return _answer_initialize(line)
+        return _answer_initialize(line, handshake)
     except (RecursionError, MemoryError):
         return None
 
@@ -78,7 +79,7 @@ def _decode(line: bytes) -> object:
                       parse_int=_int64)
 
 
-def _answer_initialize(line: bytes) -> tuple[bytes, dict] | None:
+def _answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict] | None:
     try:
         message = _decode(line)
     except ValueError:
@@ -90,16 +91,15 @@ def _answer_initialize(line: bytes) -> tuple[bytes, dict] | None:
     if message["method"] != "initialize":
         return None
     params = message.get("params")
-    state = HandshakeState.UNINITIALIZED
     try:
-        entry = route(state, "initialize", params, request=True, debug=False)
+        entry = route(handshake.state, "initialize", params, request=True, debug=False)
     except RpcError:
         return None
-    assert entry.trigger is not None
-    HANDSHAKE.next_state(state, entry.trigger)  # transition before the side effect
     result = initialize_result()
     if schemas.validate("acp.InitializeResponse", result) is not None:
         return None  # our bug: let the full path log it
+    assert entry.trigger is not None
+    handshake.fire(entry.trigger)  # the transition before the side effect (the answer)
     response = {"jsonrpc": "2.0", "id": message["id"], "result": result}
     return json.dumps(response, separators=(",", ":"), ensure_ascii=False).encode() + b"\n", params
 
@@ -123,7 +123,8 @@ def serve() -> int:
     if person:  # a person at a terminal, not an editor: say what this is
         sys.stderr.write(TTY_HINT)
     first, rest, ended = read_line_blocking(0, MAX_LINE_BYTES)
-    early = answer_initialize(first) if first is not None else None
+    handshake = Handshake()
+    early = answer_initialize(first, handshake) if first is not None else None
     answered_ms = None
     if early is not None:
         try:
@@ -142,5 +143,5 @@ def serve() -> int:
 
     from acp_fsm.runner import run
 
-    return asyncio.run(run(protocol_fd, rest, early[1] if early else None, answered_ms,
-                           input_ended=ended))
+    return asyncio.run(run(protocol_fd, rest, handshake, early[1] if early else None,
+                           answered_ms, input_ended=ended))

@@ -21,7 +21,7 @@ from acp_fsm import config
 from acp_fsm.initialize import ClientInfo, initialize_result
 from acp_fsm.methods import AGENT_TO_CLIENT, BOTH, route, spec_of
 from acp_fsm.session import Sessions
-from fsm.handshake import HANDSHAKE, HandshakeState, HandshakeTrigger
+from fsm.handshake import HANDSHAKE, Handshake, HandshakeState, HandshakeTrigger
 from protocol.cancel import CancellationToken
 from protocol.connection import Connection, OutboundKind
 from protocol.errors import (
@@ -38,22 +38,18 @@ from protocol.jsonrpc import Notification, Request
 log = structlog.get_logger("acp")
 
 
-class Handshake:
-    """The model the handshake machine drives (`state`, and a `trigger` method)."""
-
-    state: str
-    trigger: Any
-
-
 class AcpServer:
     """Routes ACP calls for one connection and makes requests to its client."""
 
-    def __init__(self, *, debug: bool = False, client: ClientInfo | None = None) -> None:
+    def __init__(self, handshake: Handshake | None = None, *, debug: bool = False,
+                 client: ClientInfo | None = None) -> None:
+        """`handshake` as the startup path left it (it may have answered `initialize`, then
+        `client` is what the client said in it); the machine goes on from its state."""
         self.debug = debug
         self.client = client
-        self.handshake = Handshake()
-        initial = HandshakeState.INITIALIZED if client is not None else None
-        self.machine = HANDSHAKE.build(self.handshake, initial=initial)
+        self.handshake = handshake or Handshake()
+        self.machine = HANDSHAKE.build(self.handshake,
+                                       initial=HandshakeState(self.handshake.state))
         self._conn: Connection | None = None
         self._validators: dict[str, Any] = {}
         self._null_results: set[str] = set()  # methods whose `null` result was logged once
@@ -81,7 +77,7 @@ class AcpServer:
         entry = route(self.handshake.state, message.method, message.params,
                       request=is_request, debug=self.debug)
         if entry.trigger is not None:
-            self.handshake.trigger(entry.trigger.value)
+            self._fire(entry.trigger)
         params = message.params
         handler = getattr(self, entry.handler)
         session_id = params.get("sessionId") if isinstance(params, dict) else None
@@ -180,10 +176,10 @@ class AcpServer:
     # ------------------------------------------------------------- lifecycle
 
     def closing(self, reason: str) -> None:
-        """Input or output is gone, or a signal came: stop accepting work (handshake `close`)
-        and cancel every running turn, before the requests they wait on fail."""
-        if self.state in (HandshakeState.UNINITIALIZED, HandshakeState.INITIALIZED):
-            self.handshake.trigger(HandshakeTrigger.CLOSE.value)
+        """Input or output is gone, or a signal came: stop admitting work (the handshake's
+        `close`: from now on its admission refuses every message) and cancel every running
+        turn, before the requests they wait on fail."""
+        self._fire(HandshakeTrigger.CLOSE)
         self.sessions.cancel_all(reason)
 
     async def shutdown(self) -> None:
@@ -191,8 +187,12 @@ class AcpServer:
         await self.sessions.shutdown()
 
     def finish(self) -> None:
-        if self.state == HandshakeState.CLOSING:
-            self.handshake.trigger(HandshakeTrigger.FINISH.value)
+        """The work is persisted and the output flushed: `closed`."""
+        self._fire(HandshakeTrigger.FINISH)
+
+    def _fire(self, trigger: HandshakeTrigger) -> None:
+        """The live machine's transition (`MachineError` where the table has no row)."""
+        self.handshake.trigger(trigger.value)
 
     # -------------------------------------------------------------- methods
 

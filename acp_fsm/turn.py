@@ -177,7 +177,9 @@ class Turn:
     async def run(self) -> str:
         """Run to a final state; the ACP stop reason, or raise the RpcError of a failure.
         `path` then holds the states the turn went through."""
-        self._fire(TurnTrigger.START)
+        # A cancel that came before the turn started (while its prompt was being stored) is a
+        # row of the table: idle --cancel--> cancelled, no model call.
+        self._fire(TurnTrigger.CANCEL if self.token.is_cancelled else TurnTrigger.START)
         while self.state not in FINAL:
             state = self.state
             try:
@@ -211,9 +213,11 @@ class Turn:
         return self.stop_reason
 
     async def _fail(self, error: RpcError) -> None:
+        """The transition first (the table decides whether failing is allowed here), then its
+        effects: every open call gets a result."""
         self.error = error
-        await self._close_calls(lambda pc: transcript.LOST)
         self._fire(TurnTrigger.FAIL)
+        await self._close_calls(lambda pc: transcript.LOST)
 
     async def _close_calls(self, wording: Callable[[PendingCall], str]) -> None:
         """Give every call still without a result a synthetic one (a cancel, a failure): all

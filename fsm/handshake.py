@@ -19,6 +19,10 @@ from enum import StrEnum
 from fsm.machine import MachineSpec, Row
 from protocol.errors import InternalError, MethodNotFound, RpcError, ServerNotInitialized
 
+TYPE_CHECKING = False  # `typing` is not imported on the startup path
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 
 class HandshakeState(StrEnum):
     UNINITIALIZED = "uninitialized"
@@ -55,6 +59,25 @@ HANDSHAKE = MachineSpec(
 )
 
 INITIALIZE_METHOD = "initialize"
+
+
+class Handshake:
+    """The model the handshake machine drives: its `state`, and (once `HANDSHAKE.build` made
+    it live) one method per trigger. Before that, on the startup path, `fire` moves it by the
+    pure table, so the fast `initialize` takes the same transition the live machine would."""
+
+    state: str
+    trigger: Callable[[str], bool]  # added by `transitions` when the machine is built
+
+    def __init__(self) -> None:
+        self.state = HANDSHAKE.initial.value
+
+    def __repr__(self) -> str:
+        return f"<Handshake {self.state}>"
+
+    def fire(self, trigger: HandshakeTrigger) -> None:
+        """The transition by the table alone (`IllegalTransition` where it has no row)."""
+        self.state = HANDSHAKE.next_state(HandshakeState(self.state), trigger).value
 
 
 def admission(state: HandshakeState, method: str, *, known: bool) -> RpcError | None:

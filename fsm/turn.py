@@ -7,7 +7,9 @@
     running_tools --tools_done--> streaming          (the results feed the next model call)
     running_tools --limit_reached--> done            (ACP_FSM_MAX_TURN_REQUESTS model calls)
     streaming | awaiting_permission | running_tools --cancel--> draining --drained--> cancelled
-    any working state --fail--> failed
+    idle --cancel--> cancelled                       (a cancel before the turn started)
+    any working state --fail--> failed               (the transition first, then its effects:
+                                                      the open calls get their results)
 
 Each state names the work the runner does while in it (`state_docs`); the runner fires the
 next trigger when that work ends. Work never runs inside transition callbacks: a
@@ -59,6 +61,7 @@ TURN = MachineSpec(
     final=FINAL,
     rows=(
         Row(T.START, S.IDLE, S.STREAMING),
+        Row(T.CANCEL, S.IDLE, S.CANCELLED, doc="cancelled before it started: nothing to drain"),
         Row(T.TOOLS_REQUESTED, S.STREAMING, S.AWAITING_PERMISSION, guard="needs_permission"),
         Row(T.TOOLS_REQUESTED, S.STREAMING, S.RUNNING_TOOLS),
         Row(T.PERMISSIONS_SETTLED, S.AWAITING_PERMISSION, S.RUNNING_TOOLS),

@@ -184,8 +184,8 @@ class Connection:
         return jsonrpc.failure(message.id, message.error)
 
     def _start_request(self, request: Request) -> asyncio.Future[dict[str, Any] | None]:
-        if self.closed.done():
-            return _ready(jsonrpc.failure(request.id, InternalError("Connection is closing")))
+        # Whether it is admitted (before initialize, while closing, ...) is the dispatcher's
+        # decision: its handshake machine is the gate, not a flag of ours.
         try:
             work = self._dispatcher.dispatch(request)
         except RpcError as exc:
@@ -249,8 +249,6 @@ class Connection:
     def _notify(self, note: Notification) -> None:
         if note.method == CANCEL_REQUEST:
             self._cancel_inbound(note.params)
-            return
-        if self.closed.done():
             return
         try:
             work = self._dispatcher.dispatch(note)

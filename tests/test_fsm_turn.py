@@ -1,5 +1,5 @@
 """The turn machine as a table: every (state, trigger) pair is a row or a rejection, and the
-`needs_permission` guard picks between the two `tools_requested` rows (STYLE §1)."""
+`needs_permission` guard picks between the two `tools_requested` rows (docs/machines.md)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ S, T = TurnState, TurnTrigger
 # Unguarded rows, written out by hand as a second witness of the design.
 EXPECTED: dict[tuple[TurnState, TurnTrigger], TurnState] = {
     (S.IDLE, T.START): S.STREAMING,
+    (S.IDLE, T.CANCEL): S.CANCELLED,  # cancelled before it started
     (S.STREAMING, T.TOOLS_REQUESTED): S.RUNNING_TOOLS,  # no call needs the user
     (S.AWAITING_PERMISSION, T.PERMISSIONS_SETTLED): S.RUNNING_TOOLS,
     (S.RUNNING_TOOLS, T.TOOLS_DONE): S.STREAMING,

@@ -6,6 +6,7 @@ timeout configuration and log redaction.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from typing import Any
 
@@ -499,3 +500,34 @@ def test_secret_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch
     values = set(config.secret_values())
     assert {"sk-openai-abcdefgh", "tok-12345678"} <= values
     assert "abc" not in values
+
+
+async def test_the_handshake_machine_gates_a_closing_connection() -> None:
+    """Once the connection closes, the machine (not a flag beside it) refuses every message:
+    a request is answered -32603 naming the state, a notification is dropped."""
+    import json as json_module
+
+    from acp_fsm.server import AcpServer
+    from fsm.handshake import Handshake
+    from protocol.connection import Connection
+
+    written: list[bytes] = []
+    server = AcpServer(Handshake())
+    conn = Connection(server, written.append)
+    server.attach(conn)
+    conn.feed(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n')
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert server.state == "initialized"
+    conn.terminate("SIGTERM")
+    assert server.state == "closing"
+    conn.feed(b'{"jsonrpc":"2.0","id":2,"method":"session/list","params":{}}\n'
+              b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}\n')
+    for _ in range(5):
+        await asyncio.sleep(0)
+    answers = [json_module.loads(line) for line in written]
+    assert answers[-1] == {"jsonrpc": "2.0", "id": 2, "error": {
+        "code": -32603, "message": "Server is closing; not accepting session/list"}}
+    assert len(answers) == 2  # the initialize answer, and that one
+    server.finish()
+    assert server.state == "closed"
