@@ -264,6 +264,7 @@ class Session:
                 raise InternalError(f"Internal error: the {kind} entry could not be stored: "
                                     f"{exc}") from None
             return None
+        log.debug("entry_queued", kind=kind)
         written.add_done_callback(_log_failed_write)
         written.add_done_callback(self._synced)
         self._tail = written

@@ -1,23 +1,38 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from functools import cache
+from typing import Any
 
 import pytest
 
 from tests.harness import AgentProcess, agent_env
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the whole-run conformance check last: it checks every message the other tests
-    recorded."""
-    items.sort(key=lambda item: item.module.__name__ == "tests.conformance.test_whole_run")
+@cache
+def official_checker() -> Any:
+    """The conformance checker of the official ACP schema and ours; None when the official
+    schema is not found (tests/conformance then says so, and how to get it)."""
+    from acp_fsm.schema_check import Checker, OfficialSchema, locate_schema
+
+    path = locate_schema()
+    return None if path is None else Checker(OfficialSchema.load(path))
 
 
 def assert_clean(agent: AgentProcess) -> None:
-    """stdout held only JSON-RPC lines and no outbound message failed its schema."""
+    """stdout held only JSON-RPC lines, no outbound message failed its schema, and every
+    message the agent wrote is valid under the official ACP schema (and ours)."""
     assert agent.bad_lines == [], f"non JSON-RPC output on stdout: {agent.bad_lines[:3]!r}"
     violations = [e for e in agent.log_events() if e["event"] == "outbound_schema_violation"]
     assert violations == [], violations
+    checker = official_checker()
+    if checker is not None:
+        from acp_fsm.schema_check import Record, check_records
+
+        report = check_records(checker, [Record(kind, method, message)
+                                         for kind, method, _, message in agent.records])
+        assert report.ok, f"{len(report.failures)} messages fail the official schema:\n" + (
+            "\n".join(report.failures[:10]))
 
 
 @pytest.fixture

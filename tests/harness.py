@@ -1,8 +1,10 @@
 """A client for the real `acp-fsm` subprocess over pipes, for end-to-end tests.
 
 Every line the agent writes is parsed and checked to be a JSON-RPC 2.0 message; lines that are
-not are kept in `bad_lines` (the fixture fails the test on any). Every message is also appended
-to `RECORDED` with the method it belongs to, for the conformance suite.
+not are kept in `bad_lines` (the fixture fails the test on any). Every message is also kept in
+`records` with the method it belongs to: `tests.conftest.assert_clean` checks them against the
+official ACP schema when the agent is closed. The agent run is the checkout under test
+(`python -m acp_fsm` with the checkout first on the path), whatever the venv has installed.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import itertools
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,22 +23,19 @@ from typing import Any
 READ_LIMIT = 256 * 1024 * 1024
 TIMEOUT = 10.0
 
-# Every message the agent wrote during the run, for the conformance suite:
-# (kind, method, payload, whole message); kind is "result" or "error" (a response to our request
-# of `method`), "request" (agent->client, payload = params) or "notification" (payload = params).
-RECORDED: list[tuple[str, str | None, Any, dict[str, Any]]] = []
+ROOT = Path(__file__).resolve().parents[1]  # the checkout under test
 
 
 def agent_command() -> list[str]:
-    script = Path(sys.executable).with_name("acp-fsm")
-    if script.exists():
-        return [str(script)]
+    """The agent of this checkout (`agent_env` puts it first on the path)."""
     return [sys.executable, "-m", "acp_fsm"]
 
 
 def agent_env(**overrides: str | None) -> dict[str, str]:
     env = dict(os.environ)
+    path = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     env.update(
+        PYTHONPATH=path,
         ACP_FSM_STRICT_SCHEMAS="1",
         ACP_FSM_DEBUG_METHODS="1",
         ACP_FSM_LOG_FORMAT="json",
@@ -55,6 +55,10 @@ class AgentProcess:
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self.proc = proc
         self.messages: list[dict[str, Any]] = []
+        # (kind, method, payload, whole message) of every message the agent wrote: kind is
+        # "result" or "error" (the answer to our request of `method`), "request" or
+        # "notification" (sent by the agent; payload = params)
+        self.records: list[tuple[str, str | None, Any, dict[str, Any]]] = []
         self.raw_lines: list[bytes] = []
         self.bad_lines: list[bytes] = []
         self.stderr = bytearray()
@@ -111,10 +115,10 @@ class AgentProcess:
 
     def _route(self, message: dict[str, Any]) -> None:
         if "method" in message and "id" in message:
-            RECORDED.append(("request", message["method"], message.get("params"), message))
+            self.records.append(("request", message["method"], message.get("params"), message))
             self.requests.put_nowait(message)
         elif "method" in message:
-            RECORDED.append(("notification", message["method"], message.get("params"), message))
+            self.records.append(("notification", message["method"], message.get("params"), message))
             self.notifications.put_nowait(message)
         else:
             self._record_response(message)
@@ -129,9 +133,9 @@ class AgentProcess:
             return
         method = self._sent_methods.get(message.get("id"))
         if "result" in message:
-            RECORDED.append(("result", method, message["result"], message))
+            self.records.append(("result", method, message["result"], message))
         elif "error" in message:
-            RECORDED.append(("error", method, message["error"], message))
+            self.records.append(("error", method, message["error"], message))
 
     async def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
@@ -223,6 +227,15 @@ class AgentProcess:
         await asyncio.wait_for(asyncio.gather(*self._readers), timeout)
         return code
 
+    def logged(self, event: str, **fields: Any) -> bool:
+        """Whether the agent has logged `event` (with these fields) so far."""
+        return any(e["event"] == event and all(e.get(k) == v for k, v in fields.items())
+                   for e in self.log_events())
+
+    async def ended(self, timeout: float = TIMEOUT) -> None:
+        """Wait until the agent's stdout and stderr are read to their end (after its exit)."""
+        await asyncio.wait_for(asyncio.gather(*self._readers), timeout)
+
     def close_pipe(self, fd: int) -> None:
         """Close our end of the agent's stdout (1) or stderr (2), as an editor that quits or
         crashes does: the agent's writes to it fail from then on (EPIPE)."""
@@ -241,3 +254,53 @@ class AgentProcess:
 
 def _is_jsonrpc(item: Any) -> bool:
     return isinstance(item, dict) and item.get("jsonrpc") == "2.0"
+
+
+async def wait_until(predicate: Callable[[], Any], what: str, timeout: float = 5.0) -> Any:
+    """Poll `predicate` until it returns something truthy; fail naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.01)
+    return value
+
+
+def alive(pid: int) -> bool:
+    """True while `pid` is a running process (a zombie counts as gone: it has exited)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return handle.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+
+def live_processes(marker: str) -> list[int]:
+    """Pids of running (not zombie) processes, this one aside, whose command line contains
+    `marker`."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if os.fsencode(marker) in cmdline and alive(int(entry)):
+            pids.append(int(entry))
+    return pids
+
+
+def reading_a_pipe(pid: int) -> bool:
+    """Whether process `pid` sleeps in a read of a pipe (Linux: /proc/<pid>/wchan)."""
+    try:
+        with open(f"/proc/{pid}/wchan", encoding="ascii") as handle:
+            return "pipe_read" in handle.read()
+    except OSError:
+        return False

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.harness import AgentProcess, agent_command, agent_env
+from tests.harness import AgentProcess, agent_command, agent_env, reading_a_pipe, wait_until
 from tests.timing import INTERRUPTED_S
 
 INIT_LINE = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n'
@@ -33,7 +33,8 @@ async def test_stdin_eof_exits_zero_promptly_with_work_running(ready: AgentProce
     slow = ready.expect("slow", "_acp_fsm/sleep")
     await ready.send({"jsonrpc": "2.0", "id": "slow", "method": "_acp_fsm/sleep",
                       "params": {"ms": 600000}})
-    await asyncio.sleep(0.2)
+    await wait_until(lambda: any(e["event"] == "received" and e["message"].get("id") == "slow"
+                                 for e in ready.log_events()), "the request to run")
     started = time.monotonic()
     assert await ready.close(timeout=5) == 0
     assert time.monotonic() - started < 3.0
@@ -46,12 +47,10 @@ async def test_exits_cleanly_when_stdout_is_closed(agent: AgentProcess) -> None:
     agent.proc.stdout.feed_eof()
     transport = agent.proc._transport  # type: ignore[attr-defined]
     transport.get_pipe_transport(1).close()  # the client stops reading our output
-    await asyncio.sleep(0.1)
     with contextlib.suppress(ConnectionResetError, BrokenPipeError):
         for i in range(5):  # its writes now fail with EPIPE: the agent must notice and exit
             await agent.send({"jsonrpc": "2.0", "id": i, "method": "_acp_fsm/sleep",
                               "params": {"ms": 0}})
-            await asyncio.sleep(0.05)
     code = await asyncio.wait_for(agent.proc.wait(), 5)
     assert code == 0
 
@@ -143,7 +142,9 @@ def test_console_log_format_and_level(tmp_path: Path) -> None:
 def test_signal_during_startup_exits_zero() -> None:
     proc = subprocess.Popen(agent_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=agent_env())
-    time.sleep(0.3)  # waiting for its first line
+    deadline = time.monotonic() + INTERRUPTED_S
+    while not reading_a_pipe(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.005)  # until it waits for its first line
     proc.terminate()
     out, err = proc.communicate(timeout=10)
     assert proc.returncode == 0 and out == b"" and b"Traceback" not in err
@@ -168,7 +169,7 @@ async def test_sigterm_is_an_orderly_exit(ready: AgentProcess) -> None:
     ready.proc.terminate()
     code = await asyncio.wait_for(ready.proc.wait(), 5)
     assert code == 0
-    await asyncio.sleep(0.1)
+    await ready.ended()
     assert any(e["event"] == "connection_closing" and "SIGTERM" in e["reason"]
                for e in ready.log_events())
 
@@ -189,9 +190,11 @@ def test_a_person_at_a_terminal_is_told_what_this_is_and_one_ctrl_d_ends_it() ->
         proc = subprocess.Popen(agent_command(), stdin=terminal, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=agent_env(ACP_FSM_LOG_LEVEL=None))
         os.close(terminal)
-        time.sleep(0.3)  # waiting for its first line
+        assert proc.stderr is not None
+        hint = proc.stderr.readline()  # written before it waits for its first line
         os.write(controller, b"\x04")  # Ctrl+D at the start of a line
         out, err = proc.communicate(timeout=INTERRUPTED_S)
+        err = hint + err
     finally:
         os.close(controller)
     assert proc.returncode == 0

@@ -163,7 +163,7 @@ async def test_cancel_request_from_client_answers_32800(ready: AgentProcess) -> 
     pending = ready.expect(99, "_acp_fsm/sleep")
     await ready.send({"jsonrpc": "2.0", "id": 99, "method": "_acp_fsm/sleep",
                       "params": {"ms": 60000}})
-    await asyncio.sleep(0.1)
+    # read in order: the request is running when the cancel is read
     await ready.notify("$/cancel_request", {"requestId": 99})
     response = await asyncio.wait_for(pending, 5)
     assert response["error"]["code"] == -32800

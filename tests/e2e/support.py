@@ -15,16 +15,14 @@ import itertools
 import json
 import os
 import random
-import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from providers.scripted import RecordedRequest, ScriptedProvider
 from tests.conftest import assert_clean
-from tests.harness import AgentProcess, agent_env
+from tests.harness import AgentProcess, agent_env, wait_until
 
 API_KEY: Final = "sk-e2e-4f7c-TOP-SECRET-KEY-91d2"
 # Client capabilities: an editor that serves fs/* and terminal/*, and a bare client (disk and
@@ -33,7 +31,6 @@ EDITOR: Final[dict[str, Any]] = {"fs": {"readTextFile": True, "writeTextFile": T
                                  "terminal": True}
 BARE: Final[dict[str, Any]] = {"fs": {"readTextFile": False, "writeTextFile": False},
                                "terminal": False}
-WAIT_S: Final = 5.0
 SETTLE_S: Final = 0.15  # how long "nothing else arrives" is watched for
 
 Message = dict[str, Any]
@@ -59,16 +56,6 @@ class _Hold:
 
 HOLD: Final = _Hold()
 """An answer the editor does not give: the request stays pending (see `Editor.held`)."""
-
-
-async def wait_until(predicate: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
-    """Poll `predicate` until it returns something truthy; fail naming `what` after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.01)
-    return value
 
 
 # ------------------------------------------------------------------------------ update shapes
@@ -489,22 +476,6 @@ def entries(directory: Path) -> list[str]:
 def unique_sleep() -> str:
     """A long `sleep` command whose command line no other process has."""
     return f"sleep 30.{random.randrange(10**6):06d}"
-
-
-def live_processes(marker: str) -> list[int]:
-    """Pids of running (not zombie) processes whose command line contains `marker`."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in cmdline and state not in ("Z", "X"):
-            pids.append(int(entry))
-    return pids
 
 
 # ---------------------------------------------------------------------------------- storage

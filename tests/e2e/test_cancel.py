@@ -4,7 +4,6 @@ history that the strict provider accepts on the next prompt."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -26,7 +25,6 @@ from tests.e2e.support import (
     content_text,
     for_call,
     history,
-    live_processes,
     message_chunks,
     statuses,
     stored,
@@ -36,6 +34,7 @@ from tests.e2e.support import (
     user_texts,
     wait_until,
 )
+from tests.harness import live_processes
 from tests.timing import INTERRUPTED_S
 
 
@@ -116,7 +115,7 @@ async def test_cancel_during_a_retry_backoff(launch: Launcher, server: ScriptedP
     server.script(HttpError(429, "slow down", headers={"retry-after": "10"}))
     pending = await agent.start_prompt(session, "first")
     await wait_until(lambda: server.requests, "the rate-limited call")
-    await asyncio.sleep(0.1)  # in the 10 s backoff now
+    await wait_until(lambda: agent.proc.logged("model_call_retry"), "the 10 s backoff")
 
     turn = await cancel_and_wait(agent, pending)
 

@@ -17,16 +17,8 @@ from pathlib import Path
 import pytest
 
 from providers.scripted import Call, Hang, Reply, ScriptedProvider
-from tests.e2e.support import (
-    HOLD,
-    Agent,
-    Launcher,
-    args,
-    live_processes,
-    stored,
-    unique_sleep,
-    wait_until,
-)
+from tests.e2e.support import HOLD, Agent, Launcher, args, stored, unique_sleep, wait_until
+from tests.harness import live_processes
 from tests.timing import INTERRUPTED_S
 
 STATES = ["idle", "streaming", "awaiting_permission", "running_command"]

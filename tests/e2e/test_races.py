@@ -56,7 +56,8 @@ async def test_cancel_while_a_finished_message_waits_for_the_store(
         await wait_until(lambda: any(u["sessionUpdate"] == "usage_update" for u in
                                      agent.updates(session, pending.start, metadata=True)),
                          "the end of the stream")
-        await asyncio.sleep(0.05)  # the assistant message now waits for the lock
+        await wait_until(lambda: agent.proc.logged("entry_queued", kind="assistant"),
+                         "the assistant message to wait for the lock")
         await agent.cancel(session)
         await asyncio.sleep(SETTLE_S)
         assert not pending.done()  # nothing is answered that a crash could still lose
@@ -75,7 +76,8 @@ async def test_a_provider_error_racing_a_cancel_still_answers_cancelled(
     await wait_until(lambda: server.requests, "the model call")
     with store_locked(launch.home):
         await wait_until(lambda: len(agent.updates(session, pending.start)) >= 2, "two chunks")
-        await asyncio.sleep(0.2)  # the error arrived; the partial message waits for the lock
+        await wait_until(lambda: agent.proc.logged("entry_queued", kind="assistant"),
+                         "the error, and the partial message waiting for the lock")
         await agent.cancel(session)
         await asyncio.sleep(SETTLE_S)
         assert not pending.done()  # answered once what it wrote is committed

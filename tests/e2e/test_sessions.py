@@ -24,7 +24,6 @@ from tests.e2e.support import (
     args,
     chunk,
     history,
-    live_processes,
     message_chunks,
     stored,
     tool_results,
@@ -32,6 +31,7 @@ from tests.e2e.support import (
     user_texts,
     wait_until,
 )
+from tests.harness import live_processes
 
 
 async def restore(agent: Agent, method: str, session: str, cwd: Path

@@ -18,11 +18,11 @@ from tests.e2e.support import (
     Agent,
     Launcher,
     args,
-    live_processes,
     message_chunks,
     tool_results,
     wait_until,
 )
+from tests.harness import live_processes
 from tests.timing import INTERRUPTED_S
 
 # Backtracks exponentially on `EVIL_LINE`: a single match takes tens of seconds with the GIL

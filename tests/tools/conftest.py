@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -203,46 +203,6 @@ async def call(env: Env, name: str, **args: Any) -> ToolOutcome:
     outcome = await TOOLS[name].run(args, env)
     assert outcome.output.strip(), f"{name} returned an empty output"
     return outcome
-
-
-def alive(pid: int) -> bool:
-    """True while `pid` is a running process (a zombie counts as gone: it has exited)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            return handle.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
-    except FileNotFoundError:
-        return False
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-
-
-def processes_with(marker: str) -> list[int]:
-    """Pids of running (not zombie) processes whose command line contains `marker`."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
-        except OSError:
-            continue
-        if os.fsencode(marker) in cmdline and alive(int(entry)):
-            pids.append(int(entry))
-    return pids
-
-
-async def eventually(predicate: Callable[[], object], what: str, within: float = 3.0) -> None:
-    """Poll `predicate` until it is true; fail naming `what` after `within` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {within} s waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 def assert_strict_json(value: Any) -> None:

@@ -23,8 +23,9 @@ from acp_fsm.tools.search_files import (
     answer,
 )
 from protocol.cancel import Cancelled
+from tests.harness import live_processes, wait_until
 from tests.timing import INTERRUPTED_S
-from tests.tools.conftest import Env, assert_strict_json, call, eventually, processes_with
+from tests.tools.conftest import Env, assert_strict_json, call
 
 
 def _tree(root: Path, files: dict[str, str | bytes]) -> None:
@@ -193,7 +194,7 @@ EVIL_LINE = "a" * 27 + "!\n"
 def _workers(project: Path) -> list[int]:
     """Live search workers (their request, with the project's path, comes on stdin; this
     process runs one search at a time)."""
-    return processes_with("acp_fsm.tools.search_worker")
+    return live_processes("acp_fsm.tools.search_worker")
 
 
 async def test_a_catastrophic_pattern_leaves_the_loop_running_and_is_cancellable(
@@ -210,7 +211,7 @@ async def test_a_catastrophic_pattern_leaves_the_loop_running_and_is_cancellable
     ticking = asyncio.create_task(ticker())
     search = asyncio.create_task(call(env, "search_files", pattern=CATASTROPHIC))
     try:
-        await eventually(lambda: _workers(project), "the search worker to start")
+        await wait_until(lambda: _workers(project), "the search worker to start")
         before = ticks
         await asyncio.sleep(0.5)  # the worker is deep in the match now
         assert ticks - before >= 20  # the event loop kept running meanwhile

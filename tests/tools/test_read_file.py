@@ -18,8 +18,9 @@ from acp_fsm.tools.common import BLOCKING_THREAD_NAME, ToolError, run_blocking
 from acp_fsm.tools.files import open_text_file
 from acp_fsm.tools.read_file import MAX_READ_BYTES, MAX_READ_LINES
 from protocol.cancel import CancellationToken, Cancelled
+from tests.harness import wait_until
 from tests.timing import INTERRUPTED_S
-from tests.tools.conftest import Env, call, eventually
+from tests.tools.conftest import Env, call
 
 
 def _numbered(count: int) -> str:
@@ -186,7 +187,7 @@ async def test_cancel_does_not_wait_for_a_blocked_read(
     monkeypatch.setattr(read_file, "read_disk_lines", blocked_read)
     before = set(threading.enumerate())
     task = asyncio.create_task(call(env, "read_file", path="a.txt"))
-    await eventually(entered.is_set, "the read to block")
+    await wait_until(entered.is_set, "the read to block")
     fired = time.monotonic()
     env.token.cancel()
     with pytest.raises(Cancelled):

@@ -14,23 +14,21 @@ from acp_fsm.tools import process
 from acp_fsm.tools.process import OutputCapture
 from acp_fsm.tools.run_command import MAX_TIMEOUT_MS
 from protocol.cancel import Cancelled
+from tests.harness import alive, live_processes, wait_until
 from tests.timing import INTERRUPTED_S
-from tests.tools.conftest import Editor, Env, alive, call, eventually
+from tests.tools.conftest import Editor, Env, call
 
 
 def _read_pids(path: Path) -> list[int]:
     return [int(p) for p in path.read_text().split()] if path.exists() else []
 
 
-async def _pids(path: Path, count: int, within: float = 5.0) -> list[int]:
+async def _pids(path: Path, count: int) -> list[int]:
     """The pids a command wrote to `path`, once it wrote `count` of them."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        pids = _read_pids(path)
-        if len(pids) >= count:
-            return pids
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"the command did not write {count} pids to {path}")
+    pids: list[int] = await wait_until(
+        lambda: (found := _read_pids(path)) and len(found) >= count and found,
+        f"the command to write {count} pids to {path}")
+    return pids
 
 
 async def test_success_output_and_content(env: Env, project: Path) -> None:
@@ -162,15 +160,15 @@ async def test_cancel_of_a_command_that_ignores_sigterm_is_quick(env: Env,
     """SIGKILL follows SIGTERM after a short grace on a cancel (the answer waits for it)."""
     pidfile = project / "pids"
     task = asyncio.create_task(call(
-        env, "run_command", command=f"trap '' TERM; echo $$ > {pidfile}; sleep 30"))
+        env, "run_command", command=f"trap '' TERM; echo $$ > {pidfile}; sleep 30.0417"))
     (shell,) = await _pids(pidfile, 1)
-    await asyncio.sleep(0.05)  # the shell has started sleep
+    await wait_until(lambda: live_processes("sleep 30.0417"), "the shell to start sleep")
     fired = time.monotonic()
     env.token.cancel()
     with pytest.raises(Cancelled):
         await task
     assert time.monotonic() - fired < process.KILL_GRACE_SECONDS  # not the long grace
-    await eventually(lambda: not process.group_alive(shell), "the group to be gone", 1.0)
+    await wait_until(lambda: not process.group_alive(shell), "the group to be gone", 1.0)
 
 
 async def test_a_nul_byte_in_the_command_is_an_error(env: Env) -> None:

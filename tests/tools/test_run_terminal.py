@@ -10,8 +10,9 @@ import pytest
 
 from acp_fsm.tools.run_command import TERMINAL_OUTPUT_BYTE_LIMIT
 from protocol.cancel import Cancelled
+from tests.harness import alive
 from tests.timing import INTERRUPTED_S
-from tests.tools.conftest import Editor, Env, alive, call
+from tests.tools.conftest import Editor, Env, call
 
 
 async def test_create_report_wait_output_release(editor_env: Env, project: Path) -> None:

@@ -1,0 +1,35 @@
+"""Every agent a test starts is checked, when it is closed, against the official schema
+(`tests.conftest.assert_clean`): here that check itself, on a message ACP does not allow."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from acp_fsm.schema_check import OfficialSchema
+from tests.conftest import assert_clean
+
+
+class Recorded:
+    """What `assert_clean` reads of an agent process."""
+
+    def __init__(self, records: list[tuple[str, str | None, Any, dict[str, Any]]]) -> None:
+        self.bad_lines: list[bytes] = []
+        self.records = records
+
+    def log_events(self) -> list[dict[str, Any]]:
+        return []
+
+
+def update(content: Any) -> tuple[str, str, Any, dict[str, Any]]:
+    params = {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk",
+                                           "content": content}}
+    return ("notification", "session/update", params,
+            {"jsonrpc": "2.0", "method": "session/update", "params": params})
+
+
+def test_an_invalid_message_fails_the_agents_test(official: OfficialSchema) -> None:
+    assert_clean(Recorded([update({"type": "text", "text": "fine"})]))  # type: ignore[arg-type]
+    with pytest.raises(AssertionError, match="fail the official schema"):
+        assert_clean(Recorded([update({"type": "text", "text": 5})]))  # type: ignore[arg-type]
