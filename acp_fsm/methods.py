@@ -140,9 +140,11 @@ def agent_capabilities() -> dict:
     return capabilities
 
 
-def route(state: str, method: str, params: object, *, request: bool, debug: bool) -> Served:
+def route(state: str, method: str, params: object, *, request: bool, debug: bool,
+          params_checked: bool = False) -> Served:
     """Decide, purely, whether an inbound call is served: the handshake's admission rule, the
-    registry, then the params schema. Raises the `RpcError` that answers it otherwise."""
+    registry, then the params schema (unless the caller has `params_checked`). Raises the
+    `RpcError` that answers it otherwise."""
     spec = spec_of(method, debug=debug)
     known = spec is not None and spec.inbound
     refusal = admission(HandshakeState(state), method, known=known)
@@ -155,7 +157,7 @@ def route(state: str, method: str, params: object, *, request: bool, debug: bool
     entry = served(method, debug=debug)
     if entry is None:
         raise MethodNotFound(f"Method not found: {method} is not supported by this agent")
-    violation = schemas.validate(spec.params_ref, params)
+    violation = None if params_checked else schemas.validate(spec.params_ref, params)
     if violation is not None:
         raise InvalidParams(f"Invalid params: {violation}")
     return entry

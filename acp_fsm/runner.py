@@ -8,8 +8,9 @@ import signal
 
 import structlog
 
+import schemas
 from acp_fsm import config, redact
-from acp_fsm.initialize import ClientInfo
+from acp_fsm.initialize import ClientInfo, initialize_result
 from acp_fsm.server import AcpServer
 from fsm.handshake import Handshake
 from protocol.connection import Connection
@@ -24,6 +25,14 @@ log = structlog.get_logger("acp")
 # process exits within 2 s of being told to (docs/shutdown.md).
 HANDLER_GRACE_S = 0.25
 FLUSH_TIMEOUT_S = 0.3
+
+# The validators every connection needs at once (envelopes, the `initialize` answer, the first
+# session), built before the first message is read; the others on their first use.
+FIRST_SCHEMAS = (
+    "jsonrpc.Request", "jsonrpc.Notification", "jsonrpc.SuccessResponse",
+    "jsonrpc.ErrorResponse", "acp.InitializeResponse", "acp.NewSessionRequest",
+    "acp.NewSessionResponse",
+)
 
 
 async def run(
@@ -51,8 +60,10 @@ async def run(
         scrub=secrets.scrub if secrets else None, strict_outbound=config.strict_schemas(),
     )
     server.attach(connection)
+    schemas.warm(FIRST_SCHEMAS)
     if client is not None:
         log.info("initialized", client=client.info, fast_path=True, answered_ms=answered_ms)
+        connection.audit_sent("initialize", "result", initialize_result())
     if pending:
         connection.feed(pending)
     if input_ended:  # read before the loop ran (a terminal's Ctrl+D is not seen twice)

@@ -3,8 +3,8 @@
 Startup is ordered for a fast `initialize` (editors time out on slow agents):
 1. claim stdout (protocol frames go to a private fd; fd 1 becomes stderr);
 2. read the first line; if it is a valid `initialize`, answer it right away using only the
-   method registry, the generated schema validators and the handshake table - no event loop,
-   no logging library, nothing heavy imported yet;
+   method registry, a plain-Python schema check (`schemas.plain`) and the handshake table -
+   no event loop, no logging library, no native validator, nothing heavy imported yet;
 3. configure logging, import the rest, and run the asyncio connection, which takes over any
    bytes already read.
 Anything other than a clean `initialize` on the first line is left to the full path, which
@@ -20,13 +20,13 @@ import signal
 import sys
 import time
 
-import schemas
 from acp_fsm.initialize import initialize_result
 from acp_fsm.methods import route
 from fsm.handshake import Handshake
 from protocol.errors import RpcError
 from protocol.framing import MAX_LINE_BYTES
 from protocol.stdio import claim_stdout, read_line_blocking, write_all
+from schemas.plain import surely_valid
 
 
 def answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict] | None:
@@ -84,20 +84,21 @@ def _answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict] 
         message = _decode(line)
     except ValueError:
         return None
-    if schemas.validate("jsonrpc.Request", message) is not None:
+    if not surely_valid("jsonrpc.Request", message):
         return None
     if isinstance(message["id"], float):
         return None  # the two encoders spell some floats differently (1e-05, 0.00001)
     if message["method"] != "initialize":
         return None
     params = message.get("params")
+    if not surely_valid("acp.InitializeRequest", params):
+        return None
     try:
-        entry = route(handshake.state, "initialize", params, request=True, debug=False)
+        entry = route(handshake.state, "initialize", params, request=True, debug=False,
+                      params_checked=True)
     except RpcError:
         return None
     result = initialize_result()
-    if schemas.validate("acp.InitializeResponse", result) is not None:
-        return None  # our bug: let the full path log it
     assert entry.trigger is not None
     handshake.fire(entry.trigger)  # the transition before the side effect (the answer)
     response = {"jsonrpc": "2.0", "id": message["id"], "result": result}

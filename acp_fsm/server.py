@@ -51,7 +51,6 @@ class AcpServer:
         self.machine = HANDSHAKE.build(self.handshake,
                                        initial=HandshakeState(self.handshake.state))
         self._conn: Connection | None = None
-        self._validators: dict[str, Any] = {}
         self._null_results: set[str] = set()  # methods whose `null` result was logged once
         self.sessions = Sessions(self)
 
@@ -90,12 +89,6 @@ class AcpServer:
             work = handler(params)
         return _with_session(work, session_id) if asyncio.iscoroutine(work) else None
 
-    def _validator(self, ref: str) -> Any:
-        check = self._validators.get(ref)
-        if check is None:
-            check = self._validators[ref] = schemas.validator(ref)
-        return check
-
     def check_outbound(self, method: str, kind: OutboundKind, payload: Any) -> str | None:
         spec = spec_of(method, debug=True)
         if spec is None:
@@ -108,7 +101,7 @@ class AcpServer:
             if spec.direction not in (AGENT_TO_CLIENT, BOTH) or spec.kind != kind:
                 return f"{method} is not an agent-to-client {kind}"
             ref = spec.params_ref
-        violation = self._validator(ref)(payload)
+        violation = schemas.validate(ref, payload)
         return None if violation is None else str(violation)
 
     def accept_response(self, method: str, result: Any) -> Any:
@@ -119,13 +112,13 @@ class AcpServer:
         spec = spec_of(method, debug=True)
         if spec is None or spec.result_ref is None:
             return result
-        check = self._validator(spec.result_ref)
-        if result is None and check({}) is None:
+        ref = spec.result_ref
+        if result is None and schemas.validate(ref, {}) is None:
             if method not in self._null_results:
                 self._null_results.add(method)
                 log.debug("null_result_accepted", method=method)
             return {}
-        violation = check(result)
+        violation = schemas.validate(ref, result)
         if violation is not None:
             raise InvalidResult(f"the editor's answer to {method} is not valid ACP: {violation}")
         return result

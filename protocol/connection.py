@@ -406,6 +406,13 @@ class Connection:
             return
         future.set_result(result)
 
+    def audit_sent(self, method: str, kind: OutboundKind, payload: Any) -> None:
+        """Check a message written before this connection existed (the startup path's answer to
+        `initialize`) as if it had been sent here: a violation is logged, fatal when strict."""
+        violation = self._dispatcher.check_outbound(method, kind, payload)
+        if violation is not None:
+            self._outbound_violation(method, kind, violation)
+
     def _outbound_violation(self, method: str, kind: str, violation: str) -> None:
         log.error("outbound_schema_violation", method=method, kind=kind, reason=violation)
         if self._strict:

@@ -1,36 +1,47 @@
-"""JSON Schemas of the protocol and their validators, compiled ahead of time to plain Python.
+"""JSON Schemas of the protocol and their validators (jsonschema-rs).
 
 ``validate("acp.InitializeRequest", params)`` returns None or a ``Violation`` (JSON path and
-reason). The validators live in ``_generated.py`` (written by ``python -m schemas.codegen``),
-imported on first use, and each is compiled on its first use: the package costs next to nothing
-to import, and the generator runs even when the generated module is missing or stale. Only the
-stdlib ``os`` is imported here.
+reason). A definition's validator is built on its first use (`validator`), jsonschema-rs being
+imported then, not before: the startup path answers ``initialize`` without it (`schemas.plain`),
+and `warm` builds the common validators right after.
+
+Valid instances cost one native check. An invalid one is explained: jsonschema-rs says where it
+failed; where that is a union with a discriminator (a property whose ``const`` tells the
+branches apart: ``sessionUpdate``, ``type``, ``outcome``), the instance is checked again against
+the branch it names, so the message names the field (``prompt[1].uri: expected string, got
+integer``) rather than "matches none of the oneOf alternatives". See docs/architecture.md
+("Validation").
 """
 
 from __future__ import annotations
 
+import json
 import os
+from functools import cache
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # imported on the startup path: no `typing`, no `pathlib`
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from pathlib import Path
     from typing import Any
 
-__all__ = ["Violation", "load_json", "schema_path", "validate", "validator"]
+    from schemas.native import Check
+
+__all__ = ["Violation", "compile_schema", "definitions", "load_json", "schema_path", "validate",
+           "validator", "warm"]
 
 _DIR = os.path.dirname(os.path.abspath(__file__))
-_TABLE: dict[str, Callable[[object], list[Any] | None]] = {}
+Segment = str | int
 
 
 class Violation:
     """Why an instance is invalid: where (JSON path) and what (message). Immutable."""
 
     __slots__ = ("message", "path")
-    path: tuple[str | int, ...]
+    path: tuple[Segment, ...]
     message: str
 
-    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
+    def __init__(self, path: Iterable[Segment], message: str) -> None:
         object.__setattr__(self, "path", tuple(path))
         object.__setattr__(self, "message", message)
 
@@ -59,37 +70,38 @@ class Violation:
         return f"{where}: {self.message}" if where else self.message
 
 
-def _to_violation(err: list[Any]) -> Violation:
-    """Violation from a generated validator's error list ``[message, *reversed(path)]``."""
-    return Violation(tuple(err[:0:-1]), str(err[0]))
-
-
-def _lookup(ref: str) -> Callable[[object], list[Any] | None]:
-    """The compiled validator of ref (compiled on first use); KeyError for an unknown ref."""
-    check = _TABLE.get(ref)
-    if check is None:
-        from ._generated import load
-
-        check = _TABLE[ref] = load(ref)
-    return check
-
-
 def validate(ref: str, instance: object) -> Violation | None:
-    """Validate instance against ``"<file stem>.<DefName>"``; KeyError for an unknown ref."""
-    err = _lookup(ref)(instance)
-    return None if err is None else _to_violation(err)
+    """Validate `instance` against ``"<file stem>.<DefName>"``; KeyError for an unknown ref."""
+    return _validator_of(ref)(instance)
 
 
 def validator(ref: str) -> Callable[[object], Violation | None]:
-    """The validator of ref (looked up once, for hot paths); KeyError for an unknown ref."""
-    check = _lookup(ref)
+    """The validator of `ref`, for hot paths: KeyError now for an unknown ref; built on its
+    first call, one native check per valid instance after that."""
+    _defs_of(ref)
+    return _validator_of(ref)
 
-    def run(instance: object) -> Violation | None:
-        err = check(instance)
-        return None if err is None else _to_violation(err)
 
-    run.__name__ = run.__qualname__ = f"validate_{ref.replace('.', '_')}"
-    return run
+def compile_schema(schema: dict[str, Any]) -> Callable[[object], Violation | None]:
+    """A validator of an in-memory JSON Schema (2020-12; local ``#/$defs/...`` references), with
+    the same explanations: for schemas that arrive at run time, such as a tool's input schema.
+    ValueError when `schema` is not a valid schema."""
+    import jsonschema_rs
+
+    from schemas.native import Check
+
+    body = {k: v for k, v in schema.items() if k != "$defs"}
+    try:
+        check = Check(body, schema.get("$defs", {}))
+    except jsonschema_rs.ValidationError as exc:
+        raise ValueError(f"not a valid JSON Schema: {exc}") from exc
+    return _runner(lambda: check)
+
+
+def warm(refs: Iterable[str]) -> None:
+    """Build the validators of `refs` now (jsonschema-rs imported with the first)."""
+    for ref in refs:
+        _check(ref)
 
 
 def schema_path(name: str) -> Path:
@@ -101,8 +113,6 @@ def schema_path(name: str) -> Path:
 
 def load_json(name: str) -> Any:
     """Parsed content of a JSON file shipped in this package, e.g. ``load_json("methods.json")``."""
-    import json
-
     with open(_file(name), "rb") as f:
         return json.load(f)
 
@@ -112,3 +122,64 @@ def _file(name: str) -> str:
     if os.path.basename(name) != name or name in ("", ".", ".."):
         raise ValueError(f"not a file name of the schemas package: {name!r}")
     return os.path.join(_DIR, name if "." in name else name + ".json")
+
+
+# ------------------------------------------------------------------------------ validators
+
+
+@cache
+def definitions(stem: str) -> dict[str, Any]:
+    """The ``$defs`` of a schema file (``"acp"``: acp.json), read once."""
+    defs: dict[str, Any] = load_json(stem + ".json")["$defs"]
+    return defs
+
+
+def _defs_of(ref: str) -> dict[str, Any]:
+    """The definitions of the file `ref` names, KeyError unless it has the definition."""
+    stem, _, name = ref.partition(".")
+    try:
+        defs = definitions(stem)
+    except (OSError, ValueError):
+        raise KeyError(ref) from None
+    if name not in defs:
+        raise KeyError(ref)
+    return defs
+
+
+@cache
+def _validator_of(ref: str) -> Callable[[object], Violation | None]:
+    run = _runner(lambda: _check(ref))
+    run.__name__ = run.__qualname__ = f"validate_{ref.replace('.', '_')}"
+    return run
+
+
+def _runner(build: Callable[[], Check]) -> Callable[[object], Violation | None]:
+    """The hot path: one native check per valid instance; `build` runs on the first call."""
+    check: Check | None = None
+    is_valid: Callable[[object], bool] | None = None
+
+    def run(instance: object) -> Violation | None:
+        nonlocal check, is_valid
+        if is_valid is None:
+            check = build()
+            is_valid = check.is_valid
+        try:
+            if is_valid(instance):
+                return None
+        except UnicodeEncodeError:  # jsonschema-rs reads property names as UTF-8
+            from schemas.native import unencodable
+
+            return unencodable(instance)
+        assert check is not None
+        return check.explain(instance)
+
+    return run
+
+
+@cache
+def _check(ref: str) -> Check:
+    from schemas.native import Check
+
+    return Check({"$ref": f"#/$defs/{ref.partition('.')[2]}"}, _defs_of(ref))
+
+

@@ -18,11 +18,15 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import structlog
+
 from acp_fsm import redact
 from acp_fsm.redact import command_environment
 from acp_fsm.tools.common import ToolError, describe_os_error
 from acp_fsm.tools.reaper import REAPER
 from protocol.cancel import CancellationToken
+
+log = structlog.get_logger("acp.tools")
 
 # Output kept for the model: the first HEAD and the last TAIL bytes; the middle is counted.
 OUTPUT_HEAD_BYTES = 16 * 1024
@@ -215,6 +219,7 @@ async def run_local(command: str, cwd: Path, seconds: float,
         raise ToolError(f"Could not start the command: {reason}") from exc
     pgid = transport.get_pid()  # the shell leads its own group (start_new_session)
     REAPER.started(pgid)
+    log.debug("command_started", pgid=pgid)
     timed_out = False
     stopped_background = False
     quick = True  # until the wait ends normally: a cancel must be answered at once

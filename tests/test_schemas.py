@@ -1,4 +1,5 @@
-"""Tests of the JSON Schema compiler (schemas/codegen.py) and its runtime API (schemas)."""
+"""Tests of the schemas package: its validators (jsonschema-rs) and their explanations, checked
+against the reference implementation (`jsonschema`), and the startup path's plain check."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import copy
 import json
 import subprocess
 import sys
-import threading
 from collections import Counter
 from collections.abc import Callable
 from functools import cache
@@ -19,14 +19,15 @@ from hypothesis.internal.conjecture import utils as conjecture_utils
 from jsonschema import Draft202012Validator
 
 import schemas
-from schemas import Violation, codegen
-from schemas.codegen import SchemaError, compile_schema, compile_source
+from schemas import Violation
+from schemas.plain import surely_conforms, surely_valid
 
 # hypothesis-jsonschema 0.23 draws objects through a Hypothesis internal (`many.more`) that
 # newer Hypothesis releases removed; use it only where it still works.
 HJS_WORKS = hasattr(conjecture_utils.many, "more")
 
-_ROOT = str(codegen.SCHEMA_DIR.parent)
+_ROOT = str(schemas.schema_path("acp").parent.parent)
+JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 DIFF_SETTINGS = settings(
     deadline=None,
     database=None,
@@ -35,13 +36,13 @@ DIFF_SETTINGS = settings(
 
 
 def check(schema: dict[str, Any], instance: object) -> Violation | None:
-    """Validate instance against an in-memory schema with a freshly compiled validator."""
-    return _compiled(json.dumps(schema, sort_keys=True))["#"](instance)
+    """Validate instance against an in-memory schema."""
+    return _compiled(json.dumps(schema, sort_keys=True))(instance)
 
 
 @cache
-def _compiled(schema_json: str) -> dict[str, Callable[[object], Violation | None]]:
-    return compile_schema(json.loads(schema_json))
+def _compiled(schema_json: str) -> Callable[[object], Violation | None]:
+    return schemas.compile_schema(json.loads(schema_json))
 
 
 def _oracle_valid(schema: dict[str, Any], instance: object) -> bool:
@@ -342,13 +343,12 @@ CASES: list[tuple[dict[str, Any], object, tuple[tuple[str | int, ...], str] | No
     ({"anyOf": UNTAGGED_OBJECTS["oneOf"]}, "x", OK),
     (NUMERIC_TAGS, {"k": 1.0}, OK),
     (NUMERIC_TAGS, {"k": True}, OK),
+    (NUMERIC_TAGS, {"k": 2}, (("k",), "unknown tag value, expected one of 1, true, got 2")),
     (
-        NUMERIC_TAGS,
-        {"k": 2},
-        (
-            (),
-            "matches none of the oneOf alternatives: k: expected 1, got 2; k: expected true, got 2",
-        ),
+        {"anyOf": [{"required": ["a"]}, {"required": ["b"]}]},
+        {},
+        ((), 'matches none of the alternatives: missing required property "a"; '
+             'missing required property "b"'),
     ),
 ]
 
@@ -360,22 +360,6 @@ def test_keyword(
     assert _oracle_valid(schema, instance) == (expected is None), "bad test case"
     got = check(schema, instance)
     assert got == (None if expected is None else Violation(*expected))
-
-
-def test_tagged_union_compiles_to_dispatch() -> None:
-    source = compile_source(TAGGED)
-    assert "unknown tag value" in source
-    assert "_one_of(" in source  # only for non-objects
-    assert "unknown tag value" not in compile_source(NUMERIC_TAGS)
-
-
-def test_definitions_are_compiled_one_function_each() -> None:
-    compiled = compile_schema(TAGGED)
-    assert set(compiled) == {"#", "Text", "Image"}
-    assert compiled["Text"]({"text": 1}) == Violation(("text",), "expected string, got integer")
-    source = compile_source(TAGGED, stem="doc")
-    assert "def v_doc__Text(x):" in source
-    assert "def v_doc__Image(x):" in source
 
 
 INIT_PARAMS = {
@@ -404,121 +388,13 @@ SAMPLES = {  # valid messages of the real schemas
 }
 
 
-def _without_error_helpers(source: str) -> dict[str, Any]:
-    """Namespace of a generated module whose error-reporting helpers all raise."""
-    namespace: dict[str, Any] = {}
-    exec(compile(source, "<generated>", "exec"), namespace)
-
-    def boom(*args: object) -> None:
-        raise AssertionError("error helper called on the success path")
-
-    for helper in ("_W", "_C", "_tn", "_show", "_fmt", "_none_of", "_extra"):
-        namespace[helper] = boom
-    return namespace
 
 
-def test_success_path_touches_no_error_machinery() -> None:
-    """Valid instances are accepted without building any message or path."""
-    small = _without_error_helpers(compile_source(TAGGED))
-    assert small["load"]("t")({"type": "text", "text": "x"}) is None
-    real = _without_error_helpers(codegen.OUTPUT.read_text(encoding="utf-8"))
+def test_valid_samples_and_a_bad_schema() -> None:
     for ref, message in SAMPLES.items():
-        assert real["load"](ref)(message) is None, ref
-
-
-def test_functions_compile_on_first_call_from_any_thread() -> None:
-    """The generated module compiles a validator on its first call, once, thread-safely."""
-    namespace: dict[str, Any] = {}
-    exec(compile(codegen.OUTPUT.read_text(encoding="utf-8"), "<generated>", "exec"), namespace)
-    stub = namespace["v_acp__TextContent"]
-    assert stub.__name__ == "stub"
-    bad = copy.deepcopy(SAMPLES["acp.PromptRequest"])
-    bad["prompt"][2]["resource"]["text"] = 5
-    results: list[Any] = []
-
-    def work() -> None:
-        check = namespace["load"]("acp.PromptRequest")
-        results.append((check(SAMPLES["acp.PromptRequest"]), check(bad)))
-
-    threads = [threading.Thread(target=work) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(results) == 8
-    assert all(ok is None and err == results[0][1] for ok, err in results)
-    assert namespace["v_acp__TextContent"] is not stub
-    with pytest.raises(KeyError):
-        namespace["load"]("acp.Nope")
-
-
-# ---- rejected schemas -------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("schema", "error"),
-    [
-        ({"patternProperties": {"^a": {}}}, r"t\.json#: unsupported keyword 'patternProperties'"),
-        (
-            {"properties": {"a": {"uniqueItems": True}}},
-            r"t\.json#/properties/a: unsupported keyword 'uniqueItems'",
-        ),
-        ({"$defs": {"A": {"prefixItems": []}}}, r"t\.json#/\$defs/A: unsupported keyword"),
-        ({"anyOf": [{"unevaluatedProperties": False}]}, r"#/anyOf/0: unsupported keyword"),
-        ({"$ref": "other.json#/$defs/X"}, r"unsupported \$ref"),
-        ({"$ref": "#/$defs/Missing"}, "points to no definition"),
-        ({"$ref": "#/$defs/A/properties/b", "$defs": {"A": {}}}, "nested pointer"),
-        ({"properties": {"a": {"$id": "x"}}}, r"'\$id' is only supported at the document root"),
-        ({"type": "float"}, "'type' must be"),
-        ({"minLength": -1}, "'minLength' must be a non-negative integer"),
-        ({"required": "a"}, "'required' must be an array of strings"),
-        ({"oneOf": []}, "'oneOf' must be a non-empty array"),
-        ({"$schema": "http://json-schema.org/draft-07/schema#"}, "'\\$schema' must be"),
-    ],
-)
-def test_rejects_unsupported_schema(schema: dict[str, Any], error: str) -> None:
-    with pytest.raises(SchemaError, match=error):
-        compile_schema(schema)
-
-
-def test_generate_reads_only_schema_files(tmp_path: Any) -> None:
-    (tmp_path / "index.json").write_text('{"initialize": "InitializeRequest"}')
-    (tmp_path / "a.json").write_text(
-        '{"$schema": "https://json-schema.org/draft/2020-12/schema",'
-        ' "$defs": {"X": {"type": "string"}}}'
-    )
-    source = codegen.generate(tmp_path)
-    assert "### v_a__X ref: a.X\n" in source
-    assert "index" not in source
-    (tmp_path / "b.json").write_text(
-        '{"$schema": "https://json-schema.org/draft/2020-12/schema",'
-        ' "$defs": {"Y": {"dependentRequired": {}}}}'
-    )
-    with pytest.raises(SchemaError, match=r"b\.json#/\$defs/Y: unsupported keyword"):
-        codegen.generate(tmp_path)
-
-
-# ---- the committed module -----------------------------------------------------------------------
-
-
-def test_generated_module_is_up_to_date() -> None:
-    assert codegen.OUTPUT.read_text(encoding="utf-8") == codegen.generate(), (
-        "schemas/_generated.py is stale: run python -m schemas.codegen"
-    )
-
-
-def test_generation_is_deterministic() -> None:
-    assert codegen.generate() == codegen.generate()
-
-
-def test_check_flag(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
-    assert codegen.main(["--check"]) == 0
-    stale = tmp_path / "_generated.py"
-    stale.write_text("# stale\n")
-    monkeypatch.setattr(codegen, "OUTPUT", stale)
-    assert codegen.main(["--check"]) == 1
-    assert str(stale) in capsys.readouterr().err
-    assert stale.read_text() == "# stale\n"
+        assert schemas.validate(ref, message) is None, ref
+    with pytest.raises(ValueError, match="not a valid JSON Schema"):
+        schemas.compile_schema({"type": "float"})
 
 
 # ---- runtime API --------------------------------------------------------------------------------
@@ -589,20 +465,22 @@ def test_load_json_and_schema_path() -> None:
         schemas.load_json("../pyproject.toml")
 
 
-def test_import_is_cheap() -> None:
-    """Importing and using schemas loads only schemas and schemas._generated."""
+def test_importing_schemas_loads_no_validator_library() -> None:
+    """The startup path imports schemas and schemas.plain; jsonschema-rs comes with the first
+    validator, not before."""
     code = (
         "import sys\n"
-        "before = set(sys.modules)\n"
+        "from schemas.plain import surely_valid\n"
+        "assert surely_valid('jsonrpc.Request', {'jsonrpc': '2.0', 'id': 1, 'method': 'm'})\n"
+        "print('jsonschema_rs' in sys.modules)\n"
         "import schemas\n"
-        "assert schemas.validate('jsonrpc.Request', {'jsonrpc': '2.0', 'id': 1, 'method': 'm'})"
-        " is None\n"
-        "print(sorted(set(sys.modules) - before))\n"
+        "assert schemas.validate('jsonrpc.Request', {'jsonrpc': '2.0', 'id': 1}) is not None\n"
+        "print('jsonschema_rs' in sys.modules)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=_ROOT
     )
-    assert out.stdout.strip() == "['schemas', 'schemas._generated']"
+    assert out.stdout.split() == ["False", "True"]
 
 
 # ---- differential tests against jsonschema ------------------------------------------------------
@@ -691,7 +569,7 @@ def instances(draw: Any, s: Any, defs: dict[str, Any], anything: Any, depth: int
     for c in conj:
         if "enum" in c:
             return draw(st.sampled_from(c["enum"]))
-    types = set(codegen.JSON_TYPES)
+    types = set(JSON_TYPES)
     for c in conj:
         if "type" in c:
             types &= {c["type"]} if isinstance(c["type"], str) else set(c["type"])
@@ -864,28 +742,57 @@ def _agreement(
     return run
 
 
+
+
+def _documents() -> list[tuple[str, dict[str, Any]]]:
+    folder = schemas.schema_path("acp").parent
+    docs = [(path.stem, json.loads(path.read_text(encoding="utf-8")))
+            for path in sorted(folder.glob("*.json"))]
+    return [(stem, doc) for stem, doc in docs if "$defs" in doc]
+
+
+def _at(value: Any, path: tuple[str | int, ...]) -> Any:
+    for seg in path:
+        value = value[seg]
+    return value
+
+
+def _explained(ref: str) -> Callable[[object], Violation | None]:
+    """schemas.validate, asserting on the way that an explanation points into the instance and
+    that the startup path's check never accepts what the validator refuses."""
+
+    def run(value: object) -> Violation | None:
+        got = schemas.validate(ref, value)
+        if got is not None:
+            _at(value, got.path)  # raises if the path is not in the instance
+            assert got.message, (ref, value)
+        assert not (surely_valid(ref, value) and got is not None), (ref, value, got)
+        return got
+
+    return run
+
+
 def _real_targets() -> list[Target]:
     out = []
-    for file_name, _, doc in codegen.load_documents():
-        stem = file_name.removesuffix(".json")
+    for stem, doc in _documents():
         anything = json_values(doc)
         for name in sorted(doc["$defs"]):
             ref = f"{stem}.{name}"
             schema = {k: v for k, v in doc.items() if k != "$id"} | {"$ref": f"#/$defs/{name}"}
-            out.append((ref, schema, doc["$defs"], schemas.validator(ref), anything))
+            out.append((ref, schema, doc["$defs"], _explained(ref), anything))
     return out
 
 
 def _small_targets() -> list[Target]:
     unique = {json.dumps(schema, sort_keys=True): schema for schema, _, _ in CASES}
     return [
-        (key, schema, schema.get("$defs", {}), _compiled(key)["#"], json_values(schema))
+        (key, schema, schema.get("$defs", {}), _compiled(key), json_values(schema))
         for key, schema in unique.items()
     ]
 
 
 def test_differential_real_schemas() -> None:
-    """Generated validators agree with jsonschema on every definition of the real files."""
+    """The validators agree with jsonschema on every definition of the real files."""
     targets = _real_targets()
     assert {"acp.InitializeRequest", "acp.SessionNotification", "jsonrpc.Request"} <= {
         t[0] for t in targets
@@ -902,7 +809,85 @@ def test_differential_small_schemas() -> None:
 def test_every_real_definition_on_fixed_values() -> None:
     """Every definition sees the JSON type edge cases, whatever Hypothesis picks."""
     edge = [None, True, False, 0, 1, 1.0, 1.5, -1, "", "x", [], [1], {}, {"type": "text"}]
-    for name, schema, _, compiled, _ in _real_targets():
+    for name, schema, _, validator, _ in _real_targets():
         oracle = Draft202012Validator(schema)
         for value in edge:
-            assert (compiled(value) is None) == oracle.is_valid(value), (name, value)
+            assert (validator(value) is None) == oracle.is_valid(value), (name, value)
+
+
+# ---- the startup path's plain check ------------------------------------------------------------
+
+PLAIN_KEYWORDS = {"type", "properties", "required", "items", "$ref", "anyOf", "allOf", "oneOf",
+                  "const", "enum", "minimum", "maximum", "minLength", "$defs", "title",
+                  "description", "default", "examples", "$comment"}
+
+
+def _keywords(schema: Any) -> set[str]:
+    found: set[str] = set()
+    todo = [schema]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            found |= set(node)
+            for key, sub in node.items():
+                if key in ("properties", "$defs"):
+                    todo += list(sub.values())
+                elif key not in ("const", "enum", "default", "examples", "required"):
+                    todo.append(sub)
+        elif isinstance(node, list):
+            todo += node
+    return found
+
+
+@pytest.mark.parametrize(("schema", "instance", "expected"), CASES)
+def test_plain_check_is_sound_and_complete_on_its_keywords(
+    schema: dict[str, Any], instance: object, expected: object
+) -> None:
+    """Never accepts an invalid instance; accepts every valid one where it knows each keyword
+    (const and enum of containers excepted: it does not compare those)."""
+    verdict = surely_conforms(schema, instance)
+    if expected is not None:
+        assert not verdict
+    elif _keywords(schema) <= PLAIN_KEYWORDS and not isinstance(
+            schema.get("const", schema.get("enum", [None])[-1]), list | dict):
+        assert verdict
+
+
+def test_plain_check_takes_what_editors_send() -> None:
+    """The `initialize` messages real clients send take the startup path."""
+    zed = {"protocolVersion": 1, "clientCapabilities": {
+        "fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True,
+        "_meta": {"terminal_output": True, "terminal-auth": True}},
+        "clientInfo": {"name": "zed", "title": "Zed", "version": "0.201.3"}}
+    sdk = {"protocolVersion": 1, "clientCapabilities": {
+        "fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False,
+        "auth": {"terminal": False}}, "clientInfo": None, "_meta": None}
+    minimal = {"protocolVersion": 1}
+    for params in (zed, sdk, minimal, INIT_PARAMS):
+        assert surely_valid("acp.InitializeRequest", params), params
+        request = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
+        assert surely_valid("jsonrpc.Request", request)
+    assert not surely_valid("acp.InitializeRequest", {"protocolVersion": "1.0"})
+    assert not surely_valid("acp.InitializeRequest", {"protocolVersion": True})
+    assert not surely_valid("acp.InitializeRequest", None)
+    assert not surely_valid("jsonrpc.Request", {"jsonrpc": "2.0", "id": True, "method": "x"})
+
+
+def test_an_instance_too_deep_to_explain_is_still_refused_with_a_reason() -> None:
+    deep: list[Any] = []
+    for _ in range(900):
+        deep = [deep]
+    assert schemas.validate("acp.InitializeRequest", deep) == Violation(
+        (), "expected object, got array")
+    refused = schemas.validate("acp.PromptRequest", {"sessionId": "s", "prompt": deep})
+    assert refused is not None and "too deeply" in refused.message
+
+
+def test_a_property_name_that_is_not_unicode_is_refused_where_it_is() -> None:
+    """A lone surrogate (a file name decoded with surrogateescape, say) in a property name; in a
+    value it is still a string to JSON Schema (the encoder refuses it later)."""
+    prompt: dict[str, Any] = {"sessionId": "s", "prompt": [{"type": "text", "text": "caf\udce9"}]}
+    assert schemas.validate("acp.PromptRequest", prompt) is None
+    prompt["prompt"][0] = {"type": "text", "text": "x", "\ud800": 1}
+    assert schemas.validator("acp.PromptRequest")(prompt) == Violation(
+        ("prompt", 0), "not valid Unicode (a lone surrogate)")

@@ -1,0 +1,156 @@
+"""A plain-Python check of the commonest schema keywords, for the startup path.
+
+`surely_valid(ref, instance)` is True only when `instance` is valid: it knows the keywords these
+schema files use for `initialize` and its envelope (type, properties, required, items, $ref,
+anyOf/allOf/oneOf, const, enum, minimum/maximum, minLength) and answers
+False - "not sure" - on any other keyword or on a value it will not compare. The startup path
+answers `initialize` when it is True and otherwise leaves the line to the full path and its
+jsonschema-rs validators, which are the judges: this module may refuse a valid instance, never
+accept an invalid one. Imports nothing but the standard library's `json`.
+"""
+
+from __future__ import annotations
+
+from schemas import definitions
+
+__all__ = ["surely_conforms", "surely_valid"]
+
+# Keywords that only annotate: they never make an instance invalid.
+_ANNOTATIONS = frozenset({"description", "default", "$comment", "title", "examples",
+                          "$schema", "$id", "deprecated", "$defs"})
+
+
+class _Unsure(Exception):
+    """A keyword or value this module does not judge."""
+
+
+def surely_valid(ref: str, instance: object) -> bool:
+    """True only when `instance` is valid against ``"<file stem>.<DefName>"``."""
+    stem, _, name = ref.partition(".")
+    defs = definitions(stem)
+    return _decide(defs[name], instance, defs)
+
+
+def surely_conforms(schema: dict, instance: object) -> bool:
+    """True only when `instance` is valid against the in-memory `schema`."""
+    return _decide(schema, instance, schema.get("$defs", {}))
+
+
+def _decide(schema: object, instance: object, defs: dict) -> bool:
+    try:
+        return _valid(schema, instance, defs, 0)
+    except (_Unsure, KeyError, RecursionError):
+        return False
+
+
+_MAX_DEPTH = 64
+
+
+def _valid(schema: object, value: object, defs: dict, depth: int) -> bool:
+    if schema is True:
+        return True
+    if not isinstance(schema, dict) or depth > _MAX_DEPTH:
+        raise _Unsure
+    for keyword, arg in schema.items():
+        if keyword in _ANNOTATIONS:
+            continue
+        check = _KEYWORDS.get(keyword)
+        if check is None:
+            raise _Unsure
+        if not check(arg, value, defs, depth + 1):
+            return False
+    return True
+
+
+def _type(arg: object, value: object, defs: dict, depth: int) -> bool:
+    names = [arg] if isinstance(arg, str) else arg
+    if not isinstance(names, list):
+        raise _Unsure
+    return _json_type(value) in names or (_json_type(value) == "integer" and "number" in names)
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    raise _Unsure
+
+
+def _properties(arg: dict, value: object, defs: dict, depth: int) -> bool:
+    if not isinstance(value, dict):
+        return True
+    return all(_valid(sub, value[key], defs, depth) for key, sub in arg.items() if key in value)
+
+
+def _required(arg: list, value: object, defs: dict, depth: int) -> bool:
+    return not isinstance(value, dict) or all(key in value for key in arg)
+
+
+def _items(arg: object, value: object, defs: dict, depth: int) -> bool:
+    return not isinstance(value, list) or all(_valid(arg, item, defs, depth) for item in value)
+
+
+def _ref(arg: str, value: object, defs: dict, depth: int) -> bool:
+    prefix = "#/$defs/"
+    if not arg.startswith(prefix):
+        raise _Unsure
+    return _valid(defs[arg[len(prefix):]], value, defs, depth)
+
+
+def _any_of(arg: list, value: object, defs: dict, depth: int) -> bool:
+    return any(_valid(sub, value, defs, depth) for sub in arg)
+
+
+def _all_of(arg: list, value: object, defs: dict, depth: int) -> bool:
+    return all(_valid(sub, value, defs, depth) for sub in arg)
+
+
+def _one_of(arg: list, value: object, defs: dict, depth: int) -> bool:
+    return sum(_valid(sub, value, defs, depth) for sub in arg) == 1
+
+
+def _scalar(value: object) -> tuple[str, object]:
+    """`value` keyed by JSON type, so that true != 1 and 1 == 1.0 as in JSON Schema."""
+    kind = _json_type(value)
+    if kind in ("array", "object"):
+        raise _Unsure
+    return kind, value
+
+
+def _const(arg: object, value: object, defs: dict, depth: int) -> bool:
+    return _scalar(arg) == _scalar(value)
+
+
+def _enum(arg: list, value: object, defs: dict, depth: int) -> bool:
+    return _scalar(value) in [_scalar(option) for option in arg]
+
+
+def _minimum(arg: float, value: object, defs: dict, depth: int) -> bool:
+    return _json_type(value) not in ("integer", "number") or value >= arg  # type: ignore[operator]
+
+
+def _maximum(arg: float, value: object, defs: dict, depth: int) -> bool:
+    return _json_type(value) not in ("integer", "number") or value <= arg  # type: ignore[operator]
+
+
+def _min_length(arg: int, value: object, defs: dict, depth: int) -> bool:
+    # JSON Schema counts code points, as len() does for a str
+    return not isinstance(value, str) or len(value) >= arg
+
+
+_KEYWORDS = {
+    "type": _type, "properties": _properties, "required": _required, "items": _items,
+    "$ref": _ref, "anyOf": _any_of, "allOf": _all_of, "oneOf": _one_of, "const": _const,
+    "enum": _enum, "minimum": _minimum, "maximum": _maximum, "minLength": _min_length,
+}
