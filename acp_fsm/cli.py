@@ -53,7 +53,7 @@ def _command(args: list[str]) -> int:
                         "official ACP schema and print a table", add_help=False)
     known, rest = parser.parse_known_args(args)
     if known.command == "diagrams":
-        from fsm.diagram import main as diagrams
+        from acp_fsm.fsm.diagram import main as diagrams
 
         return diagrams(rest)
     if known.command == "schema-check":

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from protocol.cancel import CancellationToken, Cancelled
-from protocol.errors import OutboundCancelled, OutboundError, RemoteError, ResourceNotFound
+from acp_fsm.protocol.cancel import CancellationToken, Cancelled
+from acp_fsm.protocol.errors import OutboundCancelled, OutboundError, RemoteError, ResourceNotFound
 
 if TYPE_CHECKING:
     from acp_fsm.server import AcpServer

@@ -27,14 +27,14 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import schemas
+from acp_fsm import schemas
 from acp_fsm.methods import AGENT_TO_CLIENT, spec_of
-from protocol.connection import Connection, OutboundKind
-from protocol.errors import InvalidParams, InvalidResult, MethodNotFound, RemoteError
-from protocol.jsonrpc import Notification, Request
+from acp_fsm.protocol.connection import Connection, OutboundKind
+from acp_fsm.protocol.errors import InvalidParams, InvalidResult, MethodNotFound, RemoteError
+from acp_fsm.protocol.jsonrpc import Notification, Request
 
 if TYPE_CHECKING:
-    from providers.config import ProviderConfig
+    from acp_fsm.providers.config import ProviderConfig
 
 PROJECT_FILES = {
     "app.py": (
@@ -350,7 +350,7 @@ async def _running(editor: Editor, env: dict[str, str]) -> AsyncIterator[Agent]:
 
 def _script(provider: str) -> list[Any]:
     """The model's side of the demo conversation."""
-    from providers.scripted import Call, Hang, Reply
+    from acp_fsm.providers.scripted import Call, Hang, Reply
 
     read = Call("call_read", "read_file", json.dumps({"path": "app.py"}))
     edit = Call("call_edit", "edit_file", json.dumps(
@@ -423,7 +423,7 @@ def _summarise_replay(updates: list[dict[str, Any]]) -> str:
 
 
 async def run_demo(provider: str, style: Style) -> int:
-    from providers.scripted import ScriptedProvider
+    from acp_fsm.providers.scripted import ScriptedProvider
 
     # The agents have exited (`_running`) before their home and project are removed.
     with (tempfile.TemporaryDirectory(prefix="acp-fsm-demo-") as project_dir,
@@ -509,7 +509,7 @@ def describe_provider(config: ProviderConfig) -> str:
 
 async def run_live(style: Style) -> int:
     """One prompt against the configured provider, permissions answered automatically."""
-    from providers.config import ConfigError, load_config
+    from acp_fsm.providers.config import ConfigError, load_config
 
     try:
         config = load_config()

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
+from acp_fsm.protocol.errors import InvalidParams
 from acp_fsm.store import MAX_BODY_BYTES
-from protocol.errors import InvalidParams
 
 # A path the agent keeps and lists again (cwd, additionalDirectories): Linux's PATH_MAX.
 MAX_PATH_CHARS = 4096

@@ -8,9 +8,9 @@ advertised that is not served. Imported on the startup path: no `typing`, no `da
 
 from __future__ import annotations
 
-import schemas
-from fsm.handshake import HandshakeState, HandshakeTrigger, admission
-from protocol.errors import InvalidParams, InvalidRequest, MethodNotFound
+from acp_fsm import schemas
+from acp_fsm.fsm.handshake import HandshakeState, HandshakeTrigger, admission
+from acp_fsm.protocol.errors import InvalidParams, InvalidRequest, MethodNotFound
 
 CLIENT_TO_AGENT = "client_to_agent"
 AGENT_TO_CLIENT = "agent_to_client"

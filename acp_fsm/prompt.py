@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from protocol.errors import InvalidParams
-from providers.types import ImagePart, TextPart, UserPart
+from acp_fsm.protocol.errors import InvalidParams
+from acp_fsm.providers.types import ImagePart, TextPart, UserPart
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 

@@ -8,14 +8,13 @@ import signal
 
 import structlog
 
-import schemas
-from acp_fsm import config, redact
+from acp_fsm import config, redact, schemas
+from acp_fsm.fsm.handshake import Handshake
 from acp_fsm.initialize import ClientInfo, initialize_result
+from acp_fsm.protocol.connection import Connection
+from acp_fsm.protocol.streams import Output, start_reading
+from acp_fsm.providers.http import close_client_session
 from acp_fsm.server import AcpServer
-from fsm.handshake import Handshake
-from protocol.connection import Connection
-from protocol.streams import Output, start_reading
-from providers.http import close_client_session
 
 log = structlog.get_logger("acp")
 

@@ -36,7 +36,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
-import schemas
+from acp_fsm import schemas
 
 SCHEMA_ENV: Final = "ACP_SCHEMA"
 SHARED_SCHEMA: Final = Path("shared", "acp-schema", "schema.json")
@@ -787,7 +787,7 @@ PNG_1X1: Final = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkY
 
 def _script(project: Path, outside: Path) -> list[Any]:
     """The model's replies, in the order the turns below consume them."""
-    from providers.scripted import Call, HttpError, Reply
+    from acp_fsm.providers.scripted import Call, HttpError, Reply
 
     def call(call_id: str, **arguments: Any) -> Call:
         return Call(call_id, CALLS[call_id][0], json.dumps(arguments))
@@ -1014,7 +1014,7 @@ def _updates(messages: list[dict[str, Any]], session_id: str) -> list[dict[str, 
 
 async def run_session(workdir: Path) -> SessionRun:
     """Drive two agent processes through the scripted session (files go under `workdir`)."""
-    from providers.scripted import Reply, ScriptedProvider
+    from acp_fsm.providers.scripted import Reply, ScriptedProvider
 
     run = SessionRun()
     session = _Session(run, workdir)

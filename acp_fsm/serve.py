@@ -20,13 +20,13 @@ import signal
 import sys
 import time
 
+from acp_fsm.fsm.handshake import Handshake
 from acp_fsm.initialize import initialize_result
 from acp_fsm.methods import route
-from fsm.handshake import Handshake
-from protocol.errors import RpcError
-from protocol.framing import MAX_LINE_BYTES
-from protocol.stdio import claim_stdout, read_line_blocking, write_all
-from schemas.plain import surely_valid
+from acp_fsm.protocol.errors import RpcError
+from acp_fsm.protocol.framing import MAX_LINE_BYTES
+from acp_fsm.protocol.stdio import claim_stdout, read_line_blocking, write_all
+from acp_fsm.schemas.plain import surely_valid
 
 
 def answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict] | None:

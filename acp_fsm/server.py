@@ -16,15 +16,13 @@ from typing import Any
 
 import structlog
 
-import schemas
-from acp_fsm import config
+from acp_fsm import config, schemas
+from acp_fsm.fsm.handshake import HANDSHAKE, Handshake, HandshakeState, HandshakeTrigger
 from acp_fsm.initialize import ClientInfo, initialize_result
 from acp_fsm.methods import AGENT_TO_CLIENT, BOTH, route, spec_of
-from acp_fsm.session import Sessions
-from fsm.handshake import HANDSHAKE, Handshake, HandshakeState, HandshakeTrigger
-from protocol.cancel import CancellationToken
-from protocol.connection import Connection, OutboundKind
-from protocol.errors import (
+from acp_fsm.protocol.cancel import CancellationToken
+from acp_fsm.protocol.connection import Connection, OutboundKind
+from acp_fsm.protocol.errors import (
     CapabilityMissing,
     ConnectionClosed,
     InvalidParams,
@@ -33,7 +31,8 @@ from protocol.errors import (
     OutboundTimeout,
     RemoteError,
 )
-from protocol.jsonrpc import Notification, Request
+from acp_fsm.protocol.jsonrpc import Notification, Request
+from acp_fsm.session import Sessions
 
 log = structlog.get_logger("acp")
 

@@ -23,10 +23,9 @@ import structlog
 
 from acp_fsm import leases, limits, redact, transcript, updates
 from acp_fsm.prompt import title_of, to_parts
-from acp_fsm.store import Claim, Entry, SessionGone, SessionRecord, Store, StoreError
-from protocol.cancel import CancellationToken
-from protocol.errors import InternalError, InvalidParams, InvalidRequest, ResourceNotFound
-from providers.types import (
+from acp_fsm.protocol.cancel import CancellationToken
+from acp_fsm.protocol.errors import InternalError, InvalidParams, InvalidRequest, ResourceNotFound
+from acp_fsm.providers.types import (
     AssistantMessage,
     Message,
     ToolResultPart,
@@ -34,6 +33,7 @@ from providers.types import (
     UserMessage,
     UserPart,
 )
+from acp_fsm.store import Claim, Entry, SessionGone, SessionRecord, Store, StoreError
 
 if TYPE_CHECKING:
     from acp_fsm.server import AcpServer

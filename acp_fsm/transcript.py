@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from providers.types import (
+from acp_fsm.providers.types import (
     AssistantMessage,
     ImagePart,
     Message,

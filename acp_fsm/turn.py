@@ -21,16 +21,19 @@ import structlog
 
 from acp_fsm import redact, transcript, updates
 from acp_fsm.client import Client
-from acp_fsm.tools import TOOLS, tool_specs
-from acp_fsm.tools.base import Drafts, Tool, ToolCallView, ToolOutcome
-from acp_fsm.tools.common import ToolError, describe_os_error
-from fsm.turn import CANCELLABLE, FINAL, TURN, TurnState, TurnTrigger
-from protocol.cancel import CancellationToken, Cancelled
-from protocol.errors import AuthRequired, InternalError, OutboundCancelled, OutboundError, RpcError
-from providers import open_stream
-from providers.config import ConfigError, ProviderConfig, load_config
-from providers.errors import ProviderError, StreamCancelled
-from providers.types import (
+from acp_fsm.fsm.turn import CANCELLABLE, FINAL, TURN, TurnState, TurnTrigger
+from acp_fsm.protocol.cancel import CancellationToken, Cancelled
+from acp_fsm.protocol.errors import (
+    AuthRequired,
+    InternalError,
+    OutboundCancelled,
+    OutboundError,
+    RpcError,
+)
+from acp_fsm.providers import open_stream
+from acp_fsm.providers.config import ConfigError, ProviderConfig, load_config
+from acp_fsm.providers.errors import ProviderError, StreamCancelled
+from acp_fsm.providers.types import (
     AssistantMessage,
     Finished,
     ModelRequest,
@@ -40,6 +43,9 @@ from providers.types import (
     ToolCallPart,
     ToolResultPart,
 )
+from acp_fsm.tools import TOOLS, tool_specs
+from acp_fsm.tools.base import Drafts, Tool, ToolCallView, ToolOutcome
+from acp_fsm.tools.common import ToolError, describe_os_error
 
 if TYPE_CHECKING:
     from acp_fsm.session import Session
@@ -499,7 +505,7 @@ def _denied(tool: str, *, always: bool) -> str:
 
 
 def _unanswered(tool: str, exc: OutboundError) -> str:
-    from protocol.errors import OutboundTimeout
+    from acp_fsm.protocol.errors import OutboundTimeout
 
     if isinstance(exc, OutboundTimeout):
         return (f"No response from the user: the permission request for this {tool} call "

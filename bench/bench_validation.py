@@ -81,7 +81,7 @@ def per_call_us(fn: Callable[[object], object], arg: object, budget: float) -> f
 
 def oracle_schema(ref: str) -> dict[str, Any]:
     """The raw schema document pointed at one definition, for the reference validators."""
-    from schemas import load_json
+    from acp_fsm.schemas import load_json
 
     stem, name = ref.split(".", 1)
     doc = load_json(f"{stem}.json")
@@ -93,8 +93,8 @@ def validators(ref: str) -> dict[str, Callable[[object], object]]:
     import jsonschema
     import jsonschema_rs
 
-    import schemas
-    from schemas.plain import surely_valid
+    from acp_fsm import schemas
+    from acp_fsm.schemas.plain import surely_valid
 
     return {
         "schemas.validator": schemas.validator(ref),
@@ -123,15 +123,15 @@ def import_ms(code: str, runs: int, env: dict[str, str]) -> float:
 
 def import_table(runs: int) -> None:
     """Print import costs without and with a bytecode cache (each in its own empty cache)."""
-    first = "import schemas; assert schemas.validate({!r}, {!r}) is None"
+    first = "from acp_fsm import schemas; assert schemas.validate({!r}, {!r}) is None"
     imports = [
-        ("import schemas", "import schemas"),
+        ("import acp_fsm.schemas", "from acp_fsm import schemas"),
         ("+ first validate(initialize params)", first.format(*MESSAGES[2][1:])),
         ("+ first validate(session/update params)", first.format(*MESSAGES[0][1:])),
         ("import jsonschema", "import jsonschema"),
         ("import jsonschema_rs", "import jsonschema_rs"),
         ("import schemas.plain + initialize check",
-         "from schemas.plain import surely_valid; assert surely_valid({!r}, {!r})".format(
+         "from acp_fsm.schemas.plain import surely_valid; assert surely_valid({!r}, {!r})".format(
              *MESSAGES[2][1:])),
     ]
     with tempfile.TemporaryDirectory() as cold, tempfile.TemporaryDirectory() as warm:

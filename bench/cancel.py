@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from acp_fsm.providers.scripted import Call, Hang, Reply, ScriptedProvider
 from bench.common import summary, table
-from providers.scripted import Call, Hang, Reply, ScriptedProvider
 from tests.harness import AgentProcess, agent_env
 
 STREAM = Reply(text=["tok "] * 100_000, delay_s=0.0005, fault=Hang(50_000))

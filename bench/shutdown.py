@@ -13,8 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from acp_fsm.providers.scripted import ScriptedProvider
 from bench.common import summary, table
-from providers.scripted import ScriptedProvider
 from tests.e2e.support import Launcher, live_processes, unique_sleep
 from tests.e2e.test_editor_gone import STATES, WAYS, end_editor, enter
 

@@ -16,9 +16,9 @@ import sys
 import tempfile
 import time
 
+from acp_fsm.protocol.streams import OUTPUT_BUFFER_LIMIT_BYTES
+from acp_fsm.providers.scripted import Reply, ScriptedProvider
 from bench.common import table
-from protocol.streams import OUTPUT_BUFFER_LIMIT_BYTES
-from providers.scripted import Reply, ScriptedProvider
 from tests.harness import AgentProcess, agent_env
 
 CHUNK = "All work and no play makes a slow editor. " * 24  # ~1 KB per update

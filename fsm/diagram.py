@@ -1,6 +1,6 @@
 """Diagrams generated from the machine tables (never drawn by hand).
 
-`acp-fsm diagrams` (or `python -m fsm.diagram`) writes `diagrams/<machine>.mmd` (Mermaid
+`acp-fsm diagrams` (or `python -m acp_fsm.fsm.diagram`) writes `diagrams/<machine>.mmd` (Mermaid
 `stateDiagram-v2`), `diagrams/README.md` embedding them with one line per state, and an SVG of
 each machine when pygraphviz is installed (optional: `pip install 'acp-fsm[diagrams]'`).
 `--check` exits 1 when a committed Mermaid file or the README differs from what the tables
@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from fsm.machine import MachineSpec
+from acp_fsm.fsm.machine import MachineSpec
 
 DIAGRAMS = Path("diagrams")  # relative to the working directory (the repository root)
 # The project README embeds the diagrams between these markers.
@@ -23,8 +23,8 @@ START, END = "<!-- diagrams:start -->", "<!-- diagrams:end -->"
 
 def machines() -> list[MachineSpec]:
     """Every machine of the agent."""
-    from fsm.handshake import HANDSHAKE
-    from fsm.turn import TURN
+    from acp_fsm.fsm.handshake import HANDSHAKE
+    from acp_fsm.fsm.turn import TURN
 
     return [HANDSHAKE, TURN]
 
@@ -44,7 +44,7 @@ def readme(specs: list[MachineSpec]) -> str:
     """`diagrams/README.md`: each diagram embedded, and one line per state on its work."""
     parts = [
         "# State diagrams\n",
-        "Generated from the machine tables in `fsm/` by `python -m fsm.diagram`; do not edit.\n",
+        "Generated from the machine tables in `fsm/` by `acp-fsm diagrams`; do not edit.\n",
     ]
     for spec in specs:
         parts.append(f"\n## {spec.name}\n\n```mermaid\n{to_mermaid(spec)}```\n\n")

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from fsm.machine import MachineSpec, Row
-from protocol.errors import InternalError, MethodNotFound, RpcError, ServerNotInitialized
+from acp_fsm.fsm.machine import MachineSpec, Row
+from acp_fsm.protocol.errors import InternalError, MethodNotFound, RpcError, ServerNotInitialized
 
 TYPE_CHECKING = False  # `typing` is not imported on the startup path
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from fsm.machine import MachineSpec, Row
+from acp_fsm.fsm.machine import MachineSpec, Row
 
 
 class TurnState(StrEnum):

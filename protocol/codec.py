@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from protocol.errors import ParseError
+from acp_fsm.protocol.errors import ParseError
 
 
 def decode(line: bytes) -> Any:

@@ -15,10 +15,10 @@ from typing import Any, Literal, Protocol
 
 import structlog
 
-from protocol import jsonrpc
-from protocol.cancel import CancellationToken
-from protocol.codec import decode, encode
-from protocol.errors import (
+from acp_fsm.protocol import jsonrpc
+from acp_fsm.protocol.cancel import CancellationToken
+from acp_fsm.protocol.codec import decode, encode
+from acp_fsm.protocol.errors import (
     ConnectionClosed,
     InternalError,
     InvalidRequest,
@@ -29,9 +29,9 @@ from protocol.errors import (
     RequestCancelled,
     RpcError,
 )
-from protocol.framing import MAX_LINE_BYTES, LineFramer, Overlong
-from protocol.jsonrpc import Id, Invalid, Notification, Request, Response
-from protocol.preview import preview
+from acp_fsm.protocol.framing import MAX_LINE_BYTES, LineFramer, Overlong
+from acp_fsm.protocol.jsonrpc import Id, Invalid, Notification, Request, Response
+from acp_fsm.protocol.preview import preview
 
 log = structlog.get_logger("protocol")
 

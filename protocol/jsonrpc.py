@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import schemas
-from protocol.errors import InvalidRequest, RpcError
+from acp_fsm import schemas
+from acp_fsm.protocol.errors import InvalidRequest, RpcError
 
 Id = str | int | float
 

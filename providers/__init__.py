@@ -12,22 +12,22 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from protocol.cancel import CancellationToken
-    from providers.base import WireFormat
-    from providers.config import ProviderConfig
-    from providers.stream import ModelStream
-    from providers.types import ModelRequest
+    from acp_fsm.protocol.cancel import CancellationToken
+    from acp_fsm.providers.base import WireFormat
+    from acp_fsm.providers.config import ProviderConfig
+    from acp_fsm.providers.stream import ModelStream
+    from acp_fsm.providers.types import ModelRequest
 
 
 def wire_format(provider: str) -> WireFormat:
-    from providers.config import ANTHROPIC, OPENAI
+    from acp_fsm.providers.config import ANTHROPIC, OPENAI
 
     if provider == OPENAI:
-        from providers.openai import OpenAiWire
+        from acp_fsm.providers.openai import OpenAiWire
 
         return OpenAiWire()
     if provider == ANTHROPIC:
-        from providers.anthropic import AnthropicWire
+        from acp_fsm.providers.anthropic import AnthropicWire
 
         return AnthropicWire()
     raise ValueError(f"unknown provider {provider!r}")
@@ -39,8 +39,8 @@ def open_stream(
 ) -> ModelStream:
     """Start a streaming model call (configuration from the environment unless given;
     `scrub` filters the encoded request body)."""
-    from providers.config import load_config
-    from providers.stream import ModelStream
+    from acp_fsm.providers.config import load_config
+    from acp_fsm.providers.stream import ModelStream
 
     config = config or load_config()
     return ModelStream(wire_format(config.provider), request, config, token, scrub)

@@ -12,7 +12,7 @@ import json
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from providers.types import (
+from acp_fsm.providers.types import (
     AssistantMessage,
     AssistantPart,
     StopReason,

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from providers.assemble import MessageBuilder
-from providers.config import ProviderConfig
-from providers.errors import ProviderError
-from providers.sse import SseEvent
-from providers.types import Event, ModelRequest
+from acp_fsm.providers.assemble import MessageBuilder
+from acp_fsm.providers.config import ProviderConfig
+from acp_fsm.providers.errors import ProviderError
+from acp_fsm.providers.sse import SseEvent
+from acp_fsm.providers.types import Event, ModelRequest
 
 
 class StreamParser(Protocol):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from protocol.cancel import Cancelled
-from providers.types import AssistantMessage
+from acp_fsm.protocol.cancel import Cancelled
+from acp_fsm.providers.types import AssistantMessage
 
 
 class ProviderError(Exception):

@@ -6,12 +6,12 @@ import json
 import uuid
 from typing import Any
 
-from providers.assemble import MessageBuilder
-from providers.config import ProviderConfig
-from providers.errors import ProviderError
-from providers.http import RETRYABLE_STATUSES
-from providers.sse import SseEvent
-from providers.types import (
+from acp_fsm.providers.assemble import MessageBuilder
+from acp_fsm.providers.config import ProviderConfig
+from acp_fsm.providers.errors import ProviderError
+from acp_fsm.providers.http import RETRYABLE_STATUSES
+from acp_fsm.providers.sse import SseEvent
+from acp_fsm.providers.types import (
     AssistantMessage,
     Event,
     Finished,

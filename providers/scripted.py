@@ -14,7 +14,7 @@ once thanks to `handler_cancellation=True`). Times are `time.monotonic()`.
 
 Used by the provider tests, by end-to-end tests of the agent (point `OPENAI_BASE_URL` at
 `openai_base_url` or `ANTHROPIC_BASE_URL` at `anthropic_base_url`) and by the offline demo:
-`python -m providers.scripted --port 8765`.
+`python -m acp_fsm.providers.scripted --port 8765`.
 
 Fault replies count *wire events*: `render_openai` / `render_anthropic` return the list of
 events a `Reply` is streamed as, and `Drop(after=n)`, `Hang(n)`, `Truncate(n)` and
@@ -38,7 +38,7 @@ from typing import Any, Protocol
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from providers.types import StopReason, Usage
+from acp_fsm.providers.types import StopReason, Usage
 
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from protocol.cancel import CancellationToken, Cancelled
-from providers.base import StreamParser, WireFormat
-from providers.config import ProviderConfig
-from providers.errors import ProviderError, StreamCancelled
-from providers.http import client_session, request_timeout, retry_delay
-from providers.sse import SseDecoder, SseError, SseEvent
-from providers.types import AssistantMessage, Event, ModelRequest, Usage
+from acp_fsm.protocol.cancel import CancellationToken, Cancelled
+from acp_fsm.providers.base import StreamParser, WireFormat
+from acp_fsm.providers.config import ProviderConfig
+from acp_fsm.providers.errors import ProviderError, StreamCancelled
+from acp_fsm.providers.http import client_session, request_timeout, retry_delay
+from acp_fsm.providers.sse import SseDecoder, SseError, SseEvent
+from acp_fsm.providers.types import AssistantMessage, Event, ModelRequest, Usage
 
 if TYPE_CHECKING:
     import aiohttp

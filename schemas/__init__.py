@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from schemas.native import Check
+    from acp_fsm.schemas.native import Check
 
 __all__ = ["Violation", "compile_schema", "definitions", "load_json", "schema_path", "validate",
            "validator", "warm"]
@@ -88,7 +88,7 @@ def compile_schema(schema: dict[str, Any]) -> Callable[[object], Violation | Non
     ValueError when `schema` is not a valid schema."""
     import jsonschema_rs
 
-    from schemas.native import Check
+    from acp_fsm.schemas.native import Check
 
     body = {k: v for k, v in schema.items() if k != "$defs"}
     try:
@@ -167,7 +167,7 @@ def _runner(build: Callable[[], Check]) -> Callable[[object], Violation | None]:
             if is_valid(instance):
                 return None
         except UnicodeEncodeError:  # jsonschema-rs reads property names as UTF-8
-            from schemas.native import unencodable
+            from acp_fsm.schemas.native import unencodable
 
             return unencodable(instance)
         assert check is not None
@@ -178,7 +178,7 @@ def _runner(build: Callable[[], Check]) -> Callable[[object], Violation | None]:
 
 @cache
 def _check(ref: str) -> Check:
-    from schemas.native import Check
+    from acp_fsm.schemas.native import Check
 
     return Check({"$ref": f"#/$defs/{ref.partition('.')[2]}"}, _defs_of(ref))
 

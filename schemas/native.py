@@ -12,7 +12,7 @@ from typing import Any
 
 import jsonschema_rs
 
-from schemas import Segment, Violation
+from acp_fsm.schemas import Segment, Violation
 
 __all__ = ["Check", "unencodable"]
 

@@ -11,7 +11,7 @@ accept an invalid one. Imports nothing but the standard library's `json`.
 
 from __future__ import annotations
 
-from schemas import definitions
+from acp_fsm.schemas import definitions
 
 __all__ = ["surely_conforms", "surely_valid"]
 

@@ -11,7 +11,7 @@ import inspect
 
 import pytest
 
-from protocol.cancel import CancellationToken, Cancelled
+from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 
 
 def test_fresh_token_is_live() -> None:

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from protocol.cancel import CancellationToken
-from protocol.codec import encode
-from protocol.connection import CANCEL_REQUEST, Connection, OutboundKind
-from protocol.errors import (
+from acp_fsm.protocol.cancel import CancellationToken
+from acp_fsm.protocol.codec import encode
+from acp_fsm.protocol.connection import CANCEL_REQUEST, Connection, OutboundKind
+from acp_fsm.protocol.errors import (
     ConnectionClosed,
     InternalError,
     InvalidResult,
@@ -27,7 +27,7 @@ from protocol.errors import (
     OutboundTimeout,
     RemoteError,
 )
-from protocol.jsonrpc import Notification, Request
+from acp_fsm.protocol.jsonrpc import Notification, Request
 
 V = "2.0"
 

@@ -16,8 +16,8 @@ import pytest
 import structlog
 
 from acp_fsm import demo
-from protocol.connection import Connection
-from providers.config import ProviderConfig
+from acp_fsm.protocol.connection import Connection
+from acp_fsm.providers.config import ProviderConfig
 from tests.harness import agent_command, agent_env
 
 TIMING_LINE = re.compile(r"    answered \d+\.\d ms after the cancel")

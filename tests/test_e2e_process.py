@@ -164,6 +164,27 @@ def test_python_dash_m_entry_point() -> None:
     assert json.loads(done.stdout)["result"]["protocolVersion"] == 1
 
 
+def test_a_project_with_packages_named_like_our_layers_is_no_trouble(tmp_path: Path) -> None:
+    """`python -m acp_fsm` puts the working folder first on the path: a project of the user's
+    with its own `schemas`, `protocol`, `fsm` or `providers` package must not shadow ours."""
+    for name in ("schemas", "protocol", "fsm", "providers"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("raise ImportError('the wrong package')\n")
+    new = {"jsonrpc": "2.0", "id": 1, "method": "session/new",
+           "params": {"cwd": str(tmp_path), "mcpServers": []}}
+    bad = b'{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":1}}\n'
+    # the second line is not the first: the full path (and its validators) answers it
+    done = subprocess.run([sys.executable, "-m", "acp_fsm"],
+                          input=INIT_LINE + json.dumps(new).encode() + b"\n" + bad,
+                          capture_output=True, env=agent_env(), timeout=30, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+    answers = sorted((json.loads(line) for line in done.stdout.splitlines()),
+                     key=lambda a: a["id"])  # requests run concurrently: any order
+    assert [a["id"] for a in answers] == [0, 1, 2]
+    assert answers[1]["result"]["sessionId"]
+    assert answers[2]["error"]["code"] == -32602 and "cwd" in answers[2]["error"]["message"]
+
+
 async def test_sigterm_is_an_orderly_exit(ready: AgentProcess) -> None:
     await ready.request("_acp_fsm/sleep", {"ms": 0})  # the event loop is running
     ready.proc.terminate()

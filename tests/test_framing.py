@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.framing import MAX_LINE_BYTES, LineFramer, Overlong
+from acp_fsm.protocol.framing import MAX_LINE_BYTES, LineFramer, Overlong
 
 LIMIT = 64
 

@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 from transitions import MachineError
 
-from fsm.handshake import (
+from acp_fsm.fsm.handshake import (
     HANDSHAKE,
     INITIALIZE_METHOD,
     HandshakeState,
     HandshakeTrigger,
     admission,
 )
-from fsm.machine import IllegalTransition, MachineSpec, Row
-from protocol.errors import InternalError, MethodNotFound, ServerNotInitialized
+from acp_fsm.fsm.machine import IllegalTransition, MachineSpec, Row
+from acp_fsm.protocol.errors import InternalError, MethodNotFound, ServerNotInitialized
 
 S, T = HandshakeState, HandshakeTrigger
 

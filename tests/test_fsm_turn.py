@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from transitions import MachineError
 
-from fsm.machine import IllegalTransition
-from fsm.turn import CANCELLABLE, FINAL, TURN, TurnState, TurnTrigger
+from acp_fsm.fsm.machine import IllegalTransition
+from acp_fsm.fsm.turn import CANCELLABLE, FINAL, TURN, TurnState, TurnTrigger
 
 S, T = TurnState, TurnTrigger
 

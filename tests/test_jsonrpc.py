@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from protocol import codec, jsonrpc
-from protocol.errors import InvalidParams, InvalidRequest, ParseError, RpcError
-from protocol.jsonrpc import Invalid, Notification, Request, Response, classify
+from acp_fsm.protocol import codec, jsonrpc
+from acp_fsm.protocol.errors import InvalidParams, InvalidRequest, ParseError, RpcError
+from acp_fsm.protocol.jsonrpc import Invalid, Notification, Request, Response, classify
 
 V = "2.0"
 

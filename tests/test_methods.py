@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-import schemas
-from acp_fsm import __version__, config
+from acp_fsm import __version__, config, schemas
+from acp_fsm.fsm.handshake import HandshakeTrigger
 from acp_fsm.initialize import PROTOCOL_VERSION, ClientInfo, initialize_result
 from acp_fsm.logs import REDACTED, Redactor
 from acp_fsm.methods import (
@@ -30,9 +30,7 @@ from acp_fsm.methods import (
     served,
     spec_of,
 )
-from acp_fsm.server import AcpServer
-from fsm.handshake import HandshakeTrigger
-from protocol.errors import (
+from acp_fsm.protocol.errors import (
     InternalError,
     InvalidParams,
     InvalidRequest,
@@ -40,6 +38,7 @@ from protocol.errors import (
     RpcError,
     ServerNotInitialized,
 )
+from acp_fsm.server import AcpServer
 
 ALL_SERVED = {**SERVED, **DEBUG_SERVED}
 ALL_SPECS = {**ACP, **DEBUG}
@@ -507,9 +506,9 @@ async def test_the_handshake_machine_gates_a_closing_connection() -> None:
     a request is answered -32603 naming the state, a notification is dropped."""
     import json as json_module
 
+    from acp_fsm.fsm.handshake import Handshake
+    from acp_fsm.protocol.connection import Connection
     from acp_fsm.server import AcpServer
-    from fsm.handshake import Handshake
-    from protocol.connection import Connection
 
     written: list[bytes] = []
     server = AcpServer(Handshake())

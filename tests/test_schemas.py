@@ -18,15 +18,16 @@ from hypothesis import strategies as st
 from hypothesis.internal.conjecture import utils as conjecture_utils
 from jsonschema import Draft202012Validator
 
-import schemas
-from schemas import Violation
-from schemas.plain import surely_conforms, surely_valid
+from acp_fsm import schemas
+from acp_fsm.schemas import Violation
+from acp_fsm.schemas.plain import surely_conforms, surely_valid
+from tests.harness import ROOT
 
 # hypothesis-jsonschema 0.23 draws objects through a Hypothesis internal (`many.more`) that
 # newer Hypothesis releases removed; use it only where it still works.
 HJS_WORKS = hasattr(conjecture_utils.many, "more")
 
-_ROOT = str(schemas.schema_path("acp").parent.parent)
+_ROOT = str(ROOT)
 JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 DIFF_SETTINGS = settings(
     deadline=None,
@@ -470,10 +471,10 @@ def test_importing_schemas_loads_no_validator_library() -> None:
     validator, not before."""
     code = (
         "import sys\n"
-        "from schemas.plain import surely_valid\n"
+        "from acp_fsm.schemas.plain import surely_valid\n"
         "assert surely_valid('jsonrpc.Request', {'jsonrpc': '2.0', 'id': 1, 'method': 'm'})\n"
         "print('jsonschema_rs' in sys.modules)\n"
-        "import schemas\n"
+        "from acp_fsm import schemas\n"
         "assert schemas.validate('jsonrpc.Request', {'jsonrpc': '2.0', 'id': 1}) is not None\n"
         "print('jsonschema_rs' in sys.modules)\n"
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from protocol.stdio import StderrWriter
+from acp_fsm.protocol.stdio import StderrWriter
 
 
 def drain(fd: int) -> bytes:

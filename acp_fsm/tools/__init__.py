@@ -6,6 +6,7 @@ names are a public contract.
 
 from __future__ import annotations
 
+from acp_fsm.providers.types import ToolSpec
 from acp_fsm.tools.base import Tool
 from acp_fsm.tools.edit_file import EditFile
 from acp_fsm.tools.list_directory import ListDirectory
@@ -13,7 +14,6 @@ from acp_fsm.tools.read_file import ReadFile
 from acp_fsm.tools.run_command import RunCommand
 from acp_fsm.tools.search_files import SearchFiles
 from acp_fsm.tools.write_file import WriteFile
-from providers.types import ToolSpec
 
 TOOLS: dict[str, Tool] = {
     tool.name: tool

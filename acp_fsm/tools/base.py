@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.tools.paths import utf8_text
-from protocol.cancel import CancellationToken
 
 
 def utf8_json(value: Any) -> Any:

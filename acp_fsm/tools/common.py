@@ -19,10 +19,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
-import schemas
+from acp_fsm import schemas
+from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.tools.base import Drafts, ToolCallView, ToolEnv, ToolOutcome
 from acp_fsm.tools.paths import display, inside_roots, is_utf8, resolve, utf8_text
-from protocol.cancel import CancellationToken, Cancelled
 
 T = TypeVar("T")
 TOOLS_SCHEMA = "tools.json"  # every tool's arguments, one definition each

@@ -21,10 +21,10 @@ from pathlib import Path
 import structlog
 
 from acp_fsm import redact
+from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.redact import command_environment
 from acp_fsm.tools.common import ToolError, describe_os_error
 from acp_fsm.tools.reaper import REAPER
-from protocol.cancel import CancellationToken
 
 log = structlog.get_logger("acp.tools")
 

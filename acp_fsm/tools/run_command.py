@@ -16,11 +16,11 @@ from typing import Any
 
 import structlog
 
+from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.tools.base import ClientBridge, ToolCallView, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import MutatingTool, ask_client
 from acp_fsm.tools.process import OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, OutputCapture, run_local
 from acp_fsm.updates import text_block
-from protocol.cancel import Cancelled
 
 log = structlog.get_logger("acp.tools")
 

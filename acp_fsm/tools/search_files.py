@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_fsm import config
+from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.redact import Secrets, command_environment
 from acp_fsm.tools.base import ToolEnv, ToolOutcome
 from acp_fsm.tools.common import BaseTool, ToolError, describe_os_error, plural
@@ -34,7 +35,6 @@ from acp_fsm.tools.paths import inside_roots, utf8_text
 from acp_fsm.tools.process import signal_group
 from acp_fsm.tools.reaper import REAPER
 from acp_fsm.updates import text_block
-from protocol.cancel import CancellationToken
 
 # Matching lines reported before the search stops.
 MAX_SEARCH_MATCHES = 200

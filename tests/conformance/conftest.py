@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import schemas
+from acp_fsm import schemas
 from acp_fsm.schema_check import (
     HOW_TO_GET_SCHEMA,
     SCHEMA_ENV,

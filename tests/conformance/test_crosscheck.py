@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from jsonschema.exceptions import best_match
 
-import schemas
+from acp_fsm import schemas
 from acp_fsm.schema_check import AGENT, CLIENT, OfficialSchema, own_methods
 from tests.conformance.generate import Examples, Generator, show
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from providers.scripted import RecordedRequest, ScriptedProvider
+from acp_fsm.providers.scripted import RecordedRequest, ScriptedProvider
 from tests.conftest import assert_clean
 from tests.harness import AgentProcess, agent_env, wait_until
 

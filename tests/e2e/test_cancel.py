@@ -12,8 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from acp_fsm.providers.scripted import (
+    Call,
+    Hang,
+    HttpError,
+    RecordedRequest,
+    Reply,
+    ScriptedProvider,
+)
 from acp_fsm.transcript import INTERRUPTED, NOT_STARTED
-from providers.scripted import Call, Hang, HttpError, RecordedRequest, Reply, ScriptedProvider
 from tests.e2e.support import (
     EDITOR,
     HOLD,

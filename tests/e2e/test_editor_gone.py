@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from providers.scripted import Call, Hang, Reply, ScriptedProvider
+from acp_fsm.providers.scripted import Call, Hang, Reply, ScriptedProvider
 from tests.e2e.support import HOLD, Agent, Launcher, args, stored, unique_sleep, wait_until
 from tests.harness import live_processes
 from tests.timing import INTERRUPTED_S

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from providers.scripted import Call, Reply, ScriptedProvider
+from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
 from tests.e2e.support import (
     HOLD,
     Agent,

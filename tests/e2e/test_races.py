@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from providers.scripted import Call, ErrorEvent, Reply, ScriptedProvider
+from acp_fsm.providers.scripted import Call, ErrorEvent, Reply, ScriptedProvider
 from tests.e2e.support import (
     EDITOR,
     HOLD,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from providers.scripted import Call, Reply, ScriptedProvider
+from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
 from tests.e2e.support import (
     EDITOR,
     Agent,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from providers.scripted import Call, Reply, ScriptedProvider
+from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
 from tests.e2e.support import (
     BARE,
     EDITOR,

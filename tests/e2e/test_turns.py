@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from providers.scripted import Call, Drop, ErrorEvent, HttpError, Reply, ScriptedProvider
-from providers.types import StopReason
+from acp_fsm.providers.scripted import Call, Drop, ErrorEvent, HttpError, Reply, ScriptedProvider
+from acp_fsm.providers.types import StopReason
 from tests.e2e.support import (
     API_KEY,
     Launcher,

@@ -9,7 +9,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from providers.scripted import Call, Reply, ScriptedProvider
+from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
 from tests.e2e.support import (
     HOLD,
     Agent,

@@ -53,7 +53,7 @@ from acp.schema import (
 )
 from pydantic import BaseModel
 
-from providers.scripted import Call, Hang, Reply, ScriptedProvider
+from acp_fsm.providers.scripted import Call, Hang, Reply, ScriptedProvider
 from tests.interop.support import (
     args,
     command,

@@ -24,7 +24,14 @@ from typing import Any, Final
 
 import pytest
 
-from providers.scripted import Call, Disconnect, Hang, RecordedRequest, Reply, ScriptedProvider
+from acp_fsm.providers.scripted import (
+    Call,
+    Disconnect,
+    Hang,
+    RecordedRequest,
+    Reply,
+    ScriptedProvider,
+)
 from tests.interop.support import (
     args,
     command,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from providers.assemble import MessageBuilder
-from providers.types import (
+from acp_fsm.providers.assemble import MessageBuilder
+from acp_fsm.providers.types import (
     AssistantMessage,
     StopReason,
     TextDelta,

@@ -10,11 +10,19 @@ from dataclasses import replace
 
 import pytest
 
-from protocol.cancel import CancellationToken, Cancelled
-from providers.config import ProviderConfig
-from providers.errors import StreamCancelled
-from providers.scripted import Call, Hang, HttpError, Raw, Reply, ScriptedProvider, render_openai
-from providers.types import (
+from acp_fsm.protocol.cancel import CancellationToken, Cancelled
+from acp_fsm.providers.config import ProviderConfig
+from acp_fsm.providers.errors import StreamCancelled
+from acp_fsm.providers.scripted import (
+    Call,
+    Hang,
+    HttpError,
+    Raw,
+    Reply,
+    ScriptedProvider,
+    render_openai,
+)
+from acp_fsm.providers.types import (
     AssistantMessage,
     Event,
     Finished,

@@ -9,11 +9,11 @@ from itertools import pairwise
 
 import pytest
 
-from protocol.cancel import CancellationToken
-from providers import http
-from providers.config import ProviderConfig
-from providers.errors import ProviderError
-from providers.scripted import (
+from acp_fsm.protocol.cancel import CancellationToken
+from acp_fsm.providers import http
+from acp_fsm.providers.config import ProviderConfig
+from acp_fsm.providers.errors import ProviderError
+from acp_fsm.providers.scripted import (
     Drop,
     ErrorEvent,
     Hang,
@@ -23,7 +23,7 @@ from providers.scripted import (
     ScriptedProvider,
     render_anthropic,
 )
-from providers.types import Event, Finished, TextDelta
+from acp_fsm.providers.types import Event, Finished, TextDelta
 from tests.providers.conftest import (
     API_KEY,
     collect,

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from providers.config import ProviderConfig
-from providers.errors import ProviderError
-from providers.openai import OpenAiWire
-from providers.scripted import Reply, ScriptedProvider
-from providers.types import (
+from acp_fsm.providers.config import ProviderConfig
+from acp_fsm.providers.errors import ProviderError
+from acp_fsm.providers.openai import OpenAiWire
+from acp_fsm.providers.scripted import Reply, ScriptedProvider
+from acp_fsm.providers.types import (
     AssistantMessage,
     ImagePart,
     Message,
@@ -244,8 +244,8 @@ async def test_answered_tool_calls_pass_the_pairing_rule(server: ScriptedProvide
 def test_anthropic_never_sends_whitespace_only_text() -> None:
     """The Messages API refuses text blocks without visible text: a cancel after a first
     "\\n\\n" delta must not poison the history."""
-    from providers.anthropic import convert_messages
-    from providers.types import AssistantMessage, TextPart, UserMessage
+    from acp_fsm.providers.anthropic import convert_messages
+    from acp_fsm.providers.types import AssistantMessage, TextPart, UserMessage
 
     history = (UserMessage((TextPart("hi"),)), AssistantMessage((TextPart("\n\n"),)),
                UserMessage((TextPart("  "), TextPart("go on"))))

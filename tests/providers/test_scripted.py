@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from providers.scripted import (
+from acp_fsm.providers.scripted import (
     OPENAI_PATH,
     SHUTDOWN_TIMEOUT_S,
     Call,
@@ -26,7 +26,7 @@ from providers.scripted import (
     Reply,
     ScriptedProvider,
 )
-from providers.types import StopReason, Usage
+from acp_fsm.providers.types import StopReason, Usage
 from tests.providers.conftest import API_KEY
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -347,7 +347,7 @@ async def test_hang_until_disconnect_and_stop_is_prompt(client: aiohttp.ClientSe
 
 async def test_runnable_demo_serves_both_formats(client: aiohttp.ClientSession) -> None:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "providers.scripted", "--port", "0",
+        sys.executable, "-m", "acp_fsm.providers.scripted", "--port", "0",
         stderr=asyncio.subprocess.PIPE, cwd=PROJECT_ROOT)
     assert process.stderr is not None
     try:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from providers import sse
-from providers.sse import SseDecoder, SseError, SseEvent
+from acp_fsm.providers import sse
+from acp_fsm.providers.sse import SseDecoder, SseError, SseEvent
 from tests.providers.conftest import split
 
 SAMPLE = (

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from providers.config import ProviderConfig
-from providers.errors import ProviderError
-from providers.scripted import Call, Raw, Reply, ScriptedProvider, Truncate, render_openai
-from providers.types import (
+from acp_fsm.providers.config import ProviderConfig
+from acp_fsm.providers.errors import ProviderError
+from acp_fsm.providers.scripted import Call, Raw, Reply, ScriptedProvider, Truncate, render_openai
+from acp_fsm.providers.types import (
     AssistantMessage,
     Event,
     Finished,

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
+from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.tools import TOOLS
 from acp_fsm.tools.base import ToolOutcome
-from protocol.cancel import CancellationToken
 
 
 class EditorError(Exception):

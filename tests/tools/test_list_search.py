@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.tools import TOOLS, list_directory, search_files
 from acp_fsm.tools.globs import GlobFilter, compile_glob
 from acp_fsm.tools.search_files import (
@@ -22,7 +23,6 @@ from acp_fsm.tools.search_files import (
     SearchRequest,
     answer,
 )
-from protocol.cancel import Cancelled
 from tests.harness import live_processes, wait_until
 from tests.timing import INTERRUPTED_S
 from tests.tools.conftest import Env, assert_strict_json, call

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.tools import read_file
 from acp_fsm.tools.common import BLOCKING_THREAD_NAME, ToolError, run_blocking
 from acp_fsm.tools.files import open_text_file
 from acp_fsm.tools.read_file import MAX_READ_BYTES, MAX_READ_LINES
-from protocol.cancel import CancellationToken, Cancelled
 from tests.harness import wait_until
 from tests.timing import INTERRUPTED_S
 from tests.tools.conftest import Env, call
@@ -209,7 +209,7 @@ def test_an_abandoned_blocking_call_does_not_keep_the_process_alive(project: Pat
     script = (
         "import asyncio, sys\n"
         "from acp_fsm.tools.common import run_blocking\n"
-        "from protocol.cancel import CancellationToken, Cancelled\n"
+        "from acp_fsm.protocol.cancel import CancellationToken, Cancelled\n"
         "async def main():\n"
         "    token = CancellationToken()\n"
         "    asyncio.get_running_loop().call_later(0.2, token.cancel)\n"

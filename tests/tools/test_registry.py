@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from acp_fsm.providers.types import ToolSpec
 from acp_fsm.tools import TOOLS, tool_specs
 from acp_fsm.tools.base import ToolCallView, ToolOutcome
-from providers.types import ToolSpec
 from tests.tools.conftest import Editor, Env, assert_strict_json
 
 NAMES = ["read_file", "write_file", "edit_file", "list_directory", "search_files", "run_command"]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.tools import process
 from acp_fsm.tools.process import OutputCapture
 from acp_fsm.tools.run_command import MAX_TIMEOUT_MS
-from protocol.cancel import Cancelled
 from tests.harness import alive, live_processes, wait_until
 from tests.timing import INTERRUPTED_S
 from tests.tools.conftest import Editor, Env, call

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.tools.run_command import TERMINAL_OUTPUT_BYTE_LIMIT
-from protocol.cancel import Cancelled
 from tests.harness import alive
 from tests.timing import INTERRUPTED_S
 from tests.tools.conftest import Editor, Env, call
