@@ -44,8 +44,7 @@ class Check:
             return Violation((), "nested too deeply to say where it is invalid")
         # The deepest error says most; a union's own error is explained by its branch.
         error = max(errors, key=lambda e: len(e.instance_path))
-        path = tuple(error.instance_path)
-        value = _value_at(instance, path)
+        path, value = _located(instance, error.instance_path)
         kind = type(error.kind).__name__
         where = list(error.schema_path)
         if kind in ("OneOfNotValid", "AnyOf"):
@@ -66,9 +65,12 @@ class Check:
         return Violation(path, _describe(error, value))
 
     def _node(self, schema_path: Iterable[Segment], default: Any = _MISSING) -> Any:
-        """The subschema at `schema_path` (a keyword location, references followed)."""
+        """The subschema at `schema_path` (an absolute keyword location; an object's member "0"
+        comes as the number 0)."""
         node: Any = self._root
         for seg in schema_path:
+            if isinstance(node, dict):
+                seg = str(seg)
             if default is not _MISSING and (not isinstance(node, dict) or seg not in node):
                 return default
             node = node[seg]
@@ -200,10 +202,16 @@ def _type_name(value: object) -> str:
     return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
-def _value_at(instance: object, path: Iterable[Segment]) -> object:
+def _located(instance: object, path: Iterable[Segment]) -> tuple[tuple[Segment, ...], object]:
+    """The value at `path` in `instance`, and the path with each segment typed by its container
+    (jsonschema-rs reports an object's member "0" as the number 0)."""
+    typed: list[Segment] = []
     for seg in path:
+        if isinstance(instance, dict):
+            seg = str(seg)
+        typed.append(seg)
         instance = instance[seg]  # type: ignore[index]
-    return instance
+    return tuple(typed), instance
 
 
 def _show(value: object) -> str:

@@ -189,6 +189,11 @@ CASES: list[tuple[dict[str, Any], object, tuple[tuple[str | int, ...], str] | No
     ({"properties": {"a": False}}, {"a": 1}, (("a",), "no value is allowed here")),
     ({"required": ["a", "b"]}, {"a": 1}, ((), 'missing required property "b"')),
     ({"required": ["a"]}, [], OK),
+    # a member named like a number is still a member (not an index)
+    ({"properties": {"0": {"type": ["integer", "string"]}}}, {"0": None},
+     (("0",), "expected integer or string, got null")),
+    ({"additionalProperties": {"type": "integer"}}, {"0": None},
+     (("0",), "expected integer, got null")),
     # additionalProperties
     ({"properties": {"a": {}}, "additionalProperties": False}, {"a": 1}, OK),
     (
