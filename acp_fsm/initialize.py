@@ -9,6 +9,10 @@ from __future__ import annotations
 from acp_fsm import __version__
 from acp_fsm.methods import agent_capabilities
 
+TYPE_CHECKING = False  # the startup path: no `typing`
+if TYPE_CHECKING:
+    from typing import Any
+
 # The only ACP major version there is. ACP: answer the client's version if supported, else our
 # latest; never fail on a version. So the answer is 1 whatever the client sent.
 PROTOCOL_VERSION = 1
@@ -16,7 +20,7 @@ PROTOCOL_VERSION = 1
 AGENT_INFO = {"name": "acp-fsm", "title": "acp-fsm", "version": __version__}
 
 
-def initialize_result() -> dict:
+def initialize_result() -> dict[str, Any]:
     """The `initialize` result: what this agent supports, computed from the method registry."""
     return {
         "protocolVersion": PROTOCOL_VERSION,
@@ -31,10 +35,10 @@ class ClientInfo:
 
     __slots__ = ("capabilities", "info", "protocol_version")
 
-    def __init__(self, params: dict) -> None:
+    def __init__(self, params: dict[str, Any]) -> None:
         self.protocol_version: int = params["protocolVersion"]
-        self.capabilities: dict = params.get("clientCapabilities") or {}
-        self.info: dict | None = params.get("clientInfo")
+        self.capabilities: dict[str, Any] = params.get("clientCapabilities") or {}
+        self.info: dict[str, Any] | None = params.get("clientInfo")
 
     def _flag(self, *path: str) -> bool:
         node: object = self.capabilities

@@ -12,6 +12,10 @@ from acp_fsm import schemas
 from acp_fsm.fsm.handshake import HandshakeState, HandshakeTrigger, admission
 from acp_fsm.protocol.errors import InvalidParams, InvalidRequest, MethodNotFound
 
+TYPE_CHECKING = False  # the startup path: no `typing`
+if TYPE_CHECKING:
+    from typing import Any
+
 CLIENT_TO_AGENT = "client_to_agent"
 AGENT_TO_CLIENT = "agent_to_client"
 BOTH = "both"
@@ -21,7 +25,7 @@ class MethodSpec:
 
     __slots__ = ("direction", "kind", "name", "params_ref", "result_ref")
 
-    def __init__(self, name: str, entry: dict, schema_file: str) -> None:
+    def __init__(self, name: str, entry: dict[str, str], schema_file: str) -> None:
         self.name = name
         self.direction: str = entry["direction"]
         self.kind: str = entry["kind"]
@@ -123,9 +127,9 @@ def served(method: str, *, debug: bool = False) -> Served | None:
     return entry
 
 
-def agent_capabilities() -> dict:
+def agent_capabilities() -> dict[str, Any]:
     """`agentCapabilities` in ACP's shape, advertising exactly what `SERVED` implements."""
-    capabilities: dict = {
+    capabilities: dict[str, Any] = {
         "loadSession": False,
         "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
         "mcpCapabilities": {"http": False, "sse": False},

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from typing import Any
 
 import structlog
 
@@ -38,7 +39,7 @@ async def run(
     protocol_fd: int,
     pending: bytes,
     handshake: Handshake,
-    early_params: dict | None,
+    early_params: dict[str, Any] | None,
     answered_ms: float | None,
     *,
     input_ended: bool = False,

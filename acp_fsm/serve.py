@@ -28,8 +28,12 @@ from acp_fsm.protocol.framing import MAX_LINE_BYTES
 from acp_fsm.protocol.stdio import claim_stdout, read_line_blocking, write_all
 from acp_fsm.schemas.plain import surely_valid
 
+TYPE_CHECKING = False  # the startup path: no `typing`
+if TYPE_CHECKING:
+    from typing import Any
 
-def answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict] | None:
+
+def answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict[str, Any]] | None:
     """The response line and the client's params when `line` is a valid `initialize` request,
     `handshake` then moved by its `initialize` trigger; None for anything else (`handshake`
     untouched), which the full path then answers exactly as it would any later line. Hostile
@@ -79,13 +83,14 @@ def _decode(line: bytes) -> object:
                       parse_int=_int64)
 
 
-def _answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict] | None:
+def _answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict[str, Any]] | None:
     try:
         message = _decode(line)
     except ValueError:
         return None
     if not surely_valid("jsonrpc.Request", message):
         return None
+    assert isinstance(message, dict)  # a valid Request is an object
     if isinstance(message["id"], float):
         return None  # the two encoders spell some floats differently (1e-05, 0.00001)
     if message["method"] != "initialize":
@@ -93,6 +98,7 @@ def _answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict] 
     params = message.get("params")
     if not surely_valid("acp.InitializeRequest", params):
         return None
+    assert isinstance(params, dict)  # a valid InitializeRequest is an object
     try:
         entry = route(handshake.state, "initialize", params, request=True, debug=False,
                       params_checked=True)

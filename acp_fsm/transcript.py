@@ -83,7 +83,7 @@ def assistant_from_body(body: dict[str, Any]) -> AssistantMessage:
     stop = body.get("stopReason")
     known = stop in StopReason.__members__.values()
     return AssistantMessage(tuple(part_from_json(p) for p in body["parts"]),
-                            StopReason(stop) if known else None)
+                            StopReason(stop) if known and isinstance(stop, str) else None)
 
 
 def result_body(result: ToolResultPart, view: dict[str, Any]) -> dict[str, Any]:
@@ -132,11 +132,11 @@ def repair(messages: list[Message], *, wording: str = LOST
             i += 1
         answered = []
         for call in message.tool_calls:
-            result = given.get(call.id)
-            if result is None:
-                result = ToolResultPart(call.id, wording, is_error=True)
-                added.append(result)
-            answered.append(result)
+            found = given.get(call.id)
+            if found is None:
+                found = ToolResultPart(call.id, wording, is_error=True)
+                added.append(found)
+            answered.append(found)
         fixed.append(ToolResultsMessage(tuple(answered)))
     return fixed, added
 

@@ -31,7 +31,7 @@ class CancellationToken:
     def __init__(self, name: str = "") -> None:
         self.name = name
         self._reason: str | None = None
-        self._callbacks: list[Callable[[], None]] = []
+        self._callbacks: list[Callable[[], object]] = []
 
     def __repr__(self) -> str:
         state = f"cancelled={self._reason!r}" if self.is_cancelled else "live"
@@ -65,8 +65,9 @@ class CancellationToken:
         if self._reason is not None:
             raise Cancelled(self._reason)
 
-    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
-        """Run `callback` when the token fires (now, if it already has). Returns a remover."""
+    def on_cancel(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """Run `callback` when the token fires (now, if it already has); what it returns is
+        ignored. Returns a remover."""
         if self._reason is not None:
             callback()
             return _noop
@@ -82,7 +83,12 @@ class CancellationToken:
         """Wait until the token fires; returns the reason."""
         if self._reason is None:
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            remove = self.on_cancel(lambda: future.done() or future.set_result(None))
+
+            def release() -> None:
+                if not future.done():
+                    future.set_result(None)
+
+            remove = self.on_cancel(release)
             try:
                 await future
             finally:

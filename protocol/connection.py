@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Literal, Protocol
 
 import structlog
@@ -156,7 +156,7 @@ class Connection:
         if answers:
             self._spawn(self._send_batch(answers))
 
-    async def _send_batch(self, answers: list[Awaitable[dict[str, Any] | None]]) -> None:
+    async def _send_batch(self, answers: Sequence[Awaitable[dict[str, Any] | None]]) -> None:
         responses = [r for r in await asyncio.gather(*answers) if r is not None]
         if responses:
             self._send(responses)

@@ -8,7 +8,7 @@ checks follow JSON-RPC 2.0 §4-§6; anything that is not a well-formed message i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from acp_fsm import schemas
 from acp_fsm.protocol.errors import InvalidRequest, RpcError
@@ -53,7 +53,7 @@ class Invalid:
 Message = Request | Notification | Response | Invalid
 
 
-def is_valid_id(value: object) -> bool:
+def is_valid_id(value: object) -> TypeGuard[Id]:
     """Request ids are strings or numbers; booleans are not numbers here."""
     kind = type(value)
     return kind is str or kind is int or kind is float

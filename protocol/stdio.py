@@ -107,7 +107,7 @@ def claim_stdout() -> int:
             os.close(null)
     protocol_fd = os.dup(1)  # os.dup creates a non-inheritable descriptor
     os.dup2(2, 1)
-    sys.stdout = sys.stderr = StderrWriter(2)  # type: ignore[assignment]
+    sys.stdout = sys.stderr = StderrWriter(2)
     return protocol_fd
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from typing import Any
 
 from acp_fsm.providers.types import (
     AssistantMessage,
@@ -96,7 +97,7 @@ class MessageBuilder:
         if block.done is not None:
             return None
         raw = "".join(block.chunks)
-        arguments: dict = {}
+        arguments: dict[str, Any] = {}
         error = None
         try:
             parsed = json.loads(raw) if raw.strip() else {}

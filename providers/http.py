@@ -66,5 +66,5 @@ def retry_delay(attempt: int, config: ProviderConfig, headers: Mapping[str, str]
                 continue  # an HTTP date: fall back to back-off
             if wanted >= 0:
                 return min(wanted, MAX_RETRY_AFTER_S)
-    delay = min(config.retry_base_s * 2**attempt, config.retry_max_s)
+    delay: float = min(config.retry_base_s * 2**attempt, config.retry_max_s)
     return delay * (1 - 0.25 * random.random())

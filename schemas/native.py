@@ -120,7 +120,7 @@ def _discriminator(branches: list[Any]) -> str | None:
     """A property every branch fixes with a distinct `const` (a tagged union's tag)."""
     if not branches or not all(isinstance(b, dict) for b in branches):
         return None
-    common = set.intersection(*(set(b.get("properties", {})) for b in branches))
+    common: set[str] = set.intersection(*(set(b.get("properties", {})) for b in branches))
     for name in sorted(common):
         consts = [b["properties"][name].get("const", _MISSING) for b in branches]
         if _MISSING not in consts and len({_json_key(c) for c in consts}) == len(consts):

@@ -13,6 +13,15 @@ from __future__ import annotations
 
 from acp_fsm.schemas import definitions
 
+TYPE_CHECKING = False  # the startup path: no `typing`
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    # A keyword's check: (its argument in the schema, the value, the $defs, the depth). The
+    # argument is typed Any: each check takes the JSON type its keyword's argument has.
+    _Keyword = Callable[[Any, object, dict[str, object], int], bool]
+
 __all__ = ["surely_conforms", "surely_valid"]
 
 # Keywords that only annotate: they never make an instance invalid.
@@ -31,12 +40,12 @@ def surely_valid(ref: str, instance: object) -> bool:
     return _decide(defs[name], instance, defs)
 
 
-def surely_conforms(schema: dict, instance: object) -> bool:
+def surely_conforms(schema: dict[str, Any], instance: object) -> bool:
     """True only when `instance` is valid against the in-memory `schema`."""
     return _decide(schema, instance, schema.get("$defs", {}))
 
 
-def _decide(schema: object, instance: object, defs: dict) -> bool:
+def _decide(schema: object, instance: object, defs: dict[str, object]) -> bool:
     try:
         return _valid(schema, instance, defs, 0)
     except (_Unsure, KeyError, RecursionError):
@@ -46,7 +55,7 @@ def _decide(schema: object, instance: object, defs: dict) -> bool:
 _MAX_DEPTH = 64
 
 
-def _valid(schema: object, value: object, defs: dict, depth: int) -> bool:
+def _valid(schema: object, value: object, defs: dict[str, object], depth: int) -> bool:
     if schema is True:
         return True
     if not isinstance(schema, dict) or depth > _MAX_DEPTH:
@@ -62,7 +71,7 @@ def _valid(schema: object, value: object, defs: dict, depth: int) -> bool:
     return True
 
 
-def _type(arg: object, value: object, defs: dict, depth: int) -> bool:
+def _type(arg: object, value: object, defs: dict[str, object], depth: int) -> bool:
     names = [arg] if isinstance(arg, str) else arg
     if not isinstance(names, list):
         raise _Unsure
@@ -87,36 +96,36 @@ def _json_type(value: object) -> str:
     raise _Unsure
 
 
-def _properties(arg: dict, value: object, defs: dict, depth: int) -> bool:
+def _properties(arg: dict[str, object], value: object, defs: dict[str, object], depth: int) -> bool:
     if not isinstance(value, dict):
         return True
     return all(_valid(sub, value[key], defs, depth) for key, sub in arg.items() if key in value)
 
 
-def _required(arg: list, value: object, defs: dict, depth: int) -> bool:
+def _required(arg: list[str], value: object, defs: dict[str, object], depth: int) -> bool:
     return not isinstance(value, dict) or all(key in value for key in arg)
 
 
-def _items(arg: object, value: object, defs: dict, depth: int) -> bool:
+def _items(arg: object, value: object, defs: dict[str, object], depth: int) -> bool:
     return not isinstance(value, list) or all(_valid(arg, item, defs, depth) for item in value)
 
 
-def _ref(arg: str, value: object, defs: dict, depth: int) -> bool:
+def _ref(arg: str, value: object, defs: dict[str, object], depth: int) -> bool:
     prefix = "#/$defs/"
     if not arg.startswith(prefix):
         raise _Unsure
     return _valid(defs[arg[len(prefix):]], value, defs, depth)
 
 
-def _any_of(arg: list, value: object, defs: dict, depth: int) -> bool:
+def _any_of(arg: list[object], value: object, defs: dict[str, object], depth: int) -> bool:
     return any(_valid(sub, value, defs, depth) for sub in arg)
 
 
-def _all_of(arg: list, value: object, defs: dict, depth: int) -> bool:
+def _all_of(arg: list[object], value: object, defs: dict[str, object], depth: int) -> bool:
     return all(_valid(sub, value, defs, depth) for sub in arg)
 
 
-def _one_of(arg: list, value: object, defs: dict, depth: int) -> bool:
+def _one_of(arg: list[object], value: object, defs: dict[str, object], depth: int) -> bool:
     return sum(_valid(sub, value, defs, depth) for sub in arg) == 1
 
 
@@ -128,28 +137,28 @@ def _scalar(value: object) -> tuple[str, object]:
     return kind, value
 
 
-def _const(arg: object, value: object, defs: dict, depth: int) -> bool:
+def _const(arg: object, value: object, defs: dict[str, object], depth: int) -> bool:
     return _scalar(arg) == _scalar(value)
 
 
-def _enum(arg: list, value: object, defs: dict, depth: int) -> bool:
+def _enum(arg: list[object], value: object, defs: dict[str, object], depth: int) -> bool:
     return _scalar(value) in [_scalar(option) for option in arg]
 
 
-def _minimum(arg: float, value: object, defs: dict, depth: int) -> bool:
+def _minimum(arg: float, value: object, defs: dict[str, object], depth: int) -> bool:
     return _json_type(value) not in ("integer", "number") or value >= arg  # type: ignore[operator]
 
 
-def _maximum(arg: float, value: object, defs: dict, depth: int) -> bool:
+def _maximum(arg: float, value: object, defs: dict[str, object], depth: int) -> bool:
     return _json_type(value) not in ("integer", "number") or value <= arg  # type: ignore[operator]
 
 
-def _min_length(arg: int, value: object, defs: dict, depth: int) -> bool:
+def _min_length(arg: int, value: object, defs: dict[str, object], depth: int) -> bool:
     # JSON Schema counts code points, as len() does for a str
     return not isinstance(value, str) or len(value) >= arg
 
 
-_KEYWORDS = {
+_KEYWORDS: dict[str, _Keyword] = {
     "type": _type, "properties": _properties, "required": _required, "items": _items,
     "$ref": _ref, "anyOf": _any_of, "allOf": _all_of, "oneOf": _one_of, "const": _const,
     "enum": _enum, "minimum": _minimum, "maximum": _maximum, "minLength": _min_length,

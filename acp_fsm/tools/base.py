@@ -130,11 +130,15 @@ Drafts = dict[Path, str]
 class Tool(Protocol):
     name: str
     description: str
-    input_schema: dict[str, Any]
     kind: str
     # Running it may change files in ways no preview can show (a shell command): the calls
     # after it in the same message are not previewed.
     unpredictable: bool
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON Schema of its arguments (read-only: `BaseTool` derives it from
+        schemas/tools.json)."""
 
     def validate(self, args: dict[str, Any]) -> str | None:
         """Why `args` cannot be run (the model is told), or None."""

@@ -247,8 +247,8 @@ async def run_search(request: SearchRequest, token: CancellationToken) -> str:
         reply = None
     if isinstance(reply, dict) and isinstance(reply.get("error"), str):
         raise ToolError(reply["error"])
-    if isinstance(reply, dict) and isinstance(reply.get("output"), str):
-        return reply["output"]
+    if isinstance(reply, dict) and isinstance(output := reply.get("output"), str):
+        return output
     detail = stderr.decode("utf-8", "replace").strip()[-WORKER_ERROR_CHARS:]
     raise ToolError(f"The search failed (exit status {worker.returncode}): "
                     f"{detail or 'no answer'}")
