@@ -9,7 +9,7 @@ from acp_fsm.providers.assemble import MessageBuilder
 from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.http import RETRYABLE_STATUSES
-from acp_fsm.providers.sse import SseEvent
+from acp_fsm.providers.sse import SseEvent, json_data
 from acp_fsm.providers.types import (
     AssistantMessage,
     Event,
@@ -159,7 +159,7 @@ class AnthropicParser:
 
     def feed(self, event: SseEvent) -> list[Event]:
         try:
-            data = json.loads(event.data)
+            data = json_data(event)
         except ValueError:
             raise ProviderError(NAME, f"malformed stream event: {event.data[:200]!r}") from None
         if not isinstance(data, dict):

@@ -10,7 +10,7 @@ from acp_fsm.providers.assemble import MessageBuilder
 from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.http import RETRYABLE_STATUSES
-from acp_fsm.providers.sse import SseEvent
+from acp_fsm.providers.sse import SseEvent, json_data
 from acp_fsm.providers.types import (
     AssistantMessage,
     Event,
@@ -156,7 +156,7 @@ class OpenAiParser:
             self._done = True
             return []
         try:
-            chunk = json.loads(event.data)
+            chunk = json_data(event)
         except ValueError:
             raise ProviderError(NAME, f"malformed stream chunk: {event.data[:200]!r}") from None
         if not isinstance(chunk, dict):

@@ -10,8 +10,11 @@ length limit below `MAX_EVENT_CHARS`, which only guards memory against a runaway
 from __future__ import annotations
 
 import codecs
+import json
 import re
-from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import orjson
 
 # A single event larger than this is treated as a broken stream. Real events are at most a few
 # hundred KiB (a big tool-call argument fragment); this only bounds memory.
@@ -24,12 +27,24 @@ class SseError(Exception):
     """The event stream is malformed beyond recovery (an event over the size limit)."""
 
 
-@dataclass(frozen=True, slots=True)
-class SseEvent:
+class SseEvent(NamedTuple):
+    """One dispatched event (a NamedTuple: one is made per streamed delta)."""
+
     event: str
     data: str
     id: str | None = None
     retry: int | None = None
+
+
+def json_data(event: SseEvent) -> Any:
+    """The event's data parsed as JSON; ValueError if it is not JSON. orjson reads it (a
+    third of the standard library's time per delta); what orjson refuses but Python's `json`
+    accepts (NaN, Infinity, 1e400, lone surrogates) is read by `json`. orjson reads an integer
+    beyond 64 bits as a float: no provider field is one."""
+    try:
+        return orjson.loads(event.data)
+    except orjson.JSONDecodeError:
+        return json.loads(event.data)
 
 
 class SseDecoder:
@@ -60,7 +75,7 @@ class SseDecoder:
         events = self._lines(self._decoder.decode(b"", final=True))
         self._cr = False
         if self._pieces:
-            events.extend(self._line(self._take("")))
+            self._line(self._take(""), events)
         return events
 
     def _take(self, tail: str) -> str:
@@ -83,14 +98,18 @@ class SseDecoder:
             self._cr = False
             if text[0] == "\n":
                 text = text[1:]  # the second half of a \r\n split across chunks
+        if "\r" in text:
+            lines = _LINE_END.split(text)
+            self._cr = text[-1:] == "\r"  # a \n may begin the next chunk
+        else:
+            lines = text.split("\n")  # the common case, a third of the regex's cost
+        rest = lines.pop()  # after the last line end: the start of an incomplete line
         events: list[SseEvent] = []
-        start = 0
-        for match in _LINE_END.finditer(text):
-            events.extend(self._line(self._take(text[start : match.start()])))
-            start = match.end()
-        if start and text[start - 1] == "\r" and start == len(text):
-            self._cr = True
-        rest = text[start:]
+        if lines:
+            if self._pieces:
+                lines[0] = self._take(lines[0])
+            for line in lines:
+                self._line(line, events)
         if rest:
             self._pieces.append(rest)
             self._waiting += len(rest)
@@ -98,34 +117,31 @@ class SseDecoder:
                 raise SseError(f"event larger than {MAX_EVENT_CHARS} characters")
         return events
 
-    def _line(self, line: str) -> list[SseEvent]:
-        if not line:
-            return self._dispatch()
-        if line[0] == ":":
-            return []
-        name, colon, value = line.partition(":")
-        if colon and value[:1] == " ":
-            value = value[1:]
-        if name == "data":
+    def _line(self, line: str, events: list[SseEvent]) -> None:
+        """Apply one complete line; an event it dispatches goes to `events`."""
+        if line.startswith("data:"):  # most lines, so tested first
+            value = line[6:] if line[5:6] == " " else line[5:]
             self._data.append(value)
             self._size += len(value) + 1
             if self._size > MAX_EVENT_CHARS:
                 raise SseError(f"event larger than {MAX_EVENT_CHARS} characters")
-        elif name == "event":
-            self._event = value
-        elif name == "id":
-            if "\0" not in value:
-                self._id = value
-        elif name == "retry" and value.isascii() and value.isdigit():
-            self._retry = int(value)
-        return []
-
-    def _dispatch(self) -> list[SseEvent]:
-        if not self._data:
+        elif not line:
+            if self._data:
+                events.append(SseEvent(self._event or "message", "\n".join(self._data),
+                                       self._id, self._retry))
+                self._data = []
+                self._size = 0
             self._event = ""
-            return []
-        event = SseEvent(self._event or "message", "\n".join(self._data), self._id, self._retry)
-        self._data = []
-        self._event = ""
-        self._size = 0
-        return [event]
+        elif line[0] != ":":
+            name, colon, value = line.partition(":")
+            if colon and value[:1] == " ":
+                value = value[1:]
+            if name == "data":  # "data" with no colon: an empty data line
+                self._line("data:", events)
+            elif name == "event":
+                self._event = value
+            elif name == "id":
+                if "\0" not in value:
+                    self._id = value
+            elif name == "retry" and value.isascii() and value.isdigit():
+                self._retry = int(value)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -128,8 +127,11 @@ class ModelStream:
         (an error event may quote the key)."""
         if self._scrub is None:
             return sse
-        data = self._scrub(sse.data.encode("utf-8", "surrogatepass"))
-        return replace(sse, data=data.decode("utf-8", "surrogatepass"))
+        data = sse.data.encode("utf-8", "surrogatepass")
+        scrubbed = self._scrub(data)
+        if scrubbed is data:  # nothing to hide: the event as it came
+            return sse
+        return sse._replace(data=scrubbed.decode("utf-8", "surrogatepass"))
 
     def _cancelled(self) -> StreamCancelled:
         return StreamCancelled(self.partial, self._token.reason or "cancelled")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 
 import pytest
@@ -142,3 +143,20 @@ def test_any_bytes_give_events_or_sse_error(data: bytes, cuts: list[int]) -> Non
         except SseError:
             return
     assert all(isinstance(event, SseEvent) for event in events)
+
+
+@pytest.mark.parametrize("data", [
+    '{"choices":[{"delta":{"content":"tok "}}]}',
+    '{"a":1,"a":2}',  # the last of duplicate members wins in both readers
+    '[1e-400, -0, 1.5, "\\u00e9\\ud83c\\udf89"]',
+    '{"x": NaN, "y": -Infinity, "z": 1e400}',  # orjson refuses these; Python's json reads them
+    '"\\ud800"',  # a lone surrogate: the same
+])
+def test_event_data_reads_as_pythons_json_reads_it(data: str) -> None:
+    parsed = sse.json_data(SseEvent("message", data))
+    assert repr(parsed) == repr(json.loads(data))
+
+
+def test_event_data_that_is_not_json_is_a_value_error() -> None:
+    with pytest.raises(ValueError):
+        sse.json_data(SseEvent("message", "{not json"))
