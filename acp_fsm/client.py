@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
@@ -19,7 +19,7 @@ from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.protocol.errors import OutboundCancelled, OutboundError, RemoteError, ResourceNotFound
 
 if TYPE_CHECKING:
-    from acp_fsm.server import AcpServer
+    from acp_fsm.initialize import ClientInfo
 
 
 log = structlog.get_logger("acp.client")
@@ -49,10 +49,30 @@ class ClientCallError(Exception):
             error.code == NOT_FOUND_CODE or bool(_NOT_FOUND.search(str(error))))
 
 
+class Editor(Protocol):
+    """The editor at the other end of the connection, as turns call it (`server.AcpServer`
+    is one): what it advertised, and requests to it."""
+
+    @property
+    def client(self) -> ClientInfo | None:
+        """What the editor said in `initialize` (None before it)."""
+
+    async def call_client(self, method: str, params: Any, *,
+                          token: CancellationToken | None = None,
+                          timeout_ms: int | None = None, verbatim: bool = False) -> Any:
+        """Send `method`; its result (see `AcpServer.call_client`)."""
+
+    def call_client_soon(self, method: str, params: Any, *,
+                         token: CancellationToken | None = None,
+                         timeout_ms: int | None = None,
+                         verbatim: bool = False) -> asyncio.Future[Any]:
+        """Send `method` now; the future gives its outcome."""
+
+
 class Client:
     """A `ClientBridge` for one session and one turn."""
 
-    def __init__(self, server: AcpServer, session_id: str, token: CancellationToken) -> None:
+    def __init__(self, server: Editor, session_id: str, token: CancellationToken) -> None:
         self._server = server
         self._session_id = session_id
         self._token = token

@@ -17,11 +17,12 @@ import uuid
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
 from acp_fsm import leases, limits, redact, transcript, updates
+from acp_fsm.client import Editor
 from acp_fsm.prompt import title_of, to_parts
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.protocol.errors import InternalError, InvalidParams, InvalidRequest, ResourceNotFound
@@ -36,7 +37,7 @@ from acp_fsm.providers.types import (
 from acp_fsm.store import Claim, Entry, SessionGone, SessionRecord, Store, StoreError
 
 if TYPE_CHECKING:
-    from acp_fsm.server import AcpServer
+    from acp_fsm.protocol.connection import Connection
     from acp_fsm.turn import Turn
 
 log = structlog.get_logger("session")
@@ -52,10 +53,24 @@ REPAIR_WAIT_S = 2.0
 REPAIR_POLL_S = 0.05
 
 
+class Server(Editor, Protocol):
+    """What sessions need of the server that holds them (`server.AcpServer` is one): the
+    editor their turns call, the connection their updates go out on, and the other sessions
+    (a lease is checked against them)."""
+
+    @property
+    def conn(self) -> Connection:
+        """The connection to the editor."""
+
+    @property
+    def sessions(self) -> Sessions:
+        """The sessions of this connection."""
+
+
 class Session:
     """One conversation, open in this process."""
 
-    def __init__(self, server: AcpServer, store: Store, record: SessionRecord,
+    def __init__(self, server: Server, store: Store, record: SessionRecord,
                  messages: list[Message], synced_seq: int = 0) -> None:
         self.server = server
         self.store = store
@@ -308,7 +323,7 @@ class Session:
 class Sessions:
     """The sessions of this connection, and the store behind them."""
 
-    def __init__(self, server: AcpServer) -> None:
+    def __init__(self, server: Server) -> None:
         self._server = server
         self._open: dict[str, Session] = {}
         self._store: Store | None = None

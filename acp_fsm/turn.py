@@ -15,12 +15,12 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import structlog
 
 from acp_fsm import redact, transcript, updates
-from acp_fsm.client import Client
+from acp_fsm.client import Client, Editor
 from acp_fsm.fsm.turn import CANCELLABLE, FINAL, TURN, TurnState, TurnTrigger
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.protocol.errors import (
@@ -36,6 +36,7 @@ from acp_fsm.providers.errors import ProviderError, StreamCancelled
 from acp_fsm.providers.types import (
     AssistantMessage,
     Finished,
+    Message,
     ModelRequest,
     StopReason,
     TextDelta,
@@ -46,9 +47,6 @@ from acp_fsm.providers.types import (
 from acp_fsm.tools import TOOLS, tool_specs
 from acp_fsm.tools.base import Drafts, Tool, ToolCallView, ToolOutcome
 from acp_fsm.tools.common import ToolError, describe_os_error
-
-if TYPE_CHECKING:
-    from acp_fsm.session import Session
 
 log = structlog.get_logger("turn")
 
@@ -103,10 +101,50 @@ class PendingCall:
     result: ToolResultPart | None = None
 
 
+class Host(Protocol):
+    """What a turn needs of its session (`session.Session` is one): where it works, the
+    conversation, the store behind it, and the editor."""
+
+    id: str
+    cwd: Path
+    roots: tuple[Path, ...]
+    always: dict[str, bool]  # tool name -> the user's remembered "always" answer
+
+    @property
+    def server(self) -> Editor:
+        """The editor, for permission and client requests."""
+
+    def messages_for_model(self) -> list[Message]:
+        """The conversation to send, repaired."""
+
+    async def add_assistant(self, message: AssistantMessage, stop_reason: str,
+                            views: dict[str, dict[str, Any]], *, wait: bool = True) -> None:
+        """Store the model's message (and its tool calls' views)."""
+
+    async def add_result(self, result: ToolResultPart, view: dict[str, Any], *,
+                         wait: bool = True) -> None:
+        """Store a tool call's result."""
+
+    def mark_cancelled(self) -> None:
+        """The last stored assistant message now ends the turn as cancelled."""
+
+    async def record_turn_end(self, stop_reason: str) -> None:
+        """Store that the turn ended, and why."""
+
+    async def settle(self) -> None:
+        """Wait until everything queued is stored."""
+
+    def send_update(self, update: dict[str, Any]) -> None:
+        """Send a `session/update`."""
+
+    async def keep_pace(self, token: CancellationToken | None = None) -> None:
+        """Wait while the editor is behind."""
+
+
 class TurnEnv:
     """The `ToolEnv` of one turn."""
 
-    def __init__(self, session: Session, token: CancellationToken, client: Client,
+    def __init__(self, session: Host, token: CancellationToken, client: Client,
                  report: Callable[[tuple[dict[str, Any], ...]], None],
                  previewed: tuple[dict[str, Any], ...] = ()) -> None:
         self._session = session
@@ -145,7 +183,7 @@ class Turn:
     state: str
     trigger: Callable[[str], bool]
 
-    def __init__(self, session: Session, token: CancellationToken) -> None:
+    def __init__(self, session: Host, token: CancellationToken) -> None:
         self.session = session
         self.token = token
         self.machine = TURN.build(self)
