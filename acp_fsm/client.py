@@ -57,16 +57,9 @@ class Editor(Protocol):
     def client(self) -> ClientInfo | None:
         """What the editor said in `initialize` (None before it)."""
 
-    async def call_client(self, method: str, params: Any, *,
-                          token: CancellationToken | None = None,
-                          timeout_ms: int | None = None, verbatim: bool = False) -> Any:
-        """Send `method`; its result (see `AcpServer.call_client`)."""
-
-    def call_client_soon(self, method: str, params: Any, *,
-                         token: CancellationToken | None = None,
-                         timeout_ms: int | None = None,
-                         verbatim: bool = False) -> asyncio.Future[Any]:
-        """Send `method` now; the future gives its outcome."""
+    def call_client(self, method: str, params: Any, *, token: CancellationToken | None = None,
+                    timeout_ms: int | None = None, verbatim: bool = False) -> asyncio.Future[Any]:
+        """Send `method` now; the future gives its result (see `AcpServer.call_client`)."""
 
 
 class Client:
@@ -124,7 +117,7 @@ class Client:
         params = {"sessionId": self._session_id, "command": command, "args": args, "env": [],
                   "cwd": cwd, "outputByteLimit": output_byte_limit}
         try:
-            created = self._server.call_client_soon("terminal/create", params)
+            created = self._server.call_client("terminal/create", params)
         except OutboundError as exc:
             raise ClientCallError(exc) from exc
         try:
@@ -163,7 +156,7 @@ class Client:
         params = {"sessionId": self._session_id, "terminalId": terminal_id}
         for method in ("terminal/kill", "terminal/release"):
             try:
-                future = self._server.call_client_soon(method, params)
+                future = self._server.call_client(method, params)
             except OutboundError as exc:
                 log.warning("terminal_cleanup_failed", method=method, error=str(exc))
                 continue

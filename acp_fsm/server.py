@@ -132,23 +132,7 @@ class AcpServer:
 
     # ------------------------------------------------------ client requests
 
-    async def call_client(
-        self,
-        method: str,
-        params: Any,
-        *,
-        token: CancellationToken | None = None,
-        timeout_ms: int | None = None,
-        verbatim: bool = False,
-    ) -> Any:
-        """Send `method` to the client; bounded by `client_rpc_timeout_ms(method)` unless
-        `timeout_ms` is given (0 = no limit) and released early when `token` fires. Raises
-        `CapabilityMissing` without sending anything when the client did not advertise it.
-        `verbatim`: sent exactly, secrets included (the content of a file to write)."""
-        return await self.call_client_soon(method, params, token=token, timeout_ms=timeout_ms,
-                                           verbatim=verbatim)
-
-    def call_client_soon(
+    def call_client(
         self,
         method: str,
         params: Any,
@@ -157,12 +141,16 @@ class AcpServer:
         timeout_ms: int | None = None,
         verbatim: bool = False,
     ) -> asyncio.Future[Any]:
-        """`call_client`, sent before this returns; the future gives the outcome."""
+        """Send `method` to the client now; the future gives its result (see
+        `Connection.request`). Bounded by `client_rpc_timeout_ms(method)` unless `timeout_ms`
+        is given (0 = no limit) and released early when `token` fires. Raises
+        `CapabilityMissing` without sending anything when the client did not advertise it.
+        `verbatim`: sent exactly, secrets included (the content of a file to write)."""
         if self.client is None or not self.client.allows(method):
             raise CapabilityMissing(f"the client did not advertise the capability {method} needs")
         if timeout_ms is None:
             timeout_ms = config.client_rpc_timeout_ms(method)
-        return self.conn.request_soon(method, params, token=token, timeout_ms=timeout_ms,
+        return self.conn.request(method, params, token=token, timeout_ms=timeout_ms,
                                       verbatim=verbatim)
 
     # ------------------------------------------------------------- lifecycle

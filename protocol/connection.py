@@ -313,26 +313,7 @@ class Connection:
         self._send(jsonrpc.notification(method, params))
         return True
 
-    async def request(
-        self,
-        method: str,
-        params: Any,
-        *,
-        token: CancellationToken | None = None,
-        timeout_ms: int | None = None,
-        verbatim: bool = False,
-    ) -> Any:
-        """Send a request to the peer and wait for its result.
-
-        Raises `RemoteError` (the peer answered with an error), `InvalidResult` (its result
-        does not match the method's schema), `OutboundTimeout`,
-        `OutboundCancelled` (the token fired) or `ConnectionClosed`. On timeout, cancellation or
-        task cancellation the request is forgotten and the peer is sent `$/cancel_request`.
-        """
-        return await self.request_soon(method, params, token=token, timeout_ms=timeout_ms,
-                                       verbatim=verbatim)
-
-    def request_soon(
+    def request(
         self,
         method: str,
         params: Any,
@@ -341,7 +322,13 @@ class Connection:
         timeout_ms: int | None = None,
         verbatim: bool = False,
     ) -> asyncio.Future[Any]:
-        """Send a request now and return the future of its result (see `request`).
+        """Send a request to the peer now; the future gives its result.
+
+        The future fails with `RemoteError` (the peer answered with an error), `InvalidResult`
+        (its result does not match the method's schema), `OutboundTimeout`,
+        `OutboundCancelled` (the token fired) or `ConnectionClosed`. On timeout, on the
+        token, or when the future (or the task awaiting it) is cancelled, the request is
+        forgotten and the peer is sent `$/cancel_request`.
 
         The request is written before this returns, so it precedes anything written later,
         a prompt's answer included. Whoever does not await the future must still retrieve its

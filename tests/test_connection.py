@@ -477,7 +477,12 @@ READ_PARAMS = {"sessionId": "s", "path": "/tmp/a.txt"}
 
 
 async def start_request(peer: Peer, **kwargs: Any) -> asyncio.Task[Any]:
-    task = asyncio.create_task(peer.conn.request(READ, READ_PARAMS, **kwargs))
+    """A task awaiting a request, as a handler would."""
+
+    async def awaiting(request: asyncio.Future[Any]) -> Any:
+        return await request
+
+    task = asyncio.create_task(awaiting(peer.conn.request(READ, READ_PARAMS, **kwargs)))
     await settle()
     return task
 
@@ -681,7 +686,7 @@ async def test_strict_outbound_violation_closes_with_exit_code_70() -> None:
 async def test_strict_outbound_request_violation() -> None:
     client = Peer(strict_outbound=True)
     try:
-        pending = asyncio.create_task(client.conn.request("terminal/create", {"c": 1}))
+        pending = client.conn.request("terminal/create", {"c": 1})
         await settle()
         client.read()
         client.dispatcher.refuse_outbound[(READ, "request")] = "bad"
