@@ -1,12 +1,12 @@
 """`acp-fsm demo`: a short coding session, offline, as a person would read it.
 
 It starts the scripted provider (`providers.scripted`) on loopback, spawns `acp-fsm` with that
-provider configured, and drives it as an editor would, with this package's own JSON-RPC
-`Connection` on the client side: the prompt, streamed thinking and text, tool calls with their
-diff, a permission prompt answered automatically, a cancel in the middle of a long stream, and
-a reload of the session in a new process with its replay. After each turn it prints the path
-the turn machine took (the agent reports it in the response's `_meta`). Its temporary project
-and home are removed when it ends.
+provider configured, and drives it as an editor would, with the package's scripted editor
+(`acp_fsm.editor`) on the client side: the prompt, streamed thinking and text, tool calls with
+their diff, a permission prompt answered automatically, a cancel in the middle of a long
+stream, and a reload of the session in a new process with its replay. After each turn it
+prints the path the turn machine took (the agent reports it in the response's `_meta`). Its
+temporary project and home are removed when it ends.
 
 `--provider openai|anthropic` picks the wire format; `--live` runs one prompt against the
 provider configured in the environment instead (an API key is needed).
@@ -23,15 +23,12 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp_fsm import schemas
-from acp_fsm.methods import AGENT_TO_CLIENT, spec_of
-from acp_fsm.protocol.connection import Connection, OutboundKind
-from acp_fsm.protocol.errors import InvalidParams, InvalidResult, MethodNotFound, RemoteError
-from acp_fsm.protocol.jsonrpc import Notification, Request
+from acp_fsm.editor import AgentLink, Editor, NoAnswer, result_of
+from acp_fsm.protocol.errors import RemoteError
 
 if TYPE_CHECKING:
     from acp_fsm.providers.config import ProviderConfig
@@ -134,96 +131,47 @@ class Console:
             self._open = None
 
 
-Handler = Callable[[dict[str, Any]], Coroutine[Any, Any, Any] | None]
-
-
-class Editor:
-    """The client side: answers the agent's requests the way an editor would, and prints the
-    session updates as they stream. Each message is printed when it is dispatched, in the
-    order the connection reads them; requests are answered afterwards, in tasks."""
+class Viewer:
+    """The editor's screen: prints each message of the agent when the link reads it (`watch`),
+    so the output keeps the order of arrival. Its `editor` answers the agent's requests as the
+    demo's user would: every tool call allowed once, files read from and saved to disk."""
 
     def __init__(self, project: Path, style: Style) -> None:
         self.project = project
         self.style = style
         self.out = Console()
-        self.conn: Connection | None = None
+        self.editor = Editor(default_permission="allow_once", save_to_disk=True)
         self.replayed: list[dict[str, Any]] = []
         self.replaying = False
         self.stopped = False  # the user pressed Stop in this turn: later chunks say so
+        self.checked = 0  # messages of the agent checked against the project's schemas
+        self.invalid: list[str] = []  # what was wrong with them
         self._titles: dict[str, str] = {}
 
-    # -- Dispatcher (what the Connection needs) -------------------------------------
+    def check(self, link: AgentLink) -> None:
+        """Hold every message the agent wrote to the project's schemas."""
+        from acp_fsm.schema_check.checker import own_problems
 
-    def dispatch(self, message: Request | Notification) -> Coroutine[Any, Any, Any] | None:
-        handlers: dict[str, Handler] = {
-            "session/update": self._update,
-            "session/request_permission": self._permission,
-            "fs/read_text_file": self._read,
-            "fs/write_text_file": self._write,
-        }
-        handler = handlers.get(message.method)
-        if handler is None:
-            raise MethodNotFound(f"Method not found: {message.method}")
-        spec = spec_of(message.method)
-        if spec is not None:
-            violation = schemas.validate(spec.params_ref, message.params)
-            if violation is not None:
-                raise InvalidParams(f"Invalid params: {violation}")
-        return handler(message.params)
+        self.checked += len(link.records)
+        self.invalid.extend(f"{record.kind} {record.method}: {problem}"
+                            for record in link.records for problem in own_problems(record))
 
-    def check_outbound(self, method: str, kind: OutboundKind, payload: Any) -> str | None:
-        spec = spec_of(method)
-        if spec is None:
-            return f"unknown method {method}"
-        ref = spec.result_ref if kind == "result" else spec.params_ref
-        if ref is None or (kind == "result") != (spec.direction == AGENT_TO_CLIENT):
-            return None if kind == "notification" else f"{method} is not ours to send"
-        violation = schemas.validate(ref, payload)
-        return None if violation is None else str(violation)
-
-    def accept_response(self, method: str, result: Any) -> Any:
-        spec = spec_of(method)
-        if spec is None or spec.result_ref is None:
-            return result
-        violation = schemas.validate(spec.result_ref, result)
-        if violation is not None:
-            raise InvalidResult(f"invalid {method} result: {violation}")
-        return result
-
-    def cancel_request(self, request: Request) -> bool:
-        return False  # the agent never cancels our (instant) answers
-
-    def closing(self, reason: str) -> None:
-        """Nothing runs on the editor's side that would need stopping."""
-
-    # -- the agent's requests: printed now, answered in the connection's task -----------
-
-    def _permission(self, params: dict[str, Any]) -> Coroutine[Any, Any, dict[str, Any]]:
-        call = params["toolCall"]
-        self.out.line(f"    {self.style.yellow('?')} permission asked for "
-                      f"{self.style.bold(call.get('title', call['toolCallId']))} → "
-                      f"{self.style.green('allow once')} "
-                      f"{self.style.dim('(answered by the demo)')}")
-        return _answer({"outcome": {"outcome": "selected", "optionId": "allow_once"}})
-
-    def _read(self, params: dict[str, Any]) -> Coroutine[Any, Any, dict[str, Any]]:
-        path = Path(params["path"])
-        self._note(f"← fs/read_text_file {self._short(path)} (the editor's buffer)")
-
-        async def read() -> dict[str, Any]:
-            return {"content": await asyncio.to_thread(path.read_text, encoding="utf-8")}
-
-        return read()
-
-    def _write(self, params: dict[str, Any]) -> Coroutine[Any, Any, dict[str, Any]]:
-        path = Path(params["path"])
-        self._note(f"← fs/write_text_file {self._short(path)} (the editor saves it)")
-
-        async def write() -> dict[str, Any]:
-            await asyncio.to_thread(path.write_text, params["content"], encoding="utf-8")
-            return {}
-
-        return write()
+    def watch(self, message: dict[str, Any]) -> None:
+        method, params = message.get("method"), message.get("params") or {}
+        if method == "session/update":
+            self._update(params)
+        elif method == "session/request_permission":
+            call = params["toolCall"]
+            self.out.line(f"    {self.style.yellow('?')} permission asked for "
+                          f"{self.style.bold(call.get('title', call['toolCallId']))} → "
+                          f"{self.style.green('allow once')} "
+                          f"{self.style.dim('(answered by the demo)')}")
+        elif method == "fs/read_text_file":
+            self._note(f"← fs/read_text_file {self._short(Path(params['path']))} "
+                       "(the editor's buffer)")
+        elif method == "fs/write_text_file":
+            self._note(f"← fs/write_text_file {self._short(Path(params['path']))} "
+                       "(the editor saves it)")
 
     # -- updates ----------------------------------------------------------------------
 
@@ -287,65 +235,27 @@ class Editor:
         return str(path)
 
 
-async def _answer(result: dict[str, Any]) -> dict[str, Any]:
-    """A result known at once, as the coroutine the connection runs for a request."""
-    return result
-
-
-class Agent:
-    """One `acp-fsm` process, driven through a client-side Connection."""
-
-    def __init__(self, proc: asyncio.subprocess.Process, conn: Connection,
-                 pump: asyncio.Task[None]) -> None:
-        self.proc = proc
-        self.conn = conn
-        self._pump = pump
-
-    @classmethod
-    async def spawn(cls, editor: Editor, env: dict[str, str]) -> Agent:
-        command = [sys.executable, "-m", "acp_fsm"]
-        proc = await asyncio.create_subprocess_exec(
-            *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, env=env, limit=64 * 1024 * 1024)
-        assert proc.stdin is not None and proc.stdout is not None
-        conn = Connection(editor, proc.stdin.write)
-        editor.conn = conn
-        stdout = proc.stdout
-
-        async def pump() -> None:
-            while chunk := await stdout.read(1 << 16):
-                conn.feed(chunk)
-            conn.feed_eof()
-
-        return cls(proc, conn, asyncio.create_task(pump()))
-
-    async def call(self, method: str, params: dict[str, Any]) -> Any:
-        return await self.conn.request(method, params)
-
-    async def close(self) -> int:
-        """Close the agent's input and wait for it to exit; kill it after 10 s, or when the
-        wait is interrupted, so it has always exited when this returns or raises."""
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        try:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.proc.wait(), 10)
-        finally:
-            if self.proc.returncode is None:
-                self.proc.kill()
-            code = await self.proc.wait()
-            await self._pump
-        return code
-
-
 @contextlib.asynccontextmanager
-async def _running(editor: Editor, env: dict[str, str]) -> AsyncIterator[Agent]:
+async def _running(viewer: Viewer, env: dict[str, str]) -> AsyncIterator[AgentLink]:
     """An agent process that has exited when the block ends, however it ends."""
-    agent = await Agent.spawn(editor, env)
+    link = await AgentLink.spawn(env, editor=viewer.editor, watch=viewer.watch)
     try:
-        yield agent
+        yield link
     finally:
-        await agent.close()
+        await _close(link)
+        viewer.check(link)
+
+
+async def _close(link: AgentLink) -> int:
+    """Close the agent's input and wait for it to exit; kill it after 10 s, or when the wait
+    is interrupted, so it has always exited when this returns or raises."""
+    try:
+        with contextlib.suppress(NoAnswer):
+            await link.close()
+    finally:
+        await link.kill()
+    assert link.proc is not None and link.proc.returncode is not None
+    return link.proc.returncode
 
 
 def _script(provider: str) -> list[Any]:
@@ -389,30 +299,30 @@ def _path_line(style: Style, result: dict[str, Any]) -> str:
     return f"  {style.dim('stop:')} {paint(stop)}   {style.dim('turn states:')} {path}"
 
 
-async def _prompt(conn: Connection, editor: Editor, session: str, text: str,
+async def _prompt(link: AgentLink, viewer: Viewer, session: str, text: str,
                   cancel_after: float | None = None) -> None:
     """One turn, printed as it streams; with `cancel_after`, the user presses Stop then."""
-    style, out = editor.style, editor.out
+    style, out = viewer.style, viewer.out
     out.line(f"\n  {style.bold('you:')} {text}")
-    editor.stopped = False
-    asking = conn.request_soon("session/prompt", {
+    viewer.stopped = False
+    _, asking = await link.start_request("session/prompt", {
         "sessionId": session, "prompt": [{"type": "text", "text": text}]})
     if cancel_after is not None:
         await asyncio.sleep(cancel_after)
         out.line(f"\n    {style.yellow('■')} the user presses Stop: session/cancel")
-        editor.stopped = True
+        viewer.stopped = True
         started = time.perf_counter()
-        conn.notify("session/cancel", {"sessionId": session})
-        result = await asyncio.wait_for(asyncio.shield(asking), 10)
+        await link.notify("session/cancel", {"sessionId": session})
+        response = await link.response(asking, "the cancelled prompt", 10)
         elapsed = (time.perf_counter() - started) * 1000
         out.line(f"    {style.dim(f'answered {elapsed:.1f} ms after the cancel')}")
     else:
-        result = await asyncio.wait_for(asking, 30)
-    out.line(_path_line(style, result))
+        response = await link.response(asking, "the prompt", 30)
+    out.line(_path_line(style, result_of(response, "session/prompt")))
 
 
-def _section(editor: Editor, title: str) -> None:
-    editor.out.line("\n" + editor.style.bold(f"── {title} " + "─" * max(0, 60 - len(title))))
+def _section(viewer: Viewer, title: str) -> None:
+    viewer.out.line("\n" + viewer.style.bold(f"── {title} " + "─" * max(0, 60 - len(title))))
 
 
 def _summarise_replay(updates: list[dict[str, Any]]) -> str:
@@ -430,7 +340,7 @@ async def run_demo(provider: str, style: Style) -> int:
           tempfile.TemporaryDirectory(prefix="acp-fsm-demo-home-") as home):
         project = Path(project_dir)
         _write_project(project)
-        editor = Editor(project, style)
+        viewer = Viewer(project, style)
         async with ScriptedProvider(*_script(provider)) as server:
             env = dict(os.environ, ACP_FSM_PROVIDER=provider, ACP_FSM_HOME=home,
                        ACP_FSM_LOG_LEVEL="warning", ACP_FSM_MAX_RETRIES="0")
@@ -439,21 +349,25 @@ async def run_demo(provider: str, style: Style) -> int:
             else:
                 env.update(ANTHROPIC_BASE_URL=server.anthropic_base_url,
                            ANTHROPIC_API_KEY="sk-ant-demo")
-            editor.out.line(style.bold("acp-fsm demo") + style.dim(
+            viewer.out.line(style.bold("acp-fsm demo") + style.dim(
                 f" — offline: a scripted {provider}-format model on {server.url}"))
-            editor.out.line(style.dim(f"  project {project}"))
-            session = await _first_process(editor, env)
-            await _second_process(editor, env, session)
+            viewer.out.line(style.dim(f"  project {project}"))
+            session = await _first_process(viewer, env)
+            await _second_process(viewer, env, session)
         fixed = FIXED_LINE in (project / "app.py").read_text(encoding="utf-8")
-        editor.out.line("\n" + (style.green("app.py is fixed on disk.") if fixed
+        viewer.out.line("\n" + (style.green("app.py is fixed on disk.") if fixed
                                 else style.red("app.py was not changed.")))
-    return 0 if fixed else 1
+        for problem in viewer.invalid:
+            viewer.out.line(style.red(f"invalid: {problem}"))
+        viewer.out.line(style.dim(f"{viewer.checked} messages of the agent checked against its "
+                                  f"schemas, {len(viewer.invalid)} invalid"))
+    return 0 if fixed and not viewer.invalid else 1
 
 
-async def _first_process(editor: Editor, env: dict[str, str]) -> str:
-    style, out = editor.style, editor.out
+async def _first_process(viewer: Viewer, env: dict[str, str]) -> str:
+    style, out = viewer.style, viewer.out
     started = time.perf_counter()
-    async with _running(editor, env) as agent:
+    async with _running(viewer, env) as agent:
         info = await agent.call("initialize", {
             "protocolVersion": 1,
             "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True},
@@ -464,38 +378,38 @@ async def _first_process(editor: Editor, env: dict[str, str]) -> str:
         out.line(f"  {style.dim('initialize:')} protocol v{info['protocolVersion']}, "
                  f"{agent_info['name']} {agent_info['version']} "
                  f"{style.dim(f'(spawn to answer: {elapsed:.0f} ms)')}")
-        session = await agent.call("session/new", {"cwd": str(editor.project),
+        session = await agent.call("session/new", {"cwd": str(viewer.project),
                                                    "mcpServers": []})
         session_id: str = session["sessionId"]
         out.line(f"  {style.dim('session/new:')} {session_id}")
-        _section(editor, "turn 1: a bug fix with two tool calls and a permission prompt")
-        await _prompt(agent.conn, editor, session_id,
+        _section(viewer, "turn 1: a bug fix with two tool calls and a permission prompt")
+        await _prompt(agent, viewer, session_id,
                       "total() in app.py returns the wrong sum. Please fix it.")
-        _section(editor, "turn 2: a long answer, cancelled midway")
-        await _prompt(agent.conn, editor, session_id,
+        _section(viewer, "turn 2: a long answer, cancelled midway")
+        await _prompt(agent, viewer, session_id,
                       "Explain off-by-one errors in detail.", cancel_after=CANCEL_AFTER_S)
-        code = await agent.close()
+        code = await _close(agent)
         out.line(f"\n  {style.dim(f'the editor closes the agent (exit code {code})')}")
     return session_id
 
 
-async def _second_process(editor: Editor, env: dict[str, str], session_id: str) -> None:
-    style, out = editor.style, editor.out
-    _section(editor, "a new agent process: session/load replays the conversation")
-    async with _running(editor, env) as agent:
+async def _second_process(viewer: Viewer, env: dict[str, str], session_id: str) -> None:
+    style, out = viewer.style, viewer.out
+    _section(viewer, "a new agent process: session/load replays the conversation")
+    async with _running(viewer, env) as agent:
         await agent.call("initialize", {
             "protocolVersion": 1,
             "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}}})
-        listed = await agent.call("session/list", {"cwd": str(editor.project)})
+        listed = await agent.call("session/list", {"cwd": str(viewer.project)})
         titles = [s.get("title", "") for s in listed["sessions"]]
         out.line(f"  {style.dim('session/list:')} {titles}")
-        editor.replaying = True
-        await agent.call("session/load", {"sessionId": session_id, "cwd": str(editor.project),
+        viewer.replaying = True
+        await agent.call("session/load", {"sessionId": session_id, "cwd": str(viewer.project),
                                           "mcpServers": []})
-        editor.replaying = False
-        out.line(f"  {style.dim('replayed:')} {_summarise_replay(editor.replayed)}")
-        _section(editor, "turn 3: the conversation goes on")
-        await _prompt(agent.conn, editor, session_id, "Thanks!")
+        viewer.replaying = False
+        out.line(f"  {style.dim('replayed:')} {_summarise_replay(viewer.replayed)}")
+        _section(viewer, "turn 3: the conversation goes on")
+        await _prompt(agent, viewer, session_id, "Thanks!")
 
 
 def describe_provider(config: ProviderConfig) -> str:
@@ -524,18 +438,18 @@ async def run_live(style: Style) -> int:
     with tempfile.TemporaryDirectory(prefix="acp-fsm-live-") as project_dir:
         project = Path(project_dir)
         _write_project(project)
-        editor = Editor(project, style)
-        editor.out.line(style.bold("acp-fsm demo --live")
+        viewer = Viewer(project, style)
+        viewer.out.line(style.bold("acp-fsm demo --live")
                         + style.dim(f" — {describe_provider(config)}"))
-        async with _running(editor, dict(os.environ)) as agent:
+        async with _running(viewer, dict(os.environ)) as agent:
             await agent.call("initialize", {"protocolVersion": 1, "clientCapabilities": {
                 "fs": {"readTextFile": True, "writeTextFile": True}}})
             session = await agent.call("session/new", {"cwd": str(project), "mcpServers": []})
             try:
-                await _prompt(agent.conn, editor, session["sessionId"],
+                await _prompt(agent, viewer, session["sessionId"],
                               "total() in app.py returns the wrong sum. Find the bug and fix it.")
             except RemoteError as exc:
-                editor.out.line(style.red(f"the turn failed: {exc.message}"))
+                viewer.out.line(style.red(f"the turn failed: {exc.message}"))
                 return 1
     return 0
 

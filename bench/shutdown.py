@@ -15,8 +15,9 @@ from pathlib import Path
 
 from acp_fsm.providers.scripted import ScriptedProvider
 from bench.common import summary, table
-from tests.e2e.support import Launcher, live_processes, unique_sleep
+from tests.e2e.support import Launcher, unique_sleep
 from tests.e2e.test_editor_gone import STATES, WAYS, end_editor, enter
+from tests.harness import live_processes
 
 
 async def one_exit(server: ScriptedProvider, state: str, way: str) -> tuple[float, int]:

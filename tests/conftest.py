@@ -27,10 +27,9 @@ def assert_clean(agent: AgentProcess) -> None:
     assert violations == [], violations
     checker = official_checker()
     if checker is not None:
-        from acp_fsm.schema_check import Record, check_records
+        from acp_fsm.schema_check import check_records
 
-        report = check_records(checker, [Record(kind, method, message)
-                                         for kind, method, _, message in agent.records])
+        report = check_records(checker, agent.records)
         assert report.ok, f"{len(report.failures)} messages fail the official schema:\n" + (
             "\n".join(report.failures[:10]))
 

@@ -8,15 +8,13 @@ import json
 import re
 import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 
 from acp_fsm import demo
-from acp_fsm.protocol.connection import Connection
+from acp_fsm.editor import AgentLink
 from acp_fsm.providers.config import ProviderConfig
 from tests.harness import agent_command, agent_env
 
@@ -60,6 +58,8 @@ def test_demo_runs_offline_and_exits_zero(provider: str, tmp_path: Path) -> None
         "app.py is fixed on disk.",
     ):
         assert needle in out, needle
+    checked = re.search(r"(\d+) messages of the agent checked against its schemas, 0 invalid", out)
+    assert checked is not None and int(checked.group(1)) > 100, out[-500:]
     lines = out.splitlines()
     # The cancel's timing is a line of its own, right before the turn's stop line.
     timing = [i for i, line in enumerate(lines) if "ms after the cancel" in line]
@@ -96,13 +96,6 @@ def test_the_long_answer_is_prose_that_outlasts_the_cancel() -> None:
     assert len(demo._words(demo.LONG_ANSWER)) * demo.LONG_ANSWER_DELAY_S > 2 * demo.CANCEL_AFTER_S
 
 
-@pytest.fixture
-def quiet_logs() -> Iterator[None]:
-    """Keep the connection's log lines (unconfigured structlog prints) out of stdout."""
-    with structlog.testing.capture_logs():
-        yield
-
-
 def _line(message: dict[str, Any]) -> bytes:
     return json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n"
 
@@ -112,10 +105,19 @@ def _chunk(text: str) -> bytes:
         "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
 
 
-@pytest.mark.usefixtures("quiet_logs")
+def _link(viewer: demo.Viewer, agent: Any) -> AgentLink:
+    """The demo's link to an agent played by `agent` (called with what the demo writes)."""
+    return AgentLink(agent, editor=viewer.editor, watch=viewer.watch)
+
+
+def _feed(link: AgentLink, data: bytes) -> None:
+    for line in data.splitlines(keepends=True):
+        link.receive(line)
+
+
 async def test_a_chunk_after_the_cancel_gets_a_line_of_its_own(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    editor = demo.Editor(tmp_path, demo.Style(color=False))
+    viewer = demo.Viewer(tmp_path, demo.Style(color=False))
     loop = asyncio.get_running_loop()
     prompts: list[int] = []
 
@@ -124,14 +126,14 @@ async def test_a_chunk_after_the_cancel_gets_a_line_of_its_own(
         for message in map(json.loads, data.splitlines()):
             if message.get("method") == "session/prompt":
                 prompts.append(message["id"])
-                loop.call_soon(conn.feed, _chunk("An off-by-one error "))
+                loop.call_soon(_feed, link, _chunk("An off-by-one error "))
             elif message.get("method") == "session/cancel":
                 answer = {"stopReason": "cancelled", "_meta": {"acpFsm": {"statePath": PATH}}}
-                loop.call_soon(conn.feed, _chunk("is ") + _line({"id": prompts[0],
-                                                                  "result": answer}))
+                loop.call_soon(_feed, link, _chunk("is ") + _line({"id": prompts[0],
+                                                                   "result": answer}))
 
-    conn = Connection(editor, agent)
-    await demo._prompt(conn, editor, "sess_1", "Explain off-by-one errors.", cancel_after=0.05)
+    link = _link(viewer, agent)
+    await demo._prompt(link, viewer, "sess_1", "Explain off-by-one errors.", cancel_after=0.05)
     lines = capsys.readouterr().out.splitlines()
     assert lines[:5] == ["", "  you: Explain off-by-one errors.", "  agent: An off-by-one error ",
                          "", "    ■ the user presses Stop: session/cancel"]
@@ -140,17 +142,16 @@ async def test_a_chunk_after_the_cancel_gets_a_line_of_its_own(
     assert lines[7:] == ["  stop: cancelled   turn states: " + " → ".join(PATH)]
 
 
-@pytest.mark.usefixtures("quiet_logs")
 async def test_a_request_is_printed_when_it_arrives(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    editor = demo.Editor(tmp_path, demo.Style(color=False))
+    viewer = demo.Viewer(tmp_path, demo.Style(color=False))
     answered: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-    conn = Connection(editor, lambda data: answered.set_result(json.loads(data)))
+    link = _link(viewer, lambda data: answered.set_result(json.loads(data)))
     permission = {"sessionId": "sess_1", "toolCall": {"toolCallId": "call_edit",
                                                       "title": "Edit app.py"},
                   "options": [{"optionId": "allow_once", "name": "Allow", "kind": "allow_once"}]}
-    conn.feed(_line({"id": 7, "method": "session/request_permission", "params": permission})
-              + _chunk("Editing app.py."))
+    _feed(link, _line({"id": 7, "method": "session/request_permission", "params": permission})
+          + _chunk("Editing app.py."))
     assert (await asyncio.wait_for(answered, 10))["result"] == {
         "outcome": {"outcome": "selected", "optionId": "allow_once"}}
     assert capsys.readouterr().out.splitlines() == [

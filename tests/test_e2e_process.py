@@ -36,7 +36,7 @@ async def test_stdin_eof_exits_zero_promptly_with_work_running(ready: AgentProce
     await wait_until(lambda: any(e["event"] == "received" and e["message"].get("id") == "slow"
                                  for e in ready.log_events()), "the request to run")
     started = time.monotonic()
-    assert await ready.close(timeout=5) == 0
+    assert await ready.close(wait_s=5) == 0
     assert time.monotonic() - started < 3.0
     assert not slow.done()  # cancelled at shutdown, never answered as a success
 

@@ -174,7 +174,7 @@ async def test_cancel_request_from_client_answers_32800(ready: AgentProcess) -> 
 async def test_twenty_megabyte_line_is_accepted(agent: AgentProcess) -> None:
     padding = "x" * (20 * 1024 * 1024)
     response = await agent.request(
-        "initialize", {**INIT, "_meta": {"padding": padding}}, timeout=60)
+        "initialize", {**INIT, "_meta": {"padding": padding}}, wait_s=60)
     assert response["result"]["protocolVersion"] == 1
     assert "result" in await agent.request("_acp_fsm/sleep", {"ms": 0})
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from acp_fsm.editor import Record
 from acp_fsm.schema_check import OfficialSchema
 from tests.conftest import assert_clean
 
@@ -14,7 +15,7 @@ from tests.conftest import assert_clean
 class Recorded:
     """What `assert_clean` reads of an agent process."""
 
-    def __init__(self, records: list[tuple[str, str | None, Any, dict[str, Any]]]) -> None:
+    def __init__(self, records: list[Record]) -> None:
         self.bad_lines: list[bytes] = []
         self.records = records
 
@@ -22,11 +23,11 @@ class Recorded:
         return []
 
 
-def update(content: Any) -> tuple[str, str, Any, dict[str, Any]]:
+def update(content: Any) -> Record:
     params = {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk",
                                            "content": content}}
-    return ("notification", "session/update", params,
-            {"jsonrpc": "2.0", "method": "session/update", "params": params})
+    return Record("notification", "session/update",
+                  {"jsonrpc": "2.0", "method": "session/update", "params": params})
 
 
 def test_an_invalid_message_fails_the_agents_test(official: OfficialSchema) -> None:

@@ -279,7 +279,7 @@ def test_cancel_request_both_ways(session_run: SessionRun) -> None:
     requests = {r.message["id"]: r.method for r in session_run.records if r.kind == "request"}
     assert [requests[i] for i in cancelled] == ["terminal/wait_for_exit",
                                                 "session/request_permission"]
-    assert session_run.editor.held == {}
+    assert session_run.editor.held == []
     stop = session_run.turns["prompt_cancel_request"].response["result"]["stopReason"]
     assert stop == "cancelled"
     assert session_run.turns["prompt_after_cancels"].response["result"]["stopReason"] == (

@@ -1,7 +1,8 @@
 """The client side of the end-to-end suite.
 
-`Agent` is one real `acp-fsm` process with an `Editor` that answers its requests the way an
-editor would (permission answers from a queue, in-memory buffers for fs/*, scripted terminals).
+`Agent` is one real `acp-fsm` process with the product's scripted `Editor` (`acp_fsm.editor`)
+answering its requests (permission answers from a queue, in-memory buffers for fs/*, scripted
+terminals; a request the agent withdraws stays held, for the test to answer late).
 Turns are read back from the process's message log, so a test can check exactly which updates
 came before the `session/prompt` response and that nothing came after it. The last helpers read
 the history a model call carried, in either wire format, from the scripted provider's records.
@@ -15,11 +16,11 @@ import itertools
 import json
 import os
 import random
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from acp_fsm.editor import Editor
 from acp_fsm.providers.scripted import RecordedRequest, ScriptedProvider
 from tests.conftest import assert_clean
 from tests.harness import AgentProcess, agent_env, wait_until
@@ -38,24 +39,6 @@ Message = dict[str, Any]
 # Session metadata updates, sent besides the conversation: the title (first prompt) and the
 # context-window use after each model call.
 METADATA = frozenset({"session_info_update", "usage_update"})
-
-
-class EditorError(Exception):
-    """An error the editor answers a request with (`data` as its `error.data`)."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.data = data
-
-
-class _Hold:
-    def __repr__(self) -> str:
-        return "HOLD"
-
-
-HOLD: Final = _Hold()
-"""An answer the editor does not give: the request stays pending (see `Editor.held`)."""
 
 
 # ------------------------------------------------------------------------------ update shapes
@@ -101,124 +84,6 @@ def content_text(update: dict[str, Any]) -> str:
     """The text of a tool call update's content blocks, joined."""
     return "".join(block["content"]["text"] for block in update.get("content") or ()
                    if block["type"] == "content")
-
-
-# ----------------------------------------------------------------------------------- editor
-
-
-@dataclass
-class Editor:
-    """Serves the agent's requests until stopped. Every request is kept in `received`;
-    requests it was told to leave unanswered are in `held`; requests it had no answer for are
-    in `unexpected` (answered with an error, and failing the test at teardown)."""
-
-    agent: AgentProcess
-    permissions: deque[str | _Hold] = field(default_factory=deque)  # optionId or "cancelled"
-    buffers: dict[str, str] = field(default_factory=dict)  # path -> unsaved editor text
-    terminal_output: str = ""
-    terminal_exit: dict[str, Any] | _Hold = field(default_factory=lambda: {"exitCode": 0})
-    # method -> the answer to give instead (a result, HOLD, or an EditorError)
-    overrides: dict[str, Any] = field(default_factory=dict)
-    # methods served as usual but answered `"result": null`, as Toad, CodeCompanion, avante
-    # and the official Python SDK do for results with nothing in them
-    null_results: set[str] = field(default_factory=set)
-    received: list[Message] = field(default_factory=list)
-    held: list[Message] = field(default_factory=list)
-    unexpected: list[Message] = field(default_factory=list)
-    _terminals: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    _task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._serve())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _serve(self) -> None:
-        while True:
-            request = await self.agent.requests.get()
-            self.received.append(request)
-            method = request["method"]
-            if method in self.overrides:
-                answer = self.overrides[method]
-            else:
-                answer = self._answer(method, request["params"])
-            if answer is HOLD:
-                self.held.append(request)
-            elif isinstance(answer, EditorError):
-                error = {"code": answer.code, "message": str(answer)}
-                if answer.data is not None:
-                    error["data"] = answer.data
-                await self.agent.send({"jsonrpc": "2.0", "id": request["id"], "error": error})
-            elif answer is None:
-                self.unexpected.append(request)
-                await self.agent.send({"jsonrpc": "2.0", "id": request["id"], "error": {
-                    "code": -32603, "message": "the test editor has no answer for this"}})
-            else:
-                await self.agent.respond(request, None if method in self.null_results else answer)
-
-    def _answer(self, method: str, params: dict[str, Any]) -> Any:
-        if method == "session/request_permission":
-            if not self.permissions:
-                return None
-            choice = self.permissions.popleft()
-            return choice if choice is HOLD else permission_outcome(choice)
-        if method == "fs/read_text_file":
-            return self._read(params)
-        if method == "fs/write_text_file":
-            self.buffers[params["path"]] = params["content"]
-            return {}
-        if method == "terminal/create":
-            return {"terminalId": f"term-{next(self._terminals)}"}
-        if method == "terminal/wait_for_exit":
-            return self.terminal_exit
-        if method == "terminal/output":
-            result: dict[str, Any] = {"output": self.terminal_output, "truncated": False}
-            if isinstance(self.terminal_exit, dict):
-                result["exitStatus"] = self.terminal_exit
-            return result
-        if method in ("terminal/kill", "terminal/release"):
-            return {}
-        return None
-
-    def _read(self, params: dict[str, Any]) -> dict[str, Any] | EditorError:
-        """The unsaved buffer, else the file on disk, from `line` for `limit` lines."""
-        path = params["path"]
-        content = self.buffers.get(path)
-        if content is None:
-            try:
-                content = Path(path).read_text()
-            except OSError as exc:
-                return EditorError(-32002, f"Resource not found: {path} ({exc.strerror})")
-        first = int(params.get("line") or 1) - 1
-        lines = content.splitlines(keepends=True)[first:]
-        limit = params.get("limit")
-        return {"content": "".join(lines if limit is None else lines[:limit])}
-
-    def methods(self) -> list[str]:
-        return [r["method"] for r in self.received]
-
-    def of_method(self, method: str) -> list[Message]:
-        return [r for r in self.received if r["method"] == method]
-
-    async def wait_request(self, method: str, count: int = 1) -> Message:
-        """The `count`-th request of `method` (waiting for it)."""
-        await wait_until(lambda: len(self.of_method(method)) >= count,
-                         f"request #{count} of {method}")
-        return self.of_method(method)[count - 1]
-
-    async def answer_held(self, request: Message, result: Any) -> None:
-        self.held.remove(request)
-        await self.agent.respond(request, result)
-
-
-def permission_outcome(choice: str) -> dict[str, Any]:
-    if choice == "cancelled":
-        return {"outcome": {"outcome": "cancelled"}}
-    return {"outcome": {"outcome": "selected", "optionId": choice}}
 
 
 # ------------------------------------------------------------------------------------ turns
@@ -331,6 +196,19 @@ class Agent:
     def position(self, message: Message) -> int:
         return next(i for i, m in enumerate(self.messages) if m is message)
 
+    async def wait_request(self, method: str, count: int = 1) -> Message:
+        """The `count`-th request of `method` the editor received (waiting for it)."""
+        await wait_until(lambda: len(self.editor.of_method(method)) >= count,
+                         f"request #{count} of {method}")
+        return self.editor.of_method(method)[count - 1]
+
+    async def answer_held(self, request: Message, answer: Any) -> None:
+        await self.proc.answer_held(request, answer)
+
+    def stop_editor(self) -> None:
+        """The editor answers nothing more (its requests wait in `proc.requests`)."""
+        self.proc.editor = None
+
     def log(self, event: str) -> list[dict[str, Any]]:
         return [e for e in self.proc.log_events() if e["event"] == event]
 
@@ -363,25 +241,26 @@ class Launcher:
     async def start(self, provider: str = "openai", *,
                     capabilities: dict[str, Any] | None = None,
                     **env: str | None) -> Agent:
-        proc = await AgentProcess.start(self.env(provider, **env))
-        editor = Editor(proc)
+        # Held requests stay unanswered when the agent withdraws them: tests answer them late.
+        editor = Editor(answer_withdrawn=False)
+        proc = await AgentProcess.start(self.env(provider, **env), editor=editor)
         agent = Agent(proc, editor, self.server)
         self.agents.append(agent)
-        editor.start()
         await proc.initialize(**(capabilities or BARE))
         return agent
 
     async def kill(self, agent: Agent) -> None:
         """`kill -9` the process."""
         agent.killed = True
-        await agent.editor.stop()
+        agent.stop_editor()
         await agent.proc.kill()
 
     async def close(self, agent: Agent) -> None:
         """Close stdin: the agent exits 0 with clean output and no request left unanswered."""
         self.agents.remove(agent)
         try:
-            await agent.editor.stop()
+            agent.stop_editor()
+            assert agent.proc.editor_errors == [], agent.proc.editor_errors
             if agent.killed:
                 assert_clean(agent.proc)
                 return

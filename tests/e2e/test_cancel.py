@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from acp_fsm.editor import HOLD
 from acp_fsm.providers.scripted import (
     Call,
     Hang,
@@ -23,7 +24,6 @@ from acp_fsm.providers.scripted import (
 from acp_fsm.transcript import INTERRUPTED, NOT_STARTED
 from tests.e2e.support import (
     EDITOR,
-    HOLD,
     Agent,
     Launcher,
     PendingTurn,
@@ -138,7 +138,7 @@ async def test_cancel_while_awaiting_permission(launch: Launcher, server: Script
     server.script(Reply(text="Writing.", calls=(Call("w1", "write_file",
                                                      args(path="a.txt", content="x")),)))
     pending = await agent.start_prompt(session, "write")
-    asked = await agent.editor.wait_request("session/request_permission")
+    asked = await agent.wait_request("session/request_permission")
 
     turn = await cancel_and_wait(agent, pending)
 
@@ -148,7 +148,7 @@ async def test_cancel_while_awaiting_permission(launch: Launcher, server: Script
     updates = for_call(turn.updates, "w1")
     assert statuses(updates) == ["pending", "failed"]
     assert content_text(updates[-1]) == NOT_STARTED
-    await agent.editor.answer_held(asked, {"outcome": {"outcome": "cancelled"}})  # as ACP asks
+    await agent.answer_held(asked, {"outcome": {"outcome": "cancelled"}})  # as ACP asks
     assert not (project / "a.txt").exists()
     request = await next_prompt_is_accepted(agent, server, session)
     assert tool_results(request) == {"w1": (NOT_STARTED, True)}
@@ -161,7 +161,7 @@ async def test_editor_answers_cancelled_then_cancels_in_one_write(
     session = await agent.new_session(project)
     server.script(Reply(calls=(Call("w1", "write_file", args(path="a.txt", content="x")),)))
     pending = await agent.start_prompt(session, "write")
-    asked = await agent.editor.wait_request("session/request_permission")
+    asked = await agent.wait_request("session/request_permission")
     agent.editor.held.remove(asked)
     answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "cancelled"}}}
     cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}
@@ -244,8 +244,8 @@ async def test_a_cancel_marks_the_stored_assistant_message(
     session = await agent.new_session(project)
     server.script(Reply(calls=(Call("run-1", "run_command", args(command="sleep 30")),)))
     pending = await agent.start_prompt(session, "run")
-    await agent.editor.wait_request("session/request_permission" if state == "awaiting_permission"
-                                    else "terminal/wait_for_exit")
+    await agent.wait_request("session/request_permission" if state == "awaiting_permission"
+                             else "terminal/wait_for_exit")
     await cancel_and_wait(agent, pending)
 
     entries = stored(launch.home, session)
@@ -262,7 +262,7 @@ async def test_cancel_while_running_in_an_editor_terminal(
     session = await agent.new_session(project)
     server.script(Reply(calls=(Call("run-1", "run_command", args(command="sleep 30")),)))
     pending = await agent.start_prompt(session, "sleep")
-    waiting = await agent.editor.wait_request("terminal/wait_for_exit")
+    waiting = await agent.wait_request("terminal/wait_for_exit")
 
     turn = await cancel_and_wait(agent, pending)
 
@@ -292,7 +292,7 @@ async def test_a_slow_terminal_kill_does_not_delay_the_cancel(
     session = await agent.new_session(project)
     server.script(Reply(calls=(Call("run-1", "run_command", args(command="sleep 30")),)))
     pending = await agent.start_prompt(session, "sleep")
-    await agent.editor.wait_request("terminal/wait_for_exit")
+    await agent.wait_request("terminal/wait_for_exit")
 
     await cancel_and_wait(agent, pending)
 
@@ -305,7 +305,7 @@ async def test_cancel_while_the_editor_reads_a_file(
     session = await agent.new_session(project)
     server.script(Reply(calls=(Call("read-1", "read_file", args(path="a.txt")),)))
     pending = await agent.start_prompt(session, "read")
-    read = await agent.editor.wait_request("fs/read_text_file")
+    read = await agent.wait_request("fs/read_text_file")
 
     turn = await cancel_and_wait(agent, pending)
 

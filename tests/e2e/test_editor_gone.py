@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from acp_fsm.editor import HOLD
 from acp_fsm.providers.scripted import Call, Hang, Reply, ScriptedProvider
-from tests.e2e.support import HOLD, Agent, Launcher, args, stored, unique_sleep, wait_until
+from tests.e2e.support import Agent, Launcher, args, stored, unique_sleep, wait_until
 from tests.harness import live_processes
 from tests.timing import INTERRUPTED_S
 
@@ -38,7 +39,7 @@ async def enter(state: str, agent: Agent, server: ScriptedProvider, project: Pat
         agent.editor.permissions.append(HOLD)
         server.script(Reply(calls=(Call("w1", "write_file", args(path="a.txt", content="x")),)))
         await agent.start_prompt(session, "go")
-        await agent.editor.wait_request("session/request_permission")
+        await agent.wait_request("session/request_permission")
     else:
         agent.editor.permissions.append("allow_once")
         server.script(Reply(calls=(Call("run-1", "run_command", args(command=command)),)))
@@ -48,7 +49,7 @@ async def enter(state: str, agent: Agent, server: ScriptedProvider, project: Pat
 
 async def end_editor(agent: Agent, way: str) -> int:
     """Stop the agent as an editor or a terminal does; its exit code."""
-    await agent.editor.stop()
+    agent.stop_editor()
     agent.killed = True  # the launcher's teardown must not expect a normal close
     agent.proc.close_pipe(2)  # every log line from now on fails
     if way == "editor_quits":

@@ -102,7 +102,7 @@ async def test_a_prompt_too_large_to_store_is_refused_not_answered(
     agent = await launch.start("openai")
     session = await agent.new_session(project)
     response = await agent.proc.request("session/prompt", {
-        "sessionId": session, "prompt": [block]}, timeout=60)
+        "sessionId": session, "prompt": [block]}, wait_s=60)
     assert response["error"]["code"] == -32602
     assert "MAX_BODY_BYTES" in response["error"]["message"]
     assert server.requests == [] and stored(launch.home, session) == []

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from acp_fsm.editor import HOLD
 from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
 from tests.e2e.support import (
-    HOLD,
     Agent,
     Launcher,
     args,
@@ -161,7 +161,7 @@ async def test_permission_timeout_denies_and_withdraws_the_request(
     result, _ = tool_results(server.requests[-1])["w1"]
     assert result.startswith("No response from the user")
     assert not (project / "a.txt").exists()
-    await agent.editor.answer_held(request, {"outcome": {"outcome": "cancelled"}})  # too late
+    await agent.answer_held(request, {"outcome": {"outcome": "cancelled"}})  # too late
     server.script(Reply(text="still fine"))
     assert (await agent.prompt(session, "hello")).stop_reason == "end_turn"
 

@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from acp_fsm.editor import HOLD
 from acp_fsm.providers.scripted import Call, ErrorEvent, Reply, ScriptedProvider
 from tests.e2e.support import (
     EDITOR,
-    HOLD,
     SETTLE_S,
     Launcher,
     args,
@@ -94,10 +94,10 @@ async def test_a_terminal_created_after_the_cancel_is_killed_and_released(
     agent.editor.overrides["terminal/create"] = HOLD  # a slow editor
     server.script(Reply(calls=(Call("c1", "run_command", args(command="./deploy.sh")),)))
     pending = await agent.start_prompt(session, "deploy")
-    request = await agent.editor.wait_request("terminal/create")
+    request = await agent.wait_request("terminal/create")
     await agent.cancel(session)
     assert (await pending.result()).stop_reason == "cancelled"
-    await agent.editor.answer_held(request, {"terminalId": "term-42"})  # it did start one
+    await agent.answer_held(request, {"terminalId": "term-42"})  # it did start one
     await wait_until(lambda: ("terminal/release", "term-42") in [
         (r["method"], r["params"].get("terminalId")) for r in agent.editor.received],
         "the late terminal's release", 3.0)
@@ -119,10 +119,10 @@ async def test_a_command_may_outlive_the_client_rpc_limit(
                                     args(command="make test", timeout_ms=10000)),)),
                   Reply(text="done"))
     pending = await agent.start_prompt(session, "run the tests")
-    request = await agent.editor.wait_request("terminal/wait_for_exit")
+    request = await agent.wait_request("terminal/wait_for_exit")
     await asyncio.sleep(1.0)  # well past the client-RPC limit, well inside timeout_ms
     agent.editor.terminal_exit = {"exitCode": 0}
-    await agent.editor.answer_held(request, {"exitCode": 0})
+    await agent.answer_held(request, {"exitCode": 0})
     turn = await pending.result()
     assert turn.stop_reason == "end_turn"
     assert for_call(turn.updates, "c1")[-1]["status"] == "completed"

@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from acp_fsm.editor import EditorError
 from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
 from tests.e2e.support import (
     EDITOR,
     Agent,
-    EditorError,
     Launcher,
     args,
     content_text,

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from acp_fsm.editor import HOLD
 from acp_fsm.providers.scripted import Call, Hang, Reply, ScriptedProvider
 from acp_fsm.transcript import LOST, NOT_STARTED
 from tests.e2e.support import (
     EDITOR,
-    HOLD,
     SETTLE_S,
     Agent,
     Launcher,
@@ -178,7 +178,7 @@ async def test_a_conversation_cancelled_midway_loads_and_continues(
                                                 Call("x2", "run_command", args(command="ls")))))
     one = await first.prompt(session, "read a.txt")
     running = await first.start_prompt(session, "now build")
-    await first.editor.wait_request("session/request_permission", 2)  # x1 allowed, x2 asked
+    await first.wait_request("session/request_permission", 2)  # x1 allowed, x2 asked
     await first.cancel(session)
     two = await running.result()
     assert two.stop_reason == "cancelled"

@@ -8,13 +8,12 @@ from typing import Any
 
 import pytest
 
+from acp_fsm.editor import HOLD, EditorError
 from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
 from tests.e2e.support import (
     BARE,
     EDITOR,
-    HOLD,
     Agent,
-    EditorError,
     Launcher,
     args,
     entries,

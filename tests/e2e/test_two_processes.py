@@ -9,9 +9,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from acp_fsm.editor import HOLD
 from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
 from tests.e2e.support import (
-    HOLD,
     Agent,
     Launcher,
     args,
@@ -39,7 +39,7 @@ async def test_a_turn_running_in_one_process_is_left_alone_by_another(
     server.script(Reply(calls=(Call("w1", "write_file", args(path="a.txt", content="a")),)),
                   Reply(text="written"))
     running = await first.start_prompt(session, "write a")
-    asked = await first.editor.wait_request("session/request_permission")
+    asked = await first.wait_request("session/request_permission")
 
     second = await launch.start("openai")
     assert "result" in await load(second, session, project)
@@ -48,8 +48,8 @@ async def test_a_turn_running_in_one_process_is_left_alone_by_another(
     assert refused.error["code"] == -32600
     assert "another acp-fsm process" in refused.error["message"]
 
-    await first.editor.answer_held(asked, {"outcome": {"outcome": "selected",
-                                                       "optionId": "allow_once"}})
+    await first.answer_held(asked, {"outcome": {"outcome": "selected",
+                                                "optionId": "allow_once"}})
     assert (await running.result()).stop_reason == "end_turn"
     [result] = results_of(launch.home, session, "w1")
     assert result["isError"] is False
@@ -68,7 +68,7 @@ async def test_a_turn_whose_process_died_is_repaired_and_taken_over(
     session = await first.new_session(project)
     server.script(Reply(calls=(Call("w1", "write_file", args(path="a.txt", content="a")),)))
     await first.start_prompt(session, "write a")
-    await first.editor.wait_request("session/request_permission")
+    await first.wait_request("session/request_permission")
     await launch.kill(first)
 
     second = await launch.start("openai")
@@ -108,7 +108,7 @@ async def test_two_loads_of_a_crashed_turn_repair_it_once(
         server.script(Reply(calls=(Call(call_id, "write_file",
                                         args(path="a.txt", content="a")),)))
         await first.start_prompt(session, "write a")
-        await first.editor.wait_request("session/request_permission")
+        await first.wait_request("session/request_permission")
         await launch.kill(first)
         second, third = await launch.start("openai"), await launch.start("openai")
 

@@ -1,0 +1,43 @@
+"""`acp-fsm schema-check`: every message the agent writes, checked against the ACP schemas.
+
+- `scenario`: `run_session` drives the real agent through a scripted session with the
+  scripted editor (`acp_fsm.editor`), keeping every message the agent writes as a `Record`;
+- `official`: the official ACP schema, found and loaded (`OfficialSchema`);
+- `checker`: each record against the official schema, whole and by its method's definition,
+  and against the project's own schemas (`Checker`, `Verdict`);
+- `coverage`: what the session must exercise (methods, update kinds, error codes);
+- `report`: per-method counts and the failures (`Report`);
+- `cli`: the command line (`main`).
+
+The tests in `tests/conformance/` import the driver, so it has to work from an installed
+package.
+"""
+
+from acp_fsm.editor import HOLD, Record
+from acp_fsm.schema_check.checker import Checker, OwnMethod, Verdict, own_methods, own_problems
+from acp_fsm.schema_check.cli import main
+from acp_fsm.schema_check.coverage import (
+    PROVOKED_ERRORS,
+    coverage_gaps,
+    emitted_update_kinds,
+    expected_rows,
+    kinds_named_in,
+    update_tags,
+)
+from acp_fsm.schema_check.official import (
+    AGENT,
+    CLIENT,
+    HOW_TO_GET_SCHEMA,
+    SCHEMA_ENV,
+    OfficialSchema,
+    locate_schema,
+    schema_candidates,
+)
+from acp_fsm.schema_check.report import Report, Row, check_records
+from acp_fsm.schema_check.scenario import CALLS, ScenarioError, SessionRun, Turn, run_session
+
+__all__ = ["AGENT", "CALLS", "CLIENT", "HOLD", "HOW_TO_GET_SCHEMA", "PROVOKED_ERRORS",
+           "SCHEMA_ENV", "Checker", "OfficialSchema", "OwnMethod", "Record", "Report", "Row",
+           "ScenarioError", "SessionRun", "Turn", "Verdict", "check_records", "coverage_gaps",
+           "emitted_update_kinds", "expected_rows", "kinds_named_in", "locate_schema", "main",
+           "own_methods", "own_problems", "run_session", "schema_candidates", "update_tags"]
