@@ -123,19 +123,24 @@ def _live_member_in_proc(pgid: int) -> bool:
     An orphaned child that died stays a zombie, and still counts for killpg, until init reaps
     it; a container whose init never reaps would otherwise look busy forever.
     """
-    with os.scandir("/proc") as entries:
-        for entry in entries:
-            if not entry.name.isdigit():
+    for name in os.listdir(b"/proc"):
+        if not name.isdigit():
+            continue
+        try:  # getpgid first: a system call, where reading every stat file took a millisecond
+            if os.getpgid(int(name)) != pgid:
                 continue
-            try:
-                with open(os.path.join(entry.path, "stat"), encoding="ascii",
-                          errors="replace") as handle:
-                    stat = handle.read()
-            except OSError:
-                continue
-            fields = stat.rsplit(")", 1)[-1].split()  # after "pid (comm)": state, ppid, pgrp
-            if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
-                return True
+            fd = os.open(b"/proc/" + name + b"/stat", os.O_RDONLY)
+        except OSError:
+            continue  # gone meanwhile
+        try:
+            stat = os.read(fd, 4096)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        state = stat.rsplit(b")", 1)[-1].split()[:1]  # after "pid (comm)": the state
+        if state and state[0] not in (b"Z", b"X"):
+            return True
     return False
 
 
@@ -182,7 +187,7 @@ async def stop_group(pgid: int, exited: asyncio.Future[None], *,
                      grace: float = KILL_GRACE_SECONDS, reap: float = KILL_GRACE_SECONDS) -> None:
     """SIGTERM the command's process group, SIGKILL what is left after `grace` seconds, and
     wait (at most `reap` seconds) until the shell, which leads the group, has exited."""
-    if group_alive(pgid) and signal_group(pgid, signal.SIGTERM):
+    if signal_group(pgid, signal.SIGTERM):  # a group of zombies only is seen dead below
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace
         delay = FIRST_POLL_SECONDS

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -175,3 +176,26 @@ async def test_a_nul_byte_in_the_command_is_an_error(env: Env) -> None:
     outcome = await call(env, "run_command", command="echo a\0b")
     assert outcome.is_error
     assert outcome.output == "Could not start the command: embedded null byte"
+
+
+def test_a_group_is_alive_while_a_member_runs_and_dead_when_only_zombies_remain() -> None:
+    child = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        assert process.group_alive(child.pid)  # running, in a group of its own
+        os.kill(child.pid, signal.SIGKILL)
+        # Not reaped yet: a zombie, which still counts for killpg, but not as alive.
+        wait_s = time.monotonic() + 5
+        while _state(child.pid) != "Z" and time.monotonic() < wait_s:
+            time.sleep(0.001)
+        assert _state(child.pid) == "Z"
+        assert process.signal_group(child.pid, 0)
+        assert not process.group_alive(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    assert not process.group_alive(child.pid)  # reaped: no such group at all
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+        return handle.read().rsplit(")", 1)[-1].split()[0]
