@@ -90,13 +90,25 @@ class Check:
                 return Violation((*path, tag), "unknown tag value, expected one of "
                                  + ", ".join(map(_show, tags)) + f", got {_show(value[tag])}")
             return self._within(branches[keys.index(_json_key(value[tag]))], value, path)
-        candidates = [b for b, r in zip(branches, resolved, strict=True) if _admits(r, value)]
-        if len(candidates) == 1:  # "X or null" and the like: the branch of its type
-            return self._within(candidates[0], value, path)
+        typed = [(b, r) for b, r in zip(branches, resolved, strict=True) if _admits(r, value)]
         types = [t for r in resolved for t in _types(r)]
-        if types and not candidates:
+        if types and not typed:
             return Violation(path, f"expected {_or(types)}, got {_type_name(value)}")
-        reasons = "; ".join(str(self._branch(b).explain(value)) for b in branches)
+        # A branch whose tag the value contradicts (a `const` property absent or different)
+        # is not the one meant; one whose tag the value carries is.
+        fitting = [(b, r) for b, r in typed if _tag_fit(r, value) is not False] or typed
+        claimed = [b for b, r in fitting if _tag_fit(r, value)]
+        if len(claimed) == 1:
+            return self._within(claimed[0], value, path)
+        if len(fitting) == 1:  # "X or null" and the like: the branch of its type
+            return self._within(fitting[0][0], value, path)
+        # Otherwise the branch that got furthest into the value, if one did.
+        explained = [(b, self._branch(b).explain(value)) for b, _ in fitting]
+        depth = max(len(v.path) for _, v in explained)
+        deepest = [b for b, v in explained if len(v.path) == depth]
+        if depth and len(deepest) == 1:
+            return self._within(deepest[0], value, path)
+        reasons = "; ".join(str(v) for _, v in explained)
         return Violation(path, f"matches none of the alternatives: {reasons}")
 
     def _within(self, branch: Any, value: object, path: tuple[Segment, ...]) -> Violation:
@@ -126,6 +138,26 @@ def _discriminator(branches: list[Any]) -> str | None:
         if _MISSING not in consts and len({_json_key(c) for c in consts}) == len(consts):
             return name
     return None
+
+
+def _tag_fit(branch: Any, value: object) -> bool | None:
+    """Whether `value` carries the tags `branch` fixes (properties with a `const`): True when
+    it has them all, False when one is missing (if required) or different, None when the
+    branch fixes none."""
+    if not isinstance(branch, dict) or not isinstance(value, dict):
+        return None
+    fixed = {name: prop["const"] for name, prop in branch.get("properties", {}).items()
+             if isinstance(prop, dict) and "const" in prop}
+    if not fixed:
+        return None
+    required = branch.get("required", ())
+    for name, const in fixed.items():
+        if name not in value:
+            if name in required:
+                return False
+        elif _json_key(value[name]) != _json_key(const):
+            return False
+    return True
 
 
 _JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string",

@@ -530,3 +530,19 @@ async def test_the_handshake_machine_gates_a_closing_connection() -> None:
     assert len(answers) == 2  # the initialize answer, and that one
     server.finish()
     assert server.state == "closed"
+
+
+@pytest.mark.parametrize(("method", "params", "message"), [
+    ("session/new", {"cwd": "/w", "mcpServers": [
+        {"type": "http", "name": "a", "url": 5, "headers": []}]},
+     "Invalid params: mcpServers[0].url: expected string, got integer"),
+    ("session/new", {"cwd": "/w", "mcpServers": [
+        {"name": "a", "command": ["x"], "args": [], "env": []}]},
+     "Invalid params: mcpServers[0].command: expected string, got array"),
+    ("session/prompt", {"sessionId": "s", "prompt": [
+        {"type": "resource", "resource": {"uri": "file:///a", "text": 5}}]},
+     "Invalid params: prompt[0].resource.text: expected string, got integer"),
+])
+def test_a_union_without_a_tag_on_every_branch_still_names_the_field(
+        method: str, params: dict[str, Any], message: str) -> None:
+    assert refused("initialized", method, params).message == message

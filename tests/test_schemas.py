@@ -110,6 +110,23 @@ NUMERIC_TAGS = {
     ],
 }
 
+PARTLY_TAGGED = {  # as ACP's McpServer: http and sse tagged by `type`, stdio untagged
+    "anyOf": [
+        {"type": "object", "properties": {"type": {"const": "http"}, "url": {"type": "string"}},
+         "required": ["type", "url"]},
+        {"type": "object", "properties": {"type": {"const": "sse"}, "url": {"type": "string"}},
+         "required": ["type", "url"]},
+        {"type": "object", "properties": {"command": {"type": "string"}},
+         "required": ["command"]},
+    ]
+}
+UNTAGGED_BODIES = {  # as ACP's embedded resource: text or blob, told apart by their members
+    "anyOf": [
+        {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+        {"type": "object", "properties": {"blob": {"type": "string"}}, "required": ["blob"]},
+    ]
+}
+
 FORBIDDEN = {"not": {"anyOf": [{"required": ["a"]}, {"required": ["b", "c"]}]}}
 
 OK = None
@@ -355,6 +372,19 @@ CASES: list[tuple[dict[str, Any], object, tuple[tuple[str | int, ...], str] | No
         {},
         ((), 'matches none of the alternatives: missing required property "a"; '
              'missing required property "b"'),
+    ),
+    # a union tagged in part, or told apart by members: the branch meant names the field
+    (PARTLY_TAGGED, {"type": "http", "url": 5}, (("url",), "expected string, got integer")),
+    (PARTLY_TAGGED, {"type": "sse"}, ((), 'missing required property "url"')),
+    (PARTLY_TAGGED, {"command": ["x"]}, (("command",), "expected string, got array")),
+    (PARTLY_TAGGED, {"command": "x"}, OK),
+    (UNTAGGED_BODIES, {"text": 5}, (("text",), "expected string, got integer")),
+    (UNTAGGED_BODIES, {"blob": 5}, (("blob",), "expected string, got integer")),
+    (
+        UNTAGGED_BODIES,
+        {},
+        ((), 'matches none of the alternatives: missing required property "text"; '
+             'missing required property "blob"'),
     ),
 ]
 
