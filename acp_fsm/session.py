@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 
 from acp_fsm import leases, limits, redact, transcript, updates
-from acp_fsm.client import Editor
 from acp_fsm.prompt import title_of, to_parts
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.protocol.errors import InternalError, InvalidParams, InvalidRequest, ResourceNotFound
@@ -37,8 +36,24 @@ from acp_fsm.providers.types import (
 from acp_fsm.store import Claim, Entry, SessionGone, SessionRecord, Store, StoreError
 
 if TYPE_CHECKING:
+    from acp_fsm.client import Editor
     from acp_fsm.protocol.connection import Connection
     from acp_fsm.turn import Turn
+
+    # For the checker only: the session/new path does not import the client module.
+    class Server(Editor, Protocol):
+        """What sessions need of the server that holds them (`server.AcpServer` is one): the
+        editor their turns call, the connection their updates go out on, and the other sessions
+        (a lease is checked against them)."""
+
+        @property
+        def conn(self) -> Connection:
+            """The connection to the editor."""
+
+        @property
+        def sessions(self) -> Sessions:
+            """The sessions of this connection."""
+
 
 log = structlog.get_logger("session")
 
@@ -51,20 +66,6 @@ SHUTDOWN_GRACE_S = 1.0
 # for it, checking this often, before it is refused.
 REPAIR_WAIT_S = 2.0
 REPAIR_POLL_S = 0.05
-
-
-class Server(Editor, Protocol):
-    """What sessions need of the server that holds them (`server.AcpServer` is one): the
-    editor their turns call, the connection their updates go out on, and the other sessions
-    (a lease is checked against them)."""
-
-    @property
-    def conn(self) -> Connection:
-        """The connection to the editor."""
-
-    @property
-    def sessions(self) -> Sessions:
-        """The sessions of this connection."""
 
 
 class Session:
