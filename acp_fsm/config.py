@@ -36,6 +36,18 @@ def client_rpc_timeout_ms(method: str | None = None) -> int:
     return timeout
 
 
+def mcp_startup_timeout_ms() -> int:
+    """How long an MCP server may take to start and list its tools (`session/new` waits at
+    most this long for all of them together): `ACP_FSM_MCP_STARTUP_TIMEOUT_MS`, default 10 s."""
+    return _int_env("ACP_FSM_MCP_STARTUP_TIMEOUT_MS", 10_000)
+
+
+def mcp_call_timeout_ms() -> int:
+    """Time limit of one MCP tool call: `ACP_FSM_MCP_CALL_TIMEOUT_MS`, default 10 minutes;
+    0 means wait until cancelled."""
+    return _int_env("ACP_FSM_MCP_CALL_TIMEOUT_MS", 600_000)
+
+
 def debug_methods_enabled() -> bool:
     """`ACP_FSM_DEBUG_METHODS=1` serves the `_acp_fsm/*` diagnostic extension methods."""
     return os.environ.get("ACP_FSM_DEBUG_METHODS", "") == "1"

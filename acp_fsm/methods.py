@@ -132,7 +132,7 @@ def agent_capabilities() -> dict[str, Any]:
     capabilities: dict[str, Any] = {
         "loadSession": False,
         "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
-        "mcpCapabilities": {"http": False, "sse": False},
+        "mcpCapabilities": {"http": True, "sse": True},
         "sessionCapabilities": {},
     }
     for entry in SERVED.values():

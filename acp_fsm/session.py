@@ -37,7 +37,9 @@ from acp_fsm.store import Claim, Entry, SessionGone, SessionRecord, Store, Store
 
 if TYPE_CHECKING:
     from acp_fsm.client import Editor
+    from acp_fsm.mcp.servers import McpServers
     from acp_fsm.protocol.connection import Connection
+    from acp_fsm.tools.base import Tool
     from acp_fsm.turn import Turn
 
     # For the checker only: the session/new path does not import the client module.
@@ -83,6 +85,7 @@ class Session:
         self.token = CancellationToken(f"session {record.id}")
         self.turn: Turn | None = None
         self.always: dict[str, bool] = {}  # tool name → remembered "always" answer
+        self.mcp: McpServers | None = None  # the editor's MCP servers, when it passed any
         # This turn's last stored assistant message: (its pending or done write, its body).
         self._last_assistant: tuple[asyncio.Future[int], dict[str, Any]] | None = None
         # The last write queued for this session; the store commits in order, so once it is
@@ -203,6 +206,30 @@ class Session:
         return True
 
     # -------------------------------------------------------------- transcript
+
+    def tools(self) -> dict[str, Tool]:
+        """The built-in tools, then those of the session's MCP servers still running."""
+        from acp_fsm.tools import TOOLS
+
+        return TOOLS if self.mcp is None else {**TOOLS, **self.mcp.tools()}
+
+    def take_notices(self) -> list[str]:
+        return self.mcp.take_notices() if self.mcp is not None else []
+
+    async def connect_mcp(self, entries: list[dict[str, Any]] | tuple[dict[str, Any], ...]
+                          ) -> None:
+        """Start the editor's MCP servers (after stopping those of an earlier connect). A
+        session without servers imports nothing of MCP."""
+        await self.close_mcp()
+        if entries:
+            from acp_fsm.mcp.servers import McpServers
+
+            self.mcp = await McpServers.start(entries, str(self.cwd))
+
+    async def close_mcp(self) -> None:
+        mcp, self.mcp = self.mcp, None
+        if mcp is not None:
+            await mcp.close()
 
     def messages_for_model(self) -> list[Message]:
         """The conversation, checked (and repaired) before every provider call: an orphaned
@@ -381,6 +408,7 @@ class Sessions:
         store = await self.store()
         await store.create_session(record)
         session = Session(self._server, store, record, [])
+        await session.connect_mcp(mcp_servers)
         self._open[record.id] = session
         log.info("session_created", session_id=record.id, cwd=cwd)
         return session
@@ -392,7 +420,14 @@ class Sessions:
         _check_session(cwd, [], mcp_servers)
         store = await self.store()
         async with self._lifecycle(session_id):
-            return await self._restore(store, session_id, cwd, replay)
+            session = await self._restore(store, session_id, cwd, replay)
+            if mcp_servers or session.mcp is not None:
+                from acp_fsm.mcp.specs import server_specs
+
+                connected = session.mcp.specs if session.mcp is not None else []
+                if connected != server_specs(mcp_servers):
+                    await session.connect_mcp(mcp_servers)  # the servers this request passes
+            return session
 
     async def _restore(self, store: Store, session_id: str, cwd: str, replay: bool) -> Session:
         record = await store.get_session(session_id)
@@ -482,6 +517,7 @@ class Sessions:
         if turn is not None:
             session.cancel(reason)
             await asyncio.wait({turn.done}, timeout=grace)
+        await session.close_mcp()
 
 
 async def _claim_or_not_found(sessions: Sessions, store: Store, session_id: str,

@@ -43,8 +43,8 @@ from acp_fsm.providers.types import (
     ThinkingDelta,
     ToolCallPart,
     ToolResultPart,
+    ToolSpec,
 )
-from acp_fsm.tools import TOOLS, tool_specs
 from acp_fsm.tools.base import Drafts, Tool, ToolCallView, ToolOutcome
 from acp_fsm.tools.common import ToolError, describe_os_error
 
@@ -116,6 +116,12 @@ class Host(Protocol):
 
     def messages_for_model(self) -> list[Message]:
         """The conversation to send, repaired."""
+
+    def tools(self) -> dict[str, Tool]:
+        """The tools the model may call now (its MCP servers' included), by name."""
+
+    def take_notices(self) -> list[str]:
+        """What the user is still to be told about the session (an MCP server lost)."""
 
     async def add_assistant(self, message: AssistantMessage, stop_reason: str,
                             views: dict[str, dict[str, Any]], *, wait: bool = True) -> None:
@@ -195,6 +201,7 @@ class Turn:
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._client = Client(session.server, session.id, token)
         self._config: ProviderConfig | None = None
+        self._tools: dict[str, Tool] = {}  # of the current model call
         self._work: dict[str, Callable[[], Awaitable[None]]] = {
             TurnState.STREAMING: self._stream,
             TurnState.AWAITING_PERMISSION: self._ask_permissions,
@@ -298,11 +305,16 @@ class Turn:
         messages = self.session.messages_for_model()
         return ModelRequest(model=config.model, messages=tuple(messages),
                             system=SYSTEM_PROMPT.format(cwd=self.session.cwd),
-                            tools=tool_specs(), max_tokens=config.max_tokens)
+                            tools=tuple(ToolSpec(t.name, t.description, t.input_schema)
+                                        for t in self._tools.values()),
+                            max_tokens=config.max_tokens)
 
     async def _stream(self) -> None:
         self.calls = []
         self.requests += 1
+        self._tools = self.session.tools()  # the request and its calls see the same set
+        for notice in self.session.take_notices():
+            self._update(updates.chunk("agent_message_chunk", updates.text_content(notice)))
         secrets = redact.configured()
         stream = open_stream(self._request(), self.token, self.config(),
                              scrub=secrets.scrub if secrets else None)
@@ -385,7 +397,7 @@ class Turn:
             await self.session.add_assistant(kept, stop_reason, {}, wait=wait)
 
     def _pending(self, call: ToolCallPart) -> PendingCall:
-        tool = TOOLS.get(call.name)
+        tool = self._tools.get(call.name)
         generic = ToolCallView(title=call.name or "tool call", kind="other",
                                raw_input=call.arguments)
         if call.error is not None:
@@ -395,7 +407,7 @@ class Turn:
         if tool is None:
             return PendingCall(call, None, generic, "deny",
                                f"Unknown tool {call.name!r}. Available tools: "
-                               f"{', '.join(TOOLS)}.")
+                               f"{', '.join(self._tools)}.")
         env = self._env(call.id)
         try:
             problem = tool.validate(call.arguments)

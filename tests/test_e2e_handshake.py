@@ -62,7 +62,7 @@ async def test_initialize_result_advertises_only_what_is_served(agent: AgentProc
         "list": {}, "resume": {}, "close": {}, "delete": {}}
     assert capabilities["promptCapabilities"] == {
         "image": True, "audio": False, "embeddedContext": True}
-    assert capabilities["mcpCapabilities"] == {"http": False, "sse": False}  # MCP: not yet
+    assert capabilities["mcpCapabilities"] == {"http": True, "sse": True}
     assert result["authMethods"] == []
 
 

@@ -172,7 +172,7 @@ def test_prompt_content_not_advertised_without_session_prompt() -> None:
             "audio": False,
             "embeddedContext": False,
         }
-    assert capabilities["mcpCapabilities"] == {"http": False, "sse": False}
+    assert capabilities["mcpCapabilities"] == {"http": True, "sse": True}
 
 
 def test_capabilities_are_a_fresh_copy() -> None:

@@ -1,0 +1,7 @@
+"""MCP servers the editor passes in `session/new`, `session/load` and `session/resume`
+(docs/mcp.md).
+
+`specs` reads the editor's entries and names the tools for the model, without the `mcp` SDK;
+`servers.McpServers` runs one session's servers and offers their tools; `connection` and `tool`
+use the SDK, which is imported only when a session has servers.
+"""

@@ -1,0 +1,276 @@
+"""One MCP server of a session, reached through the `mcp` SDK (imported with this module, so
+only by sessions that have servers).
+
+The SDK's transports and `ClientSession` are anyio context managers that must be left by the
+task that entered them, so each server lives in a task of its own (`_run`): it connects,
+initializes, lists the tools, reports ready, and holds everything open until `close`. Calls
+come from the turns' tasks. A stdio server's stderr goes to our log (and its last lines into
+the reasons we give), never to our stdout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import signal
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from typing import Any
+
+import mcp_types as types
+import structlog
+from mcp.client.session import ClientSession
+from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from acp_fsm import __version__
+from acp_fsm.mcp.specs import ServerSpec
+from acp_fsm.protocol.cancel import CancellationToken, Cancelled
+from acp_fsm.tools.process import signal_group
+from acp_fsm.tools.reaper import REAPER
+
+log = structlog.get_logger("mcp")
+
+STDERR_TAIL_LINES = 3  # the last lines of a server's stderr, quoted in a failure's reason
+STDERR_LINE_CHARS = 500
+# Closing: a server gets this long to exit once its stdin is closed; then its process group
+# is killed (the SDK's own escalation takes seconds, which an exiting agent cannot wait).
+CLOSE_GRACE_S = 0.5
+KILLED_WAIT_S = 1.0  # for the SDK to see the killed server and wind down
+CLIENT_INFO = types.Implementation(name="acp-fsm", version=__version__)
+
+
+class McpUnavailable(Exception):
+    """The server could not be started, or is gone; the message names it and says why."""
+
+
+class McpCallFailed(Exception):
+    """A call got no result: an MCP error, or no answer in time."""
+
+
+class McpConnection:
+    """A running MCP server: `start` it, read `tools`, `call` them, `close` it."""
+
+    def __init__(self, spec: ServerSpec, cwd: str) -> None:
+        self.spec = spec
+        self.tools: list[types.Tool] = []
+        self.lost: str | None = None  # why it stopped working, once it has
+        self._cwd = cwd
+        self._session: ClientSession | None = None
+        self._ready: asyncio.Future[None] | None = None
+        self._stop = asyncio.Event()
+        self._runner: asyncio.Task[None] | None = None
+        self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self._calls: set[asyncio.Future[Any]] = set()  # abandoned on cancel, still winding down
+        self._group: int | None = None  # a stdio server's process group, while it runs
+
+    def __repr__(self) -> str:
+        state = "lost" if self.lost else "ready" if self._session else "not ready"
+        return f"<McpConnection {self.spec.name} {self.spec.transport} {state}>"
+
+    @property
+    def alive(self) -> bool:
+        return self._session is not None and self.lost is None
+
+    async def start(self, timeout_s: float) -> None:
+        """Connect, initialize and list the tools, within `timeout_s`; `McpUnavailable`
+        (the server stopped again) when that fails."""
+        self._ready = asyncio.get_running_loop().create_future()
+        self._runner = asyncio.create_task(self._run(), name=f"mcp server {self.spec.name}")
+        try:
+            await asyncio.wait_for(asyncio.shield(self._ready), timeout_s)
+        except TimeoutError:
+            await self.close()
+            raise McpUnavailable(self._why(f"did not start within {timeout_s:g} s")) from None
+        except Exception as exc:
+            await self.close()
+            raise McpUnavailable(self._why(f"could not be started: {describe(exc)}")) from None
+
+    async def call(self, name: str, arguments: dict[str, Any], token: CancellationToken,
+                   timeout_s: float | None) -> types.CallToolResult:
+        """Call tool `name`. The turn's token stops the wait at once (the SDK then tells the
+        server `notifications/cancelled`): `Cancelled`. `McpCallFailed` for an MCP error or no
+        answer within `timeout_s`; `McpUnavailable` when the server is gone."""
+        session = self._session
+        if session is None or self.lost is not None:
+            raise McpUnavailable(self._why(self.lost or "is not running"))
+        call: asyncio.Future[types.CallToolResult] = asyncio.ensure_future(
+            session.call_tool(name, arguments))
+        fired: asyncio.Future[Any] = asyncio.ensure_future(token.wait())
+        try:
+            await asyncio.wait({call, fired}, timeout=timeout_s or None,
+                               return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            self._abandon(call)
+            raise
+        finally:
+            fired.cancel()
+        if not call.done():
+            self._abandon(call)
+            if token.is_cancelled:
+                raise Cancelled(token.reason or "cancelled")
+            raise McpCallFailed(f"{name} on MCP server {self.spec.name!r} did not answer "
+                                f"within {timeout_s:g} s")
+        try:
+            return call.result()
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
+                self.lost = f"closed the connection ({exc.message})"
+                raise McpUnavailable(self._why(self.lost)) from None
+            raise McpCallFailed(f"MCP server {self.spec.name!r}: {exc.message}") from None
+        except Exception as exc:
+            raise McpCallFailed(f"MCP server {self.spec.name!r}: {describe(exc)}") from None
+
+    async def close(self) -> None:
+        """Stop the server: its stdin is closed, and a stdio server still running after
+        `CLOSE_GRACE_S` is killed with its process group. Bounded; never raises."""
+        self._stop.set()
+        runner, self._runner = self._runner, None
+        if runner is None:
+            return
+        if self._ready is not None and not self._ready.done():
+            runner.cancel()  # still starting: nothing to wind down politely
+        done, _ = await asyncio.wait({runner}, timeout=CLOSE_GRACE_S)
+        if not done and self._group is not None:
+            signal_group(self._group, signal.SIGKILL)
+            done, _ = await asyncio.wait({runner}, timeout=KILLED_WAIT_S)
+        if not done:
+            runner.cancel()
+            log.warning("mcp_server_not_stopped", server=self.spec.name)
+
+    # ----------------------------------------------------------------- internals
+
+    async def _run(self) -> None:
+        assert self._ready is not None
+        try:
+            async with AsyncExitStack() as stack:
+                read, write = await self._connect(stack)
+                session = await stack.enter_async_context(
+                    ClientSession(read, write, client_info=CLIENT_INFO))
+                await session.initialize()
+                self.tools = await _list_tools(session)
+                self._session = session
+                log.info("mcp_server_ready", server=self.spec.name, tools=len(self.tools))
+                self._ready.set_result(None)
+                await self._stop.wait()
+        except Exception as exc:
+            if not self._ready.done():
+                self._ready.set_exception(exc)
+            elif self.lost is None:
+                self.lost = describe(exc)
+                log.warning("mcp_server_lost", server=self.spec.name, reason=self.lost)
+        finally:
+            self._session = None
+            if self._group is not None:  # the SDK has stopped it
+                REAPER.stopped(self._group)
+                self._group = None
+
+    async def _connect(self, stack: AsyncExitStack) -> Any:
+        spec = self.spec
+        if spec.transport != "stdio":
+            client: AbstractAsyncContextManager[Any]
+            if spec.transport == "sse":
+                client = sse_client(spec.url, headers=dict(spec.headers))
+            else:
+                http = create_mcp_http_client(headers=dict(spec.headers))
+                stack.push_async_callback(http.aclose)
+                client = streamable_http_client(spec.url, http_client=http)
+            return await stack.enter_async_context(client)
+        params = StdioServerParameters(command=spec.command, args=list(spec.args),
+                                       env=dict(spec.env), cwd=self._cwd)
+        read_fd, write_fd = os.pipe()
+        errlog = os.fdopen(write_fd, "w")
+        try:
+            streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            errlog.close()  # the server holds its own copy: EOF comes when it exits
+        self._group = _child_on_pipe(read_fd)
+        if self._group is not None:  # killed with the agent, even by kill -9
+            REAPER.started(self._group)
+        transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+            lambda: _StderrLines(self), os.fdopen(read_fd, "rb", buffering=0))
+        stack.callback(transport.close)
+        return streams
+
+    def _stderr_line(self, line: str) -> None:
+        line = line[:STDERR_LINE_CHARS]
+        log.info("mcp_server_stderr", server=self.spec.name, line=line)
+        if line.strip(" ^~"):  # not a traceback's underline
+            self._stderr.append(line.strip())
+
+    def _abandon(self, call: asyncio.Future[Any]) -> None:
+        """Stop waiting for `call`: cancelled, left to wind down on its own."""
+        call.cancel()
+        self._calls.add(call)
+        call.add_done_callback(self._calls.discard)
+
+    def _why(self, reason: str) -> str:
+        said = " | ".join(self._stderr)
+        return f"MCP server {self.spec.name!r} {reason}" + (f"; its stderr: {said}" if said
+                                                           else "")
+
+
+class _StderrLines(asyncio.Protocol):
+    def __init__(self, connection: McpConnection) -> None:
+        self._connection = connection
+        self._partial = b""
+
+    def data_received(self, data: bytes) -> None:
+        *lines, self._partial = (self._partial + data).split(b"\n")
+        for line in lines:
+            if text := line.decode("utf-8", "replace").rstrip():
+                self._connection._stderr_line(text)
+
+    def eof_received(self) -> bool:
+        if text := self._partial.decode("utf-8", "replace").rstrip():
+            self._connection._stderr_line(text)
+        self._partial = b""
+        return False
+
+
+def _child_on_pipe(read_fd: int) -> int | None:
+    """The pid of our child process whose stderr is the pipe of `read_fd`: the stdio server,
+    which the SDK starts as the leader of a session (so also of a process group) of its own."""
+    pipe = f"pipe:[{os.fstat(read_fd).st_ino}]"
+    parent = str(os.getpid()).encode()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[-1].split()  # state, ppid, ...
+            if fields[1] == parent and os.readlink(f"/proc/{name}/fd/2") == pipe:
+                return int(name)
+        except (OSError, IndexError):
+            continue
+    return None
+
+
+async def _list_tools(session: ClientSession) -> list[types.Tool]:
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    while True:
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_tools(params=params)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            return tools
+
+
+def describe(exc: BaseException) -> str:
+    """A one-line reason, from the first real failure inside anyio's exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, MCPError):
+        return exc.message
+    if isinstance(exc, FileNotFoundError):
+        return f"no such command {exc.filename!r}" if exc.filename else "no such command"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,0 +1,113 @@
+"""An MCP server's tool as the runtime sees it (`acp_fsm.tools.base.Tool`), and its results as
+the editor and the model see them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp_types as types
+
+from acp_fsm import config
+from acp_fsm.mcp.connection import McpCallFailed, McpConnection, McpUnavailable
+from acp_fsm.tools.base import Drafts, ToolCallView, ToolEnv, ToolOutcome
+
+EMPTY_RESULT = "(no output)"
+# What ACP keeps of each MCP content block (the rest, such as icons, ACP does not define).
+_ACP_FIELDS = {
+    "text": ("type", "text"),
+    "image": ("type", "data", "mimeType"),
+    "audio": ("type", "data", "mimeType"),
+    "resource_link": ("type", "name", "uri", "title", "description", "mimeType", "size"),
+}
+_RESOURCE_FIELDS = ("uri", "mimeType", "text", "blob")
+
+
+class McpTool:
+    """Tool `tool` of the server `server`, shown to the model as `name`."""
+
+    unpredictable = True  # it may change anything, files included
+
+    def __init__(self, server: McpConnection, tool: types.Tool, name: str) -> None:
+        self.server = server
+        self.tool = tool
+        self.name = name
+        hints = tool.annotations
+        self.read_only = bool(hints and hints.read_only_hint)
+        self.kind = "read" if self.read_only else "other"
+        self.title = (hints.title if hints and hints.title else None) or tool.title or tool.name
+        self.description = tool.description or f"{self.title} (MCP server {server.spec.name})"
+
+    def __repr__(self) -> str:
+        return f"<McpTool {self.name}>"
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """The server's schema, as an object schema (what providers require of a tool)."""
+        schema = dict(self.tool.input_schema or {})
+        schema["type"] = "object"
+        schema.setdefault("properties", {})
+        return schema
+
+    def validate(self, args: dict[str, Any]) -> str | None:
+        return None  # the server checks its own arguments, and says what is wrong
+
+    def view(self, args: dict[str, Any], env: ToolEnv) -> ToolCallView:
+        return ToolCallView(f"{self.title} ({self.server.spec.name})", self.kind,
+                            raw_input=args)
+
+    async def preview(self, args: dict[str, Any], env: ToolEnv,
+                      drafts: Drafts) -> tuple[dict[str, Any], ...]:
+        return ()
+
+    def confined(self, args: dict[str, Any], env: ToolEnv) -> bool:
+        return True  # nothing to confine it by: "always" is remembered per tool
+
+    def needs_permission(self, args: dict[str, Any], env: ToolEnv) -> bool:
+        return not self.read_only  # a read-only tool runs without asking, like read_file
+
+    async def run(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        timeout_ms = config.mcp_call_timeout_ms()
+        try:
+            result = await self.server.call(self.tool.name, args, env.token,
+                                            timeout_ms / 1000 if timeout_ms else None)
+        except (McpCallFailed, McpUnavailable) as exc:
+            return ToolOutcome(str(exc), is_error=True)
+        return outcome(result)
+
+
+def outcome(result: types.CallToolResult) -> ToolOutcome:
+    """A tool result as ACP content for the editor and text for the model."""
+    blocks = [_acp_block(block) for block in result.content]
+    texts = [_model_text(block) for block in result.content]
+    if result.structured_content is not None and not any(
+            isinstance(block, types.TextContent) for block in result.content):
+        structured = json.dumps(result.structured_content, ensure_ascii=False)
+        texts.append(structured)
+        blocks.append({"type": "text", "text": structured})
+    output = "\n".join(t for t in texts if t) or EMPTY_RESULT
+    content = tuple({"type": "content", "content": block} for block in blocks)
+    return ToolOutcome(output, is_error=bool(result.is_error), content=content)
+
+
+def _acp_block(block: Any) -> dict[str, Any]:
+    data = block.model_dump(by_alias=True, mode="json", exclude_none=True)
+    if data["type"] == "resource":
+        resource = {key: data["resource"][key] for key in _RESOURCE_FIELDS
+                    if key in data["resource"]}
+        return {"type": "resource", "resource": resource}
+    return {key: data[key] for key in _ACP_FIELDS[data["type"]] if key in data}
+
+
+def _model_text(block: Any) -> str:
+    if isinstance(block, types.TextContent):
+        return block.text
+    if isinstance(block, types.ImageContent | types.AudioContent):
+        return (f"[{block.type} {block.mime_type}, {len(block.data):,} base64 characters, "
+                "shown to the user]")
+    if isinstance(block, types.ResourceLink):
+        return f"[resource link: {block.name} <{block.uri}>]"
+    resource = block.resource
+    if isinstance(resource, types.TextResourceContents):
+        return f"[resource {resource.uri}]\n{resource.text}"
+    return f"[resource {resource.uri}: {resource.mime_type or 'binary'} data]"

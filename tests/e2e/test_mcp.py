@@ -1,0 +1,266 @@
+"""MCP servers the editor passes, through the real agent and real MCP servers
+(`tests/mcp/tools_server.py`, written with the SDK): the model sees their tools, calls them
+with permission, a cancel stops a slow call, a failed or lost server is reported and the
+session goes on, and no server outlives its session or the agent."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
+from tests.e2e.support import (
+    Agent,
+    Launcher,
+    TurnResult,
+    args,
+    for_call,
+    statuses,
+    tool_results,
+)
+from tests.harness import live_processes, wait_until
+
+SERVER = Path(__file__).resolve().parents[1] / "mcp" / "tools_server.py"
+
+
+def stdio_server(name: str = "tools", *, marks: Path | None = None) -> dict[str, Any]:
+    """The test server over stdio; its command line carries a unique marker (`argv[-1]`)."""
+    env = [{"name": "TOOLS_SERVER_MARKS", "value": str(marks)}] if marks else []
+    return {"name": name, "command": sys.executable,
+            "args": [str(SERVER), "stdio", f"marker-{uuid.uuid4().hex}"], "env": env}
+
+
+async def open_session(agent: Agent, project: Path, *servers: dict[str, Any]) -> str:
+    result = await agent.result("session/new", {"cwd": str(project),
+                                                "mcpServers": list(servers)})
+    return str(result["sessionId"])
+
+
+def offered(server: ScriptedProvider, index: int = 0) -> dict[str, dict[str, Any]]:
+    """The tools of a model request (OpenAI format), by name: their parameters."""
+    tools = server.requests[index].body["tools"]
+    return {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+
+
+def text_block(text: str) -> dict[str, Any]:
+    return {"type": "content", "content": {"type": "text", "text": text}}
+
+
+async def one_call(launch: Launcher, server: ScriptedProvider, project: Path, tool: str,
+                   arguments: str = "{}", *, provider: str = "openai",
+                   entry: dict[str, Any] | None = None) -> tuple[Agent, TurnResult]:
+    """A session with the test server (or `entry`) whose model calls `tool` once as "c1"
+    (the user allows it), then says "done"."""
+    agent = await launch.start(provider)
+    agent.editor.permissions.append("allow_once")
+    session = await open_session(agent, project, entry or stdio_server())
+    server.script(Reply(calls=(Call("c1", tool, arguments),)), Reply(text="done"))
+    return agent, await agent.prompt(session, f"use {tool}")
+
+
+async def test_the_model_calls_an_mcp_tool_with_the_users_permission(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    agent, turn = await one_call(launch, server, project, "mcp__tools__add", args(a=2, b=3))
+
+    assert turn.stop_reason == "end_turn"
+    tools = offered(server)
+    assert {"read_file", "mcp__tools__add", "mcp__tools__echo", "mcp__tools__slow"} <= set(tools)
+    assert tools["mcp__tools__add"]["properties"].keys() == {"a", "b"}
+    asked = agent.editor.of_method("session/request_permission")
+    assert [a["params"]["toolCall"]["title"] for a in asked] == ["add (tools)"]
+    call = for_call(turn.updates, "c1")
+    assert call[0]["kind"] == "other" and call[0]["rawInput"] == {"a": 2, "b": 3}
+    assert statuses(call) == ["pending", "in_progress", "completed"]
+    assert call[-1]["content"] == [text_block("5")]
+    assert tool_results(server.requests[-1])["c1"] == ("5", None)
+
+
+async def test_a_read_only_tool_runs_without_asking(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    agent, turn = await one_call(launch, server, project, "mcp__tools__echo", args(text="hi"))
+
+    assert agent.editor.of_method("session/request_permission") == []
+    call = for_call(turn.updates, "c1")
+    assert call[0]["kind"] == "read" and call[0]["title"] == "Echo back (tools)"
+    assert call[-1]["status"] == "completed"
+    assert tool_results(server.requests[-1])["c1"] == ("hi", None)
+
+
+async def test_an_error_result_fails_the_call_and_the_model_is_told(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    _, turn = await one_call(launch, server, project, "mcp__tools__fail", args(reason="x"),
+                             provider="anthropic")
+
+    assert statuses(for_call(turn.updates, "c1"))[-1] == "failed"
+    text, is_error = tool_results(server.requests[-1])["c1"]
+    assert is_error is True and "fail" in text
+
+
+async def test_an_image_result_is_shown_and_described_to_the_model(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    _, turn = await one_call(launch, server, project, "mcp__tools__image")
+
+    shown = for_call(turn.updates, "c1")[-1]["content"][0]["content"]
+    assert shown["type"] == "image" and shown["mimeType"] == "image/png" and shown["data"]
+    text, _ = tool_results(server.requests[-1])["c1"]
+    assert text.startswith("[image image/png")
+
+
+async def test_a_server_that_cannot_start_is_reported_once_and_the_session_goes_on(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    agent = await launch.start("openai")
+    missing = {"name": "gone", "command": str(project / "no-such-server"), "args": [], "env": []}
+    session = await open_session(agent, project, missing, stdio_server())
+    server.script(Reply(text="first"), Reply(text="second"))
+
+    first = await agent.prompt(session, "hello")
+    second = await agent.prompt(session, "again")
+
+    notice = first.updates[0]["content"]["text"]
+    assert notice.startswith("MCP server 'gone' could not be started")
+    assert "no-such-server" in notice
+    assert [u["content"]["text"] for u in second.updates] == ["second"]  # told once
+    assert not any(name.startswith("mcp__gone__") for name in offered(server))
+    assert "mcp__tools__add" in offered(server)
+
+
+async def test_a_server_that_never_answers_is_given_up_after_the_startup_timeout(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    agent = await launch.start("openai", ACP_FSM_MCP_STARTUP_TIMEOUT_MS="400")
+    marker = f"silent-{uuid.uuid4().hex}"
+    silent = {"name": "silent", "command": sys.executable,
+              "args": ["-c", "import time; time.sleep(60)", marker], "env": []}
+    session = await open_session(agent, project, silent)
+    assert live_processes(marker) == []  # not left running
+    server.script(Reply(text="ok"))
+
+    turn = await agent.prompt(session, "hello")
+
+    assert "did not start within 0.4 s" in turn.updates[0]["content"]["text"]
+
+
+async def test_a_cancel_during_a_slow_call_answers_at_once_and_tells_the_server(
+        launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    agent = await launch.start("openai")
+    agent.editor.permissions.append("allow_once")
+    session = await open_session(agent, project, stdio_server(marks=marks))
+    server.script(Reply(calls=(Call("c1", "mcp__tools__slow", args(seconds=30)),)),
+                  Reply(text="after"))
+    pending = await agent.start_prompt(session, "slow")
+    await wait_until(lambda: any(u.get("status") == "in_progress"
+                                 for u in for_call(agent.updates(session), "c1")),
+                     "the slow call to run")
+
+    await agent.cancel(session)
+    turn = await pending.result(timeout=2)
+
+    assert turn.stop_reason == "cancelled"
+    assert statuses(for_call(turn.updates, "c1"))[-1] == "failed"
+    await wait_until(lambda: marks.exists() and "slow cancelled" in marks.read_text(),
+                     "the server to see notifications/cancelled")
+    await agent.prompt(session, "go on")  # the conversation stays valid for the provider
+    assert "c1" in tool_results(server.requests[-1])
+
+
+async def test_a_server_that_dies_loses_its_tools_and_the_session_goes_on(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    _, turn = await one_call(launch, server, project, "mcp__tools__crash")
+
+    call = for_call(turn.updates, "c1")
+    assert call[-1]["status"] == "failed"
+    text, _ = tool_results(server.requests[-1])["c1"]
+    assert "MCP server 'tools'" in text and "crashing now" in text
+    assert not any(name.startswith("mcp__tools__") for name in offered(server, -1))
+    notices = [u["content"]["text"] for u in turn.updates
+               if u["sessionUpdate"] == "agent_message_chunk"]
+    assert any("no longer available" in n for n in notices)
+
+
+async def test_servers_stop_with_their_session_and_with_the_agent(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    agent = await launch.start("openai")
+    closed, kept = stdio_server("a"), stdio_server("b")
+    first = await open_session(agent, project, closed)
+    await open_session(agent, project, kept)
+    for entry in (closed, kept):
+        assert len(live_processes(entry["args"][-1])) == 1
+
+    await agent.result("session/close", {"sessionId": first})
+    assert live_processes(closed["args"][-1]) == []
+    assert len(live_processes(kept["args"][-1])) == 1
+
+    await launch.close(agent)
+    await wait_until(lambda: live_processes(kept["args"][-1]) == [], "the server to stop")
+
+
+@pytest.fixture
+async def http_server() -> AsyncIterator[str]:
+    """The test server over streamable HTTP on loopback; its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(SERVER), "http", str(port),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+
+    def listening() -> bool:
+        with socket.socket() as client:
+            return client.connect_ex(("127.0.0.1", port)) == 0
+
+    try:
+        await wait_until(listening, "the MCP server to listen", timeout=15)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+async def test_an_http_server_is_used_like_a_stdio_one(
+        launch: Launcher, server: ScriptedProvider, project: Path, http_server: str) -> None:
+    web = {"type": "http", "name": "web", "url": http_server,
+           "headers": [{"name": "X-Test", "value": "1"}]}
+    _, turn = await one_call(launch, server, project, "mcp__web__add", args(a=20, b=22),
+                             entry=web)
+
+    assert for_call(turn.updates, "c1")[-1]["content"] == [text_block("42")]
+    assert tool_results(server.requests[-1])["c1"] == ("42", None)
+
+
+def stubborn_server() -> dict[str, Any]:
+    """A server that ignores SIGTERM and outlives its stdin: only a kill stops it."""
+    entry = stdio_server()
+    entry["env"].append({"name": "TOOLS_SERVER_STUBBORN", "value": "1"})
+    return entry
+
+
+async def test_a_stubborn_server_is_killed_when_its_session_closes(
+        launch: Launcher, project: Path) -> None:
+    agent = await launch.start("openai")
+    entry = stubborn_server()
+    session = await open_session(agent, project, entry)
+    assert len(live_processes(entry["args"][-1])) == 1
+
+    await agent.result("session/close", {"sessionId": session})
+
+    assert live_processes(entry["args"][-1]) == []
+
+
+async def test_a_stubborn_server_dies_with_a_killed_agent(
+        launch: Launcher, project: Path) -> None:
+    agent = await launch.start("openai")
+    entry = stubborn_server()
+    await open_session(agent, project, entry)
+    assert len(live_processes(entry["args"][-1])) == 1
+
+    await launch.kill(agent)  # kill -9: nothing of the agent runs any more
+
+    await wait_until(lambda: live_processes(entry["args"][-1]) == [],
+                     "the watcher to kill the server")

@@ -1,0 +1,82 @@
+"""A real MCP server for the tests, written with the SDK's MCPServer: `python -m
+tests.mcp.tools_server [stdio|http PORT]`. Its tools cover what the agent must handle: a
+plain result, a read-only tool, an error result, an image, a slow call that records its own
+cancellation, and a crash."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from mcp.server.mcpserver import Image, MCPServer
+from mcp_types import ToolAnnotations
+
+app = MCPServer("tools")
+# Where the slow tool notes that it was cancelled (the server's own view of a cancel).
+MARKS = Path(os.environ.get("TOOLS_SERVER_MARKS", os.devnull))
+PNG_1X1 = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082")
+
+
+@app.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    print(f"add {a} {b}", file=sys.stderr, flush=True)
+    return a + b
+
+
+@app.tool(annotations=ToolAnnotations(title="Echo back", read_only_hint=True))
+def echo(text: str) -> str:
+    """Echo the text (read-only)."""
+    return text
+
+
+@app.tool()
+def fail(reason: str) -> str:
+    """Always fails."""
+    raise ValueError(f"failed on purpose: {reason}")
+
+
+@app.tool()
+def image() -> Image:
+    """A one-pixel PNG."""
+    return Image(data=PNG_1X1, format="png")
+
+
+@app.tool()
+async def slow(seconds: float) -> str:
+    """Sleep, then answer."""
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        _mark("slow cancelled")
+        raise
+    return "slept"
+
+
+def _mark(line: str) -> None:
+    with MARKS.open("a") as marks:
+        marks.write(line + "\n")
+
+
+@app.tool()
+def crash() -> str:
+    """The server dies."""
+    print("crashing now", file=sys.stderr, flush=True)
+    os._exit(3)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["http"]:
+        app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    elif os.environ.get("TOOLS_SERVER_STUBBORN"):  # outlives its stdin and ignores SIGTERM
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        app.run("stdio")
+        time.sleep(120)
+    else:
+        app.run("stdio")
