@@ -120,6 +120,8 @@ class Session:
         from acp_fsm.turn import Turn
 
         self._last_assistant = None  # only this turn's own message may be marked cancelled
+        if self.mcp is not None:
+            self.mcp.retry()  # a server that failed or was lost: its next use tries again
         self.turn = Turn(self, self.token)
         return self._run_turn(self.turn, body, parts)
 
@@ -207,11 +209,11 @@ class Session:
 
     # -------------------------------------------------------------- transcript
 
-    def tools(self) -> dict[str, Tool]:
-        """The built-in tools, then those of the session's MCP servers still running."""
+    async def tools(self) -> dict[str, Tool]:
+        """The built-in tools, then those of the session's MCP servers running now."""
         from acp_fsm.tools import TOOLS
 
-        return TOOLS if self.mcp is None else {**TOOLS, **self.mcp.tools()}
+        return TOOLS if self.mcp is None else {**TOOLS, **await self.mcp.tools()}
 
     def take_notices(self) -> list[str]:
         return self.mcp.take_notices() if self.mcp is not None else []

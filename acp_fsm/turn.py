@@ -117,7 +117,7 @@ class Host(Protocol):
     def messages_for_model(self) -> list[Message]:
         """The conversation to send, repaired."""
 
-    def tools(self) -> dict[str, Tool]:
+    async def tools(self) -> dict[str, Tool]:
         """The tools the model may call now (its MCP servers' included), by name."""
 
     def take_notices(self) -> list[str]:
@@ -312,7 +312,7 @@ class Turn:
     async def _stream(self) -> None:
         self.calls = []
         self.requests += 1
-        self._tools = self.session.tools()  # the request and its calls see the same set
+        self._tools = await self.session.tools()  # the request and its calls see one set
         for notice in self.session.take_notices():
             self._update(updates.chunk("agent_message_chunk", updates.text_content(notice)))
         secrets = redact.configured()

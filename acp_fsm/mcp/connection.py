@@ -24,6 +24,7 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
 from acp_fsm import __version__
@@ -58,6 +59,7 @@ class McpConnection:
         self.spec = spec
         self.tools: list[types.Tool] = []
         self.lost: str | None = None  # why it stopped working, once it has
+        self.stale = False  # it said its tools changed (`notifications/tools/list_changed`)
         self._cwd = cwd
         self._session: ClientSession | None = None
         self._ready: asyncio.Future[None] | None = None
@@ -85,20 +87,39 @@ class McpConnection:
         except TimeoutError:
             await self.close()
             raise McpUnavailable(self._why(f"did not start within {timeout_s:g} s")) from None
+        except asyncio.CancelledError:  # the session closed meanwhile
+            await self.close()
+            raise
         except Exception as exc:
             await self.close()
             raise McpUnavailable(self._why(f"could not be started: {describe(exc)}")) from None
 
+    async def refresh_tools(self) -> None:
+        """List the tools again if the server said they changed (a failure keeps the old
+        list: the next call tells what is wrong)."""
+        session = self._session
+        if not self.stale or session is None:
+            return
+        self.stale = False
+        try:
+            self.tools = await _list_tools(session)
+        except Exception as exc:
+            log.warning("mcp_tools_not_listed", server=self.spec.name, error=describe(exc))
+        else:
+            log.info("mcp_tools_changed", server=self.spec.name, tools=len(self.tools))
+
     async def call(self, name: str, arguments: dict[str, Any], token: CancellationToken,
-                   timeout_s: float | None) -> types.CallToolResult:
+                   timeout_s: float | None,
+                   on_progress: ProgressFnT | None = None) -> types.CallToolResult:
         """Call tool `name`. The turn's token stops the wait at once (the SDK then tells the
         server `notifications/cancelled`): `Cancelled`. `McpCallFailed` for an MCP error or no
-        answer within `timeout_s`; `McpUnavailable` when the server is gone."""
+        answer within `timeout_s`; `McpUnavailable` when the server is gone. The server's
+        progress notifications for the call go to `on_progress`."""
         session = self._session
         if session is None or self.lost is not None:
             raise McpUnavailable(self._why(self.lost or "is not running"))
         call: asyncio.Future[types.CallToolResult] = asyncio.ensure_future(
-            session.call_tool(name, arguments))
+            session.call_tool(name, arguments, progress_callback=on_progress))
         fired: asyncio.Future[Any] = asyncio.ensure_future(token.wait())
         try:
             await asyncio.wait({call, fired}, timeout=timeout_s or None,
@@ -148,8 +169,8 @@ class McpConnection:
         try:
             async with AsyncExitStack() as stack:
                 read, write = await self._connect(stack)
-                session = await stack.enter_async_context(
-                    ClientSession(read, write, client_info=CLIENT_INFO))
+                session = await stack.enter_async_context(ClientSession(
+                    read, write, client_info=CLIENT_INFO, message_handler=self._on_message))
                 await session.initialize()
                 self.tools = await _list_tools(session)
                 self._session = session
@@ -197,6 +218,10 @@ class McpConnection:
             lambda: _StderrLines(self), os.fdopen(read_fd, "rb", buffering=0))
         stack.callback(transport.close)
         return streams
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self.stale = True  # listed again before the next model call
 
     def _stderr_line(self, line: str) -> None:
         line = line[:STDERR_LINE_CHARS]

@@ -1,9 +1,10 @@
 """The MCP servers of one session: started together, their tools offered under model-safe
 names, closed with the session.
 
-A server that fails to start is reported once (`take_notices`, shown at the next prompt) and
-the session goes on without its tools; so does one that is lost later, on the call that finds
-it gone.
+A server that fails to start, or is lost later, is reported once (`take_notices`, shown at the
+next model call) and the session goes on without its tools. Each new prompt tries to start it
+again in the background (`retry`): its tools are back as soon as it is up, and it is reported
+again only if it fails after having worked.
 """
 
 from __future__ import annotations
@@ -26,45 +27,35 @@ log = structlog.get_logger("mcp")
 class McpServers:
     """Build with `await McpServers.start(entries, cwd)`; `close` when the session ends."""
 
-    def __init__(self, specs: list[ServerSpec], connections: list[McpConnection],
-                 notices: list[str]) -> None:
+    def __init__(self, specs: list[ServerSpec], cwd: str) -> None:
         self.specs = specs
-        self._connections = connections
-        self._notices = notices
-        self._reported: set[str] = set()  # servers whose loss was told
+        self._cwd = cwd
+        self._running: dict[str, McpConnection] = {}  # by server name, those that started
+        self._notices: list[str] = []
+        self._told: set[str] = set()  # servers whose failure the user was told of
+        self._retries: dict[str, asyncio.Task[None]] = {}
 
     def __repr__(self) -> str:
-        return f"<McpServers {len(self._connections)} of {len(self.specs)}>"
+        return f"<McpServers {len(self._running)} of {len(self.specs)} running>"
 
     @classmethod
     async def start(cls, entries: list[dict[str, Any]] | tuple[dict[str, Any], ...],
                     cwd: str) -> McpServers:
         """Start every server of `entries` at once, each bounded by the start-up timeout."""
-        from acp_fsm.mcp.connection import McpConnection, McpUnavailable  # the SDK, now
+        servers = cls(server_specs(entries), cwd)
+        await asyncio.gather(*(servers._start(spec) for spec in servers.specs))
+        return servers
 
-        specs = server_specs(entries)
-        connections = [McpConnection(spec, cwd) for spec in specs]
-        timeout_s = config.mcp_startup_timeout_ms() / 1000
-        outcomes = await asyncio.gather(*(c.start(timeout_s) for c in connections),
-                                        return_exceptions=True)
-        started, notices = [], []
-        for connection, failure in zip(connections, outcomes, strict=True):
-            if failure is None:
-                started.append(connection)
-            elif isinstance(failure, McpUnavailable):
-                log.warning("mcp_server_failed", server=connection.spec.name, reason=str(failure))
-                notices.append(f"{failure}. Its tools are not available in this session.")
-            else:
-                raise failure
-        return cls(specs, started, notices)
-
-    def tools(self) -> dict[str, Tool]:
-        """The tools of the servers still running, by the name the model sees."""
+    async def tools(self) -> dict[str, Tool]:
+        """The tools of the servers running now (listed again where a server said they
+        changed), by the name the model sees."""
         from acp_fsm.mcp.tool import McpTool
 
+        running = [self._running[s.name] for s in self.specs if s.name in self._running]
+        await asyncio.gather(*(c.refresh_tools() for c in running if c.alive))
         taken: set[str] = set()
         tools: dict[str, Tool] = {}
-        for connection in self._connections:
+        for connection in running:
             if not connection.alive:
                 continue
             for tool in connection.tools:
@@ -72,12 +63,19 @@ class McpServers:
                 tools[name] = McpTool(connection, tool, name)
         return tools
 
+    def retry(self) -> None:
+        """Start again, in the background, each server that failed or was lost."""
+        for spec in self.specs:
+            connection = self._running.get(spec.name)
+            if (connection is None or connection.lost) and spec.name not in self._retries:
+                task = asyncio.create_task(self._retry(spec), name=f"mcp retry {spec.name}")
+                self._retries[spec.name] = task
+
     def take_notices(self) -> list[str]:
         """What the user has not been told yet: servers that failed to start or were lost."""
-        for connection in self._connections:
-            name = connection.spec.name
-            if connection.lost is not None and name not in self._reported:
-                self._reported.add(name)
+        for name, connection in self._running.items():
+            if connection.lost is not None and name not in self._told:
+                self._told.add(name)
                 self._notices.append(f"MCP server {name!r} {connection.lost}. Its tools are "
                                      "no longer available in this session.")
         notices, self._notices = self._notices, []
@@ -85,4 +83,33 @@ class McpServers:
 
     async def close(self) -> None:
         """Stop every server (bounded: a stuck one is killed)."""
-        await asyncio.gather(*(c.close() for c in self._connections))
+        for task in list(self._retries.values()):
+            task.cancel()
+        await asyncio.gather(*self._retries.values(), return_exceptions=True)
+        running, self._running = list(self._running.values()), {}
+        await asyncio.gather(*(c.close() for c in running))
+
+    async def _retry(self, spec: ServerSpec) -> None:
+        try:
+            await self._start(spec)
+        finally:
+            self._retries.pop(spec.name, None)
+
+    async def _start(self, spec: ServerSpec) -> None:
+        from acp_fsm.mcp.connection import McpConnection, McpUnavailable  # the SDK, now
+
+        connection = McpConnection(spec, self._cwd)
+        try:
+            await connection.start(config.mcp_startup_timeout_ms() / 1000)
+        except McpUnavailable as failure:
+            log.warning("mcp_server_failed", server=spec.name, reason=str(failure))
+            if spec.name not in self._told:
+                self._told.add(spec.name)
+                self._notices.append(f"{failure}. Its tools are not available in this "
+                                     "session.")
+            return
+        old = self._running.pop(spec.name, None)
+        self._running[spec.name] = connection
+        self._told.discard(spec.name)  # working: a later failure is news again
+        if old is not None:
+            await old.close()

@@ -68,12 +68,25 @@ class McpTool:
 
     async def run(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         timeout_ms = config.mcp_call_timeout_ms()
+
+        async def report_progress(progress: float, total: float | None,
+                                  message: str | None) -> None:
+            env.report(({"type": "content", "content": {
+                "type": "text", "text": progress_text(progress, total, message)}},))
+
         try:
             result = await self.server.call(self.tool.name, args, env.token,
-                                            timeout_ms / 1000 if timeout_ms else None)
+                                            timeout_ms / 1000 if timeout_ms else None,
+                                            on_progress=report_progress)
         except (McpCallFailed, McpUnavailable) as exc:
             return ToolOutcome(str(exc), is_error=True)
         return outcome(result)
+
+
+def progress_text(done: float, total: float | None, message: str | None) -> str:
+    """A progress notification as one line: `message (3/10)`."""
+    count = f"{done:g}/{total:g}" if total else f"{done:g}"
+    return f"{message} ({count})" if message else f"Progress: {count}"
 
 
 def outcome(result: types.CallToolResult) -> ToolOutcome:

@@ -201,14 +201,16 @@ async def test_servers_stop_with_their_session_and_with_the_agent(
     await wait_until(lambda: live_processes(kept["args"][-1]) == [], "the server to stop")
 
 
-@pytest.fixture
-async def http_server() -> AsyncIterator[str]:
-    """The test server over streamable HTTP on loopback; its URL."""
+@pytest.fixture(params=["http", "sse"])
+async def remote_server(request: pytest.FixtureRequest) -> AsyncIterator[tuple[str, str]]:
+    """The test server over streamable HTTP, or the older SSE transport, on loopback: the
+    transport and its URL."""
+    transport = request.param
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = await asyncio.create_subprocess_exec(
-        sys.executable, str(SERVER), "http", str(port),
+        sys.executable, str(SERVER), transport, str(port),
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
 
     def listening() -> bool:
@@ -217,15 +219,17 @@ async def http_server() -> AsyncIterator[str]:
 
     try:
         await wait_until(listening, "the MCP server to listen", timeout=15)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield transport, f"http://127.0.0.1:{port}/{'mcp' if transport == 'http' else 'sse'}"
     finally:
         process.terminate()
         await process.wait()
 
 
-async def test_an_http_server_is_used_like_a_stdio_one(
-        launch: Launcher, server: ScriptedProvider, project: Path, http_server: str) -> None:
-    web = {"type": "http", "name": "web", "url": http_server,
+async def test_a_remote_server_is_used_like_a_stdio_one(
+        launch: Launcher, server: ScriptedProvider, project: Path,
+        remote_server: tuple[str, str]) -> None:
+    transport, url = remote_server
+    web = {"type": transport, "name": "web", "url": url,
            "headers": [{"name": "X-Test", "value": "1"}]}
     _, turn = await one_call(launch, server, project, "mcp__web__add", args(a=20, b=22),
                              entry=web)
@@ -264,3 +268,120 @@ async def test_a_stubborn_server_dies_with_a_killed_agent(
 
     await wait_until(lambda: live_processes(entry["args"][-1]) == [],
                      "the watcher to kill the server")
+
+
+async def test_progress_is_shown_in_the_tool_call(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    _, turn = await one_call(launch, server, project, "mcp__tools__steps")
+
+    shown = [u["content"][0]["content"]["text"] for u in for_call(turn.updates, "c1")
+             if u.get("content") and u.get("status") != "completed"]
+    assert shown == ["step 1 (1/3)", "step 2 (2/3)", "step 3 (3/3)"]
+    assert for_call(turn.updates, "c1")[-1]["content"] == [text_block("three steps")]
+
+
+async def test_a_changed_tool_list_is_read_before_the_next_model_call(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    agent = await launch.start("openai")
+    agent.editor.permissions.extend(["allow_once", "allow_once"])
+    session = await open_session(agent, project, stdio_server())
+    server.script(Reply(calls=(Call("c1", "mcp__tools__grow", "{}"),)),
+                  Reply(calls=(Call("c2", "mcp__tools__late", args(word="hi")),)),
+                  Reply(text="done"))
+
+    turn = await agent.prompt(session, "grow")
+
+    assert "mcp__tools__late" not in offered(server, 0)
+    assert "mcp__tools__late" in offered(server, 1)
+    assert for_call(turn.updates, "c2")[-1]["status"] == "completed"
+    assert tool_results(server.requests[-1])["c2"] == ("HI", None)
+
+
+async def test_always_allow_is_remembered_per_tool(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    agent = await launch.start("openai")
+    agent.editor.permissions.extend(["allow_always", "allow_once"])
+    session = await open_session(agent, project, stdio_server())
+    server.script(Reply(calls=(Call("c1", "mcp__tools__add", args(a=1, b=1)),)),
+                  Reply(calls=(Call("c2", "mcp__tools__add", args(a=2, b=2)),
+                               Call("c3", "mcp__tools__image", "{}"))),
+                  Reply(text="done"))
+
+    await agent.prompt(session, "twice")
+
+    asked = agent.editor.of_method("session/request_permission")
+    assert [a["params"]["toolCall"]["toolCallId"] for a in asked] == ["c1", "c3"]
+    results = tool_results(server.requests[-1])
+    assert results["c2"] == ("4", None) and results["c3"][0].startswith("[image")
+
+
+async def test_a_call_that_outlasts_its_limit_fails_and_the_turn_goes_on(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    agent = await launch.start("openai", ACP_FSM_MCP_CALL_TIMEOUT_MS="300")
+    agent.editor.permissions.append("allow_once")
+    session = await open_session(agent, project, stdio_server())
+    server.script(Reply(calls=(Call("c1", "mcp__tools__slow", args(seconds=30)),)),
+                  Reply(text="done"))
+
+    turn = await agent.prompt(session, "slow")
+
+    assert turn.stop_reason == "end_turn"
+    assert for_call(turn.updates, "c1")[-1]["status"] == "failed"
+    text, _ = tool_results(server.requests[-1])["c1"]
+    assert text == "slow on MCP server 'tools' did not answer within 0.3 s"
+
+
+async def test_a_failed_server_is_tried_again_at_the_next_prompt(
+        launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path) -> None:
+    script = tmp_path / "server.py"  # missing at first: the server cannot start
+    entry = {"name": "later", "command": sys.executable, "args": [str(script)], "env": []}
+    agent = await launch.start("openai")
+    session = await open_session(agent, project, entry)
+    server.script(Reply(text="one"), Reply(text="two"), Reply(text="three"))
+    first = await agent.prompt(session, "hello")  # tries again: still missing
+    assert "could not be started" in first.updates[0]["content"]["text"]
+    await wait_until(lambda: len(agent.log("mcp_server_failed")) == 2, "the retry to fail")
+    script.write_text(SERVER.read_text())
+
+    second = await agent.prompt(session, "again")  # tries again, in the background
+    await wait_until(lambda: agent.log("mcp_server_ready"), "the server to start", timeout=15)
+    await agent.prompt(session, "and again")
+
+    assert [u["content"]["text"] for u in second.updates] == ["two"]  # not told twice
+    assert "mcp__later__add" in offered(server, 2)
+
+
+async def test_load_and_resume_connect_the_servers_they_pass(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    agent = await launch.start("openai")
+    first, second = stdio_server("a"), stdio_server("b")
+    session = await open_session(agent, project, first)
+    await agent.result("session/close", {"sessionId": session})
+    assert live_processes(first["args"][-1]) == []
+
+    await agent.result("session/load", {"sessionId": session, "cwd": str(project),
+                                        "mcpServers": [second]})
+    assert len(live_processes(second["args"][-1])) == 1
+    await agent.result("session/resume", {"sessionId": session, "cwd": str(project),
+                                          "mcpServers": [first]})  # open: a new set
+    assert live_processes(second["args"][-1]) == []
+    assert len(live_processes(first["args"][-1])) == 1
+    server.script(Reply(text="ok"))
+    await agent.prompt(session, "which tools?")
+    assert "mcp__a__add" in offered(server) and "mcp__b__add" not in offered(server)
+
+
+async def test_a_third_party_server_from_pypi_answers_a_scripted_turn(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    """`mcp-server-time` (PyPI), as an editor would configure it."""
+    time_server = {"name": "time", "command": sys.executable, "args": ["-m", "mcp_server_time"],
+                   "env": []}
+    agent, turn = await one_call(launch, server, project, "mcp__time__convert_time",
+                                 args(source_timezone="Etc/UTC", time="12:00",
+                                      target_timezone="Asia/Tokyo"), entry=time_server)
+
+    assert agent.editor.of_method("session/request_permission") == []  # read-only hint
+    call = for_call(turn.updates, "c1")
+    assert call[0]["kind"] == "read" and call[-1]["status"] == "completed"
+    text, _ = tool_results(server.requests[-1])["c1"]
+    assert '"timezone": "Asia/Tokyo"' in text and "21:00" in text

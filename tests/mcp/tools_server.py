@@ -1,7 +1,7 @@
-"""A real MCP server for the tests, written with the SDK's MCPServer: `python -m
-tests.mcp.tools_server [stdio|http PORT]`. Its tools cover what the agent must handle: a
-plain result, a read-only tool, an error result, an image, a slow call that records its own
-cancellation, and a crash."""
+"""A real MCP server for the tests, written with the SDK's MCPServer:
+`python tests/mcp/tools_server.py [stdio | http PORT | sse PORT]`. Its tools cover what the
+agent must handle: a plain result, a read-only tool, an error result, an image, progress, a
+changing tool list, a slow call that records its own cancellation, and a crash."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp_types import ToolAnnotations
 
 app = MCPServer("tools")
@@ -59,6 +59,27 @@ async def slow(seconds: float) -> str:
     return "slept"
 
 
+@app.tool()
+async def steps(ctx: Context) -> str:
+    """Three steps, each reported as progress."""
+    for step in range(1, 4):
+        await ctx.report_progress(step, 3, f"step {step}")
+    return "three steps"
+
+
+def late(word: str) -> str:
+    """A tool that exists once `grow` has run."""
+    return word.upper()
+
+
+@app.tool()
+async def grow(ctx: Context) -> str:
+    """Add the tool `late` and say that the tools changed."""
+    app.add_tool(late)
+    await ctx.session.send_tool_list_changed()
+    return "grown"
+
+
 def _mark(line: str) -> None:
     with MARKS.open("a") as marks:
         marks.write(line + "\n")
@@ -74,6 +95,8 @@ def crash() -> str:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["http"]:
         app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    elif sys.argv[1:2] == ["sse"]:
+        app.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
     elif os.environ.get("TOOLS_SERVER_STUBBORN"):  # outlives its stdin and ignores SIGTERM
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         app.run("stdio")
