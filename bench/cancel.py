@@ -1,5 +1,6 @@
 """Cancel latency: `session/cancel` written → `{stopReason: "cancelled"}` read, while the model
-streams, while a permission request waits, and while a command runs.
+streams, while a permission request waits, while a command runs, and while an MCP server's
+tool runs (`tests/mcp/tools_server.py` over stdio).
 
 Target (developers' guide): ≤ 3 ms while streaming; never an update after the response.
 Run: python -m bench.cancel [rounds]
@@ -23,6 +24,10 @@ STREAM = Reply(text=["tok "] * 100_000, delay_s=0.0005, fault=Hang(50_000))
 PERMISSION = Reply(calls=(Call("call_w", "write_file", json.dumps({"path": "x.txt",
                                                                    "content": "x"})),))
 COMMAND = Reply(calls=(Call("call_r", "run_command", json.dumps({"command": "sleep 30"})),))
+MCP_CALL = Reply(calls=(Call("call_m", "mcp__tools__slow", json.dumps({"seconds": 30})),))
+MCP_SERVER = {"name": "tools", "command": sys.executable,
+              "args": [str(Path(__file__).resolve().parents[1] / "tests/mcp/tools_server.py")],
+              "env": []}
 
 
 async def one_cancel(agent: AgentProcess, session: str, wait_for: str) -> tuple[float, bool]:
@@ -76,12 +81,13 @@ async def measure(rounds: int) -> list[str]:
         agent = await AgentProcess.start(env)
         await agent.initialize(fs={"readTextFile": False, "writeTextFile": False},
                                terminal=False)
-        created: dict[str, Any] = await agent.request("session/new", {"cwd": work,
-                                                                      "mcpServers": []})
+        created: dict[str, Any] = await agent.request("session/new", {
+            "cwd": work, "mcpServers": [MCP_SERVER]})
         session = created["result"]["sessionId"]
         for label, reply, wait_for in (("streaming", STREAM, "stream"),
                                        ("awaiting_permission", PERMISSION, "permission"),
-                                       ("running_tools (local sleep)", COMMAND, "command")):
+                                       ("running_tools (local sleep)", COMMAND, "command"),
+                                       ("running_tools (MCP call)", MCP_CALL, "command")):
             samples, late = [], 0
             for _ in range(rounds):
                 server.script(reply)

@@ -43,11 +43,7 @@ class McpTool:
 
     @property
     def input_schema(self) -> dict[str, Any]:
-        """The server's schema, as an object schema (what providers require of a tool)."""
-        schema = dict(self.tool.input_schema or {})
-        schema["type"] = "object"
-        schema.setdefault("properties", {})
-        return schema
+        return model_schema(self.tool.input_schema or {})
 
     def validate(self, args: dict[str, Any]) -> str | None:
         return None  # the server checks its own arguments, and says what is wrong
@@ -81,6 +77,35 @@ class McpTool:
         except (McpCallFailed, McpUnavailable) as exc:
             return ToolOutcome(str(exc), is_error=True)
         return outcome(result)
+
+
+_COMBINATORS = ("allOf", "anyOf", "oneOf")
+
+
+def model_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A server's input schema as both providers accept it: an object schema (OpenAI and
+    Anthropic require `type: object`; Anthropic refuses `allOf`, `anyOf` and `oneOf` at the
+    top level), without `$schema` (some OpenAI-compatible servers refuse it). Combinators at
+    the top are folded into one object: every branch's properties; required, what all of
+    `allOf` require, or what every branch of `anyOf` / `oneOf` requires. The server still
+    checks the arguments it gets against its own schema."""
+    folded = {k: v for k, v in schema.items() if k not in (*_COMBINATORS, "$schema")}
+    properties = dict(folded.get("properties") or {})
+    required = list(folded.get("required") or ())
+    for keyword in _COMBINATORS:
+        branches = [b for b in schema.get(keyword) or () if isinstance(b, dict)]
+        if not branches:
+            continue
+        for branch in branches:
+            for name, prop in (branch.get("properties") or {}).items():
+                properties.setdefault(name, prop)
+        sets = [set(b.get("required") or ()) for b in branches]
+        needed = set.union(*sets) if keyword == "allOf" else set.intersection(*sets)
+        required += sorted(needed - set(required))
+    folded.update(type="object", properties=properties)
+    if required:
+        folded["required"] = required
+    return folded
 
 
 def progress_text(done: float, total: float | None, message: str | None) -> str:

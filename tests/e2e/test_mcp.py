@@ -55,12 +55,12 @@ def text_block(text: str) -> dict[str, Any]:
 
 async def one_call(launch: Launcher, server: ScriptedProvider, project: Path, tool: str,
                    arguments: str = "{}", *, provider: str = "openai",
-                   entry: dict[str, Any] | None = None) -> tuple[Agent, TurnResult]:
-    """A session with the test server (or `entry`) whose model calls `tool` once as "c1"
+                   servers: tuple[dict[str, Any], ...] = ()) -> tuple[Agent, TurnResult]:
+    """A session with the test server (or `servers`) whose model calls `tool` once as "c1"
     (the user allows it), then says "done"."""
     agent = await launch.start(provider)
     agent.editor.permissions.append("allow_once")
-    session = await open_session(agent, project, entry or stdio_server())
+    session = await open_session(agent, project, *(servers or (stdio_server(),)))
     server.script(Reply(calls=(Call("c1", tool, arguments),)), Reply(text="done"))
     return agent, await agent.prompt(session, f"use {tool}")
 
@@ -232,7 +232,9 @@ async def test_a_remote_server_is_used_like_a_stdio_one(
     web = {"type": transport, "name": "web", "url": url,
            "headers": [{"name": "X-Test", "value": "1"}]}
     _, turn = await one_call(launch, server, project, "mcp__web__add", args(a=20, b=22),
-                             entry=web)
+                             servers=(stdio_server(), web))  # and a stdio one beside it
+
+    assert {"mcp__web__add", "mcp__tools__add"} <= set(offered(server))
 
     assert for_call(turn.updates, "c1")[-1]["content"] == [text_block("42")]
     assert tool_results(server.requests[-1])["c1"] == ("42", None)
@@ -378,7 +380,7 @@ async def test_a_third_party_server_from_pypi_answers_a_scripted_turn(
                    "env": []}
     agent, turn = await one_call(launch, server, project, "mcp__time__convert_time",
                                  args(source_timezone="Etc/UTC", time="12:00",
-                                      target_timezone="Asia/Tokyo"), entry=time_server)
+                                      target_timezone="Asia/Tokyo"), servers=(time_server,))
 
     assert agent.editor.of_method("session/request_permission") == []  # read-only hint
     call = for_call(turn.updates, "c1")

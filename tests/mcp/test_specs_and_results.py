@@ -6,7 +6,7 @@ from __future__ import annotations
 import mcp_types as types
 
 from acp_fsm.mcp.specs import MAX_TOOL_NAME, ServerSpec, server_specs, tool_name
-from acp_fsm.mcp.tool import EMPTY_RESULT, outcome
+from acp_fsm.mcp.tool import EMPTY_RESULT, model_schema, outcome
 
 
 def test_the_three_kinds_of_entry_are_read() -> None:
@@ -76,3 +76,22 @@ def test_resources_links_audio_and_structured_content() -> None:
 def test_an_empty_result_still_says_something_to_the_model() -> None:
     told = outcome(types.CallToolResult(content=[]))
     assert told.output == EMPTY_RESULT and told.content == ()
+
+
+def test_a_schema_is_made_what_both_providers_accept() -> None:
+    assert model_schema({}) == {"type": "object", "properties": {}}
+    plain = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+             "additionalProperties": False}
+    assert model_schema(plain) == plain  # untouched
+    folded = model_schema({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "properties": {"mode": {"type": "string"}},
+        "anyOf": [
+            {"properties": {"path": {"type": "string"}}, "required": ["path", "mode"]},
+            {"properties": {"url": {"type": "string"}}, "required": ["url", "mode"]},
+        ],
+        "allOf": [{"properties": {"depth": {"type": "integer"}}, "required": ["depth"]}],
+    })
+    assert folded == {"type": "object", "required": ["depth", "mode"], "properties": {
+        "mode": {"type": "string"}, "depth": {"type": "integer"}, "path": {"type": "string"},
+        "url": {"type": "string"}}}
