@@ -387,3 +387,35 @@ async def test_a_third_party_server_from_pypi_answers_a_scripted_turn(
     assert call[0]["kind"] == "read" and call[-1]["status"] == "completed"
     text, _ = tool_results(server.requests[-1])["c1"]
     assert '"timezone": "Asia/Tokyo"' in text and "21:00" in text
+
+
+async def test_an_http_server_gets_its_headers_and_a_refusal_is_reported(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    from aiohttp import web
+
+    seen: list[dict[str, str]] = []
+
+    async def refuse(request: web.Request) -> web.Response:
+        seen.append(dict(request.headers))
+        return web.json_response({"error": "bad token"}, status=401)
+
+    app = web.Application()
+    app.router.add_route("*", "/mcp", refuse)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        agent = await launch.start("openai")
+        entry = {"type": "http", "name": "guarded", "url": f"http://127.0.0.1:{port}/mcp",
+                 "headers": [{"name": "Authorization", "value": "Bearer t0ken-123"}]}
+        session = await open_session(agent, project, entry)
+        server.script(Reply(text="ok"))
+        turn = await agent.prompt(session, "hello")
+    finally:
+        await runner.cleanup()
+
+    assert seen and seen[0]["Authorization"] == "Bearer t0ken-123"
+    notice = turn.updates[0]["content"]["text"]
+    assert notice.startswith("MCP server 'guarded' could not be started")
