@@ -226,7 +226,8 @@ class Session:
         if entries:
             from acp_fsm.mcp.servers import McpServers
 
-            self.mcp = await McpServers.start(entries, str(self.cwd))
+            self.mcp = McpServers.of(entries, str(self.cwd))  # closed by a shutdown meanwhile
+            await self.mcp.start()
 
     async def close_mcp(self) -> None:
         mcp, self.mcp = self.mcp, None
@@ -410,8 +411,13 @@ class Sessions:
         store = await self.store()
         await store.create_session(record)
         session = Session(self._server, store, record, [])
-        await session.connect_mcp(mcp_servers)
-        self._open[record.id] = session
+        self._open[record.id] = session  # so that a shutdown meanwhile stops its servers
+        try:
+            await session.connect_mcp(mcp_servers)
+        except BaseException:
+            self._open.pop(record.id, None)
+            await session.close_mcp()
+            raise
         log.info("session_created", session_id=record.id, cwd=cwd)
         return session
 

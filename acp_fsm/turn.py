@@ -312,9 +312,12 @@ class Turn:
     async def _stream(self) -> None:
         self.calls = []
         self.requests += 1
-        self._tools = await self.session.tools()  # the request and its calls see one set
-        for notice in self.session.take_notices():
-            self._update(updates.chunk("agent_message_chunk", updates.text_content(notice)))
+        # The request and its calls see one set; a server slow to list them cannot hold up a
+        # cancel.
+        self._tools = await self.token.race(self.session.tools())
+        for notice in self.session.take_notices():  # apart from the answer that follows
+            self._update(updates.chunk("agent_message_chunk",
+                                       updates.text_content(notice + "\n\n")))
         secrets = redact.configured()
         stream = open_stream(self._request(), self.token, self.config(),
                              scrub=secrets.scrub if secrets else None)

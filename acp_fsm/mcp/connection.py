@@ -27,7 +27,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
-from acp_fsm import __version__
+from acp_fsm import __version__, config
 from acp_fsm.mcp.specs import ServerSpec
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.tools.process import signal_group
@@ -68,6 +68,7 @@ class McpConnection:
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._calls: set[asyncio.Future[Any]] = set()  # abandoned on cancel, still winding down
         self._group: int | None = None  # a stdio server's process group, while it runs
+        self._closing: asyncio.Task[None] | None = None  # a failed start, being stopped
 
     def __repr__(self) -> str:
         state = "lost" if self.lost else "ready" if self._session else "not ready"
@@ -81,18 +82,20 @@ class McpConnection:
         """Connect, initialize and list the tools, within `timeout_s`; `McpUnavailable`
         (the server stopped again) when that fails."""
         self._ready = asyncio.get_running_loop().create_future()
+        self._ready.add_done_callback(_retrieved)
         self._runner = asyncio.create_task(self._run(), name=f"mcp server {self.spec.name}")
         try:
             await asyncio.wait_for(asyncio.shield(self._ready), timeout_s)
-        except TimeoutError:
-            await self.close()
-            raise McpUnavailable(self._why(f"did not start within {timeout_s:g} s")) from None
         except asyncio.CancelledError:  # the session closed meanwhile
             await self.close()
             raise
         except Exception as exc:
-            await self.close()
-            raise McpUnavailable(self._why(f"could not be started: {describe(exc)}")) from None
+            # Stopped in the background: the answer does not wait (the watcher kills the
+            # group should the agent exit first).
+            self._closing = asyncio.create_task(self.close())
+            reason = (f"did not start within {timeout_s:g} s" if isinstance(exc, TimeoutError)
+                      else f"could not be started: {describe(exc)}")
+            raise McpUnavailable(self._why(reason)) from None
 
     async def refresh_tools(self) -> None:
         """List the tools again if the server said they changed (a failure keeps the old
@@ -102,7 +105,8 @@ class McpConnection:
             return
         self.stale = False
         try:
-            self.tools = await _list_tools(session)
+            self.tools = await asyncio.wait_for(_list_tools(session),
+                                                config.mcp_startup_timeout_ms() / 1000)
         except Exception as exc:
             log.warning("mcp_tools_not_listed", server=self.spec.name, error=describe(exc))
         else:
@@ -154,9 +158,13 @@ class McpConnection:
             return
         if self._ready is not None and not self._ready.done():
             runner.cancel()  # still starting: nothing to wind down politely
-        done, _ = await asyncio.wait({runner}, timeout=CLOSE_GRACE_S)
-        if not done and self._group is not None:
-            signal_group(self._group, signal.SIGKILL)
+            self._ready.set_exception(McpUnavailable(self._why("was closed while starting")))
+        try:
+            done, _ = await asyncio.wait({runner}, timeout=CLOSE_GRACE_S)
+        finally:  # also when this wait is cancelled (the agent exiting): kill, not leave it
+            if not runner.done() and self._group is not None:
+                signal_group(self._group, signal.SIGKILL)
+        if not done:
             done, _ = await asyncio.wait({runner}, timeout=KILLED_WAIT_S)
         if not done:
             runner.cancel()
@@ -242,21 +250,45 @@ class McpConnection:
 
 
 class _StderrLines(asyncio.Protocol):
+    """A server's stderr, line by line. A line is kept to `STDERR_LINE_CHARS` (4 bytes a
+    character at most): the rest of it is dropped as it arrives, so a server writing without
+    newlines costs no memory."""
+
+    LIMIT = 4 * STDERR_LINE_CHARS
+
     def __init__(self, connection: McpConnection) -> None:
         self._connection = connection
         self._partial = b""
+        self._skipping = False  # in the dropped rest of an over-long line
 
     def data_received(self, data: bytes) -> None:
-        *lines, self._partial = (self._partial + data).split(b"\n")
+        *lines, rest = data.split(b"\n")
+        if lines:
+            lines[0] = b"" if self._skipping else self._partial + lines[0]
+            self._partial, self._skipping = b"", False
+        elif self._skipping:
+            return
         for line in lines:
-            if text := line.decode("utf-8", "replace").rstrip():
-                self._connection._stderr_line(text)
+            self._emit(line)
+        self._partial += rest
+        if len(self._partial) > self.LIMIT:
+            self._emit(self._partial[: self.LIMIT])
+            self._partial, self._skipping = b"", True
+
+    def _emit(self, line: bytes) -> None:
+        if text := line.decode("utf-8", "replace").rstrip():
+            self._connection._stderr_line(text)
 
     def eof_received(self) -> bool:
-        if text := self._partial.decode("utf-8", "replace").rstrip():
-            self._connection._stderr_line(text)
+        self._emit(self._partial)
         self._partial = b""
         return False
+
+
+def _retrieved(future: asyncio.Future[None]) -> None:
+    """Mark a future's outcome as seen (its failure is reported where it is awaited)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _child_on_pipe(read_fd: int) -> int | None:

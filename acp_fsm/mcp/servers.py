@@ -25,7 +25,8 @@ log = structlog.get_logger("mcp")
 
 
 class McpServers:
-    """Build with `await McpServers.start(entries, cwd)`; `close` when the session ends."""
+    """Make with `McpServers.of(entries, cwd)`, then `await start()`; `close` when the session
+    ends (also while it starts)."""
 
     def __init__(self, specs: list[ServerSpec], cwd: str) -> None:
         self.specs = specs
@@ -34,17 +35,24 @@ class McpServers:
         self._notices: list[str] = []
         self._told: set[str] = set()  # servers whose failure the user was told of
         self._retries: dict[str, asyncio.Task[None]] = {}
+        self._starting: set[McpConnection] = set()  # closed too if the session ends now
+        # The model's name of each (server, tool), kept for the session: a name never comes
+        # to mean another server's tool (history and "always" answers rely on it).
+        self._names: dict[tuple[str, str], str] = {}
+        self._taken: set[str] = set()
 
     def __repr__(self) -> str:
         return f"<McpServers {len(self._running)} of {len(self.specs)} running>"
 
     @classmethod
-    async def start(cls, entries: list[dict[str, Any]] | tuple[dict[str, Any], ...],
-                    cwd: str) -> McpServers:
-        """Start every server of `entries` at once, each bounded by the start-up timeout."""
-        servers = cls(server_specs(entries), cwd)
-        await asyncio.gather(*(servers._start(spec) for spec in servers.specs))
-        return servers
+    def of(cls, entries: list[dict[str, Any]] | tuple[dict[str, Any], ...],
+           cwd: str) -> McpServers:
+        """The servers of `entries`, not started yet."""
+        return cls(server_specs(entries), cwd)
+
+    async def start(self) -> None:
+        """Start every server at once, each bounded by the start-up timeout."""
+        await asyncio.gather(*(self._start(spec) for spec in self.specs))
 
     async def tools(self) -> dict[str, Tool]:
         """The tools of the servers running now (listed again where a server said they
@@ -53,13 +61,15 @@ class McpServers:
 
         running = [self._running[s.name] for s in self.specs if s.name in self._running]
         await asyncio.gather(*(c.refresh_tools() for c in running if c.alive))
-        taken: set[str] = set()
         tools: dict[str, Tool] = {}
         for connection in running:
             if not connection.alive:
                 continue
             for tool in connection.tools:
-                name = tool_name(connection.spec.name, tool.name, taken)
+                key = (connection.spec.name, tool.name)
+                name = self._names.get(key)
+                if name is None:
+                    name = self._names[key] = tool_name(*key, self._taken)
                 tools[name] = McpTool(connection, tool, name)
         return tools
 
@@ -86,8 +96,9 @@ class McpServers:
         for task in list(self._retries.values()):
             task.cancel()
         await asyncio.gather(*self._retries.values(), return_exceptions=True)
-        running, self._running = list(self._running.values()), {}
-        await asyncio.gather(*(c.close() for c in running))
+        stopping = [*self._running.values(), *self._starting]
+        self._running = {}
+        await asyncio.gather(*(c.close() for c in stopping))
 
     async def _retry(self, spec: ServerSpec) -> None:
         try:
@@ -99,6 +110,7 @@ class McpServers:
         from acp_fsm.mcp.connection import McpConnection, McpUnavailable  # the SDK, now
 
         connection = McpConnection(spec, self._cwd)
+        self._starting.add(connection)
         try:
             await connection.start(config.mcp_startup_timeout_ms() / 1000)
         except McpUnavailable as failure:
@@ -108,6 +120,8 @@ class McpServers:
                 self._notices.append(f"{failure}. Its tools are not available in this "
                                      "session.")
             return
+        finally:
+            self._starting.discard(connection)
         old = self._running.pop(spec.name, None)
         self._running[spec.name] = connection
         self._told.discard(spec.name)  # working: a later failure is news again

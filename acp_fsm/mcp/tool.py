@@ -35,7 +35,8 @@ class McpTool:
         hints = tool.annotations
         self.read_only = bool(hints and hints.read_only_hint)
         self.kind = "read" if self.read_only else "other"
-        self.title = (hints.title if hints and hints.title else None) or tool.title or tool.name
+        # MCP's order: the tool's title, then its annotations' title, then its name.
+        self.title = tool.title or (hints.title if hints else None) or tool.name
         self.description = tool.description or f"{self.title} (MCP server {server.spec.name})"
 
     def __repr__(self) -> str:

@@ -28,6 +28,7 @@ from tests.e2e.support import (
 from tests.harness import live_processes, wait_until
 
 SERVER = Path(__file__).resolve().parents[1] / "mcp" / "tools_server.py"
+RAW_SERVER = SERVER.with_name("raw_server.py")
 
 
 def stdio_server(name: str = "tools", *, marks: Path | None = None) -> dict[str, Any]:
@@ -63,6 +64,16 @@ async def one_call(launch: Launcher, server: ScriptedProvider, project: Path, to
     session = await open_session(agent, project, *(servers or (stdio_server(),)))
     server.script(Reply(calls=(Call("c1", tool, arguments),)), Reply(text="done"))
     return agent, await agent.prompt(session, f"use {tool}")
+
+
+async def cancel_once(agent: Agent, session: str, prompt: str, status: str) -> TurnResult:
+    """Prompt, cancel once call "c1" has reached `status`; the turn, answered within 2 s."""
+    pending = await agent.start_prompt(session, prompt)
+    await wait_until(lambda: any(u.get("status") == status
+                                 for u in for_call(agent.updates(session), "c1")),
+                     f"the call to be {status}")
+    await agent.cancel(session)
+    return await pending.result(timeout=2)
 
 
 async def test_the_model_calls_an_mcp_tool_with_the_users_permission(
@@ -138,12 +149,12 @@ async def test_a_server_that_never_answers_is_given_up_after_the_startup_timeout
     silent = {"name": "silent", "command": sys.executable,
               "args": ["-c", "import time; time.sleep(60)", marker], "env": []}
     session = await open_session(agent, project, silent)
-    assert live_processes(marker) == []  # not left running
     server.script(Reply(text="ok"))
 
     turn = await agent.prompt(session, "hello")
 
     assert "did not start within 0.4 s" in turn.updates[0]["content"]["text"]
+    await wait_until(lambda: live_processes(marker) == [], "the server to be stopped")
 
 
 async def test_a_cancel_during_a_slow_call_answers_at_once_and_tells_the_server(
@@ -154,13 +165,8 @@ async def test_a_cancel_during_a_slow_call_answers_at_once_and_tells_the_server(
     session = await open_session(agent, project, stdio_server(marks=marks))
     server.script(Reply(calls=(Call("c1", "mcp__tools__slow", args(seconds=30)),)),
                   Reply(text="after"))
-    pending = await agent.start_prompt(session, "slow")
-    await wait_until(lambda: any(u.get("status") == "in_progress"
-                                 for u in for_call(agent.updates(session), "c1")),
-                     "the slow call to run")
 
-    await agent.cancel(session)
-    turn = await pending.result(timeout=2)
+    turn = await cancel_once(agent, session, "slow", "in_progress")
 
     assert turn.stop_reason == "cancelled"
     assert statuses(for_call(turn.updates, "c1"))[-1] == "failed"
@@ -419,3 +425,57 @@ async def test_an_http_server_gets_its_headers_and_a_refusal_is_reported(
     assert seen and seen[0]["Authorization"] == "Bearer t0ken-123"
     notice = turn.updates[0]["content"]["text"]
     assert notice.startswith("MCP server 'guarded' could not be started")
+
+
+def raw_server(name: str, modes: str = "", label: str = "") -> dict[str, Any]:
+    """The hand-written server (`tests/mcp/raw_server.py`); `args[-1]` is a unique label."""
+    return {"name": name, "command": sys.executable,
+            "args": [str(RAW_SERVER), modes, label or f"{name}-{uuid.uuid4().hex}"], "env": []}
+
+
+async def test_a_cancel_is_not_held_up_by_a_server_that_never_lists_its_tools_again(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    agent = await launch.start("openai")
+    session = await open_session(agent, project, raw_server("raw", "hang_relist"))
+    server.script(Reply(calls=(Call("c1", "mcp__raw__changed", "{}"),)), Reply(text="never"))
+
+    turn = await cancel_once(agent, session, "change", "completed")  # then the list hangs
+
+    assert turn.stop_reason == "cancelled"
+    assert len(server.requests) == 1  # the second model call never went out
+
+
+async def test_the_agent_exits_while_a_session_is_still_starting_its_servers(
+        launch: Launcher, project: Path) -> None:
+    agent = await launch.start("openai")
+    entry = raw_server("slow", "slow_stubborn")
+    await agent.proc.send({"jsonrpc": "2.0", "id": "new", "method": "session/new",
+                           "params": {"cwd": str(project), "mcpServers": [entry]}})
+    await wait_until(lambda: live_processes(entry["args"][-1]), "the server to be spawned")
+
+    await launch.close(agent)  # stdin closed: an orderly exit, within its grace
+
+    assert live_processes(entry["args"][-1]) == []
+
+
+async def test_a_tool_name_keeps_its_server_when_another_server_comes_back(
+        launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path) -> None:
+    script = tmp_path / "late.py"  # `a.b` cannot start at first; `a_b` can
+    late = {"name": "a.b", "command": sys.executable,
+            "args": [str(script), "", "from a.b"], "env": []}
+    agent = await launch.start("openai")
+    session = await open_session(agent, project, late, raw_server("a_b", label="from a_b"))
+    server.script(Reply(text="one"), Reply(text="two"),
+                  Reply(calls=(Call("c1", "mcp__a_b__ok", "{}"),
+                               Call("c2", "mcp__a_b__ok_2", "{}"))),
+                  Reply(text="done"))
+    await agent.prompt(session, "hello")  # tries `a.b` again: still missing
+    await wait_until(lambda: len(agent.log("mcp_server_failed")) == 2, "the retry to fail")
+    script.write_text(RAW_SERVER.read_text())
+    await agent.prompt(session, "again")  # starts `a.b` in the background
+    await wait_until(lambda: len(agent.log("mcp_server_ready")) == 2, "`a.b` to start")
+
+    await agent.prompt(session, "both")
+
+    results = tool_results(server.requests[-1])
+    assert results["c1"] == ("from a_b", None) and results["c2"] == ("from a.b", None)

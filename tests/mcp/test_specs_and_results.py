@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import mcp_types as types
 
+from acp_fsm.mcp import connection
 from acp_fsm.mcp.specs import MAX_TOOL_NAME, ServerSpec, server_specs, tool_name
-from acp_fsm.mcp.tool import EMPTY_RESULT, model_schema, outcome
+from acp_fsm.mcp.tool import EMPTY_RESULT, McpTool, model_schema, outcome
 
 
 def test_the_three_kinds_of_entry_are_read() -> None:
@@ -95,3 +96,38 @@ def test_a_schema_is_made_what_both_providers_accept() -> None:
     assert folded == {"type": "object", "required": ["depth", "mode"], "properties": {
         "mode": {"type": "string"}, "depth": {"type": "integer"}, "path": {"type": "string"},
         "url": {"type": "string"}}}
+
+
+class _Lines:
+    """Stands where the connection receives the server's stderr lines."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def _stderr_line(self, line: str) -> None:
+        self.lines.append(line)
+
+
+def test_stderr_without_newlines_costs_no_memory_and_lines_stay_whole() -> None:
+    sink = _Lines()
+    reader = connection._StderrLines(sink)  # type: ignore[arg-type]
+    reader.data_received(b"first li")
+    reader.data_received(b"ne\nsecond\nthi")
+    for _ in range(2_000):  # 16 MB without a newline
+        reader.data_received(b"E" * 8192)
+        assert len(reader._partial) <= reader.LIMIT
+    reader.data_received(b"EEE\nafter\nlast")
+    reader.eof_received()
+    assert sink.lines[:2] == ["first line", "second"]
+    assert sink.lines[2] == "thi" + "E" * (reader.LIMIT - 3)  # cut once, the rest dropped
+    assert sink.lines[3:] == ["after", "last"]
+
+
+def test_a_tools_own_title_comes_before_its_annotations_title() -> None:
+    spec = ServerSpec("srv", "stdio", command="x")
+    tool = types.Tool(name="t", title="Own", input_schema={"type": "object"},
+                      annotations=types.ToolAnnotations(title="Annotated"))
+    assert McpTool(connection.McpConnection(spec, "/"), tool, "mcp__srv__t").title == "Own"
+    bare = types.Tool(name="t", input_schema={"type": "object"},
+                      annotations=types.ToolAnnotations(title="Annotated"))
+    assert McpTool(connection.McpConnection(spec, "/"), bare, "mcp__srv__t").title == "Annotated"
