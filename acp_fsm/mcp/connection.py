@@ -41,6 +41,7 @@ STDERR_LINE_CHARS = 500
 # is killed (the SDK's own escalation takes seconds, which an exiting agent cannot wait).
 CLOSE_GRACE_S = 0.5
 KILLED_WAIT_S = 1.0  # for the SDK to see the killed server and wind down
+SSE_QUIET_S = 24 * 3600.0  # how long an SSE server's event stream may stay silent
 CLIENT_INFO = types.Implementation(name="acp-fsm", version=__version__)
 
 
@@ -202,7 +203,9 @@ class McpConnection:
         if spec.transport != "stdio":
             client: AbstractAsyncContextManager[Any]
             if spec.transport == "sse":
-                client = sse_client(spec.url, headers=dict(spec.headers))
+                # The SDK drops a stream quiet for 5 min; a server between two turns may be.
+                client = sse_client(spec.url, headers=dict(spec.headers),
+                                    sse_read_timeout=SSE_QUIET_S)
             else:
                 http = create_mcp_http_client(headers=dict(spec.headers))
                 stack.push_async_callback(http.aclose)
