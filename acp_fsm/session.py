@@ -207,7 +207,7 @@ class Session:
         self.token.cancel(reason)
         return True
 
-    # -------------------------------------------------------------- transcript
+    # ------------------------------------------------------ tools and MCP servers
 
     async def tools(self) -> dict[str, Tool]:
         """The built-in tools, then those of the session's MCP servers running now."""
@@ -216,6 +216,7 @@ class Session:
         return TOOLS if self.mcp is None else {**TOOLS, **await self.mcp.tools()}
 
     def take_notices(self) -> list[str]:
+        """What the user is still to be told of the session's MCP servers."""
         return self.mcp.take_notices() if self.mcp is not None else []
 
     async def connect_mcp(self, entries: list[dict[str, Any]] | tuple[dict[str, Any], ...]
@@ -233,6 +234,8 @@ class Session:
         mcp, self.mcp = self.mcp, None
         if mcp is not None:
             await mcp.close()
+
+    # -------------------------------------------------------------- transcript
 
     def messages_for_model(self) -> list[Message]:
         """The conversation, checked (and repaired) before every provider call: an orphaned

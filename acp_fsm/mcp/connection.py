@@ -245,6 +245,7 @@ class McpConnection:
         call.cancel()
         self._calls.add(call)
         call.add_done_callback(self._calls.discard)
+        call.add_done_callback(_retrieved)  # whatever it ends with, nobody waits for it
 
     def _why(self, reason: str) -> str:
         said = " | ".join(self._stderr)
@@ -288,7 +289,7 @@ class _StderrLines(asyncio.Protocol):
         return False
 
 
-def _retrieved(future: asyncio.Future[None]) -> None:
+def _retrieved(future: asyncio.Future[Any]) -> None:
     """Mark a future's outcome as seen (its failure is reported where it is awaited)."""
     if not future.cancelled():
         future.exception()
