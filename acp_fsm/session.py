@@ -628,6 +628,7 @@ async def _rebuild(store: Store, session_id: str, entries: list[Entry], *, repai
 def replay_updates(entries: list[Any]) -> list[dict[str, Any]]:
     """The updates that show a stored conversation as it looked live (ACP: session/load)."""
     out: list[dict[str, Any]] = []
+    plans: dict[str, list[dict[str, Any]]] = {}  # call id -> the plan an update_plan call set
     for entry in entries:
         body = entry.body
         if entry.kind == "user":
@@ -645,6 +646,8 @@ def replay_updates(entries: list[Any]) -> list[dict[str, Any]]:
                     view = views.get(part["id"]) or {"title": part["name"], "kind": "other",
                                                      "rawInput": part.get("arguments") or {}}
                     out.append(updates.tool_call(part["id"], view))
+                    if part["name"] == updates.PLAN_TOOL:
+                        plans[part["id"]] = (part.get("arguments") or {}).get("entries") or []
         elif entry.kind == "tool_result":
             view = body.get("view") or {}
             content = view.get("content")
@@ -655,4 +658,6 @@ def replay_updates(entries: list[Any]) -> list[dict[str, Any]]:
             out.append(updates.tool_call_update(
                 body["callId"], view.get("status", "failed"), content=content,
                 locations=view.get("locations")))
+            if body["callId"] in plans and view.get("status") == "completed":
+                out.append(updates.plan(plans[body["callId"]]))
     return out

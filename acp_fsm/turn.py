@@ -182,6 +182,9 @@ class TurnEnv:
     def report(self, content: tuple[dict[str, Any], ...]) -> None:
         self._report(content)
 
+    def show_plan(self, entries: list[dict[str, Any]]) -> None:
+        self._session.send_update(updates.plan(entries))
+
 
 class Turn:
     """One prompt turn. `state` is driven by the turn machine."""

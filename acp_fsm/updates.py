@@ -78,6 +78,14 @@ def session_info(title: str, updated_at: str) -> dict[str, Any]:
     return {"sessionUpdate": "session_info_update", "title": title, "updatedAt": updated_at}
 
 
+PLAN_TOOL = "update_plan"  # the tool whose calls set the plan (replayed by session/load)
+
+
+def plan(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The agent's plan, whole (ACP: each `plan` update replaces the one before)."""
+    return {"sessionUpdate": "plan", "entries": entries}
+
+
 def usage(used: int, size: int) -> dict[str, Any]:
     """Context-window use after a model call (ACP UsageUpdate)."""
     return {"sessionUpdate": "usage_update", "used": used, "size": size}

@@ -36,6 +36,7 @@ CALLS: Final[dict[str, tuple[str, Choice | None]]] = {
     "call_edit2": ("edit_file", "allow_once"),
     "call_slow": ("run_command", None),  # allowed always, earlier in the session
     "call_held": ("write_file", HOLD),  # answered after the agent's $/cancel_request
+    "call_plan": ("update_plan", None),  # never asks
 }
 
 
@@ -101,7 +102,10 @@ def _script(project: Path, outside: Path) -> list[Any]:
                      call("call_list", path=str(outside)),
                      call("call_search", pattern="note", path=str(outside)),
                      call("call_edit2", path=str(project / "main.py"), old_text="x = 1",
-                          new_text="x = 3"))),
+                          new_text="x = 3"),
+                     call("call_plan", entries=[
+                         {"content": "Run the tools", "priority": "high", "status": "completed"},
+                         {"content": "Report", "priority": "low", "status": "pending"}]))),
         Reply(text="All done."),
         Reply(calls=(call("call_slow", command="sleep 30", timeout_ms=300),)),
         Reply(text="The command timed out."),

@@ -13,11 +13,13 @@ from acp_fsm.tools.list_directory import ListDirectory
 from acp_fsm.tools.read_file import ReadFile
 from acp_fsm.tools.run_command import RunCommand
 from acp_fsm.tools.search_files import SearchFiles
+from acp_fsm.tools.update_plan import UpdatePlan
 from acp_fsm.tools.write_file import WriteFile
 
 TOOLS: dict[str, Tool] = {
     tool.name: tool
-    for tool in (ReadFile(), WriteFile(), EditFile(), ListDirectory(), SearchFiles(), RunCommand())
+    for tool in (ReadFile(), WriteFile(), EditFile(), ListDirectory(), SearchFiles(), RunCommand(),
+                 UpdatePlan())
 }
 
 

@@ -120,6 +120,9 @@ class ToolEnv(Protocol):
     def report(self, content: tuple[dict[str, Any], ...]) -> None:
         """Show progress content now (e.g. a terminal block while a command runs)."""
 
+    def show_plan(self, entries: list[dict[str, Any]]) -> None:
+        """Show the agent's plan (an ACP `plan` update)."""
+
 
 # Files as the earlier calls of the same assistant message will leave them (absolute path →
 # text), so a call that builds on an earlier one (write a file, then edit it) is previewed

@@ -197,6 +197,9 @@ class Env:
     def report(self, content: tuple[dict[str, Any], ...]) -> None:
         self.client.calls.append(("report", content))
 
+    def show_plan(self, entries: list[dict[str, Any]]) -> None:
+        self.client.calls.append(("plan", entries))
+
 
 async def call(env: Env, name: str, **args: Any) -> ToolOutcome:
     """Run tool `name`; every outcome must say something to the model."""

@@ -16,9 +16,11 @@ from acp_fsm.tools import TOOLS, tool_specs
 from acp_fsm.tools.base import ToolCallView, ToolOutcome
 from tests.tools.conftest import Editor, Env, assert_strict_json
 
-NAMES = ["read_file", "write_file", "edit_file", "list_directory", "search_files", "run_command"]
+NAMES = ["read_file", "write_file", "edit_file", "list_directory", "search_files", "run_command",
+         "update_plan"]
 KINDS = {"read_file": "read", "write_file": "edit", "edit_file": "edit",
-         "list_directory": "read", "search_files": "search", "run_command": "execute"}
+         "list_directory": "read", "search_files": "search", "run_command": "execute",
+         "update_plan": "think"}
 
 
 def test_registry_order_and_kinds() -> None:
@@ -50,6 +52,7 @@ def test_required_arguments() -> None:
         "list_directory": ["path"],
         "search_files": ["pattern"],
         "run_command": ["command"],
+        "update_plan": ["entries"],
     }
 
 
@@ -152,8 +155,13 @@ JSON_VALUES = st.recursive(
 PROPERTY_ENV = Env(cwd=Path("/nonexistent/acp-fsm-project"), client=Editor())
 
 
+PLAN_ENTRIES = st.lists(st.fixed_dictionaries({
+    "content": ODD_TEXT, "priority": st.sampled_from(["high", "medium", "low"]),
+    "status": st.sampled_from(["pending", "in_progress", "completed"])}) | JSON_VALUES,
+    max_size=3)
 BY_TYPE: dict[str, st.SearchStrategy[Any]] = {
-    "string": ODD_TEXT, "integer": st.integers(), "boolean": st.booleans()}
+    "string": ODD_TEXT, "integer": st.integers(), "boolean": st.booleans(),
+    "array": PLAN_ENTRIES}
 
 
 def _arguments(name: str) -> st.SearchStrategy[dict[str, Any]]:
