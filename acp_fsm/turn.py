@@ -22,6 +22,7 @@ import structlog
 from acp_fsm import redact, transcript, updates
 from acp_fsm.client import Client, Editor
 from acp_fsm.fsm.turn import CANCELLABLE, FINAL, TURN, TurnState, TurnTrigger
+from acp_fsm.instructions import system_prompt
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.protocol.errors import (
     AuthRequired,
@@ -58,12 +59,6 @@ PERMISSION_OPTIONS = [
     {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
     {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
 ]
-SYSTEM_PROMPT = """You are acp-fsm, a coding agent working inside the user's editor.
-The project is at {cwd}. Use the tools to read, search and change files and to run commands;
-paths may be relative to the project. Prefer small, precise edits (edit_file) over rewriting
-whole files. Some calls need the user's permission; when one is denied, do not insist."""
-
-
 def max_turn_requests() -> int:
     """Model calls allowed per prompt (`ACP_FSM_MAX_TURN_REQUESTS`, default 50)."""
     raw = os.environ.get("ACP_FSM_MAX_TURN_REQUESTS", "")
@@ -205,6 +200,7 @@ class Turn:
         self._client = Client(session.server, session.id, token)
         self._config: ProviderConfig | None = None
         self._tools: dict[str, Tool] = {}  # of the current model call
+        self._system: str | None = None  # read once a turn (instruction files may change)
         self._work: dict[str, Callable[[], Awaitable[None]]] = {
             TurnState.STREAMING: self._stream,
             TurnState.AWAITING_PERMISSION: self._ask_permissions,
@@ -303,11 +299,16 @@ class Turn:
             self._config = config
         return self._config
 
+    def _system_prompt(self) -> str:
+        if self._system is None:
+            self._system = system_prompt(self.session.cwd, self.session.roots[1:])
+        return self._system
+
     def _request(self) -> ModelRequest:
         config = self.config()
         messages = self.session.messages_for_model()
         return ModelRequest(model=config.model, messages=tuple(messages),
-                            system=SYSTEM_PROMPT.format(cwd=self.session.cwd),
+                            system=self._system_prompt(),
                             tools=tuple(ToolSpec(t.name, t.description, t.input_schema)
                                         for t in self._tools.values()),
                             max_tokens=config.max_tokens)
