@@ -347,7 +347,11 @@ class Turn:
             await self._keep_partial(stream.partial, "error", wait=True)
             raise TurnFailed(InternalError(str(exc), data=_error_data(exc))) from None
         assert finished is not None, "a stream ends with Finished or an exception"
-        used = finished.usage.input_tokens + finished.usage.output_tokens
+        usage = finished.usage
+        log.info("model_usage", input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                 cache_read_tokens=usage.cache_read_tokens,
+                 cache_write_tokens=usage.cache_write_tokens)
+        used = usage.input_tokens + usage.output_tokens
         if used:
             self._update(updates.usage(used, self.config().context_window))
         message = finished.message

@@ -39,6 +39,7 @@ STOP_REASONS = {
 TRANSIENT_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
 NOT_RETRYABLE_MARKERS = ("enforced_spend_limit_reached",)
 EMPTY_RESULT = "(no output)"
+CACHED = {"type": "ephemeral"}  # a prompt-cache breakpoint
 
 
 def convert_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
@@ -107,17 +108,23 @@ class AnthropicWire:
                    "anthropic-version": API_VERSION}
         if config.api_key:
             headers["x-api-key"] = config.api_key
+        messages = convert_messages(request.messages)
         body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
             "stream": True,
-            "messages": convert_messages(request.messages),
+            "messages": messages,
         }
+        # Prompt caching: breakpoints after the system prompt, the tools and the conversation
+        # so far, so a repeated turn bills what it repeats as cached input (3 of the 4 allowed).
         if request.system:
-            body["system"] = request.system
+            body["system"] = [{"type": "text", "text": request.system, "cache_control": CACHED}]
         if request.tools:
             body["tools"] = [{"name": t.name, "description": t.description,
                               "input_schema": t.input_schema} for t in request.tools]
+            body["tools"][-1]["cache_control"] = CACHED
+        if messages and messages[-1]["content"]:
+            messages[-1]["content"][-1]["cache_control"] = CACHED
         return f"{config.base_url}/v1/messages", headers, json.dumps(body).encode()
 
     def parse_error(self, status: int, body: bytes) -> ProviderError:

@@ -95,6 +95,9 @@ def _anthropic_unanswered(index: int, ids: Sequence[str]) -> str:
             "corresponding `tool_result` block in the next message.")
 
 
+MAX_CACHE_BREAKPOINTS = 4
+
+
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     content = message.get("content")
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
@@ -135,6 +138,7 @@ class AnthropicRules:
         if not isinstance(messages, list) or not messages:
             raise reject("messages: at least one message is required")
         self._check_roles(messages)
+        self._check_cache_control(body)
         for i, message in enumerate(messages):
             self._check_blocks(i, message)
             previous = messages[i - 1] if i else {}
@@ -143,6 +147,23 @@ class AnthropicRules:
                 self._check_results(i, message, previous)
             else:
                 self._check_answered(i, message, following)
+
+    @staticmethod
+    def _check_cache_control(body: dict[str, Any]) -> None:
+        """At most 4 cache breakpoints, of type `ephemeral`, none on a thinking block."""
+        system = body.get("system")
+        blocks = [*(system if isinstance(system, list) else ()), *(body.get("tools") or ()),
+                  *(b for m in body["messages"] if isinstance(m, dict) for b in _blocks(m))]
+        marked = [b for b in blocks if isinstance(b, dict) and "cache_control" in b]
+        if len(marked) > MAX_CACHE_BREAKPOINTS:
+            raise reject(f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may "
+                         f"be provided. Found {len(marked)}.")
+        for block in marked:
+            if block.get("type") in ("thinking", "redacted_thinking"):
+                raise reject("cache_control cannot be set on thinking blocks")
+            control = block["cache_control"]
+            if not isinstance(control, dict) or control.get("type") != "ephemeral":
+                raise reject("cache_control.type: Input should be 'ephemeral'")
 
     @staticmethod
     def _check_roles(messages: list[Any]) -> None:

@@ -289,9 +289,13 @@ def is_openai(request: RecordedRequest) -> bool:
 
 
 def history(request: RecordedRequest) -> list[dict[str, Any]]:
-    """The conversation a model call carried (OpenAI's system message left out)."""
-    messages = list(request.body["messages"])
-    return [m for m in messages if m.get("role") != "system"]
+    """The conversation a model call carried (OpenAI's system message left out), without
+    Anthropic's cache breakpoints (which move to the last block at every call;
+    tests/e2e/test_prompt_cache.py holds where they stand)."""
+    messages = [m for m in request.body["messages"] if m.get("role") != "system"]
+    return [dict(m, content=[{k: v for k, v in b.items() if k != "cache_control"}
+                             for b in m["content"]])
+            if isinstance(m.get("content"), list) else m for m in messages]
 
 
 def tool_results(request: RecordedRequest) -> dict[str, tuple[str, bool | None]]:

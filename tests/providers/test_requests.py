@@ -87,6 +87,7 @@ ANTHROPIC_MESSAGES = [
         {"type": "text", "text": "Both read."}]},
     {"role": "user", "content": [{"type": "text", "text": "Thanks"}]},
 ]
+CACHED = {"type": "ephemeral"}  # a prompt-cache breakpoint: after system, tools, conversation
 
 
 async def sent_body(server: ScriptedProvider, config: ProviderConfig,
@@ -123,10 +124,11 @@ async def test_anthropic_request_body(server: ScriptedProvider) -> None:
         "model": "m",
         "max_tokens": 1024,
         "stream": True,
-        "system": "Be brief.",
-        "messages": ANTHROPIC_MESSAGES,
+        "system": [{"type": "text", "text": "Be brief.", "cache_control": CACHED}],
+        "messages": [*ANTHROPIC_MESSAGES[:-1], {"role": "user", "content": [
+            {"type": "text", "text": "Thanks", "cache_control": CACHED}]}],
         "tools": [{"name": "read_file", "description": "Read a text file",
-                   "input_schema": READ_FILE.input_schema}],
+                   "input_schema": READ_FILE.input_schema, "cache_control": CACHED}],
     }
 
 
@@ -161,7 +163,8 @@ async def test_no_tools_and_no_system(server: ScriptedProvider, config: Provider
     assert "system" not in body
     first = body["messages"][0]
     assert first == ({"role": "user", "content": "hi"} if provider == "openai"
-                     else {"role": "user", "content": [{"type": "text", "text": "hi"}]})
+                     else {"role": "user", "content": [{"type": "text", "text": "hi",
+                                                        "cache_control": CACHED}]})
 
 
 def test_openai_max_tokens_key_depends_on_the_server() -> None:
@@ -185,7 +188,8 @@ async def test_anthropic_empty_assistant_turn_is_dropped_and_users_merged(
         UserMessage((TextPart("first"),)), AssistantMessage((ThinkingPart("half"),)),
         UserMessage((TextPart("second"),)))
     assert body["messages"] == [{"role": "user", "content": [
-        {"type": "text", "text": "first"}, {"type": "text", "text": "second"}]}]
+        {"type": "text", "text": "first"},
+        {"type": "text", "text": "second", "cache_control": CACHED}]}]
 
 
 async def test_openai_keeps_separate_user_text_parts_apart(server: ScriptedProvider) -> None:
@@ -238,7 +242,8 @@ async def test_answered_tool_calls_pass_the_pairing_rule(server: ScriptedProvide
         {"role": "tool", "tool_call_id": "call_1", "content": "contents of a.txt"}
         if provider == "openai" else
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1",
-                                      "content": "contents of a.txt", "is_error": False}]})
+                                      "content": "contents of a.txt", "is_error": False,
+                                      "cache_control": CACHED}]})
 
 
 def test_anthropic_never_sends_whitespace_only_text() -> None:
