@@ -30,7 +30,7 @@ from mcp.shared.exceptions import MCPError
 from acp_fsm import __version__, config
 from acp_fsm.mcp.specs import ServerSpec
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
-from acp_fsm.tools.process import signal_group
+from acp_fsm.tools.process import proc_stat, signal_group
 from acp_fsm.tools.reaper import REAPER
 
 log = structlog.get_logger("mcp")
@@ -298,18 +298,17 @@ def _retrieved(future: asyncio.Future[Any]) -> None:
 def _child_on_pipe(read_fd: int) -> int | None:
     """The pid of our child process whose stderr is the pipe of `read_fd`: the stdio server,
     which the SDK starts as the leader of a session (so also of a process group) of its own."""
-    pipe = f"pipe:[{os.fstat(read_fd).st_ino}]"
+    pipe = f"pipe:[{os.fstat(read_fd).st_ino}]".encode()
     parent = str(os.getpid()).encode()
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
+    for name in os.listdir(b"/proc"):
+        fields = proc_stat(name) if name.isdigit() else None  # state, ppid, ...
+        if not fields or fields[1] != parent:
             continue
         try:
-            with open(f"/proc/{name}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[-1].split()  # state, ppid, ...
-            if fields[1] == parent and os.readlink(f"/proc/{name}/fd/2") == pipe:
+            if os.readlink(b"/proc/" + name + b"/fd/2") == pipe:
                 return int(name)
-        except (OSError, IndexError):
-            continue
+        except OSError:
+            continue  # gone meanwhile
     return None
 
 

@@ -117,6 +117,22 @@ def signal_group(pgid: int, signum: int) -> bool:
     return True
 
 
+def proc_stat(pid: int | bytes) -> list[bytes] | None:
+    """The fields of `/proc/<pid>/stat` after "pid (comm)": state, ppid, pgrp, ...; None
+    when the process is gone (raw reads: a cancel waits on the scans that use this)."""
+    name = pid if isinstance(pid, bytes) else str(pid).encode()
+    try:
+        fd = os.open(b"/proc/" + name + b"/stat", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 4096).rsplit(b")", 1)[-1].split()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _live_member_in_proc(pgid: int) -> bool:
     """Scan /proc for a non-zombie process in group `pgid`.
 
@@ -129,17 +145,10 @@ def _live_member_in_proc(pgid: int) -> bool:
         try:  # getpgid first: a system call, where reading every stat file took a millisecond
             if os.getpgid(int(name)) != pgid:
                 continue
-            fd = os.open(b"/proc/" + name + b"/stat", os.O_RDONLY)
         except OSError:
             continue  # gone meanwhile
-        try:
-            stat = os.read(fd, 4096)
-        except OSError:
-            continue
-        finally:
-            os.close(fd)
-        state = stat.rsplit(b")", 1)[-1].split()[:1]  # after "pid (comm)": the state
-        if state and state[0] not in (b"Z", b"X"):
+        fields = proc_stat(name)
+        if fields and fields[0] not in (b"Z", b"X"):
             return True
     return False
 

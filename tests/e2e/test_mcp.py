@@ -26,6 +26,7 @@ from tests.e2e.support import (
     tool_results,
 )
 from tests.harness import live_processes, wait_until
+from tests.timing import INTERRUPTED_S
 
 SERVER = Path(__file__).resolve().parents[1] / "mcp" / "tools_server.py"
 RAW_SERVER = SERVER.with_name("raw_server.py")
@@ -67,13 +68,14 @@ async def one_call(launch: Launcher, server: ScriptedProvider, project: Path, to
 
 
 async def cancel_once(agent: Agent, session: str, prompt: str, status: str) -> TurnResult:
-    """Prompt, cancel once call "c1" has reached `status`; the turn, answered within 2 s."""
+    """Prompt, cancel once call "c1" has reached `status`; the turn, answered at once
+    (`INTERRUPTED_S`: the call itself would take 30 s, or for ever)."""
     pending = await agent.start_prompt(session, prompt)
     await wait_until(lambda: any(u.get("status") == status
                                  for u in for_call(agent.updates(session), "c1")),
                      f"the call to be {status}")
     await agent.cancel(session)
-    return await pending.result(timeout=2)
+    return await pending.result(timeout=INTERRUPTED_S)
 
 
 async def test_the_model_calls_an_mcp_tool_with_the_users_permission(

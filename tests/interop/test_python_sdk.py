@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -54,6 +53,7 @@ from acp.schema import (
 from pydantic import BaseModel
 
 from acp_fsm.providers.scripted import Call, Hang, Reply, ScriptedProvider
+from tests.harness import wait_until
 from tests.interop.support import (
     args,
     command,
@@ -81,15 +81,6 @@ BUFFER: Final = "unsaved line 1\nunsaved line 2\n"  # the editor's text, not the
 async def within(awaitable: Awaitable[T], seconds: float = CALL_TIMEOUT_S) -> T:
     """Await an SDK call, failing (instead of hanging the suite) after `seconds`."""
     return await asyncio.wait_for(awaitable, seconds)
-
-
-async def wait_until(predicate: Any, what: str, timeout: float = 5.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.01)
-    return value
 
 
 # ----------------------------------------------------------------------------- the client
