@@ -4,13 +4,29 @@
 `POST /v1/messages` (Anthropic Messages) from one FIFO script of replies. Each reply describes a
 model turn neutrally (`Reply`) or an HTTP failure (`HttpError`) or exact bytes (`Raw`), and is
 rendered in the wire format of the route it is served on, byte for byte as the real APIs stream
-it. Before taking a reply the server checks the request the way the real APIs do (shape, the
-tool-call pairing rules, the API key when one is configured) and answers a violation with the
-API's own 4xx error body, so a client that would be rejected in production is rejected here.
+it. It also serves `GET /v1/models`, in Anthropic's paged shape when the request carries
+`anthropic-version` (or `x-api-key`), else in OpenAI's (`models`, `models_error`,
+`models_delay_s`).
 
-Everything is recorded: `requests` (path, headers, parsed body, arrival time), `served` (which
-reply answered which request) and `disconnects` (a client that went away mid-response, seen at
-once thanks to `handler_cancellation=True`). Times are `time.monotonic()`.
+Before taking a reply the server checks the request the way the real APIs do and answers a
+violation with the API's own 4xx error body (taking no script entry), so a client that would
+be rejected in production is rejected here:
+- the API key when one is configured (all routes), `anthropic-version` on Anthropic's;
+- the shape: model, messages, `stream: true`, Anthropic's `max_tokens`, alternating roles and
+  content blocks, at most 4 `ephemeral` cache breakpoints, none on thinking;
+- tool calls: each answered by the next message(s), each result answering one; Anthropic
+  refuses tool blocks without `tools`;
+- options, when sent: OpenAI's `tool_choice` (with tools only) and `reasoning_effort`;
+  Anthropic's `tool_choice` and `thinking` (budget of at least 1024 below `max_tokens`; no
+  forced tool use or temperature other than 1 with it; a request continuing a tool loop sends
+  back the thinking block that opened the assistant message with the calls);
+- with `context_window`, the prompt (`estimate_tokens`) plus the output limit must fit, and a
+  reply left at `DEFAULT_USAGE` reports the estimate as its input tokens.
+
+Everything is recorded: `requests` (path, headers, parsed body, arrival time; model calls
+only), `model_list_requests` (`GET /v1/models`), `served` (which reply answered which request)
+and `disconnects` (a client that went away mid-response, seen at once thanks to
+`handler_cancellation=True`). Times are `time.monotonic()`.
 
 Used by the provider tests, by end-to-end tests of the agent (point `OPENAI_BASE_URL` at
 `openai_base_url` or `ANTHROPIC_BASE_URL` at `anthropic_base_url`), by the offline demo and
@@ -21,10 +37,14 @@ events a `Reply` is streamed as, and `Drop(after=n)`, `Hang(n)`, `Truncate(n)` a
 `ErrorEvent(n)` act after the first `n` of them.
 
 Modules: `script` (the replies and the records), `wire` (rendering per API), `rules` (what
-each API refuses), `server` (the aiohttp server).
+each API refuses), `models` (the model listings), `server` (the aiohttp server).
 """
 
+from acp_fsm.providers.scripted.models import MODELS_PATH
+from acp_fsm.providers.scripted.rules import estimate_tokens
 from acp_fsm.providers.scripted.script import (
+    DEFAULT_MODELS,
+    DEFAULT_USAGE,
     Call,
     Disconnect,
     Drop,
@@ -40,6 +60,7 @@ from acp_fsm.providers.scripted.script import (
 from acp_fsm.providers.scripted.server import OPENAI_PATH, SHUTDOWN_TIMEOUT_S, ScriptedProvider
 from acp_fsm.providers.scripted.wire import render_anthropic, render_openai
 
-__all__ = ["OPENAI_PATH", "SHUTDOWN_TIMEOUT_S", "Call", "Disconnect", "Drop", "ErrorEvent",
-           "Hang", "HttpError", "Raw", "RecordedRequest", "Reply", "Scripted", "ScriptedProvider",
-           "Truncate", "render_anthropic", "render_openai"]
+__all__ = ["DEFAULT_MODELS", "DEFAULT_USAGE", "MODELS_PATH", "OPENAI_PATH", "SHUTDOWN_TIMEOUT_S",
+           "Call", "Disconnect", "Drop", "ErrorEvent", "Hang", "HttpError", "Raw",
+           "RecordedRequest", "Reply", "Scripted", "ScriptedProvider", "Truncate",
+           "estimate_tokens", "render_anthropic", "render_openai"]

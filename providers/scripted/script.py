@@ -14,6 +14,8 @@ from acp_fsm.providers.types import StopReason, Usage
 
 SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8"
 DEFAULT_USAGE = Usage(input_tokens=12, output_tokens=7)
+# Served by `GET /v1/models` unless the server is given its own list (newest first).
+DEFAULT_MODELS = ("gpt-5", "gpt-5-mini", "claude-sonnet-4-5", "claude-haiku-4-5")
 
 
 @dataclass(frozen=True)
@@ -94,8 +96,9 @@ class Reply:
 @dataclass(frozen=True)
 class HttpError:
     """A non-200 answer in the route's error shape (`body` replaces it with exact bytes).
-    `error_type` defaults per status and format; `code` is OpenAI's `error.code`, `details`
-    Anthropic's `error.details` (e.g. `{"error_code": "enforced_spend_limit_reached"}`)."""
+    `error_type` defaults per status and format; `code` and `param` are OpenAI's `error.code`
+    and `error.param`, `details` Anthropic's `error.details` (e.g.
+    `{"error_code": "enforced_spend_limit_reached"}`)."""
 
     status: int
     message: str = "scripted failure"
@@ -104,6 +107,7 @@ class HttpError:
     details: Mapping[str, Any] | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     body: bytes | None = None
+    param: str | None = None
 
 
 @dataclass(frozen=True)

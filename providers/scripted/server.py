@@ -2,24 +2,39 @@
 
 Each request is recorded, checked against its API's rules (`rules`), answered from the script
 in its API's wire format (`wire`), and timed and broken as its reply says; a client that goes
-away mid-response is recorded at once (`handler_cancellation=True`).
+away mid-response is recorded at once (`handler_cancellation=True`). `GET /v1/models` lists the
+server's models in the shape of the API the request's headers name (`models`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from acp_fsm.providers.scripted.rules import AnthropicRules, OpenAiRules, Rejection
+from acp_fsm.providers.scripted.models import (
+    MODELS_PATH,
+    ModelList,
+    anthropic_models,
+    openai_models,
+)
+from acp_fsm.providers.scripted.rules import (
+    AnthropicRules,
+    OpenAiRules,
+    Rejection,
+    estimate_tokens,
+)
 from acp_fsm.providers.scripted.script import (
+    DEFAULT_MODELS,
+    DEFAULT_USAGE,
     SSE_CONTENT_TYPE,
     Disconnect,
     Drop,
@@ -50,37 +65,56 @@ class Wire(Protocol):
 
 class Rules(Protocol):
     def authenticate(self, headers: Mapping[str, str], key: str) -> None: ...
+    def check_headers(self, headers: Mapping[str, str]) -> None: ...
     def validate(self, headers: Mapping[str, str], body: Any) -> None: ...
+    def check_context(self, body: dict[str, Any], prompt: int, window: int) -> None: ...
 
 
 @dataclass(frozen=True)
 class Route:
-    """One API: where it is served, its request-id header, its wire format and its rules."""
+    """One API: where it is served, its request-id header, its wire format, its rules and its
+    model listing."""
 
     path: str
     request_id_header: str
     wire: Wire
     rules: Rules
+    list_models: ModelList
 
 
-ROUTES = (Route(OPENAI_PATH, "x-request-id", OpenAiWire(), OpenAiRules()),
-          Route(ANTHROPIC_PATH, "request-id", AnthropicWire(), AnthropicRules()))
+OPENAI_ROUTE = Route(OPENAI_PATH, "x-request-id", OpenAiWire(), OpenAiRules(), openai_models)
+ANTHROPIC_ROUTE = Route(ANTHROPIC_PATH, "request-id", AnthropicWire(), AnthropicRules(),
+                        anthropic_models)
+ROUTES = (OPENAI_ROUTE, ANTHROPIC_ROUTE)
 
 
 class ScriptedProvider:
     """A real HTTP server answering model calls from a script (see the package docstring).
 
     `api_key`, when set, is required (401 in the API's shape otherwise). `fallback` answers
-    when the script is empty; without it an empty script is a 500 saying so."""
+    when the script is empty; without it an empty script is a 500 saying so.
+
+    `GET /v1/models` lists `models` after sleeping `models_delay_s` (cut short when the server
+    stops), or answers `models_error` when set; these requests are recorded in
+    `model_list_requests`, not `requests`. `context_window`, when set, refuses a model call
+    whose `estimate_tokens` plus its output limit exceeds it, and a reply left at
+    `DEFAULT_USAGE` then reports that estimate as its input tokens."""
 
     def __init__(self, *replies: Scripted | Responder, api_key: str | None = None,
-                 fallback: Scripted | Responder | None = None) -> None:
+                 fallback: Scripted | Responder | None = None,
+                 models: Sequence[str] = DEFAULT_MODELS, models_error: HttpError | None = None,
+                 models_delay_s: float = 0.0, context_window: int | None = None) -> None:
         self.requests: list[RecordedRequest] = []
+        self.model_list_requests: list[RecordedRequest] = []
         self.served: list[Served] = []
         self.disconnects: list[Disconnect] = []
         self.events_written = 0  # SSE events (or raw parts) written, all responses together
         self.api_key = api_key
         self.fallback = fallback
+        self.models = tuple(models)
+        self.models_error = models_error
+        self.models_delay_s = models_delay_s
+        self.context_window = context_window
         self._script: deque[Scripted | Responder] = deque(replies)
         self._runner: web.AppRunner | None = None
         self._url: str | None = None
@@ -122,6 +156,7 @@ class ScriptedProvider:
         app = web.Application()
         for route in ROUTES:
             app.router.add_post(route.path, self._handler(route))
+        app.router.add_get(MODELS_PATH, self._models)
         runner = web.AppRunner(app, handler_cancellation=True, access_log=None,
                                shutdown_timeout=SHUTDOWN_TIMEOUT_S)
         await runner.setup()
@@ -159,20 +194,53 @@ class ScriptedProvider:
 
     def _handler(self, route: Route) -> Callable[[web.Request], Any]:
         async def handle(request: web.Request) -> web.StreamResponse:
-            record = await self._record(request)
+            record = await self._record(request, self.requests)
+            prompt = estimate_tokens(record.body)
             try:
-                if self.api_key is not None:
-                    route.rules.authenticate(record.headers, self.api_key)
+                self._authenticate(route, record)
                 route.rules.validate(record.headers, record.body)
+                if self.context_window is not None:
+                    route.rules.check_context(record.body, prompt, self.context_window)
             except Rejection as rejection:
                 return self._error_response(route, rejection.error)
             reply = self._next_reply(route, record)
             self.served.append(Served(route.path, reply, time.monotonic()))
-            return await self._respond(request, route, reply, record.body)
+            return await self._respond(request, route, self._charged(reply, prompt),
+                                       record.body)
 
         return handle
 
-    async def _record(self, request: web.Request) -> RecordedRequest:
+    async def _models(self, request: web.Request) -> web.Response:
+        """`GET /v1/models`: Anthropic's shape when the request carries `anthropic-version` or
+        `x-api-key` (then the version is required, as on `/v1/messages`), else OpenAI's."""
+        record = await self._record(request, self.model_list_requests)
+        anthropic = "anthropic-version" in record.headers or "x-api-key" in record.headers
+        route = ANTHROPIC_ROUTE if anthropic else OPENAI_ROUTE
+        await self._sleep(self.models_delay_s, request.path, 0)
+        try:
+            self._authenticate(route, record)
+            route.rules.check_headers(record.headers)
+            if self.models_error is not None:
+                return self._error_response(route, self.models_error)
+            listing = route.list_models(self.models, request.query)
+        except Rejection as rejection:
+            return self._error_response(route, rejection.error)
+        return self._json_response(route, 200, json_text(listing).encode(), {})
+
+    def _authenticate(self, route: Route, record: RecordedRequest) -> None:
+        if self.api_key is not None:
+            route.rules.authenticate(record.headers, self.api_key)
+
+    def _charged(self, reply: Scripted, prompt: int) -> Scripted:
+        """With a context window, a reply left at `DEFAULT_USAGE` reports the estimated prompt
+        as its input tokens (an explicit usage is kept)."""
+        if self.context_window is None or not isinstance(reply, Reply) or (
+                reply.usage is not DEFAULT_USAGE):
+            return reply
+        return replace(reply, usage=DEFAULT_USAGE._replace(input_tokens=prompt))
+
+    async def _record(self, request: web.Request, into: list[RecordedRequest]
+                      ) -> RecordedRequest:
         raw = await request.read()
         try:
             body = json.loads(raw)
@@ -180,7 +248,7 @@ class ScriptedProvider:
             body = None
         record = RecordedRequest(request.path, CIMultiDictProxy(CIMultiDict(request.headers)),
                                  body, raw, time.monotonic())
-        self.requests.append(record)
+        into.append(record)
         return record
 
     def _next_reply(self, route: Route, record: RecordedRequest) -> Scripted:
@@ -194,9 +262,14 @@ class ScriptedProvider:
         body = error.body
         if body is None:
             body = json_text(route.wire.error_body(error)).encode()
+        return self._json_response(route, error.status, body, error.headers)
+
+    @staticmethod
+    def _json_response(route: Route, status: int, body: bytes, headers: Mapping[str, str]
+                       ) -> web.Response:
         headers = {"content-type": "application/json",
-                   route.request_id_header: new_id("req_"), **error.headers}
-        return web.Response(status=error.status, body=body, headers=headers)
+                   route.request_id_header: new_id("req_"), **headers}
+        return web.Response(status=status, body=body, headers=headers)
 
     async def _respond(self, request: web.Request, route: Route, reply: Scripted, body: Any
                        ) -> web.StreamResponse:
@@ -253,12 +326,14 @@ class ScriptedProvider:
         return response
 
     async def _sleep(self, seconds: float | None, path: str, sent: int) -> None:
-        """Sleep (None: until the server stops), recording a client disconnect meanwhile."""
+        """Sleep `seconds` (None: without end), cut short when the server stops, recording a
+        client disconnect meanwhile."""
+        if seconds is not None and seconds <= 0:
+            return
         try:
-            if seconds is None:
-                await self._stopping.wait()
-            elif seconds > 0:
-                await asyncio.sleep(seconds)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(seconds):
+                    await self._stopping.wait()
         except asyncio.CancelledError:
             self._disconnected(path, sent)
             raise

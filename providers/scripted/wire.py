@@ -95,7 +95,7 @@ class OpenAiWire:
 
     def error_body(self, error: HttpError) -> dict[str, Any]:
         error_type = error.error_type or _OPENAI_DEFAULT_TYPES.get(error.status, "server_error")
-        return {"error": {"message": error.message, "type": error_type, "param": None,
+        return {"error": {"message": error.message, "type": error_type, "param": error.param,
                           "code": error.code}}
 
     def error_event(self, fault: ErrorEvent) -> bytes:
