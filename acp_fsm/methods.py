@@ -102,6 +102,8 @@ SERVED = _table(
     Served("session/list", advertises={("sessionCapabilities", "list"): {}}),
     Served("session/close", advertises={("sessionCapabilities", "close"): {}}),
     Served("session/delete", advertises={("sessionCapabilities", "delete"): {}}),
+    Served("session/set_mode"),
+    Served("session/set_config_option"),
 )
 
 DEBUG_SERVED = _table(

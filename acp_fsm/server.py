@@ -16,7 +16,7 @@ from typing import Any
 
 import structlog
 
-from acp_fsm import config, schemas
+from acp_fsm import config, limits, schemas
 from acp_fsm.fsm.handshake import HANDSHAKE, Handshake, HandshakeState, HandshakeTrigger
 from acp_fsm.initialize import ClientInfo, initialize_result
 from acp_fsm.methods import AGENT_TO_CLIENT, BOTH, route, spec_of
@@ -32,7 +32,7 @@ from acp_fsm.protocol.errors import (
     RemoteError,
 )
 from acp_fsm.protocol.jsonrpc import Notification, Request
-from acp_fsm.session import Sessions
+from acp_fsm.session import Session, Sessions, provider_config
 
 log = structlog.get_logger("acp")
 
@@ -191,7 +191,26 @@ class AcpServer:
     async def on_session_new(self, params: dict[str, Any]) -> dict[str, Any]:
         session = await self.sessions.new(params["cwd"], params.get("additionalDirectories") or [],
                                           params.get("mcpServers") or [])
-        return {"sessionId": session.id}
+        return self._set_up(session, {"sessionId": session.id})
+
+    def _set_up(self, session: Session, result: dict[str, Any]) -> dict[str, Any]:
+        """A session's setup result (its options), and what follows the answer: its slash
+        commands, and the provider's model list, fetched if not known and announced if it
+        changes."""
+        result.update(session.setup_result())
+        self.conn.after_response(lambda: self._after_setup(session))
+        return result
+
+    def _after_setup(self, session: Session) -> None:
+        from acp_fsm.commands import available
+
+        session.send_update({"sessionUpdate": "available_commands_update",
+                             "availableCommands": available()})
+        config = provider_config()
+        if config is not None:
+            from acp_fsm.models import CATALOG
+
+            CATALOG.refresh_soon(config, self.sessions.announce_options)
 
     def on_session_prompt(self, params: dict[str, Any]) -> Coroutine[Any, Any, dict[str, Any]]:
         # Synchronous on purpose: the turn takes the session's token before any await, so a
@@ -206,14 +225,26 @@ class AcpServer:
             log.debug("cancel_while_idle")
 
     async def on_session_load(self, params: dict[str, Any]) -> dict[str, Any]:
-        await self.sessions.restore(params["sessionId"], params["cwd"],
-                                    params.get("mcpServers") or [], replay=True)
-        return {}
+        session = await self.sessions.restore(params["sessionId"], params["cwd"],
+                                              params.get("mcpServers") or [], replay=True)
+        return self._set_up(session, {})
 
     async def on_session_resume(self, params: dict[str, Any]) -> dict[str, Any]:
-        await self.sessions.restore(params["sessionId"], params["cwd"],
-                                    params.get("mcpServers") or [], replay=False)
+        session = await self.sessions.restore(params["sessionId"], params["cwd"],
+                                              params.get("mcpServers") or [], replay=False)
+        return self._set_up(session, {})
+
+    async def on_session_set_mode(self, params: dict[str, Any]) -> dict[str, Any]:
+        await self.sessions.get(params["sessionId"]).set_mode(params["modeId"])
         return {}
+
+    async def on_session_set_config_option(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = self.sessions.get(params["sessionId"])
+        if params.get("type") == "boolean":
+            raise InvalidParams(f"Invalid params: {limits.echo(params['configId'])} is not a "
+                                "boolean option; this agent has select options only")
+        return {"configOptions": await session.set_option(params["configId"],
+                                                          params.get("value"))}
 
     async def on_session_close(self, params: dict[str, Any]) -> dict[str, Any]:
         await self.sessions.close(params["sessionId"])

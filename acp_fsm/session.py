@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from acp_fsm import leases, limits, redact, transcript, updates
+from acp_fsm import commands, compaction, leases, limits, redact, settings, transcript, updates
 from acp_fsm.prompt import title_of, to_parts
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.protocol.errors import InternalError, InvalidParams, InvalidRequest, ResourceNotFound
+from acp_fsm.providers.config import ConfigError, ProviderConfig, load_config
 from acp_fsm.providers.types import (
     AssistantMessage,
     Message,
@@ -33,6 +34,7 @@ from acp_fsm.providers.types import (
     UserMessage,
     UserPart,
 )
+from acp_fsm.settings import Settings
 from acp_fsm.store import Claim, Entry, SessionGone, SessionRecord, Store, StoreError
 
 if TYPE_CHECKING:
@@ -74,7 +76,8 @@ class Session:
     """One conversation, open in this process."""
 
     def __init__(self, server: Server, store: Store, record: SessionRecord,
-                 messages: list[Message], synced_seq: int = 0) -> None:
+                 messages: list[Message], synced_seq: int = 0,
+                 chosen: Settings | None = None) -> None:
         self.server = server
         self.store = store
         self.id = record.id
@@ -86,6 +89,11 @@ class Session:
         self.turn: Turn | None = None
         self.always: dict[str, bool] = {}  # tool name → remembered "always" answer
         self.mcp: McpServers | None = None  # the editor's MCP servers, when it passed any
+        self.settings = chosen or Settings()  # model, mode and thought level (acp_fsm.settings)
+        # Tokens the provider counted beyond the estimate of the last request (see
+        # `acp_fsm.compaction.estimate`), added to the next estimate.
+        self.context_drift = 0
+        self._announced: list[dict[str, Any]] | None = None  # the configOptions last told
         # This turn's last stored assistant message: (its pending or done write, its body).
         self._last_assistant: tuple[asyncio.Future[int], dict[str, Any]] | None = None
         # The last write queued for this session; the store commits in order, so once it is
@@ -122,7 +130,7 @@ class Session:
         self._last_assistant = None  # only this turn's own message may be marked cancelled
         if self.mcp is not None:
             self.mcp.retry()  # a server that failed or was lost: its next use tries again
-        self.turn = Turn(self, self.token)
+        self.turn = Turn(self, self.token, commands.parse(prompt))
         return self._run_turn(self.turn, body, parts)
 
     async def _run_turn(self, turn: Turn, body: dict[str, Any],
@@ -130,6 +138,9 @@ class Session:
         try:
             await self._claim()
             try:
+                if turn.command is not None:  # shown again by a load, never sent to a model
+                    await self._write("command", {"prompt": body["prompt"]}, wait=True)
+                    return await self._finish(turn)
                 return await self._converse(turn, body, parts)
             finally:
                 self._release()
@@ -148,6 +159,10 @@ class Session:
             self.title = title
             self._set_title_soon(title)
             self.send_update(updates.session_info(title, _iso(time.time())))
+        return await self._finish(turn)
+
+    async def _finish(self, turn: Turn) -> dict[str, Any]:
+        """Run the turn; its answer once all it wrote is stored."""
         try:
             stop_reason = await turn.run()
         finally:
@@ -177,6 +192,7 @@ class Session:
             if claim.last_seq != self.synced_seq or claim.taken_over:
                 entries = await self.store.entries(self.id)
                 self.messages, self.synced_seq = await _rebuild(self.store, self.id, entries)
+                self.settings = _settings_of(entries)
                 log.info("session_caught_up", session_id=self.id, taken_over=claim.taken_over)
         except BaseException:
             self._release()
@@ -235,6 +251,64 @@ class Session:
         if mcp is not None:
             await mcp.close()
 
+    # -------------------------------------------------------------- settings
+
+    def model(self, config: ProviderConfig) -> str:
+        """The model the next model call uses."""
+        return self.settings.model or config.model
+
+    def config_options(self) -> list[dict[str, Any]]:
+        """The session's ACP `configOptions` now, remembered as what the editor was told.
+        Without a usable provider configuration only the mode is offered (the first prompt
+        names the configuration error)."""
+        config = provider_config()
+        if config is None:
+            options = settings.config_options(self.settings, "", "", [])
+        else:
+            from acp_fsm.models import CATALOG
+
+            options = settings.config_options(self.settings, config.provider,
+                                              self.model(config), CATALOG.models(config))
+        self._announced = options
+        return options
+
+    def setup_result(self) -> dict[str, Any]:
+        """What `session/new`, `load` and `resume` answer besides the id: the options, and
+        the mode the older way."""
+        return {"configOptions": self.config_options(), "modes": settings.modes(self.settings)}
+
+    def announce_options(self) -> None:
+        """Send `config_option_update` if the options changed since the editor was told
+        (the provider's model list arrived)."""
+        told = self._announced
+        if told is not None and self.config_options() != told:
+            self.send_update({"sessionUpdate": "config_option_update",
+                              "configOptions": self._announced})
+
+    async def set_option(self, config_id: str, value: object) -> list[dict[str, Any]]:
+        """`session/set_config_option`: stored, then in effect from the next model call."""
+        chosen = settings.changed(self.settings, self.config_options(), config_id, value)
+        await self._choose(chosen)
+        if config_id == settings.MODE:  # clients of the older API follow the mode too
+            self.send_update({"sessionUpdate": "current_mode_update",
+                              "currentModeId": chosen.mode})
+        return self.config_options()
+
+    async def set_mode(self, mode_id: str) -> None:
+        """`session/set_mode`, the older way to choose the mode."""
+        if mode_id not in settings.MODES:
+            raise InvalidParams(f"Invalid params: modeId: unknown mode {limits.echo(mode_id)}; "
+                                f"expected one of {', '.join(settings.MODES)}")
+        await self._choose(self.settings._replace(mode=mode_id))
+        self.send_update({"sessionUpdate": "config_option_update",
+                          "configOptions": self.config_options()})
+
+    async def _choose(self, chosen: Settings) -> None:
+        await self._write("settings", chosen.to_body(), wait=True)
+        self.settings = chosen
+        log.info("settings_changed", session_id=self.id, model=chosen.model, mode=chosen.mode,
+                 thought_level=chosen.thought_level)
+
     # -------------------------------------------------------------- transcript
 
     def messages_for_model(self) -> list[Message]:
@@ -246,6 +320,12 @@ class Session:
                         calls=[r.call_id for r in added])
             self.messages = fixed
         return fixed
+
+    async def compact_to(self, messages: list[Message], body: dict[str, Any]) -> None:
+        """Replace the conversation by its compacted form, once that is stored."""
+        await self._write("compaction", body, wait=True)
+        self.messages = messages
+        self.context_drift = 0
 
     async def add_assistant(self, message: AssistantMessage, stop_reason: str,
                             views: dict[str, dict[str, Any]], *, wait: bool = True) -> None:
@@ -448,7 +528,8 @@ class Sessions:
         if session is None:
             entries, messages, last = await self._read(store, session_id)
             # ACP gives the working directory again: the project may have moved since.
-            session = Session(self._server, store, replace(record, cwd=cwd), messages, last)
+            session = Session(self._server, store, replace(record, cwd=cwd), messages, last,
+                              _settings_of(entries))
             self._open[session_id] = session
         else:
             entries = await store.entries(session_id)
@@ -510,6 +591,11 @@ class Sessions:
             result["nextCursor"] = next_cursor
         return result
 
+    def announce_options(self) -> None:
+        """Tell every open session's editor of options that changed (a new model list)."""
+        for session in self._open.values():
+            session.announce_options()
+
     def cancel_all(self, reason: str) -> None:
         """Fire the token of every running turn (the connection is closing)."""
         for session in self._open.values():
@@ -565,6 +651,22 @@ def _holder(owner: str) -> str:
     return f"another acp-fsm process (pid {pid}), perhaps another editor window"
 
 
+def provider_config() -> ProviderConfig | None:
+    """The provider configuration from the environment; None when it is unusable."""
+    try:
+        return load_config()
+    except ConfigError:
+        return None
+
+
+def _settings_of(entries: list[Entry]) -> Settings:
+    """A session's settings: its last `settings` entry, else the defaults."""
+    for entry in reversed(entries):
+        if entry.kind == "settings":
+            return Settings.from_body(entry.body)
+    return Settings()
+
+
 def _log_failed_write(future: asyncio.Future[Any]) -> None:
     if not future.cancelled() and (error := future.exception()) is not None:
         log.error("store_write_failed", error=str(error))
@@ -611,6 +713,8 @@ async def _rebuild(store: Store, session_id: str, entries: list[Entry], *, repai
             messages.append(transcript.assistant_from_body(entry.body))
         elif entry.kind == "tool_result":
             messages.append(ToolResultsMessage((transcript.result_from_body(entry.body),)))
+        elif entry.kind == "compaction":
+            messages = compaction.from_body(entry.body)
     messages = transcript.group_results(messages)
     if not repair:
         return messages, last
@@ -631,8 +735,10 @@ def replay_updates(entries: list[Any]) -> list[dict[str, Any]]:
     plans: dict[str, list[dict[str, Any]]] = {}  # call id -> the plan an update_plan call set
     for entry in entries:
         body = entry.body
-        if entry.kind == "user":
+        if entry.kind in ("user", "command"):
             out.extend(updates.chunk("user_message_chunk", block) for block in body["prompt"])
+        elif entry.kind == "compaction":
+            out.append(updates.chunk("agent_message_chunk", updates.text_content(body["notice"])))
         elif entry.kind == "assistant":
             views = body.get("views") or {}
             for part in body["parts"]:

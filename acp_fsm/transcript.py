@@ -96,6 +96,27 @@ def result_from_body(body: dict[str, Any]) -> ToolResultPart:
     return ToolResultPart(body["callId"], body["content"], bool(body.get("isError")))
 
 
+def message_to_json(message: Message) -> dict[str, Any]:
+    """Any message, stored whole (a compaction keeps the latest ones this way)."""
+    if isinstance(message, UserMessage):
+        return {"role": "user", "parts": [part_to_json(p) for p in message.parts]}
+    if isinstance(message, AssistantMessage):
+        stop = message.stop_reason.value if message.stop_reason is not None else None
+        return {"role": "assistant", **assistant_body(message, stop, {})}
+    return {"role": "results", "results": [result_body(r, {}) for r in message.results]}
+
+
+def message_from_json(body: dict[str, Any]) -> Message:
+    role = body["role"]
+    if role == "user":
+        return user_from_body(body)
+    if role == "assistant":
+        return assistant_from_body(body)
+    if role == "results":
+        return ToolResultsMessage(tuple(result_from_body(r) for r in body["results"]))
+    raise ValueError(f"unknown message role {role!r}")
+
+
 # ------------------------------------------------------------------------ repair
 
 

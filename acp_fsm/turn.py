@@ -15,12 +15,13 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from acp_fsm import redact, transcript, updates
+from acp_fsm import compaction, redact, settings, transcript, updates
 from acp_fsm.client import Client, Editor
+from acp_fsm.commands import Command
 from acp_fsm.fsm.turn import CANCELLABLE, FINAL, TURN, TurnState, TurnTrigger
 from acp_fsm.instructions import system_prompt
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
@@ -45,9 +46,13 @@ from acp_fsm.providers.types import (
     ToolCallPart,
     ToolResultPart,
     ToolSpec,
+    Usage,
 )
 from acp_fsm.tools.base import Drafts, Tool, ToolCallView, ToolOutcome
 from acp_fsm.tools.common import ToolError, describe_os_error
+
+if TYPE_CHECKING:
+    from acp_fsm.providers.stream import ModelStream
 
 log = structlog.get_logger("turn")
 
@@ -104,6 +109,11 @@ class Host(Protocol):
     cwd: Path
     roots: tuple[Path, ...]
     always: dict[str, bool]  # tool name -> the user's remembered "always" answer
+    settings: settings.Settings  # the model, mode and thought level chosen now
+    context_drift: int  # tokens the provider counted beyond the last estimate
+
+    def model(self, config: ProviderConfig) -> str:
+        """The model the next model call uses."""
 
     @property
     def server(self) -> Editor:
@@ -128,6 +138,9 @@ class Host(Protocol):
 
     def mark_cancelled(self) -> None:
         """The last stored assistant message now ends the turn as cancelled."""
+
+    async def compact_to(self, messages: list[Message], body: dict[str, Any]) -> None:
+        """Replace the conversation by its compacted form (stored first)."""
 
     async def record_turn_end(self, stop_reason: str) -> None:
         """Store that the turn ended, and why."""
@@ -187,9 +200,11 @@ class Turn:
     state: str
     trigger: Callable[[str], bool]
 
-    def __init__(self, session: Host, token: CancellationToken) -> None:
+    def __init__(self, session: Host, token: CancellationToken,
+                 command: Command | None = None) -> None:
         self.session = session
         self.token = token
+        self.command = command  # a slash command the prompt runs instead of a model turn
         self.machine = TURN.build(self)
         self.requests = 0
         self.calls: list[PendingCall] = []
@@ -201,8 +216,11 @@ class Turn:
         self._config: ProviderConfig | None = None
         self._tools: dict[str, Tool] = {}  # of the current model call
         self._system: str | None = None  # read once a turn (instruction files may change)
+        self._compacted = False  # for the next model call: it is sent as it is, even if large
+        self._refused: int | None = None  # the estimate of a request over the provider's window
         self._work: dict[str, Callable[[], Awaitable[None]]] = {
             TurnState.STREAMING: self._stream,
+            TurnState.COMPACTING: self._compact,
             TurnState.AWAITING_PERMISSION: self._ask_permissions,
             TurnState.RUNNING_TOOLS: self._run_tools,
             TurnState.DRAINING: self._drain,
@@ -224,12 +242,19 @@ class Turn:
         """Guard of `tools_requested`: some call waits for the user's answer."""
         return any(pc.decision is None for pc in self.calls)
 
+    def on_demand(self) -> bool:
+        """Guard of `compacted`: the user asked for it (/compact), so the turn ends."""
+        return self.command is not None
+
     async def run(self) -> str:
         """Run to a final state; the ACP stop reason, or raise the RpcError of a failure.
         `path` then holds the states the turn went through."""
         # A cancel that came before the turn started (while its prompt was being stored) is a
         # row of the table: idle --cancel--> cancelled, no model call.
-        self._fire(TurnTrigger.CANCEL if self.token.is_cancelled else TurnTrigger.START)
+        if self.token.is_cancelled:
+            self._fire(TurnTrigger.CANCEL)
+        else:
+            self._fire(TurnTrigger.START if self.command is None else TurnTrigger.COMPACT)
         while self.state not in FINAL:
             state = self.state
             try:
@@ -305,26 +330,38 @@ class Turn:
         return self._system
 
     def _request(self) -> ModelRequest:
+        """The next model call, with the session's settings as they are now: the model, the
+        thought level, and the tools and instructions of the mode."""
         config = self.config()
-        messages = self.session.messages_for_model()
-        return ModelRequest(model=config.model, messages=tuple(messages),
-                            system=self._system_prompt(),
+        chosen = self.session.settings
+        model = self.session.model(config)
+        system = self._system_prompt()
+        if chosen.mode == settings.PLAN:
+            system = f"{system}\n\n{settings.PLAN_NOTE}"
+        return ModelRequest(model=model, messages=tuple(self.session.messages_for_model()),
+                            system=system,
                             tools=tuple(ToolSpec(t.name, t.description, t.input_schema)
-                                        for t in self._tools.values()),
-                            max_tokens=config.max_tokens)
+                                        for t in self._tools.values()
+                                        if settings.offered(chosen.mode, t.kind)),
+                            max_tokens=config.max_tokens,
+                            reasoning=settings.thought_level(chosen, config.provider, model))
 
     async def _stream(self) -> None:
         self.calls = []
-        self.requests += 1
         # The request and its calls see one set; a server slow to list them cannot hold up a
         # cancel.
         self._tools = await self.token.race(self.session.tools())
         for notice in self.session.take_notices():  # apart from the answer that follows
-            self._update(updates.chunk("agent_message_chunk",
-                                       updates.text_content(notice + "\n\n")))
-        secrets = redact.configured()
-        stream = open_stream(self._request(), self.token, self.config(),
-                             scrub=secrets.scrub if secrets else None)
+            self._notify(notice)
+        request = self._request()
+        config = self.config()
+        estimate = compaction.estimate(request)
+        if not self._compacted and compaction.too_full(
+                estimate + self.session.context_drift, config.context_window, config.max_tokens):
+            self._fire(TurnTrigger.COMPACT)
+            return
+        self.requests += 1
+        stream = self._open(request)
         finished: Finished | None = None
         try:
             async with stream:
@@ -344,16 +381,21 @@ class Turn:
             await self._keep_partial(partial, transcript.CANCELLED)
             raise
         except ProviderError as exc:
+            if exc.context_exceeded and not self._compacted:  # refused whole: nothing streamed
+                log.info("context_exceeded", error=str(exc), estimate=estimate)
+                self._refused = estimate
+                self._fire(TurnTrigger.COMPACT)
+                return
             await self._keep_partial(stream.partial, "error", wait=True)
             raise TurnFailed(InternalError(str(exc), data=_error_data(exc))) from None
         assert finished is not None, "a stream ends with Finished or an exception"
-        usage = finished.usage
-        log.info("model_usage", input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                 cache_read_tokens=usage.cache_read_tokens,
-                 cache_write_tokens=usage.cache_write_tokens)
+        self._compacted = False
+        usage = _log_usage(finished, "turn")
+        if usage.input_tokens:
+            self.session.context_drift = max(0, usage.input_tokens - estimate)
         used = usage.input_tokens + usage.output_tokens
         if used:
-            self._update(updates.usage(used, self.config().context_window))
+            self._update(updates.usage(used, config.context_window))
         message = finished.message
         self.calls = [self._pending(call) for call in message.tool_calls]
         views = {pc.call.id: updates.view_body(pc.view) for pc in self.calls}
@@ -367,6 +409,68 @@ class Turn:
             return
         await self._preview()
         self._fire(TurnTrigger.TOOLS_REQUESTED)
+
+    def _notify(self, text: str) -> None:
+        """Tell the user something apart from the model's answer that follows."""
+        self._update(updates.chunk("agent_message_chunk", updates.text_content(text + "\n\n")))
+
+    # ---------------------------------------------------------------- compacting
+
+    async def _compact(self) -> None:
+        """Summarise the older part of the conversation with one model call and keep the
+        latest turns as they are (acp_fsm.compaction); store it, then tell the user."""
+        config = self.config()
+        request = self._request()
+        window = config.context_window
+        if self._refused is not None:  # the provider's window is smaller than configured
+            window = min(window, self._refused)
+        parts = compaction.split(list(request.messages), window, config.max_tokens,
+                                 on_demand=self.command is not None)
+        self._compacted = True  # whatever happens, the next model call goes as it is
+        if parts is None:
+            if self.command is not None:
+                self._update(updates.chunk("agent_message_chunk", updates.text_content(
+                    compaction.NOTHING_TO_COMPACT)))
+            self._fire(TurnTrigger.COMPACTED)
+            return
+        before = compaction.estimate(request) + self.session.context_drift
+        focus = self.command.argument if self.command is not None else ""
+        summary = await self._summarise(
+            compaction.summary_request(request, parts.older, focus, window))
+        messages = compaction.compacted(summary, parts.kept)
+        after = compaction.estimate(request._replace(messages=tuple(messages)))
+        text = compaction.notice(before, after, len(parts.older))
+        if self.command is None:
+            text += "\n\n"  # the model's answer follows
+        await self.session.compact_to(messages, compaction.to_body(summary, parts.kept, text))
+        log.info("context_compacted", before=before, after=after, summarised=len(parts.older),
+                 kept=len(parts.kept))
+        self._update(updates.chunk("agent_message_chunk", updates.text_content(text)))
+        self._fire(TurnTrigger.COMPACTED)
+
+    def _open(self, request: ModelRequest) -> ModelStream:
+        """Start a model call of this turn (secrets scrubbed from what is sent)."""
+        secrets = redact.configured()
+        return open_stream(request, self.token, self.config(),
+                           scrub=secrets.scrub if secrets else None)
+
+    async def _summarise(self, request: ModelRequest) -> str:
+        finished: Finished | None = None
+        try:
+            async with self._open(request) as stream:
+                async for event in stream:
+                    if isinstance(event, Finished):
+                        finished = event
+        except ProviderError as exc:
+            raise TurnFailed(InternalError(f"The conversation could not be compacted: {exc}",
+                                           data=_error_data(exc))) from None
+        assert finished is not None, "a stream ends with Finished or an exception"
+        _log_usage(finished, "summary")
+        summary = compaction.summary_of(finished.message)
+        if not summary:
+            raise TurnFailed(InternalError("The conversation could not be compacted: the model "
+                                           "answered with no summary"))
+        return summary
 
     async def _preview(self) -> None:
         """Show what each call will change (a diff) before anyone is asked to allow it; a call
@@ -432,8 +536,12 @@ class Turn:
         if problem is not None:
             return PendingCall(call, tool, generic, "deny",
                                f"Invalid arguments for {call.name}: {problem}")
+        mode = self.session.settings.mode
+        if not settings.offered(mode, tool.kind):
+            return PendingCall(call, tool, view, "deny", _planning(call.name))
         pending = PendingCall(call, tool, view, confined=confined)
-        if not self._remembered(pending) and not asks:
+        if not self._remembered(pending) and (
+                not asks or settings.runs_unasked(mode, tool.kind, confined)):
             pending.decision = "allow"
         return pending
 
@@ -565,6 +673,12 @@ def _denied(tool: str, *, always: bool) -> str:
             "retry it unless they ask.")
 
 
+def _planning(tool: str) -> str:
+    return (f"Not run: the session is in Plan mode, where only read-only tools are available, "
+            f"so this {tool} call was refused. Answer with a plan instead; the user switches "
+            "mode to carry it out.")
+
+
 def _unanswered(tool: str, exc: OutboundError) -> str:
     from acp_fsm.protocol.errors import OutboundTimeout
 
@@ -572,6 +686,14 @@ def _unanswered(tool: str, exc: OutboundError) -> str:
         return (f"No response from the user: the permission request for this {tool} call "
                 "timed out, so the call was not run.")
     return f"The permission request failed ({exc}), so this {tool} call was not run."
+
+
+def _log_usage(finished: Finished, call: str) -> Usage:
+    usage = finished.usage
+    log.info("model_usage", call=call, input_tokens=usage.input_tokens,
+             output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens,
+             cache_write_tokens=usage.cache_write_tokens)
+    return usage
 
 
 def _error_data(exc: ProviderError) -> dict[str, Any]:

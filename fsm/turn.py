@@ -1,12 +1,15 @@
 """The turn machine: one `session/prompt` from the prompt to its stop reason.
 
     idle --start--> streaming --model_done--> done
+    idle --compact--> compacting --compacted [on_demand]--> done      (the /compact command)
+    streaming --compact--> compacting --compacted--> streaming       (the context is nearly full)
     streaming --tools_requested [needs_permission]--> awaiting_permission
     streaming --tools_requested--> running_tools
     awaiting_permission --permissions_settled--> running_tools
     running_tools --tools_done--> streaming          (the results feed the next model call)
     running_tools --limit_reached--> done            (ACP_FSM_MAX_TURN_REQUESTS model calls)
-    streaming | awaiting_permission | running_tools --cancel--> draining --drained--> cancelled
+    streaming | compacting | awaiting_permission | running_tools --cancel--> draining
+    draining --drained--> cancelled
     idle --cancel--> cancelled                       (a cancel before the turn started)
     any working state --fail--> failed               (the transition first, then its effects:
                                                       the open calls get their results)
@@ -26,6 +29,7 @@ from acp_fsm.fsm.machine import MachineSpec, Row
 class TurnState(StrEnum):
     IDLE = "idle"
     STREAMING = "streaming"
+    COMPACTING = "compacting"
     AWAITING_PERMISSION = "awaiting_permission"
     RUNNING_TOOLS = "running_tools"
     DRAINING = "draining"
@@ -36,6 +40,8 @@ class TurnState(StrEnum):
 
 class TurnTrigger(StrEnum):
     START = "start"
+    COMPACT = "compact"
+    COMPACTED = "compacted"
     TOOLS_REQUESTED = "tools_requested"
     PERMISSIONS_SETTLED = "permissions_settled"
     TOOLS_DONE = "tools_done"
@@ -50,7 +56,7 @@ S, T = TurnState, TurnTrigger
 
 # States in which a cancel interrupts work (phase 1: the stream; phase 2: client requests and
 # running tools), and states whose work is still under way for `fail`.
-CANCELLABLE = (S.STREAMING, S.AWAITING_PERMISSION, S.RUNNING_TOOLS)
+CANCELLABLE = (S.STREAMING, S.COMPACTING, S.AWAITING_PERMISSION, S.RUNNING_TOOLS)
 FINAL = (S.CANCELLED, S.DONE, S.FAILED)
 
 TURN = MachineSpec(
@@ -61,6 +67,12 @@ TURN = MachineSpec(
     final=FINAL,
     rows=(
         Row(T.START, S.IDLE, S.STREAMING),
+        Row(T.COMPACT, S.IDLE, S.COMPACTING, doc="the prompt is the /compact command"),
+        Row(T.COMPACT, S.STREAMING, S.COMPACTING,
+            doc="before a model call that would not fit the context window, or after the "
+            "provider said it did not"),
+        Row(T.COMPACTED, S.COMPACTING, S.DONE, guard="on_demand"),
+        Row(T.COMPACTED, S.COMPACTING, S.STREAMING),
         Row(T.CANCEL, S.IDLE, S.CANCELLED, doc="cancelled before it started: nothing to drain"),
         Row(T.TOOLS_REQUESTED, S.STREAMING, S.AWAITING_PERMISSION, guard="needs_permission"),
         Row(T.TOOLS_REQUESTED, S.STREAMING, S.RUNNING_TOOLS),
@@ -76,6 +88,8 @@ TURN = MachineSpec(
         S.IDLE: "the prompt is stored; nothing runs yet",
         S.STREAMING: "one model call: deltas become agent_message_chunk / agent_thought_chunk "
         "updates, complete tool calls become tool_call (pending)",
+        S.COMPACTING: "one model call summarises the older part of the conversation; the "
+        "summary and the latest turns, tool calls with their results, replace it (stored)",
         S.AWAITING_PERMISSION: "session/request_permission for each call that needs it, bounded "
         "by ACP_PERMISSION_TIMEOUT_MS and the turn's token",
         S.RUNNING_TOOLS: "approved calls run in order (in_progress, then completed or failed); "

@@ -89,6 +89,9 @@ class Connection:
         self._inflight: dict[Id, asyncio.Task[Any]] = {}
         self._requests: dict[asyncio.Task[Any], Request] = {}
         self._peer_cancelled: set[asyncio.Task[Any]] = set()
+        # What to do once a request's response is written (`after_response`), by its task
+        # while it runs, then by the future of its response.
+        self._afterwards: dict[asyncio.Future[Any], list[Callable[[], None]]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._pending: dict[int, tuple[asyncio.Future[Any], str]] = {}
         self._ids = itertools.count(1)
@@ -156,10 +159,13 @@ class Connection:
         if answers:
             self._spawn(self._send_batch(answers))
 
-    async def _send_batch(self, answers: Sequence[Awaitable[dict[str, Any] | None]]) -> None:
+    async def _send_batch(self, answers: Sequence[asyncio.Future[dict[str, Any] | None]]
+                          ) -> None:
         responses = [r for r in await asyncio.gather(*answers) if r is not None]
         if responses:
             self._send(responses)
+        for answer in answers:
+            self._run_afterwards(answer)
 
     def _process(self, obj: Any) -> asyncio.Future[dict[str, Any] | None] | None:
         """Handle one message; return a future of its response when it needs one."""
@@ -206,6 +212,8 @@ class Connection:
 
         def finished(task: asyncio.Task[dict[str, Any] | None]) -> None:
             self._requests.pop(task, None)
+            if (afterwards := self._afterwards.pop(task, None)) is not None:
+                self._afterwards[answer] = afterwards
             if self._inflight.get(request.id) is task:
                 del self._inflight[request.id]
             if task.cancelled():
@@ -293,6 +301,26 @@ class Connection:
         response = answer.result()
         if response is not None:
             self._send(response)
+        self._run_afterwards(answer)
+
+    def after_response(self, callback: Callable[[], None]) -> None:
+        """Run `callback` once the response to the request being handled (the calling task's)
+        is written: what follows an answer (ACP's session-setup updates after `session/new`)
+        is never sent before it."""
+        task = asyncio.current_task()
+        if task is None or task not in self._requests:
+            raise RuntimeError("after_response is for the task handling a request")
+        self._afterwards.setdefault(task, []).append(callback)
+
+    def _run_afterwards(self, answer: asyncio.Future[Any]) -> None:
+        response = answer.result()
+        for callback in self._afterwards.pop(answer, ()):
+            if response is None:
+                continue  # never answered (shutdown): nothing follows either
+            try:
+                callback()
+            except Exception:
+                log.exception("after_response_failed")
 
     @property
     def congested(self) -> bool:

@@ -40,6 +40,8 @@ TRANSIENT_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error"
 NOT_RETRYABLE_MARKERS = ("enforced_spend_limit_reached",)
 EMPTY_RESULT = "(no output)"
 CACHED = {"type": "ephemeral"}  # a prompt-cache breakpoint
+# Extended thinking: budget_tokens per reasoning level, on top of the answer's max_tokens.
+THINKING_BUDGETS = {"low": 4096, "medium": 12288, "high": 20480}
 
 
 def convert_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
@@ -123,8 +125,14 @@ class AnthropicWire:
             body["tools"] = [{"name": t.name, "description": t.description,
                               "input_schema": t.input_schema} for t in request.tools]
             body["tools"][-1]["cache_control"] = CACHED
+            if request.answer_only:
+                body["tool_choice"] = {"type": "none"}
         if messages and messages[-1]["content"]:
             messages[-1]["content"][-1]["cache_control"] = CACHED
+        budget = THINKING_BUDGETS.get(request.reasoning or "")
+        if budget and not _unthought_tool_loop(messages):
+            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            body["max_tokens"] = request.max_tokens + budget
         return f"{config.base_url}/v1/messages", headers, json.dumps(body).encode()
 
     def parse_error(self, status: int, body: bytes) -> ProviderError:
@@ -139,6 +147,16 @@ class AnthropicWire:
 
     def parser(self) -> AnthropicParser:
         return AnthropicParser()
+
+
+def _unthought_tool_loop(messages: list[dict[str, Any]]) -> bool:
+    """Whether the request goes on with a tool loop whose assistant message has no thinking
+    (thinking was off when it was made): the API then refuses thinking, so it stays off until
+    the loop ends."""
+    if len(messages) < 2 or messages[-1]["content"][0]["type"] != "tool_result":
+        return False
+    first = messages[-2]["content"][0]["type"]
+    return first not in ("thinking", "redacted_thinking")
 
 
 def _error_fields(body: bytes) -> tuple[str | None, str]:

@@ -5,6 +5,10 @@ from __future__ import annotations
 from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.providers.types import AssistantMessage
 
+# How the APIs word a request over the context window, when they give no code for it.
+CONTEXT_MARKERS = ("prompt is too long", "maximum context length", "exceed context limit",
+                   "context window", "context length")
+
 
 class ProviderError(Exception):
     """A model call failed. `status` is the HTTP status (None for network errors and errors
@@ -31,6 +35,16 @@ class ProviderError(Exception):
         where = f"HTTP {self.status}" if self.status is not None else "stream"
         kind = f" {self.error_type}" if self.error_type else ""
         return f"{self.provider} {where}{kind}: {self.message}"
+
+    @property
+    def context_exceeded(self) -> bool:
+        """The request did not fit the model's context window (OpenAI
+        `context_length_exceeded`, Anthropic "prompt is too long" and the like)."""
+        if self.status != 400:
+            return False
+        message = self.message.lower()
+        return self.error_type == "context_length_exceeded" or any(
+            marker in message for marker in CONTEXT_MARKERS)
 
     def __repr__(self) -> str:
         return (f"ProviderError({self.provider!r}, {self.message!r}, status={self.status}, "

@@ -116,6 +116,10 @@ class OpenAiWire:
                                                   "parameters": t.input_schema}}
                 for t in request.tools
             ]
+            if request.answer_only:
+                body["tool_choice"] = "none"
+        if request.reasoning:
+            body["reasoning_effort"] = request.reasoning
         return f"{config.base_url}/chat/completions", headers, json.dumps(body).encode()
 
     def parse_error(self, status: int, body: bytes) -> ProviderError:

@@ -103,11 +103,17 @@ class ToolSpec(NamedTuple):
 
 
 class ModelRequest(NamedTuple):
+    """One model call. `reasoning` ("low", "medium" or "high") asks for extended thinking
+    (Anthropic) or sets the reasoning effort (OpenAI); `answer_only` declares the tools (the
+    transcript has calls of them) but lets the model call none."""
+
     model: str
     messages: tuple[Message, ...]
     system: str | None = None
     tools: tuple[ToolSpec, ...] = ()
     max_tokens: int = 8192
+    reasoning: str | None = None
+    answer_only: bool = False
 
 
 # ------------------------------------------------------------------------ events

@@ -178,8 +178,10 @@ def test_a_project_with_packages_named_like_our_layers_is_no_trouble(tmp_path: P
                           input=INIT_LINE + json.dumps(new).encode() + b"\n" + bad,
                           capture_output=True, env=agent_env(), timeout=30, cwd=tmp_path)
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
-    answers = sorted((json.loads(line) for line in done.stdout.splitlines()),
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    answers = sorted((m for m in lines if "id" in m),
                      key=lambda a: a["id"])  # requests run concurrently: any order
+    assert {m["method"] for m in lines if "id" not in m} == {"session/update"}  # its setup
     assert [a["id"] for a in answers] == [0, 1, 2]
     assert answers[1]["result"]["sessionId"]
     assert answers[2]["error"]["code"] == -32602 and "cwd" in answers[2]["error"]["message"]

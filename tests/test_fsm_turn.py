@@ -18,6 +18,11 @@ S, T = TurnState, TurnTrigger
 EXPECTED: dict[tuple[TurnState, TurnTrigger], TurnState] = {
     (S.IDLE, T.START): S.STREAMING,
     (S.IDLE, T.CANCEL): S.CANCELLED,  # cancelled before it started
+    (S.IDLE, T.COMPACT): S.COMPACTING,  # the /compact command
+    (S.STREAMING, T.COMPACT): S.COMPACTING,  # the context is nearly full
+    (S.COMPACTING, T.COMPACTED): S.STREAMING,  # not on demand: the model call goes on
+    (S.COMPACTING, T.CANCEL): S.DRAINING,
+    (S.COMPACTING, T.FAIL): S.FAILED,
     (S.STREAMING, T.TOOLS_REQUESTED): S.RUNNING_TOOLS,  # no call needs the user
     (S.AWAITING_PERMISSION, T.PERMISSIONS_SETTLED): S.RUNNING_TOOLS,
     (S.RUNNING_TOOLS, T.TOOLS_DONE): S.STREAMING,
@@ -40,11 +45,15 @@ class Model:
     state: str
     trigger: Any  # added by transitions
 
-    def __init__(self, asks: bool) -> None:
+    def __init__(self, asks: bool, command: bool = False) -> None:
         self.asks = asks
+        self.command = command
 
     def needs_permission(self) -> bool:
         return self.asks
+
+    def on_demand(self) -> bool:
+        return self.command
 
 
 @pytest.mark.parametrize(("state", "trigger"), list(itertools.product(TurnState, TurnTrigger)),
@@ -72,12 +81,21 @@ def test_the_guard_sends_tools_to_permission_first() -> None:
     assert asking.state == S.AWAITING_PERMISSION.value
     guarded = [r for r in TURN.rows if r.guard is not None]
     assert [(r.trigger, r.dest, r.guard) for r in guarded] == [
+        (T.COMPACTED, S.DONE, "on_demand"),
         (T.TOOLS_REQUESTED, S.AWAITING_PERMISSION, "needs_permission")]
+
+
+def test_the_guard_ends_an_on_demand_compaction() -> None:
+    command = Model(asks=False, command=True)
+    TURN.build(command, initial=S.COMPACTING)
+    command.trigger(T.COMPACTED.value)
+    assert command.state == S.DONE.value
 
 
 def test_final_and_cancellable_states() -> None:
     assert set(FINAL) == {S.CANCELLED, S.DONE, S.FAILED}
-    assert set(CANCELLABLE) == {S.STREAMING, S.AWAITING_PERMISSION, S.RUNNING_TOOLS}
+    assert set(CANCELLABLE) == {S.STREAMING, S.COMPACTING, S.AWAITING_PERMISSION,
+                                S.RUNNING_TOOLS}
     assert TURN.initial == S.IDLE and TURN.final == FINAL
     for state in FINAL:  # nothing leaves a final state
         assert not [r for r in TURN.rows if state in r.sources]

@@ -188,9 +188,15 @@ class _Session:
         if "result" not in response:
             raise ScenarioError(f"session/new failed: {response}")
         session_id = str(response["result"]["sessionId"])
+        # Each way of choosing announces the choice the other way (config_option_update,
+        # current_mode_update); the mode stays Ask, so the turns below ask as they did.
         await self.step(link, "set_mode", "session/set_mode",
+                        {"sessionId": session_id, "modeId": "ask"})
+        await self.step(link, "set_mode_unknown", "session/set_mode",
                         {"sessionId": session_id, "modeId": "code"})
         await self.step(link, "set_config_option", "session/set_config_option",
+                        {"sessionId": session_id, "configId": "mode", "value": "ask"})
+        await self.step(link, "set_config_option_unknown", "session/set_config_option",
                         {"sessionId": session_id, "configId": "model", "value": "fast"})
         return session_id
 

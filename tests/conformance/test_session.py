@@ -148,8 +148,8 @@ STEP_ERRORS = {
     "authenticate": -32602,  # no auth method is advertised
     "unknown_method": -32601,
     "logout": -32601,  # not served (not advertised)
-    "set_mode": -32601,
-    "set_config_option": -32601,
+    "set_mode_unknown": -32602,
+    "set_config_option_unknown": -32602,
     "parse_error": -32700,
     "invalid_request": -32600,
     "empty_batch": -32600,
@@ -168,6 +168,15 @@ STEP_ERRORS = {
 def test_error_steps(session_run: SessionRun, step: str, code: int) -> None:
     response = session_run.steps[step]
     assert response.get("error", {}).get("code") == code, response
+
+
+def test_the_mode_is_chosen_both_ways(session_run: SessionRun) -> None:
+    assert session_run.steps["set_mode"]["result"] == {}
+    options = session_run.steps["set_config_option"]["result"]["configOptions"]
+    first = options[0]
+    assert (first["id"], first["currentValue"]) == ("mode", "ask")
+    assert "expected one of ask, accept_edits, plan, full_access" in (
+        session_run.steps["set_mode_unknown"]["error"]["message"])
 
 
 def test_a_failed_model_call_is_an_error_with_data(session_run: SessionRun) -> None:
@@ -323,8 +332,11 @@ def test_resume_does_not_replay(session_run: SessionRun) -> None:
                    if isinstance(s.message, dict) and s.message.get("method") == "session/resume")
     reloaded = next(i for i, r in enumerate(session_run.records)
                     if r.message is session_run.steps["initialize_reload"])
+    # What follows a setup (the session's commands, its options) is not the conversation.
+    setup = {"available_commands_update", "config_option_update"}
     assert not [r for r in session_run.records[reloaded:] if r.method == "session/update"
-                and r.payload["sessionId"] == resumed]
+                and r.payload["sessionId"] == resumed
+                and r.payload["update"]["sessionUpdate"] not in setup]
 
 
 def test_the_agent_stayed_clean(session_run: SessionRun) -> None:

@@ -38,7 +38,8 @@ Message = dict[str, Any]
 
 # Session metadata updates, sent besides the conversation: the title (first prompt) and the
 # context-window use after each model call.
-METADATA = frozenset({"session_info_update", "usage_update"})
+METADATA = frozenset({"session_info_update", "usage_update", "config_option_update",
+                      "current_mode_update", "available_commands_update"})
 
 
 # ------------------------------------------------------------------------------ update shapes
@@ -282,6 +283,15 @@ class Launcher:
 
 
 # --------------------------------------------------------------------- recorded model calls
+
+
+def assert_restored(result: dict[str, Any], mode: str = "ask") -> None:
+    """A `session/load` or `session/resume` answer: the session's options, and its mode the
+    older way too."""
+    assert set(result) == {"configOptions", "modes"}, result
+    assert result["modes"]["currentModeId"] == mode
+    first = result["configOptions"][0]
+    assert (first["id"], first["currentValue"]) == ("mode", mode)
 
 
 def is_openai(request: RecordedRequest) -> bool:

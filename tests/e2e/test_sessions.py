@@ -22,6 +22,7 @@ from tests.e2e.support import (
     Agent,
     Launcher,
     args,
+    assert_restored,
     chunk,
     history,
     message_chunks,
@@ -147,7 +148,7 @@ async def test_load_in_a_new_process_replays_what_was_shown_live(
     second = await launch.start("anthropic")
     response, replayed = await restore(second, "session/load", session, project)
 
-    assert response["result"] == {}
+    assert_restored(response["result"])
     assert_same(replayed, as_replayed(("Fix the bug", live.updates)))
     assert [u["sessionUpdate"] for u in replayed] == [
         "user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call",
@@ -210,7 +211,7 @@ async def test_load_of_an_open_session_rebinds_its_running_turn(
 
     response, _ = await restore(agent, "session/load", session, project)
 
-    assert response["result"] == {}
+    assert_restored(response["result"])
     await agent.cancel(session)
     turn = await running.result(timeout=3)
     assert turn.stop_reason == "cancelled"
@@ -229,7 +230,8 @@ async def test_resume_restores_without_replay(launch: Launcher, server: Scripted
     second = await launch.start("openai")
     response, replayed = await restore(second, "session/resume", session, project)
 
-    assert response["result"] == {} and replayed == []
+    assert_restored(response["result"])
+    assert replayed == []
     server.script(Reply(text="42"))
     assert (await second.prompt(session, "Which number?")).stop_reason == "end_turn"
     assert history(server.requests[-1]) == [
@@ -432,7 +434,7 @@ async def test_a_restore_racing_a_delete_leaves_no_zombie(
     if delete_first:
         assert restored["error"]["code"] == -32002
     else:
-        assert restored.get("result") == {}, restored
+        assert_restored(restored["result"])
     prompt = await agent.prompt(session, "still there?")
     assert prompt.error["code"] == -32002
     assert (await agent.result("session/list", {}))["sessions"] == []

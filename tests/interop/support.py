@@ -18,6 +18,8 @@ from tests.e2e.support import tool_results as e2e_tool_results
 from tests.harness import agent_command, agent_env
 
 API_KEY: Final = "sk-interop-5e1a-NOT-A-REAL-KEY-0c3b"
+# What follows a session's setup answer: its commands, and its options once the model list came.
+SETUP_UPDATES: Final = frozenset({"available_commands_update", "config_option_update"})
 
 
 def environment(server: ScriptedProvider, home: Path, provider: str) -> dict[str, str]:

@@ -55,6 +55,7 @@ from pydantic import BaseModel
 from acp_fsm.providers.scripted import Call, Hang, Reply, ScriptedProvider
 from tests.harness import wait_until
 from tests.interop.support import (
+    SETUP_UPDATES,
     args,
     command,
     environment,
@@ -458,9 +459,13 @@ async def test_load_in_a_new_process_replays(server: ScriptedProvider, home: Pat
         final_write = of_call(replayed, "write-1")[-1]
         assert [(d.path, d.old_text, d.new_text) for d in diffs(final_write)] == [
             (path, "old\n", "new\n")]
-        # the whole replay came before the response, nothing after it
+        # the whole replay came before the response; only the session's setup after it
         await asyncio.sleep(SETTLE_S)
-        assert second.around_response("session/load") == (len(replayed), 0)
+        replayed = second.session_updates(session_id)
+        setup = [u for u in replayed if u.session_update in SETUP_UPDATES]
+        assert setup and setup[0].session_update == "available_commands_update"
+        assert second.around_response("session/load") == (len(replayed) - len(setup),
+                                                          len(setup))
         # the loaded session goes on, with its history
         server.script(Reply(text="Still here."))
         assert (await prompt(running.conn, session_id, "and now?")).stop_reason == "end_turn"

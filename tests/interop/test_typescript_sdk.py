@@ -33,6 +33,7 @@ from acp_fsm.providers.scripted import (
     ScriptedProvider,
 )
 from tests.interop.support import (
+    SETUP_UPDATES,
     args,
     command,
     environment,
@@ -278,7 +279,7 @@ def test_cancel_mid_stream(run: Run) -> None:
 
 def test_load_in_a_new_process_replays(run: Run) -> None:
     point = run.checkpoint("load")
-    assert point["response"] == {}
+    assert point["response"]["modes"]["currentModeId"] == "ask"
     replayed = point["replayed"]
     assert summary(replayed) == [
         ("user_message_chunk", PROMPTS["read"]),
@@ -296,8 +297,11 @@ def test_load_in_a_new_process_replays(run: Run) -> None:
     ]
     assert diffs(of_call(replayed, "write-1")[-1]) == [
         (str(run.project / "greeting.txt"), "old\n", "new\n")]
-    assert point["beforeResponse"] == len(replayed)
-    assert point["afterResponse"] == 0
+    # the whole replay came before the response; only the session's setup after it
+    setup = [u for u in replayed if u["sessionUpdate"] in SETUP_UPDATES]
+    assert setup and setup[0]["sessionUpdate"] == "available_commands_update"
+    assert point["beforeResponse"] == len(replayed) - len(setup)
+    assert point["afterResponse"] == len(setup)
 
 
 def test_prompt_after_load_carries_the_history(run: Run) -> None:

@@ -1,0 +1,177 @@
+"""Context compaction: keeping a long session within the model's context window.
+
+Pure decisions, no IO (docs/compaction.md): how many tokens a request will take, when to
+compact, where to cut the conversation, the model call that summarises the older part, and the
+conversation that replaces it. The turn makes the call and the session stores the result.
+
+The cut is made before a user or an assistant message, never before a tool results message,
+so every tool call keeps its result next to it and both providers' pairing rules still hold.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+from acp_fsm import transcript
+from acp_fsm.providers.types import (
+    AssistantMessage,
+    ImagePart,
+    Message,
+    ModelRequest,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultsMessage,
+    UserMessage,
+)
+
+CHARS_PER_TOKEN = 3.5  # on the safe side: English runs near 4, code nearer 3
+IMAGE_TOKENS = 1600  # what one image costs, roughly, on both providers
+COMPACT_AT = 0.85  # of the usable window (the window less the room for the answer)
+KEEP_SHARE = 0.3  # of the usable window, at most, stays as it was (the latest turns)
+SUMMARY_MAX_TOKENS = 4096
+SUMMARY_HEADER = ("This session continues an earlier conversation, compacted to fit the "
+                  "context window. Summary of the earlier part:")
+SUMMARY_REQUEST = (
+    "The conversation above is about to be replaced by a summary, to stay within the context "
+    "window; the latest messages are kept as they are. Write that summary for yourself, to "
+    "go on with the work without the earlier messages. Keep: the user's goals and requests, "
+    "decisions made, the files read or changed (with paths) and what changed, commands run "
+    "and their outcomes, errors met and how they were solved, the current plan and what is "
+    "left to do. Be concise and factual. Do not call tools: answer with the summary only.")
+OMITTED = "(Earlier messages were dropped to fit the context window.)"
+NOTHING_TO_COMPACT = ("Nothing to compact yet: the conversation is short enough to be kept as "
+                      "it is.")
+
+
+class Compaction(NamedTuple):
+    """A conversation split for compaction: `older` is summarised, `kept` stays."""
+
+    older: list[Message]
+    kept: list[Message]
+
+
+def usable(window: int, max_tokens: int) -> int:
+    """The tokens a request may take: the window less the room kept for the answer (at most
+    half the window)."""
+    return max(1, window - min(max_tokens, window // 2))
+
+
+def estimate(request: ModelRequest) -> int:
+    """The tokens `request` takes, estimated from its size (no tokenizer at hand)."""
+    chars = len(request.system or "") + sum(
+        len(t.name) + len(t.description) + len(json.dumps(t.input_schema))
+        for t in request.tools)
+    images = 0
+    for message in request.messages:
+        size, pictures = _size(message)
+        chars += size
+        images += pictures
+    return int(chars / CHARS_PER_TOKEN) + images * IMAGE_TOKENS
+
+
+def _size(message: Message) -> tuple[int, int]:
+    """A message's characters and images."""
+    if isinstance(message, ToolResultsMessage):
+        return sum(len(r.content) + len(r.call_id) for r in message.results), 0
+    chars = images = 0
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            chars += len(part.text)
+        elif isinstance(part, ImagePart):
+            images += 1
+        elif isinstance(part, ThinkingPart):
+            chars += len(part.text) + len(part.signature or "") + len(part.redacted or "")
+        elif isinstance(part, ToolCallPart):
+            chars += len(part.name) + len(part.raw_arguments or json.dumps(part.arguments))
+    return chars, images
+
+
+def _tokens(message: Message) -> float:
+    chars, images = _size(message)
+    return chars / CHARS_PER_TOKEN + images * IMAGE_TOKENS
+
+
+def too_full(tokens: int, window: int, max_tokens: int) -> bool:
+    """Whether a request of `tokens` is to be compacted before it is sent."""
+    return tokens > COMPACT_AT * usable(window, max_tokens)
+
+
+def split(messages: list[Message], window: int, max_tokens: int, *,
+          on_demand: bool = False) -> Compaction | None:
+    """Where to cut: the latest turns that fit `KEEP_SHARE` of the window stay, starting at a
+    user message where one fits (else at an assistant message: at least the last one stays).
+    `on_demand` (/compact) keeps at most the last turn. None when nothing before the cut would
+    be left to summarise."""
+    budget = KEEP_SHARE * usable(window, max_tokens)
+    if on_demand:
+        last = max((i for i, m in enumerate(messages) if isinstance(m, UserMessage)), default=0)
+        budget = min(budget, sum(_tokens(m) for m in messages[last:]))
+    fitting: list[int] = []  # cut points whose tail fits, latest first
+    tail = 0.0
+    for i in range(len(messages) - 1, -1, -1):
+        tail += _tokens(messages[i])
+        if tail > budget and fitting:
+            break
+        if not isinstance(messages[i], ToolResultsMessage):
+            fitting.append(i)
+            if tail > budget:
+                break  # the last turn alone is over: it stays all the same
+    turns = [i for i in fitting if isinstance(messages[i], UserMessage)]
+    cut = min(turns or fitting or [0])
+    if cut == 0:
+        return None
+    return Compaction(messages[:cut], messages[cut:])
+
+
+def summary_request(request: ModelRequest, older: list[Message], focus: str,
+                    window: int) -> ModelRequest:
+    """The model call that summarises `older`: the same system prompt and tools (the
+    transcript names them; the model may call none), the older messages (the oldest dropped
+    if even they do not fit) and the request for a summary, with the user's `focus`."""
+    ask = SUMMARY_REQUEST + (f"\n\nThe user asks to focus on: {focus}" if focus else "")
+    max_tokens = min(request.max_tokens, SUMMARY_MAX_TOKENS)
+    room = COMPACT_AT * usable(window, max_tokens) - estimate(
+        request._replace(messages=(UserMessage((TextPart(ask),)),)))
+    total = sum(_tokens(m) for m in older)
+    start = 0
+    while total > room and (later := _next_cut(older, start)) is not None:
+        total -= sum(_tokens(m) for m in older[start:later])
+        start = later
+    older = older[start:]
+    if not isinstance(older[0], UserMessage):
+        older = [UserMessage((TextPart(OMITTED),)), *older]
+    return request._replace(messages=(*older, UserMessage((TextPart(ask),))),
+                            max_tokens=max_tokens, reasoning=None, answer_only=True)
+
+
+def _next_cut(messages: list[Message], after: int) -> int | None:
+    """The first cut point after index `after`."""
+    return next((i for i in range(after + 1, len(messages))
+                 if not isinstance(messages[i], ToolResultsMessage)), None)
+
+
+def summary_of(message: AssistantMessage) -> str:
+    return message.text.strip()
+
+
+def compacted(summary: str, kept: list[Message]) -> list[Message]:
+    """The conversation after compaction: the summary, as the user's, then what was kept."""
+    return [UserMessage((TextPart(f"{SUMMARY_HEADER}\n\n{summary}"),)), *kept]
+
+
+def to_body(summary: str, kept: list[Message], notice: str) -> dict[str, Any]:
+    """The stored compaction: the whole new conversation (its summary and the kept messages)
+    and what the user was told."""
+    return {"summary": summary, "kept": [transcript.message_to_json(m) for m in kept],
+            "notice": notice}
+
+
+def from_body(body: dict[str, Any]) -> list[Message]:
+    return compacted(body["summary"], [transcript.message_from_json(m) for m in body["kept"]])
+
+
+def notice(before: int, after: int, summarised: int) -> str:
+    return (f"Context compacted: {summarised} earlier messages were summarised to stay "
+            f"within the model's context window (about {before:,} → {after:,} tokens).")
