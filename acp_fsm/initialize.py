@@ -19,13 +19,41 @@ PROTOCOL_VERSION = 1
 
 AGENT_INFO = {"name": "acp-fsm", "title": "acp-fsm", "version": __version__}
 
+# How a user logs in (docs/auth.md): in a terminal the editor opens (`acp-fsm login`), where
+# the editor can run one; else by what the agent explains, then `authenticate`.
+TERMINAL_LOGIN = {
+    "type": "terminal",
+    "id": "acp-fsm-login",
+    "name": "Log in with an API key",
+    "description": "Runs `acp-fsm login`: choose Anthropic, OpenAI or an OpenAI-compatible "
+                   "server and paste a key; it is checked with the provider and stored for "
+                   "the agent.",
+    "args": ["login"],
+}
+API_KEY_LOGIN = {
+    "id": "api-key",
+    "name": "API key",
+    "description": "Run `acp-fsm login` in a terminal, or set ANTHROPIC_API_KEY or "
+                   "OPENAI_API_KEY (with OPENAI_BASE_URL for a compatible server) in the "
+                   "agent's environment in your editor's settings; then authenticate again.",
+}
 
-def initialize_result() -> dict[str, Any]:
-    """The `initialize` result: what this agent supports, computed from the method registry."""
+
+def auth_methods(params: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The login the client can offer: in a terminal only if it said it can run one."""
+    client = (params or {}).get("clientCapabilities")
+    auth = client.get("auth") if isinstance(client, dict) else None
+    terminal = isinstance(auth, dict) and auth.get("terminal") is True
+    return [dict(TERMINAL_LOGIN if terminal else API_KEY_LOGIN)]
+
+
+def initialize_result(params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The `initialize` result for the client's `params`: what this agent supports, computed
+    from the method registry, and how to log in."""
     return {
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": agent_capabilities(),
-        "authMethods": [],
+        "authMethods": auth_methods(params),
         "agentInfo": dict(AGENT_INFO),
     }
 

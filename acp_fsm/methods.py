@@ -91,6 +91,7 @@ def _table(*entries: Served) -> dict[str, Served]:
 SERVED = _table(
     Served("initialize", trigger=HandshakeTrigger.INITIALIZE),
     Served("authenticate"),
+    Served("logout", advertises={("auth", "logout"): {}}),
     Served("session/new"),
     Served("session/prompt", advertises={
         ("promptCapabilities", "image"): True,

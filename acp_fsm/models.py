@@ -20,6 +20,7 @@ from typing import Any
 
 import structlog
 
+from acp_fsm.credentials import OFFICIAL_HOSTS, needs_login
 from acp_fsm.providers.config import ANTHROPIC, ProviderConfig
 
 log = structlog.get_logger("models")
@@ -32,7 +33,6 @@ BUILT_IN = {
     ANTHROPIC: ("claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"),
     "openai": ("gpt-5", "gpt-5-mini", "gpt-4.1"),
 }
-OFFICIAL_HOSTS = ("api.openai.com", "api.anthropic.com")
 # Ids of OpenAI models that do not chat (embeddings, speech, images, moderation, ...).
 _NOT_CHAT = ("embedding", "tts", "whisper", "dall-e", "davinci", "babbage", "moderation",
              "image", "transcribe", "realtime", "audio", "search", "computer-use", "sora")
@@ -93,7 +93,7 @@ class Catalog:
         now = time.time()
         if (known and now - known[0] < CACHE_TTL_S) or now - self._failed_at < RETRY_AFTER_S:
             return
-        if not config.api_key and any(host in config.base_url for host in OFFICIAL_HOSTS):
+        if needs_login(config):
             return  # nothing to authenticate with: the turn says what to set
         self._told = [on_change]
         self._fetching = asyncio.ensure_future(self._fetch(config))

@@ -15,8 +15,7 @@ import difflib
 import json
 import os
 import re
-from collections.abc import Iterable
-from functools import cache
+from collections.abc import Iterable, Iterator
 
 from acp_fsm import config
 
@@ -54,6 +53,12 @@ class Secrets:
 
     def __bool__(self) -> bool:
         return self._count > 0
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._secrets)
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._secrets
 
     def scrub(self, data: bytes) -> bytes:
         """`data` (encoded JSON) with every secret replaced by `[redacted]`."""
@@ -129,10 +134,30 @@ def _alternation(patterns: set[bytes]) -> re.Pattern[bytes] | None:
     return re.compile(b"|".join(re.escape(p) for p in ordered)) if ordered else None
 
 
-@cache
+_configured: Secrets | None = None
+
+
 def configured() -> Secrets:
-    """The secrets of this process's environment (read once: it does not change)."""
-    return Secrets(config.secret_values())
+    """The secrets of this process: its environment's (read once: it does not change), and
+    those learned since (`also_secret`)."""
+    global _configured
+    if _configured is None:
+        _configured = Secrets(config.secret_values())
+    return _configured
+
+
+def also_secret(value: str) -> None:
+    """Scrub `value` from now on, like the environment's secrets: a key stored by
+    `acp-fsm login` while the agent runs."""
+    global _configured
+    secrets = configured()
+    if len(value) >= config.MIN_SECRET_CHARS and value not in secrets:
+        _configured = Secrets([*secrets, value])
+
+
+def scrub(data: bytes) -> bytes:
+    """`Secrets.scrub` with the secrets known now (for sinks set up before a login)."""
+    return configured().scrub(data)
 
 
 def command_environment() -> dict[str, str]:

@@ -54,16 +54,15 @@ async def run(
 
     output = Output(on_lost=on_output_lost)
     await output.open(protocol_fd)
-    secrets = redact.configured()
     connection = Connection(
         server, output.write, drain=output.drain, congested=lambda: output.congested,
-        scrub=secrets.scrub if secrets else None, strict_outbound=config.strict_schemas(),
+        scrub=redact.scrub, strict_outbound=config.strict_schemas(),  # a login adds keys
     )
     server.attach(connection)
     schemas.warm(FIRST_SCHEMAS)
     if client is not None:
         log.info("initialized", client=client.info, fast_path=True, answered_ms=answered_ms)
-        connection.audit_sent("initialize", "result", initialize_result())
+        connection.audit_sent("initialize", "result", initialize_result(early_params))
     if pending:
         connection.feed(pending)
     if input_ended:  # read before the loop ran (a terminal's Ctrl+D is not seen twice)

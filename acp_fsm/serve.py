@@ -104,7 +104,7 @@ def _answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict[s
                       params_checked=True)
     except RpcError:
         return None
-    result = initialize_result()
+    result = initialize_result(params)
     assert entry.trigger is not None
     handshake.fire(entry.trigger)  # the transition before the side effect (the answer)
     response = {"jsonrpc": "2.0", "id": message["id"], "result": result}

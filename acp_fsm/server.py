@@ -16,13 +16,14 @@ from typing import Any
 
 import structlog
 
-from acp_fsm import config, limits, schemas
+from acp_fsm import config, credentials, limits, schemas
 from acp_fsm.fsm.handshake import HANDSHAKE, Handshake, HandshakeState, HandshakeTrigger
-from acp_fsm.initialize import ClientInfo, initialize_result
+from acp_fsm.initialize import API_KEY_LOGIN, TERMINAL_LOGIN, ClientInfo, initialize_result
 from acp_fsm.methods import AGENT_TO_CLIENT, BOTH, route, spec_of
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.protocol.connection import Connection, OutboundKind
 from acp_fsm.protocol.errors import (
+    AuthRequired,
     CapabilityMissing,
     ConnectionClosed,
     InvalidParams,
@@ -179,16 +180,29 @@ class AcpServer:
     async def on_initialize(self, params: dict[str, Any]) -> dict[str, Any]:
         self.client = ClientInfo(params)
         log.info("initialized", client=self.client.info, protocol_version=params["protocolVersion"])
-        return initialize_result()
+        return initialize_result(params)
 
     async def on_authenticate(self, params: dict[str, Any]) -> dict[str, Any]:
-        # No auth methods are advertised: provider keys come from the environment.
-        raise InvalidParams(
-            f"Invalid params: unknown authentication method {params['methodId']!r}; this agent "
-            "advertises none (configure OPENAI_API_KEY or ANTHROPIC_API_KEY instead)"
-        )
+        """Read the credentials again (a login in a terminal, or the environment): succeeds
+        once a model call could be made."""
+        method = params["methodId"]
+        known = (API_KEY_LOGIN["id"], TERMINAL_LOGIN["id"])  # liberal: the terminal one too
+        if method not in known:
+            raise InvalidParams(f"Invalid params: methodId: unknown authentication method "
+                                f"{limits.echo(method)}; this agent has {known[0]!r}")
+        if credentials.login_needed():
+            raise AuthRequired(credentials.LOGIN_NEEDED)
+        log.info("authenticated", method=method)
+        return {}
+
+    async def on_logout(self, params: Any) -> dict[str, Any]:
+        """Forget the stored credentials (the environment's stay: the editor set them)."""
+        log.info("logged_out", removed=credentials.remove())
+        return {}
 
     async def on_session_new(self, params: dict[str, Any]) -> dict[str, Any]:
+        if credentials.login_needed():  # said now, not after the first prompt is typed
+            raise AuthRequired(credentials.LOGIN_NEEDED)
         session = await self.sessions.new(params["cwd"], params.get("additionalDirectories") or [],
                                           params.get("mcpServers") or [])
         return self._set_up(session, {"sessionId": session.id})

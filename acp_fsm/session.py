@@ -21,11 +21,21 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from acp_fsm import commands, compaction, leases, limits, redact, settings, transcript, updates
+from acp_fsm import (
+    commands,
+    compaction,
+    credentials,
+    leases,
+    limits,
+    redact,
+    settings,
+    transcript,
+    updates,
+)
 from acp_fsm.prompt import title_of, to_parts
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.protocol.errors import InternalError, InvalidParams, InvalidRequest, ResourceNotFound
-from acp_fsm.providers.config import ConfigError, ProviderConfig, load_config
+from acp_fsm.providers.config import ConfigError, ProviderConfig
 from acp_fsm.providers.types import (
     AssistantMessage,
     Message,
@@ -452,8 +462,7 @@ class Sessions:
     async def store(self) -> Store:
         async with self._store_lock:
             if self._store is None:
-                secrets = redact.configured()
-                self._store = await Store.open(scrub=secrets.scrub if secrets else None)
+                self._store = await Store.open(scrub=redact.scrub)  # a login adds keys
             return self._store
 
     @contextlib.asynccontextmanager
@@ -652,9 +661,10 @@ def _holder(owner: str) -> str:
 
 
 def provider_config() -> ProviderConfig | None:
-    """The provider configuration from the environment; None when it is unusable."""
+    """The provider configuration in force (`credentials.provider_config`); None when it
+    is unusable."""
     try:
-        return load_config()
+        return credentials.provider_config()
     except ConfigError:
         return None
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from acp_fsm import compaction, redact, settings, transcript, updates
+from acp_fsm import compaction, credentials, redact, settings, transcript, updates
 from acp_fsm.client import Client, Editor
 from acp_fsm.commands import Command
 from acp_fsm.fsm.turn import CANCELLABLE, FINAL, TURN, TurnState, TurnTrigger
@@ -33,7 +33,7 @@ from acp_fsm.protocol.errors import (
     RpcError,
 )
 from acp_fsm.providers import open_stream
-from acp_fsm.providers.config import ConfigError, ProviderConfig, load_config
+from acp_fsm.providers.config import ConfigError, ProviderConfig
 from acp_fsm.providers.errors import ProviderError, StreamCancelled
 from acp_fsm.providers.types import (
     AssistantMessage,
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger("turn")
 
 DEFAULT_MAX_TURN_REQUESTS = 50
-OFFICIAL_HOSTS = ("api.openai.com", "api.anthropic.com")
 PERMISSION_OPTIONS = [
     {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
     {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
@@ -311,16 +310,15 @@ class Turn:
     # ------------------------------------------------------------------ streaming
 
     def config(self) -> ProviderConfig:
+        """The provider configuration of this turn (the environment, then what `acp-fsm
+        login` stored), read once."""
         if self._config is None:
             try:
-                config = load_config()
+                config = credentials.provider_config()
             except ConfigError as exc:
                 raise TurnFailed(InternalError(f"Configuration error: {exc}")) from None
-            if not config.api_key and any(h in config.base_url for h in OFFICIAL_HOSTS):
-                raise TurnFailed(AuthRequired(
-                    "No API key configured: set ANTHROPIC_API_KEY (Anthropic) or "
-                    "OPENAI_API_KEY (OpenAI; choose it with ACP_FSM_PROVIDER=openai), or point "
-                    "OPENAI_BASE_URL at a local OpenAI-compatible server"))
+            if credentials.needs_login(config):
+                raise TurnFailed(AuthRequired(credentials.LOGIN_NEEDED))
             self._config = config
         return self._config
 

@@ -63,7 +63,8 @@ async def test_initialize_result_advertises_only_what_is_served(agent: AgentProc
     assert capabilities["promptCapabilities"] == {
         "image": True, "audio": False, "embeddedContext": True}
     assert capabilities["mcpCapabilities"] == {"http": True, "sse": True}
-    assert result["authMethods"] == []
+    assert capabilities["auth"] == {"logout": {}}
+    assert [m["id"] for m in result["authMethods"]] == ["api-key"]  # no terminal advertised
 
 
 async def test_initialize_after_other_traffic_takes_the_full_path(agent: AgentProcess) -> None:

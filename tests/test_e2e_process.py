@@ -176,7 +176,8 @@ def test_a_project_with_packages_named_like_our_layers_is_no_trouble(tmp_path: P
     # the second line is not the first: the full path (and its validators) answers it
     done = subprocess.run([sys.executable, "-m", "acp_fsm"],
                           input=INIT_LINE + json.dumps(new).encode() + b"\n" + bad,
-                          capture_output=True, env=agent_env(), timeout=30, cwd=tmp_path)
+                          capture_output=True, timeout=30, cwd=tmp_path,
+                          env=agent_env(OPENAI_API_KEY="sk-layers-test-key"))
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     answers = sorted((m for m in lines if "id" in m),

@@ -43,12 +43,15 @@ from acp_fsm.server import AcpServer
 ALL_SERVED = {**SERVED, **DEBUG_SERVED}
 ALL_SPECS = {**ACP, **DEBUG}
 
-# An inbound ACP request this agent does not (yet) serve, whatever the registry grows into.
-UNSERVED_REQUEST = next(
-    name
-    for name, spec in ACP.items()
-    if spec.inbound and spec.kind == "request" and name not in SERVED
-)
+
+
+@pytest.fixture
+def unserved(monkeypatch: pytest.MonkeyPatch) -> str:
+    """An inbound ACP request this agent does not serve (today it serves every one: one is
+    taken out of the registry for the test)."""
+    monkeypatch.delitem(SERVED, "logout")
+    return "logout"
+
 VALID_INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {}}
 
 
@@ -124,7 +127,11 @@ def test_spec_of_and_served_hide_extensions_unless_debug() -> None:
     assert served("_acp_fsm/sleep") is None
     assert served("_acp_fsm/sleep", debug=True) is DEBUG_SERVED["_acp_fsm/sleep"]
     assert served("initialize") is SERVED["initialize"]
-    assert served(UNSERVED_REQUEST, debug=True) is None
+
+
+def test_served_is_none_for_a_method_not_served(unserved: str) -> None:
+    assert spec_of(unserved) is ACP[unserved]
+    assert served(unserved, debug=True) is None
 
 
 # ------------------------------------------------------------------ capabilities
@@ -190,7 +197,20 @@ def test_initialize_result() -> None:
     assert schemas.validate("acp.InitializeResponse", result) is None
     assert result["protocolVersion"] == 1 == PROTOCOL_VERSION
     assert result["agentCapabilities"] == agent_capabilities()
-    assert result["authMethods"] == []
+    assert [m["id"] for m in result["authMethods"]] == ["api-key"]
+    assert "type" not in result["authMethods"][0]  # agent-handled: through `authenticate`
+
+
+@pytest.mark.parametrize(("auth", "expected"), [
+    ({"terminal": True}, ["terminal"]), ({"terminal": False}, [None]), (None, [None]),
+    ("yes", [None]), ({"terminal": "true"}, [None])])
+def test_the_terminal_login_is_offered_only_to_a_client_that_can_run_it(
+        auth: object, expected: list[str | None]) -> None:
+    result = initialize_result({"protocolVersion": 1, "clientCapabilities": {"auth": auth}})
+    assert schemas.validate("acp.InitializeResponse", result) is None
+    assert [m.get("type") for m in result["authMethods"]] == expected
+    if expected == ["terminal"]:
+        assert result["authMethods"][0]["args"] == ["login"]
     assert result["agentInfo"] == {"name": "acp-fsm", "title": "acp-fsm", "version": __version__}
 
 
@@ -240,8 +260,8 @@ def test_route_unknown_or_outbound_method_is_method_not_found(state: str, method
     assert method in error.message
 
 
-def test_route_known_but_unserved_method() -> None:
-    error = refused("initialized", UNSERVED_REQUEST, {})
+def test_route_known_but_unserved_method(unserved: str) -> None:
+    error = refused("initialized", unserved, {})
     assert type(error) is MethodNotFound
     assert error.code == -32601
     assert "not supported" in error.message

@@ -145,9 +145,8 @@ def test_update_kinds_are_found_in_the_agent_source() -> None:
 STEP_ERRORS = {
     "before_initialize": -32002,
     "initialize_again": -32002,
-    "authenticate": -32602,  # no auth method is advertised
+    "authenticate": -32602,  # not a method the agent advertises
     "unknown_method": -32601,
-    "logout": -32601,  # not served (not advertised)
     "set_mode_unknown": -32602,
     "set_config_option_unknown": -32602,
     "parse_error": -32700,
@@ -168,6 +167,10 @@ STEP_ERRORS = {
 def test_error_steps(session_run: SessionRun, step: str, code: int) -> None:
     response = session_run.steps[step]
     assert response.get("error", {}).get("code") == code, response
+
+
+def test_logout_is_served(session_run: SessionRun) -> None:
+    assert session_run.steps["logout"]["result"] == {}
 
 
 def test_the_mode_is_chosen_both_ways(session_run: SessionRun) -> None:

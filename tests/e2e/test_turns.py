@@ -232,9 +232,11 @@ async def test_no_api_key_for_the_real_endpoint_names_the_variables(
         launch: Launcher, project: Path) -> None:
     agent = await launch.start("openai", OPENAI_API_KEY=None, ANTHROPIC_API_KEY=None,
                                OPENAI_BASE_URL=None, ANTHROPIC_BASE_URL=None)
-    session = await agent.new_session(project)
-    error = (await agent.prompt(session, "hello")).error
+    response = await agent.request("session/new", {"cwd": str(project), "mcpServers": []})
+    error = response["error"]
+    assert error["code"] == -32000  # ACP's auth_required, before anything is typed
     assert "OPENAI_API_KEY" in error["message"] and "ANTHROPIC_API_KEY" in error["message"]
+    assert "acp-fsm login" in error["message"]
     assert launch.server.requests == []
 
 

@@ -326,7 +326,7 @@ async def test_initialize_and_new_session(server: ScriptedProvider, home: Path, 
         assert sessions.list is not None and sessions.resume is not None
         assert sessions.close is not None
         assert init.agent_info is not None and init.agent_info.name == "acp-fsm"
-        assert init.auth_methods == []
+        assert [m.id for m in init.auth_methods] == ["api-key"]  # the SDK parses it
 
         session_id = await new_session(running.conn, files)
         assert session_id
