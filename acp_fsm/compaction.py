@@ -31,6 +31,8 @@ IMAGE_TOKENS = 1600  # what one image costs, roughly, on both providers
 COMPACT_AT = 0.85  # of the usable window (the window less the room for the answer)
 KEEP_SHARE = 0.3  # of the usable window, at most, stays as it was (the latest turns)
 SUMMARY_MAX_TOKENS = 4096
+MIN_CUT_TOKENS = 200  # a text cut to fit keeps at least this much
+CUT_NOTE = "\n[… {:,} characters cut here to fit the context window …]\n"
 SUMMARY_HEADER = ("This session continues an earlier conversation, compacted to fit the "
                   "context window. Summary of the earlier part:")
 SUMMARY_REQUEST = (
@@ -52,10 +54,10 @@ class Compaction(NamedTuple):
     kept: list[Message]
 
 
-def usable(window: int, max_tokens: int) -> int:
-    """The tokens a request may take: the window less the room kept for the answer (at most
-    half the window)."""
-    return max(1, window - min(max_tokens, window // 2))
+def usable(window: int, reserve: int) -> int:
+    """The tokens a request may take: the window less `reserve`, the room kept for the answer
+    (its max_tokens, thinking included), at most half the window."""
+    return max(1, window - min(reserve, window // 2))
 
 
 def estimate(request: ModelRequest) -> int:
@@ -93,18 +95,18 @@ def _tokens(message: Message) -> float:
     return chars / CHARS_PER_TOKEN + images * IMAGE_TOKENS
 
 
-def too_full(tokens: int, window: int, max_tokens: int) -> bool:
+def too_full(tokens: int, window: int, reserve: int) -> bool:
     """Whether a request of `tokens` is to be compacted before it is sent."""
-    return tokens > COMPACT_AT * usable(window, max_tokens)
+    return tokens > COMPACT_AT * usable(window, reserve)
 
 
-def split(messages: list[Message], window: int, max_tokens: int, *,
+def split(messages: list[Message], window: int, reserve: int, *,
           on_demand: bool = False) -> Compaction | None:
     """Where to cut: the latest turns that fit `KEEP_SHARE` of the window stay, starting at a
-    user message where one fits (else at an assistant message: at least the last one stays).
-    `on_demand` (/compact) keeps at most the last turn. None when nothing before the cut would
-    be left to summarise."""
-    budget = KEEP_SHARE * usable(window, max_tokens)
+    user message where one fits (else at an assistant message: at least the last one stays,
+    its results cut down to fit if they are larger than that). `on_demand` (/compact) keeps at
+    most the last turn. None when nothing before the cut would be left to summarise."""
+    budget = KEEP_SHARE * usable(window, reserve)
     if on_demand:
         last = max((i for i, m in enumerate(messages) if isinstance(m, UserMessage)), default=0)
         budget = min(budget, sum(_tokens(m) for m in messages[last:]))
@@ -117,19 +119,62 @@ def split(messages: list[Message], window: int, max_tokens: int, *,
         if not isinstance(messages[i], ToolResultsMessage):
             fitting.append(i)
             if tail > budget:
-                break  # the last turn alone is over: it stays all the same
+                break  # the last turn alone is over: it stays, cut down
     turns = [i for i in fitting if isinstance(messages[i], UserMessage)]
     cut = min(turns or fitting or [0])
     if cut == 0:
         return None
-    return Compaction(messages[:cut], messages[cut:])
+    return Compaction(messages[:cut], shrink(messages[cut:], budget))
+
+
+def shrink(messages: list[Message], budget: float) -> list[Message]:
+    """`messages` within `budget` tokens, if cutting tool results and the user's text down
+    (the largest first, never below `MIN_CUT_TOKENS` each) can get them there; the middle of
+    a text is cut, with a note saying how much."""
+    sizes = [_tokens(m) for m in messages]
+    excess = sum(sizes) - budget
+    if excess <= 0:
+        return messages
+    out = list(messages)
+    for i in sorted(range(len(out)), key=lambda i: -sizes[i]):
+        if excess <= 0:
+            break
+        room = max(MIN_CUT_TOKENS, sizes[i] - excess)
+        if room < sizes[i]:
+            out[i] = _cut(out[i], room / sizes[i])
+            excess -= sizes[i] - _tokens(out[i])
+    return out
+
+
+def _cut(message: Message, share: float) -> Message:
+    """`message` with each of its texts (results, the user's text) cut to `share` of it."""
+    if isinstance(message, ToolResultsMessage):
+        return ToolResultsMessage(tuple(
+            r._replace(content=_cut_text(r.content, share)) for r in message.results))
+    if isinstance(message, UserMessage):
+        return UserMessage(tuple(TextPart(_cut_text(p.text, share)) if isinstance(p, TextPart)
+                                 else p for p in message.parts))
+    return message  # an answer is bounded by max_tokens
+
+
+def _cut_text(text: str, share: float) -> str:
+    """The start and the end of `text`, `share` of it in all, the note included."""
+    keep = int(len(text) * share) - len(CUT_NOTE) - 8  # the note, and its number
+    if keep >= len(text):
+        return text
+    keep = max(keep, 0)
+    head = keep * 2 // 3
+    tail = keep - head
+    note = CUT_NOTE.format(len(text) - head - tail)
+    return f"{text[:head]}{note}{text[len(text) - tail:] if tail else ''}"
 
 
 def summary_request(request: ModelRequest, older: list[Message], focus: str,
                     window: int) -> ModelRequest:
     """The model call that summarises `older`: the same system prompt and tools (the
-    transcript names them; the model may call none), the older messages (the oldest dropped
-    if even they do not fit) and the request for a summary, with the user's `focus`."""
+    transcript names them; the model may call none), the older messages (the oldest dropped,
+    then the largest cut down, if even they do not fit) and the request for a summary, with
+    the user's `focus`."""
     ask = SUMMARY_REQUEST + (f"\n\nThe user asks to focus on: {focus}" if focus else "")
     max_tokens = min(request.max_tokens, SUMMARY_MAX_TOKENS)
     room = COMPACT_AT * usable(window, max_tokens) - estimate(
@@ -139,7 +184,7 @@ def summary_request(request: ModelRequest, older: list[Message], focus: str,
     while total > room and (later := _next_cut(older, start)) is not None:
         total -= sum(_tokens(m) for m in older[start:later])
         start = later
-    older = older[start:]
+    older = shrink(older[start:], room)
     if not isinstance(older[0], UserMessage):
         older = [UserMessage((TextPart(OMITTED),)), *older]
     return request._replace(messages=(*older, UserMessage((TextPart(ask),))),
@@ -153,10 +198,11 @@ def _next_cut(messages: list[Message], after: int) -> int | None:
 
 
 def summary_of(message: AssistantMessage) -> str:
+    """The summary the model wrote (its text; any thinking aside)."""
     return message.text.strip()
 
 
-def compacted(summary: str, kept: list[Message]) -> list[Message]:
+def replaced(summary: str, kept: list[Message]) -> list[Message]:
     """The conversation after compaction: the summary, as the user's, then what was kept."""
     return [UserMessage((TextPart(f"{SUMMARY_HEADER}\n\n{summary}"),)), *kept]
 
@@ -169,9 +215,11 @@ def to_body(summary: str, kept: list[Message], notice: str) -> dict[str, Any]:
 
 
 def from_body(body: dict[str, Any]) -> list[Message]:
-    return compacted(body["summary"], [transcript.message_from_json(m) for m in body["kept"]])
+    """The conversation a stored compaction left (see `to_body`)."""
+    return replaced(body["summary"], [transcript.message_from_json(m) for m in body["kept"]])
 
 
 def notice(before: int, after: int, summarised: int) -> str:
+    """What the user is told of a compaction."""
     return (f"Context compacted: {summarised} earlier messages were summarised to stay "
             f"within the model's context window (about {before:,} → {after:,} tokens).")

@@ -16,12 +16,15 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from acp_fsm.credentials import OFFICIAL_HOSTS, needs_login
 from acp_fsm.providers.config import ANTHROPIC, ProviderConfig
+
+if TYPE_CHECKING:
+    import aiohttp
 
 log = structlog.get_logger("models")
 
@@ -70,7 +73,7 @@ class Catalog:
         self._loaded = False
         self._fetching: asyncio.Task[None] | None = None
         self._failed_at = 0.0
-        self._told: list[Callable[[], None]] = []  # to call if the running fetch changes it
+        self._on_change: list[Callable[[], None]] = []  # told if the running fetch changes it
 
     def models(self, config: ProviderConfig) -> list[str]:
         """What is known now, without waiting."""
@@ -86,7 +89,7 @@ class Catalog:
         if override() is not None:
             return
         if self._fetching is not None and not self._fetching.done():
-            self._told.append(on_change)
+            self._on_change.append(on_change)
             return
         self._load()
         known = self._models.get(_cache_key(config))
@@ -95,7 +98,7 @@ class Catalog:
             return
         if needs_login(config):
             return  # nothing to authenticate with: the turn says what to set
-        self._told = [on_change]
+        self._on_change = [on_change]
         self._fetching = asyncio.ensure_future(self._fetch(config))
 
     async def _fetch(self, config: ProviderConfig) -> None:
@@ -114,8 +117,8 @@ class Catalog:
         self._save()
         log.info("models_listed", provider=config.provider, count=len(models))
         if models != before:
-            for told in self._told:
-                told()
+            for call in self._on_change:
+                call()
 
     def _load(self) -> None:
         if self._loaded:
@@ -125,8 +128,9 @@ class Catalog:
             data = json.loads(_cache_path().read_text(encoding="utf-8"))
             for key, entry in data.items():
                 when, models = entry["fetchedAt"], entry["models"]
-                if isinstance(when, int | float) and all(isinstance(m, str) for m in models):
-                    self._models[key] = (float(when), list(models))
+                if (isinstance(when, int | float) and isinstance(models, list) and models
+                        and all(isinstance(m, str) for m in models)):
+                    self._models[key] = (float(when), models)
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             pass  # no cache yet, or one this version cannot read: fetched again
 
@@ -134,13 +138,14 @@ class Catalog:
         path = _cache_path()
         data = {key: {"fetchedAt": when, "models": models}
                 for key, (when, models) in self._models.items()}
+        temporary = path.with_name(f".{CACHE_FILE}.{os.getpid()}")
         try:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            temporary = path.with_name(f".{CACHE_FILE}.{os.getpid()}")
             temporary.write_text(json.dumps(data), encoding="utf-8")
             temporary.replace(path)
         except OSError as exc:
             log.info("models_not_cached", error=str(exc))
+            temporary.unlink(missing_ok=True)
 
 
 async def _list_models(config: ProviderConfig) -> list[str]:
@@ -171,8 +176,8 @@ def _named(entry: Any) -> bool:
     return isinstance(entry, dict) and isinstance(entry.get("id"), str) and bool(entry["id"])
 
 
-async def _get(http: Any, url: str, headers: dict[str, str], params: dict[str, str]
-               ) -> dict[str, Any]:
+async def _get(http: aiohttp.ClientSession, url: str, headers: dict[str, str],
+               params: dict[str, str]) -> dict[str, Any]:
     async with http.get(url, headers=headers, params=params) as response:
         if response.status != 200:
             raise RuntimeError(f"GET {url}: HTTP {response.status}")

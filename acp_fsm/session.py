@@ -103,7 +103,9 @@ class Session:
         # Tokens the provider counted beyond the estimate of the last request (see
         # `acp_fsm.compaction.estimate`), added to the next estimate.
         self.context_drift = 0
-        self._announced: list[dict[str, Any]] | None = None  # the configOptions last told
+        # The provider's context window, once it refused a request as longer than it.
+        self.context_window: int | None = None
+        self._options_told: list[dict[str, Any]] | None = None  # configOptions last sent
         # This turn's last stored assistant message: (its pending or done write, its body).
         self._last_assistant: tuple[asyncio.Future[int], dict[str, Any]] | None = None
         # The last write queued for this session; the store commits in order, so once it is
@@ -202,7 +204,7 @@ class Session:
             if claim.last_seq != self.synced_seq or claim.taken_over:
                 entries = await self.store.entries(self.id)
                 self.messages, self.synced_seq = await _rebuild(self.store, self.id, entries)
-                self.settings = _settings_of(entries)
+                self._adopt(_settings_of(entries))
                 log.info("session_caught_up", session_id=self.id, taken_over=claim.taken_over)
         except BaseException:
             self._release()
@@ -279,7 +281,7 @@ class Session:
 
             options = settings.config_options(self.settings, config.provider,
                                               self.model(config), CATALOG.models(config))
-        self._announced = options
+        self._options_told = options
         return options
 
     def setup_result(self) -> dict[str, Any]:
@@ -290,18 +292,20 @@ class Session:
     def announce_options(self) -> None:
         """Send `config_option_update` if the options changed since the editor was told
         (the provider's model list arrived)."""
-        told = self._announced
+        told = self._options_told
         if told is not None and self.config_options() != told:
             self.send_update({"sessionUpdate": "config_option_update",
-                              "configOptions": self._announced})
+                              "configOptions": self._options_told})
 
     async def set_option(self, config_id: str, value: object) -> list[dict[str, Any]]:
         """`session/set_config_option`: stored, then in effect from the next model call."""
-        chosen = settings.changed(self.settings, self.config_options(), config_id, value)
-        await self._choose(chosen)
-        if config_id == settings.MODE:  # clients of the older API follow the mode too
-            self.send_update({"sessionUpdate": "current_mode_update",
-                              "currentModeId": chosen.mode})
+        current = settings.check_choice(self.config_options(), config_id, value)
+        assert isinstance(value, str)  # a value of the option
+        if value != current:
+            await self._choose(config_id, value)
+            if config_id == settings.MODE:  # clients of the older API follow the mode too
+                self.send_update({"sessionUpdate": "current_mode_update",
+                                  "currentModeId": value})
         return self.config_options()
 
     async def set_mode(self, mode_id: str) -> None:
@@ -309,15 +313,33 @@ class Session:
         if mode_id not in settings.MODES:
             raise InvalidParams(f"Invalid params: modeId: unknown mode {limits.echo(mode_id)}; "
                                 f"expected one of {', '.join(settings.MODES)}")
-        await self._choose(self.settings._replace(mode=mode_id))
-        self.send_update({"sessionUpdate": "config_option_update",
-                          "configOptions": self.config_options()})
+        if mode_id != self.settings.mode:
+            await self._choose(settings.MODE, mode_id)
+            self.send_update({"sessionUpdate": "config_option_update",
+                              "configOptions": self.config_options()})
 
-    async def _choose(self, chosen: Settings) -> None:
-        await self._write("settings", chosen.to_body(), wait=True)
+    async def _choose(self, config_id: str, value: str) -> None:
+        """Store one choice, then apply it to the settings as they are then (two choices
+        made at once each keep theirs). Not under the turn lease: it does not count as
+        catching up with the store (`synced=False`), so another process's turn written
+        meanwhile is still read at the next prompt."""
+        await self._write("settings", settings.entry_body(config_id, value), wait=True,
+                          synced=False)
+        self.settings = self.settings.chosen(config_id, value)
+        log.info("settings_changed", session_id=self.id, option=config_id, value=value)
+
+    def _adopt(self, chosen: Settings) -> None:
+        """Settings read from the store (another process chose): announced if they differ."""
+        if chosen == self.settings:
+            return
+        mode_changed = chosen.mode != self.settings.mode
         self.settings = chosen
-        log.info("settings_changed", session_id=self.id, model=chosen.model, mode=chosen.mode,
-                 thought_level=chosen.thought_level)
+        if self._options_told is not None:
+            self.send_update({"sessionUpdate": "config_option_update",
+                              "configOptions": self.config_options()})
+        if mode_changed:
+            self.send_update({"sessionUpdate": "current_mode_update",
+                              "currentModeId": chosen.mode})
 
     # -------------------------------------------------------------- transcript
 
@@ -336,6 +358,11 @@ class Session:
         await self._write("compaction", body, wait=True)
         self.messages = messages
         self.context_drift = 0
+
+    async def add_notice(self, text: str) -> None:
+        """Store a message to the user that is not part of the conversation (a command's
+        answer): a load shows it again."""
+        await self._write("notice", {"text": text}, wait=True)
 
     async def add_assistant(self, message: AssistantMessage, stop_reason: str,
                             views: dict[str, dict[str, Any]], *, wait: bool = True) -> None:
@@ -382,19 +409,20 @@ class Session:
     async def record_turn_end(self, stop_reason: str) -> None:
         await self._write("turn_end", {"stopReason": stop_reason}, wait=False)
 
-    async def _write(self, kind: str, body: dict[str, Any], wait: bool) -> None:
+    async def _write(self, kind: str, body: dict[str, Any], wait: bool, *,
+                     synced: bool = True) -> None:
         """Store an entry: committed before returning with `wait` (something the client is
         about to be told is done), else queued in order; `settle` waits for those."""
-        written = self._queue(kind, body, required=wait)
+        written = self._queue(kind, body, required=wait, synced=synced)
         if wait:
             await self._commit(written)
 
-    def _queue(self, kind: str, body: dict[str, Any], *,
-               required: bool = False) -> asyncio.Future[int] | None:
+    def _queue(self, kind: str, body: dict[str, Any], *, required: bool = False,
+               synced: bool = True) -> asyncio.Future[int] | None:
         """Queue an entry; its write's future. When the store refuses it (closed at
         shutdown, or the body cannot be stored), that is logged, and raised as an
         `InternalError` when the entry is `required`: nothing is told done that is not
-        stored."""
+        stored. A `synced` write (under the turn lease) moves `synced_seq` to it."""
         try:
             written = self.store.append_soon(self.id, kind, body)
         except StoreError as exc:
@@ -405,7 +433,8 @@ class Session:
             return None
         log.debug("entry_queued", kind=kind)
         written.add_done_callback(_log_failed_write)
-        written.add_done_callback(self._synced)
+        if synced:
+            written.add_done_callback(self._synced)
         self._tail = written
         return written
 
@@ -542,6 +571,7 @@ class Sessions:
             self._open[session_id] = session
         else:
             entries = await store.entries(session_id)
+            session.settings = _settings_of(entries)  # another process may have chosen since
         if replay:
             for update in replay_updates(entries):
                 session.send_update(update)
@@ -670,11 +700,8 @@ def provider_config() -> ProviderConfig | None:
 
 
 def _settings_of(entries: list[Entry]) -> Settings:
-    """A session's settings: its last `settings` entry, else the defaults."""
-    for entry in reversed(entries):
-        if entry.kind == "settings":
-            return Settings.from_body(entry.body)
-    return Settings()
+    """A session's settings: its `settings` entries, in order."""
+    return Settings.folded([e.body for e in entries if e.kind == "settings"])
 
 
 def _log_failed_write(future: asyncio.Future[Any]) -> None:
@@ -747,8 +774,9 @@ def replay_updates(entries: list[Any]) -> list[dict[str, Any]]:
         body = entry.body
         if entry.kind in ("user", "command"):
             out.extend(updates.chunk("user_message_chunk", block) for block in body["prompt"])
-        elif entry.kind == "compaction":
-            out.append(updates.chunk("agent_message_chunk", updates.text_content(body["notice"])))
+        elif entry.kind in ("compaction", "notice"):
+            text = body["notice"] if entry.kind == "compaction" else body["text"]
+            out.append(updates.chunk("agent_message_chunk", updates.text_content(text)))
         elif entry.kind == "assistant":
             views = body.get("views") or {}
             for part in body["parts"]:

@@ -55,8 +55,14 @@ THOUGHT_LEVELS: dict[str, dict[str, tuple[str, str]]] = {
 # Models that take a thinking budget (Anthropic) or a reasoning effort (OpenAI), by id.
 _THINKS = {
     "anthropic": re.compile(r"claude-(3-7|(opus|sonnet|haiku)-4|4)"),
-    "openai": re.compile(r"(^|/)(o[1-9]|gpt-5)(?!.*chat)"),
+    # o1-mini and o1-preview take no reasoning_effort; GPT-5's chat models neither
+    "openai": re.compile(r"(^|/)(o1(?!-mini|-preview)|o[3-9]|gpt-5(?!.*chat))"),
 }
+
+
+# Option id -> (the field of `Settings`, its key in a stored `settings` entry).
+FIELDS = {MODEL: ("model", "model"), MODE: ("mode", "mode"),
+          THOUGHT_LEVEL: ("thought_level", "thoughtLevel")}
 
 
 class Settings(NamedTuple):
@@ -66,18 +72,27 @@ class Settings(NamedTuple):
     mode: str = ASK
     thought_level: str = DEFAULT_LEVEL
 
-    def to_body(self) -> dict[str, Any]:
-        return {"model": self.model, "mode": self.mode, "thoughtLevel": self.thought_level}
+    def chosen(self, config_id: str, value: str) -> Settings:
+        """These settings with option `config_id` set to `value`."""
+        return self._replace(**{FIELDS[config_id][0]: value})
 
     @classmethod
-    def from_body(cls, body: dict[str, Any]) -> Settings:
-        """Liberal: a value this version does not know falls back to its default."""
-        model = body.get("model")
-        mode = body.get("mode")
-        level = body.get("thoughtLevel")
-        return cls(model if isinstance(model, str) and model else None,
-                   mode if mode in MODES else ASK,
-                   level if isinstance(level, str) else DEFAULT_LEVEL)
+    def folded(cls, bodies: list[dict[str, Any]]) -> Settings:
+        """The settings stored `settings` entries leave, in order (each holds the choices it
+        made). Liberal: a value this version does not know is left at its default."""
+        result = cls()
+        for body in bodies:
+            for config_id, (_, key) in FIELDS.items():
+                value = body.get(key)
+                if isinstance(value, str) and value and (config_id != MODE or value in MODES):
+                    result = result.chosen(config_id, value)
+        return result
+
+
+def entry_body(config_id: str, value: str) -> dict[str, Any]:
+    """The stored form of one choice: only it, so choices made at once (or by two processes)
+    never undo each other."""
+    return {FIELDS[config_id][1]: value}
 
 
 def offered(mode: str, kind: str) -> bool:
@@ -116,14 +131,17 @@ def _select(option_id: str, name: str, category: str, description: str, current:
 def config_options(settings: Settings, provider: str, model: str,
                    models: list[str]) -> list[dict[str, Any]]:
     """The session's ACP `configOptions`: mode, model and, for a model that thinks, the
-    thought level. `model` is the one in use, `models` those the provider offers."""
-    listed = models if model in models else [model, *models]
+    thought level. `model` is the one in use, `models` those the provider offers; without a
+    `provider` (no usable configuration), the mode only."""
     options = [
         _select(MODE, "Mode", MODE, "How much the agent may do without asking", settings.mode,
                 [(mode_id, name, about) for mode_id, (name, about) in MODES.items()]),
-        _select(MODEL, "Model", MODEL, f"The {provider} model the next model call uses", model,
-                [(m, m, "") for m in listed]),
     ]
+    if not provider:
+        return options  # no usable provider configuration: the first prompt says why
+    listed = models if model in models else [model, *models]
+    options.append(_select(MODEL, "Model", MODEL, f"The {provider} model the next model call "
+                           "uses", model, [(m, m, "") for m in listed]))
     levels = THOUGHT_LEVELS.get(provider)
     if levels and thinks(provider, model):
         current = settings.thought_level if settings.thought_level in levels else DEFAULT_LEVEL
@@ -145,10 +163,10 @@ def modes(settings: Settings) -> dict[str, Any]:
                                for mode_id, (name, about) in MODES.items()]}
 
 
-def changed(settings: Settings, options: list[dict[str, Any]], config_id: str,
-            value: object) -> Settings:
-    """`settings` with `config_id` set to `value`, checked against `options` (the session's
-    current `configOptions`); `InvalidParams` names what is allowed otherwise."""
+def check_choice(options: list[dict[str, Any]], config_id: str, value: object) -> str:
+    """The current value of option `config_id`, once `value` is known to be one of its values
+    (in `options`, the session's `configOptions`); `InvalidParams` names what is allowed
+    otherwise."""
     option = next((o for o in options if o["id"] == config_id), None)
     if option is None:
         known = ", ".join(o["id"] for o in options)
@@ -158,5 +176,4 @@ def changed(settings: Settings, options: list[dict[str, Any]], config_id: str,
     if not isinstance(value, str) or value not in allowed:
         raise InvalidParams(f"Invalid params: value: {echo(value)} is not a value of "
                             f"{config_id!r}; expected one of {', '.join(allowed)}")
-    field = {MODEL: "model", MODE: "mode", THOUGHT_LEVEL: "thought_level"}[config_id]
-    return settings._replace(**{field: value})
+    return str(option["currentValue"])

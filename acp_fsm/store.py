@@ -443,7 +443,7 @@ def _list_sessions(
     """Keyset pagination on (updated_at, id), both descending, served by the indexes."""
     clauses: list[str] = []
     params: list[Any] = []
-    if prompted:  # the first entries of a session are its first prompt: a short index walk
+    if prompted:  # a prompt is among a session's first entries: a short index walk
         clauses.append("EXISTS (SELECT 1 FROM entries WHERE entries.session_id = sessions.id "
                        "AND entries.kind = 'user')")
     if cwd is not None:

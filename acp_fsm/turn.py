@@ -33,7 +33,8 @@ from acp_fsm.protocol.errors import (
     RpcError,
 )
 from acp_fsm.providers import open_stream
-from acp_fsm.providers.config import ConfigError, ProviderConfig
+from acp_fsm.providers.anthropic import THINKING_BUDGETS
+from acp_fsm.providers.config import ANTHROPIC, ConfigError, ProviderConfig
 from acp_fsm.providers.errors import ProviderError, StreamCancelled
 from acp_fsm.providers.types import (
     AssistantMessage,
@@ -110,6 +111,7 @@ class Host(Protocol):
     always: dict[str, bool]  # tool name -> the user's remembered "always" answer
     settings: settings.Settings  # the model, mode and thought level chosen now
     context_drift: int  # tokens the provider counted beyond the last estimate
+    context_window: int | None  # the provider's, when it said it is less than configured
 
     def model(self, config: ProviderConfig) -> str:
         """The model the next model call uses."""
@@ -140,6 +142,9 @@ class Host(Protocol):
 
     async def compact_to(self, messages: list[Message], body: dict[str, Any]) -> None:
         """Replace the conversation by its compacted form (stored first)."""
+
+    async def add_notice(self, text: str) -> None:
+        """Store something the user was told apart from the conversation."""
 
     async def record_turn_end(self, stop_reason: str) -> None:
         """Store that the turn ended, and why."""
@@ -215,8 +220,7 @@ class Turn:
         self._config: ProviderConfig | None = None
         self._tools: dict[str, Tool] = {}  # of the current model call
         self._system: str | None = None  # read once a turn (instruction files may change)
-        self._compacted = False  # for the next model call: it is sent as it is, even if large
-        self._refused: int | None = None  # the estimate of a request over the provider's window
+        self._send_as_is = False  # the next model call: compacted once, it is not again
         self._work: dict[str, Callable[[], Awaitable[None]]] = {
             TurnState.STREAMING: self._stream,
             TurnState.COMPACTING: self._compact,
@@ -354,8 +358,8 @@ class Turn:
         request = self._request()
         config = self.config()
         estimate = compaction.estimate(request)
-        if not self._compacted and compaction.too_full(
-                estimate + self.session.context_drift, config.context_window, config.max_tokens):
+        if not self._send_as_is and compaction.too_full(
+                estimate + self.session.context_drift, self._window(), _reserve(request, config)):
             self._fire(TurnTrigger.COMPACT)
             return
         self.requests += 1
@@ -379,15 +383,14 @@ class Turn:
             await self._keep_partial(partial, transcript.CANCELLED)
             raise
         except ProviderError as exc:
-            if exc.context_exceeded and not self._compacted:  # refused whole: nothing streamed
-                log.info("context_exceeded", error=str(exc), estimate=estimate)
-                self._refused = estimate
+            if exc.context_exceeded and not self._send_as_is:  # refused whole: nothing streamed
+                self._learn_window(exc, estimate, _reserve(request, config))
                 self._fire(TurnTrigger.COMPACT)
                 return
             await self._keep_partial(stream.partial, "error", wait=True)
             raise TurnFailed(InternalError(str(exc), data=_error_data(exc))) from None
         assert finished is not None, "a stream ends with Finished or an exception"
-        self._compacted = False
+        self._send_as_is = False
         usage = _log_usage(finished, "turn")
         if usage.input_tokens:
             self.session.context_drift = max(0, usage.input_tokens - estimate)
@@ -414,28 +417,46 @@ class Turn:
 
     # ---------------------------------------------------------------- compacting
 
+    def _window(self) -> int:
+        """The context window: the configured one, or the provider's if it said it is less."""
+        configured = self.config().context_window
+        learned = self.session.context_window
+        return configured if learned is None else min(configured, learned)
+
+    def _learn_window(self, exc: ProviderError, estimate: int, reserve: int) -> None:
+        """The provider refused a request as too long: what it said of its window and of the
+        prompt's size holds for the rest of the session (in memory)."""
+        prompt, maximum = exc.context_sizes
+        if prompt is not None:
+            self.session.context_drift = max(self.session.context_drift, prompt - estimate)
+        self.session.context_window = maximum or min(self._window(), estimate + reserve)
+        log.info("context_exceeded", error=str(exc), estimate=estimate, prompt=prompt,
+                 maximum=maximum)
+
     async def _compact(self) -> None:
         """Summarise the older part of the conversation with one model call and keep the
-        latest turns as they are (acp_fsm.compaction); store it, then tell the user."""
-        config = self.config()
+        latest turns as they are (acp_fsm.compaction); store it, then tell the user. The next
+        model call is then sent as it is, compacted or not: a turn never loops here."""
+        if not self._tools:  # /compact: no model call of this turn has listed them yet
+            self._tools = await self.token.race(self.session.tools())
         request = self._request()
-        window = config.context_window
-        if self._refused is not None:  # the provider's window is smaller than configured
-            window = min(window, self._refused)
-        parts = compaction.split(list(request.messages), window, config.max_tokens,
+        window = self._window()
+        parts = compaction.split(list(request.messages), window,
+                                 _reserve(request, self.config()),
                                  on_demand=self.command is not None)
-        self._compacted = True  # whatever happens, the next model call goes as it is
+        self._send_as_is = True
         if parts is None:
             if self.command is not None:
-                self._update(updates.chunk("agent_message_chunk", updates.text_content(
-                    compaction.NOTHING_TO_COMPACT)))
+                await self.session.add_notice(compaction.NOTHING_TO_COMPACT)
+                self._update(updates.chunk("agent_message_chunk",
+                                           updates.text_content(compaction.NOTHING_TO_COMPACT)))
             self._fire(TurnTrigger.COMPACTED)
             return
         before = compaction.estimate(request) + self.session.context_drift
         focus = self.command.argument if self.command is not None else ""
         summary = await self._summarise(
             compaction.summary_request(request, parts.older, focus, window))
-        messages = compaction.compacted(summary, parts.kept)
+        messages = compaction.replaced(summary, parts.kept)
         after = compaction.estimate(request._replace(messages=tuple(messages)))
         text = compaction.notice(before, after, len(parts.older))
         if self.command is None:
@@ -453,6 +474,8 @@ class Turn:
                            scrub=secrets.scrub if secrets else None)
 
     async def _summarise(self, request: ModelRequest) -> str:
+        """The summary the model writes for `request` (a model call of the turn: counted)."""
+        self.requests += 1
         finished: Finished | None = None
         try:
             async with self._open(request) as stream:
@@ -517,10 +540,12 @@ class Turn:
             return PendingCall(call, tool, generic, "deny",
                                f"Invalid arguments for {call.name}: {call.error}. Call it again "
                                "with a JSON object that matches the tool's schema.")
+        mode = self.session.settings.mode
         if tool is None:
+            offered = [name for name, t in self._tools.items() if settings.offered(mode, t.kind)]
             return PendingCall(call, None, generic, "deny",
                                f"Unknown tool {call.name!r}. Available tools: "
-                               f"{', '.join(self._tools)}.")
+                               f"{', '.join(offered)}.")
         env = self._env(call.id)
         try:
             problem = tool.validate(call.arguments)
@@ -534,7 +559,6 @@ class Turn:
         if problem is not None:
             return PendingCall(call, tool, generic, "deny",
                                f"Invalid arguments for {call.name}: {problem}")
-        mode = self.session.settings.mode
         if not settings.offered(mode, tool.kind):
             return PendingCall(call, tool, view, "deny", _planning(call.name))
         pending = PendingCall(call, tool, view, confined=confined)
@@ -684,6 +708,14 @@ def _unanswered(tool: str, exc: OutboundError) -> str:
         return (f"No response from the user: the permission request for this {tool} call "
                 "timed out, so the call was not run.")
     return f"The permission request failed ({exc}), so this {tool} call was not run."
+
+
+def _reserve(request: ModelRequest, config: ProviderConfig) -> int:
+    """The room a request keeps for its answer: max_tokens, and Anthropic's thinking budget on
+    top of it."""
+    if config.provider == ANTHROPIC and request.reasoning:
+        return request.max_tokens + THINKING_BUDGETS.get(request.reasoning, 0)
+    return request.max_tokens
 
 
 def _log_usage(finished: Finished, call: str) -> Usage:

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import re
+
 from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.providers.types import AssistantMessage
 
-# How the APIs word a request over the context window, when they give no code for it.
+# How the APIs word a request over the context window, when they give no code for it
+# (OpenAI, Anthropic, vLLM, llama.cpp's "exceeds the available context size").
 CONTEXT_MARKERS = ("prompt is too long", "maximum context length", "exceed context limit",
-                   "context window", "context length")
+                   "context window", "context length", "context size")
+# What such an error says of the sizes: the prompt's tokens, and the model's maximum.
+_PROMPT_SIZE = re.compile(r"(\d+) in the messages|resulted in (\d+) tokens|too long: (\d+) "
+                          r"tokens|context limit: (\d+) \+|prompt \((\d+) tokens\)")
+_MAXIMUM = re.compile(r"maximum context length is (\d+)|> (\d+)(?: maximum)?\b|"
+                      r"context size \((\d+) tokens\)")
 
 
 class ProviderError(Exception):
@@ -46,6 +54,12 @@ class ProviderError(Exception):
         return self.error_type == "context_length_exceeded" or any(
             marker in message for marker in CONTEXT_MARKERS)
 
+    @property
+    def context_sizes(self) -> tuple[int | None, int | None]:
+        """For a context-window refusal: the prompt's tokens and the model's maximum, as far
+        as the message states them."""
+        return _first_number(_PROMPT_SIZE, self.message), _first_number(_MAXIMUM, self.message)
+
     def __repr__(self) -> str:
         return (f"ProviderError({self.provider!r}, {self.message!r}, status={self.status}, "
                 f"error_type={self.error_type!r}, retryable={self.retryable})")
@@ -58,3 +72,10 @@ class StreamCancelled(Cancelled):
     def __init__(self, partial: AssistantMessage, reason: str = "cancelled") -> None:
         super().__init__(reason)
         self.partial = partial
+
+
+def _first_number(pattern: re.Pattern[str], text: str) -> int | None:
+    match = pattern.search(text)
+    if match is None:
+        return None
+    return int(next(group for group in match.groups() if group is not None))

@@ -10,6 +10,7 @@ import pytest
 from acp_fsm import compaction, transcript
 from acp_fsm.commands import Command, parse
 from acp_fsm.providers.anthropic import convert_messages as anthropic_messages
+from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.openai import convert_messages as openai_messages
 from acp_fsm.providers.scripted.rules import AnthropicRules, OpenAiRules
 from acp_fsm.providers.types import (
@@ -84,7 +85,7 @@ def test_the_cut_keeps_the_latest_turns_whole() -> None:
     assert parts is not None
     assert parts.older == messages[:24] and parts.kept == messages[24:]
     assert isinstance(parts.kept[0], UserMessage) and parts.kept[0].parts[0].text == "prompt 6"
-    valid_for_both(compaction.compacted("the summary", parts.kept))
+    valid_for_both(compaction.replaced("the summary", parts.kept))
 
 
 def test_a_turn_larger_than_the_share_is_cut_between_its_tool_calls() -> None:
@@ -98,16 +99,55 @@ def test_a_turn_larger_than_the_share_is_cut_between_its_tool_calls() -> None:
     first = parts.kept[0]
     assert isinstance(first, AssistantMessage) and first.tool_calls[0].id == "c4"
     assert isinstance(parts.kept[-1], ToolResultsMessage)  # the loop goes on from there
-    valid_for_both(compaction.compacted("the summary", parts.kept))
+    valid_for_both(compaction.replaced("the summary", parts.kept))
     valid_for_both([*parts.older, user(compaction.SUMMARY_REQUEST)])
 
 
-def test_the_last_call_alone_over_the_share_is_kept_with_its_result() -> None:
-    messages = [user("old"), said("ok"), user("read it"), *calling("huge", 20_000)]
+def test_the_last_call_alone_over_the_share_is_kept_with_its_result_cut_down() -> None:
+    content = "head " + "y" * 20_000 + " tail"
+    messages = [user("old"), said("ok"), user("read it"), calling("huge")[0],
+                ToolResultsMessage((ToolResultPart("huge", content),))]
 
     parts = compaction.split(messages, WINDOW, MAX_TOKENS)
 
-    assert parts is not None and parts.kept == messages[3:]
+    assert parts is not None and parts.kept[0] == messages[3]
+    [result] = parts.kept[1].results  # type: ignore[union-attr]
+    assert result.call_id == "huge"
+    assert result.content.startswith("head y") and result.content.endswith("y tail")
+    assert "characters cut here to fit the context window" in result.content
+    assert compaction.estimate(ModelRequest("m", tuple(parts.kept))) <= (
+        compaction.KEEP_SHARE * compaction.usable(WINDOW, MAX_TOKENS))
+    valid_for_both(compaction.replaced("the summary", parts.kept))
+
+
+def test_shrink_cuts_the_largest_texts_first_and_leaves_answers() -> None:
+    small = ToolResultsMessage((ToolResultPart("s", "z" * 700),))  # 200 tokens
+    big = ToolResultsMessage((ToolResultPart("b1", "b" * 7_000), ToolResultPart("b2", "c" * 7_000)))
+    answer = said("a" * 3_500)
+    messages: list[Message] = [user("u" * 3_500), answer, small, big]
+
+    shrunk = compaction.shrink(messages, 3_200)
+
+    assert shrunk[1] is answer and shrunk[2] is small
+    assert shrunk[0] is messages[0]  # enough was cut from the largest
+    assert sum(compaction.estimate(ModelRequest("m", (m,))) for m in shrunk) <= 3_200
+    assert all(len(r.content) < 7_000 for r in shrunk[3].results)  # type: ignore[union-attr]
+    assert compaction.shrink(messages, 100_000) is messages
+
+
+@pytest.mark.parametrize(("message", "sizes"), [
+    ("This model's maximum context length is 7000 tokens. However, you requested 13000 tokens "
+     "(12000 in the messages, 1000 in the completion).", (12_000, 7_000)),
+    ("prompt is too long: 210000 tokens > 200000 maximum", (210_000, 200_000)),
+    ("input length and `max_tokens` exceed context limit: 190000 + 20000 > 200000, decrease "
+     "input length or `max_tokens` and try again", (190_000, 200_000)),
+    ("the request exceeds the available context size, try increasing it", (None, None)),
+])
+def test_a_refusal_says_how_large_the_prompt_and_the_window_are(
+        message: str, sizes: tuple[int | None, int | None]) -> None:
+    error = ProviderError("p", message, status=400)
+    assert error.context_exceeded and error.context_sizes == sizes
+    assert not ProviderError("p", message, status=500).context_exceeded
 
 
 def test_nothing_to_summarise_is_no_compaction() -> None:
@@ -158,7 +198,7 @@ def test_the_stored_form_gives_the_same_conversation_back() -> None:
     body = compaction.to_body("summary", kept, "told")
     stored = json.loads(json.dumps(body))
 
-    assert compaction.from_body(stored) == compaction.compacted("summary", kept)
+    assert compaction.from_body(stored) == compaction.replaced("summary", kept)
     assert stored["notice"] == "told"
     with pytest.raises(ValueError, match="unknown message role"):
         transcript.message_from_json({"role": "system"})

@@ -189,9 +189,9 @@ class _Session:
             raise ScenarioError(f"session/new failed: {response}")
         session_id = str(response["result"]["sessionId"])
         # Each way of choosing announces the choice the other way (config_option_update,
-        # current_mode_update); the mode stays Ask, so the turns below ask as they did.
+        # current_mode_update); the mode ends as Ask, so the turns below ask as they did.
         await self.step(link, "set_mode", "session/set_mode",
-                        {"sessionId": session_id, "modeId": "ask"})
+                        {"sessionId": session_id, "modeId": "plan"})
         await self.step(link, "set_mode_unknown", "session/set_mode",
                         {"sessionId": session_id, "modeId": "code"})
         await self.step(link, "set_config_option", "session/set_config_option",

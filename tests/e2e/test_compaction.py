@@ -27,6 +27,7 @@ from tests.e2e.support import (
     history,
     is_openai,
     tool_call_ids,
+    tool_results,
     user_texts,
 )
 from tests.harness import wait_until
@@ -107,25 +108,67 @@ async def test_a_session_past_the_window_is_compacted_and_goes_on(
     assert user_texts(server.requests[-1])[-1] == "you remember?"
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
 async def test_a_request_the_provider_refuses_as_too_long_is_compacted_and_sent_again(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
-    agent, session = await start(launch, project, "openai", ACP_FSM_MAX_TOKENS="1000")
-    server.script(read("a", "a.txt"), read("b", "b.txt"), Reply(text="both hold x"))
-    assert (await agent.prompt(session, "read both")).stop_reason == "end_turn"
-    server.context_window = 7000  # smaller than the conversation now: the next call is refused
-    server.script(Reply(text=SUMMARY), Reply(text="hello"))
+        launch: Launcher, server: ScriptedProvider, project: Path, provider: str) -> None:
+    """The configured window (the default) is far larger than the provider's: what the
+    refusal says of the real one sizes the summary call and the rest of the session."""
+    agent, session = await start(launch, project, provider, ACP_FSM_MAX_TOKENS="1000")
+    (project / "c.txt").write_text(BIG)
+    server.script(read("a", "a.txt"), read("b", "b.txt"), read("c", "c.txt"),
+                  Reply(text="all hold x"))
+    assert (await agent.prompt(session, "read them")).stop_reason == "end_turn"
+    server.context_window = 7000  # the conversation is now far over it
+    server.script(Reply(text=SUMMARY), Reply(text="hello"), Reply(text="still fine"))
 
     turn = await agent.prompt(session, "hi")
 
     assert turn.stop_reason == "end_turn"
-    refused, summary_call, sent_again = server.requests[3:]
-    assert refused.body["messages"][-1]["content"] == "hi" and not is_summary_call(refused)
+    refused, summary_call, sent_again = server.requests[4:7]
     assert [s.path for s in server.served][-2:] == [summary_call.path, sent_again.path]
-    assert is_summary_call(summary_call)
+    assert is_summary_call(summary_call) and not is_summary_call(refused)
     assert first_text(sent_again).startswith(SUMMARY_HEADER)
     assert user_texts(sent_again)[-1] == "hi"
-    assert len(agent.log("context_exceeded")) == 1
+    [exceeded] = agent.log("context_exceeded")
+    assert exceeded["maximum"] == 7000
     assert notices(turn.updates)[0].startswith("Context compacted")
+    assert (await agent.prompt(session, "and now?")).stop_reason == "end_turn"
+
+
+async def test_one_huge_tool_result_is_cut_down_and_the_session_goes_on(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    agent, session = await start(launch, project, "anthropic", **TIGHT)
+    server.context_window = 8000
+    (project / "huge.txt").write_text("start\n" + "h" * 40_000 + "\nend")
+    server.script(read("h", "huge.txt"), Reply(text=SUMMARY), Reply(text="it is big"),
+                  Reply(text="yes"))
+
+    first = await agent.prompt(session, "read huge.txt")
+    second = await agent.prompt(session, "still there?")
+
+    assert (first.stop_reason, second.stop_reason) == ("end_turn", "end_turn")
+    assert is_summary_call(server.requests[1])
+    result, _ = tool_results(server.requests[2])["h"]
+    assert result.startswith("start") and result.endswith("end")
+    assert "characters cut here to fit the context window" in result
+    assert len(server.requests) == 4  # nothing refused
+
+
+async def test_compact_on_demand_sends_the_tools_the_transcript_names(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    """Anthropic refuses tool_use blocks in a request that declares no tools."""
+    agent, session = await start(launch, project, "anthropic")
+    server.script(read("a", "a.txt"), Reply(text="x"), Reply(text="two"), Reply(text=SUMMARY))
+    await agent.prompt(session, "read a.txt")
+    await agent.prompt(session, "second")
+
+    turn = await agent.prompt(session, "/compact")
+
+    assert turn.stop_reason == "end_turn"
+    summary_call = server.requests[-1]
+    assert is_summary_call(summary_call) and tool_call_ids(summary_call) == ["a"]
+    assert summary_call.body["tools"] == server.requests[0].body["tools"]
+    assert turn.response["result"]["_meta"]["acpFsm"]["modelCalls"] == 1
 
 
 async def test_compact_on_demand_keeps_the_last_turn_and_is_not_a_prompt(
@@ -178,6 +221,11 @@ async def test_compact_with_nothing_to_summarise_says_so(
 
     assert turn.stop_reason == "end_turn" and notices(turn.updates) == [NOTHING_TO_COMPACT]
     assert len(server.requests) == 1
+    await launch.close(agent)
+    other = await launch.start("openai")
+    await other.result("session/load", {"sessionId": session, "cwd": str(project),
+                                        "mcpServers": []})
+    assert notices(other.updates(session)) == [NOTHING_TO_COMPACT]  # the answer, shown again
 
 
 async def test_a_cancel_during_compaction_keeps_the_conversation_whole(

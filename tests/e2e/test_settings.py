@@ -4,12 +4,24 @@ call, is stored with the session and comes back with `session/load` and `session
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 from acp_fsm.editor import HOLD
 from acp_fsm.providers.scripted import Call, HttpError, Reply, ScriptedProvider
-from tests.e2e.support import Agent, Launcher, args, entries, for_call, statuses, tool_results
+from tests.e2e.support import (
+    SETTLE_S,
+    Agent,
+    Launcher,
+    args,
+    entries,
+    for_call,
+    statuses,
+    stored,
+    tool_results,
+    user_texts,
+)
 from tests.harness import wait_until
 
 MODELS = {"ACP_FSM_MODEL": "m-one", "ACP_FSM_MODELS": "m-one,m-two"}
@@ -310,3 +322,73 @@ async def test_the_anthropic_model_list_and_a_failed_listing(
     await wait_until(lambda: other.log("models_not_listed"), "the failure logged")
     assert options_of(result)["model"] == ("gpt-5", ["gpt-5"])
     assert option_updates(other, session) == []
+
+
+async def test_a_choice_made_in_one_process_never_hides_the_others_turn(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    """Two processes with the session open (two editor windows): a choice is stored outside
+    any turn, and the next prompt still reads what the other process's turn wrote."""
+    first = await launch.start("openai", **MODELS)
+    session, _ = await new_session(first, project)
+    server.script(Reply(text="1"), Reply(text="2"), Reply(text="3"))
+    await first.prompt(session, "first from A")
+    second = await launch.start("openai", **MODELS)
+    await second.result("session/load", {"sessionId": session, "cwd": str(project),
+                                         "mcpServers": []})
+    await second.prompt(session, "second from B")
+    await choose(second, session, "model", "m-two")
+
+    start = len(first.messages)
+    await choose(first, session, "mode", "plan")
+    await first.prompt(session, "third from A")
+
+    assert user_texts(server.requests[-1]) == ["first from A", "second from B", "third from A"]
+    assert server.requests[-1].body["model"] == "m-two"  # B's choice, kept beside A's
+    assert offered_tools(server.requests[-1].body) == READ_ONLY_TOOLS
+    # A's editor is told of B's choice when A catches up
+    told = [m["params"]["update"] for m in first.messages[start:]
+            if m.get("method") == "session/update"
+            and m["params"]["update"]["sessionUpdate"] == "config_option_update"]
+    assert told and options_of(told[-1])["model"][0] == "m-two"
+
+
+async def test_choices_made_at_once_are_all_kept(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    agent = await launch.start("openai", **MODELS)
+    session, _ = await new_session(agent, project)
+
+    answers = await asyncio.gather(
+        agent.request("session/set_config_option", {
+            "sessionId": session, "configId": "model", "value": "m-two"}),
+        agent.request("session/set_config_option", {
+            "sessionId": session, "configId": "mode", "value": "plan"}))
+
+    assert all("result" in a for a in answers)
+    await launch.close(agent)
+    other = await launch.start("openai", **MODELS)
+    restored = await other.result("session/resume", {"sessionId": session, "cwd": str(project),
+                                                     "mcpServers": []})
+    assert options_of(restored)["model"][0] == "m-two"
+    assert options_of(restored)["mode"][0] == "plan"
+
+
+async def test_choosing_what_is_already_chosen_changes_and_says_nothing(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    agent = await launch.start("openai", **MODELS)
+    session, _ = await new_session(agent, project)
+    start = len(agent.messages)
+
+    await choose(agent, session, "mode", "ask")
+    await choose(agent, session, "model", "m-one")
+    assert await agent.result("session/set_mode", {"sessionId": session, "modeId": "ask"}) == {}
+
+    await asyncio.sleep(SETTLE_S)
+    assert agent.updates(session, start, metadata=True) == []
+    assert [kind for kind, _ in stored(launch.home, session)] == []
+
+
+async def test_without_a_usable_provider_only_the_mode_is_offered(
+        launch: Launcher, project: Path) -> None:
+    agent = await launch.start("openai", ACP_FSM_PROVIDER="bogus")
+    _, result = await new_session(agent, project)
+    assert [o["id"] for o in result["configOptions"]] == ["mode"]
