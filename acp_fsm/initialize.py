@@ -40,10 +40,15 @@ API_KEY_LOGIN = {
 
 
 def auth_methods(params: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The login the client can offer: in a terminal only if it said it can run one."""
+    """The login the client can offer: in a terminal only if it said it can run one
+    (`auth.terminal`, or `_meta["terminal-auth"]` as clients said it before ACP had the
+    capability, the registry's own check among them)."""
     client = (params or {}).get("clientCapabilities")
-    auth = client.get("auth") if isinstance(client, dict) else None
-    terminal = isinstance(auth, dict) and auth.get("terminal") is True
+    if not isinstance(client, dict):
+        return [dict(API_KEY_LOGIN)]
+    auth, meta = client.get("auth"), client.get("_meta")
+    terminal = (isinstance(auth, dict) and auth.get("terminal") is True) or (
+        isinstance(meta, dict) and meta.get("terminal-auth") is True)
     return [dict(TERMINAL_LOGIN if terminal else API_KEY_LOGIN)]
 
 

@@ -22,8 +22,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 
 from acp_fsm import (
-    commands,
-    compaction,
     credentials,
     leases,
     limits,
@@ -137,6 +135,7 @@ class Session:
         limits.check_stored("prompt", body)
         # Imported at the first prompt: the turn brings the tools and the providers, which
         # `initialize` and `session/new` do not need (startup budget, see bench/startup.py).
+        from acp_fsm import commands
         from acp_fsm.turn import Turn
 
         self._last_assistant = None  # only this turn's own message may be marked cancelled
@@ -751,7 +750,9 @@ async def _rebuild(store: Store, session_id: str, entries: list[Entry], *, repai
         elif entry.kind == "tool_result":
             messages.append(ToolResultsMessage((transcript.result_from_body(entry.body),)))
         elif entry.kind == "compaction":
-            messages = compaction.from_body(entry.body)
+            from acp_fsm.compaction import from_body  # not on the session/new path
+
+            messages = from_body(entry.body)
     messages = transcript.group_results(messages)
     if not repair:
         return messages, last

@@ -54,9 +54,9 @@ THOUGHT_LEVELS: dict[str, dict[str, tuple[str, str]]] = {
 }
 # Models that take a thinking budget (Anthropic) or a reasoning effort (OpenAI), by id.
 _THINKS = {
-    "anthropic": re.compile(r"claude-(3-7|(opus|sonnet|haiku)-4|4)"),
+    "anthropic": r"claude-(3-7|(opus|sonnet|haiku)-4|4)",
     # o1-mini and o1-preview take no reasoning_effort; GPT-5's chat models neither
-    "openai": re.compile(r"(^|/)(o1(?!-mini|-preview)|o[3-9]|gpt-5(?!.*chat))"),
+    "openai": r"(^|/)(o1(?!-mini|-preview)|o[3-9]|gpt-5(?!.*chat))",
 }
 
 
@@ -108,7 +108,7 @@ def runs_unasked(mode: str, kind: str, confined: bool) -> bool:
 def thinks(provider: str, model: str) -> bool:
     """Whether `model` of `provider` takes a thought level."""
     pattern = _THINKS.get(provider)
-    return pattern is not None and pattern.search(model) is not None
+    return pattern is not None and re.search(pattern, model) is not None  # cached by `re`
 
 
 def thought_level(settings: Settings, provider: str, model: str) -> str | None:

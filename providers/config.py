@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 OPENAI = "openai"
 ANTHROPIC = "anthropic"
@@ -21,12 +21,14 @@ class ConfigError(ValueError):
     """A provider setting is missing or malformed; the message names the variable."""
 
 
-@dataclass(frozen=True)
-class ProviderConfig:
+class ProviderConfig(NamedTuple):
+    """The provider settings a model call uses (a NamedTuple: `session/new` reads them, and a
+    dataclass would cost the startup budget more; see bench/startup.py)."""
+
     provider: str
     model: str
     base_url: str
-    api_key: str | None = field(default=None, repr=False)
+    api_key: str | None = None  # never in repr
     max_tokens: int = 8192
     context_window: int = 128_000
     max_retries: int = 2

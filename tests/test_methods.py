@@ -211,6 +211,14 @@ def test_the_terminal_login_is_offered_only_to_a_client_that_can_run_it(
     assert [m.get("type") for m in result["authMethods"]] == expected
     if expected == ["terminal"]:
         assert result["authMethods"][0]["args"] == ["login"]
+
+
+@pytest.mark.parametrize(("meta", "expected"), [
+    ({"terminal-auth": True}, "terminal"), ({"terminal-auth": "yes"}, None), (None, None)])
+def test_the_older_terminal_auth_flag_counts_too(meta: object, expected: str | None) -> None:
+    result = initialize_result({"protocolVersion": 1, "clientCapabilities": {
+        "terminal": True, "_meta": meta}})
+    assert [m.get("type") for m in result["authMethods"]] == [expected]
     assert result["agentInfo"] == {"name": "acp-fsm", "title": "acp-fsm", "version": __version__}
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import replace
 from itertools import pairwise
 from typing import Any
 
@@ -41,7 +40,7 @@ def make_config(server: ScriptedProvider, provider: str, **overrides: Any) -> Pr
     config = ProviderConfig(provider=provider, model="m", base_url=base, api_key=API_KEY,
                             max_retries=2, retry_base_s=0.01, retry_max_s=0.02,
                             read_timeout_s=5.0, connect_timeout_s=2.0)
-    return replace(config, **overrides)
+    return config._replace(**overrides)
 
 
 def make_request(*messages: Message, **fields: Any) -> ModelRequest:
