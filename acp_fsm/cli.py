@@ -14,7 +14,7 @@ environment:
   ACP_FSM_MODEL               model name for the provider
   OPENAI_API_KEY, OPENAI_BASE_URL (with /v1)
   ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL (without /v1)
-  ACP_FSM_HOME                data directory
+  ACP_FSM_HOME                data directory (sessions, credentials.json of `acp-fsm login`)
   ACP_CLIENT_RPC_TIMEOUT_MS   limit for agent->client requests (default 30000, 0 = none)
   ACP_PERMISSION_TIMEOUT_MS   limit for permission prompts (default: the above, 0 = none)
   ACP_FSM_LOG_LEVEL           debug | info | warning | error (default info)
@@ -45,6 +45,9 @@ def _command(args: list[str]) -> int:
     parser.add_argument("--version", action="version", version=f"acp-fsm {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="command")
     commands.add_parser("serve", help="serve ACP on stdin/stdout (the default)")
+    commands.add_parser("login", help="store a provider's API key for the agent, checked "
+                        "with the provider (--status: which one is configured)", add_help=False)
+    commands.add_parser("logout", help="forget the stored API key")
     commands.add_parser("demo", help="an offline demo session (scripted model, no keys)",
                         add_help=False)
     commands.add_parser("diagrams", help="write the state diagrams (--check: verify them)",
@@ -60,6 +63,14 @@ def _command(args: list[str]) -> int:
         from acp_fsm.schema_check import main as schema_check
 
         return schema_check(rest)
+    if known.command == "login":
+        from acp_fsm.login import main as login
+
+        return login(rest)
+    if known.command == "logout" and not rest:
+        from acp_fsm.login import logout
+
+        return logout()
     if known.command == "demo":
         from acp_fsm.demo import main as demo
 

@@ -152,22 +152,24 @@ def login_needed() -> bool:
         return False
 
 
-def describe() -> str:
-    """Which provider is configured and where from, in words (never the key)."""
+def status() -> tuple[str, bool]:
+    """Which provider is configured and where its key comes from, in words (never the key),
+    and whether a model call could be made."""
     env = dict(os.environ)
-    stored = load()
     try:
-        config = load_config(environment(env, stored))
+        config = load_config(environment(env))
     except ConfigError as exc:
-        return f"The configuration is not usable: {exc}"
-    own = bool(env.get(KEY_VARIABLES[config.provider]))
+        return f"The configuration is not usable: {exc}", False
     if needs_login(config):
-        return ("No credentials: run `acp-fsm login`, or set ANTHROPIC_API_KEY or "
-                "OPENAI_API_KEY.")
-    where = (f"the environment ({KEY_VARIABLES[config.provider]})" if own
-             else f"{path()} (stored by acp-fsm login)")
-    if not config.api_key:
-        where = "none needed (a local server)"
+        return ("Not logged in: no API key is configured. Run `acp-fsm login`, or set "
+                "ANTHROPIC_API_KEY or OPENAI_API_KEY.", False)
+    variable = KEY_VARIABLES[config.provider]
+    if env.get(variable):
+        where = f"from the environment ({variable})"
+    elif config.api_key:
+        where = f"stored by acp-fsm login in {path()}"
+    else:
+        where = "none (the server needs none)"
     url = "" if config.base_url == DEFAULT_BASE_URLS[config.provider] else \
         f" at {config.base_url}"
-    return f"Provider: {config.provider}{url}, model {config.model}. Key: {where}."
+    return f"Provider: {config.provider}{url}, model {config.model}. Key: {where}.", True

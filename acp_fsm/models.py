@@ -104,7 +104,7 @@ class Catalog:
     async def _fetch(self, config: ProviderConfig) -> None:
         before = self.models(config)
         try:
-            models = await asyncio.wait_for(_list_models(config), FETCH_TIMEOUT_S)
+            models = await asyncio.wait_for(list_models(config), FETCH_TIMEOUT_S)
         except Exception as exc:  # any failure keeps what is known
             self._failed_at = time.time()
             log.info("models_not_listed", provider=config.provider, error=str(exc) or
@@ -148,8 +148,9 @@ class Catalog:
             temporary.unlink(missing_ok=True)
 
 
-async def _list_models(config: ProviderConfig) -> list[str]:
-    """One authenticated GET of the provider's models endpoint (all Anthropic pages)."""
+async def list_models(config: ProviderConfig) -> list[str]:
+    """The provider's models, from one authenticated GET of its models endpoint (all
+    Anthropic pages); `ListingError` or an aiohttp error when it fails."""
     import aiohttp
 
     timeout = aiohttp.ClientTimeout(total=FETCH_TIMEOUT_S)
@@ -176,14 +177,25 @@ def _named(entry: Any) -> bool:
     return isinstance(entry, dict) and isinstance(entry.get("id"), str) and bool(entry["id"])
 
 
+class ListingError(RuntimeError):
+    """The models endpoint did not give a list; `status` is its HTTP status, if it answered."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 async def _get(http: aiohttp.ClientSession, url: str, headers: dict[str, str],
                params: dict[str, str]) -> dict[str, Any]:
     async with http.get(url, headers=headers, params=params) as response:
         if response.status != 200:
-            raise RuntimeError(f"GET {url}: HTTP {response.status}")
-        body = await response.json(content_type=None)
+            raise ListingError(f"GET {url}: HTTP {response.status}", response.status)
+        try:
+            body = await response.json(content_type=None)
+        except ValueError:
+            body = None
     if not isinstance(body, dict):
-        raise RuntimeError(f"GET {url}: not a JSON object")
+        raise ListingError(f"GET {url}: the answer is not a JSON object", response.status)
     return body
 
 

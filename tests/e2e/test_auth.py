@@ -1,0 +1,108 @@
+"""Logging in from the editor: with no key configured, `initialize` offers a login, a session
+is refused with auth_required (-32000) naming it, the user runs `acp-fsm login` in the terminal
+the editor opens, and the same agent process then works, with the stored key kept secret."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
+from tests.e2e.support import Agent, Launcher, args, content_text, for_call
+from tests.terminal import Terminal
+
+KEY = "sk-auth-e2e-7d2c-NOT-A-REAL-KEY"
+TERMINAL_CLIENT = {"auth": {"terminal": True}}
+# No provider key and no base URL in the agent's environment: the user has set nothing.
+NOTHING_SET = {"OPENAI_API_KEY": None, "ANTHROPIC_API_KEY": None, "OPENAI_BASE_URL": None,
+               "ANTHROPIC_BASE_URL": None}
+
+
+def initialized(agent: Agent) -> dict[str, Any]:
+    """The agent's `initialize` result."""
+    return next(m["result"] for m in agent.messages
+                if isinstance(m.get("result"), dict) and "protocolVersion" in m["result"])
+
+
+async def new_session(agent: Agent, project: Path) -> dict[str, Any]:
+    return dict(await agent.request("session/new", {"cwd": str(project), "mcpServers": []}))
+
+
+def log_in(launch: Launcher, server: ScriptedProvider, method: dict[str, Any]) -> str:
+    """What the editor does with a terminal login: run the agent's command with its args in
+    a terminal, where the user answers; the screen."""
+    terminal = Terminal(method["args"], launch.env("openai", **NOTHING_SET))
+    terminal.expect("Provider [1-3")
+    terminal.type("3")
+    terminal.expect("Base URL")
+    terminal.type(server.openai_base_url)
+    terminal.expect("API key (hidden")
+    terminal.type(KEY)
+    assert terminal.finish() == 0, terminal.screen  # exit 0: logged in
+    return terminal.screen
+
+
+async def test_a_user_with_nothing_set_logs_in_from_the_editor_and_prompts(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    server.api_key = KEY
+    agent = await launch.start("openai", capabilities=TERMINAL_CLIENT, **NOTHING_SET)
+    [method] = initialized(agent)["authMethods"]
+    assert method["type"] == "terminal" and method["args"] == ["login"]
+
+    refused = await new_session(agent, project)
+    assert refused["error"]["code"] == -32000
+    assert "acp-fsm login" in refused["error"]["message"]
+
+    screen = await asyncio.to_thread(log_in, launch, server, method)
+    assert KEY not in screen
+
+    created = await new_session(agent, project)  # the same process: no restart
+    session = created["result"]["sessionId"]
+    (project / "notes.txt").write_text(f"the key is {KEY}\n")
+    server.script(Reply(calls=(Call("r", "read_file", args(path="notes.txt")),)),
+                  Reply(text="done"))
+    turn = await agent.prompt(session, "read notes.txt")
+
+    assert turn.stop_reason == "end_turn"
+    assert server.requests[-1].headers["authorization"] == f"Bearer {KEY}"
+    shown = content_text(for_call(turn.updates, "r")[-1])
+    assert "the key is [redacted]" in shown  # the stored key is a secret like the env's
+    assert KEY not in server.requests[-1].raw.decode()  # nor sent to the model
+    assert all(KEY not in str(m) for m in agent.messages)
+
+
+async def test_authenticate_reads_the_credentials_again_and_logout_forgets_them(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    server.api_key = KEY
+    agent = await launch.start("openai", **NOTHING_SET)
+    [method] = initialized(agent)["authMethods"]
+    assert method["id"] == "api-key" and "type" not in method  # no terminal: agent-handled
+    assert initialized(agent)["agentCapabilities"]["auth"] == {"logout": {}}
+
+    before = await agent.request("authenticate", {"methodId": "api-key"})
+    assert before["error"]["code"] == -32000
+    unknown = await agent.request("authenticate", {"methodId": "oauth"})
+    assert unknown["error"]["code"] == -32602 and "'api-key'" in unknown["error"]["message"]
+
+    await asyncio.to_thread(log_in, launch, server, {"args": ["login"]})
+    assert await agent.result("authenticate", {"methodId": "api-key"}) == {}
+    assert "result" in await new_session(agent, project)
+
+    assert await agent.result("logout", {}) == {}
+    assert not (launch.home / "credentials.json").exists()
+    after = await new_session(agent, project)
+    assert after["error"]["code"] == -32000
+
+
+async def test_the_environment_takes_precedence_over_what_is_stored(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    server.api_key = KEY
+    await asyncio.to_thread(log_in, launch, server, {"args": ["login"]})
+    server.api_key = "sk-env-key-of-the-editor-42"
+    agent = await launch.start("openai", OPENAI_API_KEY="sk-env-key-of-the-editor-42")
+    session = (await new_session(agent, project))["result"]["sessionId"]
+    server.script(Reply(text="hi"))
+
+    assert (await agent.prompt(session, "hello")).stop_reason == "end_turn"
+    assert server.requests[-1].headers["authorization"] == "Bearer sk-env-key-of-the-editor-42"

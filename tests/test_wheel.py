@@ -1,0 +1,231 @@
+"""`uvx acp-fsm` works: the package builds, and its wheel alone makes a working agent.
+
+`python -m build` makes the sdist and, from it, the wheel, out of a copy of the files a fresh
+clone has (so nothing left over in the work tree, an egg-info or a build/ folder, can hide a
+packaging mistake). The wheel is installed in a fresh venv with only its declared dependencies,
+from the package index as pip is configured on the machine: no editable install, no test extra.
+The installed `acp-fsm` must print its version and answer one `initialize` line on stdin, the
+way an editor, or the ACP Registry's own check, starts it with no arguments. The same runs
+through `uvx --from <wheel>`, the command the registry's manifest (agent.json) stands for.
+
+The registry's checks of a running agent (agentclientprotocol/registry, CONTRIBUTING.md and
+.github/workflows/verify_agents.py, client.py): `uvx <package> [args]` with stdin closed must
+keep running or exit 0; after `initialize` its stdout must hold nothing but JSON-RPC lines; and
+the answer must list `authMethods` with at least one agent-handled method (no `type`, or
+`"agent"`) or a `"terminal"` one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+NAME, VERSION = PROJECT["name"], PROJECT["version"]
+DIST = NAME.replace("-", "_")  # the file-name form of the distribution name
+INITIALIZE = '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n'
+
+# Generous bounds that only stop a hung step (builds and installs reach the package index).
+BUILD_S = 300.0
+INSTALL_S = 600.0
+AGENT_S = 60.0
+
+# Left behind by a work tree, never in a fresh clone (used only where git cannot list the files).
+NOT_IN_A_CLONE = (".git", ".venv", "venv", "build", "dist", "*.egg-info", "__pycache__", "*.pyc",
+                  ".*_cache", ".hypothesis", "node_modules")
+# A line of build output that reports a problem: setuptools' `warning: ...` and its
+# `...DeprecationWarning: ...` (a file named warnings.py does not match).
+WARNING = re.compile(r"(?i)warning\b[:\s]")
+
+
+@dataclass(frozen=True)
+class Built:
+    source: Path
+    sdist: Path
+    wheel: Path
+    output: str
+
+
+def run(command: list[str], timeout: float, **options: Any) -> subprocess.CompletedProcess[str]:
+    """Run to completion; a failure shows the command's own output."""
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, **options)
+    assert done.returncode == 0, (f"{command} exited {done.returncode}\n--- stdout\n"
+                                  f"{done.stdout[-5000:]}\n--- stderr\n{done.stderr[-5000:]}")
+    return done
+
+
+def copy_checkout(target: Path) -> None:
+    """The checkout's files as a fresh clone would have them (tracked, or new and not ignored),
+    symlinks kept as symlinks (acp_fsm/<layer> -> ../<layer>)."""
+    git = shutil.which("git")
+    if git is None or not (ROOT / ".git").exists():
+        shutil.copytree(ROOT, target, symlinks=True,
+                        ignore=shutil.ignore_patterns(*NOT_IN_A_CLONE))
+        return
+    listed = run([git, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                 BUILD_S, cwd=ROOT).stdout
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if not source.is_symlink() and not source.exists():
+            continue  # deleted in the work tree, not yet in the index
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target / name, follow_symlinks=False)
+
+
+def agent_env(home: Path) -> dict[str, str]:
+    """The installed agent on its own: no checkout on the path, a home of its own."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env.update(HOME=str(home), ACP_FSM_HOME=str(home / "acp-fsm"),
+               XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"))
+    return env
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    pytest.importorskip("build", reason="`build` comes with the test extra")
+    source = tmp_path_factory.mktemp("source")
+    out = tmp_path_factory.mktemp("dist")
+    copy_checkout(source)
+    # Without PYTHONDONTWRITEBYTECODE setuptools byte-compiles instead of warning that it may not.
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    done = run([sys.executable, "-m", "build", "--outdir", str(out), str(source)], BUILD_S,
+               env=env)
+    return Built(source, out / f"{DIST}-{VERSION}.tar.gz",
+                 out / f"{DIST}-{VERSION}-py3-none-any.whl", done.stdout + done.stderr)
+
+
+@pytest.fixture(scope="module")
+def venv(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with the wheel installed; its bin/ folder."""
+    root = tmp_path_factory.mktemp("venv")
+    run([sys.executable, "-m", "venv", str(root)], INSTALL_S)
+    bin_dir = root / ("Scripts" if os.name == "nt" else "bin")
+    run([str(bin_dir / "python"), "-m", "pip", "install", "--quiet", str(built.wheel)],
+        INSTALL_S)
+    return bin_dir
+
+
+def wheel_names(built: Built) -> list[str]:
+    with zipfile.ZipFile(built.wheel) as wheel:
+        return wheel.namelist()
+
+
+def wheel_text(built: Built, name: str) -> str:
+    with zipfile.ZipFile(built.wheel) as wheel:
+        return wheel.read(f"{DIST}-{VERSION}.dist-info/{name}").decode()
+
+
+def package_files(root: Path) -> Iterator[str]:
+    """The files under acp_fsm/ in the source, through its layer symlinks, as wheel names."""
+    for folder, dirs, files in os.walk(root / "acp_fsm", followlinks=True):
+        dirs[:] = [name for name in dirs if name != "__pycache__"]
+        for name in files:
+            yield Path(folder, name).relative_to(root).as_posix()
+
+
+def check_initialize_answer(stdout: str) -> None:
+    lines = stdout.splitlines()
+    assert len(lines) == 1, f"stdout must hold only the answer: {stdout!r}"
+    answer = json.loads(lines[0])
+    assert answer["id"] == 0 and "error" not in answer, answer
+    result = answer["result"]
+    assert result["protocolVersion"] == 1
+    assert result["agentInfo"]["version"] == VERSION
+    kinds = [method.get("type", "agent") for method in result.get("authMethods", [])]
+    assert {"agent", "terminal"} & set(kinds), f"the registry lists no agent without: {kinds}"
+
+
+# -- the build -----------------------------------------------------------------------------
+
+
+def test_sdist_and_wheel_build_without_warnings(built: Built) -> None:
+    assert built.sdist.is_file() and built.wheel.is_file(), built.output[-3000:]
+    warnings = [line for line in built.output.splitlines() if WARNING.search(line)]
+    assert warnings == [], "\n".join(warnings)
+
+
+def test_the_wheel_holds_one_package_and_its_schemas(built: Built) -> None:
+    names = wheel_names(built)
+    assert {name.split("/")[0] for name in names} == {"acp_fsm", f"{DIST}-{VERSION}.dist-info"}
+    # Everything under acp_fsm/ (the layers through their links) and nothing else: a missing
+    # __init__.py or an undeclared data file shows here, not on a user's machine.
+    in_wheel = {name for name in names if name.startswith("acp_fsm/")}
+    assert in_wheel == set(package_files(built.source))
+    schemas = {path.name for path in (built.source / "schemas").glob("*.json")}
+    assert schemas and {f"acp_fsm/schemas/{name}" for name in schemas} <= in_wheel
+
+
+def test_the_wheel_declares_the_command_and_the_metadata(built: Built) -> None:
+    entry_points = wheel_text(built, "entry_points.txt")
+    assert re.search(r"(?m)^acp-fsm\s*=\s*acp_fsm\.cli:main$", entry_points), entry_points
+    metadata = wheel_text(built, "METADATA")
+    for field in (f"Name: {NAME}", f"Version: {VERSION}",
+                  f"License-Expression: {PROJECT['license']}"):
+        assert re.search(rf"(?m)^{re.escape(field)}$", metadata), field
+    assert len(re.findall(r"(?m)^Requires-Dist: (?!.*extra ==)", metadata)) == len(
+        PROJECT["dependencies"])
+
+
+def test_the_sdist_unpacks_into_one_folder_with_the_sources(built: Built) -> None:
+    import tarfile
+
+    with tarfile.open(built.sdist) as sdist:
+        names = sdist.getnames()
+    top = f"{DIST}-{VERSION}"
+    assert {name.split("/")[0] for name in names} == {top}
+    for needed in ("pyproject.toml", "README.md", "acp_fsm/__init__.py",
+                   "acp_fsm/schemas/methods.json"):
+        assert f"{top}/{needed}" in names, needed
+
+
+# -- the installed wheel -------------------------------------------------------------------
+
+
+def test_the_installed_command_prints_its_version(venv: Path, tmp_path: Path) -> None:
+    done = run([str(venv / "acp-fsm"), "--version"], AGENT_S, env=agent_env(tmp_path),
+               cwd=tmp_path)
+    assert done.stdout == f"acp-fsm {VERSION}\n"
+
+
+def test_the_installed_package_comes_from_the_venv(venv: Path, tmp_path: Path) -> None:
+    done = run([str(venv / "python"), "-c", "import acp_fsm; print(acp_fsm.__file__)"],
+               AGENT_S, env=agent_env(tmp_path), cwd=tmp_path)
+    assert Path(done.stdout.strip()).is_relative_to(venv.parent)
+    run([str(venv / "python"), "-m", "pip", "check"], AGENT_S)
+
+
+def test_the_installed_agent_answers_initialize(venv: Path, tmp_path: Path) -> None:
+    done = run([str(venv / "acp-fsm")], AGENT_S, input=INITIALIZE, env=agent_env(tmp_path),
+               cwd=tmp_path)
+    check_initialize_answer(done.stdout)
+
+
+# -- uvx -----------------------------------------------------------------------------------
+
+
+def test_uvx_runs_the_wheel(built: Built, tmp_path: Path) -> None:
+    uv = pytest.importorskip("uv", reason="`uv` comes with the test extra")
+    env = agent_env(tmp_path)
+    # Its own cache; this interpreter (never a downloaded one); uv's own index (PyPI).
+    env.update(UV_CACHE_DIR=str(tmp_path / "uv-cache"), UV_PYTHON_DOWNLOADS="never",
+               UV_NO_CONFIG="1")
+    uvx = [uv.find_uv_bin(), "tool", "run", "--python", sys.executable,  # `uv tool run` = uvx
+           "--from", str(built.wheel), NAME]
+    done = run([*uvx, "--version"], INSTALL_S, env=env, cwd=tmp_path)
+    assert done.stdout == f"acp-fsm {VERSION}\n"
+    done = run(uvx, AGENT_S, input=INITIALIZE, env=env, cwd=tmp_path)
+    check_initialize_answer(done.stdout)
