@@ -18,26 +18,33 @@ from typing import Any
 
 from acp_fsm.providers.scripted import Call, Hang, Reply, ScriptedProvider
 from bench.common import summary, table
-from tests.harness import AgentProcess, agent_env
+from tests.harness import AgentProcess, agent_env, wait_until
 
 STREAM = Reply(text=["tok "] * 100_000, delay_s=0.0005, fault=Hang(50_000))
 PERMISSION = Reply(calls=(Call("call_w", "write_file", json.dumps({"path": "x.txt",
                                                                    "content": "x"})),))
 COMMAND = Reply(calls=(Call("call_r", "run_command", json.dumps({"command": "sleep 30"})),))
+SUMMARY = Reply(text="The summary", fault=Hang(1))  # /compact: the summary call never ends
 MCP_CALL = Reply(calls=(Call("call_m", "mcp__tools__slow", json.dumps({"seconds": 30})),))
 MCP_SERVER = {"name": "tools", "command": sys.executable,
               "args": [str(Path(__file__).resolve().parents[1] / "tests/mcp/tools_server.py")],
               "env": []}
 
 
-async def one_cancel(agent: AgentProcess, session: str, wait_for: str) -> tuple[float, bool]:
+async def one_cancel(agent: AgentProcess, session: str, wait_for: str,
+                     server: ScriptedProvider) -> tuple[float, bool]:
     """Prompt, wait until the turn is in the wanted state, cancel; (ms, updates after)."""
     prompt_id = f"p{time.monotonic_ns()}"
     response = agent.expect(prompt_id, "session/prompt")
+    sent = len(server.requests)
+    text = "/compact" if wait_for == "summary" else "go"
     await agent.send({"jsonrpc": "2.0", "id": prompt_id, "method": "session/prompt",
                       "params": {"sessionId": session,
-                                 "prompt": [{"type": "text", "text": "go"}]}})
+                                 "prompt": [{"type": "text", "text": text}]}})
     while True:
+        if wait_for == "summary":  # compacting: the summary call has reached the provider
+            await wait_until(lambda: len(server.requests) > sent, "the summary call")
+            break
         if wait_for in ("permission", "command"):
             request = await agent.next_request()
             if request["method"] != "session/request_permission":
@@ -87,11 +94,12 @@ async def measure(rounds: int) -> list[str]:
         for label, reply, wait_for in (("streaming", STREAM, "stream"),
                                        ("awaiting_permission", PERMISSION, "permission"),
                                        ("running_tools (local sleep)", COMMAND, "command"),
-                                       ("running_tools (MCP call)", MCP_CALL, "command")):
+                                       ("running_tools (MCP call)", MCP_CALL, "command"),
+                                       ("compacting (summary call)", SUMMARY, "summary")):
             samples, late = [], 0
             for _ in range(rounds):
                 server.script(reply)
-                elapsed, had_late = await one_cancel(agent, session, wait_for)
+                elapsed, had_late = await one_cancel(agent, session, wait_for, server)
                 samples.append(elapsed)
                 late += had_late
             rows.append(f"{label:<30} {summary(samples)} {late:>6}")
