@@ -1,25 +1,28 @@
 """Provider credentials stored by `acp-fsm login`, and how they meet the environment.
 
 `$ACP_FSM_HOME/credentials.json` (mode 0600, written atomically) holds one provider, its key
-and, for an OpenAI-compatible server, its base URL. The environment takes precedence: the
-stored credentials apply only where the environment configures no provider, or configures the
-same one without its key (docs/auth.md). The file is read again at each use, so a login in a
-terminal while the agent runs takes effect at once.
+and, where it is not the provider's own, the base URL the key was checked at. The environment
+takes precedence: the stored credentials apply only where the environment configures no
+provider of its own, or configures the stored one without its key (docs/auth.md). The file is
+read again at each use, so a login in a terminal while the agent runs takes effect at once.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
+import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from acp_fsm import redact
 from acp_fsm.providers.config import (
     ANTHROPIC,
     DEFAULT_BASE_URLS,
     KEY_VARIABLES,
+    OFFICIAL_HOSTS,
     OPENAI,
     URL_VARIABLES,
     ConfigError,
@@ -29,22 +32,22 @@ from acp_fsm.providers.config import (
 
 FILE = "credentials.json"
 FILE_MODE = 0o600
-OFFICIAL_HOSTS = ("api.openai.com", "api.anthropic.com")
-LOGIN_NEEDED = (
-    "Authentication required: no API key is configured. Log in with the editor's \"Log in\" "
-    "(or run `acp-fsm login` in a terminal), or set ANTHROPIC_API_KEY (Anthropic) or "
-    "OPENAI_API_KEY (OpenAI; choose it with ACP_FSM_PROVIDER=openai), or point "
-    "OPENAI_BASE_URL at a local OpenAI-compatible server.")
+HOW_TO_LOG_IN = (
+    "log in with the editor's \"Log in\" (or run `acp-fsm login` in a terminal), or set "
+    "ANTHROPIC_API_KEY (Anthropic) or OPENAI_API_KEY (OpenAI; choose it with "
+    "ACP_FSM_PROVIDER=openai) in the agent's environment, or point OPENAI_BASE_URL at a local "
+    "OpenAI-compatible server")
+LOGIN_NEEDED = f"Authentication required: no API key is configured. To fix it, {HOW_TO_LOG_IN}."
 
 
 class Stored(NamedTuple):
     provider: str  # "anthropic" or "openai"
     api_key: str  # empty for a server that needs none
-    base_url: str | None = None  # an OpenAI-compatible server's, with /v1
+    base_url: str | None = None  # where it was checked, when not the provider's own API
 
     def __repr__(self) -> str:
-        return f"Stored({self.provider}, key={'set' if self.api_key else 'none'}, " \
-               f"base_url={self.base_url!r})"
+        return (f"Stored({self.provider}, key={'set' if self.api_key else 'none'}, "
+                f"base_url={self.base_url!r})")
 
 
 def path() -> Path:
@@ -53,30 +56,45 @@ def path() -> Path:
     return default_path().with_name(FILE)
 
 
-def load() -> Stored | None:
-    """The stored credentials; None when there are none (or the file cannot be used)."""
+def inspect() -> tuple[Stored | None, str | None]:
+    """The stored credentials, or why the file cannot be used (None, None: there is none).
+    A key read here is scrubbed from then on, like the environment's keys."""
     try:
         data = json.loads(path().read_text(encoding="utf-8"))
-        stored = Stored(data["provider"], data.get("apiKey") or "", data.get("baseUrl"))
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
-    if stored.provider not in (ANTHROPIC, OPENAI) or not isinstance(stored.api_key, str):
-        return None
-    if stored.api_key:
-        redact.also_secret(stored.api_key)  # never shown, stored or sent, like the env's
-    return stored
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as exc:
+        return None, f"{path()} cannot be read: {exc}"
+    if not isinstance(data, dict):
+        return None, f"{path()} is not a JSON object"
+    provider, key, url = data.get("provider"), data.get("apiKey") or "", data.get("baseUrl")
+    if provider not in (ANTHROPIC, OPENAI) or not isinstance(key, str):
+        return None, f"{path()} names no provider and key acp-fsm knows"
+    if url is not None and not (isinstance(url, str) and url.startswith(("http://",
+                                                                           "https://"))):
+        return None, f"{path()}: baseUrl is not an http(s) URL"
+    if key:
+        redact.also_secret(key)
+    return Stored(provider, key, url), None
+
+
+def load() -> Stored | None:
+    """The stored credentials; None when there are none or they cannot be used."""
+    return inspect()[0]
 
 
 def save(stored: Stored) -> Path:
-    """Write the credentials atomically, readable by the user only; the file's path."""
+    """Write the credentials atomically, readable by the user only; the file's path. Raises
+    OSError when the data directory cannot take them."""
     target = path()
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    body: dict[str, Any] = {"provider": stored.provider, "apiKey": stored.api_key}
+    body = {"provider": stored.provider, "apiKey": stored.api_key}
     if stored.base_url:
         body["baseUrl"] = stored.base_url
-    temporary = target.with_name(f".{FILE}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    temporary = target.with_name(f".{FILE}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     try:
+        os.fchmod(fd, FILE_MODE)  # whatever the umask
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             json.dump(body, out)
             out.flush()
@@ -94,7 +112,8 @@ def save(stored: Stored) -> Path:
 
 
 def remove() -> bool:
-    """Forget the stored credentials; whether there were any."""
+    """Forget the stored credentials; whether there were any. Raises OSError when the file
+    cannot be removed."""
     try:
         path().unlink()
     except FileNotFoundError:
@@ -103,20 +122,25 @@ def remove() -> bool:
 
 
 def configured_provider(env: Mapping[str, str]) -> str | None:
-    """The provider the environment itself configures, if any: named, or implied by a key or
-    a base URL."""
+    """The provider the environment itself configures, by the rule `load_config` applies:
+    named by ACP_FSM_PROVIDER, else Anthropic for its key, else OpenAI for its key or base URL
+    (a local server needs no key). None: the environment configures none."""
     named = env.get("ACP_FSM_PROVIDER", "").strip().lower()
     if named:
         return named
-    for provider in (ANTHROPIC, OPENAI):
-        if env.get(KEY_VARIABLES[provider]) or env.get(URL_VARIABLES[provider]):
-            return provider
+    if env.get(KEY_VARIABLES[ANTHROPIC]):
+        return ANTHROPIC
+    if env.get(KEY_VARIABLES[OPENAI]) or env.get(URL_VARIABLES[OPENAI]):
+        return OPENAI
     return None
 
 
 def environment(env: Mapping[str, str] | None = None,
                 stored: Stored | None = None) -> dict[str, str]:
-    """The environment with the stored credentials filled in where it has none of its own."""
+    """The environment with the stored credentials filled in: where the environment
+    configures no provider, the stored one with its key and base URL (unless the
+    environment gives that URL); where it configures the stored provider without its key,
+    the key. Otherwise the environment as it is."""
     env = dict(os.environ if env is None else env)
     stored = load() if stored is None else stored
     if stored is None:
@@ -156,20 +180,25 @@ def status() -> tuple[str, bool]:
     """Which provider is configured and where its key comes from, in words (never the key),
     and whether a model call could be made."""
     env = dict(os.environ)
+    stored, problem = inspect()
+    notes = [f"Note: {problem}."] if problem else []
     try:
-        config = load_config(environment(env))
+        config = load_config(environment(env, stored))
     except ConfigError as exc:
-        return f"The configuration is not usable: {exc}", False
+        return "\n".join([f"The configuration is not usable: {exc}", *notes]), False
     if needs_login(config):
-        return ("Not logged in: no API key is configured. Run `acp-fsm login`, or set "
-                "ANTHROPIC_API_KEY or OPENAI_API_KEY.", False)
+        return "\n".join([f"Not logged in: no API key is configured. To log in, "
+                          f"{HOW_TO_LOG_IN}.", *notes]), False
     variable = KEY_VARIABLES[config.provider]
     if env.get(variable):
         where = f"from the environment ({variable})"
     elif config.api_key:
         where = f"stored by acp-fsm login in {path()}"
+        if stat.S_IMODE(path().stat().st_mode) & 0o077:
+            notes.append(f"Note: others can read {path()}: `chmod 600` it.")
     else:
         where = "none (the server needs none)"
     url = "" if config.base_url == DEFAULT_BASE_URLS[config.provider] else \
         f" at {config.base_url}"
-    return f"Provider: {config.provider}{url}, model {config.model}. Key: {where}.", True
+    return "\n".join([f"Provider: {config.provider}{url}, model {config.model}. "
+                      f"Key: {where}.", *notes]), True

@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
         parser.error("--base-url is for --provider compatible (for Anthropic or OpenAI set "
                      "ANTHROPIC_BASE_URL or OPENAI_BASE_URL)")
     try:
-        return login(args.provider, args.base_url)
+        return login(args.provider or ("compatible" if args.base_url else None), args.base_url)
     except (KeyboardInterrupt, EOFError):
         print("\nLogin cancelled: nothing was stored.", file=sys.stderr)
         return 1
@@ -79,10 +79,12 @@ def main(argv: list[str]) -> int:
 def logout() -> int:
     """`acp-fsm logout`: forget the stored credentials (the environment's are the editor's)."""
     where = credentials.path()
-    if credentials.remove():
-        print(f"Logged out: removed {where}.")
-    else:
-        print(f"Not logged in: there is no {where}.")
+    try:
+        removed = credentials.remove()
+    except OSError as exc:
+        print(f"{where} could not be removed: {exc}", file=sys.stderr)
+        return 1
+    print(f"Logged out: removed {where}." if removed else f"Not logged in: there is no {where}.")
     present = [name for name in KEY_VARIABLES.values() if os.environ.get(name)]
     if present:
         print(f"The environment still sets {', '.join(present)}.")
@@ -99,13 +101,31 @@ def login(choice_name: str | None, base_url: str | None) -> int:
     default = DEFAULT_BASE_URLS[choice.provider]
     stored = credentials.Stored(choice.provider, key,
                                 None if config.base_url == default else config.base_url)
-    path = credentials.save(stored)
+    try:
+        path = credentials.save(stored)
+    except OSError as exc:
+        raise LoginFailed(f"The provider accepted the key, but it could not be stored: "
+                          f"{exc}.") from None
     print(f"Logged in to {choice.label}: the provider accepted the key ({count} models). "
           f"Stored in {path}, readable by you only.")
-    overridden = credentials.configured_provider(os.environ)
-    if overridden not in (None, choice.provider) or os.environ.get(KEY_VARIABLES[choice.provider]):
-        print("Note: the environment configures a provider itself (ACP_FSM_PROVIDER or a key "
-              "variable), and it takes precedence over what is stored.")
+    return _in_force(choice)
+
+
+def _in_force(choice: Choice) -> int:
+    """Say whether the environment lets the agent use what was stored: exit 1 when the agent
+    would still have no key (an editor would ask to log in again and again)."""
+    env_provider = credentials.configured_provider(os.environ)
+    if env_provider in (None, choice.provider) and not os.environ.get(
+            KEY_VARIABLES[choice.provider]):
+        return 0
+    named = "ACP_FSM_PROVIDER" if os.environ.get("ACP_FSM_PROVIDER") else "a key or base URL"
+    if credentials.login_needed():
+        print(f"But the agent's environment chooses {env_provider} ({named}) and has no key "
+              f"for it, so this key is not used: log in to {env_provider}, or change the "
+              "environment.", file=sys.stderr)
+        return 1
+    print(f"Note: the environment configures {env_provider} itself ({named}); it takes "
+          "precedence over what is stored.")
     return 0
 
 
@@ -116,7 +136,7 @@ def _ask_choice() -> Choice:
         print(f"  {number}. {CHOICES[name].label}")
     while True:
         answer = _ask(f"Provider [1-{len(names)}, default 1]: ").strip().lower() or "1"
-        if answer.isdigit() and 1 <= int(answer) <= len(names):
+        if answer.isascii() and answer.isdigit() and 1 <= int(answer) <= len(names):
             return CHOICES[names[int(answer) - 1]]
         if answer in CHOICES:
             return CHOICES[answer]
@@ -127,16 +147,22 @@ def _config(choice: Choice, base_url: str | None) -> ProviderConfig:
     """Where the key is checked: the compatible server's URL, or the provider's (its
     environment variable can point elsewhere, a proxy say)."""
     if choice.compatible:
-        while not base_url:
+        if base_url is not None and not _is_url(base_url):  # given on the command line
+            raise LoginFailed(f"{base_url!r} is not an http(s) URL.")
+        while base_url is None or not _is_url(base_url):
+            if base_url:
+                print(f"{base_url!r} is not an http(s) URL.")
             base_url = _ask("Base URL of the server, with /v1 "
                             "(e.g. http://localhost:11434/v1): ").strip()
-        if not base_url.startswith(("http://", "https://")):
-            raise LoginFailed(f"{base_url!r} is not an http(s) URL.")
     else:
         base_url = os.environ.get(URL_VARIABLES[choice.provider]) or \
             DEFAULT_BASE_URLS[choice.provider]
     return ProviderConfig(choice.provider, DEFAULT_MODELS[choice.provider],
                           base_url.rstrip("/"))
+
+
+def _is_url(text: str) -> bool:
+    return text.startswith(("http://", "https://")) and len(text) > len("https://")
 
 
 def _ask(prompt: str) -> str:
@@ -157,9 +183,13 @@ def _read_key(*, optional: bool) -> str:
     while True:
         key = getpass.getpass(prompt) if sys.stdin.isatty() else _ask(prompt)
         key = key.strip()
-        if key or optional:
+        if not key.isprintable() or not key.isascii():
+            print("The key holds characters no key has (a control character?); paste it "
+                  "again, or press Ctrl+C to stop.")
+        elif key or optional:
             return key
-        print("The key is empty; paste it, or press Ctrl+C to stop.")
+        else:
+            print("The key is empty; paste it, or press Ctrl+C to stop.")
 
 
 async def _check(config: ProviderConfig) -> int:
@@ -170,12 +200,15 @@ async def _check(config: ProviderConfig) -> int:
     from acp_fsm.models import ListingError, list_models
 
     try:
-        models = await asyncio.wait_for(list_models(config), CHECK_TIMEOUT_S)
+        models = await asyncio.wait_for(list_models(config, CHECK_TIMEOUT_S), CHECK_TIMEOUT_S)
     except ListingError as exc:
         if exc.status in (401, 403):
             raise LoginFailed(f"The provider refused the key (HTTP {exc.status}).") from None
         raise LoginFailed(f"The key could not be checked: {exc}.") from None
-    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+    except TimeoutError:
+        raise LoginFailed(f"{config.base_url} did not answer within "
+                          f"{CHECK_TIMEOUT_S:g} s.") from None
+    except (aiohttp.ClientError, OSError, ValueError) as exc:
         raise LoginFailed(f"{config.base_url} could not be reached "
                           f"({type(exc).__name__}: {exc}).") from None
     return len(models)

@@ -11,7 +11,7 @@ from typing import Any
 import structlog
 
 from acp_fsm import config
-from acp_fsm.redact import REDACTED, Secrets
+from acp_fsm.redact import REDACTED, Secrets, configured
 
 _SECRET_KEYS = frozenset(
     {"api_key", "apikey", "authorization", "x-api-key", "secret", "password", "token", "bearer"}
@@ -28,12 +28,16 @@ class Redactor:
     def __call__(self, _logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
         return {key: self._clean(key, value) for key, value in event.items()}
 
+    def _scrub(self, text: str) -> str:
+        """`text` without the secrets given, nor those known now (a key stored later)."""
+        return configured().scrub_text(self._secrets.scrub_text(text))
+
     def _clean(self, key: str, value: Any) -> Any:
         lowered = key.lower()
         if lowered in _SECRET_KEYS or lowered.endswith(_SECRET_SUFFIXES):
             return REDACTED
         if isinstance(value, str):
-            return self._secrets.scrub_text(value)
+            return self._scrub(value)
         if isinstance(value, dict):
             return {k: self._clean(str(k), v) for k, v in value.items()}
         if isinstance(value, list | tuple):

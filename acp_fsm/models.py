@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm.credentials import OFFICIAL_HOSTS, needs_login
-from acp_fsm.providers.config import ANTHROPIC, ProviderConfig
+from acp_fsm.credentials import needs_login
+from acp_fsm.providers.config import ANTHROPIC, OFFICIAL_HOSTS, ProviderConfig
 
 if TYPE_CHECKING:
     import aiohttp
@@ -148,12 +148,13 @@ class Catalog:
             temporary.unlink(missing_ok=True)
 
 
-async def list_models(config: ProviderConfig) -> list[str]:
+async def list_models(config: ProviderConfig, timeout_s: float = FETCH_TIMEOUT_S) -> list[str]:
     """The provider's models, from one authenticated GET of its models endpoint (all
-    Anthropic pages); `ListingError` or an aiohttp error when it fails."""
+    Anthropic pages, each within `timeout_s`); `ListingError` or an aiohttp error when it
+    fails."""
     import aiohttp
 
-    timeout = aiohttp.ClientTimeout(total=FETCH_TIMEOUT_S)
+    timeout = aiohttp.ClientTimeout(total=timeout_s)
     models: list[str] = []
     async with aiohttp.ClientSession(timeout=timeout) as http:
         if config.provider == ANTHROPIC:

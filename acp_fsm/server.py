@@ -26,6 +26,7 @@ from acp_fsm.protocol.errors import (
     AuthRequired,
     CapabilityMissing,
     ConnectionClosed,
+    InternalError,
     InvalidParams,
     InvalidResult,
     OutboundCancelled,
@@ -189,7 +190,8 @@ class AcpServer:
         known = (API_KEY_LOGIN["id"], TERMINAL_LOGIN["id"])  # liberal: the terminal one too
         if method not in known:
             raise InvalidParams(f"Invalid params: methodId: unknown authentication method "
-                                f"{limits.echo(method)}; this agent has {known[0]!r}")
+                                f"{limits.echo(method)}; expected one of "
+                                f"{', '.join(map(repr, known))}")
         if credentials.login_needed():
             raise AuthRequired(credentials.LOGIN_NEEDED)
         log.info("authenticated", method=method)
@@ -197,7 +199,12 @@ class AcpServer:
 
     async def on_logout(self, params: Any) -> dict[str, Any]:
         """Forget the stored credentials (the environment's stay: the editor set them)."""
-        log.info("logged_out", removed=credentials.remove())
+        try:
+            removed = credentials.remove()
+        except OSError as exc:
+            raise InternalError(f"Internal error: the stored credentials could not be "
+                                f"removed: {exc}") from None
+        log.info("logged_out", removed=removed)
         return {}
 
     async def on_session_new(self, params: dict[str, Any]) -> dict[str, Any]:

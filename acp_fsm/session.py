@@ -32,7 +32,13 @@ from acp_fsm import (
 )
 from acp_fsm.prompt import title_of, to_parts
 from acp_fsm.protocol.cancel import CancellationToken
-from acp_fsm.protocol.errors import InternalError, InvalidParams, InvalidRequest, ResourceNotFound
+from acp_fsm.protocol.errors import (
+    AuthRequired,
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    ResourceNotFound,
+)
 from acp_fsm.providers.config import ConfigError, ProviderConfig
 from acp_fsm.providers.types import (
     AssistantMessage,
@@ -130,6 +136,8 @@ class Session:
                 f"Invalid Request: session {self.id} is already running a prompt; wait for its "
                 "response or send session/cancel")
         limits.check_nesting("prompt", prompt)  # refused now, never answered unstored
+        if credentials.login_needed():  # refused before anything of it is stored
+            raise AuthRequired(credentials.LOGIN_NEEDED)
         parts = to_parts(prompt)
         body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in parts]}
         limits.check_stored("prompt", body)

@@ -14,6 +14,7 @@ DEFAULT_MODELS = {ANTHROPIC: "claude-sonnet-4-5", OPENAI: "gpt-5"}
 DEFAULT_CONTEXT_WINDOWS = {ANTHROPIC: 200_000, OPENAI: 128_000}
 DEFAULT_BASE_URLS = {ANTHROPIC: "https://api.anthropic.com", OPENAI: "https://api.openai.com/v1"}
 KEY_VARIABLES = {ANTHROPIC: "ANTHROPIC_API_KEY", OPENAI: "OPENAI_API_KEY"}
+OFFICIAL_HOSTS = ("api.openai.com", "api.anthropic.com")  # the providers' own APIs
 URL_VARIABLES = {ANTHROPIC: "ANTHROPIC_BASE_URL", OPENAI: "OPENAI_BASE_URL"}
 
 

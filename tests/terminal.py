@@ -31,14 +31,16 @@ class Terminal:
         os.close(slave)
         self._master = master
         self.screen = ""  # everything shown so far, echoed input included
+        self._seen = 0  # where the last text expected ends
 
     def expect(self, text: str, timeout: float = TIMEOUT_S) -> None:
-        """Read until `text` is on the screen."""
+        """Read until `text` is shown after what was last expected."""
         deadline = time.monotonic() + timeout
-        while text not in self.screen:
+        while (found := self.screen.find(text, self._seen)) < 0:
             left = deadline - time.monotonic()
             if left <= 0 or not self._read(left):
                 raise AssertionError(f"{text!r} never shown; the screen:\n{self.screen}")
+        self._seen = found + len(text)
 
     def type(self, line: str) -> None:
         """Type `line` and press Enter."""

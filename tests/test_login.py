@@ -152,3 +152,76 @@ async def test_status_says_where_the_key_comes_from_and_logout_forgets_it(
     assert stored(tmp_path) is None
     again = await asyncio.to_thread(run, ["logout"], env)
     assert again.returncode == 0 and again.stdout.startswith("Not logged in")
+
+
+async def test_wrong_answers_are_asked_again(server: ScriptedProvider, tmp_path: Path) -> None:
+    def session() -> tuple[int, str]:
+        terminal = Terminal(["login"], env_for(tmp_path))
+        terminal.expect("Provider [1-3")
+        terminal.type("²")  # a digit to str.isdigit, not a number
+        terminal.expect("Please answer a number from 1 to 3.")
+        terminal.type("3")
+        terminal.expect("Base URL")
+        terminal.type("localhost:8080")
+        terminal.expect("'localhost:8080' is not an http(s) URL.")
+        terminal.type(server.openai_base_url)
+        terminal.expect("API key (hidden")
+        terminal.type("sk-\x16\x01pasted")  # a control character, typed literally
+        terminal.expect("holds characters no key has")
+        terminal.expect("API key (hidden")  # typed before it, a key would be shown
+        terminal.type(KEY)
+        return terminal.finish(), terminal.screen
+
+    code, screen = await asyncio.to_thread(session)
+    assert code == 0, screen
+    assert stored(tmp_path) == {"provider": "openai", "apiKey": KEY,
+                                "baseUrl": server.openai_base_url}
+
+
+async def test_a_base_url_alone_means_a_compatible_server(server: ScriptedProvider,
+                                                           tmp_path: Path) -> None:
+    done = await asyncio.to_thread(run, ["login", "--base-url", server.openai_base_url],
+                                   env_for(tmp_path), KEY + "\n")
+    assert done.returncode == 0, done.stderr
+    assert stored(tmp_path) == {"provider": "openai", "apiKey": KEY,
+                                "baseUrl": server.openai_base_url}
+
+
+async def test_a_key_the_environment_would_not_use_is_a_failed_login(
+        server: ScriptedProvider, tmp_path: Path) -> None:
+    """An editor's terminal login reads exit 0 as "logged in": the agent must then work."""
+    env = env_for(tmp_path, ACP_FSM_PROVIDER="anthropic")
+    done = await asyncio.to_thread(
+        run, ["login", "--base-url", server.openai_base_url], env, KEY + "\n")
+    assert done.returncode == 1
+    assert "chooses anthropic (ACP_FSM_PROVIDER) and has no key for it" in done.stderr
+
+
+async def test_a_data_directory_that_cannot_take_the_key_is_said_plainly(
+        server: ScriptedProvider, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.write_text("a file, not a directory")
+    done = await asyncio.to_thread(
+        run, ["login", "--base-url", server.openai_base_url], env_for(home), KEY + "\n")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "the provider accepted the key, but it could not be stored" in done.stderr.lower()
+    out = await asyncio.to_thread(run, ["logout"], env_for(home))
+    assert out.returncode == 1 and "could not be removed" in out.stderr
+
+
+async def test_a_stored_file_made_readable_or_broken_by_hand(
+        server: ScriptedProvider, tmp_path: Path) -> None:
+    (tmp_path / "credentials.json").write_text(json.dumps(
+        {"provider": "openai", "apiKey": KEY, "baseUrl": 5}))
+    broken = await asyncio.to_thread(run, ["login", "--status"], env_for(tmp_path))
+    assert broken.returncode == 1 and "Traceback" not in broken.stderr
+    assert "baseUrl is not an http(s) URL" in broken.stdout
+
+    (tmp_path / "credentials.json").chmod(0o644)
+    done = await asyncio.to_thread(
+        run, ["login", "--base-url", server.openai_base_url], env_for(tmp_path), KEY + "\n")
+    assert done.returncode == 0, done.stderr
+    assert stat.S_IMODE((tmp_path / "credentials.json").stat().st_mode) == 0o600
+    (tmp_path / "credentials.json").chmod(0o644)
+    shown = await asyncio.to_thread(run, ["login", "--status"], env_for(tmp_path))
+    assert "others can read" in shown.stdout and KEY not in shown.stdout

@@ -262,7 +262,9 @@ def test_manifest_agrees_with_the_package() -> None:
     assert manifest["version"] == project["version"] == acp_fsm.__version__
     assert manifest["license"] == project["license"]
     assert manifest["id"] == project["name"]  # one name: registry id, PyPI package, command
-    assert manifest["distribution"] == {"uvx": {"package": project["name"]}}
+    # pinned, so what the registry lists is what runs (the version test above keeps it so)
+    assert manifest["distribution"] == {
+        "uvx": {"package": f"{project['name']}=={project['version']}"}}
 
 
 def test_uvx_runs_our_console_script_with_no_arguments() -> None:

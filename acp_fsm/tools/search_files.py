@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acp_fsm import config
+from acp_fsm import redact
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.redact import Secrets, command_environment
 from acp_fsm.tools.base import ToolEnv, ToolOutcome
@@ -295,6 +295,6 @@ class SearchFiles(BaseTool):
             max_file_bytes=MAX_SEARCH_FILE_BYTES, max_files=MAX_SEARCH_FILES,
             max_line_chars=MAX_MATCH_LINE_CHARS, time_limit_seconds=SEARCH_TIME_LIMIT_SECONDS,
             skip_linked=inside_roots(self.target(args, env), env.roots),
-            secrets=tuple(config.secret_values()))
+            secrets=tuple(redact.configured()))  # a stored key too
         output = await run_search(request, env.token)
         return ToolOutcome(output, content=(text_block(output),))

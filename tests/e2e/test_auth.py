@@ -9,7 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
-from tests.e2e.support import Agent, Launcher, args, content_text, for_call
+from tests.e2e.support import (
+    Agent,
+    Launcher,
+    args,
+    content_text,
+    for_call,
+    statuses,
+    user_texts,
+)
+from tests.harness import wait_until
 from tests.terminal import Terminal
 
 KEY = "sk-auth-e2e-7d2c-NOT-A-REAL-KEY"
@@ -29,7 +38,8 @@ async def new_session(agent: Agent, project: Path) -> dict[str, Any]:
     return dict(await agent.request("session/new", {"cwd": str(project), "mcpServers": []}))
 
 
-def log_in(launch: Launcher, server: ScriptedProvider, method: dict[str, Any]) -> str:
+def log_in(launch: Launcher, server: ScriptedProvider, method: dict[str, Any],
+           key: str = KEY) -> str:
     """What the editor does with a terminal login: run the agent's command with its args in
     a terminal, where the user answers; the screen."""
     terminal = Terminal(method["args"], launch.env("openai", **NOTHING_SET))
@@ -38,7 +48,7 @@ def log_in(launch: Launcher, server: ScriptedProvider, method: dict[str, Any]) -
     terminal.expect("Base URL")
     terminal.type(server.openai_base_url)
     terminal.expect("API key (hidden")
-    terminal.type(KEY)
+    terminal.type(key)
     assert terminal.finish() == 0, terminal.screen  # exit 0: logged in
     return terminal.screen
 
@@ -87,12 +97,19 @@ async def test_authenticate_reads_the_credentials_again_and_logout_forgets_them(
 
     await asyncio.to_thread(log_in, launch, server, {"args": ["login"]})
     assert await agent.result("authenticate", {"methodId": "api-key"}) == {}
-    assert "result" in await new_session(agent, project)
+    session = (await new_session(agent, project))["result"]["sessionId"]
 
     assert await agent.result("logout", {}) == {}
     assert not (launch.home / "credentials.json").exists()
     after = await new_session(agent, project)
     assert after["error"]["code"] == -32000
+    refused = await agent.prompt(session, "while logged out")
+    assert refused.error["code"] == -32000
+
+    await asyncio.to_thread(log_in, launch, server, {"args": ["login"]})
+    server.script(Reply(text="back"))
+    assert (await agent.prompt(session, "logged in again")).stop_reason == "end_turn"
+    assert user_texts(server.requests[-1]) == ["logged in again"]  # the refused one: not kept
 
 
 async def test_the_environment_takes_precedence_over_what_is_stored(
@@ -106,3 +123,65 @@ async def test_the_environment_takes_precedence_over_what_is_stored(
 
     assert (await agent.prompt(session, "hello")).stop_reason == "end_turn"
     assert server.requests[-1].headers["authorization"] == "Bearer sk-env-key-of-the-editor-42"
+
+
+async def test_the_environment_decides_as_it_would_without_a_stored_key(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    """A base URL alone (an Anthropic proxy, say) configures no provider: the stored login
+    applies. A key in the environment does, and wins over a stored one of another provider."""
+    await asyncio.to_thread(log_in, launch, server, {"args": ["login"]})  # OpenAI-compatible
+    proxied = await launch.start("openai", ACP_FSM_PROVIDER=None,
+                                 ANTHROPIC_BASE_URL="http://127.0.0.1:9", **{
+                                     k: v for k, v in NOTHING_SET.items()
+                                     if k != "ANTHROPIC_BASE_URL"})
+    assert "result" in await new_session(proxied, project)
+
+    own = await launch.start("openai", ACP_FSM_PROVIDER=None, ANTHROPIC_API_KEY=None,
+                             OPENAI_API_KEY="sk-env-key-of-the-editor-42",
+                             ANTHROPIC_BASE_URL="http://127.0.0.1:9")
+    session = (await new_session(own, project))["result"]["sessionId"]
+    server.script(Reply(text="hi"))
+    assert (await own.prompt(session, "hello")).stop_reason == "end_turn"
+    assert server.requests[-1].headers["authorization"] == "Bearer sk-env-key-of-the-editor-42"
+
+
+async def test_a_key_stored_while_a_turn_runs_is_secret_at_once(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    await asyncio.to_thread(log_in, launch, server, {"args": ["login"]})
+    agent = await launch.start("openai", **NOTHING_SET)
+    session = (await new_session(agent, project))["result"]["sessionId"]
+    await agent.result("session/set_config_option", {
+        "sessionId": session, "configId": "mode", "value": "full_access"})
+    later = "sk-second-login-3f9a-NOT-REAL"
+    (project / "later.txt").write_text(f"new key {later}\n")
+    server.script(Reply(calls=(Call("c", "run_command", args(
+        command="sleep 1.5; cat later.txt")),)), Reply(text="ok"))
+
+    running = await agent.start_prompt(session, "show it")
+    await wait_until(lambda: "in_progress" in statuses(for_call(
+        agent.updates(session, running.start), "c")), "the command running")
+    await asyncio.to_thread(log_in, launch, server, {"args": ["login"]}, later)
+    turn = await running.result()
+
+    assert turn.stop_reason == "end_turn"
+    shown = content_text(for_call(turn.updates, "c")[-1])
+    assert "new key [redacted]" in shown and later not in str(agent.messages)
+    assert later not in server.requests[-1].raw.decode()
+
+
+async def test_search_files_never_matches_nor_shows_a_stored_key(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    await asyncio.to_thread(log_in, launch, server, {"args": ["login"]})
+    agent = await launch.start("openai", **NOTHING_SET)
+    session = (await new_session(agent, project))["result"]["sessionId"]
+    (project / "env.txt").write_text("x" * 270 + f"TOKEN={KEY}\n")
+    server.script(Reply(calls=(Call("g", "search_files", args(pattern=f"TOKEN={KEY[:12]}")),
+                               Call("t", "search_files", args(pattern="TOKEN=")))),
+                  Reply(text="ok"))
+
+    turn = await agent.prompt(session, "search")
+
+    guessed = content_text(for_call(turn.updates, "g")[-1])
+    found = content_text(for_call(turn.updates, "t")[-1])
+    assert "No matches" in guessed  # the key cannot be guessed a character at a time
+    assert "TOKEN=[redacted]" in found and KEY[:8] not in found
