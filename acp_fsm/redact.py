@@ -148,9 +148,16 @@ def configured() -> Secrets:
     those learned since (`also_secret`), the stored key among them."""
     global _configured
     if _configured is None:
-        _configured = Secrets(config.secret_values())
+        _learn(Secrets(config.secret_values()))
     _watch_stored_key()
+    assert _configured is not None
     return _configured
+
+
+def _learn(secrets: Secrets) -> None:
+    global _configured, _scrub
+    _configured = secrets
+    _scrub = secrets.scrub if secrets else _as_is
 
 
 def _watch_stored_key() -> None:
@@ -174,15 +181,24 @@ def _watch_stored_key() -> None:
 def also_secret(value: str) -> None:
     """Scrub `value` from now on, like the environment's secrets: a key stored by
     `acp-fsm login` while the agent runs."""
-    global _configured
     secrets = configured()
     if len(value) >= config.MIN_SECRET_CHARS and value not in secrets:
-        _configured = Secrets([*secrets, value])
+        _learn(Secrets([*secrets, value]))
+
+
+def _as_is(data: bytes) -> bytes:
+    return data
+
+
+_scrub = _as_is  # the scrub of the secrets known now (set by `_learn`)
 
 
 def scrub(data: bytes) -> bytes:
-    """`Secrets.scrub` with the secrets known now (for sinks set up before a login)."""
-    return configured().scrub(data)
+    """`Secrets.scrub` with the secrets known now, for sinks set up before a login (the
+    protocol output, the store): on the hot path, so it looks at nothing else. The stored
+    key is learned where secrets are asked for (`configured`): before any turn, tool output
+    or model request."""
+    return _scrub(data)
 
 
 def command_environment() -> dict[str, str]:

@@ -54,6 +54,7 @@ async def run(
 
     output = Output(on_lost=on_output_lost)
     await output.open(protocol_fd)
+    redact.configured()  # the environment's secrets, and a key stored by `acp-fsm login`
     connection = Connection(
         server, output.write, drain=output.drain, congested=lambda: output.congested,
         scrub=redact.scrub, strict_outbound=config.strict_schemas(),  # a login adds keys
