@@ -13,6 +13,7 @@ import json
 import os
 import secrets
 import stat
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
@@ -32,6 +33,9 @@ from acp_fsm.providers.config import (
 
 FILE = "credentials.json"
 FILE_MODE = 0o600
+# A key stored while the agent runs (a login in a terminal) is a secret at once: the file is
+# looked at this often, at most, when secrets are asked for, and read again if it changed.
+CHECK_EVERY_S = 0.1
 HOW_TO_LOG_IN = (
     "log in with the editor's \"Log in\" (or run `acp-fsm login` in a terminal), or set "
     "ANTHROPIC_API_KEY (Anthropic) or OPENAI_API_KEY (OpenAI; choose it with "
@@ -202,3 +206,28 @@ def status() -> tuple[str, bool]:
         f" at {config.base_url}"
     return "\n".join([f"Provider: {config.provider}{url}, model {config.model}. "
                       f"Key: {where}.", *notes]), True
+
+
+class _Watch:
+    """The stored file as last seen, for `redact` (see `CHECK_EVERY_S`)."""
+
+    checked_at = float("-inf")
+    seen: tuple[int, int, int] | None = None
+
+    @classmethod
+    def refresh(cls) -> None:
+        now = time.monotonic()
+        if now - cls.checked_at < CHECK_EVERY_S:
+            return
+        cls.checked_at = now
+        try:
+            found = os.stat(path())
+        except OSError:
+            return
+        seen = (found.st_mtime_ns, found.st_size, found.st_ino)
+        if seen != cls.seen:
+            cls.seen = seen
+            load()  # a key it reads is passed to `redact.also_secret`
+
+
+redact.on_lookup(_Watch.refresh)

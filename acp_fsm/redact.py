@@ -15,8 +15,7 @@ import difflib
 import json
 import os
 import re
-import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from acp_fsm import config
 
@@ -136,20 +135,23 @@ def _alternation(patterns: set[bytes]) -> re.Pattern[bytes] | None:
 
 
 _configured: Secrets | None = None
-# The key `acp-fsm login` stores may change while the agent runs (a login in a terminal): its
-# file is looked at this often, at most, and read again when it changed.
-STORED_KEY_CHECK_S = 0.1
-_stored_checked_at = float("-inf")
-_stored_seen: tuple[int, int, int] | None = None
+# Called before secrets are handed out: where secrets learned later come from (the key
+# `acp-fsm login` stores, see `acp_fsm.credentials`), each cheap and throttled on its own.
+_lookups: list[Callable[[], None]] = []
+
+
+def on_lookup(refresh: Callable[[], None]) -> None:
+    """Call `refresh` whenever the secrets are asked for (it may `also_secret` new ones)."""
+    _lookups.append(refresh)
 
 
 def configured() -> Secrets:
     """The secrets of this process: its environment's (read once: it does not change), and
     those learned since (`also_secret`), the stored key among them."""
-    global _configured
     if _configured is None:
         _learn(Secrets(config.secret_values()))
-    _watch_stored_key()
+    for refresh in _lookups:
+        refresh()
     assert _configured is not None
     return _configured
 
@@ -158,24 +160,6 @@ def _learn(secrets: Secrets) -> None:
     global _configured, _scrub
     _configured = secrets
     _scrub = secrets.scrub if secrets else _as_is
-
-
-def _watch_stored_key() -> None:
-    global _stored_checked_at, _stored_seen
-    now = time.monotonic()
-    if now - _stored_checked_at < STORED_KEY_CHECK_S:
-        return
-    _stored_checked_at = now
-    from acp_fsm import credentials  # it imports this module
-
-    try:
-        found = os.stat(credentials.path())
-    except OSError:
-        return
-    seen = (found.st_mtime_ns, found.st_size, found.st_ino)
-    if seen != _stored_seen:
-        _stored_seen = seen
-        credentials.load()  # a key it reads is passed to `also_secret`
 
 
 def also_secret(value: str) -> None:
