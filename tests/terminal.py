@@ -6,11 +6,10 @@ do the same, so the hidden key input, the prompts and the exit status are the re
 
 from __future__ import annotations
 
-import fcntl
 import os
 import select
+import signal
 import subprocess
-import termios
 import time
 from collections.abc import Mapping, Sequence
 
@@ -24,10 +23,9 @@ class Terminal:
 
     def __init__(self, args: Sequence[str], env: Mapping[str, str]) -> None:
         master, slave = os.openpty()
-        # its own session, with the terminal as its controlling one: Ctrl+C is a SIGINT
+        # its own session and process group, as a terminal's foreground job
         self.proc = subprocess.Popen([*agent_command(), *args], stdin=slave, stdout=slave,
-                                     stderr=slave, env=dict(env), start_new_session=True,
-                                     preexec_fn=_take_terminal)
+                                     stderr=slave, env=dict(env), start_new_session=True)
         os.close(slave)
         self._master = master
         self.screen = ""  # everything shown so far, echoed input included
@@ -47,7 +45,8 @@ class Terminal:
         os.write(self._master, line.encode() + b"\r")
 
     def interrupt(self) -> None:
-        os.write(self._master, b"\x03")  # Ctrl+C, as the terminal sends it
+        """Ctrl+C: the terminal sends SIGINT to its foreground process group."""
+        os.killpg(self.proc.pid, signal.SIGINT)
 
     def finish(self, timeout: float = TIMEOUT_S) -> int:
         """Wait for the command to exit; its exit status (the rest of the screen read)."""
@@ -68,8 +67,3 @@ class Terminal:
             return False
         self.screen += data.decode(errors="replace").replace("\r\n", "\n")
         return bool(data)
-
-
-def _take_terminal() -> None:
-    """In the child, after `setsid`: stdin's terminal becomes the controlling terminal."""
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
