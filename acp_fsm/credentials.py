@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import stat
 import time
 from collections.abc import Mapping
@@ -90,24 +89,15 @@ def load() -> Stored | None:
 def save(stored: Stored) -> Path:
     """Write the credentials atomically, readable by the user only; the file's path. Raises
     OSError when the data directory cannot take them."""
+    from acp_fsm.tools.files import atomic_write  # `acp-fsm login` only
+
     target = path()
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     body = {"provider": stored.provider, "apiKey": stored.api_key}
     if stored.base_url:
         body["baseUrl"] = stored.base_url
-    temporary = target.with_name(f".{FILE}.{secrets.token_hex(8)}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-    try:
-        os.fchmod(fd, FILE_MODE)  # whatever the umask
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(body, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    directory = os.open(target.parent, os.O_RDONLY)
+    atomic_write(target, json.dumps(body), mode=FILE_MODE)
+    directory = os.open(target.parent, os.O_RDONLY)  # the rename itself survives a crash
     try:
         os.fsync(directory)
     finally:

@@ -135,17 +135,16 @@ class Catalog:
             pass  # no cache yet, or one this version cannot read: fetched again
 
     def _save(self) -> None:
+        from acp_fsm.tools.files import atomic_write
+
         path = _cache_path()
         data = {key: {"fetchedAt": when, "models": models}
                 for key, (when, models) in self._models.items()}
-        temporary = path.with_name(f".{CACHE_FILE}.{os.getpid()}")
         try:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            temporary.write_text(json.dumps(data), encoding="utf-8")
-            temporary.replace(path)
+            atomic_write(path, json.dumps(data))
         except OSError as exc:
             log.info("models_not_cached", error=str(exc))
-            temporary.unlink(missing_ok=True)
 
 
 async def list_models(config: ProviderConfig, timeout_s: float = FETCH_TIMEOUT_S) -> list[str]:

@@ -14,6 +14,7 @@ never waits for the file system.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import stat
@@ -170,20 +171,21 @@ async def store_text(env: ToolEnv, path: Path, shown: str, content: str) -> None
         raise ToolError(f"Could not write {shown}: {describe_os_error(exc)}") from exc
 
 
-def atomic_write(path: Path, content: str) -> None:
+def atomic_write(path: Path, content: str, *, mode: int | None = None) -> None:
     """Replace `path` with `content` (UTF-8) so readers see the old or the new file, never part.
 
     The text goes to a temporary file in the same directory (same file system), is flushed to
-    disk, then renamed over the target. Missing parent directories are created; an existing
-    file keeps its permission bits, a new one gets the usual umask-derived mode.
+    disk, then renamed over the target. Missing parent directories are created. The file gets
+    `mode` when one is given (from the start, whatever the umask: a secret is never readable
+    by others, even for a moment); otherwise an existing file keeps its permission bits and a
+    new one gets the usual umask-derived mode.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode: int | None = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        mode = None
+    if mode is None:
+        with contextlib.suppress(FileNotFoundError):
+            mode = stat.S_IMODE(path.stat().st_mode)
     temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else mode)
     try:
         with os.fdopen(fd, "wb") as handle:
             if mode is not None:

@@ -22,6 +22,7 @@ from tests.harness import wait_until
 from tests.terminal import Terminal
 
 KEY = "sk-auth-e2e-7d2c-NOT-A-REAL-KEY"
+EDITOR_KEY = "sk-env-key-of-the-editor-42"  # set in the agent's environment by the editor
 TERMINAL_CLIENT = {"auth": {"terminal": True}}
 # No provider key and no base URL in the agent's environment: the user has set nothing.
 NOTHING_SET = {"OPENAI_API_KEY": None, "ANTHROPIC_API_KEY": None, "OPENAI_BASE_URL": None,
@@ -116,13 +117,19 @@ async def test_the_environment_takes_precedence_over_what_is_stored(
         launch: Launcher, server: ScriptedProvider, project: Path) -> None:
     server.api_key = KEY
     await asyncio.to_thread(log_in, launch, server, {"args": ["login"]})
-    server.api_key = "sk-env-key-of-the-editor-42"
-    agent = await launch.start("openai", OPENAI_API_KEY="sk-env-key-of-the-editor-42")
+    server.api_key = EDITOR_KEY
+    await prompts_with_the_editors_key(launch, server, project)
+
+
+async def prompts_with_the_editors_key(launch: Launcher, server: ScriptedProvider,
+                                       project: Path, **env: str | None) -> None:
+    """An agent whose environment sets `EDITOR_KEY` (and `env`) prompts with that key."""
+    agent = await launch.start("openai", OPENAI_API_KEY=EDITOR_KEY, **env)
     session = (await new_session(agent, project))["result"]["sessionId"]
     server.script(Reply(text="hi"))
 
     assert (await agent.prompt(session, "hello")).stop_reason == "end_turn"
-    assert server.requests[-1].headers["authorization"] == "Bearer sk-env-key-of-the-editor-42"
+    assert server.requests[-1].headers["authorization"] == f"Bearer {EDITOR_KEY}"
 
 
 async def test_the_environment_decides_as_it_would_without_a_stored_key(
@@ -136,13 +143,9 @@ async def test_the_environment_decides_as_it_would_without_a_stored_key(
                                      if k != "ANTHROPIC_BASE_URL"})
     assert "result" in await new_session(proxied, project)
 
-    own = await launch.start("openai", ACP_FSM_PROVIDER=None, ANTHROPIC_API_KEY=None,
-                             OPENAI_API_KEY="sk-env-key-of-the-editor-42",
-                             ANTHROPIC_BASE_URL="http://127.0.0.1:9")
-    session = (await new_session(own, project))["result"]["sessionId"]
-    server.script(Reply(text="hi"))
-    assert (await own.prompt(session, "hello")).stop_reason == "end_turn"
-    assert server.requests[-1].headers["authorization"] == "Bearer sk-env-key-of-the-editor-42"
+    await prompts_with_the_editors_key(launch, server, project, ACP_FSM_PROVIDER=None,
+                                       ANTHROPIC_API_KEY=None,
+                                       ANTHROPIC_BASE_URL="http://127.0.0.1:9")
 
 
 async def test_a_key_stored_while_a_turn_runs_is_secret_at_once(

@@ -17,7 +17,6 @@ from acp_fsm.providers.scripted import (
     DEFAULT_MODELS,
     MODELS_PATH,
     OPENAI_PATH,
-    SHUTDOWN_TIMEOUT_S,
     HttpError,
     Reply,
     ScriptedProvider,
@@ -215,11 +214,11 @@ async def test_models_delay_wakes_when_the_server_stops(
     server = await ScriptedProvider(models_delay_s=30).start()
     listing = asyncio.create_task(list_models(client, server, {}))
     await wait_until(lambda: server.model_list_requests, "the model list request")
-    started = time.monotonic()
     await server.stop()
-    assert time.monotonic() - started < SHUTDOWN_TIMEOUT_S  # woken, not waited out
     status, _ = await listing
     assert status == 200
+    # woken and answered, not cancelled when the shutdown grace (SHUTDOWN_TIMEOUT_S) ran out
+    assert server.disconnects == []
 
 
 # ----------------------------------------------------------------------- context window
