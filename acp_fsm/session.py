@@ -273,8 +273,12 @@ class Session:
     # -------------------------------------------------------------- settings
 
     def model(self, config: ProviderConfig) -> str:
-        """The model the next model call uses."""
-        return self.settings.model or config.model
+        """The model the next model call uses: the one chosen, else the default."""
+        if self.settings.model:
+            return self.settings.model
+        from acp_fsm.models import CATALOG
+
+        return CATALOG.default_model(config)
 
     def config_options(self) -> list[dict[str, Any]]:
         """The session's ACP `configOptions` now, remembered as what the editor was told.
