@@ -20,7 +20,9 @@ from acp_fsm.schema_check.official import OfficialSchema
 from acp_fsm.schema_check.report import check_records
 from acp_fsm.schema_check.scenario import ScenarioError, run_session
 from acp_fsm.schema_check.source import (
+    DEFAULT_REGISTRY,
     PASS_A_PATH,
+    REGISTRY_ENV,
     SCHEMA_ENV,
     SDK_NAME,
     SDK_VERSION,
@@ -48,13 +50,17 @@ def load_official(explicit: str | None) -> OfficialSchema:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="acp-fsm schema-check",
-        description="Run a scripted session against the agent and check every message it "
-                    "writes against the official ACP schema and the project's own schemas. "
-                    f"Without --schema or ${SCHEMA_ENV}, the official schema is fetched once "
-                    f"from the npm registry (the schema/v1/schema.json that {SDK_NAME} "
-                    f"{SDK_VERSION} ships, its tarball and the file checked against pinned "
-                    f"hashes) into {cache_path()}; later runs use that copy offline.")
+        prog="acp-fsm schema-check", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Run a scripted session against the agent and check every message it writes\n"
+            "against the official ACP schema and the project's own schemas.\n\n"
+            f"Without --schema or ${SCHEMA_ENV}, the first run fetches the official schema from\n"
+            f"the npm registry (${REGISTRY_ENV}, default {DEFAULT_REGISTRY}): the\n"
+            f"schema/v1/schema.json that {SDK_NAME} {SDK_VERSION} ships, its tarball and\n"
+            "the file checked against pinned hashes, kept in\n"
+            f"  {cache_path()}\n"
+            "and used offline by later runs. Exit status: 0 all conform, 1 failures or\n"
+            "gaps, 2 no official schema to check against (it says why)."))
     parser.add_argument("--schema", metavar="PATH",
                         help=f"the official schema.json to check against (default: "
                              f"${SCHEMA_ENV}, else the cached copy)")

@@ -90,3 +90,13 @@ def test_exit_1_and_failing_rows_on_disagreement(official: OfficialSchema, tmp_p
     assert all(r[1] == 0 for r in others.values())
     assert "FAIL result of session/prompt: official: PromptResponse" in out
     assert "'tokenCount' is a required property" in out
+
+
+def test_help_says_where_the_official_schema_comes_from(tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "acp_fsm", "schema-check", "--help"], env=env,
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    for said in ("--schema PATH", f"${SCHEMA_ENV}", "the npm registry",
+                 "@agentclientprotocol/sdk 2.4.0", "checked against pinned hashes",
+                 str(tmp_path / "acp-fsm" / "acp-schema-v1-sdk-2.4.0.json")):
+        assert said in done.stdout, said
