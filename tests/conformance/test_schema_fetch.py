@@ -198,3 +198,9 @@ async def test_a_damaged_cached_copy_is_fetched_again(
     done = await schema_check(tmp_path / "cache", registry.url)
     assert done.code == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert registry.asked == [DOCUMENT, TARBALL] and cached.read_bytes() == schema
+
+
+def test_the_pinned_sdk_is_the_one_the_interop_tests_and_ci_use() -> None:
+    node = json.loads((ROOT / "tests" / "interop" / "node" / "package.json").read_text("utf-8"))
+    assert node["dependencies"]["@agentclientprotocol/sdk"] == SDK_VERSION
+    assert f"@agentclientprotocol/sdk@{SDK_VERSION}" in (ROOT / ".ci" / "run").read_text("utf-8")
