@@ -103,6 +103,8 @@ class Session:
         self.turn: Turn | None = None
         self.always: dict[str, bool] = {}  # tool name → remembered "always" answer
         self.mcp: McpServers | None = None  # the editor's MCP servers, when it passed any
+        self._notices: list[str] = []  # for the user, with the next model call's answer
+        self._told: set[str] = set()  # notices of `tell_once` given so far
         self.settings = chosen or Settings()  # model, mode and thought level (acp_fsm.settings)
         # Tokens the provider counted beyond the estimate of the last request (see
         # `acp_fsm.compaction.estimate`), added to the next estimate.
@@ -251,8 +253,17 @@ class Session:
         return TOOLS if self.mcp is None else {**TOOLS, **await self.mcp.tools()}
 
     def take_notices(self) -> list[str]:
-        """What the user is still to be told of the session's MCP servers."""
-        return self.mcp.take_notices() if self.mcp is not None else []
+        """What the user is still to be told: what `tell_once` was given, and news of the
+        session's MCP servers."""
+        notices, self._notices = self._notices, []
+        return notices + (self.mcp.take_notices() if self.mcp is not None else [])
+
+    def tell_once(self, notice: str) -> None:
+        """Tell the user `notice` with the next ones, once a session (an instruction file
+        that is not read: every turn finds it again)."""
+        if notice not in self._told:
+            self._told.add(notice)
+            self._notices.append(notice)
 
     async def connect_mcp(self, entries: list[dict[str, Any]] | tuple[dict[str, Any], ...]
                           ) -> None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 
 from acp_fsm import compaction, credentials, redact, settings, transcript, updates
+from acp_fsm.blocking import run_blocking
 from acp_fsm.client import Client, Editor
 from acp_fsm.commands import Command
 from acp_fsm.fsm.turn import CANCELLABLE, FINAL, TURN, TurnState, TurnTrigger
@@ -128,6 +129,9 @@ class Host(Protocol):
 
     def take_notices(self) -> list[str]:
         """What the user is still to be told about the session (an MCP server lost)."""
+
+    def tell_once(self, notice: str) -> None:
+        """Have the user told `notice` with the next ones, unless the session already did."""
 
     async def add_assistant(self, message: AssistantMessage, stop_reason: str,
                             views: dict[str, dict[str, Any]], *, wait: bool = True) -> None:
@@ -326,18 +330,24 @@ class Turn:
             self._config = config
         return self._config
 
-    def _system_prompt(self) -> str:
+    async def _system_prompt(self) -> str:
+        """Read once a turn, off the event loop (it reads the project's files); an instruction
+        file it did not read is told to the user once a session."""
         if self._system is None:
-            self._system = system_prompt(self.session.cwd, self.session.roots[1:])
+            prompt = await run_blocking(self.token, system_prompt, self.session.cwd,
+                                        self.session.roots[1:])
+            for skipped in prompt.skipped:
+                self.session.tell_once(skipped)
+            self._system = prompt.text
         return self._system
 
-    def _request(self) -> ModelRequest:
+    async def _request(self) -> ModelRequest:
         """The next model call, with the session's settings as they are now: the model, the
         thought level, and the tools and instructions of the mode."""
         config = self.config()
         chosen = self.session.settings
         model = self.session.model(config)
-        system = self._system_prompt()
+        system = await self._system_prompt()
         if chosen.mode == settings.PLAN:
             system = f"{system}\n\n{settings.PLAN_NOTE}"
         return ModelRequest(model=model, messages=tuple(self.session.messages_for_model()),
@@ -353,9 +363,10 @@ class Turn:
         # The request and its calls see one set; a server slow to list them cannot hold up a
         # cancel.
         self._tools = await self.token.race(self.session.tools())
+        await self._system_prompt()  # what it could not read is among the notices
         for notice in self.session.take_notices():  # apart from the answer that follows
             self._notify(notice)
-        request = self._request()
+        request = await self._request()
         config = self.config()
         estimate = compaction.estimate(request)
         if not self._send_as_is and compaction.too_full(
@@ -439,7 +450,7 @@ class Turn:
         model call is then sent as it is, compacted or not: a turn never loops here."""
         if not self._tools:  # /compact: no model call of this turn has listed them yet
             self._tools = await self.token.race(self.session.tools())
-        request = self._request()
+        request = await self._request()
         window = self._window()
         parts = compaction.split(list(request.messages), window,
                                  _reserve(request, self.config()),
