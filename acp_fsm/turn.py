@@ -27,7 +27,6 @@ from acp_fsm.fsm.turn import CANCELLABLE, FINAL, TURN, TurnState, TurnTrigger
 from acp_fsm.instructions import system_prompt
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.protocol.errors import (
-    AuthRequired,
     InternalError,
     OutboundCancelled,
     OutboundError,
@@ -35,7 +34,7 @@ from acp_fsm.protocol.errors import (
 )
 from acp_fsm.providers import open_stream
 from acp_fsm.providers.anthropic import THINKING_BUDGETS
-from acp_fsm.providers.config import ANTHROPIC, ConfigError, ProviderConfig
+from acp_fsm.providers.config import ANTHROPIC, ProviderConfig
 from acp_fsm.providers.errors import ProviderError, StreamCancelled
 from acp_fsm.providers.types import (
     AssistantMessage,
@@ -221,7 +220,8 @@ class Turn:
         self.path: list[str] = [self.state]
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._client = Client(session.server, session.id, token)
-        self._config: ProviderConfig | None = None
+        # The provider configuration, read when the prompt came (`Session._run_turn`).
+        self.provider: credentials.InForce | None = None
         self._tools: dict[str, Tool] = {}  # of the current model call
         self._system: str | None = None  # read once a turn (instruction files may change)
         self._send_as_is = False  # the next model call: compacted once, it is not again
@@ -319,16 +319,12 @@ class Turn:
 
     def config(self) -> ProviderConfig:
         """The provider configuration of this turn (the environment, then what `acp-fsm
-        login` stored), read once."""
-        if self._config is None:
-            try:
-                config = credentials.provider_config()
-            except ConfigError as exc:
-                raise TurnFailed(InternalError(f"Configuration error: {exc}")) from None
-            if credentials.needs_login(config):
-                raise TurnFailed(AuthRequired(credentials.LOGIN_NEEDED))
-            self._config = config
-        return self._config
+        login` stored), read once, when its prompt came."""
+        found = self.provider
+        assert found is not None, "the session reads it before the turn runs"
+        if found.config is None:
+            raise TurnFailed(InternalError(f"Configuration error: {found.error}"))
+        return found.config
 
     async def _system_prompt(self) -> str:
         """Read once a turn, off the event loop (it reads the project's files); an instruction
