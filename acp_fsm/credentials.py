@@ -17,7 +17,7 @@ import stat
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from acp_fsm import redact
 from acp_fsm.blocking import run_blocking
@@ -35,6 +35,9 @@ from acp_fsm.providers.config import (
 )
 from acp_fsm.small_files import NotRegular, read_head
 
+if TYPE_CHECKING:
+    from acp_fsm.initialize import ClientInfo
+
 FILE = "credentials.json"
 FILE_MODE = 0o600
 # The largest credentials file read: a provider, a key and a URL take well under 1 KiB.
@@ -42,12 +45,20 @@ MAX_FILE_BYTES = 64 * 1024
 # A key stored while the agent runs (a login in a terminal) is a secret at once: the file is
 # looked at this often, at most, when secrets are asked for, and read again if it changed.
 CHECK_EVERY_S = 0.1
-HOW_TO_LOG_IN = (
-    "log in with the editor's \"Log in\" (or run `acp-fsm login` in a terminal), or set "
-    "ANTHROPIC_API_KEY (Anthropic) or OPENAI_API_KEY (OpenAI; choose it with "
-    "ACP_FSM_PROVIDER=openai) in the agent's environment, or point OPENAI_BASE_URL at a local "
-    "OpenAI-compatible server")
-LOGIN_NEEDED = f"Authentication required: no API key is configured. To fix it, {HOW_TO_LOG_IN}."
+# How to give the agent a key, in one clause, for a client offered the terminal login and for
+# one that was not (docs/auth.md); and every way, as steps.
+BY_TERMINAL = "use the editor's log-in for acp-fsm (it runs `acp-fsm login`)"
+BY_HAND = ("run `acp-fsm login` in a terminal, or set ANTHROPIC_API_KEY or OPENAI_API_KEY in "
+           "the agent's environment")
+STEPS = ("To give acp-fsm a model provider's key, either:\n"
+         "- {login}, choose the provider and paste the key: it is checked with the provider "
+         "and stored for the agent, which uses it at once;\n"
+         "- or set ANTHROPIC_API_KEY (Anthropic) or OPENAI_API_KEY (OpenAI; choose it with "
+         "ACP_FSM_PROVIDER=openai) in the agent's environment, in the editor's settings;\n"
+         "- or point OPENAI_BASE_URL at a local OpenAI-compatible server, which needs no key.")
+LOGIN_STEP = {True: "use the editor's log-in for acp-fsm, which runs `acp-fsm login` in a "
+                    "terminal",
+              False: "run `acp-fsm login` in a terminal"}
 
 
 class Stored(NamedTuple):
@@ -80,9 +91,18 @@ class InForce(NamedTuple):
         prompt names the setting)."""
         return self.config is not None and needs_login(self.config)
 
-    def refusal(self) -> AuthRequired:
-        """auth_required (-32000), saying how to log in."""
-        return AuthRequired(LOGIN_NEEDED)
+    def refusal(self, client: ClientInfo | None) -> AuthRequired:
+        """auth_required (-32000) worded for `client`: one sentence naming the login it was
+        offered in `initialize`, and every way in `data.details` (some clients show only
+        `data.reason` or `data.details`, others only the message)."""
+        terminal = client is not None and client.offers_terminal_login
+        way = BY_TERMINAL if terminal else BY_HAND
+        details = STEPS.format(login=LOGIN_STEP[terminal])
+        if self.problem:
+            details += f"\nNote: {self.problem}."
+        return AuthRequired(f"Authentication required: no API key is configured; {way}.",
+                            data={"reason": f"No API key is configured: {way}.",
+                                  "details": details})
 
 
 def path() -> Path:
@@ -239,8 +259,9 @@ def status() -> tuple[str, bool]:
         return "\n".join([f"The configuration is not usable: {found.error}", *notes]), False
     config = found.config
     if needs_login(config):
-        return "\n".join([f"Not logged in: no API key is configured. To log in, "
-                          f"{HOW_TO_LOG_IN}.", *notes]), False
+        return "\n".join(["Not logged in: no API key is configured. "
+                          + STEPS.format(login="run `acp-fsm login` (an editor's log-in for "
+                                               "acp-fsm runs it)"), *notes]), False
     variable = KEY_VARIABLES[config.provider]
     if env.get(variable):
         where = f"from the environment ({variable})"

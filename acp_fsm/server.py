@@ -193,7 +193,7 @@ class AcpServer:
                                 f"{', '.join(map(repr, known))}")
         found = await credentials.read()
         if found.needs_login:
-            raise found.refusal()
+            raise found.refusal(self.client)
         log.info("authenticated", method=method)
         return {}
 
@@ -210,7 +210,7 @@ class AcpServer:
     async def on_session_new(self, params: dict[str, Any]) -> dict[str, Any]:
         found = await credentials.read()
         if found.needs_login:  # said now, not after the first prompt is typed
-            raise found.refusal()
+            raise found.refusal(self.client)
         session = await self.sessions.new(params["cwd"], params.get("additionalDirectories") or [],
                                           params.get("mcpServers") or [], found.config)
         return self._set_up(session, {"sessionId": session.id})

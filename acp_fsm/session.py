@@ -160,7 +160,7 @@ class Session:
             turn.provider = found = await credentials.read()
             self.provider = found.config
             if found.needs_login:  # refused before anything of the prompt is stored
-                raise found.refusal()
+                raise found.refusal(self.server.client)
             await self._claim()
             try:
                 if turn.command is not None:  # shown again by a load, never sent to a model

@@ -132,6 +132,8 @@ async def test_status_says_where_the_key_comes_from_and_logout_forgets_it(
     env = env_for(tmp_path)
     none = await asyncio.to_thread(run, ["login", "--status"], env)
     assert none.returncode == 1 and none.stdout.startswith("Not logged in")
+    assert "- run `acp-fsm login`" in none.stdout and "OPENAI_API_KEY" in none.stdout
+    assert "To log in, log in" not in none.stdout
 
     login = await asyncio.to_thread(
         run, ["login", "--provider", "compatible", "--base-url", server.openai_base_url],

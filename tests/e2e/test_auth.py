@@ -14,6 +14,7 @@ import pytest
 
 from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
 from tests.e2e.support import (
+    BARE,
     Agent,
     Launcher,
     args,
@@ -194,6 +195,35 @@ async def test_search_files_never_matches_nor_shows_a_stored_key(
     assert "TOKEN=[redacted]" in found and KEY[:8] not in found
 
 
+def one_sentence(message: str) -> bool:
+    return "\n" not in message and message.endswith(".") and ". " not in message
+
+
+@pytest.mark.parametrize(("capabilities", "terminal"), [
+    (TERMINAL_CLIENT, True),
+    ({"_meta": {"terminal-auth": True}}, True),  # as clients said it before ACP had `auth`
+    (BARE, False),  # acpx, avante, acp-client: no terminal login, no "Log in" button
+])
+async def test_the_login_message_names_the_login_the_client_was_offered(
+        launch: Launcher, server: ScriptedProvider, project: Path,
+        capabilities: dict[str, Any], terminal: bool) -> None:
+    agent = await launch.start("openai", capabilities=capabilities, **NOTHING_SET)
+    [method] = initialized(agent)["authMethods"]
+    assert (method.get("type") == "terminal") is terminal
+
+    refused = (await new_session(agent, project))["error"]
+    authenticate = (await agent.request("authenticate", {"methodId": method["id"]}))["error"]
+
+    for error in (refused, authenticate):
+        message = error["message"]
+        assert error["code"] == -32000 and one_sentence(message), error
+        assert ("the editor's log-in for acp-fsm (it runs `acp-fsm login`)" in message) is terminal
+        assert ("run `acp-fsm login` in a terminal" in message) is not terminal
+        reason, details = error["data"]["reason"], error["data"]["details"]
+        assert one_sentence(reason) and "acp-fsm login" in reason  # Toad shows only data
+        assert "OPENAI_BASE_URL" in details and ("editor's log-in" in details) is terminal
+
+
 @pytest.mark.parametrize("kind", ["named pipe", "link to /dev/zero"])
 async def test_a_credentials_file_that_is_not_a_regular_file_is_refused_at_once(
         launch: Launcher, server: ScriptedProvider, project: Path, kind: str) -> None:
@@ -210,6 +240,7 @@ async def test_a_credentials_file_that_is_not_a_regular_file_is_refused_at_once(
     refused = (await new_session(agent, project))["error"]
     assert refused["code"] == -32000
     what = "named pipe" if kind == "named pipe" else "character device"
+    assert f"{stored} is a {what}, not a regular file" in refused["data"]["details"]
 
     keyed = await launch.start("openai")  # the environment's key: the file is not needed
     session = (await new_session(keyed, project))["result"]["sessionId"]
