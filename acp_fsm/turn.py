@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 
 from acp_fsm import compaction, credentials, redact, settings, transcript, updates
+from acp_fsm.blocking import run_blocking
 from acp_fsm.client import Client, Editor
 from acp_fsm.commands import Command
 from acp_fsm.fsm.turn import CANCELLABLE, FINAL, TURN, TurnState, TurnTrigger
@@ -27,7 +28,6 @@ from acp_fsm.instructions import system_prompt
 from acp_fsm.models import CATALOG
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.protocol.errors import (
-    AuthRequired,
     InternalError,
     OutboundCancelled,
     OutboundError,
@@ -35,7 +35,7 @@ from acp_fsm.protocol.errors import (
 )
 from acp_fsm.providers import open_stream
 from acp_fsm.providers.anthropic import THINKING_BUDGETS
-from acp_fsm.providers.config import ANTHROPIC, ConfigError, ProviderConfig
+from acp_fsm.providers.config import ANTHROPIC, ProviderConfig
 from acp_fsm.providers.errors import EMPTY_STREAM, ProviderError, StreamCancelled
 from acp_fsm.providers.types import (
     AssistantMessage,
@@ -132,6 +132,9 @@ class Host(Protocol):
     def take_notices(self) -> list[str]:
         """What the user is still to be told about the session (an MCP server lost)."""
 
+    def tell_once(self, notice: str) -> None:
+        """Have the user told `notice` with the next ones, unless the session already did."""
+
     async def add_assistant(self, message: AssistantMessage, stop_reason: str,
                             views: dict[str, dict[str, Any]], *, wait: bool = True) -> None:
         """Store the model's message (and its tool calls' views)."""
@@ -220,7 +223,8 @@ class Turn:
         self.path: list[str] = [self.state]
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._client = Client(session.server, session.id, token)
-        self._config: ProviderConfig | None = None
+        # The provider configuration, read when the prompt came (`Session._run_turn`).
+        self.provider: credentials.InForce | None = None
         self._tools: dict[str, Tool] = {}  # of the current model call
         self._system: str | None = None  # read once a turn (instruction files may change)
         self._send_as_is = False  # the next model call: compacted once, it is not again
@@ -318,29 +322,31 @@ class Turn:
 
     def config(self) -> ProviderConfig:
         """The provider configuration of this turn (the environment, then what `acp-fsm
-        login` stored), read once."""
-        if self._config is None:
-            try:
-                config = credentials.provider_config()
-            except ConfigError as exc:
-                raise TurnFailed(InternalError(f"Configuration error: {exc}")) from None
-            if credentials.needs_login(config):
-                raise TurnFailed(AuthRequired(credentials.LOGIN_NEEDED))
-            self._config = config
-        return self._config
+        login` stored), read once, when its prompt came."""
+        found = self.provider
+        assert found is not None, "the session reads it before the turn runs"
+        if found.config is None:
+            raise TurnFailed(InternalError(f"Configuration error: {found.error}"))
+        return found.config
 
-    def _system_prompt(self) -> str:
+    async def _system_prompt(self) -> str:
+        """Read once a turn, off the event loop (it reads the project's files); an instruction
+        file it did not read is told to the user once a session."""
         if self._system is None:
-            self._system = system_prompt(self.session.cwd, self.session.roots[1:])
+            prompt = await run_blocking(self.token, system_prompt, self.session.cwd,
+                                        self.session.roots[1:])
+            for skipped in prompt.skipped:
+                self.session.tell_once(skipped)
+            self._system = prompt.text
         return self._system
 
-    def _request(self) -> ModelRequest:
+    async def _request(self) -> ModelRequest:
         """The next model call, with the session's settings as they are now: the model, the
         thought level, and the tools and instructions of the mode."""
         config = self.config()
         chosen = self.session.settings
         model = self.session.model(config)
-        system = self._system_prompt()
+        system = await self._system_prompt()
         if chosen.mode == settings.PLAN:
             system = f"{system}\n\n{settings.PLAN_NOTE}"
         return ModelRequest(model=model, messages=tuple(self.session.messages_for_model()),
@@ -358,12 +364,13 @@ class Turn:
         # The request and its calls see one set; a server slow to list them cannot hold up a
         # cancel.
         self._tools = await self.token.race(self.session.tools())
+        await self._system_prompt()  # what it could not read is among the notices
         for notice in self.session.take_notices():  # apart from the answer that follows
             self._notify(notice)
         config = self.config()
         if (described := CATALOG.pending(config)) is not None:  # its models, its window
             await self.token.race(described)
-        request = self._request()
+        request = await self._request()
         estimate = compaction.estimate(request)
         reserve = _reserve(request, config)
         if not self._send_as_is and compaction.too_full(
@@ -502,7 +509,7 @@ class Turn:
         on. The next model call is then sent as it is: a turn never loops here."""
         if not self._tools:  # /compact: no model call of this turn has listed them yet
             self._tools = await self.token.race(self.session.tools())
-        request = self._request()
+        request = await self._request()
         window = self._window()
         reserve = _reserve(request, self.config())
         parts = compaction.split(list(request.messages), window, reserve,
