@@ -113,6 +113,7 @@ class Session:
         self.context_drift = 0
         # The provider's context window, once it refused a request as longer than it.
         self.context_window: int | None = None
+        self.window_guessed = False  # context_window is only a bound an empty stream gave
         self._options_told: list[dict[str, Any]] | None = None  # configOptions last sent
         # This turn's last stored assistant message: (its pending or done write, its body).
         self._last_assistant: tuple[asyncio.Future[int], dict[str, Any]] | None = None

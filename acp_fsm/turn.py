@@ -115,6 +115,7 @@ class Host(Protocol):
     settings: settings.Settings  # the model, mode and thought level chosen now
     context_drift: int  # tokens the provider counted beyond the last estimate
     context_window: int | None  # the provider's, when it said it is less than configured
+    window_guessed: bool  # context_window is only a bound (an empty stream's), not stated
 
     def model(self, config: ProviderConfig) -> str:
         """The model the next model call uses."""
@@ -481,14 +482,16 @@ class Turn:
         """Whether the window is known (set, stated by the server, learned, or the provider's
         own API's) rather than assumed."""
         config = self.config()
-        return (config.window_set or config.official or self.session.context_window is not None
+        learned = self.session.context_window is not None and not self.session.window_guessed
+        return (config.window_set or config.official or learned
                 or CATALOG.window(config, self.session.model(config)) is not None)
 
     def _learn_window(self, exc: ProviderError, estimate: int, reserve: int) -> None:
         """The provider refused a request as too long: what it said of its window and of the
         prompt's size holds for the rest of the session (in memory). Without a maximum, a
         known window stands and the estimate is taken to have fallen short of the server's
-        count; an assumed one is taken to be at most this request."""
+        count; an assumed one (or one guessed so before) is taken to be at most this request,
+        a guess each later refusal lowers."""
         prompt, maximum = exc.context_sizes
         known = self._window_known()
         if prompt is not None:
@@ -498,6 +501,7 @@ class Turn:
             self.session.context_drift = max(self.session.context_drift, full - estimate)
         if maximum is not None or not known:
             self.session.context_window = maximum or min(self._window(), estimate)
+            self.session.window_guessed = maximum is None
         log.info("context_exceeded", error=str(exc), estimate=estimate, prompt=prompt,
                  maximum=maximum, window=self._window())
 
