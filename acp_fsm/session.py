@@ -533,9 +533,10 @@ class Sessions:
                   ) -> Session:
         _check_session(cwd, additional, mcp_servers)
         now = time.time()
+        stored = tuple(redact.without_pair_values(entry) for entry in mcp_servers)  # no secrets
         record = SessionRecord(id=f"sess_{uuid.uuid4().hex}", cwd=cwd,
                                additional_directories=tuple(additional),
-                               mcp_servers=tuple(mcp_servers), created_at=now, updated_at=now)
+                               mcp_servers=stored, created_at=now, updated_at=now)
         store = await self.store()
         await store.create_session(record)
         session = Session(self._server, store, record, [])

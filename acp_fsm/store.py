@@ -132,7 +132,7 @@ class SessionRecord:
     id: str
     cwd: str
     additional_directories: tuple[str, ...] = ()
-    mcp_servers: tuple[dict[str, Any], ...] = ()  # stored as given (JSON)
+    mcp_servers: tuple[dict[str, Any], ...] = ()  # as given, less secrets (JSON)
     title: str | None = None
     created_at: float = 0.0  # unix seconds
     updated_at: float = 0.0

@@ -4,15 +4,17 @@ than the store or the window, and remote servers that accept a connection and ne
 
 from __future__ import annotations
 
+import sqlite3
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from acp_fsm.providers.scripted import ScriptedProvider
+from acp_fsm.providers.scripted import Reply, ScriptedProvider
 from tests.e2e.support import Launcher
-from tests.e2e.test_mcp import SERVER
+from tests.e2e.test_mcp import SERVER, offered, open_session, refusing_server, stdio_server
 
 
 def tagged_stdio(transport: str) -> dict[str, Any]:
@@ -39,3 +41,33 @@ async def test_a_stdio_entry_tagged_as_remote_is_refused_naming_the_field(
         assert answer["error"]["message"] == ('Invalid params: mcpServers[0]: missing required '
                                               'property "url"'), method
     assert agent.log("handler_failed") == []
+
+
+async def test_the_servers_secrets_are_neither_stored_nor_logged(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    seen: list[dict[str, str]] = []
+    stdio = stdio_server()
+    stdio["env"].append({"name": "TOKEN", "value": secret})
+    async with refusing_server(seen) as url:
+        agent = await launch.start("openai")  # the tests' agents log at debug level
+        remote = {"type": "http", "name": "guarded", "url": url,
+                  "headers": [{"name": "Authorization", "value": f"Bearer {secret}"}]}
+        session = await open_session(agent, project, remote, stdio)
+        server.script(Reply(text="ok"))
+        await agent.prompt(session, "hello")
+        await agent.request("session/load", {"sessionId": session, "cwd": str(project),
+                                             "mcpServers": [remote, stdio]})
+        await launch.close(agent)
+
+    assert seen[0]["Authorization"] == f"Bearer {secret}"  # the server got the real value
+    assert "mcp__tools__add" in offered(server)  # and so did the stdio one (it started)
+    db = launch.home / "sessions.db"
+    for path in (db, db.with_name("sessions.db-wal")):
+        assert secret.encode() not in (path.read_bytes() if path.exists() else b""), path
+    assert secret.encode() not in agent.proc.stderr
+    assert agent.log("received")  # the messages were logged, with the values replaced
+    with sqlite3.connect(db) as conn:
+        (kept,) = conn.execute("SELECT mcp_servers FROM sessions").fetchone()
+    assert '"name":"Authorization","value":"[redacted]"' in kept
+    assert '"name":"TOKEN","value":"[redacted]"' in kept
