@@ -4,6 +4,7 @@ than the store or the window, and remote servers that accept a connection and ne
 
 from __future__ import annotations
 
+import socket
 import sqlite3
 import sys
 import uuid
@@ -15,6 +16,7 @@ import pytest
 from acp_fsm.providers.scripted import Reply, ScriptedProvider
 from tests.e2e.support import Launcher
 from tests.e2e.test_mcp import SERVER, offered, open_session, refusing_server, stdio_server
+from tests.harness import live_processes
 
 
 def tagged_stdio(transport: str) -> dict[str, Any]:
@@ -71,3 +73,49 @@ async def test_the_servers_secrets_are_neither_stored_nor_logged(
         (kept,) = conn.execute("SELECT mcp_servers FROM sessions").fetchone()
     assert '"name":"Authorization","value":"[redacted]"' in kept
     assert '"name":"TOKEN","value":"[redacted]"' in kept
+
+
+def silent_listener() -> socket.socket:
+    """A loopback port whose connections the kernel completes and nobody ever reads: an HTTP
+    or SSE server that accepts the connection and never answers."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.setblocking(False)
+    return listener
+
+
+def contacted(listener: socket.socket) -> bool:
+    try:
+        listener.accept()[0].close()
+    except BlockingIOError:
+        return False
+    return True
+
+
+async def test_the_start_up_bound_counts_from_the_request_the_sdks_import_included(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    """The first session with servers loads the SDK (half a second, seconds on a busy
+    machine). That is part of the start-up bound, so a bound shorter than it passes before
+    any server is reached, and session/new answers at once, the servers failed."""
+    agent = await launch.start("openai", ACP_FSM_MCP_STARTUP_TIMEOUT_MS="1")
+    marker = f"never-{uuid.uuid4().hex}"
+    local = {"name": "local", "command": sys.executable,
+             "args": ["-c", "import time; time.sleep(60)", marker], "env": []}
+    with silent_listener() as http, silent_listener() as sse:
+        remote = [{"type": kind, "name": f"silent-{kind}", "headers": [],
+                   "url": f"http://127.0.0.1:{port}/{kind}"}
+                  for kind, port in (("http", http.getsockname()[1]),
+                                     ("sse", sse.getsockname()[1]))]
+        answer = await agent.proc.request("session/new", {
+            "cwd": str(project), "mcpServers": [*remote, local]}, wait_s=3)
+
+        assert live_processes(marker) == []  # the bound passed before anything was started
+        assert not contacted(http) and not contacted(sse)
+        server.script(Reply(text="ok"))
+        turn = await agent.prompt(answer["result"]["sessionId"], "hello")
+
+    told = [u["content"]["text"] for u in turn.updates if u["sessionUpdate"] ==
+            "agent_message_chunk"][:3]
+    assert [t.split(" did not start within 0.001 s")[0] for t in told] == [
+        "MCP server 'silent-http'", "MCP server 'silent-sse'", "MCP server 'local'"]
