@@ -264,9 +264,10 @@ class Turn:
                 await self._work[state]()
             except Cancelled:
                 pass  # the token fired; the cancel transition follows
-            except TurnFailed as failure:
+            except (TurnFailed, RpcError) as failure:  # RpcError: the session's own (a write)
                 if not self.token.is_cancelled:  # a cancelled prompt is never an error (ACP)
-                    await self._fail(failure.error)
+                    await self._fail(failure.error if isinstance(failure, TurnFailed)
+                                     else failure)
             except Exception as exc:
                 log.exception("turn_work_failed", state=state)
                 await self._fail(InternalError(f"Internal error in {state}: {exc}"))
