@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from acp_fsm import compaction, credentials, redact, settings, transcript, updates
+from acp_fsm import compaction, credentials, redact, results, settings, transcript, updates
 from acp_fsm.client import Client, Editor
 from acp_fsm.commands import Command
 from acp_fsm.fsm.turn import CANCELLABLE, FINAL, TURN, TurnState, TurnTrigger
@@ -663,7 +663,10 @@ class Turn:
         """Record a call's result: committed, then told in its final update (commit, then
         tell: a crash one instant later must not lose what the editor was shown as done).
         Without `wait` the result is only queued and the update returned, not sent: the
-        caller sends it once the store has caught up (`_close_calls`)."""
+        caller sends it once the store has caught up (`_close_calls`). A result too large for
+        the store or the window is cut down first (`results.bounded`)."""
+        outcome = results.bounded(outcome, compaction.result_chars(
+            self._window(), self.config().max_tokens))
         output = outcome.output or "(no output)"
         status = "failed" if outcome.is_error else "completed"
         content = list(outcome.content) or [updates.text_block(output)]

@@ -13,9 +13,16 @@ from typing import Any
 
 import pytest
 
-from acp_fsm.providers.scripted import Reply, ScriptedProvider
-from tests.e2e.support import Launcher
-from tests.e2e.test_mcp import SERVER, offered, open_session, refusing_server, stdio_server
+from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
+from tests.e2e.support import Launcher, args, for_call, stored, tool_results
+from tests.e2e.test_mcp import (
+    SERVER,
+    offered,
+    open_session,
+    raw_server,
+    refusing_server,
+    stdio_server,
+)
 from tests.harness import live_processes
 
 
@@ -119,3 +126,37 @@ async def test_the_start_up_bound_counts_from_the_request_the_sdks_import_includ
             "agent_message_chunk"][:3]
     assert [t.split(" did not start within 0.001 s")[0] for t in told] == [
         "MCP server 'silent-http'", "MCP server 'silent-sse'", "MCP server 'local'"]
+
+
+@pytest.mark.slow
+async def test_a_result_too_large_for_the_store_is_cut_and_the_turn_goes_on(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    """A result that would take 68 MiB as stored (structured content: JSON text for the model
+    and for the editor): the model reads what its window can take, the editor is shown what
+    one result shows, each the start and the end of it with a note of the cut, and it is
+    stored.
+    (The SDK reads a long line in time quadratic in its length: 17 MiB take seconds.)"""
+    count = 8_500_000
+    agent = await launch.start("openai")
+    session = await open_session(agent, project, raw_server("raw"))
+    server.script(Reply(calls=(Call("c1", "mcp__raw__quotes", args(count=count)),)),
+                  Reply(text="SUMMARY: the user asked for quotes."),  # it fills the window
+                  Reply(text="done"))
+
+    turn = await (await agent.start_prompt(session, "quote")).result(timeout=60)
+
+    assert turn.stop_reason == "end_turn"
+    start, end = '{"quotes": "' + '\\"' * 3, '\\"' * 3 + '"}'
+    read, is_error = tool_results(server.requests[-1])["c1"]
+    assert is_error is None and read.startswith(start) and read.endswith(end)
+    assert "characters cut here to fit the context window" in read and len(read) < count // 10
+    final = for_call(turn.updates, "c1")[-1]
+    assert final["status"] == "completed"
+    [shown] = final["content"]
+    text = shown["content"]["text"]
+    assert text.startswith(start) and text.endswith(end) and len(text) < 2 * count
+    assert "characters cut here: a tool result shows at most 16 MiB" in text
+    [body] = [b for kind, b in stored(launch.home, session) if kind == "tool_result"]
+    assert body["view"]["content"] == [shown]
+    kept = body["content"]  # cut to the window when stored; compaction cut it further since
+    assert kept.startswith(start) and kept.endswith(end) and len(read) < len(kept) < count
