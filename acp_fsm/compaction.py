@@ -211,14 +211,16 @@ def summary_of(message: AssistantMessage) -> str:
     return message.text.strip()
 
 
-def replaced(summary: str, kept: list[Message]) -> list[Message]:
-    """The conversation after compaction: the summary, as the user's, then what was kept."""
-    return [UserMessage((TextPart(f"{SUMMARY_HEADER}\n\n{summary}"),)), *kept]
+def replaced(summary: str | None, kept: list[Message]) -> list[Message]:
+    """The conversation after compaction: the summary, as the user's (or, when there is none,
+    a note that earlier messages were dropped), then what was kept."""
+    head = f"{SUMMARY_HEADER}\n\n{summary}" if summary else OMITTED
+    return [UserMessage((TextPart(head),)), *kept]
 
 
-def to_body(summary: str, kept: list[Message], notice: str) -> dict[str, Any]:
-    """The stored compaction: the whole new conversation (its summary and the kept messages)
-    and what the user was told."""
+def to_body(summary: str | None, kept: list[Message], notice: str) -> dict[str, Any]:
+    """The stored compaction: the whole new conversation (its summary, None when the older
+    messages were dropped, and the kept messages) and what the user was told."""
     return {"summary": summary, "kept": [transcript.message_to_json(m) for m in kept],
             "notice": notice}
 
@@ -228,7 +230,26 @@ def from_body(body: dict[str, Any]) -> list[Message]:
     return replaced(body["summary"], [transcript.message_from_json(m) for m in body["kept"]])
 
 
-def notice(before: int, after: int, summarised: int) -> str:
-    """What the user is told of a compaction."""
-    return (f"Context compacted: {summarised} earlier messages were summarised to stay "
-            f"within the model's context window (about {before:,} → {after:,} tokens).")
+def fixed_part(request: ModelRequest) -> int:
+    """The tokens of what every request carries whatever the conversation: the system prompt
+    and the tools."""
+    return estimate(request._replace(messages=()))
+
+
+def notice(before: int, after: int, summarised: int, dropped: str | None = None) -> str:
+    """What the user is told of a compaction; `dropped` says why the older messages were
+    dropped instead of summarised."""
+    sizes = f"(about {before:,} → {after:,} tokens)"
+    if dropped is None:
+        return (f"Context compacted: {summarised} earlier messages were summarised to stay "
+                f"within the model's context window {sizes}.")
+    return (f"Context compacted: {summarised} earlier messages were dropped to stay within the "
+            f"model's context window {sizes}, without a summary: {dropped}.")
+
+
+def too_small(fixed: int, window: int) -> str:
+    """Why no summary is asked for when the system prompt and tools alone fill the window."""
+    return (f"the system prompt and the tools alone take about {fixed:,} tokens, more than a "
+            f"context window of {window:,} tokens leaves room for, so a summary would not "
+            "make the conversation fit. Give the model a larger context (the server's own "
+            "setting, such as llama-cpp-python's --n_ctx) and set ACP_FSM_CONTEXT_WINDOW to it")

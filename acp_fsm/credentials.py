@@ -3,8 +3,10 @@
 `$ACP_FSM_HOME/credentials.json` (mode 0600, written atomically) holds one provider, its key
 and, where it is not the provider's own, the base URL the key was checked at. The environment
 takes precedence: the stored credentials apply only where the environment configures no
-provider of its own, or configures the stored one without its key (docs/auth.md). The file is
-read again at each use, so a login in a terminal while the agent runs takes effect at once.
+provider of its own, or configures the stored one without its key, and the key goes only to
+the base URL it was checked at (docs/auth.md). The file is read again at each use (in a
+worker thread, `read`), so a login in a terminal while the agent runs takes effect at once;
+only a regular file of at most `MAX_FILE_BYTES` is read (`acp_fsm.small_files`).
 """
 
 from __future__ import annotations
@@ -15,32 +17,47 @@ import stat
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from acp_fsm import redact
+from acp_fsm.blocking import run_blocking
+from acp_fsm.protocol.errors import AuthRequired
 from acp_fsm.providers.config import (
     ANTHROPIC,
     DEFAULT_BASE_URLS,
     KEY_VARIABLES,
-    OFFICIAL_HOSTS,
     OPENAI,
     URL_VARIABLES,
     ConfigError,
     ProviderConfig,
     load_config,
 )
+from acp_fsm.small_files import NotRegular, read_head
+
+if TYPE_CHECKING:
+    from acp_fsm.initialize import ClientInfo
 
 FILE = "credentials.json"
 FILE_MODE = 0o600
+# The largest credentials file read: a provider, a key and a URL take well under 1 KiB.
+MAX_FILE_BYTES = 64 * 1024
 # A key stored while the agent runs (a login in a terminal) is a secret at once: the file is
 # looked at this often, at most, when secrets are asked for, and read again if it changed.
 CHECK_EVERY_S = 0.1
-HOW_TO_LOG_IN = (
-    "log in with the editor's \"Log in\" (or run `acp-fsm login` in a terminal), or set "
-    "ANTHROPIC_API_KEY (Anthropic) or OPENAI_API_KEY (OpenAI; choose it with "
-    "ACP_FSM_PROVIDER=openai) in the agent's environment, or point OPENAI_BASE_URL at a local "
-    "OpenAI-compatible server")
-LOGIN_NEEDED = f"Authentication required: no API key is configured. To fix it, {HOW_TO_LOG_IN}."
+# How to give the agent a key, in one clause, for a client offered the terminal login and for
+# one that was not (docs/auth.md); and every way, as steps.
+BY_TERMINAL = "use the editor's log-in for acp-fsm (it runs `acp-fsm login`)"
+BY_HAND = ("run `acp-fsm login` in a terminal, or set ANTHROPIC_API_KEY or OPENAI_API_KEY in "
+           "the agent's environment")
+STEPS = ("To give acp-fsm a model provider's key, either:\n"
+         "- {login}, choose the provider and paste the key: it is checked with the provider "
+         "and stored for the agent, which uses it at once;\n"
+         "- or set ANTHROPIC_API_KEY (Anthropic) or OPENAI_API_KEY (OpenAI; choose it with "
+         "ACP_FSM_PROVIDER=openai) in the agent's environment, in the editor's settings;\n"
+         "- or point OPENAI_BASE_URL at a local OpenAI-compatible server, which needs no key.")
+LOGIN_STEP = {True: "use the editor's log-in for acp-fsm, which runs `acp-fsm login` in a "
+                    "terminal",
+              False: "run `acp-fsm login` in a terminal"}
 
 
 class Stored(NamedTuple):
@@ -52,6 +69,40 @@ class Stored(NamedTuple):
         return (f"Stored({self.provider}, key={'set' if self.api_key else 'none'}, "
                 f"base_url={self.base_url!r})")
 
+    @property
+    def url(self) -> str:
+        """Where the key was checked: the only base URL it is sent to."""
+        return (self.base_url or DEFAULT_BASE_URLS[self.provider]).rstrip("/")
+
+
+class InForce(NamedTuple):
+    """The provider configuration in force, as read at one moment: the environment, with
+    what the stored file fills in."""
+
+    config: ProviderConfig | None  # None: a setting is malformed (`error` names it)
+    error: str = ""
+    stored: Stored | None = None
+    problem: str | None = None  # why the stored file cannot be used, if it cannot
+
+    @property
+    def needs_login(self) -> bool:
+        """No key for a provider's own API (a malformed setting is not a login matter: the
+        prompt names the setting)."""
+        return self.config is not None and needs_login(self.config)
+
+    def refusal(self, client: ClientInfo | None) -> AuthRequired:
+        """auth_required (-32000) worded for `client`: one sentence naming the login it was
+        offered in `initialize`, and every way in `data.details` (some clients show only
+        `data.reason` or `data.details`, others only the message)."""
+        terminal = client is not None and client.offers_terminal_login
+        way = BY_TERMINAL if terminal else BY_HAND
+        details = STEPS.format(login=LOGIN_STEP[terminal])
+        if self.problem:
+            details += f"\nNote: {self.problem}."
+        return AuthRequired(f"Authentication required: no API key is configured; {way}.",
+                            data={"reason": f"No API key is configured: {way}.",
+                                  "details": details})
+
 
 def path() -> Path:
     from acp_fsm.store import default_path
@@ -61,29 +112,40 @@ def path() -> Path:
 
 def inspect() -> tuple[Stored | None, str | None]:
     """The stored credentials, or why the file cannot be used (None, None: there is none).
-    A key read here is scrubbed from then on, like the environment's keys."""
+    Only a regular file is read, at most `MAX_FILE_BYTES` of it: a named pipe or a device in
+    its place is refused, never waited on. Learns nothing (it runs in worker threads too)."""
+    where = path()
     try:
-        data = json.loads(path().read_text(encoding="utf-8"))
+        head = read_head(where, MAX_FILE_BYTES)
     except FileNotFoundError:
         return None, None
-    except (OSError, ValueError) as exc:
-        return None, f"{path()} cannot be read: {exc}"
+    except NotRegular as exc:
+        return None, f"{where} is a {exc.kind}, not a regular file"
+    except OSError as exc:
+        return None, f"{where} cannot be read: {exc}"
+    if head.cut:
+        return None, (f"{where} is {head.size:,} bytes, more than credentials take "
+                      f"({MAX_FILE_BYTES:,} at most)")
+    try:
+        data = json.loads(head.data.decode("utf-8"))
+    except ValueError as exc:  # a UnicodeDecodeError too
+        return None, f"{where} cannot be read: {exc}"
     if not isinstance(data, dict):
-        return None, f"{path()} is not a JSON object"
+        return None, f"{where} is not a JSON object"
     provider, key, url = data.get("provider"), data.get("apiKey") or "", data.get("baseUrl")
     if provider not in (ANTHROPIC, OPENAI) or not isinstance(key, str):
-        return None, f"{path()} names no provider and key acp-fsm knows"
+        return None, f"{where} names no provider and key acp-fsm knows"
     if url is not None and not (isinstance(url, str) and url.startswith(("http://",
                                                                            "https://"))):
-        return None, f"{path()}: baseUrl is not an http(s) URL"
-    if key:
-        redact.also_secret(key)
+        return None, f"{where}: baseUrl is not an http(s) URL"
     return Stored(provider, key, url), None
 
 
-def load() -> Stored | None:
-    """The stored credentials; None when there are none or they cannot be used."""
-    return inspect()[0]
+def learn(stored: Stored | None) -> None:
+    """Scrub the stored key from now on, like the environment's keys (on the event loop's
+    thread: `redact` is not shared with others)."""
+    if stored is not None and stored.api_key:
+        redact.also_secret(stored.api_key)
 
 
 def save(stored: Stored) -> Path:
@@ -129,65 +191,81 @@ def configured_provider(env: Mapping[str, str]) -> str | None:
     return None
 
 
-def environment(env: Mapping[str, str] | None = None,
-                stored: Stored | None = None) -> dict[str, str]:
+def elsewhere(env: Mapping[str, str], stored: Stored) -> str | None:
+    """The base URL the environment sets for the stored provider when it is another than
+    the one the stored key was checked at (None: it sets none, or that one)."""
+    url = (env.get(URL_VARIABLES[stored.provider]) or "").rstrip("/")
+    return url if url and url != stored.url else None
+
+
+def environment(env: Mapping[str, str], stored: Stored | None) -> dict[str, str]:
     """The environment with the stored credentials filled in: where the environment
-    configures no provider, the stored one with its key and base URL (unless the
-    environment gives that URL); where it configures the stored provider without its key,
-    the key. Otherwise the environment as it is."""
-    env = dict(os.environ if env is None else env)
-    stored = load() if stored is None else stored
+    configures no provider, the stored one; where it configures none or the stored one
+    without its key, the key and its base URL, unless the environment sends that provider
+    to another URL: the key goes only where it was checked. Otherwise the environment as it
+    is."""
+    env = dict(env)
     if stored is None:
         return env
     provider = configured_provider(env)
     if provider not in (None, stored.provider) or env.get(KEY_VARIABLES[stored.provider]):
         return env  # the environment's own configuration wins
     env.setdefault("ACP_FSM_PROVIDER", stored.provider)
+    if elsewhere(env, stored) is not None:
+        return env  # never sent to a server it was not checked with (docs/auth.md)
     if stored.api_key:
         env[KEY_VARIABLES[stored.provider]] = stored.api_key
-    if stored.base_url and not env.get(URL_VARIABLES[stored.provider]):
+    if stored.base_url:
         env[URL_VARIABLES[stored.provider]] = stored.base_url
     return env
 
 
-def provider_config() -> ProviderConfig:
-    """The provider configuration in force: the environment, then the stored credentials.
-    Raises `ConfigError` for a malformed setting."""
-    return load_config(environment())
+def in_force(env: Mapping[str, str] | None = None) -> InForce:
+    """The provider configuration in force now: the environment (`os.environ` unless `env`
+    is given), then the stored credentials. Reads the file: off the event loop, `read`."""
+    stored, problem = inspect()
+    try:
+        config = load_config(environment(os.environ if env is None else env, stored))
+    except ConfigError as exc:
+        return InForce(None, str(exc), stored, problem)
+    return InForce(config, "", stored, problem)
+
+
+async def read() -> InForce:
+    """`in_force`, read in a worker thread: a slow file system never holds up the event
+    loop. The stored key is a secret from then on."""
+    found = await run_blocking(None, in_force)
+    learn(found.stored)
+    return found
 
 
 def needs_login(config: ProviderConfig) -> bool:
     """No key for a provider's own API (a local server may need none)."""
-    return not config.api_key and any(host in config.base_url for host in OFFICIAL_HOSTS)
-
-
-def login_needed() -> bool:
-    """Whether the configuration in force lacks its key (a malformed one is not a login
-    matter: the prompt names the setting)."""
-    try:
-        return needs_login(provider_config())
-    except ConfigError:
-        return False
+    return not config.api_key and config.official
 
 
 def status() -> tuple[str, bool]:
     """Which provider is configured and where its key comes from, in words (never the key),
     and whether a model call could be made."""
     env = dict(os.environ)
-    stored, problem = inspect()
-    notes = [f"Note: {problem}."] if problem else []
-    try:
-        config = load_config(environment(env, stored))
-    except ConfigError as exc:
-        return "\n".join([f"The configuration is not usable: {exc}", *notes]), False
+    found = in_force(env)
+    notes = [f"Note: {found.problem}."] if found.problem else []
+    if found.stored is not None and (url := elsewhere(env, found.stored)) is not None:
+        variable = URL_VARIABLES[found.stored.provider]
+        notes.append(f"Note: the key stored by acp-fsm login in {path()} belongs to "
+                     f"{found.stored.url}; it is not used for {url} ({variable}).")
+    if found.config is None:
+        return "\n".join([f"The configuration is not usable: {found.error}", *notes]), False
+    config = found.config
     if needs_login(config):
-        return "\n".join([f"Not logged in: no API key is configured. To log in, "
-                          f"{HOW_TO_LOG_IN}.", *notes]), False
+        return "\n".join(["Not logged in: no API key is configured. "
+                          + STEPS.format(login="run `acp-fsm login` (an editor's log-in for "
+                                               "acp-fsm runs it)"), *notes]), False
     variable = KEY_VARIABLES[config.provider]
     if env.get(variable):
         where = f"from the environment ({variable})"
     elif config.api_key:
-        where = f"stored by acp-fsm login in {path()}"
+        where = f"stored by acp-fsm login in {path()}, for {config.base_url} only"
         if stat.S_IMODE(path().stat().st_mode) & 0o077:
             notes.append(f"Note: others can read {path()}: `chmod 600` it.")
     else:
@@ -217,7 +295,7 @@ class _Watch:
         seen = (found.st_mtime_ns, found.st_size, found.st_ino)
         if seen != cls.seen:
             cls.seen = seen
-            load()  # a key it reads is passed to `redact.also_secret`
+            learn(inspect()[0])
 
 
 redact.on_lookup(_Watch.refresh)

@@ -147,6 +147,9 @@ class Viewer:
         self.checked = 0  # messages of the agent checked against the project's schemas
         self.invalid: list[str] = []  # what was wrong with them
         self._titles: dict[str, str] = {}
+        # (toolCallId, path, oldText, newText) of each diff shown: the agent sends an edit's
+        # diff with its preview and again once applied; the screen shows one unless it changed
+        self._diffs: set[tuple[str, str, str | None, str]] = set()
 
     def check(self, link: AgentLink) -> None:
         """Hold every message the agent wrote to the project's schemas."""
@@ -199,7 +202,10 @@ class Viewer:
         status = update.get("status")
         title = self._titles.get(update["toolCallId"], update["toolCallId"])
         for block in update.get("content") or ():
-            if block.get("type") == "diff":
+            shown = (update["toolCallId"], block.get("path"), block.get("oldText"),
+                     block.get("newText"))
+            if block.get("type") == "diff" and shown not in self._diffs:
+                self._diffs.add(shown)
                 self._diff(block)
         if status in ("completed", "failed"):
             mark = self.style.green("✓") if status == "completed" else self.style.red("✗")

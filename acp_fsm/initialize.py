@@ -39,16 +39,20 @@ API_KEY_LOGIN = {
 }
 
 
-def auth_methods(params: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The login the client can offer: in a terminal only if it said it can run one
+def runs_terminal_login(capabilities: object) -> bool:
+    """Whether a client with these `clientCapabilities` said it can run a terminal login
     (`auth.terminal`, or `_meta["terminal-auth"]` as clients said it before ACP had the
     capability, the registry's own check among them)."""
-    client = (params or {}).get("clientCapabilities")
-    if not isinstance(client, dict):
-        return [dict(API_KEY_LOGIN)]
-    auth, meta = client.get("auth"), client.get("_meta")
-    terminal = (isinstance(auth, dict) and auth.get("terminal") is True) or (
+    if not isinstance(capabilities, dict):
+        return False
+    auth, meta = capabilities.get("auth"), capabilities.get("_meta")
+    return (isinstance(auth, dict) and auth.get("terminal") is True) or (
         isinstance(meta, dict) and meta.get("terminal-auth") is True)
+
+
+def auth_methods(params: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The login the client can offer: in a terminal only if it can run one."""
+    terminal = runs_terminal_login((params or {}).get("clientCapabilities"))
     return [dict(TERMINAL_LOGIN if terminal else API_KEY_LOGIN)]
 
 
@@ -103,6 +107,11 @@ class ClientInfo:
     @property
     def has_terminal(self) -> bool:
         return self._flag("terminal")
+
+    @property
+    def offers_terminal_login(self) -> bool:
+        """`initialize` offered it the terminal login (`acp-fsm login`), not the other."""
+        return runs_terminal_login(self.capabilities)
 
     def __repr__(self) -> str:
         name = (self.info or {}).get("name", "?")

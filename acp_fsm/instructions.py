@@ -4,9 +4,12 @@ project's own instructions (`AGENTS.md`, else `CLAUDE.md`).
 Instruction files are read from the session's working directory and each parent up to the
 repository root (the nearest folder holding `.git`), outermost first, so that the nearest
 file has the last word; outside a repository only the working directory's own file counts.
-Each is read at the start of a turn (an edit applies to the next prompt) and cut at
-`MAX_INSTRUCTION_BYTES` with a note. Everything here is stable for a day, so a provider's
-prompt cache keeps matching across turns.
+Each is read at the start of a turn (an edit applies to the next prompt), off the event loop,
+and only if it is a regular file (`acp_fsm.small_files`), cut at `MAX_INSTRUCTION_BYTES` with
+a note. One that leads out of the repository (a link; outside a repository, out of the
+session's directories) is not read but named to the user: what the model is sent stays the
+project's. Everything here is stable for a day, so a provider's prompt cache keeps matching
+across turns.
 """
 
 from __future__ import annotations
@@ -14,11 +17,15 @@ from __future__ import annotations
 import datetime
 import os
 import platform
-import stat
 from pathlib import Path
+from typing import NamedTuple
+
+from acp_fsm.small_files import read_head
 
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")  # the first that exists in a folder is read
 MAX_INSTRUCTION_BYTES = 32 * 1024
+# HEAD and a worktree's `.git` file hold one line: a ref, or a path (PATH_MAX is 4096).
+MAX_GIT_FILE_BYTES = 8 * 1024
 
 BASE = """You are acp-fsm, a coding agent working inside the user's editor.
 The project is at {cwd}. Use the tools to read, search and change files and to run commands;
@@ -27,12 +34,26 @@ whole files. Some calls need the user's permission; when one is denied, do not i
 For a task of several steps, keep a plan with update_plan."""
 
 
-def system_prompt(cwd: Path, additional: tuple[Path, ...] = ()) -> str:
-    """The whole system prompt for a turn in `cwd`."""
+class Instructions(NamedTuple):
+    """A project's instruction files, and those it leads to but that were not read."""
+
+    found: list[tuple[Path, str]]  # (file, text), outermost first
+    skipped: list[str]  # a file not read, and why, in words for the user
+
+
+class SystemPrompt(NamedTuple):
+    text: str
+    skipped: list[str]  # `Instructions.skipped`: what the user is to be told
+
+
+def system_prompt(cwd: Path, additional: tuple[Path, ...] = ()) -> SystemPrompt:
+    """The whole system prompt for a turn in `cwd` (it reads files: call it off the event
+    loop)."""
     parts = [BASE.format(cwd=cwd), environment(cwd, additional)]
-    for path, text in project_instructions(cwd):
+    instructions = project_instructions(cwd, additional)
+    for path, text in instructions.found:
         parts.append(f"Instructions from {path}:\n\n{text}")
-    return "\n\n".join(parts)
+    return SystemPrompt("\n\n".join(parts), instructions.skipped)
 
 
 def environment(cwd: Path, additional: tuple[Path, ...] = ()) -> str:
@@ -49,9 +70,7 @@ def environment(cwd: Path, additional: tuple[Path, ...] = ()) -> str:
     if root is None:
         lines.append("- Git: the working directory is not in a git repository")
     else:
-        branch = current_branch(root)
-        lines.append(f"- Git: repository at {root}" + (f", on branch {branch}" if branch
-                                                      else ", detached HEAD"))
+        lines.append(f"- Git: repository at {root}, {head_state(root)}")
     return "Environment:\n" + "\n".join(lines)
 
 
@@ -64,50 +83,81 @@ def repository_root(cwd: Path) -> Path | None:
     return None
 
 
-def current_branch(root: Path) -> str | None:
-    """The branch checked out in the repository at `root`, read from its HEAD (None when
-    detached or unreadable)."""
+def head_state(root: Path) -> str:
+    """The checked-out branch of the repository at `root` in words, read from its HEAD:
+    `on branch <name>`, `detached HEAD`, or that HEAD could not be read (missing, not a
+    regular file, longer than a ref, not one line)."""
+    git = _git_dir(root)
+    head = _git_line(git / "HEAD") if git is not None else None
+    if head is None:
+        return "its HEAD could not be read"
+    prefix = "ref: refs/heads/"
+    return f"on branch {head[len(prefix):]}" if head.startswith(prefix) else "detached HEAD"
+
+
+def _git_dir(root: Path) -> Path | None:
+    """The repository's git directory: `.git`, or where a worktree's or a submodule's
+    `.git` file points ("gitdir: <path>")."""
     git = root / ".git"
+    if git.is_dir():
+        return git
+    pointer = _git_line(git)
+    return _real(root / pointer.removeprefix("gitdir:").strip()) if pointer else None
+
+
+def _git_line(path: Path) -> str | None:
+    """The one line of a git file (HEAD, a `.git` pointer), or None when it is not one."""
     try:
-        if git.is_file():  # a worktree or submodule: "gitdir: <path>"
-            pointer = git.read_text(encoding="utf-8").strip()
-            git = (root / pointer.removeprefix("gitdir:").strip()).resolve()
-        head = (git / "HEAD").read_text(encoding="utf-8").strip()
+        head = read_head(path, MAX_GIT_FILE_BYTES)
+        line = head.data.decode("utf-8").strip()
     except (OSError, UnicodeDecodeError):
         return None
-    prefix = "ref: refs/heads/"
-    return head[len(prefix):] if head.startswith(prefix) else None
+    return line if line and not head.cut and line.isprintable() else None
 
 
-def project_instructions(cwd: Path) -> list[tuple[Path, str]]:
-    """(file, text) of each folder's instruction file, outermost first."""
+def project_instructions(cwd: Path, additional: tuple[Path, ...] = ()) -> Instructions:
+    """Each folder's instruction file, outermost first. One that leads outside the project
+    (a link out of the repository, or outside a repository out of the session's directories,
+    `cwd` and `additional`) is not read: the user would not expect it sent to the model."""
     root = repository_root(cwd)
     folders = [cwd]
     if root is not None:
         folders += [p for p in cwd.parents if p == root or root in p.parents]
-    found = []
+    bases = [_real(p) for p in ((root, cwd) if root is not None else (cwd, *additional))]
+    outside = "the repository" if root is not None else "the session's directories"
+    found: list[tuple[Path, str]] = []
+    skipped: list[str] = []
     for folder in reversed(folders):
         for name in INSTRUCTION_FILES:
-            text = _read_regular(folder / name)
+            path = folder / name
+            target = _real(path)
+            if not any(target.is_relative_to(base) for base in bases):
+                if target.exists():
+                    skipped.append(f"{path} was not read: it leads to {target}, outside "
+                                   f"{outside}, so its instructions are not followed.")
+                    break
+                continue
+            text = _read_regular(path)
             if text is not None:
-                found.append((folder / name, text))
+                found.append((path, text))
                 break
-    return found
+    return Instructions(found, skipped)
+
+
+def _real(path: Path) -> Path:
+    """`path` with every link resolved (a link loop stays as it is: it leads nowhere)."""
+    return Path(os.path.realpath(path))
 
 
 def _read_regular(path: Path) -> str | None:
-    """The text of `path` if it is a regular file (a FIFO or a device would block), cut at
+    """The text of `path` if it is a regular file (a FIFO or a device is never read), cut at
     `MAX_INSTRUCTION_BYTES` with a note; None if there is none."""
     try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_INSTRUCTION_BYTES + 1)
+        head = read_head(path, MAX_INSTRUCTION_BYTES)
     except OSError:
         return None
-    text = data[:MAX_INSTRUCTION_BYTES].decode("utf-8", "replace")
-    if len(data) > MAX_INSTRUCTION_BYTES:  # a character cut in two is dropped
-        text = text.rstrip("\ufffd") + (f"\n\n[{path.name} is {info.st_size:,} bytes; only "
+    text = head.data.decode("utf-8", "replace")
+    if head.cut:  # a character cut in two is dropped
+        text = text.rstrip("\ufffd") + (f"\n\n[{path.name} is {head.size:,} bytes; only "
                                          f"the first {MAX_INSTRUCTION_BYTES:,} are shown.]")
     return text

@@ -108,24 +108,33 @@ def login(choice_name: str | None, base_url: str | None) -> int:
                           f"{exc}.") from None
     print(f"Logged in to {choice.label}: the provider accepted the key ({count} models). "
           f"Stored in {path}, readable by you only.")
-    return _in_force(choice)
+    return _in_force(stored)
 
 
-def _in_force(choice: Choice) -> int:
+def _in_force(stored: credentials.Stored) -> int:
     """Say whether the environment lets the agent use what was stored: exit 1 when the agent
     would still have no key (an editor would ask to log in again and again)."""
     env_provider = credentials.configured_provider(os.environ)
-    if env_provider in (None, choice.provider) and not os.environ.get(
-            KEY_VARIABLES[choice.provider]):
+    if env_provider not in (None, stored.provider) or os.environ.get(
+            KEY_VARIABLES[stored.provider]):
+        named = "ACP_FSM_PROVIDER" if os.environ.get("ACP_FSM_PROVIDER") else "a key or base URL"
+        unused = (f"But the agent's environment chooses {env_provider} ({named}) and has no "
+                  f"key for it, so this key is not used: log in to {env_provider}, or change "
+                  "the environment.")
+        note = (f"Note: the environment configures {env_provider} itself ({named}); it takes "
+                "precedence over what is stored.")
+    elif (other := credentials.elsewhere(os.environ, stored)) is not None:
+        sent = (f"the agent's environment sends {stored.provider} requests to {other} "
+                f"({URL_VARIABLES[stored.provider]}), and this key, checked at {stored.url}, "
+                "goes only there")
+        unused = f"But {sent}: log in at {other}, or change the environment."
+        note = f"Note: {sent}; the agent sends {other} no key."
+    else:
         return 0
-    named = "ACP_FSM_PROVIDER" if os.environ.get("ACP_FSM_PROVIDER") else "a key or base URL"
-    if credentials.login_needed():
-        print(f"But the agent's environment chooses {env_provider} ({named}) and has no key "
-              f"for it, so this key is not used: log in to {env_provider}, or change the "
-              "environment.", file=sys.stderr)
+    if credentials.in_force().needs_login:
+        print(unused, file=sys.stderr)
         return 1
-    print(f"Note: the environment configures {env_provider} itself ({named}); it takes "
-          "precedence over what is stored.")
+    print(note)
     return 0
 
 

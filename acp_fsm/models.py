@@ -16,12 +16,14 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
+from acp_fsm.compatible import ListingError as ListingError  # login checks a key with it
+from acp_fsm.compatible import ServerInfo, get_json, probe
 from acp_fsm.credentials import needs_login
-from acp_fsm.providers.config import ANTHROPIC, OFFICIAL_HOSTS, ProviderConfig
+from acp_fsm.providers.config import ANTHROPIC, ProviderConfig
 
 if TYPE_CHECKING:
     import aiohttp
@@ -51,8 +53,8 @@ def override() -> list[str] | None:
 def fallback(config: ProviderConfig) -> list[str]:
     """The configured model, then the built-in list for the provider's own API (a local
     OpenAI-compatible server has models of its own)."""
-    official = any(host in config.base_url for host in OFFICIAL_HOSTS)
-    return list(dict.fromkeys([config.model, *(BUILT_IN[config.provider] if official else ())]))
+    built_in = BUILT_IN[config.provider] if config.official else ()
+    return list(dict.fromkeys([config.model, *built_in]))
 
 
 def _cache_path() -> Path:
@@ -66,10 +68,13 @@ def _cache_key(config: ProviderConfig) -> str:
 
 
 class Catalog:
-    """The model list of this process's provider, and the fetch that refreshes it."""
+    """The model list of this process's provider, the windows a compatible server states,
+    and the fetch that refreshes them."""
 
     def __init__(self) -> None:
         self._models: dict[str, tuple[float, list[str]]] = {}  # cache key -> (when, ids)
+        self._info: dict[str, ServerInfo] = {}  # what compatible servers said, this process
+        self._asked_again: set[tuple[str, str]] = set()  # (cache key, model) once loaded
         self._loaded = False
         self._fetching: asyncio.Task[None] | None = None
         self._failed_at = 0.0
@@ -83,40 +88,84 @@ class Catalog:
         known = self._models.get(_cache_key(config))
         return list(known[1]) if known else fallback(config)
 
+    def default_model(self, config: ProviderConfig) -> str:
+        """The model of a session that chose none: ACP_FSM_MODEL, else on a compatible server
+        the first it lists (a local server serves its own models, never OpenAI's)."""
+        if config.model_set or config.official:
+            return config.model
+        return self.models(config)[0]
+
+    def window(self, config: ProviderConfig, model: str) -> int | None:
+        """The context window a compatible server states for `model`, if it did."""
+        info = self._info.get(_cache_key(config))
+        return None if info is None else info.window(model)
+
     def refresh_soon(self, config: ProviderConfig, on_change: Callable[[], None]) -> None:
         """Fetch the list in the background unless it is fresh or overridden; `on_change`
-        is called if the fetch under way (this one or an earlier) changes it."""
-        if override() is not None:
-            return
+        is called if the fetch under way (this one or an earlier) changes it. A compatible
+        server is asked once per process whatever the cache holds (its windows are never
+        stored: the server may be started again with another)."""
         if self._fetching is not None and not self._fetching.done():
             self._on_change.append(on_change)
             return
-        self._load()
-        known = self._models.get(_cache_key(config))
-        now = time.time()
-        if (known and now - known[0] < CACHE_TTL_S) or now - self._failed_at < RETRY_AFTER_S:
+        key = _cache_key(config)
+        if (config.official and override() is not None) or key in self._info:
             return
-        if needs_login(config):
-            return  # nothing to authenticate with: the turn says what to set
+        self._load()
+        known = self._models.get(key)
+        now = time.time()
+        fresh = known is not None and now - known[0] < CACHE_TTL_S and config.official
+        if fresh or now - self._failed_at < RETRY_AFTER_S or needs_login(config):
+            return  # without a key there is nothing to authenticate with: the turn says so
+        self._start(config, on_change)
+
+    def _start(self, config: ProviderConfig, on_change: Callable[[], None]) -> None:
         self._on_change = [on_change]
         self._fetching = asyncio.ensure_future(self._fetch(config))
+
+    def pending(self, config: ProviderConfig) -> asyncio.Future[None] | None:
+        """What to wait for before a model call to a compatible server: the fetch of what it
+        says of itself (its default model, its window), started if it was not yet asked;
+        None for the providers' own APIs, once it answered, or when a fetch failed a moment
+        ago."""
+        if config.official:
+            return None
+        self.refresh_soon(config, lambda: None)
+        if self._fetching is None or self._fetching.done():
+            return None
+        return asyncio.shield(self._fetching)  # a cancelled turn leaves it running
+
+    def after_call(self, config: ProviderConfig, model: str) -> None:
+        """A model call went through: a server that states the window of loaded models only
+        (Ollama, LM Studio) is asked again, once, now that `model` is loaded."""
+        key = _cache_key(config)
+        info = self._info.get(key)
+        if info is None or model not in info.loaded_only or (key, model) in self._asked_again:
+            return
+        self._asked_again.add((key, model))
+        if self._fetching is None or self._fetching.done():
+            self._start(config, lambda: None)
 
     async def _fetch(self, config: ProviderConfig) -> None:
         before = self.models(config)
         try:
-            models = await asyncio.wait_for(list_models(config), FETCH_TIMEOUT_S)
+            info = await asyncio.wait_for(server_info(config), FETCH_TIMEOUT_S)
         except Exception as exc:  # any failure keeps what is known
             self._failed_at = time.time()
             log.info("models_not_listed", provider=config.provider, error=str(exc) or
                      type(exc).__name__)
             return
-        if not models:
+        if not config.official:
+            self._info[_cache_key(config)] = info
+            log.info("server_described", windows=info.windows, every_model=info.every_model,
+                     loaded_only=sorted(info.loaded_only))
+        if not info.models:
             self._failed_at = time.time()
             return
-        self._models[_cache_key(config)] = (time.time(), models)
+        self._models[_cache_key(config)] = (time.time(), info.models)
         self._save()
-        log.info("models_listed", provider=config.provider, count=len(models))
-        if models != before:
+        log.info("models_listed", provider=config.provider, count=len(info.models))
+        if self.models(config) != before:
             for call in self._on_change:
                 call()
 
@@ -151,52 +200,39 @@ async def list_models(config: ProviderConfig, timeout_s: float = FETCH_TIMEOUT_S
     """The provider's models, from one authenticated GET of its models endpoint (all
     Anthropic pages, each within `timeout_s`); `ListingError` or an aiohttp error when it
     fails."""
+    return (await server_info(config, timeout_s)).models
+
+
+async def server_info(config: ProviderConfig, timeout_s: float = FETCH_TIMEOUT_S
+                      ) -> ServerInfo:
+    """The provider's models and, from a compatible server, the windows it states; OpenAI
+    lists are rid of models that do not chat. OpenAI's own list is sorted; a compatible
+    server's keeps its order (its first model is the default, see `Catalog.default_model`)."""
     import aiohttp
 
     timeout = aiohttp.ClientTimeout(total=timeout_s)
-    models: list[str] = []
     async with aiohttp.ClientSession(timeout=timeout) as http:
         if config.provider == ANTHROPIC:
-            headers = {"anthropic-version": "2023-06-01"}
-            if config.api_key:
-                headers["x-api-key"] = config.api_key
-            params: dict[str, str] = {"limit": "1000"}
-            while True:
-                page = await _get(http, f"{config.base_url}/v1/models", headers, params)
-                models += [m["id"] for m in page.get("data") or () if _named(m)]
-                if not page.get("has_more") or not page.get("last_id"):
-                    return models
-                params["after_id"] = str(page["last_id"])
+            return ServerInfo(await _anthropic_models(http, config), {})
         headers = {"authorization": f"Bearer {config.api_key}"} if config.api_key else {}
-        page = await _get(http, f"{config.base_url}/models", headers, {})
-    models = [m["id"] for m in page.get("data") or () if _named(m)]
-    return sorted(m for m in models if not any(word in m for word in _NOT_CHAT))
+        info = await probe(http, config, headers)
+    chat = [m for m in info.models if not any(word in m for word in _NOT_CHAT)]
+    return info._replace(models=sorted(chat) if config.official else chat)
 
 
-def _named(entry: Any) -> bool:
-    return isinstance(entry, dict) and isinstance(entry.get("id"), str) and bool(entry["id"])
-
-
-class ListingError(RuntimeError):
-    """The models endpoint did not give a list; `status` is its HTTP status, if it answered."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-async def _get(http: aiohttp.ClientSession, url: str, headers: dict[str, str],
-               params: dict[str, str]) -> dict[str, Any]:
-    async with http.get(url, headers=headers, params=params) as response:
-        if response.status != 200:
-            raise ListingError(f"GET {url}: HTTP {response.status}", response.status)
-        try:
-            body = await response.json(content_type=None)
-        except ValueError:
-            body = None
-    if not isinstance(body, dict):
-        raise ListingError(f"GET {url}: the answer is not a JSON object", response.status)
-    return body
+async def _anthropic_models(http: aiohttp.ClientSession, config: ProviderConfig) -> list[str]:
+    headers = {"anthropic-version": "2023-06-01"}
+    if config.api_key:
+        headers["x-api-key"] = config.api_key
+    params: dict[str, str] = {"limit": "1000"}
+    models: list[str] = []
+    while True:
+        page = await get_json(http, f"{config.base_url}/v1/models", headers, params)
+        models += [m["id"] for m in page.get("data") or ()
+                   if isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"]]
+        if not page.get("has_more") or not page.get("last_id"):
+            return models
+        params["after_id"] = str(page["last_id"])
 
 
 CATALOG = Catalog()

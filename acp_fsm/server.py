@@ -23,7 +23,6 @@ from acp_fsm.methods import AGENT_TO_CLIENT, BOTH, route, spec_of
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.protocol.connection import Connection, OutboundKind
 from acp_fsm.protocol.errors import (
-    AuthRequired,
     CapabilityMissing,
     ConnectionClosed,
     InternalError,
@@ -34,7 +33,7 @@ from acp_fsm.protocol.errors import (
     RemoteError,
 )
 from acp_fsm.protocol.jsonrpc import Notification, Request
-from acp_fsm.session import Session, Sessions, provider_config
+from acp_fsm.session import Session, Sessions
 
 log = structlog.get_logger("acp")
 
@@ -192,8 +191,9 @@ class AcpServer:
             raise InvalidParams(f"Invalid params: methodId: unknown authentication method "
                                 f"{limits.echo(method)}; expected one of "
                                 f"{', '.join(map(repr, known))}")
-        if credentials.login_needed():
-            raise AuthRequired(credentials.LOGIN_NEEDED)
+        found = await credentials.read()
+        if found.needs_login:
+            raise found.refusal(self.client)
         log.info("authenticated", method=method)
         return {}
 
@@ -208,10 +208,11 @@ class AcpServer:
         return {}
 
     async def on_session_new(self, params: dict[str, Any]) -> dict[str, Any]:
-        if credentials.login_needed():  # said now, not after the first prompt is typed
-            raise AuthRequired(credentials.LOGIN_NEEDED)
+        found = await credentials.read()
+        if found.needs_login:  # said now, not after the first prompt is typed
+            raise found.refusal(self.client)
         session = await self.sessions.new(params["cwd"], params.get("additionalDirectories") or [],
-                                          params.get("mcpServers") or [])
+                                          params.get("mcpServers") or [], found.config)
         return self._set_up(session, {"sessionId": session.id})
 
     def _set_up(self, session: Session, result: dict[str, Any]) -> dict[str, Any]:
@@ -227,7 +228,7 @@ class AcpServer:
 
         session.send_update({"sessionUpdate": "available_commands_update",
                              "availableCommands": available()})
-        config = provider_config()
+        config = session.provider
         if config is not None:
             from acp_fsm.models import CATALOG
 

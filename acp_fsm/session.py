@@ -33,14 +33,13 @@ from acp_fsm import (
 from acp_fsm.prompt import title_of, to_parts
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.protocol.errors import (
-    AuthRequired,
     InternalError,
     InvalidParams,
     InvalidRequest,
     ResourceNotFound,
     RpcError,
 )
-from acp_fsm.providers.config import ConfigError, ProviderConfig
+from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.types import (
     AssistantMessage,
     Message,
@@ -104,7 +103,12 @@ class Session:
         self.turn: Turn | None = None
         self.always: dict[str, bool] = {}  # tool name → remembered "always" answer
         self.mcp: McpServers | None = None  # the editor's MCP servers, when it passed any
+        self._notices: list[str] = []  # for the user, with the next model call's answer
+        self._told: set[str] = set()  # notices of `tell_once` given so far
         self.settings = chosen or Settings()  # model, mode and thought level (acp_fsm.settings)
+        # The provider configuration as last read (session/new, load, resume, each prompt);
+        # None when it is not usable.
+        self.provider: ProviderConfig | None = None
         # Tokens the provider counted beyond the estimate of the last request (see
         # `acp_fsm.compaction.estimate`), added to the next estimate.
         self.context_drift = 0
@@ -137,8 +141,6 @@ class Session:
                 f"Invalid Request: session {self.id} is already running a prompt; wait for its "
                 "response or send session/cancel")
         limits.check_nesting("prompt", prompt)  # refused now, never answered unstored
-        if credentials.login_needed():  # refused before anything of it is stored
-            raise AuthRequired(credentials.LOGIN_NEEDED)
         parts = to_parts(prompt)
         body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in parts]}
         limits.check_stored("prompt", body)
@@ -156,6 +158,10 @@ class Session:
     async def _run_turn(self, turn: Turn, body: dict[str, Any],
                         parts: tuple[UserPart, ...]) -> dict[str, Any]:
         try:
+            turn.provider = found = await credentials.read()
+            self.provider = found.config
+            if found.needs_login:  # refused before anything of the prompt is stored
+                raise found.refusal(self.server.client)
             await self._claim()
             try:
                 if turn.command is not None:  # shown again by a load, never sent to a model
@@ -252,8 +258,17 @@ class Session:
         return TOOLS if self.mcp is None else {**TOOLS, **await self.mcp.tools()}
 
     def take_notices(self) -> list[str]:
-        """What the user is still to be told of the session's MCP servers."""
-        return self.mcp.take_notices() if self.mcp is not None else []
+        """What the user is still to be told: what `tell_once` was given, and news of the
+        session's MCP servers."""
+        notices, self._notices = self._notices, []
+        return notices + (self.mcp.take_notices() if self.mcp is not None else [])
+
+    def tell_once(self, notice: str) -> None:
+        """Tell the user `notice` with the next ones, once a session (an instruction file
+        that is not read: every turn finds it again)."""
+        if notice not in self._told:
+            self._told.add(notice)
+            self._notices.append(notice)
 
     async def connect_mcp(self, entries: list[dict[str, Any]] | tuple[dict[str, Any], ...]
                           ) -> None:
@@ -274,14 +289,18 @@ class Session:
     # -------------------------------------------------------------- settings
 
     def model(self, config: ProviderConfig) -> str:
-        """The model the next model call uses."""
-        return self.settings.model or config.model
+        """The model the next model call uses: the one chosen, else the default."""
+        if self.settings.model:
+            return self.settings.model
+        from acp_fsm.models import CATALOG
+
+        return CATALOG.default_model(config)
 
     def config_options(self) -> list[dict[str, Any]]:
         """The session's ACP `configOptions` now, remembered as what the editor was told.
         Without a usable provider configuration only the mode is offered (the first prompt
         names the configuration error)."""
-        config = provider_config()
+        config = self.provider
         if config is None:
             options = settings.config_options(self.settings, "", "", [])
         else:
@@ -542,8 +561,9 @@ class Sessions:
     def find(self, session_id: str) -> Session | None:
         return self._open.get(session_id)
 
-    async def new(self, cwd: str, additional: list[str], mcp_servers: list[dict[str, Any]]
-                  ) -> Session:
+    async def new(self, cwd: str, additional: list[str], mcp_servers: list[dict[str, Any]],
+                  provider: ProviderConfig | None) -> Session:
+        """A new session, working with `provider` (the configuration in force, as read)."""
         _check_session(cwd, additional, mcp_servers)
         now = time.time()
         stored = tuple(redact.without_pair_values(entry) for entry in mcp_servers)  # no secrets
@@ -553,6 +573,7 @@ class Sessions:
         store = await self.store()
         await store.create_session(record)
         session = Session(self._server, store, record, [])
+        session.provider = provider
         self._open[record.id] = session  # so that a shutdown meanwhile stops its servers
         try:
             await session.connect_mcp(mcp_servers)
@@ -571,6 +592,7 @@ class Sessions:
         store = await self.store()
         async with self._lifecycle(session_id):
             session = await self._restore(store, session_id, cwd, replay)
+            session.provider = (await credentials.read()).config
             if mcp_servers or session.mcp is not None:
                 from acp_fsm.mcp.specs import server_specs
 
@@ -713,15 +735,6 @@ def _holder(owner: str) -> str:
     if pid == os.getpid():
         return "this acp-fsm process (a previous prompt of it is still finishing)"
     return f"another acp-fsm process (pid {pid}), perhaps another editor window"
-
-
-def provider_config() -> ProviderConfig | None:
-    """The provider configuration in force (`credentials.provider_config`); None when it
-    is unusable."""
-    try:
-        return credentials.provider_config()
-    except ConfigError:
-        return None
 
 
 def _settings_of(entries: list[Entry]) -> Settings:

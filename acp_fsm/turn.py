@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 
 from acp_fsm import compaction, credentials, redact, results, settings, transcript, updates
+from acp_fsm.blocking import run_blocking
 from acp_fsm.client import Client, Editor
 from acp_fsm.commands import Command
 from acp_fsm.fsm.turn import CANCELLABLE, FINAL, TURN, TurnState, TurnTrigger
 from acp_fsm.instructions import system_prompt
+from acp_fsm.models import CATALOG
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.protocol.errors import (
-    AuthRequired,
     InternalError,
     OutboundCancelled,
     OutboundError,
@@ -34,8 +35,8 @@ from acp_fsm.protocol.errors import (
 )
 from acp_fsm.providers import open_stream
 from acp_fsm.providers.anthropic import THINKING_BUDGETS
-from acp_fsm.providers.config import ANTHROPIC, ConfigError, ProviderConfig
-from acp_fsm.providers.errors import ProviderError, StreamCancelled
+from acp_fsm.providers.config import ANTHROPIC, ProviderConfig
+from acp_fsm.providers.errors import EMPTY_STREAM, ProviderError, StreamCancelled
 from acp_fsm.providers.types import (
     AssistantMessage,
     Finished,
@@ -58,6 +59,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger("turn")
 
 DEFAULT_MAX_TURN_REQUESTS = 50
+# An empty 200 stream counts as a refusal for length from this share of the usable window on.
+NEAR_WINDOW = 0.5
 PERMISSION_OPTIONS = [
     {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
     {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
@@ -128,6 +131,9 @@ class Host(Protocol):
 
     def take_notices(self) -> list[str]:
         """What the user is still to be told about the session (an MCP server lost)."""
+
+    def tell_once(self, notice: str) -> None:
+        """Have the user told `notice` with the next ones, unless the session already did."""
 
     async def add_assistant(self, message: AssistantMessage, stop_reason: str,
                             views: dict[str, dict[str, Any]], *, wait: bool = True) -> None:
@@ -217,7 +223,8 @@ class Turn:
         self.path: list[str] = [self.state]
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._client = Client(session.server, session.id, token)
-        self._config: ProviderConfig | None = None
+        # The provider configuration, read when the prompt came (`Session._run_turn`).
+        self.provider: credentials.InForce | None = None
         self._tools: dict[str, Tool] = {}  # of the current model call
         self._system: str | None = None  # read once a turn (instruction files may change)
         self._send_as_is = False  # the next model call: compacted once, it is not again
@@ -316,29 +323,31 @@ class Turn:
 
     def config(self) -> ProviderConfig:
         """The provider configuration of this turn (the environment, then what `acp-fsm
-        login` stored), read once."""
-        if self._config is None:
-            try:
-                config = credentials.provider_config()
-            except ConfigError as exc:
-                raise TurnFailed(InternalError(f"Configuration error: {exc}")) from None
-            if credentials.needs_login(config):
-                raise TurnFailed(AuthRequired(credentials.LOGIN_NEEDED))
-            self._config = config
-        return self._config
+        login` stored), read once, when its prompt came."""
+        found = self.provider
+        assert found is not None, "the session reads it before the turn runs"
+        if found.config is None:
+            raise TurnFailed(InternalError(f"Configuration error: {found.error}"))
+        return found.config
 
-    def _system_prompt(self) -> str:
+    async def _system_prompt(self) -> str:
+        """Read once a turn, off the event loop (it reads the project's files); an instruction
+        file it did not read is told to the user once a session."""
         if self._system is None:
-            self._system = system_prompt(self.session.cwd, self.session.roots[1:])
+            prompt = await run_blocking(self.token, system_prompt, self.session.cwd,
+                                        self.session.roots[1:])
+            for skipped in prompt.skipped:
+                self.session.tell_once(skipped)
+            self._system = prompt.text
         return self._system
 
-    def _request(self) -> ModelRequest:
+    async def _request(self) -> ModelRequest:
         """The next model call, with the session's settings as they are now: the model, the
         thought level, and the tools and instructions of the mode."""
         config = self.config()
         chosen = self.session.settings
         model = self.session.model(config)
-        system = self._system_prompt()
+        system = await self._system_prompt()
         if chosen.mode == settings.PLAN:
             system = f"{system}\n\n{settings.PLAN_NOTE}"
         return ModelRequest(model=model, messages=tuple(self.session.messages_for_model()),
@@ -346,7 +355,9 @@ class Turn:
                             tools=tuple(ToolSpec(t.name, t.description, t.input_schema)
                                         for t in self._tools.values()
                                         if settings.offered(chosen.mode, t.kind)),
-                            max_tokens=config.max_tokens,
+                            # never more than half the window: a server that counts the
+                            # answer's room in (vLLM) refuses the request otherwise
+                            max_tokens=min(config.max_tokens, max(1, self._window() // 2)),
                             reasoning=settings.thought_level(chosen, config.provider, model))
 
     async def _stream(self) -> None:
@@ -354,13 +365,17 @@ class Turn:
         # The request and its calls see one set; a server slow to list them cannot hold up a
         # cancel.
         self._tools = await self.token.race(self.session.tools())
+        await self._system_prompt()  # what it could not read is among the notices
         for notice in self.session.take_notices():  # apart from the answer that follows
             self._notify(notice)
-        request = self._request()
         config = self.config()
+        if (described := CATALOG.pending(config)) is not None:  # its models, its window
+            await self.token.race(described)
+        request = await self._request()
         estimate = compaction.estimate(request)
+        reserve = _reserve(request, config)
         if not self._send_as_is and compaction.too_full(
-                estimate + self.session.context_drift, self._window(), _reserve(request, config)):
+                estimate + self.session.context_drift, self._window(), reserve):
             self._fire(TurnTrigger.COMPACT)
             return
         self.requests += 1
@@ -384,20 +399,20 @@ class Turn:
             await self._keep_partial(partial, transcript.CANCELLED)
             raise
         except ProviderError as exc:
-            if exc.context_exceeded and not self._send_as_is:  # refused whole: nothing streamed
-                self._learn_window(exc, estimate, _reserve(request, config))
+            if self._overflowed(exc, estimate, reserve):  # refused whole: nothing streamed
                 self._fire(TurnTrigger.COMPACT)
                 return
             await self._keep_partial(stream.partial, "error", wait=True)
-            raise TurnFailed(InternalError(str(exc), data=_error_data(exc))) from None
+            raise TurnFailed(self._failure(exc, estimate)) from None
         assert finished is not None, "a stream ends with Finished or an exception"
         self._send_as_is = False
+        CATALOG.after_call(config, request.model)
         usage = _log_usage(finished, "turn")
         if usage.input_tokens:
             self.session.context_drift = max(0, usage.input_tokens - estimate)
         used = usage.input_tokens + usage.output_tokens
         if used:
-            self._update(updates.usage(used, config.context_window))
+            self._update(updates.usage(used, self._window()))
         message = finished.message
         self.calls = [self._pending(call) for call in message.tool_calls]
         views = {pc.call.id: updates.view_body(pc.view) for pc in self.calls}
@@ -407,6 +422,8 @@ class Turn:
         self.token.raise_if_cancelled()  # a cancel that came with the last token still counts
         if not self.calls:
             self.stop_reason = ACP_STOP[finished.stop_reason]
+            if not message.text.strip():  # a role chunk and a stop: the user sees nothing
+                await self._tell(_empty_answer(finished.stop_reason))
             self._fire(TurnTrigger.MODEL_DONE)
             return
         await self._preview()
@@ -416,55 +433,104 @@ class Turn:
         """Tell the user something apart from the model's answer that follows."""
         self._update(updates.chunk("agent_message_chunk", updates.text_content(text + "\n\n")))
 
+    async def _tell(self, text: str) -> None:
+        """Tell the user something of the turn that is not the model's (stored: a load shows
+        it again; never sent to the model)."""
+        await self.session.add_notice(text)
+        self._update(updates.chunk("agent_message_chunk", updates.text_content(text)))
+
+    def _overflowed(self, exc: ProviderError, estimate: int, reserve: int) -> bool:
+        """Whether the call was refused for being over the context window, so that compacting
+        and sending it again may help (once a model call: a request sent as it is after a
+        compaction is not compacted again). An empty 200 stream counts when the request was
+        near the window, or the window is only assumed: llama-cpp-python answers so."""
+        if self._send_as_is:
+            return False
+        if exc.error_type == EMPTY_STREAM:
+            near = estimate + self.session.context_drift >= NEAR_WINDOW * compaction.usable(
+                self._window(), reserve)
+            if not (near or not self._window_known()):
+                return False
+        elif not exc.context_exceeded:
+            return False
+        self._learn_window(exc, estimate, reserve)
+        return True
+
+    def _failure(self, exc: ProviderError, estimate: int) -> InternalError:
+        """The error a failed model call answers the prompt with: one short line, the
+        provider's whole message in its data; for a request over the window, what to do."""
+        message = str(exc)
+        if exc.context_exceeded or exc.error_type == EMPTY_STREAM:
+            message = f"{message}. {_too_long(exc, estimate, self._window(), self._send_as_is)}"
+        return InternalError(message, data=_error_data(exc))
+
     # ---------------------------------------------------------------- compacting
 
     def _window(self) -> int:
-        """The context window: the configured one, or the provider's if it said it is less."""
-        configured = self.config().context_window
+        """The context window: the one a compatible server states for the model (at most
+        ACP_FSM_CONTEXT_WINDOW when that is set), else the configured one; less if the
+        provider said so when it refused a request."""
+        config = self.config()
+        window = config.context_window
+        stated = CATALOG.window(config, self.session.model(config))
+        if stated is not None:
+            window = min(window, stated) if config.window_set else stated
         learned = self.session.context_window
-        return configured if learned is None else min(configured, learned)
+        return window if learned is None else min(window, learned)
+
+    def _window_known(self) -> bool:
+        """Whether the window is known (set, stated by the server, learned, or the provider's
+        own API's) rather than assumed."""
+        config = self.config()
+        return (config.window_set or config.official or self.session.context_window is not None
+                or CATALOG.window(config, self.session.model(config)) is not None)
 
     def _learn_window(self, exc: ProviderError, estimate: int, reserve: int) -> None:
         """The provider refused a request as too long: what it said of its window and of the
-        prompt's size holds for the rest of the session (in memory)."""
+        prompt's size holds for the rest of the session (in memory). Without a maximum, a
+        known window stands and the estimate is taken to have fallen short of the server's
+        count; an assumed one is taken to be at most this request."""
         prompt, maximum = exc.context_sizes
+        known = self._window_known()
         if prompt is not None:
             self.session.context_drift = max(self.session.context_drift, prompt - estimate)
-        self.session.context_window = maximum or min(self._window(), estimate + reserve)
+        elif maximum is None and known:
+            full = int(compaction.usable(self._window(), reserve)) + 1
+            self.session.context_drift = max(self.session.context_drift, full - estimate)
+        if maximum is not None or not known:
+            self.session.context_window = maximum or min(self._window(), estimate)
         log.info("context_exceeded", error=str(exc), estimate=estimate, prompt=prompt,
-                 maximum=maximum)
+                 maximum=maximum, window=self._window())
 
     async def _compact(self) -> None:
         """Summarise the older part of the conversation with one model call and keep the
-        latest turns as they are (acp_fsm.compaction); store it, then tell the user. The next
-        model call is then sent as it is, compacted or not: a turn never loops here."""
+        latest turns as they are (acp_fsm.compaction); store it, then tell the user. Without
+        a summary (the call failed, the model wrote none, the system prompt and the tools
+        alone fill the window) the older part is dropped instead: the session always goes
+        on. The next model call is then sent as it is: a turn never loops here."""
         if not self._tools:  # /compact: no model call of this turn has listed them yet
             self._tools = await self.token.race(self.session.tools())
-        request = self._request()
+        request = await self._request()
         window = self._window()
-        parts = compaction.split(list(request.messages), window,
-                                 _reserve(request, self.config()),
+        reserve = _reserve(request, self.config())
+        parts = compaction.split(list(request.messages), window, reserve,
                                  on_demand=self.command is not None)
         self._send_as_is = True
         if parts is None:
             if self.command is not None:
-                await self.session.add_notice(compaction.NOTHING_TO_COMPACT)
-                self._update(updates.chunk("agent_message_chunk",
-                                           updates.text_content(compaction.NOTHING_TO_COMPACT)))
+                await self._tell(compaction.NOTHING_TO_COMPACT)
             self._fire(TurnTrigger.COMPACTED)
             return
+        summary, dropped = await self._summary(request, parts.older, window, reserve)
         before = compaction.estimate(request) + self.session.context_drift
-        focus = self.command.argument if self.command is not None else ""
-        summary = await self._summarise(
-            compaction.summary_request(request, parts.older, focus, window))
         messages = compaction.replaced(summary, parts.kept)
         after = compaction.estimate(request._replace(messages=tuple(messages)))
-        text = compaction.notice(before, after, len(parts.older))
+        text = compaction.notice(before, after, len(parts.older), dropped)
         if self.command is None:
             text += "\n\n"  # the model's answer follows
         await self.session.compact_to(messages, compaction.to_body(summary, parts.kept, text))
         log.info("context_compacted", before=before, after=after, summarised=len(parts.older),
-                 kept=len(parts.kept))
+                 kept=len(parts.kept), dropped=dropped)
         self._update(updates.chunk("agent_message_chunk", updates.text_content(text)))
         self._fire(TurnTrigger.COMPACTED)
 
@@ -474,25 +540,31 @@ class Turn:
         return open_stream(request, self.token, self.config(),
                            scrub=secrets.scrub if secrets else None)
 
-    async def _summarise(self, request: ModelRequest) -> str:
-        """The summary the model writes for `request` (a model call of the turn: counted)."""
+    async def _summary(self, request: ModelRequest, older: list[Message], window: int,
+                       reserve: int) -> tuple[str | None, str | None]:
+        """The summary the model writes of `older` (a model call of the turn: counted), or
+        None and why there is none. No call is made when the system prompt and the tools
+        alone pass the threshold (it could not make the conversation fit, and would be
+        made again at every prompt), unless the user asked for it (/compact)."""
+        fixed = compaction.fixed_part(request)
+        if self.command is None and compaction.too_full(fixed, window, reserve):
+            return None, compaction.too_small(fixed, window)
+        focus = self.command.argument if self.command is not None else ""
         self.requests += 1
         finished: Finished | None = None
         try:
-            async with self._open(request) as stream:
+            async with self._open(compaction.summary_request(request, older, focus,
+                                                             window)) as stream:
                 async for event in stream:
                     if isinstance(event, Finished):
                         finished = event
         except ProviderError as exc:
-            raise TurnFailed(InternalError(f"The conversation could not be compacted: {exc}",
-                                           data=_error_data(exc))) from None
+            log.warning("summary_failed", error=str(exc))
+            return None, f"the summary call failed ({exc})"
         assert finished is not None, "a stream ends with Finished or an exception"
         _log_usage(finished, "summary")
         summary = compaction.summary_of(finished.message)
-        if not summary:
-            raise TurnFailed(InternalError("The conversation could not be compacted: the model "
-                                           "answered with no summary"))
-        return summary
+        return (summary, None) if summary else (None, "the model answered with no summary")
 
     async def _preview(self) -> None:
         """Show what each call will change (a diff) before anyone is asked to allow it; a call
@@ -714,6 +786,25 @@ def _unanswered(tool: str, exc: OutboundError) -> str:
     return f"The permission request failed ({exc}), so this {tool} call was not run."
 
 
+def _empty_answer(stop: StopReason) -> str:
+    """What the user is told of an answer with no text and no tool call."""
+    if stop is StopReason.MAX_TOKENS:
+        return ("The model reached its output limit (ACP_FSM_MAX_TOKENS) before writing any "
+                "answer.")
+    return "The model returned an empty answer (no text and no tool call)."
+
+
+def _too_long(exc: ProviderError, estimate: int, window: int, compacted: bool) -> str:
+    """What happened when a request was refused as over the window, and what to do."""
+    what = ("Local servers such as llama-cpp-python answer so when a request is longer than "
+            "their context window. " if exc.error_type == EMPTY_STREAM else "")
+    after = "even after compacting, " if compacted else ""
+    return (f"{what}The request ({after}about {estimate:,} tokens with the system prompt and "
+            f"the tools) did not fit a context window of {window:,} tokens: run /compact to "
+            "summarise more of the conversation, or set ACP_FSM_CONTEXT_WINDOW to the "
+            "model's real context size (and start a local server with a larger one)")
+
+
 def _reserve(request: ModelRequest, config: ProviderConfig) -> int:
     """The room a request keeps for its answer: max_tokens, and Anthropic's thinking budget on
     top of it."""
@@ -736,4 +827,6 @@ def _error_data(exc: ProviderError) -> dict[str, Any]:
         data["status"] = exc.status
     if exc.error_type is not None:
         data["type"] = exc.error_type
+    if exc.details is not None:
+        data["details"] = exc.details
     return data

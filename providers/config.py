@@ -37,6 +37,16 @@ class ProviderConfig(NamedTuple):
     read_timeout_s: float = 180.0
     retry_base_s: float = 0.5
     retry_max_s: float = 8.0
+    window_set: bool = False  # context_window is the user's (ACP_FSM_CONTEXT_WINDOW)
+    model_set: bool = False  # model is the user's (ACP_FSM_MODEL), not the provider default
+
+    @property
+    def official(self) -> bool:
+        """Whether this is the provider's own API (else a compatible server: a local one, a
+        proxy), whose models and context window are its own."""
+        from urllib.parse import urlsplit
+
+        return urlsplit(self.base_url).hostname in OFFICIAL_HOSTS
 
     def __repr__(self) -> str:
         key = "set" if self.api_key else "unset"
@@ -73,6 +83,7 @@ def load_config(env: Mapping[str, str] | None = None) -> ProviderConfig:
     return ProviderConfig(
         provider=provider,
         model=env.get("ACP_FSM_MODEL", "").strip() or DEFAULT_MODELS[provider],
+        model_set=bool(env.get("ACP_FSM_MODEL", "").strip()),
         base_url=base_url,
         api_key=env.get(KEY_VARIABLES[provider]) or None,
         max_tokens=int(_number(env, "ACP_FSM_MAX_TOKENS", 8192, minimum=1)),
@@ -81,4 +92,5 @@ def load_config(env: Mapping[str, str] | None = None) -> ProviderConfig:
         max_retries=int(_number(env, "ACP_FSM_MAX_RETRIES", 2)),
         connect_timeout_s=_number(env, "ACP_FSM_CONNECT_TIMEOUT_MS", 10_000, minimum=1) / 1000,
         read_timeout_s=_number(env, "ACP_FSM_READ_TIMEOUT_MS", 180_000, minimum=1) / 1000,
+        window_set=bool(env.get("ACP_FSM_CONTEXT_WINDOW", "").strip()),
     )

@@ -38,6 +38,7 @@ STOP_REASONS = {
 TRANSIENT_TYPES = frozenset({"server_error", "internal_error", "rate_limit_exceeded", "timeout",
                              "overloaded_error", "service_unavailable"})
 EMPTY_RESULT = "(no output)"
+MAX_ERROR_CHARS = 4000  # of an error body that is not one of the known shapes
 
 
 def convert_messages(system: str | None, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
@@ -46,7 +47,7 @@ def convert_messages(system: str | None, messages: tuple[Message, ...]) -> list[
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     for message in messages:
         if isinstance(message, UserMessage):
-            out.append({"role": "user", "content": _user_content(message)})
+            _add_user(out, _user_content(message))
         elif isinstance(message, AssistantMessage):
             converted = _assistant(message)
             if converted is not None:
@@ -57,6 +58,23 @@ def convert_messages(system: str | None, messages: tuple[Message, ...]) -> list[
                 for r in message.results
             )
     return out
+
+
+def _add_user(out: list[dict[str, Any]], content: str | list[dict[str, Any]]) -> None:
+    """Append a user message, merged into the previous one if that is the user's too (a turn
+    cancelled or answered with nothing, a compaction's summary before the kept turns): strict
+    chat templates (Gemma's, Mistral's) refuse two user messages in a row."""
+    last = out[-1] if out else None
+    if last is None or last["role"] != "user":
+        out.append({"role": "user", "content": content})
+        return
+    last["content"] = [*_as_parts(last["content"]), *_as_parts(content)]
+    if all(part["type"] == "text" for part in last["content"]):  # plain text stays a string
+        last["content"] = "\n\n".join(part["text"] for part in last["content"])
+
+
+def _as_parts(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else content
 
 
 def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
@@ -84,9 +102,11 @@ def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
         for c in message.tool_calls
     ]
     text = "\n\n".join(p.text for p in message.parts if isinstance(p, TextPart) and p.text)
-    if not text and not calls:
-        return None  # nothing the API would accept (e.g. a turn cancelled before any text)
-    converted: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if not text.strip() and not calls:
+        return None  # nothing to send (a turn cancelled before any text, an empty answer)
+    # Text or "" beside tool calls: llama-cpp-python refuses `null` (HTTP 500, "Input should
+    # be a valid string"), and no server refuses "".
+    converted: dict[str, Any] = {"role": "assistant", "content": text}
     if calls:
         converted["tool_calls"] = calls
     return converted
@@ -133,16 +153,27 @@ class OpenAiWire:
 
 
 def _error_fields(body: bytes) -> tuple[str | None, str, str | None]:
+    """The type, message and code of an error body, in the shapes compatible servers answer:
+    OpenAI's `{"error": {...}}` (also llama.cpp, llama-cpp-python, Ollama), a bare
+    `{"error": "text"}` (LM Studio), vLLM's flat `{"object": "error", "message": ...}` and
+    FastAPI's `{"detail": ...}` (a validation failure)."""
     try:
         payload = json.loads(body)
     except ValueError:
-        return None, body.decode("utf-8", "replace")[:500].strip(), None
-    error = payload.get("error") if isinstance(payload, dict) else None
-    if not isinstance(error, dict):
-        return None, json.dumps(payload)[:500], None
+        return None, body.decode("utf-8", "replace")[:MAX_ERROR_CHARS].strip(), None
+    if not isinstance(payload, dict):
+        return None, json.dumps(payload)[:MAX_ERROR_CHARS], None
+    error = payload.get("error", payload)
+    if isinstance(error, str):
+        return None, error, None
+    if not isinstance(error, dict) or not ("message" in error or "detail" in error):
+        return None, json.dumps(payload)[:MAX_ERROR_CHARS], None
     code = error.get("code")
-    message = str(error.get("message") or "")
-    return error.get("type"), message, code if isinstance(code, str) else None
+    detail = error.get("detail")
+    message = error.get("message") or (detail if isinstance(detail, str) else json.dumps(detail))
+    error_type = error.get("type")
+    return (error_type if isinstance(error_type, str) else None, str(message or ""),
+            code if isinstance(code, str) else None)
 
 
 class OpenAiParser:

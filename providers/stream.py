@@ -21,7 +21,7 @@ import structlog
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.providers.base import StreamParser, WireFormat
 from acp_fsm.providers.config import ProviderConfig
-from acp_fsm.providers.errors import ProviderError, StreamCancelled
+from acp_fsm.providers.errors import ProviderError, StreamCancelled, empty_stream
 from acp_fsm.providers.http import client_session, request_timeout, retry_delay
 from acp_fsm.providers.sse import SseDecoder, SseError, SseEvent
 from acp_fsm.providers.types import AssistantMessage, Event, ModelRequest, Usage
@@ -54,6 +54,7 @@ class ModelStream:
         self._response: aiohttp.ClientResponse | None = None
         self._parser: StreamParser | None = None
         self._decoder = SseDecoder()
+        self._seen = 0
         self._events: deque[Event] = deque()
         self._attempt = 0
         self._yielded = False
@@ -147,10 +148,14 @@ class ModelStream:
             chunk = await self._response.content.readany()
             if chunk:
                 for sse in self._decoder.feed(chunk):
+                    self._seen += 1
                     events.extend(self._parser.feed(self._scrubbed(sse)))
             else:
                 for sse in self._decoder.close():
+                    self._seen += 1
                     events.extend(self._parser.feed(self._scrubbed(sse)))
+                if not self._seen:
+                    raise empty_stream(self._wire.name, retryable=self._config.official)
                 events.extend(self._parser.end())
                 self._finished = True
         except _TokenFired:
@@ -184,6 +189,7 @@ class ModelStream:
             self._attempt += 1
             self._parser = self._wire.parser()
             self._decoder = SseDecoder()
+            self._seen = 0  # events of this attempt
             try:
                 response = await self._token.race(client_session().post(
                     url, data=body, headers=headers, timeout=request_timeout(self._config)))

@@ -13,7 +13,8 @@ from tests.harness import AgentProcess, agent_env
 def official_checker() -> Any:
     """The conformance checker of the official ACP schema and ours; None when the official
     schema is not found (tests/conformance then says so, and how to get it)."""
-    from acp_fsm.schema_check import Checker, OfficialSchema, locate_schema
+    from acp_fsm.schema_check import Checker, OfficialSchema
+    from tests.official_schema import locate_schema
 
     path = locate_schema()
     return None if path is None else Checker(OfficialSchema.load(path))

@@ -72,6 +72,21 @@ def test_demo_runs_offline_and_exits_zero(provider: str, tmp_path: Path) -> None
     assert list(tmp.iterdir()) == []  # project and home removed
 
 
+def test_the_edit_diff_is_shown_once(tmp_path: Path) -> None:
+    """The edit's diff comes with its preview (before the permission prompt) and again with
+    the applied edit; the screen shows it once."""
+    done = subprocess.run([*agent_command(), "demo", "--no-color"], env=_demo_env(
+        _fresh_tmp(tmp_path)), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    for diff_line in ("      diff app.py:", "      -     for i in range(len(prices) - 1):",
+                      "      +     for i in range(len(prices)):"):
+        assert lines.count(diff_line) == 1, done.stdout
+    # shown where the user decides: before the permission prompt
+    assert lines.index("      diff app.py:") < next(
+        i for i, line in enumerate(lines) if "permission asked for Edit app.py" in line)
+
+
 def test_an_interrupted_demo_stops_its_agent_and_removes_its_files(tmp_path: Path) -> None:
     tmp = _fresh_tmp(tmp_path)
     with subprocess.Popen([*agent_command(), "demo", "--no-color"], env=_demo_env(tmp),

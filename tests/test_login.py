@@ -132,6 +132,8 @@ async def test_status_says_where_the_key_comes_from_and_logout_forgets_it(
     env = env_for(tmp_path)
     none = await asyncio.to_thread(run, ["login", "--status"], env)
     assert none.returncode == 1 and none.stdout.startswith("Not logged in")
+    assert "- run `acp-fsm login`" in none.stdout and "OPENAI_API_KEY" in none.stdout
+    assert "To log in, log in" not in none.stdout
 
     login = await asyncio.to_thread(
         run, ["login", "--provider", "compatible", "--base-url", server.openai_base_url],
@@ -225,3 +227,25 @@ async def test_a_stored_file_made_readable_or_broken_by_hand(
     (tmp_path / "credentials.json").chmod(0o644)
     shown = await asyncio.to_thread(run, ["login", "--status"], env_for(tmp_path))
     assert "others can read" in shown.stdout and KEY not in shown.stdout
+
+
+async def test_a_key_the_environment_would_send_elsewhere_is_said_so(
+        server: ScriptedProvider, tmp_path: Path) -> None:
+    """The key goes only to the base URL it was checked at: an environment that sends the
+    provider's requests to another one does not get it."""
+    env = env_for(tmp_path, OPENAI_BASE_URL="http://127.0.0.1:9/v1")  # a local server's
+    done = await asyncio.to_thread(
+        run, ["login", "--base-url", server.openai_base_url], env, KEY + "\n")
+    assert done.returncode == 0, done.stderr  # the local server needs no key
+    assert (f"sends openai requests to http://127.0.0.1:9/v1 (OPENAI_BASE_URL), and this "
+            f"key, checked at {server.openai_base_url}, goes only there") in done.stdout
+    shown = await asyncio.to_thread(run, ["login", "--status"], env)
+    assert "Key: none (the server needs none)" in shown.stdout
+    assert f"belongs to {server.openai_base_url}; it is not used for http://127.0.0.1:9/v1" \
+        in shown.stdout
+
+    official = env_for(tmp_path, OPENAI_BASE_URL="https://api.openai.com/v1")
+    again = await asyncio.to_thread(
+        run, ["login", "--base-url", server.openai_base_url], official, KEY + "\n")
+    assert again.returncode == 1  # the agent would have no key for the official API
+    assert "log in at https://api.openai.com/v1, or change the environment" in again.stderr

@@ -13,14 +13,20 @@ The registry's checks of a running agent (agentclientprotocol/registry, CONTRIBU
 keep running or exit 0; after `initialize` its stdout must hold nothing but JSON-RPC lines; and
 the answer must list `authMethods` with at least one agent-handled method (no `type`, or
 `"agent"`) or a `"terminal"` one.
+
+Building (in an isolated environment), installing and `uvx` download from the package index.
+When the index pip is configured with (or uv's, for `uvx`) does not answer within PROBE_S, the
+tests skip, with one line that names it, instead of waiting out pip's retries.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tomllib
@@ -29,6 +35,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.error import HTTPError, URLError
+from urllib.parse import urlsplit
+from urllib.request import url2pathname, urlopen
 
 import pytest
 
@@ -42,6 +51,8 @@ INITIALIZE = '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolV
 BUILD_S = 300.0
 INSTALL_S = 600.0
 AGENT_S = 60.0
+PROBE_S = 5.0  # how long the package index may take to answer before the tests skip
+PYPI = "https://pypi.org/simple"
 
 # Left behind by a work tree, never in a fresh clone (used only where git cannot list the files).
 NOT_IN_A_CLONE = (".git", ".venv", "venv", "build", "dist", "*.egg-info", "__pycache__", "*.pyc",
@@ -92,6 +103,54 @@ def agent_env(home: Path) -> dict[str, str]:
     env.update(HOME=str(home), ACP_FSM_HOME=str(home / "acp-fsm"),
                XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"))
     return env
+
+
+def pip_settings() -> dict[str, str]:
+    """pip's configuration as `pip config list` shows it: `section.name` -> value, with the
+    environment's PIP_* variables in the `:env:` section."""
+    listed = run([sys.executable, "-m", "pip", "config", "list"], AGENT_S).stdout
+    pairs = (line.partition("=") for line in listed.splitlines())
+    return {key: ast.literal_eval(value) for key, sep, value in pairs if sep}
+
+
+def pip_index() -> str | None:
+    """The index `pip install` uses here (its environment over its `install` section over its
+    `global` one, else PyPI); None when pip is configured not to use one (`no-index`)."""
+    settings = pip_settings()
+
+    def setting(name: str) -> str | None:
+        return next((settings[key] for section in (":env:", "install", "global")
+                     if (key := f"{section}.{name}") in settings), None)
+
+    if (setting("no-index") or "").lower() in ("1", "true", "yes", "on", "y", "t"):
+        return None
+    return setting("index-url") or PYPI
+
+
+def unreachable(index: str) -> str | None:
+    """Why `index` cannot be reached (None: it answers). An http(s) index is asked for the
+    page of setuptools, the first thing an isolated build downloads."""
+    parts = urlsplit(index)
+    if parts.scheme == "file":
+        return None if Path(url2pathname(parts.path)).is_dir() else "no such folder"
+    try:
+        with urlopen(index.rstrip("/") + "/setuptools/", timeout=PROBE_S) as response:
+            response.read(1)
+    except HTTPError as exc:
+        return f"HTTP {exc.code} {exc.reason}"
+    except (URLError, OSError, ValueError) as exc:
+        return str(exc.reason if isinstance(exc, URLError) else exc) or type(exc).__name__
+    return None
+
+
+def skip_unless_reachable(index: str | None, who: str) -> None:
+    reason = None if index is None else unreachable(index)
+    if reason is not None:
+        pytest.skip(f"the package index {index} ({who}) cannot be reached: {reason}; building, "
+                    "installing and running the wheel need it", allow_module_level=True)
+
+
+skip_unless_reachable(pip_index(), "pip's")  # every test here needs it: the module skips
 
 
 @pytest.fixture(scope="module")
@@ -223,9 +282,31 @@ def test_uvx_runs_the_wheel(built: Built, tmp_path: Path) -> None:
     # Its own cache; this interpreter (never a downloaded one); uv's own index (PyPI).
     env.update(UV_CACHE_DIR=str(tmp_path / "uv-cache"), UV_PYTHON_DOWNLOADS="never",
                UV_NO_CONFIG="1")
+    skip_unless_reachable(env.get("UV_DEFAULT_INDEX") or env.get("UV_INDEX_URL") or PYPI, "uv's")
     uvx = [uv.find_uv_bin(), "tool", "run", "--python", sys.executable,  # `uv tool run` = uvx
            "--from", str(built.wheel), NAME]
     done = run([*uvx, "--version"], INSTALL_S, env=env, cwd=tmp_path)
     assert done.stdout == f"acp-fsm {VERSION}\n"
     done = run(uvx, AGENT_S, input=INITIALIZE, env=env, cwd=tmp_path)
     check_initialize_answer(done.stdout)
+
+
+# -- without the index ---------------------------------------------------------------------
+
+
+def test_without_the_index_these_tests_skip_in_one_line(tmp_path: Path) -> None:
+    """The README's test command on a machine that cannot reach the index: one line says why,
+    and nothing waits for the index."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        index = f"http://127.0.0.1:{probe.getsockname()[1]}/simple"
+    env = {**os.environ, "PIP_INDEX_URL": index}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(Path(__file__))], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=BUILD_S, check=False)
+    skipped = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]
+    # no test of the module ran (so the run alone collected none), and one line says why
+    assert done.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, done.stdout[-3000:]
+    assert len(skipped) == 1, done.stdout[-3000:]
+    assert f"the package index {index} (pip's) cannot be reached" in skipped[0]
+    assert re.search(r"(?m)^1 skipped in ", done.stdout), done.stdout[-3000:]

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from acp_fsm import config
+from acp_fsm.blocking import run_blocking
 from acp_fsm.mcp.specs import ServerSpec, server_specs, tool_name
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
-from acp_fsm.tools.common import run_blocking
 
 if TYPE_CHECKING:
     from acp_fsm.mcp.connection import McpConnection

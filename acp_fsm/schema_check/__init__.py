@@ -2,7 +2,9 @@
 
 - `scenario`: `run_session` drives the real agent through a scripted session with the
   scripted editor (`acp_fsm.editor`), keeping every message the agent writes as a `Record`;
-- `official`: the official ACP schema, found and loaded (`OfficialSchema`);
+- `source`: where the official schema comes from: the path given, else the user's cached
+  copy, fetched once from the npm registry and checked (`official_schema`);
+- `official`: the official ACP schema, loaded (`OfficialSchema`);
 - `checker`: each record against the official schema, whole and by its method's definition,
   and against the project's own schemas (`Checker`, `Verdict`);
 - `coverage`: what the session must exercise (methods, update kinds, error codes);
@@ -24,20 +26,21 @@ from acp_fsm.schema_check.coverage import (
     kinds_named_in,
     update_tags,
 )
-from acp_fsm.schema_check.official import (
-    AGENT,
-    CLIENT,
-    HOW_TO_GET_SCHEMA,
-    SCHEMA_ENV,
-    OfficialSchema,
-    locate_schema,
-    schema_candidates,
-)
+from acp_fsm.schema_check.official import AGENT, CLIENT, OfficialSchema
 from acp_fsm.schema_check.report import Report, Row, check_records
 from acp_fsm.schema_check.scenario import CALLS, ScenarioError, SessionRun, Turn, run_session
+from acp_fsm.schema_check.source import (
+    REGISTRY_ENV,
+    SCHEMA_ENV,
+    SchemaUnavailable,
+    cache_path,
+    cached_schema,
+    official_schema,
+)
 
-__all__ = ["AGENT", "CALLS", "CLIENT", "HOLD", "HOW_TO_GET_SCHEMA", "PROVOKED_ERRORS",
-           "SCHEMA_ENV", "Checker", "OfficialSchema", "OwnMethod", "Record", "Report", "Row",
-           "ScenarioError", "SessionRun", "Turn", "Verdict", "check_records", "coverage_gaps",
-           "emitted_update_kinds", "expected_rows", "kinds_named_in", "locate_schema", "main",
-           "own_methods", "own_problems", "run_session", "schema_candidates", "update_tags"]
+__all__ = ["AGENT", "CALLS", "CLIENT", "HOLD", "PROVOKED_ERRORS", "REGISTRY_ENV", "SCHEMA_ENV",
+           "Checker", "OfficialSchema", "OwnMethod", "Record", "Report", "Row", "ScenarioError",
+           "SchemaUnavailable", "SessionRun", "Turn", "Verdict", "cache_path", "cached_schema",
+           "check_records", "coverage_gaps", "emitted_update_kinds", "expected_rows",
+           "kinds_named_in", "main", "official_schema", "own_methods", "own_problems",
+           "run_session", "update_tags"]

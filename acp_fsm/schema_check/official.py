@@ -1,4 +1,4 @@
-"""The official ACP schema: where it is found, and what it says of one message.
+"""The official ACP schema: what it says of one message (`source` finds the file).
 
 `OfficialSchema` validates a whole message against the schema's root and its params, result or
 error against the definition of its method, found through the official `x-method` / `x-side`
@@ -8,45 +8,13 @@ annotations.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Final
 
 from acp_fsm.editor.link import PAYLOAD
 
-SCHEMA_ENV: Final = "ACP_SCHEMA"
-SHARED_SCHEMA: Final = Path("shared", "acp-schema", "schema.json")
-# The official TypeScript SDK ships the schema; the interop tests install it (pinned) here.
-SDK_PACKAGE: Final = "@agentclientprotocol/sdk@2.4.0"
-SDK_SCHEMA: Final = Path("tests", "interop", "node", "node_modules", "@agentclientprotocol",
-                         "sdk", "schema", "v1", "schema.json")
-HOW_TO_GET_SCHEMA: Final = (
-    f"the official TypeScript SDK ({SDK_PACKAGE} on npm) ships it: in a checkout, "
-    "`npm ci --prefix tests/interop/node` puts it where it is found; anywhere, "
-    "`npm pack @agentclientprotocol/sdk@2.4.0 && tar xzf agentclientprotocol-sdk-2.4.0.tgz "
-    "package/schema/v1/schema.json` extracts it, then set ACP_SCHEMA="
-    "$PWD/package/schema/v1/schema.json")
 AGENT: Final = "agent"
 CLIENT: Final = "client"
-
-
-def schema_candidates(explicit: str | None = None) -> list[Path]:
-    """Where the official schema is looked for: `explicit`, else `$ACP_SCHEMA`, else
-    `shared/acp-schema/schema.json` in the checkout's parent folder (or the working directory), else
-    the copy the TypeScript SDK of the interop tests ships (`npm ci --prefix
-    tests/interop/node`)."""
-    given = explicit or os.environ.get(SCHEMA_ENV)
-    if given:
-        return [Path(given)]
-    checkout = Path(__file__).resolve().parents[2]
-    cwd = Path.cwd().resolve()
-    places = [checkout.parent / SHARED_SCHEMA, cwd.parent / SHARED_SCHEMA,
-              checkout / SDK_SCHEMA, cwd / SDK_SCHEMA]
-    return list(dict.fromkeys(places))
-
-
-def locate_schema(explicit: str | None = None) -> Path | None:
-    return next((p for p in schema_candidates(explicit) if p.is_file()), None)
 
 
 def _direct_refs(node: Any) -> set[str]:

@@ -3,31 +3,26 @@
 A tool subclasses `BaseTool`, sets its contract (`name`, `description`, `input_schema`, `kind`)
 and implements `execute`. Inside `execute` a failed action raises `ToolError` (or lets an
 `OSError` escape); `run` turns both into an error `ToolOutcome` the model reads. `Cancelled`
-always propagates. Blocking file-system work goes through `run_blocking`, so a cancel never
-waits for it.
+always propagates. Blocking file-system work goes through `acp_fsm.blocking.run_blocking`, so
+a cancel never waits for it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import stat
-import threading
 from collections.abc import Awaitable, Callable
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
 from acp_fsm import schemas
-from acp_fsm.protocol.cancel import CancellationToken, Cancelled
+from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.tools.base import Drafts, ToolCallView, ToolEnv, ToolOutcome
 from acp_fsm.tools.paths import display, inside_roots, is_utf8, resolve, utf8_text
 
 T = TypeVar("T")
 TOOLS_SCHEMA = "tools.json"  # every tool's arguments, one definition each
-# Name of the threads `run_blocking` starts (a cancel may leave one behind, still blocked).
-BLOCKING_THREAD_NAME = "acp-fsm-blocking-io"
 
 
 @cache
@@ -67,32 +62,6 @@ def describe_os_error(exc: OSError) -> str:
     if not name:
         return reason
     return f"{reason}: {utf8_text(os.fsdecode(name) if isinstance(name, bytes) else str(name))}"
-
-
-async def run_blocking(token: CancellationToken, func: Callable[..., T], *args: Any) -> T:
-    """`func(*args)` in a new daemon thread, raced against `token` (`Cancelled` at once).
-
-    A call stuck in the kernel (a FIFO, a hung network mount) cannot be interrupted: on cancel
-    its thread is abandoned. It is a daemon thread, not one of the default executor's, which
-    `asyncio.run` joins at shutdown, so it cannot keep the agent from exiting either.
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[T] = loop.create_future()
-
-    def deliver(set_outcome: Callable[[Any], None], value: Any) -> None:
-        if not future.done():  # after a cancel nobody waits for the answer
-            set_outcome(value)
-
-    def work() -> None:
-        try:
-            outcome: tuple[Callable[[Any], None], Any] = (future.set_result, func(*args))
-        except BaseException as exc:  # handed to the waiting coroutine
-            outcome = (future.set_exception, exc)
-        with contextlib.suppress(RuntimeError):  # the loop is closed: the agent is exiting
-            loop.call_soon_threadsafe(deliver, *outcome)
-
-    threading.Thread(target=work, name=BLOCKING_THREAD_NAME, daemon=True).start()
-    return await token.race(future)
 
 
 async def ask_client(env: ToolEnv, request: Awaitable[T], action: str) -> T:

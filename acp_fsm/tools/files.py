@@ -23,13 +23,14 @@ from typing import Any, BinaryIO
 
 import structlog
 
+from acp_fsm.blocking import run_blocking
+from acp_fsm.small_files import READ_FLAGS, kind_of
 from acp_fsm.tools.base import Drafts, ToolEnv
 from acp_fsm.tools.common import (
     FileMissing,
     ToolError,
     ask_client,
     describe_os_error,
-    run_blocking,
 )
 from acp_fsm.tools.paths import is_utf8
 
@@ -39,12 +40,6 @@ log = structlog.get_logger("acp.tools")
 BINARY_SNIFF_BYTES = 8 * 1024
 # write_file and edit_file hold the whole old and new text for the diff: larger files are refused.
 MAX_WHOLE_FILE_BYTES = 10 * 1024 * 1024
-# O_NONBLOCK: a FIFO swapped in after the type check cannot block the open (the fstat after the
-# open refuses it); on a regular file it changes nothing. O_NOCTTY: a terminal never becomes ours.
-READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-# What a file that is not a regular file is, for the error message.
-_SPECIAL_KINDS = ((stat.S_ISFIFO, "named pipe"), (stat.S_ISSOCK, "socket"),
-                  (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"))
 
 
 def looks_binary(head: bytes) -> bool:
@@ -58,9 +53,8 @@ def require_regular(mode: int, shown: str) -> None:
         return
     if stat.S_ISDIR(mode):
         raise ToolError(f"{shown} is a directory; use list_directory to see its entries")
-    kind = next((name for test, name in _SPECIAL_KINDS if test(mode)), "special file")
-    raise ToolError(f"Not a regular file: {shown} is a {kind}; only regular files can be read "
-                    "or changed with this tool")
+    raise ToolError(f"Not a regular file: {shown} is a {kind_of(mode)}; only regular files "
+                    "can be read or changed with this tool")
 
 
 def open_text_file(path: Path, shown: str) -> BinaryIO:

@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from acp_fsm.blocking import run_blocking
 from acp_fsm.tools.base import ToolEnv, ToolOutcome
-from acp_fsm.tools.common import BaseTool, ToolError, run_blocking
+from acp_fsm.tools.common import BaseTool, ToolError
 from acp_fsm.tools.paths import utf8_text
 from acp_fsm.updates import text_block
 

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from acp_fsm import redact
+from acp_fsm.blocking import run_blocking
 from acp_fsm.tools.base import ToolCallView, ToolEnv, ToolOutcome
-from acp_fsm.tools.common import BaseTool, FileMissing, run_blocking
+from acp_fsm.tools.common import BaseTool, FileMissing
 from acp_fsm.tools.files import (
     check_text_file,
     editor_serves,

@@ -27,9 +27,10 @@ from typing import Any
 from acp_fsm import redact
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.redact import Secrets, command_environment
+from acp_fsm.small_files import READ_FLAGS
 from acp_fsm.tools.base import ToolEnv, ToolOutcome
 from acp_fsm.tools.common import BaseTool, ToolError, describe_os_error, plural
-from acp_fsm.tools.files import READ_FLAGS, looks_binary, split_lines
+from acp_fsm.tools.files import looks_binary, split_lines
 from acp_fsm.tools.globs import GlobFilter
 from acp_fsm.tools.paths import inside_roots, utf8_text
 from acp_fsm.tools.process import signal_group

@@ -21,7 +21,11 @@ be rejected in production is rejected here:
   forced tool use or temperature other than 1 with it; a request continuing a tool loop sends
   back the thinking block that opened the assistant message with the calls);
 - with `context_window`, the prompt (`estimate_tokens`) plus the output limit must fit, and a
-  reply left at `DEFAULT_USAGE` reports the estimate as its input tokens.
+  reply left at `DEFAULT_USAGE` reports the estimate as its input tokens;
+- with `local` (`LLAMA_CPP_PYTHON`, `LLAMA_CPP`, `VLLM`, `OLLAMA`, `LM_STUDIO`), the
+  Chat Completions route answers as that local server does where it differs from OpenAI's
+  (what it refuses, a request over `context_window`, its chunks, its model listing, the
+  endpoint where it states its window: `local`).
 
 Everything is recorded: `requests` (path, headers, parsed body, arrival time; model calls
 only), `model_list_requests` (`GET /v1/models`), `served` (which reply answered which request)
@@ -37,9 +41,19 @@ events a `Reply` is streamed as, and `Drop(after=n)`, `Hang(n)`, `Truncate(n)` a
 `ErrorEvent(n)` act after the first `n` of them.
 
 Modules: `script` (the replies and the records), `wire` (rendering per API), `rules` (what
-each API refuses), `models` (the model listings), `server` (the aiohttp server).
+each API refuses), `models` (the model listings), `local` (local OpenAI-compatible servers),
+`server` (the aiohttp server).
 """
 
+from acp_fsm.providers.scripted.local import (
+    LLAMA_CPP,
+    LLAMA_CPP_PYTHON,
+    LM_STUDIO,
+    LOCAL_SERVERS,
+    OLLAMA,
+    VLLM,
+    LocalServer,
+)
 from acp_fsm.providers.scripted.models import MODELS_PATH
 from acp_fsm.providers.scripted.rules import estimate_tokens
 from acp_fsm.providers.scripted.script import (
@@ -60,7 +74,8 @@ from acp_fsm.providers.scripted.script import (
 from acp_fsm.providers.scripted.server import OPENAI_PATH, SHUTDOWN_TIMEOUT_S, ScriptedProvider
 from acp_fsm.providers.scripted.wire import render_anthropic, render_openai
 
-__all__ = ["DEFAULT_MODELS", "DEFAULT_USAGE", "MODELS_PATH", "OPENAI_PATH", "SHUTDOWN_TIMEOUT_S",
-           "Call", "Disconnect", "Drop", "ErrorEvent", "Hang", "HttpError", "Raw",
+__all__ = ["DEFAULT_MODELS", "DEFAULT_USAGE", "LLAMA_CPP", "LLAMA_CPP_PYTHON", "LM_STUDIO",
+           "LOCAL_SERVERS", "MODELS_PATH", "OLLAMA", "OPENAI_PATH", "SHUTDOWN_TIMEOUT_S", "VLLM",
+           "Call", "Disconnect", "Drop", "ErrorEvent", "Hang", "HttpError", "LocalServer", "Raw",
            "RecordedRequest", "Reply", "Scripted", "ScriptedProvider", "Truncate",
            "estimate_tokens", "render_anthropic", "render_openai"]

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from acp_fsm.providers.scripted.local import Describe, LocalServer
 from acp_fsm.providers.scripted.models import (
     MODELS_PATH,
     ModelList,
@@ -103,7 +104,8 @@ class ScriptedProvider:
     def __init__(self, *replies: Scripted | Responder, api_key: str | None = None,
                  fallback: Scripted | Responder | None = None,
                  models: Sequence[str] = DEFAULT_MODELS, models_error: HttpError | None = None,
-                 models_delay_s: float = 0.0, context_window: int | None = None) -> None:
+                 models_delay_s: float = 0.0, context_window: int | None = None,
+                 local: LocalServer | None = None) -> None:
         self.requests: list[RecordedRequest] = []
         self.model_list_requests: list[RecordedRequest] = []
         self.served: list[Served] = []
@@ -115,6 +117,9 @@ class ScriptedProvider:
         self.models_error = models_error
         self.models_delay_s = models_delay_s
         self.context_window = context_window
+        self.local = local
+        self.loaded: set[str] = set()  # models a local server has loaded (asked to answer)
+        self.truncated: list[RecordedRequest] = []  # prompts cut to fit (Ollama)
         self._script: deque[Scripted | Responder] = deque(replies)
         self._runner: web.AppRunner | None = None
         self._url: str | None = None
@@ -157,6 +162,8 @@ class ScriptedProvider:
         for route in ROUTES:
             app.router.add_post(route.path, self._handler(route))
         app.router.add_get(MODELS_PATH, self._models)
+        for path, describe in (self.local.endpoints() if self.local else {}).items():
+            app.router.add_get(path, self._described(describe))
         runner = web.AppRunner(app, handler_cancellation=True, access_log=None,
                                shutdown_timeout=SHUTDOWN_TIMEOUT_S)
         await runner.setup()
@@ -199,7 +206,13 @@ class ScriptedProvider:
             try:
                 self._authenticate(route, record)
                 route.rules.validate(record.headers, record.body)
-                if self.context_window is not None:
+                if self.local is not None:
+                    self.local.check(record.body, self.models)
+                    self.loaded.add(str(record.body.get("model")))
+                    if (over := self._overflow(record, prompt)) is not None:
+                        self.served.append(Served(route.path, over, time.monotonic()))
+                        return await self._respond(request, route, over, record.body)
+                elif self.context_window is not None:
                     route.rules.check_context(record.body, prompt, self.context_window)
             except Rejection as rejection:
                 return self._error_response(route, rejection.error)
@@ -222,10 +235,32 @@ class ScriptedProvider:
             route.rules.check_headers(record.headers)
             if self.models_error is not None:
                 return self._error_response(route, self.models_error)
-            listing = route.list_models(self.models, request.query)
+            listing = (self.local.listing(self.models, self.context_window)
+                       if self.local is not None and route is OPENAI_ROUTE
+                       else route.list_models(self.models, request.query))
         except Rejection as rejection:
             return self._error_response(route, rejection.error)
         return self._json_response(route, 200, json_text(listing).encode(), {})
+
+    def _overflow(self, record: RecordedRequest, prompt: int) -> Scripted | None:
+        """A local server's answer to a request over its window (taking no script entry);
+        one that cuts the prompt to fit records it and answers from the script."""
+        if self.local is None or self.context_window is None:
+            return None
+        if self.local.truncates:
+            if prompt > self.context_window:
+                self.truncated.append(record)
+            return None
+        return self.local.overflow(record.body, prompt, self.context_window)
+
+    def _described(self, describe: Describe) -> Callable[[web.Request], Any]:
+        """A local server's own endpoint stating its window."""
+        async def handle(request: web.Request) -> web.Response:
+            await self._record(request, self.model_list_requests)
+            body = describe(self.models, self.context_window, self.loaded)
+            return self._json_response(OPENAI_ROUTE, 200, json_text(body).encode(), {})
+
+        return handle
 
     def _authenticate(self, route: Route, record: RecordedRequest) -> None:
         if self.api_key is not None:
@@ -233,11 +268,13 @@ class ScriptedProvider:
 
     def _charged(self, reply: Scripted, prompt: int) -> Scripted:
         """With a context window, a reply left at `DEFAULT_USAGE` reports the estimated prompt
-        as its input tokens (an explicit usage is kept)."""
+        as its input tokens (at most the window, where the prompt was cut to fit it); an
+        explicit usage is kept."""
         if self.context_window is None or not isinstance(reply, Reply) or (
                 reply.usage is not DEFAULT_USAGE):
             return reply
-        return replace(reply, usage=DEFAULT_USAGE._replace(input_tokens=prompt))
+        counted = min(prompt, self.context_window)
+        return replace(reply, usage=DEFAULT_USAGE._replace(input_tokens=counted))
 
     async def _record(self, request: web.Request, into: list[RecordedRequest]
                       ) -> RecordedRequest:
@@ -279,7 +316,9 @@ class ScriptedProvider:
             parts: Sequence[bytes | float] = reply.parts
             return await self._stream(request, route, parts, reply.status, reply.content_type)
         await self._sleep(reply.headers_delay_s, request.path, 0)
-        parts = self._timed(route.wire.render(reply, body), reply, route)
+        rendered = (self.local.render(reply, body) if self.local is not None
+                    and route is OPENAI_ROUTE else route.wire.render(reply, body))
+        parts = self._timed(rendered, reply, route)
         return await self._stream(request, route, parts, 200, SSE_CONTENT_TYPE, reply.fault)
 
     @staticmethod

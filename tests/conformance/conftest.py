@@ -10,21 +10,11 @@ from pathlib import Path
 import pytest
 
 from acp_fsm import schemas
-from acp_fsm.schema_check import (
-    HOW_TO_GET_SCHEMA,
-    SCHEMA_ENV,
-    OfficialSchema,
-    SessionRun,
-    locate_schema,
-    run_session,
-    schema_candidates,
-)
+from acp_fsm.schema_check import OfficialSchema, SessionRun, run_session
 from tests.conformance.generate import Generator
+from tests.official_schema import NO_SCHEMA, locate_schema
 
 OFFICIAL_PATH = locate_schema()
-NO_SCHEMA = (f"official ACP schema not found (looked in: "
-             f"{', '.join(str(p) for p in schema_candidates())}); set {SCHEMA_ENV} to its "
-             f"path; {HOW_TO_GET_SCHEMA}")
 
 
 @pytest.fixture(scope="session")

@@ -52,12 +52,25 @@ def test_exit_2_when_the_official_schema_is_missing(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "schema.json"
     done = schema_check(schema=str(missing))
     assert done.returncode == 2
-    assert str(missing) in done.stderr and SCHEMA_ENV in done.stderr
-    # and exactly how to get it: the npm package and the command that extracts schema.json
-    assert "@agentclientprotocol/sdk@2.4.0" in done.stderr
-    assert "tar xzf agentclientprotocol-sdk-2.4.0.tgz package/schema/v1/schema.json" in (
-        done.stderr)
+    assert f"no file at {missing} (given by {SCHEMA_ENV})" in done.stderr
+    # and what to do: give a path, or let the command fetch the official one
+    assert "pass --schema PATH" in done.stderr and "leave both unset to fetch" in done.stderr
     assert done.stdout == ""
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("{not json", "is not JSON (Expecting property name"),
+    ("[1, 2]", "is not a JSON Schema with $defs"),
+    ('{"$defs": 3}', "is not a JSON Schema with $defs"),
+])
+def test_exit_2_when_the_file_given_is_not_a_schema(tmp_path: Path, text: str,
+                                                     problem: str) -> None:
+    path = tmp_path / "schema.json"
+    path.write_text(text, encoding="utf-8")
+    done = schema_check("--schema", str(path))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"acp-fsm schema-check: {path} {problem}"), done.stderr
+    assert "pass --schema PATH" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_exit_1_and_failing_rows_on_disagreement(official: OfficialSchema, tmp_path: Path,
@@ -77,3 +90,13 @@ def test_exit_1_and_failing_rows_on_disagreement(official: OfficialSchema, tmp_p
     assert all(r[1] == 0 for r in others.values())
     assert "FAIL result of session/prompt: official: PromptResponse" in out
     assert "'tokenCount' is a required property" in out
+
+
+def test_help_says_where_the_official_schema_comes_from(tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "acp_fsm", "schema-check", "--help"], env=env,
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    for said in ("--schema PATH", f"${SCHEMA_ENV}", "the npm registry",
+                 "@agentclientprotocol/sdk 2.4.0", "checked against pinned hashes",
+                 str(tmp_path / "acp-fsm" / "acp-schema-v1-sdk-2.4.0.json")):
+        assert said in done.stdout, said

@@ -5,11 +5,16 @@ the editor opens, and the same agent process then works, with the stored key kep
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
 from tests.e2e.support import (
+    BARE,
     Agent,
     Launcher,
     args,
@@ -18,7 +23,7 @@ from tests.e2e.support import (
     statuses,
     user_texts,
 )
-from tests.harness import wait_until
+from tests.harness import agent_command, wait_until
 from tests.terminal import Terminal
 
 KEY = "sk-auth-e2e-7d2c-NOT-A-REAL-KEY"
@@ -188,3 +193,80 @@ async def test_search_files_never_matches_nor_shows_a_stored_key(
     found = content_text(for_call(turn.updates, "t")[-1])
     assert "No matches" in guessed  # the key cannot be guessed a character at a time
     assert "TOKEN=[redacted]" in found and KEY[:8] not in found
+
+
+def one_sentence(message: str) -> bool:
+    return "\n" not in message and message.endswith(".") and ". " not in message
+
+
+@pytest.mark.parametrize(("capabilities", "terminal"), [
+    (TERMINAL_CLIENT, True),
+    ({"_meta": {"terminal-auth": True}}, True),  # as clients said it before ACP had `auth`
+    (BARE, False),  # acpx, avante, acp-client: no terminal login, no "Log in" button
+])
+async def test_the_login_message_names_the_login_the_client_was_offered(
+        launch: Launcher, server: ScriptedProvider, project: Path,
+        capabilities: dict[str, Any], terminal: bool) -> None:
+    agent = await launch.start("openai", capabilities=capabilities, **NOTHING_SET)
+    [method] = initialized(agent)["authMethods"]
+    assert (method.get("type") == "terminal") is terminal
+
+    refused = (await new_session(agent, project))["error"]
+    authenticate = (await agent.request("authenticate", {"methodId": method["id"]}))["error"]
+
+    for error in (refused, authenticate):
+        message = error["message"]
+        assert error["code"] == -32000 and one_sentence(message), error
+        assert ("the editor's log-in for acp-fsm (it runs `acp-fsm login`)" in message) is terminal
+        assert ("run `acp-fsm login` in a terminal" in message) is not terminal
+        reason, details = error["data"]["reason"], error["data"]["details"]
+        assert one_sentence(reason) and "acp-fsm login" in reason  # Toad shows only data
+        assert "OPENAI_BASE_URL" in details and ("editor's log-in" in details) is terminal
+
+
+@pytest.mark.parametrize("kind", ["named pipe", "link to /dev/zero"])
+async def test_a_credentials_file_that_is_not_a_regular_file_is_refused_at_once(
+        launch: Launcher, server: ScriptedProvider, project: Path, kind: str) -> None:
+    """A FIFO would block the read until a writer came (the agent froze); /dev/zero never
+    ends (the agent filled its memory). Either is named, like a malformed file."""
+    launch.home.mkdir()
+    stored = launch.home / "credentials.json"
+    if kind == "named pipe":
+        os.mkfifo(stored)
+    else:
+        stored.symlink_to("/dev/zero")
+    agent = await launch.start("openai", **NOTHING_SET)
+
+    refused = (await new_session(agent, project))["error"]
+    assert refused["code"] == -32000
+    what = "named pipe" if kind == "named pipe" else "character device"
+    assert f"{stored} is a {what}, not a regular file" in refused["data"]["details"]
+
+    keyed = await launch.start("openai")  # the environment's key: the file is not needed
+    session = (await new_session(keyed, project))["result"]["sessionId"]
+    server.script(Reply(text="hi"))
+    assert (await keyed.prompt(session, "hello")).stop_reason == "end_turn"
+    status = await asyncio.to_thread(
+        subprocess.run, [*agent_command(), "login", "--status"], capture_output=True,
+        text=True, timeout=30, env=launch.env("openai", **NOTHING_SET))
+    assert status.returncode == 1 and f"Note: {stored} is a {what}" in status.stdout
+
+
+async def test_a_stored_key_goes_only_to_the_base_url_it_was_checked_at(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    server.api_key = KEY
+    await asyncio.to_thread(log_in, launch, server, {"args": ["login"]})
+    async with ScriptedProvider(Reply(text="from elsewhere")) as elsewhere:
+        env = {**NOTHING_SET, "OPENAI_BASE_URL": elsewhere.openai_base_url}
+        agent = await launch.start("openai", **env)
+        session = (await new_session(agent, project))["result"]["sessionId"]
+
+        assert (await agent.prompt(session, "hello")).stop_reason == "end_turn"
+        [request] = elsewhere.requests
+        assert "authorization" not in request.headers  # the stored key stayed home
+        assert KEY not in str(request.headers) and KEY not in request.raw.decode()
+        status = await asyncio.to_thread(
+            subprocess.run, [*agent_command(), "login", "--status"], capture_output=True,
+            text=True, timeout=30, env=launch.env("openai", **env))
+        assert (f"belongs to {server.openai_base_url}; it is not used for "
+                f"{elsewhere.openai_base_url} (OPENAI_BASE_URL)") in status.stdout

@@ -348,7 +348,7 @@ async def test_cancel_in_the_same_write_as_its_prompt(launch: Launcher, server: 
     assert turn.updates == []
     server.fallback = None
     request = await next_prompt_is_accepted(agent, server, session)
-    assert user_texts(request) == ["first", "and now?"]
+    assert user_texts(request) == ["first\n\nand now?"]  # one user message: roles alternate
 
 
 async def test_two_sessions_one_cancelled(launch: Launcher, server: ScriptedProvider,

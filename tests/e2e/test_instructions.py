@@ -3,13 +3,14 @@ both wire formats, read again at each turn."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from acp_fsm.providers.scripted import RecordedRequest, Reply, ScriptedProvider
-from tests.e2e.support import Launcher
+from tests.e2e.support import Launcher, of_kind
 
 
 def system_of(request: RecordedRequest) -> str:
@@ -39,3 +40,51 @@ async def test_the_projects_instructions_reach_the_model_and_are_read_each_turn(
     assert "Answer in German." in second
     assert f"- Working directory: {project}" in first
     assert "- Git: the working directory is not in a git repository" in first
+
+
+@pytest.mark.parametrize("head", ["named pipe", "huge"])
+async def test_a_head_that_is_no_ref_is_not_read_and_the_prompt_works(
+        launch: Launcher, server: ScriptedProvider, project: Path, head: str) -> None:
+    """A FIFO as .git/HEAD froze the agent at the first prompt; a huge one went into every
+    request's system prompt."""
+    (project / ".git").mkdir()
+    branch = "b" * (4 * 1024 * 1024)
+    if head == "named pipe":
+        os.mkfifo(project / ".git" / "HEAD")
+    else:
+        (project / ".git" / "HEAD").write_text(f"ref: refs/heads/{branch}\n")
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    server.script(Reply(text="ok"))
+
+    assert (await agent.prompt(session, "hello")).stop_reason == "end_turn"
+    system = system_of(server.requests[-1])
+    assert f"- Git: repository at {project}, its HEAD could not be read" in system
+    assert branch[:100] not in system
+
+
+@pytest.mark.parametrize("repository", [True, False])
+async def test_an_instruction_file_leading_outside_is_not_sent_and_said_once(
+        launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path,
+        repository: bool) -> None:
+    outside = tmp_path / "elsewhere" / "notes.md"
+    outside.parent.mkdir()
+    outside.write_text("PRIVATE-NOTES-5d1e: not the project's")
+    if repository:
+        (project / ".git").mkdir()
+        (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (project / "AGENTS.md").symlink_to(outside)
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    server.script(Reply(text="first"), Reply(text="second"))
+
+    first = await agent.prompt(session, "hello")
+    second = await agent.prompt(session, "again")
+
+    assert all("PRIVATE-NOTES" not in request.raw.decode() for request in server.requests)
+    told = [u["content"]["text"] for u in of_kind(first.updates, "agent_message_chunk")]
+    where = "the repository" if repository else "the session's directories"
+    assert told == [f"{project / 'AGENTS.md'} was not read: it leads to {outside}, outside "
+                    f"{where}, so its instructions are not followed.\n\n", "first"]
+    assert [u["content"]["text"] for u in of_kind(second.updates, "agent_message_chunk")] \
+        == ["second"]  # once a session, not each turn

@@ -286,6 +286,9 @@ async def test_reasoning_effort_on_openai_and_none_for_a_model_without_it(
 
 async def test_the_model_list_comes_from_the_provider_and_is_kept_for_the_next_start(
         launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    """A compatible server (the scripted one is not OpenAI's own API): its chat models in its
+    own order, the first the default; kept for the next start, which asks the server again
+    (it may serve other models by then)."""
     server.models = ("o3", "gpt-5", "text-embedding-3-small", "whisper-1", "gpt-5-mini")
     agent = await launch.start("openai")
     session, result = await new_session(agent, project)
@@ -293,15 +296,20 @@ async def test_the_model_list_comes_from_the_provider_and_is_kept_for_the_next_s
 
     await wait_until(lambda: option_updates(agent, session), "the list to arrive")
     [update] = option_updates(agent, session)
-    assert options_of(update)["model"] == ("gpt-5", ["gpt-5", "gpt-5-mini", "o3"])
+    assert options_of(update)["model"] == ("o3", ["o3", "gpt-5", "gpt-5-mini"])
     [listing] = server.model_list_requests
     assert listing.headers["authorization"].startswith("Bearer ")
     await launch.close(agent)
 
+    server.models = ("gpt-5-mini", "o3")
     again = await launch.start("openai")
-    _, result = await new_session(again, project)
-    assert options_of(result)["model"] == ("gpt-5", ["gpt-5", "gpt-5-mini", "o3"])
-    assert (launch.home / "models.json").exists() and len(server.model_list_requests) == 1
+    session, result = await new_session(again, project)
+    assert options_of(result)["model"] == ("o3", ["o3", "gpt-5", "gpt-5-mini"])
+    assert (launch.home / "models.json").exists()
+    await wait_until(lambda: option_updates(again, session), "the list to arrive again")
+    [update] = option_updates(again, session)
+    assert options_of(update)["model"] == ("gpt-5-mini", ["gpt-5-mini", "o3"])
+    assert len(server.model_list_requests) == 2
 
 
 async def test_the_anthropic_model_list_and_a_failed_listing(
@@ -311,7 +319,7 @@ async def test_the_anthropic_model_list_and_a_failed_listing(
     session, _ = await new_session(agent, project)
     await wait_until(lambda: option_updates(agent, session), "the list to arrive")
     [update] = option_updates(agent, session)
-    assert options_of(update)["model"] == ("claude-sonnet-4-5",
+    assert options_of(update)["model"] == ("claude-opus-4-1",  # its first: not Anthropic's
                                            ["claude-opus-4-1", "claude-sonnet-4-5"])
     assert "anthropic-version" in server.model_list_requests[0].headers
 

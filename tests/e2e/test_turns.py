@@ -157,7 +157,10 @@ async def test_unauthorized_is_a_json_rpc_error_without_the_key(
     turn = await agent.prompt(session, "second")
     assert turn.stop_reason == "end_turn"
     assert turn.updates == message_chunks("welcome back")
-    assert user_texts(server.requests[-1]) == ["first", "second"]
+    # Both prompts, in one user message on Chat Completions (chat templates want turns to
+    # alternate), two text blocks of one on Anthropic.
+    expected_texts = ["first\n\nsecond"] if provider == "openai" else ["first", "second"]
+    assert user_texts(server.requests[-1]) == expected_texts
     await agent.proc.close()
     assert API_KEY.encode() not in b"".join(agent.proc.raw_lines)
     assert API_KEY.encode() not in agent.proc.stderr

@@ -36,7 +36,8 @@ def test_explicit_provider_model_url_and_limits() -> None:
     })
     assert config == ProviderConfig(
         provider="openai", model="qwen3", base_url="http://localhost:11434/v1", api_key=None,
-        max_tokens=4096, max_retries=0, connect_timeout_s=2.5, read_timeout_s=60.0)
+        max_tokens=4096, max_retries=0, connect_timeout_s=2.5, read_timeout_s=60.0,
+        model_set=True)
 
 
 @pytest.mark.parametrize(("env", "variable"), [

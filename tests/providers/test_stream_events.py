@@ -272,9 +272,12 @@ async def test_stream_truncated_after_output_is_an_error(
     assert len(server.requests) == 1  # output reached the caller: never retried
 
 
-async def test_empty_200_body_is_retried(server: ScriptedProvider, config: ProviderConfig
-                                         ) -> None:
+async def test_an_empty_200_body_from_a_compatible_server_is_reported_not_retried(
+        server: ScriptedProvider, config: ProviderConfig) -> None:
+    """llama-cpp-python's answer to a request over its window: the turn decides what to do."""
     server.script(Reply(text="lost", fault=Truncate(0)), Reply(text="ok", usage=USAGE))
-    events = await collect(config)
-    assert events[-1] == finished(TextPart("ok"))
-    assert len(server.requests) == 2
+    with pytest.raises(ProviderError) as caught:
+        await collect(config)
+    error = caught.value
+    assert (error.status, error.error_type, error.retryable) == (200, "empty_stream", False)
+    assert len(server.requests) == 1 and server.remaining == 1

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
+from acp_fsm.blocking import BLOCKING_THREAD_NAME, run_blocking
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.tools import read_file
-from acp_fsm.tools.common import BLOCKING_THREAD_NAME, ToolError, run_blocking
+from acp_fsm.tools.common import ToolError
 from acp_fsm.tools.files import open_text_file
 from acp_fsm.tools.read_file import MAX_READ_BYTES, MAX_READ_LINES
 from tests.harness import wait_until
@@ -208,7 +209,7 @@ def test_an_abandoned_blocking_call_does_not_keep_the_process_alive(project: Pat
     os.mkfifo(fifo)
     script = (
         "import asyncio, sys\n"
-        "from acp_fsm.tools.common import run_blocking\n"
+        "from acp_fsm.blocking import run_blocking\n"
         "from acp_fsm.protocol.cancel import CancellationToken, Cancelled\n"
         "async def main():\n"
         "    token = CancellationToken()\n"

@@ -1,0 +1,224 @@
+"""The agent on local OpenAI-compatible servers, each answering as the real one does
+(`acp_fsm.providers.scripted.local`, recorded answers in tests/recorded): tool turns that go on
+turn after turn, errors that read as one line, a context that fills up without ending the
+session, the server's own model and window."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_fsm.compaction import SUMMARY_REQUEST
+from acp_fsm.providers.scripted import (
+    LLAMA_CPP,
+    LLAMA_CPP_PYTHON,
+    LM_STUDIO,
+    OLLAMA,
+    VLLM,
+    Call,
+    HttpError,
+    LocalServer,
+    Raw,
+    RecordedRequest,
+    Reply,
+    Scripted,
+    ScriptedProvider,
+    estimate_tokens,
+)
+from tests.e2e.support import Launcher, args, history, of_kind, user_texts
+
+RECORDED = Path(__file__).parents[1] / "recorded" / "llama-cpp-python"
+MODEL = "/models/gemma-3-270m-q4_k_m.gguf"  # llama-cpp-python lists the model's path
+PAGE = "".join(f"line {i}: the quick brown fox jumps over the lazy dog\n" for i in range(60))
+
+
+@contextlib.asynccontextmanager
+async def serving(local: LocalServer, tmp_path: Path, *replies: Scripted,
+                  window: int | None = None, models: tuple[str, ...] = (MODEL,),
+                  ) -> AsyncIterator[tuple[ScriptedProvider, Launcher]]:
+    """A scripted `local` server with context `window` (its own setting), and a launcher of
+    agents pointed at it (no key: local servers need none)."""
+    async with ScriptedProvider(*replies, local=local, context_window=window,
+                                models=models) as server:
+        launcher = Launcher(server, tmp_path / "home")
+        try:
+            yield server, launcher
+        finally:
+            await launcher.close_all()
+
+
+def summary_call(request: RecordedRequest) -> bool:
+    texts = user_texts(request)
+    return bool(texts) and SUMMARY_REQUEST in texts[-1]
+
+
+def notices(updates: list[dict[str, Any]]) -> list[str]:
+    return [u["content"]["text"] for u in of_kind(updates, "agent_message_chunk")
+            if u["content"]["text"].startswith(("Context compacted", "The model"))]
+
+
+def reader(request: RecordedRequest) -> Reply:
+    """A model that reads page.txt once per prompt, then answers; and summarises when asked."""
+    if summary_call(request):
+        return Reply(text="SUMMARY: the user asked for page.txt several times.")
+    last = history(request)[-1]
+    if last.get("role") == "tool":
+        return Reply(text="I read it.")
+    return Reply(calls=(Call(f"call_{len(history(request))}", "read_file",
+                             args(path="page.txt")),))
+
+
+async def test_llama_cpp_python_tool_turns_go_on_turn_after_turn(tmp_path: Path) -> None:
+    """Each model call after a tool call carries the assistant message with `content: ""`
+    (llama-cpp-python answers `null` with a 500: no turn could go on after a tool call)."""
+    recorded = (RECORDED / "tool_call.sse").read_bytes()
+    async with serving(LLAMA_CPP_PYTHON, tmp_path) as (server, launch):
+        (tmp_path / "data").mkdir()
+        (tmp_path / "data" / "file_name.txt,").write_text("the data\n")  # as the model asked
+        agent = await launch.start("openai", OPENAI_API_KEY=None)
+        session = await agent.new_session(tmp_path)
+        for i, prompt in enumerate(("read it", "again", "once more")):
+            calls = recorded.replace(b"cmpl-8b386640", f"cmpl-{i:08d}".encode())  # its ids
+            server.script(Raw((calls,)), Reply(text=f"done: {prompt}"))
+            turn = await agent.prompt(session, prompt)
+            assert turn.stop_reason == "end_turn"
+            [done] = [u for u in of_kind(turn.updates, "tool_call_update")
+                      if u.get("status") == "completed"]
+            assert "the data" in done["content"][0]["content"]["text"]
+    assistants = [m for m in history(server.requests[-1]) if m["role"] == "assistant"]
+    assert [m["content"] for m in assistants if m.get("tool_calls")] == ["", "", ""]
+    assert len(server.requests) == 6 and all(r.body["model"] == MODEL for r in server.requests)
+
+
+async def test_a_long_error_body_reads_as_one_line_with_the_details_in_data(
+        tmp_path: Path) -> None:
+    recorded = (RECORDED / "assistant_content_null.500.json").read_bytes()
+    async with serving(LLAMA_CPP_PYTHON, tmp_path, HttpError(500, body=recorded),
+                       Reply(text="fine")) as (_, launch):
+        agent = await launch.start("openai", OPENAI_API_KEY=None, ACP_FSM_MAX_RETRIES="0")
+        session = await agent.new_session(tmp_path)
+        failed = await agent.prompt(session, "hi")
+        assert (await agent.prompt(session, "again")).stop_reason == "end_turn"
+    message, data = failed.error["message"], failed.error["data"]
+    assert message.startswith("openai HTTP 500 internal_server_error: 7 validation errors:")
+    assert len(message) < 300 and "\n" not in message
+    assert "Input should be a valid string" in data["details"] and data["status"] == 500
+
+
+async def test_an_empty_stream_over_the_window_is_compacted_and_sent_again(
+        tmp_path: Path) -> None:
+    """llama-cpp-python answers a request over its context with `200 OK` and an empty body.
+    The agent (its window only assumed) takes it for that, compacts once and sends the
+    request again, and the session goes on (before: three tries, then every prompt failed)."""
+    async with serving(LLAMA_CPP_PYTHON, tmp_path, window=6000) as (server, launch):
+        server.fallback = reader
+        (tmp_path / "page.txt").write_text(PAGE * 2)
+        agent = await launch.start("openai", OPENAI_API_KEY=None)
+        session = await agent.new_session(tmp_path)
+        turns = [await agent.prompt(session, f"read page.txt ({i})") for i in range(6)]
+    assert [t.stop_reason for t in turns] == ["end_turn"] * 6
+    empty = [i for i, s in enumerate(server.served) if s.reply == Raw(())]
+    assert empty, "the window was never passed: the test proves nothing"
+    after = server.requests[empty[0] + 1]
+    assert summary_call(after) and estimate_tokens(after.body) < 6000
+    told = [n for t in turns for n in notices(t.updates)]
+    assert any(n.startswith("Context compacted") for n in told)
+    assert estimate_tokens(server.requests[-1].body) < 6000
+
+
+async def test_an_empty_stream_that_compacting_cannot_fix_says_what_to_do(
+        tmp_path: Path) -> None:
+    """The system prompt and the tools alone pass llama-cpp-python's default window."""
+    async with serving(LLAMA_CPP_PYTHON, tmp_path, window=800) as (server, launch):
+        agent = await launch.start("openai", OPENAI_API_KEY=None)
+        session = await agent.new_session(tmp_path)
+        failed = await agent.prompt(session, "hi")
+        # compacted (nothing to summarise yet) and sent once more, never the same thrice
+        assert [s.reply for s in server.served] == [Raw(())] * 2
+        again = await agent.prompt(session, "hi again")
+        assert len(server.served) <= 4
+    for turn in (failed, again):
+        message = turn.error["message"]
+        assert "empty_stream" in message and "llama-cpp-python" in message
+        assert "/compact" in message and "ACP_FSM_CONTEXT_WINDOW" in message
+
+
+@pytest.mark.parametrize("local", [LLAMA_CPP_PYTHON, LLAMA_CPP])
+async def test_an_empty_answer_is_said_and_the_roles_still_alternate(
+        tmp_path: Path, local: LocalServer) -> None:
+    """A role chunk and a stop (recorded from llama-cpp-python): the user is told, and the
+    next request holds no two user messages in a row (llama.cpp's strict templates answer
+    500 "Conversation roles must alternate")."""
+    empty = Raw(((RECORDED / "empty_answer.sse").read_bytes(),))
+    async with serving(local, tmp_path, empty, Reply(text="hello")) as (server, launch):
+        agent = await launch.start("openai", OPENAI_API_KEY=None)
+        session = await agent.new_session(tmp_path)
+        first = await agent.prompt(session, "hi")
+        second = await agent.prompt(session, "are you there?")
+    assert first.stop_reason == second.stop_reason == "end_turn"
+    assert notices(first.updates) == ["The model returned an empty answer (no text and no "
+                                      "tool call)."]
+    roles = [m["role"] for m in history(server.requests[-1])]
+    assert not any(a == b for a, b in pairwise(roles)), roles
+    assert user_texts(server.requests[-1]) == ["hi\n\nare you there?"]
+
+
+async def test_a_window_too_small_for_the_tools_costs_no_summary_call_per_prompt(
+        tmp_path: Path) -> None:
+    """ACP_FSM_CONTEXT_WINDOW set to llama-cpp-python's small context: the system prompt
+    and the tools alone pass the threshold, so older turns are dropped without a model call
+    (before: a summary call at every prompt, which could never make it fit)."""
+    async with serving(LLAMA_CPP_PYTHON, tmp_path, window=3000) as (server, launch):
+        server.fallback = Reply(text=PAGE[:2000])  # long answers: older turns to drop
+        agent = await launch.start("openai", OPENAI_API_KEY=None,
+                                   ACP_FSM_CONTEXT_WINDOW="3000")
+        session = await agent.new_session(tmp_path)
+        turns = [await agent.prompt(session, f"question {i}") for i in range(4)]
+    assert [t.stop_reason for t in turns] == ["end_turn"] * 4
+    assert not any(summary_call(r) for r in server.requests)
+    assert len(server.requests) == 4
+    dropped = [n for t in turns[1:] for n in notices(t.updates)]
+    assert len(dropped) == 3 and all("system prompt and the tools alone" in n for n in dropped)
+
+
+async def test_without_a_model_set_the_server_s_first_model_is_used(tmp_path: Path) -> None:
+    """Ollama refuses a model it does not have ("gpt-5" was sent before)."""
+    models = ("qwen2.5-coder:7b", "llama3.2:1b")
+    async with serving(OLLAMA, tmp_path, Reply(text="hi"), models=models) as (server, launch):
+        agent = await launch.start("openai", OPENAI_API_KEY=None)
+        session = await agent.new_session(tmp_path)
+        turn = await agent.prompt(session, "hello")
+        options = agent.updates(session, metadata=True)
+    assert turn.stop_reason == "end_turn"
+    assert server.requests[-1].body["model"] == "qwen2.5-coder:7b"
+    [announced] = [u for u in of_kind(options, "config_option_update")]
+    [model] = [o for o in announced["configOptions"] if o["id"] == "model"]
+    assert model["currentValue"] == "qwen2.5-coder:7b"
+
+
+@pytest.mark.parametrize("local", [LLAMA_CPP, VLLM, OLLAMA, LM_STUDIO])
+async def test_the_window_a_server_states_keeps_every_request_within_it(
+        tmp_path: Path, local: LocalServer) -> None:
+    """llama.cpp's /props, vLLM's max_model_len, Ollama's /api/ps and LM Studio's
+    /api/v0/models (the last two once the model is loaded): the agent compacts before the
+    server would refuse (llama.cpp, vLLM, LM Studio) or cut (Ollama) a request, and vLLM is
+    never asked for more output than the window leaves."""
+    window = 6000
+    async with serving(local, tmp_path, window=window, models=("coder",)) as (server, launch):
+        server.fallback = reader
+        (tmp_path / "page.txt").write_text(PAGE * 2)
+        agent = await launch.start("openai", OPENAI_API_KEY=None)
+        session = await agent.new_session(tmp_path)
+        turns = [await agent.prompt(session, f"read page.txt ({i})") for i in range(6)]
+    assert [t.stop_reason for t in turns] == ["end_turn"] * 6
+    assert all(isinstance(s.reply, Reply) for s in server.served)  # nothing refused
+    assert server.truncated == []  # nothing cut (Ollama)
+    assert any(summary_call(r) for r in server.requests)
+    assert all(estimate_tokens(request.body) < window for request in server.requests)
+    usage = of_kind(agent.updates(session, turns[1].start, metadata=True), "usage_update")
+    assert usage and {u["size"] for u in usage} == {window}
