@@ -150,23 +150,32 @@ def _cut(message: Message, share: float) -> Message:
     """`message` with each of its texts (results, the user's text) cut to `share` of it."""
     if isinstance(message, ToolResultsMessage):
         return ToolResultsMessage(tuple(
-            r._replace(content=_cut_text(r.content, share)) for r in message.results))
+            r._replace(content=cut_text(r.content, int(len(r.content) * share)))
+            for r in message.results))
     if isinstance(message, UserMessage):
-        return UserMessage(tuple(TextPart(_cut_text(p.text, share)) if isinstance(p, TextPart)
-                                 else p for p in message.parts))
+        return UserMessage(tuple(TextPart(cut_text(p.text, int(len(p.text) * share)))
+                                 if isinstance(p, TextPart) else p for p in message.parts))
     return message  # an answer is bounded by max_tokens
 
 
-def _cut_text(text: str, share: float) -> str:
-    """The start and the end of `text`, `share` of it in all, the note included."""
-    keep = int(len(text) * share) - len(CUT_NOTE) - 8  # the note, and its number
-    if keep >= len(text):
+def cut_text(text: str, room: int, note: str = CUT_NOTE) -> str:
+    """`text` in at most `room` characters: when it is longer, its start (two thirds) and its
+    end, with `note` between them saying how many characters were cut (a text's start says
+    what it is, its end how it ended: an error, a summary, a note to read on)."""
+    if len(text) <= room:
         return text
-    keep = max(keep, 0)
+    keep = max(room - len(note) - 8, 0)  # the note, and its number
     head = keep * 2 // 3
     tail = keep - head
-    note = CUT_NOTE.format(len(text) - head - tail)
-    return f"{text[:head]}{note}{text[len(text) - tail:] if tail else ''}"
+    cut = note.format(len(text) - head - tail)
+    return f"{text[:head]}{cut}{text[len(text) - tail:] if tail else ''}"
+
+
+def result_chars(window: int, reserve: int) -> int:
+    """The most characters of one tool result a request could carry (all the room a request
+    has before it is compacted): a result is cut to it before it is stored, since more could
+    never be sent."""
+    return int(COMPACT_AT * usable(window, reserve) * CHARS_PER_TOKEN)
 
 
 def summary_request(request: ModelRequest, older: list[Message], focus: str,

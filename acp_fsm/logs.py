@@ -11,7 +11,7 @@ from typing import Any
 import structlog
 
 from acp_fsm import config
-from acp_fsm.redact import REDACTED, Secrets, configured
+from acp_fsm.redact import REDACTED, Secrets, configured, without_pair_values
 
 _SECRET_KEYS = frozenset(
     {"api_key", "apikey", "authorization", "x-api-key", "secret", "password", "token", "bearer"}
@@ -20,7 +20,8 @@ _SECRET_SUFFIXES = ("_api_key", "_secret", "_password", "_access_token")
 
 
 class Redactor:
-    """A structlog processor that blanks secret fields and secret values anywhere in an event."""
+    """A structlog processor that blanks secret fields, secret values and the values of header
+    and environment pairs (`redact.SECRET_PAIRS`) anywhere in an event."""
 
     def __init__(self, secrets: list[str]) -> None:
         self._secrets = Secrets(secrets)
@@ -38,8 +39,8 @@ class Redactor:
             return REDACTED
         if isinstance(value, str):
             return self._scrub(value)
-        if isinstance(value, dict):
-            return {k: self._clean(str(k), v) for k, v in value.items()}
+        if isinstance(value, dict):  # an MCP server's headers and env: values, whatever names
+            return {k: self._clean(str(k), v) for k, v in without_pair_values(value).items()}
         if isinstance(value, list | tuple):
             return [self._clean("", v) for v in value]
         return value

@@ -16,10 +16,14 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from acp_fsm import config
 
 REDACTED = "[redacted]"
+# Lists of `{name, value}` pairs whose values are secrets whatever their names: an MCP
+# server's HTTP headers (an `Authorization`) and its environment (a token), as ACP gives them.
+SECRET_PAIRS = ("headers", "env")
 # The shortest piece of a secret `Secrets.trim` removes at a cut: shorter ones tell little,
 # and would eat ordinary output that happens to match a key's first or last characters.
 MIN_FRAGMENT_CHARS = 4
@@ -127,6 +131,20 @@ class Secrets:
 
 
 _REDACTED_BYTES = REDACTED.encode()
+
+
+def without_pair_values(entry: dict[str, Any]) -> dict[str, Any]:
+    """`entry` with the value of each pair of its `SECRET_PAIRS` lists replaced by
+    `REDACTED`, the names kept: what is stored and logged of an MCP server (the editor passes
+    the servers again with each load or resume, so nothing needs the values back)."""
+    out = entry  # most objects have no such list: no copy (logs call this on every event)
+    for key in SECRET_PAIRS:
+        pairs = entry.get(key)
+        if isinstance(pairs, list):
+            out = {**out, key: [{**pair, "value": REDACTED}
+                                if isinstance(pair, dict) and "value" in pair else pair
+                                for pair in pairs]}
+    return out
 
 
 def _alternation(patterns: set[bytes]) -> re.Pattern[bytes] | None:

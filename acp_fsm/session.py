@@ -37,6 +37,7 @@ from acp_fsm.protocol.errors import (
     InvalidParams,
     InvalidRequest,
     ResourceNotFound,
+    RpcError,
 )
 from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.types import (
@@ -399,7 +400,7 @@ class Session:
         # Known before the wait, so a cancel during the write can still mark the message.
         self._last_assistant = (written, body) if written is not None else None
         if wait:
-            await self._commit(written)
+            await self._commit("assistant", written)
 
     def mark_cancelled(self) -> None:
         """The turn was cancelled after its last assistant message was stored complete: that
@@ -431,7 +432,7 @@ class Session:
         else:
             self.messages.append(ToolResultsMessage((result,)))
         if wait:
-            await self._commit(written)
+            await self._commit("tool_result", written)
 
     async def record_turn_end(self, stop_reason: str) -> None:
         await self._write("turn_end", {"stopReason": stop_reason}, wait=False)
@@ -442,21 +443,20 @@ class Session:
         about to be told is done), else queued in order; `settle` waits for those."""
         written = self._queue(kind, body, required=wait, synced=synced)
         if wait:
-            await self._commit(written)
+            await self._commit(kind, written)
 
     def _queue(self, kind: str, body: dict[str, Any], *, required: bool = False,
                synced: bool = True) -> asyncio.Future[int] | None:
         """Queue an entry; its write's future. When the store refuses it (closed at
-        shutdown, or the body cannot be stored), that is logged, and raised as an
-        `InternalError` when the entry is `required`: nothing is told done that is not
-        stored. A `synced` write (under the turn lease) moves `synced_seq` to it."""
+        shutdown, or the body cannot be stored), that is logged, and raised (`_refused`)
+        when the entry is `required`: nothing is told done that is not stored. A `synced`
+        write (under the turn lease) moves `synced_seq` to it."""
         try:
             written = self.store.append_soon(self.id, kind, body)
         except StoreError as exc:
             log.error("store_write_failed", kind=kind, error=str(exc))
             if required:
-                raise InternalError(f"Internal error: the {kind} entry could not be stored: "
-                                    f"{exc}") from None
+                raise self._refused(kind, exc) from None
             return None
         log.debug("entry_queued", kind=kind)
         written.add_done_callback(_log_failed_write)
@@ -469,13 +469,26 @@ class Session:
         if not written.cancelled() and written.exception() is None:
             self.synced_seq = max(self.synced_seq, written.result())
 
-    async def _commit(self, written: asyncio.Future[int] | None) -> None:
+    async def _commit(self, kind: str, written: asyncio.Future[int] | None) -> None:
         """Wait until a queued write is committed; a cancel does not cut the wait short (a
         write takes a millisecond, and what the client is told next must survive a crash).
-        A failed commit of a completed message fails the turn."""
-        if written is not None:
+        A failed commit of a completed message fails the turn (`_refused`)."""
+        if written is None:
+            return
+        try:
             await asyncio.shield(written)
-            written.result()
+        except StoreError as exc:  # logged where it failed (`_log_failed_write`)
+            raise self._refused(kind, exc) from None
+
+    def _refused(self, kind: str, exc: StoreError) -> RpcError:
+        """What the editor is told of a write of `kind` the store refused: the session is not
+        found when another process deleted it (as at the next prompt), else an internal
+        error naming the cause but not the store's file (the log has it)."""
+        if isinstance(exc, SessionGone):
+            self.server.sessions.forget(self.id)
+            return _deleted(self.id)
+        return InternalError(f"Internal error: the {kind} entry could not be stored: "
+                             f"{exc.public}")
 
     async def settle(self) -> None:
         """Wait until everything queued for this session is committed (failures are logged
@@ -554,9 +567,10 @@ class Sessions:
         """A new session, working with `provider` (the configuration in force, as read)."""
         _check_session(cwd, additional, mcp_servers)
         now = time.time()
+        stored = tuple(redact.without_pair_values(entry) for entry in mcp_servers)  # no secrets
         record = SessionRecord(id=f"sess_{uuid.uuid4().hex}", cwd=cwd,
                                additional_directories=tuple(additional),
-                               mcp_servers=tuple(mcp_servers), created_at=now, updated_at=now)
+                               mcp_servers=stored, created_at=now, updated_at=now)
         store = await self.store()
         await store.create_session(record)
         session = Session(self._server, store, record, [])
@@ -654,7 +668,7 @@ class Sessions:
             # it as an untitled, empty line.
             records, next_cursor = await store.list_sessions(cwd, cursor, prompted=True)
         except StoreError as exc:
-            raise InvalidParams(f"Invalid params: cursor: {exc}") from None
+            raise InvalidParams(f"Invalid params: cursor: {exc.public}") from None
         result: dict[str, Any] = {"sessions": [_info(r) for r in records]}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
@@ -692,8 +706,12 @@ async def _claim_or_not_found(sessions: Sessions, store: Store, session_id: str,
         return await store.claim_turn(session_id, owner)
     except SessionGone:
         sessions.forget(session_id)
-        raise ResourceNotFound(f"Session not found: {limits.echo(session_id)} (it was "
-                               "deleted)") from None
+        raise _deleted(session_id) from None
+
+
+def _deleted(session_id: str) -> ResourceNotFound:
+    """A session that was in the store and is no more (another process deleted it)."""
+    return ResourceNotFound(f"Session not found: {limits.echo(session_id)} (it was deleted)")
 
 
 def _release(store: Store, session_id: str, owner: str) -> None:
@@ -726,7 +744,11 @@ def _settings_of(entries: list[Entry]) -> Settings:
 
 
 def _log_failed_write(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled() and (error := future.exception()) is not None:
+    if future.cancelled() or (error := future.exception()) is None:
+        return
+    if isinstance(error, SessionGone):  # deleted by another process: nothing left to write to
+        log.info("store_write_dropped", reason=str(error))
+    else:
         log.error("store_write_failed", error=str(error))
 
 

@@ -105,7 +105,13 @@ T = TypeVar("T")
 
 
 class StoreError(Exception):
-    """Anything that went wrong in the store; the message names the operation, file and cause."""
+    """Anything that went wrong in the store. The message names the operation, file and
+    cause, for the log; `public` says the same without the file, for what the editor is told
+    (no local path of the agent's data leaves the process)."""
+
+    def __init__(self, message: str, public: str | None = None) -> None:
+        super().__init__(message)
+        self.public = message if public is None else public
 
 
 class SessionGone(StoreError):
@@ -132,7 +138,7 @@ class SessionRecord:
     id: str
     cwd: str
     additional_directories: tuple[str, ...] = ()
-    mcp_servers: tuple[dict[str, Any], ...] = ()  # stored as given (JSON)
+    mcp_servers: tuple[dict[str, Any], ...] = ()  # as given, less secrets (JSON)
     title: str | None = None
     created_at: float = 0.0  # unix seconds
     updated_at: float = 0.0
@@ -367,6 +373,7 @@ def _rewrite(conn: sqlite3.Connection, session_id: str, seq: int, body: bytes) -
             (body, session_id, seq),
         )
         if changed.rowcount == 0:
+            _check_session(conn, session_id)
             raise StoreError(f"no entry {seq} in session {session_id!r}")
 
 
@@ -378,7 +385,7 @@ def _append(conn: sqlite3.Connection, session_id: str, kind: str, body: bytes) -
             "UPDATE sessions SET updated_at = max(updated_at, ?) WHERE id = ?", (now, session_id)
         )
         if bumped.rowcount == 0:
-            raise StoreError(f"no session {session_id!r}")
+            raise SessionGone(f"no session {session_id!r}")
         (seq,) = conn.execute(
             "SELECT coalesce(max(seq), 0) + 1 FROM entries WHERE session_id = ?", (session_id,)
         ).fetchone()
@@ -395,14 +402,19 @@ def _set_title(conn: sqlite3.Connection, session_id: str, title: str) -> None:
         changed = conn.execute(
             "UPDATE sessions SET title = ? WHERE id = ? AND title IS NULL", (title, session_id)
         )
-        if changed.rowcount == 0 and _get_session(conn, session_id) is None:
-            raise StoreError(f"no session {session_id!r}")
+        if changed.rowcount == 0:
+            _check_session(conn, session_id)
+
+
+def _check_session(conn: sqlite3.Connection, session_id: str) -> None:
+    """SessionGone unless `session_id` is stored (another process may have deleted it)."""
+    if _get_session(conn, session_id) is None:
+        raise SessionGone(f"no session {session_id!r}")
 
 
 def _claim_turn(conn: sqlite3.Connection, session_id: str, owner: str, now: float) -> Claim:
     with _transaction(conn):
-        if _get_session(conn, session_id) is None:
-            raise SessionGone(f"no session {session_id!r}")
+        _check_session(conn, session_id)
         row = conn.execute("SELECT owner, heartbeat_at FROM turn_leases WHERE session_id = ?",
                            (session_id,)).fetchone()
         (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM entries WHERE session_id = ?",
@@ -472,17 +484,24 @@ def _delete_session(conn: sqlite3.Connection, session_id: str) -> bool:
 
 def _failure(what: str, path: Path, cause: BaseException, *, named: bool = True) -> StoreError:
     """The one shape of every error: operation, file, cause (with its type when `named` and it
-    is a foreign error, e.g. "OperationalError: database is locked")."""
-    plain = isinstance(cause, StoreError) or not named
-    reason = str(cause) if plain else f"{type(cause).__name__}: {cause}"
+    is a foreign error, e.g. "OperationalError: database is locked"); its `public` form leaves
+    out the file, also where the cause names it (an OSError's filename)."""
+    if isinstance(cause, StoreError):
+        reason, public = str(cause), cause.public
+    else:
+        reason = public = str(cause)
+        if isinstance(cause, OSError) and cause.strerror:
+            public = cause.strerror
+        if named:
+            reason, public = (f"{type(cause).__name__}: {text}" for text in (reason, public))
     kind = type(cause) if isinstance(cause, StoreError) else StoreError  # SessionGone stays
-    error = kind(f"{what} ({path}): {reason}")
+    error = kind(f"{what} ({path}): {reason}", f"{what}: {public}")
     error.__cause__ = cause
     return error
 
 
 def _closed(what: str, path: Path) -> StoreError:
-    return StoreError(f"{what} ({path}): the store is closed")
+    return StoreError(f"{what} ({path}): the store is closed", f"{what}: the store is closed")
 
 
 @dataclass(slots=True)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from acp_fsm import compaction, credentials, redact, settings, transcript, updates
+from acp_fsm import compaction, credentials, redact, results, settings, transcript, updates
 from acp_fsm.blocking import run_blocking
 from acp_fsm.client import Client, Editor
 from acp_fsm.commands import Command
@@ -272,9 +272,10 @@ class Turn:
                 await self._work[state]()
             except Cancelled:
                 pass  # the token fired; the cancel transition follows
-            except TurnFailed as failure:
+            except (TurnFailed, RpcError) as failure:  # RpcError: the session's own (a write)
                 if not self.token.is_cancelled:  # a cancelled prompt is never an error (ACP)
-                    await self._fail(failure.error)
+                    await self._fail(failure.error if isinstance(failure, TurnFailed)
+                                     else failure)
             except Exception as exc:
                 log.exception("turn_work_failed", state=state)
                 await self._fail(InternalError(f"Internal error in {state}: {exc}"))
@@ -738,7 +739,10 @@ class Turn:
         """Record a call's result: committed, then told in its final update (commit, then
         tell: a crash one instant later must not lose what the editor was shown as done).
         Without `wait` the result is only queued and the update returned, not sent: the
-        caller sends it once the store has caught up (`_close_calls`)."""
+        caller sends it once the store has caught up (`_close_calls`). A result too large for
+        the store or the window is cut down first (`results.bounded`)."""
+        outcome = results.bounded(outcome, compaction.result_chars(
+            self._window(), self.config().max_tokens))
         output = outcome.output or "(no output)"
         status = "failed" if outcome.is_error else "completed"
         content = list(outcome.content) or [updates.text_block(output)]

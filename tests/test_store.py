@@ -20,7 +20,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ import pytest
 from acp_fsm import leases
 from acp_fsm import store as store_module
 from acp_fsm.store import (
+    MAX_BODY_BYTES,
     MAX_PAGE_SIZE,
     SCHEMA_VERSION,
     Claim,
@@ -253,6 +254,20 @@ async def test_entries_in_seq_order(store: Store) -> None:
 async def test_append_to_unknown_session_is_refused(store: Store) -> None:
     with pytest.raises(StoreError, match="no session 'absent'"):
         await store.append("absent", "user", {})
+
+
+async def test_every_write_to_a_deleted_session_says_it_is_gone(store: Store) -> None:
+    """Another process may delete a session between any two writes of a turn."""
+    await store.create_session(record("s"))
+    seq = await store.append("s", "user", {})
+    await store.delete_session("s")
+    writes: list[Callable[[], Awaitable[Any]]] = [
+        lambda: store.append("s", "assistant", {}), lambda: store.set_title("s", "t"),
+        lambda: store.append_soon("s", "turn_end", {}),
+        lambda: store.rewrite_soon("s", seq, {}), lambda: store.claim_turn("s", "owner")]
+    for write in writes:
+        with pytest.raises(SessionGone, match="no session 's'"):
+            await write()
 
 
 async def test_bodies_round_trip_exactly(store: Store) -> None:
@@ -590,8 +605,18 @@ async def test_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
 async def test_unwritable_directory_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "file" / "sessions.db"
     (tmp_path / "file").write_text("a file where a directory should be")
-    with pytest.raises(StoreError, match=f"open \\({path}\\)"):
+    with pytest.raises(StoreError, match=f"open \\({path}\\)") as raised:
         await Store.open(path)
+    assert str(tmp_path) not in raised.value.public  # what the editor may be told
+    assert raised.value.public.startswith("open: ")
+
+
+async def test_an_errors_public_form_names_no_file(store: Store) -> None:
+    with pytest.raises(StoreError) as raised:
+        await store.append("absent", "user", {"big": "x" * MAX_BODY_BYTES})
+    assert str(store.path) in str(raised.value)  # for the log
+    assert raised.value.public.startswith("append: entry body is ")
+    assert str(store.path.parent) not in raised.value.public
 
 
 # --- migrations --------------------------------------------------------------------------------

@@ -79,14 +79,16 @@ class McpConnection:
     def alive(self) -> bool:
         return self._session is not None and self.lost is None
 
-    async def start(self, timeout_s: float) -> None:
-        """Connect, initialize and list the tools, within `timeout_s`; `McpUnavailable`
-        (the server stopped again) when that fails."""
+    async def start(self, timeout_s: float, *, left_s: float | None = None) -> None:
+        """Connect, initialize and list the tools, within `timeout_s` (of which `left_s` is
+        left when the wait began earlier); `McpUnavailable` (the server stopped again) when
+        that fails."""
         self._ready = asyncio.get_running_loop().create_future()
         self._ready.add_done_callback(_retrieved)
         self._runner = asyncio.create_task(self._run(), name=f"mcp server {self.spec.name}")
         try:
-            await asyncio.wait_for(asyncio.shield(self._ready), timeout_s)
+            await asyncio.wait_for(asyncio.shield(self._ready),
+                                   max(0.0, timeout_s if left_s is None else left_s))
         except asyncio.CancelledError:  # the session closed meanwhile
             await self.close()
             raise

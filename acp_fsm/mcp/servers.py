@@ -10,18 +10,24 @@ again only if it fails after having worked.
 from __future__ import annotations
 
 import asyncio
+import importlib
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from acp_fsm import config
+from acp_fsm.blocking import run_blocking
 from acp_fsm.mcp.specs import ServerSpec, server_specs, tool_name
+from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 
 if TYPE_CHECKING:
     from acp_fsm.mcp.connection import McpConnection
     from acp_fsm.tools.base import Tool
 
 log = structlog.get_logger("mcp")
+
+SDK_MODULE = "acp_fsm.mcp.connection"  # imports the `mcp` SDK (half a second, more when busy)
+_sdk: asyncio.Future[Any] | None = None  # its import, started by the first session with servers
 
 
 class McpServers:
@@ -40,6 +46,7 @@ class McpServers:
         # to mean another server's tool (history and "always" answers rely on it).
         self._names: dict[tuple[str, str], str] = {}
         self._taken: set[str] = set()
+        self._closed = CancellationToken("mcp servers")  # fired by `close`
 
     def __repr__(self) -> str:
         return f"<McpServers {len(self._running)} of {len(self.specs)} running>"
@@ -51,7 +58,8 @@ class McpServers:
         return cls(server_specs(entries), cwd)
 
     async def start(self) -> None:
-        """Start every server at once, each bounded by the start-up timeout."""
+        """Start every server at once, each bounded by the start-up timeout (the SDK's
+        import included)."""
         await asyncio.gather(*(self._start(spec) for spec in self.specs))
 
     async def tools(self) -> dict[str, Tool]:
@@ -93,6 +101,7 @@ class McpServers:
 
     async def close(self) -> None:
         """Stop every server (bounded: a stuck one is killed)."""
+        self._closed.cancel("the session's servers are closed")
         for task in list(self._retries.values()):
             task.cancel()
         await asyncio.gather(*self._retries.values(), return_exceptions=True)
@@ -107,18 +116,26 @@ class McpServers:
             self._retries.pop(spec.name, None)
 
     async def _start(self, spec: ServerSpec) -> None:
-        from acp_fsm.mcp.connection import McpConnection, McpUnavailable  # the SDK, now
+        """Start one server within the start-up timeout, counted from now: loading the SDK
+        counts in it (the first session with servers waits for that)."""
+        timeout_s = config.mcp_startup_timeout_ms() / 1000
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        try:
+            await asyncio.wait_for(self._load_sdk(), timeout_s)
+        except TimeoutError:
+            self._failed(spec, f"MCP server {spec.name!r} did not start within {timeout_s:g} s")
+            return
+        except Cancelled:
+            return  # closed while the SDK was loading: nothing was started
+        from acp_fsm.mcp.connection import McpConnection, McpUnavailable  # loaded: no wait
 
         connection = McpConnection(spec, self._cwd)
         self._starting.add(connection)
         try:
-            await connection.start(config.mcp_startup_timeout_ms() / 1000)
+            await connection.start(timeout_s, left_s=deadline - loop.time())
         except McpUnavailable as failure:
-            log.warning("mcp_server_failed", server=spec.name, reason=str(failure))
-            if spec.name not in self._told:
-                self._told.add(spec.name)
-                self._notices.append(f"{failure}. Its tools are not available in this "
-                                     "session.")
+            self._failed(spec, str(failure))
             return
         finally:
             self._starting.discard(connection)
@@ -127,3 +144,29 @@ class McpServers:
         self._told.discard(spec.name)  # working: a later failure is news again
         if old is not None:
             await old.close()
+
+    async def _load_sdk(self) -> None:
+        """Wait until the SDK is loaded (`Cancelled` if the servers are closed meanwhile)."""
+        loading = _sdk_import()
+        if not loading.done():
+            await self._closed.race(asyncio.shield(loading))
+        loading.result()
+        self._closed.raise_if_cancelled()
+
+    def _failed(self, spec: ServerSpec, reason: str) -> None:
+        """`spec` did not start, for `reason`: logged, and told once at the next model call."""
+        log.warning("mcp_server_failed", server=spec.name, reason=reason)
+        if spec.name not in self._told:
+            self._told.add(spec.name)
+            self._notices.append(f"{reason}. Its tools are not available in this session.")
+
+
+def _sdk_import() -> asyncio.Future[Any]:
+    """The SDK's import, once, in a thread of its own: the event loop goes on meanwhile, so
+    a start-up timeout can fire during it and other sessions and turns are not held up. Every
+    session's servers wait for the same import; it ends on its own (its token never fires)."""
+    global _sdk
+    if _sdk is None:
+        _sdk = asyncio.ensure_future(run_blocking(CancellationToken("the MCP SDK's import"),
+                                                  importlib.import_module, SDK_MODULE))
+    return _sdk

@@ -6,6 +6,7 @@ session goes on, and no server outlives its session or the agent."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import sys
 import uuid
@@ -397,11 +398,11 @@ async def test_a_third_party_server_from_pypi_answers_a_scripted_turn(
     assert '"timezone": "Asia/Tokyo"' in text and "21:00" in text
 
 
-async def test_an_http_server_gets_its_headers_and_a_refusal_is_reported(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+@contextlib.asynccontextmanager
+async def refusing_server(seen: list[dict[str, str]]) -> AsyncIterator[str]:
+    """An HTTP endpoint on loopback that notes each request's headers in `seen` and refuses
+    it with 401; its URL."""
     from aiohttp import web
-
-    seen: list[dict[str, str]] = []
 
     async def refuse(request: web.Request) -> web.Response:
         seen.append(dict(request.headers))
@@ -413,16 +414,22 @@ async def test_an_http_server_gets_its_headers_and_a_refusal_is_reported(
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = runner.addresses[0][1]
     try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}/mcp"
+    finally:
+        await runner.cleanup()
+
+
+async def test_an_http_server_gets_its_headers_and_a_refusal_is_reported(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    seen: list[dict[str, str]] = []
+    async with refusing_server(seen) as url:
         agent = await launch.start("openai")
-        entry = {"type": "http", "name": "guarded", "url": f"http://127.0.0.1:{port}/mcp",
+        entry = {"type": "http", "name": "guarded", "url": url,
                  "headers": [{"name": "Authorization", "value": "Bearer t0ken-123"}]}
         session = await open_session(agent, project, entry)
         server.script(Reply(text="ok"))
         turn = await agent.prompt(session, "hello")
-    finally:
-        await runner.cleanup()
 
     assert seen and seen[0]["Authorization"] == "Bearer t0ken-123"
     notice = turn.updates[0]["content"]["text"]

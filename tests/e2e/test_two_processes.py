@@ -6,8 +6,11 @@ refused a prompt while that process lives, and catches up, or takes over after a
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from acp_fsm.editor import HOLD
 from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
@@ -19,6 +22,9 @@ from tests.e2e.support import (
     stored,
     tool_results,
 )
+from tests.harness import wait_until
+
+TRIES = 30  # prompts raced against a delete (before the fix, 14 of 58 answered -32603)
 
 
 async def load(agent: Agent, session: str, project: Path) -> dict[str, Any]:
@@ -135,3 +141,26 @@ async def test_a_load_elsewhere_never_refuses_a_prompt_here(
         assert prompted.stop_reason == "end_turn", prompted.response
         assert "result" in loaded
         await launch.close(second)
+
+
+@pytest.mark.slow
+async def test_a_prompt_racing_a_delete_from_another_process_is_answered_or_not_found(
+        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    """Wherever the delete lands in the turn (before its claim, between the claim and the
+    prompt's entry, while the answer streams), the prompt answers or says the session is gone,
+    never an internal error. Every other try deletes once the answer has begun to show (the
+    rest of its stream takes 0.2 s)."""
+    server.fallback = Reply(text=("hel", "lo"), delay_s=0.05)
+    first, second = await launch.start("openai"), await launch.start("openai")
+    answers = []
+    for attempt in range(TRIES):
+        session = await first.new_session(project)
+        prompt = await first.start_prompt(session, "hello")
+        if attempt % 2:
+            await wait_until(partial(first.updates, session), "the answer to begin")
+        assert "result" in await second.request("session/delete", {"sessionId": session})
+        answers.append((await prompt.result()).response)
+
+    failures = [a["error"] for a in answers if "error" in a]
+    assert [f for f in failures if f["code"] != -32002 or "deleted" not in f["message"]] == []
+    assert first.log("turn_work_failed") == first.log("handler_failed") == []

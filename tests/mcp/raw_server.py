@@ -5,7 +5,9 @@ will not produce: `python tests/mcp/raw_server.py MODES LABEL`, MODES comma-sepa
 - `slow_stubborn`: ignores SIGTERM, waits 3 s before reading, and stays after its stdin ends.
 
 Its tools: `ok` answers with LABEL (which server answered); `changed` sends
-`notifications/tools/list_changed`. Both are read-only.
+`notifications/tools/list_changed`; `quotes` answers with structured content only, a string of
+`count` double quotes (each takes 2 bytes here and 8 where the agent stores the result: as JSON
+text for the model and for the editor, each escaped again). All are read-only.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ READ_ONLY = {"readOnlyHint": True}
 TOOLS = [
     {"name": "ok", "inputSchema": {"type": "object"}, "annotations": READ_ONLY},
     {"name": "changed", "inputSchema": {"type": "object"}, "annotations": READ_ONLY},
+    {"name": "quotes", "annotations": READ_ONLY,
+     "inputSchema": {"type": "object", "properties": {"count": {"type": "integer"}}}},
 ]
 
 
@@ -51,6 +55,10 @@ def serve() -> None:
         elif method == "tools/call" and message["params"]["name"] == "changed":
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             text(request_id, "changed")
+        elif method == "tools/call" and message["params"]["name"] == "quotes":
+            quotes = '"' * message["params"]["arguments"]["count"]
+            send({"jsonrpc": "2.0", "id": request_id,
+                  "result": {"content": [], "structuredContent": {"quotes": quotes}}})
         elif method == "tools/call":
             text(request_id, LABEL)
         elif request_id is not None:
