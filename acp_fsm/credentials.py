@@ -114,15 +114,15 @@ def inspect() -> tuple[Stored | None, str | None]:
     """The stored credentials, or why the file cannot be used (None, None: there is none).
     Only a regular file is read, at most `MAX_FILE_BYTES` of it: a named pipe or a device in
     its place is refused, never waited on. Learns nothing (it runs in worker threads too)."""
-    where = path()
+    where = FILE  # named, never its path: the problem may reach the editor (status adds it)
     try:
-        head = read_head(where, MAX_FILE_BYTES)
+        head = read_head(path(), MAX_FILE_BYTES)
     except FileNotFoundError:
         return None, None
     except NotRegular as exc:
         return None, f"{where} is a {exc.kind}, not a regular file"
     except OSError as exc:
-        return None, f"{where} cannot be read: {exc}"
+        return None, f"{where} cannot be read: {exc.strerror or type(exc).__name__}"
     if head.cut:
         return None, (f"{where} is {head.size:,} bytes, more than credentials take "
                       f"({MAX_FILE_BYTES:,} at most)")
@@ -249,7 +249,7 @@ def status() -> tuple[str, bool]:
     and whether a model call could be made."""
     env = dict(os.environ)
     found = in_force(env)
-    notes = [f"Note: {found.problem}."] if found.problem else []
+    notes = [f"Note: {found.problem} ({path()})."] if found.problem else []
     if found.stored is not None and (url := elsewhere(env, found.stored)) is not None:
         variable = URL_VARIABLES[found.stored.provider]
         notes.append(f"Note: the key stored by acp-fsm login in {path()} belongs to "

@@ -202,8 +202,9 @@ class AcpServer:
         try:
             removed = credentials.remove()
         except OSError as exc:
+            log.warning("logout_failed", error=str(exc))  # the path: in the log only
             raise InternalError(f"Internal error: the stored credentials could not be "
-                                f"removed: {exc}") from None
+                                f"removed: {exc.strerror or type(exc).__name__}") from None
         log.info("logged_out", removed=removed)
         return {}
 

@@ -5,6 +5,7 @@ the editor opens, and the same agent process then works, with the stored key kep
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -240,7 +241,8 @@ async def test_a_credentials_file_that_is_not_a_regular_file_is_refused_at_once(
     refused = (await new_session(agent, project))["error"]
     assert refused["code"] == -32000
     what = "named pipe" if kind == "named pipe" else "character device"
-    assert f"{stored} is a {what}, not a regular file" in refused["data"]["details"]
+    assert f"credentials.json is a {what}, not a regular file" in refused["data"]["details"]
+    assert str(launch.home) not in json.dumps(refused)  # the agent's data: never its path
 
     keyed = await launch.start("openai")  # the environment's key: the file is not needed
     session = (await new_session(keyed, project))["result"]["sessionId"]
