@@ -82,7 +82,7 @@ class InForce(NamedTuple):
     config: ProviderConfig | None  # None: a setting is malformed (`error` names it)
     error: str = ""
     stored: Stored | None = None
-    problem: str | None = None  # why the stored file cannot be used, if it cannot
+    problem: str | None = None  # what is wrong with the stored file, if it cannot be used
 
     @property
     def needs_login(self) -> bool:
@@ -97,8 +97,8 @@ class InForce(NamedTuple):
         terminal = client is not None and client.offers_terminal_login
         way = BY_TERMINAL if terminal else BY_HAND
         details = STEPS.format(login=LOGIN_STEP[terminal])
-        if self.problem:
-            details += f"\nNote: {self.problem}."
+        if self.problem:  # its name only: the editor is never told a path of the agent's data
+            details += f"\nNote: the stored {FILE} {self.problem}."
         return AuthRequired(f"Authentication required: no API key is configured; {way}.",
                             data={"reason": f"No API key is configured: {way}.",
                                   "details": details})
@@ -111,33 +111,34 @@ def path() -> Path:
 
 
 def inspect() -> tuple[Stored | None, str | None]:
-    """The stored credentials, or why the file cannot be used (None, None: there is none).
+    """The stored credentials, or what is wrong with the file (said of it: "is a named
+    pipe, not a regular file"; the editor is told its name, the terminal its path), or
+    (None, None) when there is none.
     Only a regular file is read, at most `MAX_FILE_BYTES` of it: a named pipe or a device in
     its place is refused, never waited on. Learns nothing (it runs in worker threads too)."""
-    where = FILE  # named, never its path: the problem may reach the editor (status adds it)
     try:
         head = read_head(path(), MAX_FILE_BYTES)
     except FileNotFoundError:
         return None, None
     except NotRegular as exc:
-        return None, f"{where} is a {exc.kind}, not a regular file"
+        return None, f"is a {exc.kind}, not a regular file"
     except OSError as exc:
-        return None, f"{where} cannot be read: {exc.strerror or type(exc).__name__}"
+        return None, f"cannot be read: {exc.strerror or type(exc).__name__}"
     if head.cut:
-        return None, (f"{where} is {head.size:,} bytes, more than credentials take "
+        return None, (f"is {head.size:,} bytes, more than credentials take "
                       f"({MAX_FILE_BYTES:,} at most)")
     try:
         data = json.loads(head.data.decode("utf-8"))
     except ValueError as exc:  # a UnicodeDecodeError too
-        return None, f"{where} cannot be read: {exc}"
+        return None, f"cannot be read: {exc}"
     if not isinstance(data, dict):
-        return None, f"{where} is not a JSON object"
+        return None, "is not a JSON object"
     provider, key, url = data.get("provider"), data.get("apiKey") or "", data.get("baseUrl")
     if provider not in (ANTHROPIC, OPENAI) or not isinstance(key, str):
-        return None, f"{where} names no provider and key acp-fsm knows"
+        return None, "names no provider and key acp-fsm knows"
     if url is not None and not (isinstance(url, str) and url.startswith(("http://",
                                                                            "https://"))):
-        return None, f"{where}: baseUrl is not an http(s) URL"
+        return None, "has a baseUrl that is not an http(s) URL"
     return Stored(provider, key, url), None
 
 
@@ -249,7 +250,7 @@ def status() -> tuple[str, bool]:
     and whether a model call could be made."""
     env = dict(os.environ)
     found = in_force(env)
-    notes = [f"Note: {found.problem} ({path()})."] if found.problem else []
+    notes = [f"Note: {path()} {found.problem}."] if found.problem else []
     if found.stored is not None and (url := elsewhere(env, found.stored)) is not None:
         variable = URL_VARIABLES[found.stored.provider]
         notes.append(f"Note: the key stored by acp-fsm login in {path()} belongs to "

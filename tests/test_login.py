@@ -217,7 +217,7 @@ async def test_a_stored_file_made_readable_or_broken_by_hand(
         {"provider": "openai", "apiKey": KEY, "baseUrl": 5}))
     broken = await asyncio.to_thread(run, ["login", "--status"], env_for(tmp_path))
     assert broken.returncode == 1 and "Traceback" not in broken.stderr
-    assert "baseUrl is not an http(s) URL" in broken.stdout
+    assert "credentials.json has a baseUrl that is not an http(s) URL" in broken.stdout
 
     (tmp_path / "credentials.json").chmod(0o644)
     done = await asyncio.to_thread(
