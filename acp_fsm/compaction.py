@@ -101,12 +101,14 @@ def too_full(tokens: int, window: int, reserve: int) -> bool:
 
 
 def split(messages: list[Message], window: int, reserve: int, *,
-          on_demand: bool = False) -> Compaction | None:
-    """Where to cut: the latest turns that fit `KEEP_SHARE` of the window stay, starting at a
-    user message where one fits (else at an assistant message: at least the last one stays,
-    its results cut down to fit if they are larger than that). `on_demand` (/compact) keeps at
-    most the last turn. None when nothing before the cut would be left to summarise."""
-    budget = KEEP_SHARE * usable(window, reserve)
+          on_demand: bool = False, budget: float | None = None) -> Compaction | None:
+    """Where to cut: the latest turns that fit `budget` (by default `KEEP_SHARE` of the
+    window) stay, starting at a user message where one fits (else at an assistant message: at
+    least the last one stays, its results cut down to fit if they are larger than that).
+    `on_demand` (/compact) keeps at most the last turn. None when nothing before the cut
+    would be left to summarise."""
+    if budget is None:
+        budget = KEEP_SHARE * usable(window, reserve)
     if on_demand:
         last = max((i for i, m in enumerate(messages) if isinstance(m, UserMessage)), default=0)
         budget = min(budget, sum(_tokens(m) for m in messages[last:]))
@@ -228,6 +230,15 @@ def to_body(summary: str | None, kept: list[Message], notice: str) -> dict[str, 
 def from_body(body: dict[str, Any]) -> list[Message]:
     """The conversation a stored compaction left (see `to_body`)."""
     return replaced(body["summary"], [transcript.message_from_json(m) for m in body["kept"]])
+
+
+def kept_budget(request: ModelRequest, window: int, reserve: int, drift: int) -> float:
+    """The tokens the kept part of a compacted conversation may take: `KEEP_SHARE` of the
+    usable window, less where the system prompt, the tools and the drift leave less room
+    than that below the threshold (a small window; at least `MIN_CUT_TOKENS`, for the last
+    message cut down)."""
+    room = COMPACT_AT * usable(window, reserve) - fixed_part(request) - drift
+    return max(float(MIN_CUT_TOKENS), min(KEEP_SHARE * usable(window, reserve), room))
 
 
 def fixed_part(request: ModelRequest) -> int:

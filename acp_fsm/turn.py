@@ -404,7 +404,7 @@ class Turn:
                 self._fire(TurnTrigger.COMPACT)
                 return
             await self._keep_partial(stream.partial, "error", wait=True)
-            raise TurnFailed(self._failure(exc, estimate)) from None
+            raise TurnFailed(self._failure(exc, request, estimate)) from None
         assert finished is not None, "a stream ends with Finished or an exception"
         self._send_as_is = False
         CATALOG.after_call(config, request.model)
@@ -457,12 +457,14 @@ class Turn:
         self._learn_window(exc, estimate, reserve)
         return True
 
-    def _failure(self, exc: ProviderError, estimate: int) -> InternalError:
+    def _failure(self, exc: ProviderError, request: ModelRequest,
+                 estimate: int) -> InternalError:
         """The error a failed model call answers the prompt with: one short line, the
         provider's whole message in its data; for a request over the window, what to do."""
         message = str(exc)
         if exc.context_exceeded or exc.error_type == EMPTY_STREAM:
-            message = f"{message}. {_too_long(exc, estimate, self._window(), self._send_as_is)}"
+            sizes = (estimate, compaction.fixed_part(request), self._window())
+            message = f"{message}. {_too_long(exc, sizes, self._send_as_is)}"
         return InternalError(message, data=_error_data(exc))
 
     # ---------------------------------------------------------------- compacting
@@ -517,8 +519,11 @@ class Turn:
         request = await self._request()
         window = self._window()
         reserve = _reserve(request, self.config())
+        before = compaction.estimate(request) + self.session.context_drift
         parts = compaction.split(list(request.messages), window, reserve,
-                                 on_demand=self.command is not None)
+                                 on_demand=self.command is not None,
+                                 budget=compaction.kept_budget(request, window, reserve,
+                                                               self.session.context_drift))
         self._send_as_is = True
         if parts is None:
             if self.command is not None:
@@ -526,7 +531,6 @@ class Turn:
             self._fire(TurnTrigger.COMPACTED)
             return
         summary, dropped = await self._summary(request, parts.older, window, reserve)
-        before = compaction.estimate(request) + self.session.context_drift
         messages = compaction.replaced(summary, parts.kept)
         after = compaction.estimate(request._replace(messages=tuple(messages)))
         text = compaction.notice(before, after, len(parts.older), dropped)
@@ -798,15 +802,19 @@ def _empty_answer(stop: StopReason) -> str:
     return "The model returned an empty answer (no text and no tool call)."
 
 
-def _too_long(exc: ProviderError, estimate: int, window: int, compacted: bool) -> str:
-    """What happened when a request was refused as over the window, and what to do."""
+def _too_long(exc: ProviderError, sizes: tuple[int, int, int], compacted: bool) -> str:
+    """What happened when a request was refused as over the window, and what to do; `sizes`
+    are the request's tokens, those of its system prompt and tools, and the window."""
+    estimate, fixed, window = sizes
     what = ("Local servers such as llama-cpp-python answer so when a request is longer than "
             "their context window. " if exc.error_type == EMPTY_STREAM else "")
     after = "even after compacting, " if compacted else ""
+    alone = (f"; the system prompt and the tools alone take about {fixed:,} of them"
+             if fixed * 2 > window else "")
     return (f"{what}The request ({after}about {estimate:,} tokens with the system prompt and "
-            f"the tools) did not fit a context window of {window:,} tokens: run /compact to "
-            "summarise more of the conversation, or set ACP_FSM_CONTEXT_WINDOW to the "
-            "model's real context size (and start a local server with a larger one)")
+            f"the tools) did not fit a context window of {window:,} tokens{alone}: run "
+            "/compact to summarise more of the conversation, or set ACP_FSM_CONTEXT_WINDOW to "
+            "the model's real context size (and start a local server with a larger one)")
 
 
 def _reserve(request: ModelRequest, config: ProviderConfig) -> int:

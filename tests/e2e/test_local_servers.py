@@ -226,3 +226,19 @@ async def test_the_window_a_server_states_keeps_every_request_within_it(
     usage = of_kind(agent.updates(session, turns[1].start, metadata=True), "usage_update")
     assert usage and {u["size"] for u in usage} == {window}
 
+
+
+async def test_a_window_the_tools_nearly_fill_still_takes_prompt_after_prompt(
+        tmp_path: Path) -> None:
+    """llama-cpp-python's default context, its size unknown to the agent, a small output
+    limit: once the first empty stream has shown the window, what the system prompt and the
+    tools leave is all the conversation gets, and the older turns go (seen with the real
+    server: every later prompt was refused, the share kept being larger than that room)."""
+    async with serving(LLAMA_CPP_PYTHON, tmp_path, window=2000) as (server, launch):
+        server.fallback = Reply(text=PAGE[:400])
+        agent = await launch.start("openai", OPENAI_API_KEY=None, ACP_FSM_MAX_TOKENS="512")
+        session = await agent.new_session(tmp_path)
+        turns = [await agent.prompt(session, f"question {i}") for i in range(10)]
+    assert [t.stop_reason for t in turns] == ["end_turn"] * 10
+    assert any(s.reply == Raw(()) for s in server.served), "the test proves nothing"
+    assert not any(summary_call(r) for r in server.requests)
