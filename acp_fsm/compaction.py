@@ -11,7 +11,8 @@ so every tool call keeps its result next to it and both providers' pairing rules
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
 
 from acp_fsm import transcript
 from acp_fsm.providers.types import (
@@ -25,6 +26,8 @@ from acp_fsm.providers.types import (
     ToolResultsMessage,
     UserMessage,
 )
+
+T = TypeVar("T")
 
 CHARS_PER_TOKEN = 3.5  # on the safe side: English runs near 4, code nearer 3
 IMAGE_TOKENS = 1600  # what one image costs, roughly, on both providers
@@ -133,18 +136,28 @@ def shrink(messages: list[Message], budget: float) -> list[Message]:
     """`messages` within `budget` tokens, if cutting tool results and the user's text down
     (the largest first, never below `MIN_CUT_TOKENS` each) can get them there; the middle of
     a text is cut, with a note saying how much."""
-    sizes = [_tokens(m) for m in messages]
+    def cut(message: Message, room: float, size: float) -> Message:
+        room = max(MIN_CUT_TOKENS, room)
+        return _cut(message, room / size) if room < size else message
+
+    return largest_first(messages, _tokens, budget, cut)
+
+
+def largest_first(items: list[T], size: Callable[[T], float], budget: float,
+                  cut: Callable[[T, float, float], T]) -> list[T]:
+    """`items` brought within `budget` (as `size` counts) by cutting the largest first:
+    `cut(item, room, its size)` gives the item in about `room`, until the rest fits. The
+    items themselves when they fit."""
+    sizes = [size(item) for item in items]
     excess = sum(sizes) - budget
     if excess <= 0:
-        return messages
-    out = list(messages)
+        return items
+    out = list(items)
     for i in sorted(range(len(out)), key=lambda i: -sizes[i]):
         if excess <= 0:
             break
-        room = max(MIN_CUT_TOKENS, sizes[i] - excess)
-        if room < sizes[i]:
-            out[i] = _cut(out[i], room / sizes[i])
-            excess -= sizes[i] - _tokens(out[i])
+        out[i] = cut(out[i], sizes[i] - excess, sizes[i])
+        excess -= sizes[i] - size(out[i])
     return out
 
 

@@ -65,27 +65,19 @@ def fit_text(text: str, chars: int, max_bytes: int, note: str) -> str:
 def _fit_blocks(blocks: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
     """ACP ToolCallContent blocks within `MAX_SHOWN_BYTES` as JSON: the largest are cut or
     replaced first, until the rest fits; `blocks` itself when they fit."""
-    sizes = [_json_size(block) for block in blocks]
-    excess = sum(sizes) - MAX_SHOWN_BYTES
-    if excess <= 0:
-        return blocks
-    out = list(blocks)
-    for i in sorted(range(len(out)), key=lambda i: -sizes[i]):
-        if excess <= 0:
-            break
-        out[i] = _fit_block(out[i], max(0, sizes[i] - excess), sizes[i])
-        excess -= sizes[i] - _json_size(out[i])
-    return tuple(out)
+    listed = list(blocks)
+    fitted = compaction.largest_first(listed, _json_size, MAX_SHOWN_BYTES, _fit_block)
+    return blocks if fitted is listed else tuple(fitted)
 
 
-def _fit_block(block: dict[str, Any], room: int, size: int) -> dict[str, Any]:
+def _fit_block(block: dict[str, Any], room: float, size: float) -> dict[str, Any]:
     """One block in about `room` bytes of JSON: a text cut down, anything else a note."""
     inner = block.get("content") if block.get("type") == "content" else None
     if isinstance(inner, dict) and inner.get("type") == "text":
         text = inner["text"]
-        return updates.text_block(fit_text(text, len(text), room, SHOWN_NOTE))
+        return updates.text_block(fit_text(text, len(text), max(0, int(room)), SHOWN_NOTE))
     kind = inner.get("type") if isinstance(inner, dict) else block.get("type")
-    return updates.text_block(f"[{kind} not shown: {size:,} bytes, more than a tool result "
+    return updates.text_block(f"[{kind} not shown: {int(size):,} bytes, more than a tool result "
                               f"shows ({MAX_SHOWN_BYTES:,} bytes)]")
 
 

@@ -110,6 +110,15 @@ def cached_files(cache: Path) -> list[Path]:
     return sorted(p for p in cache.rglob("*") if p.is_file()) if cache.exists() else []
 
 
+def pinned_schema(official: OfficialSchema) -> bytes:
+    """The official schema the tests found, when it is the pinned SDK's (else skip)."""
+    assert official.path is not None
+    schema = official.path.read_bytes()
+    if hashlib.sha256(schema).hexdigest() != SCHEMA_SHA256:
+        pytest.skip(f"{official.path} is not the pinned SDK {SDK_VERSION} schema")
+    return schema
+
+
 def package(schema: bytes) -> dict[str, bytes]:
     return {"package/package.json": b'{"name": "@agentclientprotocol/sdk"}',
             SCHEMA_MEMBER: schema}
@@ -117,10 +126,7 @@ def package(schema: bytes) -> dict[str, bytes]:
 
 async def test_fetched_once_checked_cached_and_used(
         registry: Registry, official: OfficialSchema, tmp_path: Path) -> None:
-    assert official.path is not None
-    schema = official.path.read_bytes()
-    if hashlib.sha256(schema).hexdigest() != SCHEMA_SHA256:
-        pytest.skip(f"{official.path} is not the pinned SDK {SDK_VERSION} schema")
+    schema = pinned_schema(official)
     registry.publish(tarball(package(schema)))
     cache = tmp_path / "cache"
     first = await schema_check(cache, registry.url)
@@ -187,10 +193,7 @@ async def test_an_unreachable_registry_says_what_to_do(tmp_path: Path) -> None:
 async def test_a_damaged_cached_copy_is_fetched_again(
         registry: Registry, official: OfficialSchema, tmp_path: Path) -> None:
     """A cached copy that is not the pinned file is never used: it is replaced."""
-    assert official.path is not None
-    schema = official.path.read_bytes()
-    if hashlib.sha256(schema).hexdigest() != SCHEMA_SHA256:
-        pytest.skip(f"{official.path} is not the pinned SDK {SDK_VERSION} schema")
+    schema = pinned_schema(official)
     cached = tmp_path / "cache" / "acp-fsm" / f"acp-schema-v1-sdk-{SDK_VERSION}.json"
     cached.parent.mkdir(parents=True)
     cached.write_bytes(schema[: len(schema) // 2])
