@@ -450,7 +450,7 @@ class Turn:
         if exc.error_type == EMPTY_STREAM:
             near = estimate + self.session.context_drift >= NEAR_WINDOW * compaction.usable(
                 self._window(), reserve)
-            if not (near or not self._window_known()):
+            if self._window_known() and not near:
                 return False
         elif not exc.context_exceeded:
             return False
