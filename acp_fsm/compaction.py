@@ -11,7 +11,7 @@ so every tool call keeps its result next to it and both providers' pairing rules
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TypeVar
 
 from acp_fsm import transcript
@@ -63,17 +63,33 @@ def usable(window: int, reserve: int) -> int:
     return max(1, window - min(reserve, window // 2))
 
 
-def estimate(request: ModelRequest) -> int:
-    """The tokens `request` takes, estimated from its size (no tokenizer at hand)."""
-    chars = len(request.system or "") + sum(
-        len(t.name) + len(t.description) + len(json.dumps(t.input_schema))
-        for t in request.tools)
-    images = 0
-    for message in request.messages:
+class Size(NamedTuple):
+    """How much text and how many images some messages hold."""
+
+    chars: int
+    images: int
+
+    def plus(self, other: Size) -> Size:
+        return Size(self.chars + other.chars, self.images + other.images)
+
+
+def size_of(messages: Iterable[Message]) -> Size:
+    chars = images = 0
+    for message in messages:
         size, pictures = _size(message)
         chars += size
         images += pictures
-    return int(chars / CHARS_PER_TOKEN) + images * IMAGE_TOKENS
+    return Size(chars, images)
+
+
+def estimate(request: ModelRequest, messages: Size | None = None) -> int:
+    """The tokens `request` takes, estimated from its size (no tokenizer at hand); `messages`
+    is the size of its messages when it is known (`Conversation.size`)."""
+    chars = len(request.system or "") + sum(
+        len(t.name) + len(t.description) + len(json.dumps(t.input_schema))
+        for t in request.tools)
+    found = size_of(request.messages) if messages is None else messages
+    return int((chars + found.chars) / CHARS_PER_TOKEN) + found.images * IMAGE_TOKENS
 
 
 def _size(message: Message) -> tuple[int, int]:
@@ -212,7 +228,8 @@ def summary_request(request: ModelRequest, older: list[Message], focus: str,
     if not isinstance(older[0], UserMessage):
         older = [UserMessage((TextPart(OMITTED),)), *older]
     return request._replace(messages=(*older, UserMessage((TextPart(ask),))),
-                            max_tokens=max_tokens, reasoning=None, answer_only=True)
+                            max_tokens=max_tokens, reasoning=None, answer_only=True,
+                            memo=None)  # its own messages: nothing to reuse
 
 
 def _next_cut(messages: list[Message], after: int) -> int | None:

@@ -30,6 +30,8 @@ from acp_fsm import (
     transcript,
     updates,
 )
+from acp_fsm.bulk import paused_collector
+from acp_fsm.conversation import Conversation
 from acp_fsm.prompt import title_of, to_parts
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.protocol.errors import (
@@ -98,7 +100,7 @@ class Session:
         self.cwd = Path(record.cwd)
         self.roots = (self.cwd, *(Path(d) for d in record.additional_directories))
         self.title = record.title
-        self.messages = messages
+        self.conversation = Conversation(messages)
         self.token = CancellationToken(f"session {record.id}")
         self.turn: Turn | None = None
         self.always: dict[str, bool] = {}  # tool name → remembered "always" answer
@@ -180,7 +182,7 @@ class Session:
     async def _converse(self, turn: Turn, body: dict[str, Any],
                         parts: tuple[UserPart, ...]) -> dict[str, Any]:
         await self._write("user", body, wait=True)  # not stored: not in the conversation
-        self.messages.append(UserMessage(parts))
+        self.conversation.append(UserMessage(parts))
         if self.title is None and (title := title_of(
                 body["prompt"], clean=redact.configured().scrub_text)):
             self.title = title
@@ -218,7 +220,8 @@ class Session:
         try:
             if claim.last_seq != self.synced_seq or claim.taken_over:
                 entries = await self.store.entries(self.id)
-                self.messages, self.synced_seq = await _rebuild(self.store, self.id, entries)
+                messages, self.synced_seq = await _rebuild(self.store, self.id, entries)
+                self.conversation.replace(messages)
                 self._adopt(_settings_of(entries))
                 log.info("session_caught_up", session_id=self.id, taken_over=claim.taken_over)
         except BaseException:
@@ -371,20 +374,24 @@ class Session:
 
     # -------------------------------------------------------------- transcript
 
-    def messages_for_model(self) -> list[Message]:
+    @property
+    def messages(self) -> list[Message]:
+        """The conversation as stored."""
+        return self.conversation.messages
+
+    def messages_for_model(self) -> tuple[Message, ...]:
         """The conversation, checked (and repaired) before every provider call: an orphaned
         tool call is an HTTP 400 from both providers."""
-        fixed, added = transcript.repair(self.messages)
+        messages, added = self.conversation.for_model()
         if added:
             log.warning("transcript_repaired", session_id=self.id,
                         calls=[r.call_id for r in added])
-            self.messages = fixed
-        return fixed
+        return messages
 
     async def compact_to(self, messages: list[Message], body: dict[str, Any]) -> None:
         """Replace the conversation by its compacted form, once that is stored."""
         await self._write("compaction", body, wait=True)
-        self.messages = messages
+        self.conversation.replace(messages)
         self.context_drift = 0
 
     async def add_notice(self, text: str) -> None:
@@ -396,7 +403,7 @@ class Session:
                             views: dict[str, dict[str, Any]], *, wait: bool = True) -> None:
         body = transcript.assistant_body(message, stop_reason, views)
         written = self._queue("assistant", body, required=wait)
-        self.messages.append(message)  # once queued: the store and the conversation agree
+        self.conversation.append(message)  # once queued: the store and the conversation agree
         # Known before the wait, so a cancel during the write can still mark the message.
         self._last_assistant = (written, body) if written is not None else None
         if wait:
@@ -426,11 +433,7 @@ class Session:
                          wait: bool = True) -> None:
         written = self._queue("tool_result", transcript.result_body(result, view),
                               required=wait)
-        last = self.messages[-1] if self.messages else None  # once queued, as above
-        if isinstance(last, ToolResultsMessage):
-            self.messages[-1] = ToolResultsMessage((*last.results, result))
-        else:
-            self.messages.append(ToolResultsMessage((result,)))
+        self.conversation.add_result(result)  # once queued, as above
         if wait:
             await self._commit("tool_result", written)
 
@@ -608,7 +611,8 @@ class Sessions:
             raise ResourceNotFound(f"Session not found: {limits.echo(session_id)}")
         session = self._open.get(session_id)
         if session is None:
-            entries, messages, last = await self._read(store, session_id)
+            with paused_collector():  # thousands of objects at once (acp_fsm.bulk)
+                entries, messages, last = await self._read(store, session_id)
             # ACP gives the working directory again: the project may have moved since.
             session = Session(self._server, store, replace(record, cwd=cwd), messages, last,
                               _settings_of(entries))
@@ -617,7 +621,9 @@ class Sessions:
             entries = await store.entries(session_id)
             session.settings = _settings_of(entries)  # another process may have chosen since
         if replay:
-            for update in replay_updates(entries):
+            with paused_collector():
+                replayed = replay_updates(entries)
+            for update in replayed:
                 session.send_update(update)
                 if session.turn is None:  # never let a running turn's updates in between
                     await session.keep_pace()
@@ -786,7 +792,10 @@ async def _rebuild(store: Store, session_id: str, entries: list[Entry], *, repai
     still on their way to their results)."""
     last = entries[-1].seq if entries else 0
     messages: list[Message] = []
-    for entry in entries:
+    # What comes before the last compaction is not in the conversation any more.
+    start = next((i for i in range(len(entries) - 1, -1, -1)
+                  if entries[i].kind == "compaction"), 0)
+    for entry in entries[start:]:
         if entry.kind == "user":
             messages.append(transcript.user_from_body(entry.body))
         elif entry.kind == "assistant":

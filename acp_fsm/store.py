@@ -39,6 +39,7 @@ from typing import Any, TypeVar, cast
 import orjson
 
 from acp_fsm import leases
+from acp_fsm.bulk import paused_collector
 
 APP_DIR = "acp-fsm"
 DB_FILE = "sessions.db"
@@ -199,6 +200,16 @@ def _check_json(value: Any) -> None:
             raise ValueError(f"{item!r} at {where} is not a JSON number")
         elif item is not None and not isinstance(item, str | int | float):
             raise TypeError(f"{type(item).__name__} at {where} is not JSON")
+
+
+def _decode_json(data: bytes | str) -> Any:
+    """A stored body: orjson first (a long session's load reads thousands); what it refuses
+    and `_encode_json` may have written (integers beyond 64 bits, lone surrogates) goes
+    through the standard library's decoder."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def _encode_body(body: Any) -> bytes:
@@ -445,7 +456,9 @@ def _entries(conn: sqlite3.Connection, session_id: str) -> list[Entry]:
         "SELECT seq, kind, body, created_at FROM entries WHERE session_id = ? ORDER BY seq",
         (session_id,),
     )
-    return [Entry(seq, kind, json.loads(body), created_at) for seq, kind, body, created_at in rows]
+    with paused_collector():
+        return [Entry(seq, kind, _decode_json(body), created_at)
+                for seq, kind, body, created_at in rows]
 
 
 def _list_sessions(

@@ -121,8 +121,18 @@ def message_from_json(body: dict[str, Any]) -> Message:
 
 
 def needs_repair(messages: list[Message]) -> bool:
-    """Whether some tool call in `messages` lacks its result (see `repair`)."""
-    return bool(repair(messages)[1])
+    """Whether some tool call in `messages` lacks its result (see `repair`): a scan, with no
+    copy made (every load asks)."""
+    waiting: set[str] = set()
+    for message in messages:
+        if isinstance(message, ToolResultsMessage):
+            waiting.difference_update(r.call_id for r in message.results)
+            continue
+        if waiting:
+            return True
+        if isinstance(message, AssistantMessage):
+            waiting = {call.id for call in message.tool_calls}
+    return bool(waiting)
 
 
 def repair(messages: list[Message], *, wording: str = LOST

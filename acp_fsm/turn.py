@@ -23,6 +23,7 @@ from acp_fsm import compaction, credentials, redact, results, settings, transcri
 from acp_fsm.blocking import run_blocking
 from acp_fsm.client import Client, Editor
 from acp_fsm.commands import Command
+from acp_fsm.conversation import Conversation
 from acp_fsm.fsm.turn import CANCELLABLE, FINAL, TURN, TurnState, TurnTrigger
 from acp_fsm.instructions import system_prompt
 from acp_fsm.models import CATALOG
@@ -124,7 +125,11 @@ class Host(Protocol):
     def server(self) -> Editor:
         """The editor, for permission and client requests."""
 
-    def messages_for_model(self) -> list[Message]:
+    @property
+    def conversation(self) -> Conversation:
+        """The conversation, kept ready for a model call (`messages_for_model`)."""
+
+    def messages_for_model(self) -> tuple[Message, ...]:
         """The conversation to send, repaired."""
 
     async def tools(self) -> dict[str, Tool]:
@@ -351,8 +356,8 @@ class Turn:
         system = await self._system_prompt()
         if chosen.mode == settings.PLAN:
             system = f"{system}\n\n{settings.PLAN_NOTE}"
-        return ModelRequest(model=model, messages=tuple(self.session.messages_for_model()),
-                            system=system,
+        return ModelRequest(model=model, messages=self.session.messages_for_model(),
+                            system=system, memo=self.session.conversation.memo,
                             tools=tuple(ToolSpec(t.name, t.description, t.input_schema)
                                         for t in self._tools.values()
                                         if settings.offered(chosen.mode, t.kind)),
@@ -373,7 +378,7 @@ class Turn:
         if (described := CATALOG.pending(config)) is not None:  # its models, its window
             await self.token.race(described)
         request = await self._request()
-        estimate = compaction.estimate(request)
+        estimate = compaction.estimate(request, self.session.conversation.size())
         reserve = _reserve(request, config)
         if not self._send_as_is and compaction.too_full(
                 estimate + self.session.context_drift, self._window(), reserve):

@@ -7,6 +7,15 @@ from typing import Any
 
 from acp_fsm.providers.assemble import MessageBuilder
 from acp_fsm.providers.config import ProviderConfig
+from acp_fsm.providers.encoder import (
+    MESSAGES,
+    Encoded,
+    Encoder,
+    Scrub,
+    encode_all,
+    encoder_of,
+    splice,
+)
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.http import RETRYABLE_STATUSES
 from acp_fsm.providers.sse import SseEvent, json_data
@@ -47,26 +56,28 @@ THINKING_BUDGETS = {"low": 4096, "medium": 12288, "high": 20480}
 def convert_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     """The neutral transcript as Messages API turns. Tool results open the next user turn (one
     `tool_result` per `tool_use`, non-empty), and consecutive user content is merged into it."""
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            content = _assistant_blocks(message)
-            if content:
-                out.append({"role": "assistant", "content": content})
-            continue
-        if isinstance(message, ToolResultsMessage):
-            blocks = [
-                {"type": "tool_result", "tool_use_id": r.call_id,
-                 "content": r.content or EMPTY_RESULT, "is_error": r.is_error}
-                for r in message.results
-            ]
-        else:
-            blocks = _user_blocks(message)
-        if out and out[-1]["role"] == "user":
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": "user", "content": blocks})
-    return out
+    return encode_all(messages, _convert, _merge)
+
+
+def _convert(message: Message) -> list[dict[str, Any]]:
+    """One neutral message as a Messages API turn (see `convert_messages`)."""
+    if isinstance(message, AssistantMessage):
+        content = _assistant_blocks(message)
+        return [{"role": "assistant", "content": content}] if content else []
+    if isinstance(message, ToolResultsMessage):
+        blocks = [{"type": "tool_result", "tool_use_id": r.call_id,
+                   "content": r.content or EMPTY_RESULT, "is_error": r.is_error}
+                  for r in message.results]
+    else:
+        blocks = _user_blocks(message)
+    return [{"role": "user", "content": blocks}]
+
+
+def _merge(last: dict[str, Any], turn: dict[str, Any]) -> bool:
+    if last["role"] != "user" or turn["role"] != "user":
+        return False
+    last["content"].extend(turn["content"])
+    return True
 
 
 def _user_blocks(message: UserMessage) -> list[dict[str, Any]]:
@@ -104,18 +115,19 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
 class AnthropicWire:
     name = NAME
 
-    def build(self, request: ModelRequest, config: ProviderConfig) -> tuple[str, dict[str, str],
-                                                                            bytes]:
+    def build(self, request: ModelRequest, config: ProviderConfig, scrub: Scrub | None = None
+              ) -> tuple[str, dict[str, str], bytes]:
         headers = {"content-type": "application/json", "accept": "text/event-stream",
                    "anthropic-version": API_VERSION}
         if config.api_key:
             headers["x-api-key"] = config.api_key
-        messages = convert_messages(request.messages)
+        encoded = encoder_of(request, NAME, lambda: Encoder(_convert, _merge)).encode(
+            request.messages, scrub)
         body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
             "stream": True,
-            "messages": messages,
+            MESSAGES: None,  # spliced in below, encoded once (providers.encoder)
         }
         # Prompt caching: breakpoints after the system prompt, the tools and the conversation
         # so far, so a repeated turn bills what it repeats as cached input (3 of the 4 allowed).
@@ -127,13 +139,14 @@ class AnthropicWire:
             body["tools"][-1]["cache_control"] = CACHED
             if request.answer_only:
                 body["tool_choice"] = {"type": "none"}
-        if messages and messages[-1]["content"]:
-            messages[-1]["content"][-1]["cache_control"] = CACHED
+        last = encoded.reopened()
+        if last is not None and last["content"]:
+            last["content"][-1]["cache_control"] = CACHED
         budget = THINKING_BUDGETS.get(request.reasoning or "")
-        if budget and not _unthought_tool_loop(messages):
+        if budget and not _unthought_tool_loop(encoded):
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
             body["max_tokens"] = request.max_tokens + budget
-        return f"{config.base_url}/v1/messages", headers, json.dumps(body).encode()
+        return f"{config.base_url}/v1/messages", headers, splice(body, encoded.json(), scrub)
 
     def parse_error(self, status: int, body: bytes) -> ProviderError:
         error_type, message = _error_fields(body)
@@ -149,14 +162,14 @@ class AnthropicWire:
         return AnthropicParser()
 
 
-def _unthought_tool_loop(messages: list[dict[str, Any]]) -> bool:
+def _unthought_tool_loop(encoded: Encoded) -> bool:
     """Whether the request goes on with a tool loop whose assistant message has no thinking
     (thinking was off when it was made): the API then refuses thinking, so it stays off until
     the loop ends."""
-    if len(messages) < 2 or messages[-1]["content"][0]["type"] != "tool_result":
+    last = encoded.open
+    if last is None or not encoded.last or last["content"][0]["type"] != "tool_result":
         return False
-    first = messages[-2]["content"][0]["type"]
-    return first not in ("thinking", "redacted_thinking")
+    return encoded.last[-1].first not in ("thinking", "redacted_thinking")
 
 
 def _error_fields(body: bytes) -> tuple[str | None, str]:

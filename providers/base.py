@@ -11,6 +11,7 @@ from typing import Protocol
 
 from acp_fsm.providers.assemble import MessageBuilder
 from acp_fsm.providers.config import ProviderConfig
+from acp_fsm.providers.encoder import Scrub
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.sse import SseEvent
 from acp_fsm.providers.types import Event, ModelRequest
@@ -29,9 +30,9 @@ class StreamParser(Protocol):
 class WireFormat(Protocol):
     name: str
 
-    def build(self, request: ModelRequest, config: ProviderConfig) -> tuple[str, dict[str, str],
-                                                                            bytes]:
-        """URL, headers and JSON body of the streaming call."""
+    def build(self, request: ModelRequest, config: ProviderConfig, scrub: Scrub | None = None
+              ) -> tuple[str, dict[str, str], bytes]:
+        """URL, headers and JSON body of the streaming call, its secrets hidden by `scrub`."""
 
     def parse_error(self, status: int, body: bytes) -> ProviderError:
         """The error a non-200 response stands for (retryable or not)."""

@@ -8,6 +8,14 @@ from typing import Any
 
 from acp_fsm.providers.assemble import MessageBuilder
 from acp_fsm.providers.config import ProviderConfig
+from acp_fsm.providers.encoder import (
+    MESSAGES,
+    Encoder,
+    Scrub,
+    encode_all,
+    encoder_of,
+    splice,
+)
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.http import RETRYABLE_STATUSES
 from acp_fsm.providers.sse import SseEvent, json_data
@@ -21,7 +29,6 @@ from acp_fsm.providers.types import (
     StopReason,
     TextPart,
     ToolCallPart,
-    ToolResultsMessage,
     Usage,
     UserMessage,
 )
@@ -43,34 +50,33 @@ MAX_ERROR_CHARS = 4000  # of an error body that is not one of the known shapes
 
 def convert_messages(system: str | None, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     """The neutral transcript as Chat Completions messages: every assistant tool call is
-    answered by its `role: "tool"` message before anything else."""
-    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    for message in messages:
-        if isinstance(message, UserMessage):
-            _add_user(out, _user_content(message))
-        elif isinstance(message, AssistantMessage):
-            converted = _assistant(message)
-            if converted is not None:
-                out.append(converted)
-        elif isinstance(message, ToolResultsMessage):
-            out.extend(
-                {"role": "tool", "tool_call_id": r.call_id, "content": r.content or EMPTY_RESULT}
-                for r in message.results
-            )
-    return out
+    answered by its `role: "tool"` message before anything else, and user messages in a row
+    are one (strict chat templates, Gemma's and Mistral's, refuse two in a row; a turn that
+    got no answer and a compaction's summary both leave one before the next)."""
+    head: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    return head + encode_all(messages, _convert, _merge)
 
 
-def _add_user(out: list[dict[str, Any]], content: str | list[dict[str, Any]]) -> None:
-    """Append a user message, merged into the previous one if that is the user's too (a turn
-    cancelled or answered with nothing, a compaction's summary before the kept turns): strict
-    chat templates (Gemma's, Mistral's) refuse two user messages in a row."""
-    last = out[-1] if out else None
-    if last is None or last["role"] != "user":
-        out.append({"role": "user", "content": content})
-        return
-    last["content"] = [*_as_parts(last["content"]), *_as_parts(content)]
+def _convert(message: Message) -> list[dict[str, Any]]:
+    """One neutral message as Chat Completions messages (see `convert_messages`)."""
+    if isinstance(message, UserMessage):
+        return [{"role": "user", "content": _user_content(message)}]
+    if isinstance(message, AssistantMessage):
+        converted = _assistant(message)
+        return [] if converted is None else [converted]
+    return [{"role": "tool", "tool_call_id": r.call_id, "content": r.content or EMPTY_RESULT}
+            for r in message.results]
+
+
+def _merge(last: dict[str, Any], wire: dict[str, Any]) -> bool:
+    """A user message into the user message before it: texts joined by a blank line, or the
+    parts in order when one holds an image."""
+    if last["role"] != "user" or wire["role"] != "user":
+        return False
+    last["content"] = [*_as_parts(last["content"]), *_as_parts(wire["content"])]
     if all(part["type"] == "text" for part in last["content"]):  # plain text stays a string
         last["content"] = "\n\n".join(part["text"] for part in last["content"])
+    return True
 
 
 def _as_parts(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -115,14 +121,14 @@ def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
 class OpenAiWire:
     name = NAME
 
-    def build(self, request: ModelRequest, config: ProviderConfig) -> tuple[str, dict[str, str],
-                                                                            bytes]:
+    def build(self, request: ModelRequest, config: ProviderConfig, scrub: Scrub | None = None
+              ) -> tuple[str, dict[str, str], bytes]:
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
         if config.api_key:
             headers["authorization"] = f"Bearer {config.api_key}"
         body: dict[str, Any] = {
             "model": request.model,
-            "messages": convert_messages(request.system, request.messages),
+            MESSAGES: None,  # spliced in below, encoded once (providers.encoder)
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -140,7 +146,12 @@ class OpenAiWire:
                 body["tool_choice"] = "none"
         if request.reasoning:
             body["reasoning_effort"] = request.reasoning
-        return f"{config.base_url}/chat/completions", headers, json.dumps(body).encode()
+        encoded = encoder_of(request, NAME, lambda: Encoder(_convert, _merge)).encode(
+            request.messages, scrub)
+        system = [json.dumps({"role": "system", "content": request.system})] \
+            if request.system else []
+        return f"{config.base_url}/chat/completions", headers, splice(
+            body, encoded.json(system), scrub)
 
     def parse_error(self, status: int, body: bytes) -> ProviderError:
         error_type, message, code = _error_fields(body)

@@ -22,7 +22,12 @@ from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.providers.base import StreamParser, WireFormat
 from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.errors import ProviderError, StreamCancelled, empty_stream
-from acp_fsm.providers.http import client_session, request_timeout, retry_delay
+from acp_fsm.providers.http import (
+    body_payload,
+    client_session,
+    request_timeout,
+    retry_delay,
+)
 from acp_fsm.providers.sse import SseDecoder, SseError, SseEvent
 from acp_fsm.providers.types import AssistantMessage, Event, ModelRequest, Usage
 
@@ -182,9 +187,7 @@ class ModelStream:
 
     async def _open(self) -> None:
         """POST the request; retry what may be retried; leave a 200 response in place."""
-        url, headers, body = self._wire.build(self._request, self._config)
-        if self._scrub is not None:
-            body = self._scrub(body)
+        url, headers, body = self._wire.build(self._request, self._config, self._scrub)
         while True:
             self._attempt += 1
             self._parser = self._wire.parser()
@@ -192,7 +195,8 @@ class ModelStream:
             self._seen = 0  # events of this attempt
             try:
                 response = await self._token.race(client_session().post(
-                    url, data=body, headers=headers, timeout=request_timeout(self._config)))
+                    url, data=body_payload(body), headers=headers,
+                    timeout=request_timeout(self._config)))
             except Cancelled:
                 raise self._cancelled() from None
             except Exception as exc:

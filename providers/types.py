@@ -114,6 +114,9 @@ class ModelRequest(NamedTuple):
     max_tokens: int = 8192
     reasoning: str | None = None
     answer_only: bool = False
+    # What the wire formats keep of this conversation's earlier requests, to encode only
+    # what is new (`providers.encoder`; one per session); None: everything is encoded.
+    memo: dict[str, Any] | None = None
 
 
 # ------------------------------------------------------------------------ events

@@ -54,6 +54,9 @@ from acp_fsm.providers.scripted.wire import AnthropicWire, OpenAiWire, json_text
 
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
+# The largest request body taken (aiohttp's default, 1 MiB, is far less than the real APIs
+# take: a long session's request passes it).
+MAX_BODY_BYTES = 32 * 1024 * 1024
 # Grace period for in-flight handlers when the server stops (hangs are woken before that).
 SHUTDOWN_TIMEOUT_S = 1.0
 
@@ -158,7 +161,7 @@ class ScriptedProvider:
         return self.url
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> ScriptedProvider:
-        app = web.Application()
+        app = web.Application(client_max_size=MAX_BODY_BYTES)
         for route in ROUTES:
             app.router.add_post(route.path, self._handler(route))
         app.router.add_get(MODELS_PATH, self._models)
