@@ -79,11 +79,13 @@ def assistant_body(message: AssistantMessage, stop_reason: str | None,
             "views": views}
 
 
+_STOP_REASONS = {reason.value: reason for reason in StopReason}
+
+
 def assistant_from_body(body: dict[str, Any]) -> AssistantMessage:
     stop = body.get("stopReason")
-    known = stop in StopReason.__members__.values()
-    return AssistantMessage(tuple(part_from_json(p) for p in body["parts"]),
-                            StopReason(stop) if known and isinstance(stop, str) else None)
+    return AssistantMessage(tuple([part_from_json(p) for p in body["parts"]]),
+                            _STOP_REASONS.get(stop) if isinstance(stop, str) else None)
 
 
 def result_body(result: ToolResultPart, view: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,6 @@ same prefix, and a call's cost follows what is new, not the session's length.
 from __future__ import annotations
 
 import json
-import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -92,7 +91,7 @@ class Encoder:
         self._convert = convert
         self._merge = merge
         self._open_role = open_role
-        self._seen: list[Message] = []  # the neutral messages of the last call
+        self._seen: tuple[Message, ...] = ()  # the neutral messages of the last call
         self._scrub: Scrub = _as_is  # what the closed messages were scrubbed with
         self._joined = bytearray()  # the JSON of the closed wire messages, joined
         self._last: list[Closed] = []  # the last two of them
@@ -105,7 +104,7 @@ class Encoder:
         by `scrub` (other secrets than last time: nothing is reused)."""
         scrub = scrub or _as_is
         if scrub != self._scrub:
-            self._seen, self._scrub = [], scrub
+            self._seen, self._scrub = (), scrub
         start = self._resume_point(messages)
         mark = self._marks[start]
         assert mark is not None
@@ -124,7 +123,7 @@ class Encoder:
                     current = None
             self._marks.append(None if current is not None else
                                (len(self._joined), self._last[-2:]))
-        self._seen = list(messages)
+        self._seen = tuple(messages)
         return Encoded(self._joined, self._last[-2:], current, scrub)
 
     def _close(self, wire: dict[str, Any]) -> None:
@@ -137,10 +136,14 @@ class Encoder:
         self._last = [*self._last[-1:], Closed(data, str(wire.get("role")), first)]
 
     def _resume_point(self, messages: Sequence[Message]) -> int:
-        """The longest run of the last call's messages that `messages` starts with, back to a
-        point where no wire message was open."""
-        same = list(map(operator.is_, self._seen, messages))
-        point = same.index(False) if False in same else len(same)
+        """The longest run of the last call's messages that `messages` starts with (the same
+        messages, equal: they encode the same), back to a point where no wire message was
+        open. Usually the whole of the last call's: one comparison, in C, that takes the
+        same objects as equal at once."""
+        seen, messages = self._seen, tuple(messages)
+        point = min(len(seen), len(messages))
+        if messages[:point] != seen[:point]:  # replaced, or cut short: find where
+            point = next(i for i in range(point) if messages[i] != seen[i])
         while self._marks[point] is None:
             point -= 1
         return point
