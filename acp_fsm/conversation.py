@@ -75,11 +75,10 @@ class Conversation:
             self.replace(messages)  # the repair is kept (and its results said once)
         return messages, added
 
-    def size(self) -> Size:
-        """The characters and images of `for_model()`'s messages (`compaction.size_of`)."""
-        self._settle()
-        tail, _ = transcript.repair(self._messages[self._settled:])
-        return self._fixed_size.plus(size_of(tail))
+    def size(self, messages: tuple[Message, ...]) -> Size:
+        """The characters and images of `messages`, what `for_model()` just gave
+        (`compaction.size_of`): the settled part's as measured once, the rest's now."""
+        return self._fixed_size.plus(size_of(messages[len(self._fixed):]))
 
     def _settle(self) -> None:
         """Repair and measure, once, what can no longer change: the messages before the last

@@ -378,7 +378,8 @@ class Turn:
         if (described := CATALOG.pending(config)) is not None:  # its models, its window
             await self.token.race(described)
         request = await self._request()
-        estimate = compaction.estimate(request, self.session.conversation.size())
+        estimate = compaction.estimate(request,
+                                       self.session.conversation.size(request.messages))
         reserve = _reserve(request, config)
         if not self._send_as_is and compaction.too_full(
                 estimate + self.session.context_drift, self._window(), reserve):

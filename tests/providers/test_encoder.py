@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acp_fsm import transcript
+from acp_fsm.compaction import size_of
 from acp_fsm.conversation import Conversation
 from acp_fsm.providers import anthropic, openai
 from acp_fsm.providers.config import ProviderConfig
@@ -136,6 +137,8 @@ def test_the_repair_check_agrees_with_the_repair(messages: list[Message]) -> Non
         else:
             conversation.append(step)
         expected = tuple(transcript.repair(conversation.messages)[0])
-        assert conversation.for_model()[0] == expected
+        given = conversation.for_model()[0]
+        assert given == expected
+        assert conversation.size(given) == size_of(expected)
     replaced = Conversation(messages)
     assert replaced.for_model()[0] == tuple(transcript.repair(messages)[0])
