@@ -75,6 +75,7 @@ class Catalog:
         self._models: dict[str, tuple[float, list[str]]] = {}  # cache key -> (when, ids)
         self._info: dict[str, ServerInfo] = {}  # what compatible servers said, this process
         self._asked_again: set[tuple[str, str]] = set()  # (cache key, model) once loaded
+        self._waited: set[str] = set()  # servers a model call has waited for once
         self._loaded = False
         self._fetching: asyncio.Task[None] | None = None
         self._failed_at = 0.0
@@ -126,13 +127,15 @@ class Catalog:
     def pending(self, config: ProviderConfig) -> asyncio.Future[None] | None:
         """What to wait for before a model call to a compatible server: the fetch of what it
         says of itself (its default model, its window), started if it was not yet asked;
-        None for the providers' own APIs, once it answered, or when a fetch failed a moment
-        ago."""
-        if config.official:
-            return None
+        None for the providers' own APIs, once it answered or was waited for once (a server
+        that does not answer costs the first call its bound, not every call)."""
+        key = _cache_key(config)
+        if config.official or key in self._waited:
+            return None  # a later fetch (after a failure) is not waited for at every call
         self.refresh_soon(config, lambda: None)
         if self._fetching is None or self._fetching.done():
             return None
+        self._waited.add(key)
         return asyncio.shield(self._fetching)  # a cancelled turn leaves it running
 
     def after_call(self, config: ProviderConfig, model: str) -> None:
@@ -143,6 +146,7 @@ class Catalog:
         if info is None or model not in info.loaded_only or (key, model) in self._asked_again:
             return
         self._asked_again.add((key, model))
+        self._waited.discard(key)  # the next call waits for this answer, once
         if self._fetching is None or self._fetching.done():
             self._start(config, lambda: None)
 
