@@ -14,7 +14,7 @@ import contextlib
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -195,7 +195,10 @@ class Session:
         try:
             stop_reason = await turn.run()
         finally:
-            # Commit, then tell: the answer goes out once all the turn wrote is durable.
+            # The lease goes with the turn's last entries (queued behind them, so in the same
+            # commit or after it). Commit, then tell: the answer goes out once all the turn
+            # wrote is durable.
+            self._release()
             await self.settle()
         # _meta (ACP extensibility): how the turn machine got there, for tools and demos.
         return {"stopReason": stop_reason,
@@ -478,6 +481,7 @@ class Session:
         A failed commit of a completed message fails the turn (`_refused`)."""
         if written is None:
             return
+        self.store.hurry()
         try:
             await asyncio.shield(written)
         except StoreError as exc:  # logged where it failed (`_log_failed_write`)
@@ -497,12 +501,22 @@ class Session:
         """Wait until everything queued for this session is committed (failures are logged
         where they happen)."""
         tail = self._tail
-        if tail is not None and not tail.done():
+        if tail is None or tail.done():
+            return
+        self.store.hurry()  # committed here when that is quicker than by the store's thread
+        if not tail.done():
             await asyncio.wait([tail])
 
     def _set_title_soon(self, title: str) -> None:
         task = asyncio.ensure_future(self.store.set_title(self.id, title))
         task.add_done_callback(_log_failed_write)
+
+    def after_answer(self, callback: Callable[[], None]) -> None:
+        conn = self.server.conn
+        if conn.handling_request():
+            conn.after_response(callback)
+        else:
+            callback()
 
     def send_update(self, update: dict[str, Any]) -> None:
         self.server.conn.notify("session/update", {"sessionId": self.id, "update": update})

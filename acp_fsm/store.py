@@ -5,12 +5,21 @@ mid-turn, so each message is committed the moment it completes (ACP: `session/lo
 replays the whole conversation).
 
 How it is built, and why:
-- One worker thread owns the `sqlite3` connection (SQLite objects stay on the thread that made
-  them). Coroutines queue operations to it in order and get the outcome back on their own loop
-  through `call_soon_threadsafe`. No SQLite call runs on the event loop, and `sqlite3` releases
+- One worker thread owns the `sqlite3` connection. Coroutines queue operations to it in order
+  and get the outcome back on their own loop through `call_soon_threadsafe`; `sqlite3` releases
   the GIL while SQLite reads and writes, so the loop keeps streaming during a large write.
-- Each operation is one transaction on the worker. Cancelling a caller that waits does not
-  cancel its operation: once queued, it commits or fails whole, and `close()` waits for it.
+- Each operation is one transaction. Cancelling a caller that waits does not cancel its
+  operation: once queued, it commits or fails whole, and `close()` waits for it.
+- Group commit: writes queued together (the last entries of a turn) share one transaction
+  (should one fail, it is undone and they run one by one, so a failure costs only its own
+  write); none is told committed before that transaction's COMMIT. The thread is woken for
+  them when the loop's step ends; a caller about to wait for a few small ones while the
+  thread is idle commits them itself first (`Store.hurry`: a few hundred microseconds on the
+  loop instead of two thread switches, and without waiting for another process's lock: that
+  stays the thread's). Nothing else runs SQLite on the event loop.
+- Checkpoints are the worker's, when it has been idle a moment (or the WAL has grown long), not
+  SQLite's automatic one inside whichever commit crosses its threshold: a commit an answer waits
+  for never copies the WAL into the database.
 - WAL with `synchronous=NORMAL`: a committed transaction survives the death of the process; only
   an OS crash or a power cut can lose the last commits. `BEGIN IMMEDIATE` plus `busy_timeout`
   let several agent processes (an editor may spawn more than one) write the same file in turn.
@@ -26,10 +35,10 @@ import base64
 import json
 import math
 import os
-import queue
 import sqlite3
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -37,6 +46,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import orjson
+import structlog
 
 from acp_fsm import leases
 from acp_fsm.bulk import paused_collector
@@ -50,6 +60,15 @@ FILE_MODE = 0o600  # transcripts hold code and prompts; SQLite gives -wal/-shm t
 BUSY_TIMEOUT_MS = 10_000
 # After a checkpoint the WAL is cut back to this size instead of keeping its peak (large appends).
 WAL_SIZE_LIMIT_BYTES = 32 * 1024 * 1024
+# The worker checkpoints once it has committed this many transactions and then been idle for
+# CHECKPOINT_IDLE_S; past CHECKPOINT_FORCE commits it checkpoints between jobs regardless.
+CHECKPOINT_AFTER = 64
+CHECKPOINT_IDLE_S = 0.25
+CHECKPOINT_FORCE = 1024
+# Most writes one group commit takes, and the most bytes `_Worker.hurry` writes on the caller's
+# thread (a few hundred microseconds at most).
+MAX_GROUP = 64
+HURRY_MAX_BYTES = 64 * 1024
 # Largest encoded entry body: the same bound as the largest inbound ACP message
 # (protocol.framing.MAX_LINE_BYTES).
 MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -57,6 +76,7 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 # `json.dumps` and `json.loads` (orjson itself stops at 255 levels).
 MAX_JSON_DEPTH = 500
 DEFAULT_PAGE_SIZE = 50
+log = structlog.get_logger("store")
 MAX_PAGE_SIZE = 1000
 MAX_CURSOR_CHARS = 1024  # a cursor holds one timestamp and one session id
 # orjson would write dataclasses and datetimes as objects or strings that read back as something
@@ -255,7 +275,11 @@ def _decode_cursor(cursor: str) -> tuple[float, str]:
 @contextmanager
 def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
     """`BEGIN IMMEDIATE` takes the write lock up front, so a writer in another process makes us
-    wait (busy_timeout) here instead of failing half-way with SQLITE_BUSY."""
+    wait (busy_timeout) here instead of failing half-way with SQLITE_BUSY. Inside a group commit
+    the group's transaction (a failure undoes the whole group, which is then run one by one)."""
+    if conn.in_transaction:
+        yield
+        return
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
@@ -289,7 +313,9 @@ def _connect(path: Path) -> sqlite3.Connection:
         os.fchmod(fd, FILE_MODE)
     finally:
         os.close(fd)
-    conn = sqlite3.connect(path, isolation_level=None)  # we issue BEGIN/COMMIT ourselves
+    # We issue BEGIN/COMMIT ourselves. The worker's thread and, in `_Worker.hurry`, the loop's
+    # use it, one at a time (`_Worker._busy`).
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         _check_version(conn)
@@ -297,6 +323,7 @@ def _connect(path: Path) -> sqlite3.Connection:
         if mode != "wal":
             raise StoreError(f"SQLite refused WAL mode (journal_mode is {mode!r})")
         conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA wal_autocheckpoint = 0")  # the worker's own (_Worker._checkpoint)
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT_BYTES}")
     except BaseException:
@@ -523,6 +550,8 @@ class _Job:
     op: Callable[[sqlite3.Connection], Any] | None  # None: close the connection and stop
     loop: asyncio.AbstractEventLoop | None  # where the outcome goes; None: nobody waits
     future: asyncio.Future[Any] | None
+    group: bool = False  # a short write that may share its neighbours' transaction
+    size: int = 0  # bytes it writes, for `_Worker.hurry`
 
     def deliver(self, result: Any, error: BaseException | None) -> None:
         """Hand the outcome to the waiting coroutine's loop (called on the worker thread)."""
@@ -543,84 +572,213 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
 
 
 class _Worker:
-    """The one thread that owns the connection and runs queued operations in order.
+    """The thread that owns the connection and runs queued operations in order.
 
     The connection is opened by the first operation. A stop job closes it; jobs queued behind
     the stop are answered (stops with success, others with "closed"), so no caller ever hangs.
+    Jobs wait in `_jobs` under `_ready`; whoever runs some (the thread, or a caller's `hurry`)
+    takes them from the front and marks the connection `_busy` meanwhile, so they run one at a
+    time and in order.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-        self._lock = threading.Lock()  # orders "stopped" against queueing
+        self._jobs: deque[_Job] = deque()
+        self._ready = threading.Condition()  # guards _jobs, _busy, _stopped, _conn
+        self._busy = False
         self._stopped = False
+        self._conn: sqlite3.Connection | None = None
+        self._wake_soon = False  # a wake-up of the thread is scheduled on the caller's loop
+        self._commits = 0  # transactions since the last checkpoint
         self._thread = threading.Thread(target=self._run, name=f"acp-fsm store {path}",
                                         daemon=True)
         self._thread.start()
 
-    async def run(self, what: str, op: Callable[[sqlite3.Connection], T]) -> T:
+    async def run(self, what: str, op: Callable[[sqlite3.Connection], T], *,
+                  group: bool = False, size: int = 0) -> T:
         """Queue `op` and wait for its outcome. Cancelling the wait leaves the op queued."""
-        return cast(T, await self._queue(what, op))
+        return cast(T, await self.submit(what, op, group=group, size=size))
 
     async def stop(self) -> None:
         """Finish everything queued so far, close the connection, end the thread."""
-        await self._queue("close", None)
+        await self.submit("close", None)
 
     def stop_soon(self) -> None:
         """`stop` for when nobody can wait (an `open` that failed or was cancelled)."""
         self._put(_Job("close", None, None, None))
 
-    async def _queue(self, what: str, op: Callable[[sqlite3.Connection], Any] | None) -> Any:
-        return await self.submit(what, op)
-
-    def submit(self, what: str, op: Callable[[sqlite3.Connection], Any] | None
-               ) -> asyncio.Future[Any]:
-        """Queue `op` now; the future settles when the worker has run it."""
+    def submit(self, what: str, op: Callable[[sqlite3.Connection], Any] | None, *,
+               group: bool = False, size: int = 0) -> asyncio.Future[Any]:
+        """Queue `op` now; the future settles when it has run (a `group` write: committed with
+        the writes queued beside it). The thread is woken for a group write only once the
+        caller's loop step ends, so that `hurry` may commit it first."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        if not self._put(_Job(what, op, loop, future)):
+        job = _Job(what, op, loop, future, group, size)
+        if not self._put(job, wake=not group):
             if op is None:
                 future.set_result(None)
             else:
                 future.set_exception(_closed(what, self.path))
+        elif group and not self._wake_soon:
+            self._wake_soon = True
+            loop.call_soon(self._wake)
         return future
 
-    def _put(self, job: _Job) -> bool:
-        with self._lock:
+    def _put(self, job: _Job, *, wake: bool = True) -> bool:
+        with self._ready:
             if self._stopped:
                 return False
-            self._jobs.put(job)
+            self._jobs.append(job)
+            if wake:
+                self._ready.notify()
             return True
 
+    def _wake(self) -> None:
+        self._wake_soon = False
+        with self._ready:
+            if self._jobs:
+                self._ready.notify()
+
+    def hurry(self) -> None:
+        """Commit the queued writes now, on the caller's thread, when the thread is idle and
+        they are a few small group writes: their caller is about to wait, and would wait for
+        two thread switches (and for the thread to be scheduled at all, on a busy machine)
+        longer than the commit takes. Never waits for another process: if one holds the
+        file's write lock, the writes go back to the thread, which does."""
+        with self._ready:
+            conn, jobs = self._conn, self._jobs
+            if (self._busy or conn is None or not jobs or len(jobs) > MAX_GROUP
+                    or sum(job.size for job in jobs) > HURRY_MAX_BYTES
+                    or not all(job.group for job in jobs)):
+                return
+            group = list(jobs)
+            jobs.clear()
+            self._busy = True
+        outcomes = None
+        try:
+            outcomes = _run_group(conn, group, self.path, wait=False)
+        finally:
+            with self._ready:
+                self._busy = False
+                if outcomes is None:  # not run: the thread runs them, in their place
+                    self._jobs.extendleft(reversed(group))
+                else:
+                    self._commits += 1
+                self._ready.notify()
+        if outcomes is None:
+            return
+        for job, (result, error) in zip(group, outcomes, strict=True):
+            assert job.future is not None
+            _settle(job.future, result, error)
+
     def _run(self) -> None:
-        conn: sqlite3.Connection | None = None
-        while (job := self._jobs.get()).op is not None:
+        while (group := self._take()) is not None:
             try:
-                if conn is None:
-                    conn = _connect(self.path)
-                job.deliver(job.op(conn), None)
-            except Exception as exc:
-                job.deliver(None, _failure(job.what, self.path, exc))
-        stops = [job]
+                if self._conn is None:
+                    self._conn = _connect(self.path)
+                outcomes = _run_group(self._conn, group, self.path, wait=True)
+            except Exception as exc:  # the connection could not be opened
+                outcomes = [(None, _failure(job.what, self.path, exc)) for job in group]
+            assert outcomes is not None
+            with self._ready:
+                self._busy = False
+                self._commits += 1
+                self._ready.notify()
+            for job, (result, error) in zip(group, outcomes, strict=True):
+                job.deliver(result, error)
+        self._close()
+
+    def _take(self) -> list[_Job] | None:
+        """The next job, or the group writes at the front of the queue (the connection is then
+        busy); None at a stop, which stays queued. Checkpoints first when the queue has stayed
+        empty a moment after enough commits, or at once when they have piled up."""
+        while True:
+            with self._ready:
+                idle = False
+                while self._busy or not self._jobs:
+                    if not self._busy and self._checkpoint_due(idle):
+                        break
+                    idle = not self._ready.wait(
+                        CHECKPOINT_IDLE_S if self._commits >= CHECKPOINT_AFTER else None)
+                else:
+                    if not self._checkpoint_due(False):
+                        return self._front()
+                self._busy = True
+            assert self._conn is not None
+            self._checkpoint(self._conn)
+            with self._ready:
+                self._busy = False
+
+    def _checkpoint_due(self, idle: bool) -> bool:
+        return self._conn is not None and (
+            self._commits >= CHECKPOINT_FORCE or (idle and self._commits >= CHECKPOINT_AFTER))
+
+    def _front(self) -> list[_Job] | None:
+        """Under `_ready`: take the front job, and the group writes behind a group write."""
+        if self._jobs[0].op is None:
+            return None
+        group = [self._jobs.popleft()]
+        while group[0].group and self._jobs and self._jobs[0].group and len(group) < MAX_GROUP:
+            group.append(self._jobs.popleft())
+        self._busy = True
+        return group
+
+    def _checkpoint(self, conn: sqlite3.Connection) -> None:
+        """Copy the WAL into the database as far as no reader still needs it (PASSIVE: never
+        waits for another process); what is left goes at the next one."""
+        self._commits = 0
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as exc:  # nothing is lost: the WAL holds every commit
+            log.warning("store_checkpoint_failed", error=str(exc))
+
+    def _close(self) -> None:
+        """At the stop: close the connection, answer the stops and whatever came behind."""
         error: StoreError | None = None
-        if conn is not None:
+        if self._conn is not None:
             try:
-                conn.close()
+                self._conn.close()
             except sqlite3.Error as exc:
                 error = _failure("close", self.path, exc)
-        with self._lock:
+        with self._ready:
             self._stopped = True
-        while True:  # nothing can be queued any more: answer whatever came in behind the stop
-            try:
-                late = self._jobs.get_nowait()
-            except queue.Empty:
-                break
-            if late.op is None:
-                stops.append(late)
+            late, self._jobs = list(self._jobs), deque()
+        for job in late:
+            if job.op is None:
+                job.deliver(None, error)
             else:
-                late.deliver(None, _closed(late.what, self.path))
-        for stop in stops:
-            stop.deliver(None, error)
+                job.deliver(None, _closed(job.what, self.path))
+
+
+def _run_group(conn: sqlite3.Connection, group: list[_Job], path: Path, *, wait: bool
+               ) -> list[tuple[Any, BaseException | None]] | None:
+    """Run one job, or group writes in one transaction; their outcomes once committed. When
+    one fails the transaction is undone and they run again one by one, so a failure costs only
+    its own write. Without `wait`: None, and nothing done, rather than wait for another
+    connection's write lock, or rather than run them one by one (the thread does that)."""
+    if wait and len(group) == 1:
+        return [_outcome(conn, group[0], path)]  # its own transaction, if it writes
+    if not wait:
+        conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        with _transaction(conn):
+            results = [job.op(conn) for job in group if job.op is not None]
+    except Exception:
+        return [_outcome(conn, job, path) for job in group] if wait else None
+    finally:
+        if not wait:
+            with suppress(sqlite3.Error):  # what was committed stays committed
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return [(result, None) for result in results]
+
+
+def _outcome(conn: sqlite3.Connection, job: _Job, path: Path) -> tuple[Any, BaseException | None]:
+    assert job.op is not None
+    try:
+        return job.op(conn), None
+    except Exception as exc:
+        return None, _failure(job.what, path, exc)
 
 
 # --- the store ---------------------------------------------------------------------------------
@@ -628,7 +786,8 @@ class _Worker:
 
 class Store:
     """Persistent ACP sessions and transcripts. Make one with `await Store.open(path)` and
-    `await store.close()` it; every method is a coroutine that never blocks the event loop."""
+    `await store.close()` it; every method is a coroutine that never blocks the event loop
+    (`hurry` alone runs on it: a few small writes, never waiting for a lock)."""
 
     def __init__(self, path: Path, worker: _Worker,
                  scrub: Callable[[bytes], bytes] | None = None) -> None:
@@ -683,7 +842,8 @@ class Store:
         Committed when this returns; also committed if the caller is cancelled meanwhile."""
         with self._refusing("append"):
             data = self._encode(body)
-        return await self._call("append", lambda conn: _append(conn, session_id, kind, data))
+        return await self._call("append", lambda conn: _append(conn, session_id, kind, data),
+                                group=True, size=len(data))
 
     def append_soon(self, session_id: str, kind: str, body: dict[str, Any]) -> asyncio.Future[int]:
         """`append` without waiting: queued now (after everything queued before it), committed
@@ -693,7 +853,8 @@ class Store:
             raise _closed("append", self._path)
         with self._refusing("append"):
             data = self._encode(body)
-        return self._worker.submit("append", lambda conn: _append(conn, session_id, kind, data))
+        return self._worker.submit("append", lambda conn: _append(conn, session_id, kind, data),
+                                   group=True, size=len(data))
 
     def rewrite_soon(self, session_id: str, seq: int, body: dict[str, Any]) -> asyncio.Future[None]:
         """Replace the body of entry `seq`, queued like `append_soon` (the one amendment the
@@ -702,13 +863,15 @@ class Store:
             raise _closed("rewrite", self._path)
         with self._refusing("rewrite"):
             data = self._encode(body)
-        return self._worker.submit("rewrite", lambda conn: _rewrite(conn, session_id, seq, data))
+        return self._worker.submit("rewrite", lambda conn: _rewrite(conn, session_id, seq, data),
+                                   group=True, size=len(data))
 
     async def set_title(self, session_id: str, title: str) -> None:
         """Set the title if the session has none yet (the first title sticks)."""
         if self._scrub is not None:
             title = self._scrub(title.encode()).decode()
-        await self._call("set_title", lambda conn: _set_title(conn, session_id, title))
+        await self._call("set_title", lambda conn: _set_title(conn, session_id, title),
+                         group=True)
 
     def _encode(self, body: dict[str, Any]) -> bytes:
         data = _encode_body(body)
@@ -723,7 +886,7 @@ class Store:
     async def renew_turn(self, session_id: str, owner: str) -> bool:
         """The heartbeat of a held lease; False when `owner` does not hold it (any more)."""
         return await self._call("renew_turn", lambda conn: _renew_turn(
-            conn, session_id, owner, time.time()))
+            conn, session_id, owner, time.time()), group=True)
 
     def release_turn_soon(self, session_id: str, owner: str) -> asyncio.Future[None]:
         """Queue the release of a held lease (like `append_soon`: a later claim, queued after
@@ -731,7 +894,7 @@ class Store:
         if self._closed:
             raise _closed("release_turn", self._path)
         return self._worker.submit("release_turn",
-                                   lambda conn: _release_turn(conn, session_id, owner))
+                                   lambda conn: _release_turn(conn, session_id, owner), group=True)
 
     async def entries(self, session_id: str) -> list[Entry]:
         """The transcript in seq order; empty for an unknown session."""
@@ -766,10 +929,17 @@ class Store:
         """Delete a session and its entries; False if there was none."""
         return await self._call("delete_session", lambda conn: _delete_session(conn, session_id))
 
-    async def _call(self, what: str, op: Callable[[sqlite3.Connection], T]) -> T:
+    async def _call(self, what: str, op: Callable[[sqlite3.Connection], T], *,
+                    group: bool = False, size: int = 0) -> T:
         if self._closed:
             raise _closed(what, self._path)
-        return await self._worker.run(what, op)
+        return await self._worker.run(what, op, group=group, size=size)
+
+    def hurry(self) -> None:
+        """Commit the writes queued so far now, on this thread, if that is quicker than the
+        worker (a few small writes, nothing else queued or under way); a caller about to wait
+        for them calls it first. Never blocks for long: never waits for another process."""
+        self._worker.hurry()
 
     @contextmanager
     def _refusing(self, what: str) -> Iterator[None]:

@@ -164,6 +164,9 @@ class Host(Protocol):
     async def settle(self) -> None:
         """Wait until everything queued is stored."""
 
+    def after_answer(self, callback: Callable[[], None]) -> None:
+        """Run `callback` once the prompt is answered (at once outside a prompt)."""
+
     def send_update(self, update: dict[str, Any]) -> None:
         """Send a `session/update`."""
 
@@ -552,7 +555,8 @@ class Turn:
         """Start a model call of this turn (secrets scrubbed from what is sent)."""
         secrets = redact.configured()
         return open_stream(request, self.token, self.config(),
-                           scrub=secrets.scrub if secrets else None)
+                           scrub=secrets.scrub if secrets else None,
+                           close_later=self.session.after_answer)
 
     async def _summary(self, request: ModelRequest, older: list[Message], window: int,
                        reserve: int) -> tuple[str | None, str | None]:

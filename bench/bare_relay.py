@@ -2,9 +2,10 @@
 
 asyncio + aiohttp + orjson and nothing else: it answers `initialize`, `session/new` and
 `session/prompt`, and for a prompt streams the Chat Completions deltas of `OPENAI_BASE_URL` to
-stdout as `agent_message_chunk` updates - no validation, no machine, no store, no cancel, no
+stdout as `agent_message_chunk` updates; `session/cancel` stops the stream and the prompt is
+answered `cancelled` (then the response is closed) - no validation, no machine, no store, no
 back-pressure beyond the pipe's own. Not an agent anyone should use; a yardstick.
-Run by bench/relay.py as `python -m bench.bare_relay`.
+Run by bench/relay.py and bench/cancel.py as `python -m bench.bare_relay`.
 """
 
 from __future__ import annotations
@@ -18,20 +19,29 @@ import aiohttp
 import orjson
 
 
-async def relay_prompt(http: aiohttp.ClientSession, write: Any, session_id: str) -> None:
-    body = {"model": "bare", "stream": True, "messages": [{"role": "user", "content": "go"}]}
+async def relay_prompt(http: aiohttp.ClientSession, notify: Any, answer: Any,
+                       params: dict[str, Any]) -> None:
+    """Stream one prompt's deltas, then `answer` its stop reason (before the response closes)."""
+    session_id = params["sessionId"]
+    text = " ".join(block.get("text", "") for block in params["prompt"])
+    body = {"model": "bare", "stream": True, "messages": [{"role": "user", "content": text}]}
     headers = {"authorization": f"Bearer {os.environ.get('OPENAI_API_KEY', '')}"}
     url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
     async with http.post(url, json=body, headers=headers) as response:
-        async for line in response.content:
-            if not line.startswith(b"data: ") or line.startswith(b"data: [DONE]"):
-                continue
-            for choice in orjson.loads(line[6:]).get("choices") or ():
-                text = choice["delta"].get("content")
-                if text:
-                    await write({"sessionId": session_id, "update": {
-                        "sessionUpdate": "agent_message_chunk",
-                        "content": {"type": "text", "text": text}}})
+        try:
+            async for line in response.content:
+                if not line.startswith(b"data: ") or line.startswith(b"data: [DONE]"):
+                    continue
+                for choice in orjson.loads(line[6:]).get("choices") or ():
+                    text = choice["delta"].get("content")
+                    if text:
+                        await notify({"sessionId": session_id, "update": {
+                            "sessionUpdate": "agent_message_chunk",
+                            "content": {"type": "text", "text": text}}})
+        except asyncio.CancelledError:
+            answer({"stopReason": "cancelled"})
+            return
+        answer({"stopReason": "end_turn"})
 
 
 async def main() -> None:
@@ -47,22 +57,33 @@ async def main() -> None:
                                    "params": params}) + b"\n")
         await writer.drain()
 
+    def respond(message_id: Any, result: dict[str, Any]) -> None:
+        writer.write(orjson.dumps({"jsonrpc": "2.0", "id": message_id, "result": result}) + b"\n")
+
+    prompts: dict[str, asyncio.Task[None]] = {}
     async with aiohttp.ClientSession() as http:
         while line := await reader.readline():
             message = orjson.loads(line)
             method = message.get("method")
+            if method == "session/prompt":
+                params, message_id = message["params"], message["id"]
+                prompts[params["sessionId"]] = asyncio.create_task(relay_prompt(
+                    http, notify, lambda result, i=message_id: respond(i, result), params))
+                continue
+            if method == "session/cancel":
+                if (task := prompts.pop(message["params"]["sessionId"], None)) is not None:
+                    task.cancel()
+                continue
             result: dict[str, Any] = {}
             if method == "initialize":
                 result = {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}
             elif method == "session/new":
                 result = {"sessionId": "bare"}
-            elif method == "session/prompt":
-                await relay_prompt(http, notify, message["params"]["sessionId"])
-                result = {"stopReason": "end_turn"}
             if "id" in message:
-                writer.write(orjson.dumps({"jsonrpc": "2.0", "id": message["id"],
-                                           "result": result}) + b"\n")
+                respond(message["id"], result)
                 await writer.drain()
+        for task in prompts.values():
+            await task
 
 
 if __name__ == "__main__":

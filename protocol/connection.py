@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import Any, Literal, Protocol
 
 import structlog
@@ -146,7 +146,7 @@ class Connection:
         if type(obj) is list:
             self._process_batch(obj)
             return
-        answer = self._process(obj)
+        answer = self._process(obj, alone=True)
         if answer is not None:
             answer.add_done_callback(self._send_result_of)
 
@@ -167,11 +167,14 @@ class Connection:
         for answer in answers:
             self._run_afterwards(answer)
 
-    def _process(self, obj: Any) -> asyncio.Future[dict[str, Any] | None] | None:
-        """Handle one message; return a future of its response when it needs one."""
+    def _process(self, obj: Any, *, alone: bool = False
+                 ) -> asyncio.Future[dict[str, Any] | None] | None:
+        """Handle one message; return a future of its response when it needs one. A request
+        `alone` (not in a batch) writes its own response when it is served (the future then
+        gives None), in the same step as its last work."""
         message = jsonrpc.classify(obj)
         if isinstance(message, Request):
-            return self._start_request(message)
+            return self._start_request(message, alone)
         if isinstance(message, Notification):
             self._notify(message)
         elif isinstance(message, Response):
@@ -189,7 +192,8 @@ class Connection:
                 f"{message.error.message}"))
         return jsonrpc.failure(message.id, message.error)
 
-    def _start_request(self, request: Request) -> asyncio.Future[dict[str, Any] | None]:
+    def _start_request(self, request: Request, alone: bool
+                       ) -> asyncio.Future[dict[str, Any] | None]:
         # Whether it is admitted (before initialize, while closing, ...) is the dispatcher's
         # decision: its handshake machine is the gate, not a flag of ours.
         try:
@@ -204,7 +208,7 @@ class Connection:
             return _ready(jsonrpc.failure(
                 request.id, InternalError(f"Internal error while handling {request.method}")))
         answer: asyncio.Future[dict[str, Any] | None] = asyncio.get_running_loop().create_future()
-        task = self._spawn(self._serve(request, work))
+        task = self._spawn(self._serve(request, work, alone))
         if request.id in self._inflight:
             log.warning("duplicate_request_id", id=request.id)
         self._inflight[request.id] = task
@@ -230,9 +234,21 @@ class Connection:
         task.add_done_callback(finished)
         return answer
 
-    async def _serve(
-        self, request: Request, work: Coroutine[Any, Any, Any] | None
-    ) -> dict[str, Any]:
+    async def _serve(self, request: Request, work: Coroutine[Any, Any, Any] | None,
+                     alone: bool) -> dict[str, Any] | None:
+        response = await self._outcome(request, work)
+        if not alone:
+            return response
+        # Written in this task's last step, not by callbacks one and two loop turns later (a
+        # cancelled prompt's answer is the figure: bench/cancel.py).
+        self._send(response)
+        task = asyncio.current_task()
+        assert task is not None
+        _run(self._afterwards.pop(task, ()))
+        return None
+
+    async def _outcome(self, request: Request, work: Coroutine[Any, Any, Any] | None
+                       ) -> dict[str, Any]:
         structlog.contextvars.bind_contextvars(method=request.method, request_id=request.id)
         try:
             result = await work if work is not None else None
@@ -303,6 +319,10 @@ class Connection:
             self._send(response)
         self._run_afterwards(answer)
 
+    def handling_request(self) -> bool:
+        """Whether the calling task handles a request (`after_response` applies)."""
+        return asyncio.current_task() in self._requests
+
     def after_response(self, callback: Callable[[], None]) -> None:
         """Run `callback` once the response to the request being handled (the calling task's)
         is written: what follows an answer (ACP's session-setup updates after `session/new`)
@@ -313,14 +333,9 @@ class Connection:
         self._afterwards.setdefault(task, []).append(callback)
 
     def _run_afterwards(self, answer: asyncio.Future[Any]) -> None:
-        response = answer.result()
-        for callback in self._afterwards.pop(answer, ()):
-            if response is None:
-                continue  # never answered (shutdown): nothing follows either
-            try:
-                callback()
-            except Exception:
-                log.exception("after_response_failed")
+        callbacks = self._afterwards.pop(answer, ())
+        if answer.result() is not None:  # never answered (shutdown): nothing follows either
+            _run(callbacks)
 
     @property
     def congested(self) -> bool:
@@ -462,6 +477,14 @@ class Connection:
                 task.cancel()
             if late:
                 await asyncio.wait(late, timeout=grace)
+
+
+def _run(callbacks: Iterable[Callable[[], None]]) -> None:
+    for callback in callbacks:
+        try:
+            callback()
+        except Exception:
+            log.exception("after_response_failed")
 
 
 def _ready(value: dict[str, Any] | None) -> asyncio.Future[dict[str, Any] | None]:

@@ -36,11 +36,13 @@ def wire_format(provider: str) -> WireFormat:
 def open_stream(
     request: ModelRequest, token: CancellationToken, config: ProviderConfig | None = None,
     *, scrub: Callable[[bytes], bytes] | None = None,
+    close_later: Callable[[Callable[[], None]], None] | None = None,
 ) -> ModelStream:
     """Start a streaming model call (configuration from the environment unless given;
-    `scrub` filters the encoded request body)."""
+    `scrub` filters the encoded request body; `close_later` as in `ModelStream`)."""
     from acp_fsm.providers.config import load_config
     from acp_fsm.providers.stream import ModelStream
 
     config = config or load_config()
-    return ModelStream(wire_format(config.provider), request, config, token, scrub)
+    return ModelStream(wire_format(config.provider), request, config, token, scrub,
+                       close_later=close_later)

@@ -3,8 +3,10 @@ cooperative cancel: docs/cancellation.md).
 
 The body is read chunk by chunk and parsed as it arrives. The turn's CancellationToken is
 watched through a callback, not a task per read: when it fires, the response's read is failed
-at once and the response closed (its connection is not returned to the pool), so the pending
-read raises and the stream ends with `StreamCancelled` carrying what was streamed.
+at once, so the pending read raises and the stream ends with `StreamCancelled` carrying what was
+streamed; the response is closed (its connection never returns to the pool) then, or, when the
+caller gave `close_later`, when that says (a turn: once the prompt is answered, so that closing
+the socket is not on the way to the answer).
 Failures before any event reached the caller are retried with back-off (connection errors,
 timeouts, retryable statuses, a retryable error event); after that they are raised.
 """
@@ -50,8 +52,11 @@ class ModelStream:
         config: ProviderConfig,
         token: CancellationToken,
         scrub: Callable[[bytes], bytes] | None = None,
+        *,
+        close_later: Callable[[Callable[[], None]], None] | None = None,
     ) -> None:
         self._wire = wire
+        self._close_later = close_later  # how a response cut by a cancel is closed
         self._request = request
         self._config = config
         self._token = token
@@ -121,11 +126,16 @@ class ModelStream:
         response = self._response
         if response is not None:
             response.content.set_exception(_TokenFired())
-            response.close()
+            if self._close_later is None:
+                response.close()
 
     def _drop_response(self) -> None:
         response, self._response = self._response, None
-        if response is not None:
+        if response is None:
+            return
+        if self._close_later is not None and self._token.is_cancelled:
+            self._close_later(response.close)  # read no more meanwhile: its body has failed
+        else:
             response.close()  # never back to the pool mid-body
 
     def _scrubbed(self, sse: SseEvent) -> SseEvent:

@@ -41,6 +41,7 @@ from acp_fsm.store import (
     StoreError,
     default_path,
 )
+from tests.harness import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 TEN_MB = 10 * 1024 * 1024
@@ -62,6 +63,10 @@ async def store(db: Path) -> AsyncIterator[Store]:
 
 def record(session_id: str, cwd: str = "/work/a", updated_at: float = 0.0) -> SessionRecord:
     return SessionRecord(session_id, cwd, created_at=updated_at, updated_at=updated_at)
+
+
+def file_size(path: Path | str) -> int:
+    return os.stat(path).st_size
 
 
 def mode(path: Path) -> int:
@@ -563,6 +568,126 @@ async def test_cancelled_callers_leave_a_consistent_transcript(store: Store) -> 
     # Queued work completes even when its caller is gone: all 30, in queue order.
     assert [(e.seq, e.body["i"]) for e in got] == [(i + 1, i) for i in range(30)]
     assert outcomes[2::2] == [i + 1 for i in range(1, 30, 2)]
+
+
+# --- group commit and checkpoints ---------------------------------------------------------------
+
+
+@contextmanager
+def worker_held(store: Store) -> Iterator[None]:
+    """The worker busy on a job of ours until the block ends: what is queued meanwhile waits
+    behind it, as a turn's last writes wait behind a commit under way."""
+    gate = threading.Event()
+    held = store._worker.submit("hold", lambda conn: gate.wait(WAIT_S))
+    try:
+        yield
+    finally:
+        gate.set()
+    assert not held.cancelled()
+
+
+async def test_writes_queued_together_share_one_transaction(store: Store) -> None:
+    await store.create_session(record("s"))
+    with worker_held(store):
+        written = [store.append_soon("s", "assistant", {"i": i}) for i in range(3)]
+        seen = store._worker.submit("probe", lambda conn: conn.in_transaction, group=True)
+        alone = store._worker.submit("probe", lambda conn: conn.in_transaction)
+    assert await asyncio.gather(*written) == [1, 2, 3]
+    assert await seen is True  # inside the group's transaction, beside the appends
+    assert await alone is False  # not a group write: a transaction of its own
+    assert [e.body["i"] for e in await store.entries("s")] == [0, 1, 2]
+
+
+async def test_a_failing_write_in_a_group_undoes_only_itself(store: Store) -> None:
+    await store.create_session(record("s"))
+
+    def half_done(conn: sqlite3.Connection) -> None:
+        with store_module._transaction(conn):  # as every operation that writes
+            conn.execute("INSERT INTO entries (session_id, seq, kind, body, created_at) "
+                         "VALUES ('s', 99, 'user', '{}', 0)")
+            raise ValueError("failed half-way")
+
+    with worker_held(store):
+        first = store.append_soon("s", "user", {"i": 1})
+        gone = store.append_soon("nobody", "user", {"i": 0})
+        broken = store._worker.submit("broken", half_done, group=True)
+        last = store.append_soon("s", "user", {"i": 2})
+    assert await first == 1
+    assert await last == 2
+    with pytest.raises(SessionGone):
+        await gone
+    with pytest.raises(StoreError, match="failed half-way"):
+        await broken
+    assert [(e.seq, e.body["i"]) for e in await store.entries("s")] == [(1, 1), (2, 2)]
+
+
+async def test_a_caller_about_to_wait_commits_small_writes_itself(store: Store) -> None:
+    """`hurry`: the thread idle, a few small writes are committed on the caller's thread at
+    once (no thread switch before the answer that waits for them)."""
+    await store.create_session(record("s"))
+    first = store.append_soon("s", "assistant", {"i": 0})
+    where = store._worker.submit("probe", lambda conn: threading.get_ident(), group=True)
+    last = store.append_soon("s", "turn_end", {"i": 1})
+    store.hurry()
+    assert first.done() and where.done() and last.done()
+    assert (first.result(), where.result(), last.result()) == (1, threading.get_ident(), 2)
+    assert [e.body["i"] for e in await store.entries("s")] == [0, 1]
+
+
+async def test_what_hurry_leaves_to_the_thread(store: Store) -> None:
+    await store.create_session(record("s"))
+    large = store.append_soon("s", "user", {"text": "x" * (store_module.HURRY_MAX_BYTES + 1)})
+    store.hurry()
+    assert not large.done()  # too large for the loop's thread
+    assert await large == 1
+    with worker_held(store):
+        busy = store.append_soon("s", "user", {"i": 3})
+        store.hurry()
+        assert not busy.done()  # the thread is under way: never two at once
+    assert await busy == 2
+
+
+async def test_hurry_never_waits_for_another_writer(store: Store, db: Path) -> None:
+    await store.create_session(record("s"))
+    other = sqlite3.connect(db, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # another process's transaction holds the write lock
+        written = store.append_soon("s", "user", {"i": 1})
+        store.hurry()
+        assert not written.done()  # given back to the thread, which waits for the lock
+        other.execute("COMMIT")
+        assert await written == 1
+    finally:
+        other.close()
+
+
+async def test_no_commit_copies_the_wal_into_the_database(db: Path) -> None:
+    """SQLite's own checkpoint (at 1,000 WAL pages) is off: 5 MB of appends stay in the WAL
+    until the worker is idle, so no commit an answer waits for pays for the copy."""
+    opened = await Store.open(db)
+    try:
+        await opened.create_session(record("s"))
+        for _ in range(5):
+            await opened.append("s", "user", {"text": "x" * (1024 * 1024)})
+        assert file_size(db) < 1024 * 1024
+        assert file_size(f"{db}-wal") > 5 * 1024 * 1024
+    finally:
+        await opened.close()
+
+
+async def test_the_worker_checkpoints_once_idle(db: Path, monkeypatch: pytest.MonkeyPatch
+                                                ) -> None:
+    monkeypatch.setattr(store_module, "CHECKPOINT_AFTER", 3)
+    monkeypatch.setattr(store_module, "CHECKPOINT_IDLE_S", 0.01)
+    opened = await Store.open(db)
+    try:
+        await opened.create_session(record("s"))
+        for _ in range(3):
+            await opened.append("s", "user", {"text": "x" * (1024 * 1024)})
+        await wait_until(lambda: file_size(db) > 3 * 1024 * 1024, "a checkpoint")
+        assert len(await opened.entries("s")) == 3
+    finally:
+        await opened.close()
 
 
 # --- files -------------------------------------------------------------------------------------
