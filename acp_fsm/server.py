@@ -16,7 +16,7 @@ from typing import Any
 
 import structlog
 
-from acp_fsm import config, credentials, limits, schemas
+from acp_fsm import config, credentials, limits, schemas, warm
 from acp_fsm.fsm.handshake import HANDSHAKE, Handshake, HandshakeState, HandshakeTrigger
 from acp_fsm.initialize import API_KEY_LOGIN, TERMINAL_LOGIN, ClientInfo, initialize_result
 from acp_fsm.methods import AGENT_TO_CLIENT, BOTH, route, spec_of
@@ -233,6 +233,7 @@ class AcpServer:
         if config is not None:
             from acp_fsm.models import CATALOG
 
+            warm.start()  # what the model list and the first prompt need (acp_fsm.warm)
             CATALOG.refresh_soon(config, self.sessions.announce_options)
 
     def on_session_prompt(self, params: dict[str, Any]) -> Coroutine[Any, Any, dict[str, Any]]:
