@@ -65,20 +65,19 @@ class Shared(Generic[T]):
 
     async def __call__(self, token: CancellationToken | None, *args: Any) -> T:
         """`func(*args)`, raced against `token` (a cancel leaves the shared call running)."""
-        key = (asyncio.get_running_loop(), *args)
+        loop = asyncio.get_running_loop()
+        key = (loop, *args)
         future = self._next.get(key)
-        if future is None:
-            future = asyncio.get_running_loop().create_future()
+        if future is None:  # the first to ask since the running call (if any) started
+            future = self._next[key] = loop.create_future()
             future.add_done_callback(_retrieved)  # every caller may have been cancelled
-            if key in self._running:
-                self._next[key] = future  # starts when the running call ends
-            else:
-                self._start(key, future)
+            if key not in self._running:
+                loop.call_soon(self._begin, key)  # those asking in this pass share it too
         shielded = asyncio.shield(future)
         return await (token.race(shielded) if token is not None else shielded)
 
-    def _start(self, key: tuple[Any, ...], future: asyncio.Future[T]) -> None:
-        self._running[key] = future
+    def _begin(self, key: tuple[Any, ...]) -> None:
+        future = self._running[key] = self._next.pop(key)
         call = asyncio.ensure_future(run_blocking(None, self._func, *key[1:]))
         call.add_done_callback(lambda done: self._ended(key, future, done))
 
@@ -92,9 +91,8 @@ class Shared(Generic[T]):
                 future.set_exception(error)
             else:
                 future.set_result(call.result())
-        queued = self._next.pop(key, None)
-        if queued is not None:
-            self._start(key, queued)
+        if key in self._next:  # those who asked while it ran
+            self._begin(key)
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:

@@ -4,8 +4,8 @@
   `IN_FLIGHT` at a time (each batch once the one before is answered), after a first batch has
   paid what a process pays once (imports, the store, the model list);
 - prompts per second, `CONCURRENT` at once: one short prompt in each of that many sessions,
-  all written together, the scripted model answering each with one short delta (after one
-  such round as a warm-up);
+  all written together, the scripted model answering each with one short delta; `ROUNDS`
+  such rounds after one as a warm-up;
 - the first prompt after a `session/load`, in a fresh process: spawn, `initialize`, load a
   session of a few turns, prompt; the prompt's time (written -> answered) and spawn ->
   answered;
@@ -42,6 +42,7 @@ from bench.common import INIT, PYCACHE, agent_command, agent_env, checkouts, tab
 NEW_COUNT = 2_000
 IN_FLIGHT = 100
 CONCURRENT = 100
+ROUNDS = 5
 IDLE_SESSIONS = 1_000
 LOADED_TURNS = 5  # the turns of the session a fresh process loads
 SETTLE_S = 0.5  # before RSS is read: what runs after the last answer (the model list) is done
@@ -164,15 +165,17 @@ class Bench:
         return NEW_COUNT / elapsed
 
     async def prompt_rate(self, root: Path) -> float:
-        """Prompts answered per second, `CONCURRENT` at once in as many sessions."""
+        """Prompts answered per second, `CONCURRENT` at once in as many sessions, over
+        `ROUNDS` rounds (each once the one before is answered)."""
         agent = await self.agent(root)
         sessions = await agent.new_sessions(CONCURRENT, self.project)
         await asyncio.gather(*(agent.prompt(s, "warm up") for s in sessions))
         started = time.perf_counter()
-        await asyncio.gather(*(agent.prompt(s, "say ok") for s in sessions))
+        for _ in range(ROUNDS):
+            await asyncio.gather(*(agent.prompt(s, "say ok") for s in sessions))
         elapsed = time.perf_counter() - started
         await agent.close()
-        return CONCURRENT / elapsed
+        return CONCURRENT * ROUNDS / elapsed
 
     async def stored_session(self, root: Path) -> str:
         """A session of `LOADED_TURNS` turns, stored by an agent that has exited."""
