@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from acp_fsm.protocol.cancel import CancellationToken
 
@@ -46,3 +46,55 @@ async def run_blocking(token: CancellationToken | None, func: Callable[..., T], 
 
     threading.Thread(target=work, name=BLOCKING_THREAD_NAME, daemon=True).start()
     return await (token.race(future) if token is not None else future)
+
+
+class Shared(Generic[T]):
+    """Calls of one blocking function by `run_blocking`, shared by whoever asks at once: each
+    caller gets the outcome of a call that started after it asked (never an older one, so a
+    file is read as it is now), and those who ask while a call runs share the next one. A
+    hundred sessions set up at once cost one or two reads of the same file, not a hundred
+    threads."""
+
+    def __init__(self, func: Callable[..., T]) -> None:
+        self._func = func
+        self._running: dict[tuple[Any, ...], asyncio.Future[T]] = {}
+        self._next: dict[tuple[Any, ...], asyncio.Future[T]] = {}
+
+    def __repr__(self) -> str:
+        return f"<Shared {self._func.__qualname__} running={len(self._running)}>"
+
+    async def __call__(self, token: CancellationToken | None, *args: Any) -> T:
+        """`func(*args)`, raced against `token` (a cancel leaves the shared call running)."""
+        loop = asyncio.get_running_loop()
+        key = (loop, *args)
+        future = self._next.get(key)
+        if future is None:  # the first to ask since the running call (if any) started
+            future = self._next[key] = loop.create_future()
+            future.add_done_callback(_retrieved)  # every caller may have been cancelled
+            if key not in self._running:
+                loop.call_soon(self._begin, key)  # those asking in this pass share it too
+        shielded = asyncio.shield(future)
+        return await (token.race(shielded) if token is not None else shielded)
+
+    def _begin(self, key: tuple[Any, ...]) -> None:
+        future = self._running[key] = self._next.pop(key)
+        call = asyncio.ensure_future(run_blocking(None, self._func, *key[1:]))
+        call.add_done_callback(lambda done: self._ended(key, future, done))
+
+    def _ended(self, key: tuple[Any, ...], future: asyncio.Future[T],
+               call: asyncio.Future[T]) -> None:
+        del self._running[key]
+        if not future.done():
+            if call.cancelled():
+                future.cancel()
+            elif (error := call.exception()) is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(call.result())
+        if key in self._next:  # those who asked while it ran
+            self._begin(key)
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()  # marks it retrieved: the callers that wait still get it

@@ -86,10 +86,27 @@ def estimate(request: ModelRequest, messages: Size | None = None) -> int:
     """The tokens `request` takes, estimated from its size (no tokenizer at hand); `messages`
     is the size of its messages when it is known (`Conversation.size`)."""
     chars = len(request.system or "") + sum(
-        len(t.name) + len(t.description) + len(json.dumps(t.input_schema))
+        len(t.name) + len(t.description) + _schema_chars(t.input_schema)
         for t in request.tools)
     found = size_of(request.messages) if messages is None else messages
     return int((chars + found.chars) / CHARS_PER_TOKEN) + found.images * IMAGE_TOKENS
+
+
+# The JSON length of tool schemas seen, by the schema object (kept, so its id is never
+# another's): the same tools are estimated at every model call. At most this many are kept.
+_SCHEMA_CHARS: dict[int, tuple[Any, int]] = {}
+MAX_SCHEMAS_KEPT = 512
+
+
+def _schema_chars(schema: Any) -> int:
+    known = _SCHEMA_CHARS.get(id(schema))
+    if known is not None and known[0] is schema:
+        return known[1]
+    if len(_SCHEMA_CHARS) >= MAX_SCHEMAS_KEPT:
+        _SCHEMA_CHARS.clear()
+    chars = len(json.dumps(schema))
+    _SCHEMA_CHARS[id(schema)] = (schema, chars)
+    return chars
 
 
 def _size(message: Message) -> tuple[int, int]:

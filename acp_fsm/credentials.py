@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from acp_fsm import redact
-from acp_fsm.blocking import run_blocking
+from acp_fsm.blocking import Shared
 from acp_fsm.protocol.errors import AuthRequired
 from acp_fsm.providers.config import (
     ANTHROPIC,
@@ -199,15 +199,15 @@ def elsewhere(env: Mapping[str, str], stored: Stored) -> str | None:
     return url if url and url != stored.url else None
 
 
-def environment(env: Mapping[str, str], stored: Stored | None) -> dict[str, str]:
+def environment(env: Mapping[str, str], stored: Stored | None) -> Mapping[str, str]:
     """The environment with the stored credentials filled in: where the environment
     configures no provider, the stored one; where it configures none or the stored one
     without its key, the key and its base URL, unless the environment sends that provider
     to another URL: the key goes only where it was checked. Otherwise the environment as it
     is."""
-    env = dict(env)
     if stored is None:
         return env
+    env = dict(env)
     provider = configured_provider(env)
     if provider not in (None, stored.provider) or env.get(KEY_VARIABLES[stored.provider]):
         return env  # the environment's own configuration wins
@@ -233,11 +233,15 @@ def in_force(env: Mapping[str, str] | None = None) -> InForce:
 
 
 async def read() -> InForce:
-    """`in_force`, read in a worker thread: a slow file system never holds up the event
+    """`in_force`, read in a worker thread (one read for those who ask at once, each one
+    started after they asked: `blocking.Shared`): a slow file system never holds up the event
     loop. The stored key is a secret from then on."""
-    found = await run_blocking(None, in_force)
+    found = await _read_shared(None)
     learn(found.stored)
     return found
+
+
+_read_shared = Shared(in_force)
 
 
 def needs_login(config: ProviderConfig) -> bool:

@@ -24,6 +24,7 @@ from acp_fsm.compatible import ListingError as ListingError  # login checks a ke
 from acp_fsm.compatible import ServerInfo, get_json, probe
 from acp_fsm.credentials import needs_login
 from acp_fsm.providers.config import ANTHROPIC, ProviderConfig
+from acp_fsm.warm import aiohttp_imported
 
 if TYPE_CHECKING:
     import aiohttp
@@ -107,7 +108,8 @@ class Catalog:
         server is asked once per process whatever the cache holds (its windows are never
         stored: the server may be started again with another)."""
         if self._fetching is not None and not self._fetching.done():
-            self._on_change.append(on_change)
+            if on_change not in self._on_change:  # one `announce_options` tells every session
+                self._on_change.append(on_change)
             return
         key = _cache_key(config)
         if (config.official and override() is not None) or key in self._info:
@@ -212,6 +214,7 @@ async def server_info(config: ProviderConfig, timeout_s: float = FETCH_TIMEOUT_S
     """The provider's models and, from a compatible server, the windows it states; OpenAI
     lists are rid of models that do not chat. OpenAI's own list is sorted; a compatible
     server's keeps its order (its first model is the default, see `Catalog.default_model`)."""
+    await aiohttp_imported()  # off the loop (acp_fsm.warm)
     import aiohttp
 
     timeout = aiohttp.ClientTimeout(total=timeout_s)

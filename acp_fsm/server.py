@@ -16,7 +16,7 @@ from typing import Any
 
 import structlog
 
-from acp_fsm import config, credentials, limits, schemas
+from acp_fsm import config, credentials, limits, schemas, warm
 from acp_fsm.fsm.handshake import HANDSHAKE, Handshake, HandshakeState, HandshakeTrigger
 from acp_fsm.initialize import API_KEY_LOGIN, TERMINAL_LOGIN, ClientInfo, initialize_result
 from acp_fsm.methods import AGENT_TO_CLIENT, BOTH, route, spec_of
@@ -85,8 +85,12 @@ class AcpServer:
             return work if asyncio.iscoroutine(work) else None
         # dispatch runs in the reader's context: bind only around the call, and again inside
         # the handler's own task, so the session id never leaks into unrelated log lines
-        with structlog.contextvars.bound_contextvars(session_id=session_id):
+        # (the tokens' reset, not `bound_contextvars`: that copies the whole context)
+        bound = structlog.contextvars.bind_contextvars(session_id=session_id)
+        try:
             work = handler(params)
+        finally:
+            structlog.contextvars.reset_contextvars(**bound)
         return _with_session(work, session_id) if asyncio.iscoroutine(work) else None
 
     def check_outbound(self, method: str, kind: OutboundKind, payload: Any) -> str | None:
@@ -233,6 +237,9 @@ class AcpServer:
         if config is not None:
             from acp_fsm.models import CATALOG
 
+            # What the model list and the first prompt need (acp_fsm.warm), once the answer
+            # and the updates before it are written: the thread takes the GIL at its start.
+            asyncio.get_running_loop().call_soon(warm.start)
             CATALOG.refresh_soon(config, self.sessions.announce_options)
 
     def on_session_prompt(self, params: dict[str, Any]) -> Coroutine[Any, Any, dict[str, Any]]:

@@ -10,6 +10,7 @@ entries, the last one wins (docs/settings.md). Pure: no IO here; the model list 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from acp_fsm.limits import echo
@@ -132,14 +133,21 @@ def config_options(settings: Settings, provider: str, model: str,
                    models: list[str]) -> list[dict[str, Any]]:
     """The session's ACP `configOptions`: mode, model and, for a model that thinks, the
     thought level. `model` is the one in use, `models` those the provider offers; without a
-    `provider` (no usable configuration), the mode only."""
+    `provider` (no usable configuration), the mode only. The same choices give the same list,
+    made once (a thousand idle sessions keep one, not a thousand): it is never changed."""
+    return _config_options(settings, provider, model, tuple(models))
+
+
+@lru_cache(maxsize=256)
+def _config_options(settings: Settings, provider: str, model: str,
+                    models: tuple[str, ...]) -> list[dict[str, Any]]:
     options = [
         _select(MODE, "Mode", MODE, "How much the agent may do without asking", settings.mode,
                 [(mode_id, name, about) for mode_id, (name, about) in MODES.items()]),
     ]
     if not provider:
         return options  # no usable provider configuration: the first prompt says why
-    listed = models if model in models else [model, *models]
+    listed = models if model in models else (model, *models)
     options.append(_select(MODEL, "Model", MODEL, f"The {provider} model the next model call "
                            "uses", model, [(m, m, "") for m in listed]))
     levels = THOUGHT_LEVELS.get(provider)

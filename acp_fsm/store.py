@@ -42,6 +42,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -179,10 +180,16 @@ def default_path() -> Path:
     """`$ACP_FSM_HOME/sessions.db`; ACP_FSM_HOME defaults to `$XDG_DATA_HOME/acp-fsm`, else
     `~/.local/share/acp-fsm`. Empty variables count as unset, and so does a relative
     XDG_DATA_HOME (the XDG spec says to ignore it)."""
-    home = os.environ.get("ACP_FSM_HOME", "")
+    get = os.environ.get
+    return _data_path(get("ACP_FSM_HOME", ""), get("XDG_DATA_HOME", ""), get("HOME"))
+
+
+@lru_cache(maxsize=8)
+def _data_path(home: str, xdg: str, _user_home: str | None) -> Path:
+    """`default_path` for these variables (HOME: what `~` is), made once (the credentials'
+    path is asked at each prompt)."""
     if home:
         return Path(home).expanduser() / DB_FILE
-    xdg = os.environ.get("XDG_DATA_HOME", "")
     data = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share"
     return data / APP_DIR / DB_FILE
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 
 from acp_fsm import compaction, credentials, redact, results, settings, transcript, updates
-from acp_fsm.blocking import run_blocking
+from acp_fsm.blocking import Shared
 from acp_fsm.client import Client, Editor
 from acp_fsm.commands import Command
 from acp_fsm.conversation import Conversation
@@ -53,6 +53,7 @@ from acp_fsm.providers.types import (
 )
 from acp_fsm.tools.base import Drafts, Tool, ToolCallView, ToolOutcome
 from acp_fsm.tools.common import ToolError, describe_os_error
+from acp_fsm.warm import aiohttp_imported
 
 if TYPE_CHECKING:
     from acp_fsm.providers.stream import ModelStream
@@ -68,6 +69,10 @@ PERMISSION_OPTIONS = [
     {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
     {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
 ]
+# The system prompt of turns starting at once in the same directories: read once for them.
+_SYSTEM_PROMPT = Shared(system_prompt)
+
+
 def max_turn_requests() -> int:
     """Model calls allowed per prompt (`ACP_FSM_MAX_TURN_REQUESTS`, default 50)."""
     raw = os.environ.get("ACP_FSM_MAX_TURN_REQUESTS", "")
@@ -217,14 +222,13 @@ class Turn:
     """One prompt turn. `state` is driven by the turn machine."""
 
     state: str
-    trigger: Callable[[str], bool]
 
     def __init__(self, session: Host, token: CancellationToken,
                  command: Command | None = None) -> None:
         self.session = session
         self.token = token
         self.command = command  # a slash command the prompt runs instead of a model turn
-        self.machine = TURN.build(self)
+        self.state = TURN.initial.value  # moved by the turn machine only (`_fire`)
         self.requests = 0
         self.calls: list[PendingCall] = []
         self.stop_reason = "end_turn"
@@ -253,7 +257,7 @@ class Turn:
 
     def _fire(self, trigger: TurnTrigger) -> None:
         before = self.state
-        self.trigger(trigger.value)
+        TURN.fire(self, trigger.value)
         self.path.append(self.state)
         log.debug("turn_transition", trigger=trigger.value, source=before, dest=self.state)
 
@@ -343,8 +347,8 @@ class Turn:
         """Read once a turn, off the event loop (it reads the project's files); an instruction
         file it did not read is told to the user once a session."""
         if self._system is None:
-            prompt = await run_blocking(self.token, system_prompt, self.session.cwd,
-                                        self.session.roots[1:])
+            prompt = await _SYSTEM_PROMPT(self.token, self.session.cwd,
+                                          self.session.roots[1:])
             for skipped in prompt.skipped:
                 self.session.tell_once(skipped)
             self._system = prompt.text
@@ -380,6 +384,7 @@ class Turn:
         config = self.config()
         if (described := CATALOG.pending(config)) is not None:  # its models, its window
             await self.token.race(described)
+        await self.token.race(aiohttp_imported())  # the first call's, off the loop
         request = await self._request()
         estimate = compaction.estimate(request,
                                        self.session.conversation.size(request.messages))

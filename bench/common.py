@@ -4,19 +4,35 @@ from __future__ import annotations
 
 import os
 import statistics
+import tempfile
+from pathlib import Path
 
-from tests.harness import agent_command
+from tests.harness import ROOT, agent_command
 
-__all__ = ["INIT", "agent_command", "agent_env", "summary", "table"]
+__all__ = ["INIT", "PYCACHE", "agent_command", "agent_env", "checkouts", "summary", "table"]
 
 INIT = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,'
         b'"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true},'
         b'"terminal":true},"clientInfo":{"name":"bench","version":"0"}}}\n')
+# Bytecode caches for the agents a benchmark runs, as an installed copy has them (the
+# benchmarks' own, so a checkout stays as it is; by full path, so checkouts never share one).
+PYCACHE = Path(tempfile.gettempdir()) / "acp-fsm-bench-pycache"
 
 
 def agent_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ, ACP_FSM_DEBUG_METHODS="1", ACP_FSM_LOG_LEVEL="warning", **extra)
     return env
+
+
+def checkouts() -> list[tuple[str, Path]]:
+    """The checkouts whose agents a benchmark compares, by label: this one, and the one
+    `BENCH_AGAINST` names (a worktree of another commit: the "before" of a change). Run
+    `python -m acp_fsm` with the checkout as its working directory and first on the path."""
+    found = [("this", ROOT)]
+    other = os.environ.get("BENCH_AGAINST")
+    if other:
+        found.append((Path(other).name, Path(other).resolve()))
+    return found
 
 
 def summary(samples: list[float]) -> str:

@@ -31,12 +31,11 @@ from acp_fsm.providers.types import (
     ToolResultPart,
 )
 from acp_fsm.store import Store
-from bench.common import table
+from bench.common import PYCACHE, table
 from tests.harness import AgentProcess, agent_env
 
 SIZES = (10, 1_000, 10_000)
 MESSAGES_PER_TURN = 4  # the prompt, the call, its result, the answer
-PYCACHE = Path(tempfile.gettempdir()) / "acp-fsm-bench-pycache"
 NOTES = "the notes of the project: build with make, test with make check\n" * 3
 
 

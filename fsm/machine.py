@@ -50,7 +50,8 @@ class Row:
 class MachineSpec:
     """States, initial and final states, the table, and one line per state on what it does."""
 
-    __slots__ = ("final", "initial", "name", "rows", "state_docs", "states", "triggers")
+    __slots__ = ("_shared", "final", "initial", "name", "rows", "state_docs", "states",
+                 "triggers")
 
     def __init__(
         self,
@@ -69,6 +70,7 @@ class MachineSpec:
         self.final = tuple(final)
         self.rows = tuple(rows)
         self.state_docs = dict(state_docs)
+        self._shared: Machine | None = None  # see `fire`
         self._check()
 
     def _check(self) -> None:
@@ -93,8 +95,18 @@ class MachineSpec:
             raise IllegalTransition(f"{self.name}: {trigger} is not allowed in state {state}")
         return rows[0].dest
 
+    def fire(self, model: object, trigger: str) -> bool:
+        """Fire `trigger` on `model` (its `state` attribute) with the spec's one shared
+        machine, which knows no model: what `build` binds to a model per machine (~1 ms a
+        machine, a turn being one per prompt) is not needed to drive it. Raises
+        `MachineError` where the table has no row, as a built machine does."""
+        if self._shared is None:
+            self._shared = self.build(None)
+        return bool(self._shared.events[trigger].trigger(model))
+
     def build(self, model: object, initial: StrEnum | None = None) -> Machine:
-        """A `transitions` machine driving `model` (its `state` attribute and trigger methods)."""
+        """A `transitions` machine driving `model` (its `state` attribute and trigger methods;
+        None: models are added later)."""
         from transitions import Machine
 
         machine = Machine(

@@ -74,6 +74,32 @@ def test_every_pair_is_a_row_or_a_rejection(state: TurnState, trigger: TurnTrigg
         assert model.state == expected.value
 
 
+@pytest.mark.parametrize(("state", "trigger"), list(itertools.product(TurnState, TurnTrigger)),
+                         ids=str)
+def test_the_shared_machine_fires_as_a_built_one(state: TurnState, trigger: TurnTrigger) -> None:
+    """`TURN.fire` (what a turn uses: one machine for every turn of the process) takes the
+    same rows and refuses the same pairs, leaving the state as it was."""
+    model = Model(asks=False)
+    model.state = state.value
+    expected = EXPECTED.get((state, trigger))
+    if expected is None:
+        with pytest.raises(MachineError):
+            TURN.fire(model, trigger.value)
+        assert model.state == state.value
+    else:
+        assert TURN.fire(model, trigger.value) is True
+        assert model.state == expected.value
+
+
+def test_the_shared_machine_asks_each_model_its_own_guard() -> None:
+    asking, trusting = Model(asks=True), Model(asks=False)
+    for model in (asking, trusting):
+        model.state = S.STREAMING.value
+        TURN.fire(model, T.TOOLS_REQUESTED.value)
+    assert (asking.state, trusting.state) == (S.AWAITING_PERMISSION.value,
+                                              S.RUNNING_TOOLS.value)
+
+
 def test_the_guard_sends_tools_to_permission_first() -> None:
     asking = Model(asks=True)
     TURN.build(asking, initial=S.STREAMING)

@@ -19,14 +19,15 @@ CHUNKS = 20_000
 
 
 async def stalled(server: ScriptedProvider, quiet_s: float = 0.5) -> bool:
-    """True once the provider has written nothing for `quiet_s`; False when it wrote the
-    whole reply first."""
+    """True once the provider, having begun the reply, has written nothing for `quiet_s`;
+    False when it wrote the whole reply first. (A reply not begun has not stalled: the model
+    call may still be on its way, behind the first call's imports.)"""
     last, since = -1, time.monotonic()
     deadline = time.monotonic() + INTERRUPTED_S
     while time.monotonic() < deadline:
         if server.events_written != last:
             last, since = server.events_written, time.monotonic()
-        elif time.monotonic() - since > quiet_s:
+        elif last > 0 and time.monotonic() - since > quiet_s:
             return True
         if last >= CHUNKS:
             return False
