@@ -5,8 +5,9 @@ request waits, while a command runs, while an MCP server's tool runs
 
 The model server runs in a process of its own (`bench/model_server.py`), so its share of a
 cancel (the disconnect) is not in the client's figure; the client decodes every line it reads,
-as an editor does. Targets (issue 19): streaming p50 ≤ 0.8 ms and p99 ≤ 1.5 ms, no state's median
-above 1.5 ms, never an update after the answer.
+as an editor does; `BENCH_AGAINST=<checkout>` adds that checkout's agent to the streaming rows
+(the "before" of a change, in the same run). Targets (issue 19): streaming p50 ≤ 0.8 ms and
+p99 ≤ 1.5 ms, no state's median above 1.5 ms, never an update after the answer.
 Run: python -m bench.cancel [streaming rounds] [rounds of the other states]
 """
 
@@ -23,7 +24,7 @@ from typing import Any
 import orjson
 
 from acp_fsm.providers.scripted import Call, Hang, Reply, Scripted
-from bench.common import INIT, agent_command, table
+from bench.common import INIT, PYCACHE, agent_command, checkouts, table
 from tests.harness import AgentProcess, agent_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,10 +79,12 @@ class Client:
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
-    async def start(cls, command: list[str], env: dict[str, str]) -> tuple[Client, str]:
+    async def start(cls, command: list[str], env: dict[str, str], root: Path
+                    ) -> tuple[Client, str]:
         proc = await asyncio.create_subprocess_exec(
             *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, env=env, limit=1 << 26)
+            stderr=asyncio.subprocess.DEVNULL, env=dict(env, PYTHONPATH=str(root)), cwd=root,
+            limit=1 << 26)
         client = cls(proc)
         client.write(INIT + orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/new",
                                           "params": {"cwd": tempfile.mkdtemp(),
@@ -130,13 +133,17 @@ class Client:
 
 
 async def streaming(server: ModelServer, rounds: int) -> list[str]:
-    """acp-fsm and the bare relay, alternated round by round."""
+    """acp-fsm (and the checkout `BENCH_AGAINST` names) and the bare relay, alternated round
+    by round."""
     env = agent_env(ACP_FSM_PROVIDER="openai", OPENAI_BASE_URL=server.url,
                     OPENAI_API_KEY="sk-bench", ACP_FSM_HOME=tempfile.mkdtemp(),
-                    ACP_FSM_LOG_LEVEL="warning", ACP_FSM_LOG_FORMAT="console")
-    agents = {"streaming (acp-fsm)": agent_command(),
-              "streaming (bare relay)": [sys.executable, "-m", "bench.bare_relay"]}
-    clients = {name: await Client.start(command, env) for name, command in agents.items()}
+                    ACP_FSM_LOG_LEVEL="warning", ACP_FSM_LOG_FORMAT="console",
+                    PYTHONPYCACHEPREFIX=str(PYCACHE))
+    agents = {f"streaming (acp-fsm{'' if label == 'this' else ', ' + label})":
+              (agent_command(), root) for label, root in checkouts()}
+    agents["streaming (bare relay)"] = ([sys.executable, "-m", "bench.bare_relay"], ROOT)
+    clients = {name: await Client.start(command, env, root)
+               for name, (command, root) in agents.items()}
     samples: dict[str, list[float]] = {name: [] for name in agents}
     late = dict.fromkeys(agents, 0)
     for n in range(rounds + 2):  # the first two warm up
