@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import statistics
+from pathlib import Path
 
 from tests.harness import agent_command
 
-__all__ = ["INIT", "agent_command", "agent_env", "summary", "table"]
+__all__ = ["INIT", "agent_command", "agent_env", "cpu_ms", "summary", "table"]
 
 INIT = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,'
         b'"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true},'
@@ -17,6 +18,18 @@ INIT = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersi
 def agent_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ, ACP_FSM_DEBUG_METHODS="1", ACP_FSM_LOG_LEVEL="warning", **extra)
     return env
+
+
+def cpu_ms(pid: int) -> float:
+    """The CPU time of a process so far (all its threads), in milliseconds: the scheduler's
+    nanoseconds (/proc/PID/task/*/schedstat), not the 10 ms ticks of /proc/PID/stat."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, IndexError, ValueError):
+            continue  # a thread that ended meanwhile
+    return total / 1e6
 
 
 def summary(samples: list[float]) -> str:
