@@ -26,6 +26,7 @@ Run: python -m bench.relay [deltas] [runs] [before-checkout]
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -97,11 +98,13 @@ async def prompt(proc: asyncio.subprocess.Process, session: bytes, prompt_id: by
 
 async def one_run(command: list[str], env: dict[str, str], deltas: int, read: Reader
                   ) -> Sample:
-    """One prompt relayed by the agent that `command` starts (the server holds a warm-up
-    stream, then the measured one)."""
+    """One prompt relayed by the agent that `command` starts in the checkout first on its
+    PYTHONPATH (`-m` puts its working directory before that path), the server holding a
+    warm-up stream, then the measured one."""
     proc = await asyncio.create_subprocess_exec(
         *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL, env=env, limit=1 << 26)
+        stderr=asyncio.subprocess.DEVNULL, env=env, limit=1 << 26,
+        cwd=env["PYTHONPATH"].split(os.pathsep)[0])
     assert proc.stdin is not None and proc.stdout is not None
     work = tempfile.mkdtemp()
     proc.stdin.write(INIT + b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"'
