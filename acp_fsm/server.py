@@ -33,6 +33,7 @@ from acp_fsm.protocol.errors import (
     RemoteError,
 )
 from acp_fsm.protocol.jsonrpc import Notification, Request
+from acp_fsm.schemas import plain
 from acp_fsm.session import Session, Sessions
 
 log = structlog.get_logger("acp")
@@ -94,19 +95,15 @@ class AcpServer:
         return _with_session(work, session_id) if asyncio.iscoroutine(work) else None
 
     def check_outbound(self, method: str, kind: OutboundKind, payload: Any) -> str | None:
-        spec = spec_of(method, debug=True)
-        if spec is None:
-            return f"no schema for method {method}"
-        if kind == "result":
-            if spec.result_ref is None:
-                return f"{method} is a notification and has no result"
-            ref = spec.result_ref
-        else:
-            if spec.direction not in (AGENT_TO_CLIENT, BOTH) or spec.kind != kind:
-                return f"{method} is not an agent-to-client {kind}"
-            ref = spec.params_ref
+        ref, refusal = _outbound_ref(method, kind)
+        if ref is None:
+            return refusal
         violation = schemas.validate(ref, payload)
         return None if violation is None else str(violation)
+
+    def check_template(self, method: str, kind: OutboundKind, payload: Any) -> bool:
+        ref, _ = _outbound_ref(method, kind)
+        return ref is not None and plain.surely_valid(ref, payload)
 
     def accept_response(self, method: str, result: Any) -> Any:
         """Strict on what results carry, liberal on how empty ones are spelled: editors answer
@@ -352,6 +349,20 @@ class AcpServer:
             if sent % 256 == 0:
                 await self.conn.drain()
         return {"sent": sent, "elapsedMs": round((time.monotonic() - started) * 1000, 3)}
+
+
+def _outbound_ref(method: str, kind: OutboundKind) -> tuple[str | None, str]:
+    """The schema of what we send as `kind` of `method`, or None and why nothing may be."""
+    spec = spec_of(method, debug=True)
+    if spec is None:
+        return None, f"no schema for method {method}"
+    if kind == "result":
+        if spec.result_ref is None:
+            return None, f"{method} is a notification and has no result"
+        return spec.result_ref, ""
+    if spec.direction not in (AGENT_TO_CLIENT, BOTH) or spec.kind != kind:
+        return None, f"{method} is not an agent-to-client {kind}"
+    return spec.params_ref, ""
 
 
 async def _with_session(work: Coroutine[Any, Any, Any], session_id: str) -> Any:

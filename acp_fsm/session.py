@@ -128,6 +128,7 @@ class Session:
         self.synced_seq = synced_seq
         self._owner: str | None = None  # of the turn lease, while this process holds it
         self._heartbeat: asyncio.Future[None] | None = None
+        self._text_senders: dict[str, Callable[[str], object]] = {}  # see `text_sender`
 
     def __repr__(self) -> str:
         turn = self.turn.state if self.turn is not None else "idle"
@@ -520,6 +521,22 @@ class Session:
 
     def send_update(self, update: dict[str, Any]) -> None:
         self.server.conn.notify("session/update", {"sessionId": self.id, "update": update})
+
+    def text_sender(self, kind: str) -> Callable[[str], object]:
+        """The sender of this session's `kind` chunks of text (`updates.chunk`): a streamed
+        answer's, one per delta, validated as a template (`Connection.notifier`)."""
+        sender = self._text_senders.get(kind)
+        if sender is None:
+            sender = self._text_senders[kind] = self.server.conn.notifier(
+                "session/update", lambda text: {
+                    "sessionId": self.id,
+                    "update": updates.chunk(kind, updates.text_content(text))})
+        return sender
+
+    @property
+    def behind(self) -> bool:
+        """The editor reads slower than updates are written: `keep_pace` would wait."""
+        return self.server.conn.congested
 
     async def keep_pace(self, token: CancellationToken | None = None) -> None:
         """Wait while the editor reads slower than updates are written (back-pressure: a

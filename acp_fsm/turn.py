@@ -175,6 +175,13 @@ class Host(Protocol):
     def send_update(self, update: dict[str, Any]) -> None:
         """Send a `session/update`."""
 
+    def text_sender(self, kind: str) -> Callable[[str], object]:
+        """What sends a `kind` chunk of text as a `session/update`, for each streamed delta."""
+
+    @property
+    def behind(self) -> bool:
+        """The editor is behind: `keep_pace` would wait."""
+
     async def keep_pace(self, token: CancellationToken | None = None) -> None:
         """Wait while the editor is behind."""
 
@@ -396,18 +403,20 @@ class Turn:
         self.requests += 1
         stream = self._open(request)
         finished: Finished | None = None
+        session = self.session
+        answer = session.text_sender("agent_message_chunk")
+        thought = session.text_sender("agent_thought_chunk")
         try:
             async with stream:
                 async for event in stream:
                     if isinstance(event, TextDelta):
-                        self._update(updates.chunk("agent_message_chunk",
-                                                   updates.text_content(event.text)))
+                        answer(event.text)
                     elif isinstance(event, ThinkingDelta):
-                        self._update(updates.chunk("agent_thought_chunk",
-                                                   updates.text_content(event.text)))
+                        thought(event.text)
                     elif isinstance(event, Finished):
                         finished = event
-                    await self.session.keep_pace(self.token)  # the provider waits too
+                    if session.behind:  # the provider waits too
+                        await session.keep_pace(self.token)
         except Cancelled as cancelled:  # in the stream, or while the editor was behind
             partial = (cancelled.partial if isinstance(cancelled, StreamCancelled)
                        else stream.partial)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from tests.harness import ROOT, agent_command
 
-__all__ = ["INIT", "PYCACHE", "agent_command", "agent_env", "checkouts", "summary", "table"]
+__all__ = ["INIT", "PYCACHE", "agent_command", "agent_env", "checkouts", "cpu_ms", "summary",
+           "table"]
 
 INIT = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,'
         b'"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true},'
@@ -33,6 +34,18 @@ def checkouts() -> list[tuple[str, Path]]:
     if other:
         found.append((Path(other).name, Path(other).resolve()))
     return found
+
+
+def cpu_ms(pid: int) -> float:
+    """The CPU time of a process so far (all its threads), in milliseconds: the scheduler's
+    nanoseconds (/proc/PID/task/*/schedstat), not the 10 ms ticks of /proc/PID/stat."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, IndexError, ValueError):
+            continue  # a thread that ended meanwhile
+    return total / 1e6
 
 
 def summary(samples: list[float]) -> str:

@@ -31,24 +31,12 @@ from acp_fsm.providers.types import (
     ToolResultPart,
 )
 from acp_fsm.store import Store
-from bench.common import PYCACHE, table
+from bench.common import PYCACHE, cpu_ms, table
 from tests.harness import AgentProcess, agent_env
 
 SIZES = (10, 1_000, 10_000)
 MESSAGES_PER_TURN = 4  # the prompt, the call, its result, the answer
 NOTES = "the notes of the project: build with make, test with make check\n" * 3
-
-
-def cpu_ms(pid: int) -> float:
-    """The CPU time of a process so far (all its threads), in milliseconds: the scheduler's
-    nanoseconds (/proc/PID/task/*/schedstat), not the 10 ms ticks of /proc/PID/stat."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            total += int((task / "schedstat").read_text().split()[0])
-        except (OSError, IndexError, ValueError):
-            continue  # a thread that ended meanwhile
-    return total / 1e6
 
 
 def answer(request: RecordedRequest) -> Reply:

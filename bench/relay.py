@@ -1,50 +1,127 @@
 """Relay: a model's streamed deltas -> `session/update` lines, acp-fsm against its ceiling.
 
-The same scripted Chat Completions stream (rendered once and served in one write, so the
-server is never the bottleneck) is relayed by acp-fsm (every update validated, the turn's
-machine, its store, in order) and by `bench/bare_relay.py` (asyncio + aiohttp + orjson,
-nothing else). Each run times `session/prompt` written -> its response read, every update
-counted on the way, after a first short prompt has paid what a process pays once (imports,
-the HTTP client, the store); the ratio of the two rates is the figure to keep (target ≥ 0.8).
-Run: python -m bench.relay [deltas] [runs]
+The same scripted Chat Completions stream is relayed by acp-fsm and by `bench/bare_relay.py`
+(asyncio + aiohttp + orjson, nothing else), in two modes, alternating the agents within each
+run so that a busy moment hurts both alike:
+
+- `one write, scan`: the stream rendered once and served in one write (the server is never
+  the bottleneck); the client only scans each line for the update's tag.
+- `per event, parse`: the stream as real servers send it, one `data:` event per HTTP chunk and
+  per write (OpenAI flushes one chunk per token), the server yielding to its event loop after
+  each TCP segment's worth (`EVENTS_PER_SEGMENT`); the client decodes every line it reads with
+  orjson, as an editor parses each message fully, and counts the updates and finds the
+  answer in the decoded messages.
+
+acp-fsm runs as it ships: every outbound message validated against its schema (always on;
+`ACP_FSM_STRICT_SCHEMAS=1` only makes a violation fatal, and it is left unset), the turn's
+machine, its store, the secret scrub, back-pressure. Each run times `session/prompt` written
+-> its response read, every update counted on the way, after a first short prompt has paid
+what a process pays once (imports, the HTTP client, the store), and reads the agent's CPU time
+over it (the scheduler's, /proc/PID/task/*/schedstat): wall-clock rates are noisy on a shared
+machine, CPU per update is what the agent costs. The figures to keep are the ratios to the
+ceiling (target >= 0.8): of the rates, and of the CPU per update (ceiling's / acp-fsm's).
+A third argument, another checkout of acp-fsm, adds it as `before` to the same alternation.
+Run: python -m bench.relay [deltas] [runs] [before-checkout]
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import orjson
 
 from acp_fsm.providers.scripted import Raw, Reply, ScriptedProvider, render_openai
-from bench.common import INIT, agent_command, agent_env, table
+from bench.common import INIT, agent_command, agent_env, cpu_ms, table
 
 WARM_UP = Raw(parts=(b"".join(render_openai(Reply(text="warm"))),))
+CEILING = "bare relay (ceiling)"
+# How the client tells, from one line, whether it is an update and whether it is the answer.
+Reader = Callable[[bytes, bytes], tuple[bool, bool]]
 
 
-async def prompt(proc: asyncio.subprocess.Process, session: bytes, prompt_id: bytes) -> int:
+def scan(line: bytes, prompt_id: bytes) -> tuple[bool, bool]:
+    """(a message chunk, the answer to `prompt_id`) by a byte search of the line."""
+    if b"agent_message_chunk" in line:
+        return True, False
+    return False, b'"id":"' + prompt_id + b'"' in line
+
+
+def parse(line: bytes, prompt_id: bytes) -> tuple[bool, bool]:
+    """(a message chunk, the answer to `prompt_id`) from the line decoded in full."""
+    message = orjson.loads(line)
+    if message.get("method") == "session/update":
+        return message["params"]["update"]["sessionUpdate"] == "agent_message_chunk", False
+    return False, message.get("id") == prompt_id.decode()
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    stream: Callable[[list[bytes]], Raw]  # the measured stream from its events
+    read: Reader
+
+
+# The server yields to its event loop after this many events, about one TCP segment of them
+# (1,460 bytes, ~250 per event): the network's pace, and cheap enough that the server stays
+# ahead of both relays (a yield after every event made the benchmark's own process the
+# bottleneck, and both relays kept pace with it).
+EVENTS_PER_SEGMENT = 6
+
+
+def per_event(events: list[bytes]) -> Raw:
+    """One event per HTTP chunk and per write, a pause of 0 s (a yield) after each segment."""
+    parts: list[bytes | float] = []
+    for i, event in enumerate(events):
+        if i and i % EVENTS_PER_SEGMENT == 0:
+            parts.append(0.0)
+        parts.append(event)
+    return Raw(parts=tuple(parts))
+
+
+MODES = (
+    Mode("one write, scan", lambda events: Raw(parts=(b"".join(events),)), scan),
+    Mode("per event, parse", per_event, parse),
+)
+
+
+@dataclass(frozen=True)
+class Sample:
+    rate: float  # updates per second
+    cpu_us: float  # the agent's CPU time per update, in microseconds
+
+
+async def prompt(proc: asyncio.subprocess.Process, session: bytes, prompt_id: bytes,
+                 read: Reader) -> int:
     """Send a prompt; read until its response; the number of message chunks on the way."""
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(b'{"jsonrpc":"2.0","id":"' + prompt_id + b'","method":"session/prompt",'
                      b'"params":{"sessionId":"' + session + b'","prompt":[{"type":"text",'
                      b'"text":"go"}]}}\n')
-    answer = b'"id":"' + prompt_id + b'"'
     updates = 0
     while line := await proc.stdout.readline():
-        if b"agent_message_chunk" in line:
-            updates += 1
-        elif answer in line:
+        update, answer = read(line, prompt_id)
+        updates += update
+        if answer:
             break
     return updates
 
 
-async def one_run(command: list[str], env: dict[str, str], deltas: int) -> float:
-    """Updates per second of one prompt relayed by the agent that `command` starts (the
-    server holds a warm-up stream, then the measured one)."""
+async def one_run(command: list[str], env: dict[str, str], deltas: int, read: Reader
+                  ) -> Sample:
+    """One prompt relayed by the agent that `command` starts in the checkout first on its
+    PYTHONPATH (`-m` puts its working directory before that path), the server holding a
+    warm-up stream, then the measured one."""
     proc = await asyncio.create_subprocess_exec(
         *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL, env=env, limit=1 << 26)
+        stderr=asyncio.subprocess.DEVNULL, env=env, limit=1 << 26,
+        cwd=env["PYTHONPATH"].split(os.pathsep)[0])
     assert proc.stdin is not None and proc.stdout is not None
     work = tempfile.mkdtemp()
     proc.stdin.write(INIT + b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"'
@@ -52,31 +129,41 @@ async def one_run(command: list[str], env: dict[str, str], deltas: int) -> float
     await proc.stdout.readline()
     created = await proc.stdout.readline()
     session = created.split(b'"sessionId":"')[1].split(b'"')[0]
-    assert await prompt(proc, session, b"warm") == 1
+    assert await prompt(proc, session, b"warm", read) == 1
+    cpu_before = cpu_ms(proc.pid)
     started = time.perf_counter()
-    updates = await prompt(proc, session, b"relay")
+    updates = await prompt(proc, session, b"relay", read)
     elapsed = time.perf_counter() - started
+    cpu = cpu_ms(proc.pid) - cpu_before
     proc.stdin.close()
     await proc.wait()
     assert updates == deltas, (command, updates, deltas)
-    return updates / elapsed
+    return Sample(updates / elapsed, cpu * 1000 / updates)
 
 
-async def measure(deltas: int, runs: int) -> list[tuple[str, list[float]]]:
+async def measure(deltas: int, runs: int, before: str | None
+                  ) -> dict[tuple[str, str], list[Sample]]:
+    """Samples by (mode, agent)."""
     events = render_openai(Reply(text=["tok "] * deltas))
-    stream = Raw(parts=(b"".join(events),))
     async with ScriptedProvider(api_key="sk-bench") as server:
-        env = agent_env(PYTHONPATH=str(_root()), ACP_FSM_PROVIDER="openai",
+        env = agent_env(PYTHONPATH=_root(), ACP_FSM_PROVIDER="openai",
                         OPENAI_BASE_URL=server.openai_base_url, OPENAI_API_KEY="sk-bench",
-                        ACP_FSM_HOME=tempfile.mkdtemp(), ACP_FSM_STRICT_SCHEMAS="0")
-        agents = [("acp-fsm", agent_command()),
-                  ("bare relay (ceiling)", [sys.executable, "-m", "bench.bare_relay"])]
-        rates: dict[str, list[float]] = {name: [] for name, _ in agents}
-        for _ in range(runs):  # alternate, so that a busy moment hurts both alike
-            for name, command in agents:
-                server.script(WARM_UP, stream)
-                rates[name].append(await one_run(command, env, deltas))
-    return list(rates.items())
+                        ACP_FSM_HOME=tempfile.mkdtemp())
+        env.pop("ACP_FSM_STRICT_SCHEMAS", None)  # as shipped
+        agents = [("acp-fsm", env), (CEILING, env)]
+        if before is not None:
+            agents.insert(1, ("acp-fsm before", {**env, "PYTHONPATH": before}))
+        samples: dict[tuple[str, str], list[Sample]] = {}
+        for _ in range(runs):
+            for mode in MODES:
+                stream = mode.stream(events)
+                for name, agent_env_ in agents:
+                    command = ([sys.executable, "-m", "bench.bare_relay"] if name == CEILING
+                               else agent_command())
+                    server.script(WARM_UP, stream)
+                    sample = await one_run(command, agent_env_, deltas, mode.read)
+                    samples.setdefault((mode.name, name), []).append(sample)
+    return samples
 
 
 def _root() -> str:
@@ -85,17 +172,35 @@ def _root() -> str:
     return str(ROOT)
 
 
+def rows(samples: dict[tuple[str, str], list[Sample]]) -> list[str]:
+    """Per mode: each agent's median and best rate and median CPU per update, then each
+    acp-fsm's ratios to the ceiling."""
+    lines = []
+    for mode in MODES:
+        agents = [(name, got) for (mode_name, name), got in samples.items()
+                  if mode_name == mode.name]
+        rate = {name: statistics.median(s.rate for s in got) for name, got in agents}
+        cpu = {name: statistics.median(s.cpu_us for s in got) for name, got in agents}
+        for name, got in agents:
+            lines.append(f"{mode.name:<18} {name:<22} {rate[name]:>10,.0f} "
+                         f"{max(s.rate for s in got):>10,.0f} {cpu[name]:>10.1f}")
+        for name, _ in agents:
+            if name != CEILING:
+                lines.append(f"{mode.name:<18} {name + ' / ceiling':<22} "
+                             f"{rate[name] / rate[CEILING]:>10.2f} {'':>10} "
+                             f"{cpu[CEILING] / cpu[name]:>10.2f}")
+    return lines
+
+
 def main() -> None:
     deltas = int(sys.argv[1]) if len(sys.argv) > 1 else 20_000
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-    results = asyncio.run(measure(deltas, runs))
-    medians = {name: statistics.median(samples) for name, samples in results}
-    rows = [f"{name:<24} {medians[name]:>12,.0f} {max(samples):>12,.0f}"
-            for name, samples in results]
-    ceiling = medians["bare relay (ceiling)"]
-    rows.append(f"{'acp-fsm / ceiling':<24} {medians['acp-fsm'] / ceiling:>12.2f}")
-    table(f"relay: {deltas:,} deltas -> agent_message_chunk, {runs} runs (updates/s)",
-          f"{'agent':<24} {'median':>12} {'best':>12}", rows)
+    before = sys.argv[3] if len(sys.argv) > 3 else None
+    samples = asyncio.run(measure(deltas, runs, before))
+    table(f"relay: {deltas:,} deltas -> agent_message_chunk, {runs} runs (updates/s; agent "
+          "CPU µs per update; ratios: of rates, of CPU per update)",
+          f"{'mode':<18} {'agent':<22} {'median':>10} {'best':>10} {'CPU µs':>10}",
+          rows(samples))
 
 
 if __name__ == "__main__":

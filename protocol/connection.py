@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
+import orjson
 import structlog
 
 from acp_fsm.protocol import jsonrpc
@@ -32,6 +33,7 @@ from acp_fsm.protocol.errors import (
 from acp_fsm.protocol.framing import MAX_LINE_BYTES, LineFramer, Overlong
 from acp_fsm.protocol.jsonrpc import Id, Invalid, Notification, Request, Response
 from acp_fsm.protocol.preview import preview
+from acp_fsm.schemas.plain import ANY_STRING
 
 log = structlog.get_logger("protocol")
 
@@ -49,6 +51,10 @@ class Dispatcher(Protocol):
 
     def check_outbound(self, method: str, kind: OutboundKind, payload: Any) -> str | None:
         """Return why `payload` may not be sent for `method`, or None when it may."""
+
+    def check_template(self, method: str, kind: OutboundKind, payload: Any) -> bool:
+        """True only when `payload` may be sent for `method` whatever string stands in the
+        place of its `ANY_STRING` (`schemas.plain`); False when that is not sure."""
 
     def accept_response(self, method: str, result: Any) -> Any:
         """The peer's `result` to our `method` request as the waiting caller receives it;
@@ -356,6 +362,40 @@ class Connection:
         self._send(jsonrpc.notification(method, params))
         return True
 
+    def notifier(self, method: str, params: Callable[[str], Any]) -> Callable[[str], bool]:
+        """A sender of the `method` notifications whose params `params(text)` builds, for one
+        that is sent for every streamed delta: like `notify(method, params(text))`, and the
+        same bytes, but the template `params(ANY_STRING)` is validated once (valid whatever
+        the text: `Dispatcher.check_template`) and encoded once, so that a notification costs
+        the encoding of its text and the scrub of its line. A template that cannot be shown
+        valid so, and a text that orjson cannot encode (a lone surrogate), go by `notify`."""
+
+        def each(text: str) -> bool:
+            return self.notify(method, params(text))
+
+        template = jsonrpc.notification(method, params(cast(str, ANY_STRING)))
+        if not self._dispatcher.check_template(method, "notification", template["params"]):
+            return each
+        try:
+            encoded = orjson.dumps(template, default=_placeholder,
+                                   option=orjson.OPT_APPEND_NEWLINE)
+        except TypeError:
+            return each
+        head, hole, tail = encoded.partition(_HOLE)
+        if not hole or _HOLE in tail:
+            return each
+        write, scrub = self._write_bytes, self._scrub
+
+        def send(text: str) -> bool:
+            try:
+                line = head + orjson.dumps(text) + tail
+            except TypeError:
+                return each(text)
+            write(line if scrub is None else scrub(line))
+            return True
+
+        return send
+
     def request(
         self,
         method: str,
@@ -485,6 +525,16 @@ def _run(callbacks: Iterable[Callable[[], None]]) -> None:
             callback()
         except Exception:
             log.exception("after_response_failed")
+
+
+_PLACEHOLDER = "\0the text of a notifier\0"  # stands for ANY_STRING while a template is encoded
+_HOLE = orjson.dumps(_PLACEHOLDER)
+
+
+def _placeholder(value: object) -> str:
+    if value is ANY_STRING:
+        return _PLACEHOLDER
+    raise TypeError(f"cannot encode {type(value).__name__}")
 
 
 def _ready(value: dict[str, Any] | None) -> asyncio.Future[dict[str, Any] | None]:

@@ -27,6 +27,10 @@ from acp_fsm.providers.types import (
     ToolCallStarted,
 )
 
+# A NamedTuple made with tuple.__new__ is the same value, without the Python function its
+# class calls to make one: that call cost as much as the rest of a delta's assembly.
+_new = tuple.__new__
+
 
 @dataclass(slots=True)
 class _Block:
@@ -57,11 +61,11 @@ class MessageBuilder:
 
     def text(self, delta: str) -> TextDelta:
         self._open("text").chunks.append(delta)
-        return TextDelta(delta)
+        return _new(TextDelta, (delta,))  # one per delta: see `_new`
 
     def thinking(self, delta: str) -> ThinkingDelta:
         self._open("thinking").chunks.append(delta)
-        return ThinkingDelta(delta)
+        return _new(ThinkingDelta, (delta,))
 
     def signature(self, signature: str) -> None:
         """Set the signature of the current thinking block (Anthropic sends it whole)."""

@@ -228,8 +228,11 @@ class OpenAiParser:
         return events
 
     def _choice(self, choice: dict[str, Any]) -> list[Event]:
-        events: list[Event] = []
         delta = choice.get("delta") or {}
+        text = delta.get("content")
+        if len(delta) == 1 and text and isinstance(text, str) and not choice.get("finish_reason"):
+            return [self.builder.text(text)]  # nearly every chunk: one piece of the answer
+        events: list[Event] = []
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
             events.append(self.builder.thinking(reasoning))

@@ -75,7 +75,7 @@ class SseDecoder:
         events = self._lines(self._decoder.decode(b"", final=True))
         self._cr = False
         if self._pieces:
-            self._line(self._take(""), events)
+            self._apply([self._take("")], events)
         return events
 
     def _take(self, tail: str) -> str:
@@ -108,8 +108,7 @@ class SseDecoder:
         if lines:
             if self._pieces:
                 lines[0] = self._take(lines[0])
-            for line in lines:
-                self._line(line, events)
+            self._apply(lines, events)
         if rest:
             self._pieces.append(rest)
             self._waiting += len(rest)
@@ -117,31 +116,44 @@ class SseDecoder:
                 raise SseError(f"event larger than {MAX_EVENT_CHARS} characters")
         return events
 
-    def _line(self, line: str, events: list[SseEvent]) -> None:
-        """Apply one complete line; an event it dispatches goes to `events`."""
-        if line.startswith("data:"):  # most lines, so tested first
-            value = line[6:] if line[5:6] == " " else line[5:]
-            self._data.append(value)
-            self._size += len(value) + 1
-            if self._size > MAX_EVENT_CHARS:
-                raise SseError(f"event larger than {MAX_EVENT_CHARS} characters")
-        elif not line:
-            if self._data:
-                events.append(SseEvent(self._event or "message", "\n".join(self._data),
-                                       self._id, self._retry))
-                self._data = []
-                self._size = 0
-            self._event = ""
-        elif line[0] != ":":
-            name, colon, value = line.partition(":")
-            if colon and value[:1] == " ":
-                value = value[1:]
-            if name == "data":  # "data" with no colon: an empty data line
-                self._line("data:", events)
-            elif name == "event":
-                self._event = value
-            elif name == "id":
-                if "\0" not in value:
-                    self._id = value
-            elif name == "retry" and value.isascii() and value.isdigit():
-                self._retry = int(value)
+    def _apply(self, lines: list[str], events: list[SseEvent]) -> None:
+        """Apply complete lines; the events they dispatch go to `events`. Data lines and blank
+        lines (nearly all of a stream) are handled here, in the loop; other fields by
+        `_field`."""
+        data = self._data
+        for line in lines:
+            if line.startswith("data:"):  # most lines, so tested first
+                value = line[6:] if line[5:6] == " " else line[5:]
+                data.append(value)
+                self._size += len(value) + 1
+                if self._size > MAX_EVENT_CHARS:
+                    raise SseError(f"event larger than {MAX_EVENT_CHARS} characters")
+            elif not line:
+                if data:
+                    # tuple.__new__: the NamedTuple without the Python function its class
+                    # calls to make one (as costly as the rest of the event's parsing)
+                    events.append(_new(SseEvent, (self._event or "message", "\n".join(data),
+                                                  self._id, self._retry)))
+                    data = self._data = []
+                    self._size = 0
+                self._event = ""
+            elif line[0] != ":":
+                self._field(line)
+
+    def _field(self, line: str) -> None:
+        """Apply a line that is neither data, blank nor a comment."""
+        name, colon, value = line.partition(":")
+        if colon and value[:1] == " ":
+            value = value[1:]
+        if name == "data":  # "data" with no colon: an empty data line
+            self._apply(["data:"], [])
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\0" not in value:
+                self._id = value
+        elif name == "retry" and value.isascii() and value.isdigit():
+            self._retry = int(value)
+
+
+_new = tuple.__new__

@@ -138,14 +138,24 @@ class ModelStream:
         else:
             response.close()  # never back to the pool mid-body
 
-    def _scrubbed(self, sse: SseEvent) -> SseEvent:
-        """The event with the scrub applied to its data, before any of it is parsed or cut
-        (an error event may quote the key)."""
-        if self._scrub is None:
-            return sse
+    def _scrubbed(self, events: list[SseEvent]) -> list[SseEvent]:
+        """The events with the scrub applied to their data, before any of it is parsed or cut
+        (an error event may quote the key). The events of a chunk are looked at together, in
+        one scrub of their data joined: what it leaves as it is holds no secret in any of
+        them (the usual case, the events as they came); else each is scrubbed alone."""
+        scrub = self._scrub
+        if scrub is None or not events:
+            return events
+        joined = "\n".join([sse.data for sse in events]).encode("utf-8", "surrogatepass")
+        if scrub(joined) is joined:
+            return events
+        return [self._scrubbed_one(sse, scrub) for sse in events]
+
+    @staticmethod
+    def _scrubbed_one(sse: SseEvent, scrub: Callable[[bytes], bytes]) -> SseEvent:
         data = sse.data.encode("utf-8", "surrogatepass")
-        scrubbed = self._scrub(data)
-        if scrubbed is data:  # nothing to hide: the event as it came
+        scrubbed = scrub(data)
+        if scrubbed is data:
             return sse
         return sse._replace(data=scrubbed.decode("utf-8", "surrogatepass"))
 
@@ -161,14 +171,17 @@ class ModelStream:
                 await self._open()
             assert self._response is not None and self._parser is not None
             chunk = await self._response.content.readany()
+            parse = self._parser.feed
             if chunk:
-                for sse in self._decoder.feed(chunk):
-                    self._seen += 1
-                    events.extend(self._parser.feed(self._scrubbed(sse)))
+                received = self._scrubbed(self._decoder.feed(chunk))
+                self._seen += len(received)
+                for sse in received:
+                    events.extend(parse(sse))
             else:
-                for sse in self._decoder.close():
-                    self._seen += 1
-                    events.extend(self._parser.feed(self._scrubbed(sse)))
+                received = self._scrubbed(self._decoder.close())
+                self._seen += len(received)
+                for sse in received:
+                    events.extend(parse(sse))
                 if not self._seen:
                     raise empty_stream(self._wire.name, retryable=self._config.official)
                 events.extend(self._parser.end())

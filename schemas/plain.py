@@ -7,6 +7,12 @@ False - "not sure" - on any other keyword or on a value it will not compare. The
 answers `initialize` when it is True and otherwise leaves the line to the full path and its
 jsonschema-rs validators, which are the judges: this module may refuse a valid instance, never
 accept an invalid one. Imports nothing but the standard library's `json`.
+
+An instance may hold `ANY_STRING` where any string may stand (a template: a streamed update
+whose text is the one thing that changes). Only the keywords whose answer is the same for
+every string look at it (`type`, and those that ignore strings); any other (`const`, `enum`,
+`minLength`, ...) is "not sure". So True for a template means True for every string put in
+its place, each of which is then valid.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ if TYPE_CHECKING:
     # argument is typed Any: each check takes the JSON type its keyword's argument has.
     _Keyword = Callable[[Any, object, dict[str, object], int], bool]
 
-__all__ = ["surely_conforms", "surely_valid"]
+__all__ = ["ANY_STRING", "surely_conforms", "surely_valid"]
 
 # Keywords that only annotate: they never make an instance invalid.
 _ANNOTATIONS = frozenset({"description", "default", "$comment", "title", "examples",
@@ -31,6 +37,17 @@ _ANNOTATIONS = frozenset({"description", "default", "$comment", "title", "exampl
 
 class _Unsure(Exception):
     """A keyword or value this module does not judge."""
+
+
+class _AnyString:
+    """The type of `ANY_STRING`."""
+
+    def __repr__(self) -> str:
+        return "ANY_STRING"
+
+
+ANY_STRING = _AnyString()
+"""Stands for every string in an instance (a template): see the module's docstring."""
 
 
 def surely_valid(ref: str, instance: object) -> bool:
@@ -87,7 +104,7 @@ def _json_type(value: object) -> str:
         return "integer"
     if isinstance(value, float):
         return "integer" if value.is_integer() else "number"
-    if isinstance(value, str):
+    if isinstance(value, str) or value is ANY_STRING:
         return "string"
     if isinstance(value, list):
         return "array"
@@ -132,7 +149,7 @@ def _one_of(arg: list[object], value: object, defs: dict[str, object], depth: in
 def _scalar(value: object) -> tuple[str, object]:
     """`value` keyed by JSON type, so that true != 1 and 1 == 1.0 as in JSON Schema."""
     kind = _json_type(value)
-    if kind in ("array", "object"):
+    if kind in ("array", "object") or value is ANY_STRING:
         raise _Unsure
     return kind, value
 
@@ -155,6 +172,8 @@ def _maximum(arg: float, value: object, defs: dict[str, object], depth: int) -> 
 
 def _min_length(arg: int, value: object, defs: dict[str, object], depth: int) -> bool:
     # JSON Schema counts code points, as len() does for a str
+    if value is ANY_STRING:
+        raise _Unsure
     return not isinstance(value, str) or len(value) >= arg
 
 

@@ -28,6 +28,7 @@ from acp_fsm.protocol.errors import (
     RemoteError,
 )
 from acp_fsm.protocol.jsonrpc import Notification, Request
+from acp_fsm.schemas.plain import ANY_STRING
 
 V = "2.0"
 
@@ -44,6 +45,8 @@ class FakeDispatcher:
         self.refuse_outbound: dict[tuple[str, str], str] = {}
         self.refuse_response: dict[str, str] = {}
         self.outbound_checked: list[tuple[str, str, Any]] = []
+        self.templates_checked: list[tuple[str, str, Any]] = []
+        self.refuse_templates = False
         self.closed_for: list[str] = []
         self.on_closing: Any = None  # called with the reason, inside `closing`
 
@@ -81,6 +84,10 @@ class FakeDispatcher:
     def check_outbound(self, method: str, kind: OutboundKind, payload: Any) -> str | None:
         self.outbound_checked.append((method, kind, payload))
         return self.refuse_outbound.get((method, kind))
+
+    def check_template(self, method: str, kind: OutboundKind, payload: Any) -> bool:
+        self.templates_checked.append((method, kind, payload))
+        return not self.refuse_templates
 
     def accept_response(self, method: str, result: Any) -> Any:
         refusal = self.refuse_response.get(method)
@@ -699,6 +706,62 @@ async def test_strict_outbound_request_violation() -> None:
             await pending
     finally:
         await client.close()
+
+
+# ------------------------------------------------------------------ notifiers
+
+TEXTS = ["tok ", "", 'a "quote" and a \\ backslash', "a line\nbreak\tand\x00",
+         "é, 😀, \u2028", "x" * 5000]
+
+
+def chunk_params(text: str) -> dict[str, Any]:
+    return {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk",
+                                         "content": {"type": "text", "text": text}}}
+
+
+async def test_a_notifier_writes_what_notify_writes(peer: Peer) -> None:
+    """The template is checked once; each text costs no check and gives the same bytes."""
+    send = peer.conn.notifier("session/update", chunk_params)
+    assert [send(text) for text in TEXTS] == [True] * len(TEXTS)
+    sent = peer.raw_lines()
+    assert peer.dispatcher.outbound_checked == []
+    [(method, kind, template)] = peer.dispatcher.templates_checked
+    assert (method, kind) == ("session/update", "notification")
+    assert template["update"]["content"]["text"] is ANY_STRING
+    for text in TEXTS:
+        peer.conn.notify("session/update", chunk_params(text))
+    assert sent == peer.raw_lines()
+
+
+async def test_a_notifier_sends_what_orjson_refuses_by_notify(peer: Peer) -> None:
+    send = peer.conn.notifier("session/update", chunk_params)
+    assert send("a lone \ud800 surrogate")
+    [line] = peer.raw_lines()
+    assert json.loads(line) == note("session/update", chunk_params("a lone \ud800 surrogate"))
+    assert peer.dispatcher.outbound_checked == [
+        ("session/update", "notification", chunk_params("a lone \ud800 surrogate"))]
+
+
+async def test_a_notifier_whose_template_is_not_sure_checks_each(peer: Peer) -> None:
+    peer.dispatcher.refuse_templates = True
+    send = peer.conn.notifier("session/update", chunk_params)
+    assert send("one")
+    peer.dispatcher.refuse_outbound[("session/update", "notification")] = "bad update"
+    assert not send("two")
+    assert peer.read() == [note("session/update", chunk_params("one"))]
+    assert [payload for _, _, payload in peer.dispatcher.outbound_checked] == [
+        chunk_params("one"), chunk_params("two")]
+
+
+async def test_a_notifier_scrubs_each_line() -> None:
+    written: list[bytes] = []
+    dispatcher = FakeDispatcher()
+    conn = Connection(dispatcher, written.append,
+                      scrub=lambda line: line.replace(b"sk-secret", b"[redacted]"))
+    send = conn.notifier("session/update", chunk_params)
+    assert send("the key is sk-secret")
+    assert [json.loads(line) for line in written] == [
+        note("session/update", chunk_params("the key is [redacted]"))]
 
 
 # ------------------------------------------------------------------ end of input

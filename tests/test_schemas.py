@@ -20,7 +20,7 @@ from jsonschema import Draft202012Validator
 
 from acp_fsm import schemas
 from acp_fsm.schemas import Violation
-from acp_fsm.schemas.plain import surely_conforms, surely_valid
+from acp_fsm.schemas.plain import ANY_STRING, surely_conforms, surely_valid
 from tests.harness import ROOT
 
 # hypothesis-jsonschema 0.23 draws objects through a Hypothesis internal (`many.more`) that
@@ -907,6 +907,49 @@ def test_plain_check_takes_what_editors_send() -> None:
     assert not surely_valid("acp.InitializeRequest", {"protocolVersion": True})
     assert not surely_valid("acp.InitializeRequest", None)
     assert not surely_valid("jsonrpc.Request", {"jsonrpc": "2.0", "id": True, "method": "x"})
+
+
+STRINGS = ["", "a", "text", "image", "agent_message_chunk", "1", "é 😀", "x" * 300]
+
+
+def _put(template: Any, text: str) -> Any:
+    """`template` with `text` wherever it holds ANY_STRING."""
+    if template is ANY_STRING:
+        return text
+    if isinstance(template, dict):
+        return {key: _put(value, text) for key, value in template.items()}
+    if isinstance(template, list):
+        return [_put(value, text) for value in template]
+    return template
+
+
+@pytest.mark.parametrize("schema", list({json.dumps(schema, sort_keys=True): schema
+                                          for schema, _, _ in CASES}.values()))
+def test_a_template_is_surely_valid_only_when_every_string_in_it_is(
+        schema: dict[str, Any]) -> None:
+    """ANY_STRING in place of a value, alone or in an object or a list: a template the plain
+    check accepts is valid by the reference implementation with any string in its place."""
+    reference = Draft202012Validator(schema)
+    for template in (ANY_STRING, {"a": ANY_STRING, "b": 1}, [ANY_STRING, "x"]):
+        if surely_conforms(schema, template):
+            for text in STRINGS:
+                assert reference.is_valid(_put(template, text)), (schema, template, text)
+
+
+def test_a_streamed_update_is_a_template_and_its_tags_are_not() -> None:
+    def chunk(kind: object, block: object, text: object) -> dict[str, Any]:
+        return {"sessionId": "s", "update": {"sessionUpdate": kind,
+                                             "content": {"type": block, "text": text}}}
+
+    ref = "acp.SessionNotification"
+    assert surely_valid(ref, chunk("agent_message_chunk", "text", ANY_STRING))
+    assert surely_valid(ref, chunk("agent_thought_chunk", "text", ANY_STRING))
+    assert not surely_valid(ref, chunk(ANY_STRING, "text", "t"))  # a tag decides the branch
+    assert not surely_valid(ref, chunk("agent_message_chunk", ANY_STRING, "t"))
+    assert not surely_valid(ref, chunk("agent_message_chunk", "text", 1))
+    assert not surely_conforms({"type": "string", "minLength": 1}, ANY_STRING)
+    assert not surely_conforms({"enum": ["a", "b"]}, ANY_STRING)
+    assert not surely_conforms({"type": "integer"}, ANY_STRING)
 
 
 def test_an_instance_too_deep_to_explain_is_still_refused_with_a_reason() -> None:

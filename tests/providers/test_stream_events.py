@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from acp_fsm.protocol.cancel import CancellationToken
+from acp_fsm.providers import open_stream
 from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.scripted import Call, Raw, Reply, ScriptedProvider, Truncate, render_openai
@@ -26,11 +28,13 @@ from acp_fsm.providers.types import (
     ToolCallStarted,
     Usage,
 )
+from acp_fsm.redact import Secrets
 from tests.providers.conftest import (
     collect,
     collect_until_error,
     events_through,
     make_config,
+    make_request,
     rendered,
     split,
     start_stream,
@@ -281,3 +285,20 @@ async def test_an_empty_200_body_from_a_compatible_server_is_reported_not_retrie
     error = caught.value
     assert (error.status, error.error_type, error.retryable) == (200, "empty_stream", False)
     assert len(server.requests) == 1 and server.remaining == 1
+
+
+# ------------------------------------------------------------------------------ scrub
+
+
+async def test_each_event_of_a_chunk_is_scrubbed_alone(server: ScriptedProvider,
+                                                      config: ProviderConfig,
+                                                      provider: str) -> None:
+    """The events of one network chunk are scrubbed before they are parsed: the delta that
+    quotes a secret arrives redacted, those beside it as they were sent."""
+    secret = "sk-scrubbed-in-the-stream-0123456789"
+    deltas = ("plain ", f"quoting {secret} here", " after", f"{secret}")
+    server.script(Raw(parts=(b"".join(rendered(provider, Reply(text=deltas))),)))
+    scrub = Secrets([secret]).scrub
+    async with open_stream(make_request(), CancellationToken(), config, scrub=scrub) as stream:
+        texts = [event.text async for event in stream if isinstance(event, TextDelta)]
+    assert texts == ["plain ", "quoting [redacted] here", " after", "[redacted]"]
