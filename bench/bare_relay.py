@@ -61,6 +61,7 @@ async def main() -> None:
         writer.write(orjson.dumps({"jsonrpc": "2.0", "id": message_id, "result": result}) + b"\n")
 
     prompts: dict[str, asyncio.Task[None]] = {}
+    sessions: list[str] = []
     async with aiohttp.ClientSession() as http:
         while line := await reader.readline():
             message = orjson.loads(line)
@@ -78,12 +79,12 @@ async def main() -> None:
             if method == "initialize":
                 result = {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}
             elif method == "session/new":
-                result = {"sessionId": "bare"}
+                result = {"sessionId": f"bare-{len(sessions)}"}
+                sessions.append(result["sessionId"])
             if "id" in message:
                 respond(message["id"], result)
                 await writer.drain()
-        for task in prompts.values():
-            await task
+        await asyncio.gather(*prompts.values(), return_exceptions=True)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,10 @@
 - RSS once `initialize` and one session have been answered (idle), and with `IDLE_SESSIONS`
   idle sessions open.
 
+Beside the agents, the bare relay (`bench/bare_relay.py`: asyncio, aiohttp and orjson, no
+session kept) answers the same `session/new`s and prompts: the least this machine makes any
+Python agent on that stack pay, in time and in memory (no column for a load: it stores nothing).
+
 Every agent runs with bytecode caches, as an installed copy has them (`bench.common.PYCACHE`).
 With BENCH_AGAINST=<another checkout>, its agent is measured too, run by run in turn with this
 one's (the before and after of a change, on the same machine state).
@@ -44,6 +48,11 @@ IN_FLIGHT = 100
 CONCURRENT = 100
 ROUNDS = 5
 IDLE_SESSIONS = 1_000
+ROOT = Path(__file__).resolve().parents[1]
+# The yardstick beside the agents (bench/bare_relay.py): what asyncio, aiohttp and orjson
+# alone cost on this machine, in time and in memory.
+BARE = "bare relay"
+BARE_COMMAND = [sys.executable, "-m", "bench.bare_relay"]
 LOADED_TURNS = 5  # the turns of the session a fresh process loads
 SETTLE_S = 0.5  # before RSS is read: what runs after the last answer (the model list) is done
 
@@ -64,9 +73,9 @@ class Agent:
         self._reader = asyncio.ensure_future(self._read())
 
     @classmethod
-    async def spawn(cls, root: Path, env: dict[str, str]) -> Agent:
+    async def spawn(cls, root: Path, env: dict[str, str], command: list[str]) -> Agent:
         proc = await asyncio.create_subprocess_exec(
-            *agent_command(), cwd=root, env=dict(env, PYTHONPATH=str(root)),
+            *command, cwd=root, env=dict(env, PYTHONPATH=str(root)),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL, limit=1 << 26)
         return cls(proc)
@@ -148,14 +157,14 @@ class Bench:
             ACP_FSM_STRICT_SCHEMAS="0", ACP_FSM_MODEL="bench-model")
         self.env.pop("PYTHONDONTWRITEBYTECODE", None)
 
-    async def agent(self, root: Path) -> Agent:
-        agent = await Agent.spawn(root, self.env)
+    async def agent(self, root: Path, command: list[str] | None = None) -> Agent:
+        agent = await Agent.spawn(root, self.env, command or agent_command())
         await agent.initialize()
         return agent
 
-    async def new_rate(self, root: Path) -> float:
+    async def new_rate(self, root: Path, command: list[str]) -> float:
         """session/new answered per second, `IN_FLIGHT` at a time."""
-        agent = await self.agent(root)
+        agent = await self.agent(root, command)
         await agent.new_sessions(IN_FLIGHT, self.project)  # the process's one-off costs
         started = time.perf_counter()
         for _ in range(NEW_COUNT // IN_FLIGHT):
@@ -164,10 +173,10 @@ class Bench:
         await agent.close()
         return NEW_COUNT / elapsed
 
-    async def prompt_rate(self, root: Path) -> float:
+    async def prompt_rate(self, root: Path, command: list[str]) -> float:
         """Prompts answered per second, `CONCURRENT` at once in as many sessions, over
         `ROUNDS` rounds (each once the one before is answered)."""
-        agent = await self.agent(root)
+        agent = await self.agent(root, command)
         sessions = await agent.new_sessions(CONCURRENT, self.project)
         await asyncio.gather(*(agent.prompt(s, "warm up") for s in sessions))
         started = time.perf_counter()
@@ -198,9 +207,9 @@ class Bench:
         await agent.close()
         return (done - prompted) * 1000, (done - started) * 1000
 
-    async def memory(self, root: Path) -> tuple[float, float]:
+    async def memory(self, root: Path, command: list[str]) -> tuple[float, float]:
         """(RSS MB idle, RSS MB with `IDLE_SESSIONS` idle sessions)."""
-        agent = await self.agent(root)
+        agent = await self.agent(root, command)
         await agent.new_sessions(1, self.project)
         await asyncio.sleep(SETTLE_S)
         idle = agent.rss_mb()
@@ -217,18 +226,22 @@ async def measure(runs: int) -> dict[str, dict[str, list[float]]]:
     figures: dict[str, dict[str, list[float]]] = {}
     async with ScriptedProvider(fallback=short_answer) as server:
         bench = Bench(server)
-        agents = checkouts()
-        loaded = {label: await bench.stored_session(root) for label, root in agents}
-        steps: list[tuple[str, Callable[[str, Path], Any]]] = [
-            ("new", lambda _label, root: bench.new_rate(root)),
-            ("prompts", lambda _label, root: bench.prompt_rate(root)),
-            ("load", lambda label, root: bench.first_prompt_after_load(root, loaded[label])),
-            ("memory", lambda _label, root: bench.memory(root)),
+        agents = [(label, root, agent_command()) for label, root in checkouts()]
+        loaded = {label: await bench.stored_session(root) for label, root, _ in agents}
+        agents.append((BARE, ROOT, BARE_COMMAND))  # it stores nothing: no load
+        steps: list[tuple[str, Callable[[str, Path, list[str]], Any]]] = [
+            ("new", lambda _label, root, command: bench.new_rate(root, command)),
+            ("prompts", lambda _label, root, command: bench.prompt_rate(root, command)),
+            ("load", lambda label, root, _command: bench.first_prompt_after_load(
+                root, loaded[label])),
+            ("memory", lambda _label, root, command: bench.memory(root, command)),
         ]
         for _ in range(runs):
             for name, step in steps:
-                for label, root in agents:
-                    value = await step(label, root)
+                for label, root, command in agents:
+                    if name == "load" and label == BARE:
+                        continue
+                    value = await step(label, root, command)
                     samples = figures.setdefault(label, {})
                     for i, part in enumerate(value if isinstance(value, tuple) else (value,)):
                         samples.setdefault(f"{name}{i}", []).append(part)
@@ -255,8 +268,8 @@ def main() -> None:
     for key, name, form, target in ROWS:
         cells = []
         for label in labels:
-            samples = figures[label][key]
-            cells.append(f"{form.format(statistics.median(samples)):>14}")
+            samples = figures[label].get(key)
+            cells.append(f"{form.format(statistics.median(samples)) if samples else '-':>14}")
         rows.append(f"{name:<38} {' '.join(cells)} {target:>9}")
     table(f"sessions ({runs} runs, medians)", header, rows)
 
