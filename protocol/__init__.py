@@ -6,3 +6,6 @@ What a method means is decided by the dispatcher the connection is given. The on
 here is its error codes beside JSON-RPC's (`errors.py`: -32000, -32002), so that every layer
 raises the one error class per code.
 """
+
+if __name__ != "acp_fsm.protocol":  # one name per module (docs/architecture.md, "Layers")
+    raise ImportError(f"import acp_fsm.protocol, not {__name__}", name=__name__)

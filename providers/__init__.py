@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from acp_fsm.providers.types import ModelRequest
 
 
+if __name__ != "acp_fsm.providers":  # one name per module (docs/architecture.md, "Layers")
+    raise ImportError(f"import acp_fsm.providers, not {__name__}", name=__name__)
+
+
 def wire_format(provider: str) -> WireFormat:
     from acp_fsm.providers.config import ANTHROPIC, OPENAI
 

@@ -19,6 +19,9 @@ import json
 import os
 from functools import cache
 
+if __name__ != "acp_fsm.schemas":  # one name per module (docs/architecture.md, "Layers")
+    raise ImportError(f"import acp_fsm.schemas, not {__name__}", name=__name__)
+
 TYPE_CHECKING = False  # imported on the startup path: no `typing`, no `pathlib`
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable

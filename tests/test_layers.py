@@ -4,6 +4,11 @@ providers <- the runtime modules of acp_fsm; and every import names the one inst
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -61,7 +66,55 @@ def test_every_import_names_the_installed_package() -> None:
     assert wrong == []
 
 
-def test_the_layers_are_subpackages_of_acp_fsm() -> None:
-    for layer in LAYERS:
-        link = ROOT / "acp_fsm" / layer
-        assert link.is_symlink() and link.resolve() == (ROOT / layer).resolve(), layer
+def test_the_repository_holds_no_symlink() -> None:
+    """A checkout without symlinks (`core.symlinks=false`, some Windows set-ups) is the same
+    tree, and builds the same wheel."""
+    listed = subprocess.run(["git", "ls-files", "-s"], cwd=ROOT, capture_output=True,
+                            text=True, check=False)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout: " + listed.stderr.strip())
+    links = [line.split("\t", 1)[1] for line in listed.stdout.splitlines()
+             if line.startswith("120000 ")]
+    assert links == []
+
+
+def test_every_package_folder_is_installed_under_acp_fsm() -> None:
+    """pyproject.toml lists the packages (the layers' folders are mapped, so nothing finds
+    them): each folder with an `__init__.py` is there, by its one name, and nothing else."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]
+    mapped = {folder: name for name, folder in config["package-dir"].items()}
+    assert set(mapped) == set(LAYERS)
+    found = set()
+    for init in sorted(ROOT.glob("*/**/__init__.py")):
+        top, *rest = init.parent.relative_to(ROOT).parts
+        if top in mapped:
+            found.add(".".join([mapped[top], *rest]))
+        elif top == "acp_fsm":
+            found.add(".".join([top, *rest]))
+    assert set(config["packages"]) == found
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_a_layer_has_no_second_name(layer: str) -> None:
+    """With the repository's root on the path, `import protocol` would be a second copy of
+    every module (its own exception classes, which `except` does not match): refused."""
+    done = subprocess.run([sys.executable, "-c", f"import {layer}"], cwd=ROOT,
+                          capture_output=True, text=True, check=False,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 1
+    assert f"ImportError: import acp_fsm.{layer}, not {layer}" in done.stderr
+
+
+def test_a_checkout_runs_its_own_layers(tmp_path: Path) -> None:
+    """From a source tree (this checkout, or another one a benchmark compares) `acp_fsm`'s
+    layers are that tree's folders, whatever copy is installed."""
+    for name in ("acp_fsm", *LAYERS):
+        shutil.copytree(ROOT / name, tmp_path / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    code = ("import acp_fsm.protocol.errors as e, acp_fsm.schemas as s; "
+            "print(e.__file__, s.__file__)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert done.stdout.split() == [str(tmp_path / "protocol" / "errors.py"),
+                                   str(tmp_path / "schemas" / "__init__.py")]

@@ -22,6 +22,7 @@ tests skip, with one line that names it, instead of waiting out pip's retries.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import json
 import os
 import re
@@ -80,7 +81,7 @@ def run(command: list[str], timeout: float, **options: Any) -> subprocess.Comple
 
 def copy_checkout(target: Path) -> None:
     """The checkout's files as a fresh clone would have them (tracked, or new and not ignored),
-    symlinks kept as symlinks (acp_fsm/<layer> -> ../<layer>)."""
+    a symlink as a symlink (the repository holds none: tests/test_layers.py)."""
     git = shutil.which("git")
     if git is None or not (ROOT / ".git").exists():
         shutil.copytree(ROOT, target, symlinks=True,
@@ -189,11 +190,24 @@ def wheel_text(built: Built, name: str) -> str:
 
 
 def package_files(root: Path) -> Iterator[str]:
-    """The files under acp_fsm/ in the source, through its layer symlinks, as wheel names."""
-    for folder, dirs, files in os.walk(root / "acp_fsm", followlinks=True):
-        dirs[:] = [name for name in dirs if name != "__pycache__"]
-        for name in files:
-            yield Path(folder, name).relative_to(root).as_posix()
+    """The files of acp_fsm/ and of the layers' folders in the source, as wheel names."""
+    mapped = tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"][
+        "package-dir"]
+    for top, installed in [("acp_fsm", "acp_fsm"), *((f, n) for n, f in mapped.items())]:
+        prefix = installed.replace(".", "/")
+        for folder, dirs, files in os.walk(root / top):
+            dirs[:] = [name for name in dirs if name != "__pycache__"]
+            for name in files:
+                yield f"{prefix}/{Path(folder, name).relative_to(root / top).as_posix()}"
+
+
+def source_files(root: Path) -> Iterator[str]:
+    """The files of a copied checkout, without what building it left there."""
+    for path in sorted(root.rglob("*")):
+        parts = path.relative_to(root).parts
+        if path.is_file() and not any(fnmatch.fnmatch(part, pattern) for part in parts
+                                      for pattern in NOT_IN_A_CLONE):
+            yield "/".join(parts)
 
 
 def check_initialize_answer(stdout: str) -> None:
@@ -246,9 +260,11 @@ def test_the_sdist_unpacks_into_one_folder_with_the_sources(built: Built) -> Non
         names = sdist.getnames()
     top = f"{DIST}-{VERSION}"
     assert {name.split("/")[0] for name in names} == {top}
-    for needed in ("pyproject.toml", "README.md", "acp_fsm/__init__.py",
-                   "acp_fsm/schemas/methods.json"):
-        assert f"{top}/{needed}" in names, needed
+    # the whole source tree, so that its tests run from it: every file a clone has
+    in_sdist = {name.removeprefix(f"{top}/") for name in names}
+    missing = [name for name in source_files(built.source) if name not in in_sdist]
+    assert missing == []
+    assert "protocol/connection.py" in in_sdist and "tests/test_layers.py" in in_sdist
 
 
 # -- the installed wheel -------------------------------------------------------------------
