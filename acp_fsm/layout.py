@@ -46,4 +46,3 @@ def install(package_dir: str) -> None:
         return  # neither: the import of a layer fails as it would
     if not any(isinstance(finder, SourceLayers) for finder in sys.meta_path):
         sys.meta_path.insert(0, SourceLayers(root))
-
