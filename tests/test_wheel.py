@@ -84,7 +84,7 @@ def copy_checkout(target: Path) -> None:
     a symlink as a symlink (the repository holds none: tests/test_layers.py)."""
     git = shutil.which("git")
     if git is None or not (ROOT / ".git").exists():
-        shutil.copytree(ROOT, target, symlinks=True,
+        shutil.copytree(ROOT, target, symlinks=True, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns(*NOT_IN_A_CLONE))
         return
     listed = run([git, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
