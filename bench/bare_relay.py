@@ -11,6 +11,7 @@ Run by bench/relay.py and bench/cancel.py as `python -m bench.bare_relay`.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import sys
 from typing import Any
@@ -61,7 +62,7 @@ async def main() -> None:
         writer.write(orjson.dumps({"jsonrpc": "2.0", "id": message_id, "result": result}) + b"\n")
 
     prompts: dict[str, asyncio.Task[None]] = {}
-    sessions: list[str] = []
+    session_ids = itertools.count()
     async with aiohttp.ClientSession() as http:
         while line := await reader.readline():
             message = orjson.loads(line)
@@ -79,8 +80,7 @@ async def main() -> None:
             if method == "initialize":
                 result = {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}
             elif method == "session/new":
-                result = {"sessionId": f"bare-{len(sessions)}"}
-                sessions.append(result["sessionId"])
+                result = {"sessionId": f"bare-{next(session_ids)}"}
             if "id" in message:
                 respond(message["id"], result)
                 await writer.drain()
