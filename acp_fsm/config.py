@@ -48,11 +48,6 @@ def mcp_call_timeout_ms() -> int:
     return _int_env("ACP_FSM_MCP_CALL_TIMEOUT_MS", 600_000)
 
 
-def debug_methods_enabled() -> bool:
-    """`ACP_FSM_DEBUG_METHODS=1` serves the `_acp_fsm/*` diagnostic extension methods."""
-    return os.environ.get("ACP_FSM_DEBUG_METHODS", "") == "1"
-
-
 def strict_schemas() -> bool:
     """`ACP_FSM_STRICT_SCHEMAS=1` makes an invalid outbound message fatal (exit 70).
     The test suite sets it: a message we cannot send is our bug."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import structlog
@@ -18,6 +19,8 @@ from acp_fsm.providers.http import close_client_session
 from acp_fsm.server import AcpServer
 
 log = structlog.get_logger("acp")
+
+Extension = Callable[[AcpServer], None]  # adds methods to a server (`AcpServer.extend`)
 
 # After the turns have drained, how long other running handlers get before they are
 # cancelled (and then to unwind), and how long the last output gets to reach the editor.
@@ -43,9 +46,14 @@ async def run(
     answered_ms: float | None,
     *,
     input_ended: bool = False,
+    extensions: Sequence[Extension] = (),
 ) -> int:
+    """Serve the connection until it closes; `extensions` add their methods to the server
+    before the first message is read."""
     client = ClientInfo(early_params) if early_params is not None else None
-    server = AcpServer(handshake, debug=config.debug_methods_enabled(), client=client)
+    server = AcpServer(handshake, client=client)
+    for extend in extensions:
+        extend(server)
     connection: Connection | None = None
 
     def on_output_lost() -> None:

@@ -22,7 +22,7 @@ import time
 
 from acp_fsm.fsm.handshake import Handshake
 from acp_fsm.initialize import initialize_result
-from acp_fsm.methods import route
+from acp_fsm.methods import PROTOCOL
 from acp_fsm.protocol.errors import RpcError
 from acp_fsm.protocol.framing import MAX_LINE_BYTES
 from acp_fsm.protocol.stdio import claim_stdout, read_line_blocking, write_all
@@ -30,7 +30,10 @@ from acp_fsm.schemas.plain import surely_valid
 
 TYPE_CHECKING = False  # the startup path: no `typing`
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
+
+    from acp_fsm.runner import Extension
 
 
 def answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict[str, Any]] | None:
@@ -100,8 +103,8 @@ def _answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict[s
         return None
     assert isinstance(params, dict)  # a valid InitializeRequest is an object
     try:
-        entry = route(handshake.state, "initialize", params, request=True, debug=False,
-                      params_checked=True)
+        entry = PROTOCOL.route(handshake.state, "initialize", params, request=True,
+                               params_checked=True)
     except RpcError:
         return None
     result = initialize_result(params)
@@ -120,8 +123,9 @@ TTY_HINT = ("acp-fsm: an Agent Client Protocol agent; editors start it and speak
             "on stdin/stdout. Try `acp-fsm demo` or `acp-fsm --help`; Ctrl+D exits.\n")
 
 
-def serve() -> int:
-    """Run the ACP server on stdio until stdin closes; returns the exit code."""
+def serve(extensions: Sequence[Extension] = ()) -> int:
+    """Run the ACP server on stdio until stdin closes; returns the exit code. `extensions`
+    add methods to the server once the startup path is done (`runner.run`)."""
     started = time.perf_counter()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, _exit_quietly)
@@ -151,4 +155,4 @@ def serve() -> int:
     from acp_fsm.runner import run
 
     return asyncio.run(run(protocol_fd, rest, handshake, early[1] if early else None,
-                           answered_ms, input_ended=ended))
+                           answered_ms, input_ended=ended, extensions=extensions))

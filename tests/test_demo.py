@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from acp_fsm import demo
-from acp_fsm.editor import AgentLink
+from acp_fsm.devkit import demo
+from acp_fsm.devkit.editor import AgentLink
 from acp_fsm.providers.config import ProviderConfig
 from tests.harness import agent_command, agent_env
 

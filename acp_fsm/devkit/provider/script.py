@@ -1,6 +1,6 @@
 """The script of a scripted provider: what each model call is answered with, and the records
 of what the server saw. Nothing here knows a wire format: `Reply` describes a model turn
-neutrally, and `acp_fsm.providers.scripted.wire` renders it per API."""
+neutrally, and `acp_fsm.devkit.provider.wire` renders it per API."""
 
 from __future__ import annotations
 

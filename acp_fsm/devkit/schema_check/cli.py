@@ -14,12 +14,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from acp_fsm.schema_check.checker import Checker
-from acp_fsm.schema_check.coverage import coverage_gaps
-from acp_fsm.schema_check.official import OfficialSchema
-from acp_fsm.schema_check.report import check_records
-from acp_fsm.schema_check.scenario import ScenarioError, run_session
-from acp_fsm.schema_check.source import (
+from acp_fsm.devkit.schema_check.checker import Checker
+from acp_fsm.devkit.schema_check.coverage import coverage_gaps
+from acp_fsm.devkit.schema_check.official import OfficialSchema
+from acp_fsm.devkit.schema_check.report import check_records
+from acp_fsm.devkit.schema_check.scenario import ScenarioError, run_session
+from acp_fsm.devkit.schema_check.source import (
     DEFAULT_REGISTRY,
     PASS_A_PATH,
     REGISTRY_ENV,

@@ -1,4 +1,4 @@
-"""`python -m acp_fsm.providers.scripted --port 8765`: a scripted endpoint to point a client
+"""`python -m acp_fsm.devkit.provider --port 8765`: a scripted endpoint to point a client
 at by hand. It greets once, then echoes the last user message, in either wire format."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import contextlib
 import sys
 from collections.abc import Sequence
 
-from acp_fsm.providers.scripted.script import RecordedRequest, Reply, Scripted
-from acp_fsm.providers.scripted.server import ScriptedProvider
+from acp_fsm.devkit.provider.script import RecordedRequest, Reply, Scripted
+from acp_fsm.devkit.provider.server import ScriptedProvider
 
 
 def _last_user_text(request: RecordedRequest) -> str:
@@ -52,7 +52,7 @@ async def _serve_forever(host: str, port: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m acp_fsm.providers.scripted",
+    parser = argparse.ArgumentParser(prog="python -m acp_fsm.devkit.provider",
                                      description="Serve a scripted OpenAI/Anthropic endpoint.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)

@@ -1,6 +1,6 @@
 """The scripted session: the real agent (`python -m acp_fsm`) against the scripted model server
-(`providers.scripted`), driven by the scripted editor (`acp_fsm.editor`) the way an editor
-would: the handshake and its errors, every session method, a prompt with every kind of
+(`acp_fsm.devkit.provider`), driven by the scripted editor (`acp_fsm.devkit.editor`) the way an
+editor would: the handshake and its errors, every session method, a prompt with every kind of
 content, streamed text and thinking, each tool with a permission request answered each way, the
 editor's files and terminals, a cancel in the middle of a stream, `$/cancel_request` both ways,
 and a reload in a second process. Every message the agent writes is kept as a `Record`."""
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from acp_fsm.editor import HOLD, AgentLink, Choice, Editor, NoAnswer, Record, Sent
-from acp_fsm.schema_check.coverage import update_kinds
+from acp_fsm.devkit.editor import HOLD, AgentLink, Choice, Editor, NoAnswer, Record, Sent
+from acp_fsm.devkit.schema_check.coverage import update_kinds
 
 EXTRA_SESSIONS: Final = 50  # with the main session, one more than a session/list page
 
@@ -84,7 +84,7 @@ PNG_1X1: Final = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkY
 
 def _script(project: Path, outside: Path) -> list[Any]:
     """The model's replies, in the order the turns below consume them."""
-    from acp_fsm.providers.scripted import Call, HttpError, Reply
+    from acp_fsm.devkit.provider import Call, HttpError, Reply
 
     def call(call_id: str, **arguments: Any) -> Call:
         return Call(call_id, CALLS[call_id][0], json.dumps(arguments))
@@ -318,7 +318,7 @@ def _updates(messages: list[dict[str, Any]], session_id: str) -> list[dict[str, 
 
 async def run_session(workdir: Path) -> SessionRun:
     """Drive two agent processes through the scripted session (files go under `workdir`)."""
-    from acp_fsm.providers.scripted import Reply, ScriptedProvider
+    from acp_fsm.devkit.provider import Reply, ScriptedProvider
 
     run = SessionRun()
     session = _Session(run, workdir)

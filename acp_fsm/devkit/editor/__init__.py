@@ -5,7 +5,7 @@ in order; `answers` decides what the editor answers to the agent's requests (per
 prompts, files, terminals). The agent itself never imports this package.
 """
 
-from acp_fsm.editor.answers import (
+from acp_fsm.devkit.editor.answers import (
     HOLD,
     Choice,
     Editor,
@@ -13,7 +13,7 @@ from acp_fsm.editor.answers import (
     Message,
     permission_outcome,
 )
-from acp_fsm.editor.link import (
+from acp_fsm.devkit.editor.link import (
     AGENT_COMMAND,
     AgentLink,
     NoAnswer,

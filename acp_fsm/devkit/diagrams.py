@@ -1,6 +1,6 @@
 """Diagrams generated from the machine tables (never drawn by hand).
 
-`acp-fsm diagrams` (or `python -m acp_fsm.fsm.diagram`) writes `diagrams/<machine>.mmd` (Mermaid
+`acp-fsm diagrams` (or `python -m acp_fsm.devkit.diagrams`) writes `diagrams/<machine>.mmd` (Mermaid
 `stateDiagram-v2`), `diagrams/README.md` embedding them with one line per state, and an SVG of
 each machine when pygraphviz is installed (optional: `pip install 'acp-fsm[diagrams]'`).
 `--check` exits 1 when a committed Mermaid file or the README differs from what the tables

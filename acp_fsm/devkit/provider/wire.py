@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from itertools import count
 from typing import Any
 
-from acp_fsm.providers.scripted.script import ErrorEvent, HttpError, Reply, pieces
+from acp_fsm.devkit.provider.script import ErrorEvent, HttpError, Reply, pieces
 from acp_fsm.providers.types import StopReason, Usage
 
 

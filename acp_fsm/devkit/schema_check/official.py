@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from acp_fsm.editor.link import PAYLOAD
+from acp_fsm.devkit.editor.link import PAYLOAD
 
 AGENT: Final = "agent"
 CLIENT: Final = "client"

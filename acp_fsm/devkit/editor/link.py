@@ -5,8 +5,9 @@ id, and keeps everything in order: `messages` (each message the agent wrote, bat
 `records` (the same as `Record`s, with the method each answer belongs to), `sent` (what was
 written to it), `raw_lines` and `bad_lines` (stdout lines that are not JSON-RPC), and `stderr`,
 the agent's JSON log lines (`log_events`). The agent's requests go to an answering `Editor`
-(`acp_fsm.editor.answers`) when one is attached, else to the `requests` queue for the caller
-to answer. The link does not validate what it reads: `acp_fsm.schema_check` judges the records.
+(`acp_fsm.devkit.editor.answers`) when one is attached, else to the `requests` queue for the
+caller to answer. The link does not validate what it reads: `acp_fsm.devkit.schema_check`
+judges the records.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Self
 
-from acp_fsm.editor.answers import Editor, Message
+from acp_fsm.devkit.editor.answers import Editor, Message
 from acp_fsm.protocol.errors import RemoteError
 
 AGENT_COMMAND: Final = (sys.executable, "-m", "acp_fsm")

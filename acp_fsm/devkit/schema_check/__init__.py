@@ -1,7 +1,7 @@
 """`acp-fsm schema-check`: every message the agent writes, checked against the ACP schemas.
 
 - `scenario`: `run_session` drives the real agent through a scripted session with the
-  scripted editor (`acp_fsm.editor`), keeping every message the agent writes as a `Record`;
+  scripted editor (`acp_fsm.devkit.editor`), keeping every message the agent writes as a `Record`;
 - `source`: where the official schema comes from: the path given, else the user's cached
   copy, fetched once from the npm registry and checked (`official_schema`);
 - `official`: the official ACP schema, loaded (`OfficialSchema`);
@@ -15,10 +15,16 @@ The tests in `tests/conformance/` import the driver, so it has to work from an i
 package.
 """
 
-from acp_fsm.editor import HOLD, Record
-from acp_fsm.schema_check.checker import Checker, OwnMethod, Verdict, own_methods, own_problems
-from acp_fsm.schema_check.cli import main
-from acp_fsm.schema_check.coverage import (
+from acp_fsm.devkit.editor import HOLD, Record
+from acp_fsm.devkit.schema_check.checker import (
+    Checker,
+    OwnMethod,
+    Verdict,
+    own_methods,
+    own_problems,
+)
+from acp_fsm.devkit.schema_check.cli import main
+from acp_fsm.devkit.schema_check.coverage import (
     PROVOKED_ERRORS,
     coverage_gaps,
     emitted_update_kinds,
@@ -26,10 +32,10 @@ from acp_fsm.schema_check.coverage import (
     kinds_named_in,
     update_tags,
 )
-from acp_fsm.schema_check.official import AGENT, CLIENT, OfficialSchema
-from acp_fsm.schema_check.report import Report, Row, check_records
-from acp_fsm.schema_check.scenario import CALLS, ScenarioError, SessionRun, Turn, run_session
-from acp_fsm.schema_check.source import (
+from acp_fsm.devkit.schema_check.official import AGENT, CLIENT, OfficialSchema
+from acp_fsm.devkit.schema_check.report import Report, Row, check_records
+from acp_fsm.devkit.schema_check.scenario import CALLS, ScenarioError, SessionRun, Turn, run_session
+from acp_fsm.devkit.schema_check.source import (
     REGISTRY_ENV,
     SCHEMA_ENV,
     SchemaUnavailable,

@@ -1,12 +1,12 @@
 """`acp-fsm demo`: a short coding session, offline, as a person would read it.
 
-It starts the scripted provider (`providers.scripted`) on loopback, spawns `acp-fsm` with that
-provider configured, and drives it as an editor would, with the package's scripted editor
-(`acp_fsm.editor`) on the client side: the prompt, streamed thinking and text, tool calls with
-their diff, a permission prompt answered automatically, a cancel in the middle of a long
-stream, and a reload of the session in a new process with its replay. After each turn it
-prints the path the turn machine took (the agent reports it in the response's `_meta`). Its
-temporary project and home are removed when it ends.
+It starts the scripted provider (`acp_fsm.devkit.provider`) on loopback, spawns `acp-fsm`
+with that provider configured, and drives it as an editor would, with the devkit's scripted
+editor (`acp_fsm.devkit.editor`) on the client side: the prompt, streamed thinking and text,
+tool calls with their diff, a permission prompt answered automatically, a cancel in the
+middle of a long stream, and a reload of the session in a new process with its replay. After
+each turn it prints the path the turn machine took (the agent reports it in the response's
+`_meta`). Its temporary project and home are removed when it ends.
 
 `--provider openai|anthropic` picks the wire format; `--live` runs one prompt against the
 provider configured in the environment instead (an API key is needed).
@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp_fsm.editor import AgentLink, Editor, NoAnswer, result_of
+from acp_fsm.devkit.editor import AgentLink, Editor, NoAnswer, result_of
 from acp_fsm.protocol.errors import RemoteError
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ class Viewer:
 
     def check(self, link: AgentLink) -> None:
         """Hold every message the agent wrote to the project's schemas."""
-        from acp_fsm.schema_check.checker import own_problems
+        from acp_fsm.devkit.schema_check.checker import own_problems
 
         self.checked += len(link.records)
         self.invalid.extend(f"{record.kind} {record.method}: {problem}"
@@ -266,7 +266,7 @@ async def _close(link: AgentLink) -> int:
 
 def _script(provider: str) -> list[Any]:
     """The model's side of the demo conversation."""
-    from acp_fsm.providers.scripted import Call, Hang, Reply
+    from acp_fsm.devkit.provider import Call, Hang, Reply
 
     read = Call("call_read", "read_file", json.dumps({"path": "app.py"}))
     edit = Call("call_edit", "edit_file", json.dumps(
@@ -339,7 +339,7 @@ def _summarise_replay(updates: list[dict[str, Any]]) -> str:
 
 
 async def run_demo(provider: str, style: Style) -> int:
-    from acp_fsm.providers.scripted import ScriptedProvider
+    from acp_fsm.devkit.provider import ScriptedProvider
 
     # The agents have exited (`_running`) before their home and project are removed.
     with (tempfile.TemporaryDirectory(prefix="acp-fsm-demo-") as project_dir,

@@ -10,8 +10,8 @@ from functools import cache
 from typing import Final
 
 from acp_fsm import schemas
-from acp_fsm.editor.link import Record
-from acp_fsm.schema_check.official import AGENT, OfficialSchema
+from acp_fsm.devkit.editor.link import Record
+from acp_fsm.devkit.schema_check.official import AGENT, OfficialSchema
 
 _OWN_ENVELOPES: Final = {"request": "jsonrpc.Request", "notification": "jsonrpc.Notification",
                          "result": "jsonrpc.SuccessResponse", "error": "jsonrpc.ErrorResponse"}

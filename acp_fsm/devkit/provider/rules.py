@@ -10,8 +10,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
-from acp_fsm.providers.scripted.script import HttpError
-from acp_fsm.providers.scripted.wire import json_text
+from acp_fsm.devkit.provider.script import HttpError
+from acp_fsm.devkit.provider.wire import json_text
 
 
 class Rejection(Exception):

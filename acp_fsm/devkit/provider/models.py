@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from acp_fsm.providers.scripted.rules import reject
+from acp_fsm.devkit.provider.rules import reject
 
 MODELS_PATH = "/v1/models"
 # The first model is dated 2025-09-29T00:00:00Z, each next one a day earlier.

@@ -21,9 +21,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from acp_fsm.providers.scripted.rules import Rejection
-from acp_fsm.providers.scripted.script import HttpError, Raw, Reply, Scripted
-from acp_fsm.providers.scripted.wire import json_text, render_openai, sse
+from acp_fsm.devkit.provider.rules import Rejection
+from acp_fsm.devkit.provider.script import HttpError, Raw, Reply, Scripted
+from acp_fsm.devkit.provider.wire import json_text, render_openai, sse
 
 Describe = Callable[[Sequence[str], int | None, set[str]], dict[str, Any]]
 """An endpoint where a server states its window: (its models, its window, the models loaded)

@@ -34,7 +34,7 @@ and `disconnects` (a client that went away mid-response, seen at once thanks to
 
 Used by the provider tests, by end-to-end tests of the agent (point `OPENAI_BASE_URL` at
 `openai_base_url` or `ANTHROPIC_BASE_URL` at `anthropic_base_url`), by the offline demo and
-the schema check, and by hand: `python -m acp_fsm.providers.scripted --port 8765`.
+the schema check, and by hand: `python -m acp_fsm.devkit.provider --port 8765`.
 
 Fault replies count *wire events*: `render_openai` / `render_anthropic` return the list of
 events a `Reply` is streamed as, and `Drop(after=n)`, `Hang(n)`, `Truncate(n)` and
@@ -45,7 +45,7 @@ each API refuses), `models` (the model listings), `local` (local OpenAI-compatib
 `server` (the aiohttp server).
 """
 
-from acp_fsm.providers.scripted.local import (
+from acp_fsm.devkit.provider.local import (
     LLAMA_CPP,
     LLAMA_CPP_PYTHON,
     LM_STUDIO,
@@ -54,9 +54,9 @@ from acp_fsm.providers.scripted.local import (
     VLLM,
     LocalServer,
 )
-from acp_fsm.providers.scripted.models import MODELS_PATH
-from acp_fsm.providers.scripted.rules import estimate_tokens
-from acp_fsm.providers.scripted.script import (
+from acp_fsm.devkit.provider.models import MODELS_PATH
+from acp_fsm.devkit.provider.rules import estimate_tokens
+from acp_fsm.devkit.provider.script import (
     DEFAULT_MODELS,
     DEFAULT_USAGE,
     Call,
@@ -71,8 +71,8 @@ from acp_fsm.providers.scripted.script import (
     Scripted,
     Truncate,
 )
-from acp_fsm.providers.scripted.server import OPENAI_PATH, SHUTDOWN_TIMEOUT_S, ScriptedProvider
-from acp_fsm.providers.scripted.wire import render_anthropic, render_openai
+from acp_fsm.devkit.provider.server import OPENAI_PATH, SHUTDOWN_TIMEOUT_S, ScriptedProvider
+from acp_fsm.devkit.provider.wire import render_anthropic, render_openai
 
 __all__ = ["DEFAULT_MODELS", "DEFAULT_USAGE", "LLAMA_CPP", "LLAMA_CPP_PYTHON", "LM_STUDIO",
            "LOCAL_SERVERS", "MODELS_PATH", "OLLAMA", "OPENAI_PATH", "SHUTDOWN_TIMEOUT_S", "VLLM",

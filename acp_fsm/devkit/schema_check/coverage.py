@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Final
 
 from acp_fsm import schemas
-from acp_fsm.editor.link import Record
-from acp_fsm.schema_check.checker import own_methods
+from acp_fsm.devkit.editor.link import Record
+from acp_fsm.devkit.schema_check.checker import own_methods
 
 # JSON-RPC and ACP error codes the scripted session provokes.
 PROVOKED_ERRORS: Final = frozenset({-32700, -32600, -32601, -32602, -32603, -32002, -32800})
@@ -28,7 +28,7 @@ def update_tags() -> frozenset[str]:
 @cache
 def emitted_update_kinds() -> frozenset[str]:
     """The update kinds the agent is written to emit: those its modules name (`kinds_named_in`;
-    the clients, `acp_fsm.editor` and this package, aside)."""
+    the clients, `acp_fsm.devkit.editor` and this package, aside)."""
     package = Path(__file__).resolve().parents[1]
     found: set[str] = set()
     for source in package.rglob("*.py"):

@@ -7,8 +7,8 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from acp_fsm.editor.link import Record
-from acp_fsm.schema_check.checker import Checker, Verdict
+from acp_fsm.devkit.editor.link import Record
+from acp_fsm.devkit.schema_check.checker import Checker, Verdict
 
 
 @dataclass(slots=True)

@@ -20,20 +20,20 @@ from typing import Any, Protocol
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from acp_fsm.providers.scripted.local import Describe, LocalServer
-from acp_fsm.providers.scripted.models import (
+from acp_fsm.devkit.provider.local import Describe, LocalServer
+from acp_fsm.devkit.provider.models import (
     MODELS_PATH,
     ModelList,
     anthropic_models,
     openai_models,
 )
-from acp_fsm.providers.scripted.rules import (
+from acp_fsm.devkit.provider.rules import (
     AnthropicRules,
     OpenAiRules,
     Rejection,
     estimate_tokens,
 )
-from acp_fsm.providers.scripted.script import (
+from acp_fsm.devkit.provider.script import (
     DEFAULT_MODELS,
     DEFAULT_USAGE,
     SSE_CONTENT_TYPE,
@@ -50,7 +50,7 @@ from acp_fsm.providers.scripted.script import (
     Scripted,
     Served,
 )
-from acp_fsm.providers.scripted.wire import AnthropicWire, OpenAiWire, json_text, new_id
+from acp_fsm.devkit.provider.wire import AnthropicWire, OpenAiWire, json_text, new_id
 
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
