@@ -30,7 +30,7 @@ environment:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args or args == ["serve"]:
-        from acp_fsm.serve import serve
+        from acp_fsm.startup import serve
 
         debug = os.environ.get("ACP_FSM_DEBUG_METHODS", "") == "1"
         return serve(extensions=(_debug_methods,) if debug else ())

@@ -14,7 +14,7 @@ from typing import Any
 
 import structlog
 
-from acp_fsm import config, credentials, limits, schemas, warm
+from acp_fsm import credentials, environment, limits, schemas, warm
 from acp_fsm.fsm.handshake import HANDSHAKE, Handshake, HandshakeState, HandshakeTrigger
 from acp_fsm.initialize import API_KEY_LOGIN, TERMINAL_LOGIN, ClientInfo, initialize_result
 from acp_fsm.methods import AGENT_TO_CLIENT, BOTH, PROTOCOL, MethodSpec, Registry, Served
@@ -174,7 +174,7 @@ class AcpServer:
         if self.client is None or not self.client.allows(method):
             raise CapabilityMissing(f"the client did not advertise the capability {method} needs")
         if timeout_ms is None:
-            timeout_ms = config.client_rpc_timeout_ms(method)
+            timeout_ms = environment.client_rpc_timeout_ms(method)
         return self.conn.request(method, params, token=token, timeout_ms=timeout_ms,
                                       verbatim=verbatim)
 

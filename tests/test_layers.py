@@ -70,6 +70,19 @@ def test_only_the_command_line_imports_the_devkit() -> None:
     assert at_top == []
 
 
+def test_the_system_module_stands_below_the_tools_and_the_mcp_servers() -> None:
+    """Process groups, the reaper and whole-file writes import nothing of the runtime; MCP,
+    logging in and the model cache use them without the tool layer."""
+    wrong = [f"{path.relative_to(ROOT)}:{line} imports {module}"
+             for path in _sources("acp_fsm/system") for line, module in _imports(path)
+             if _layer_of(module) == "acp_fsm"]
+    users = [ROOT / "acp_fsm" / name for name in ("credentials.py", "login.py", "models.py")]
+    wrong += [f"{path.relative_to(ROOT)}:{line} imports {module}"
+              for path in [*_sources("acp_fsm/mcp"), *users] for line, module in _imports(path)
+              if module.startswith("acp_fsm.tools")]
+    assert wrong == []
+
+
 def test_every_import_names_the_installed_package() -> None:
     """`import protocol` would work in a checkout and fail (or find someone else's package)
     once installed."""

@@ -31,7 +31,7 @@ from acp_fsm.devkit.editor import AgentLink, Editor, NoAnswer, result_of
 from acp_fsm.protocol.errors import RemoteError
 
 if TYPE_CHECKING:
-    from acp_fsm.providers.config import ProviderConfig
+    from acp_fsm.providers.endpoint import ProviderConfig
 
 PROJECT_FILES = {
     "app.py": (
@@ -429,7 +429,7 @@ def describe_provider(config: ProviderConfig) -> str:
 
 async def run_live(style: Style) -> int:
     """One prompt against the configured provider, permissions answered automatically."""
-    from acp_fsm.providers.config import ConfigError, load_config
+    from acp_fsm.providers.endpoint import ConfigError, load_config
 
     try:
         config = load_config()

@@ -38,7 +38,7 @@ async def served_session(launch: Launcher, server: ScriptedProvider, project: Pa
 async def test_serving_never_imports_the_devkit(launch: Launcher, server: ScriptedProvider,
                                                 project: Path) -> None:
     modules = await served_session(launch, server, project, ACP_FSM_DEBUG_METHODS=None)
-    assert {"acp_fsm.serve", "acp_fsm.turn", "acp_fsm.tools.read_file"} <= modules
+    assert {"acp_fsm.startup", "acp_fsm.turn", "acp_fsm.tools.read_file"} <= modules
     assert sorted(name for name in modules if name.startswith("acp_fsm.devkit")) == []
 
 

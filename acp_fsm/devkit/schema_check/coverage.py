@@ -9,14 +9,15 @@ from functools import cache
 from pathlib import Path
 from typing import Final
 
+import acp_fsm
 from acp_fsm import schemas
 from acp_fsm.devkit.editor.link import Record
 from acp_fsm.devkit.schema_check.checker import own_methods
 
 # JSON-RPC and ACP error codes the scripted session provokes.
 PROVOKED_ERRORS: Final = frozenset({-32700, -32600, -32601, -32602, -32603, -32002, -32800})
-# The parts of the package that are clients of the agent, not the agent.
-CLIENT_SIDE: Final = frozenset({"editor", "schema_check"})
+# The part of the package that drives the agent, not the agent.
+CLIENT_SIDE: Final = frozenset({"devkit"})
 
 
 def update_tags() -> frozenset[str]:
@@ -28,8 +29,8 @@ def update_tags() -> frozenset[str]:
 @cache
 def emitted_update_kinds() -> frozenset[str]:
     """The update kinds the agent is written to emit: those its modules name (`kinds_named_in`;
-    the clients, `acp_fsm.devkit.editor` and this package, aside)."""
-    package = Path(__file__).resolve().parents[1]
+    the devkit, which drives the agent, aside)."""
+    package = Path(acp_fsm.__file__).resolve().parent
     found: set[str] = set()
     for source in package.rglob("*.py"):
         if source.relative_to(package).parts[0] not in CLIENT_SIDE:

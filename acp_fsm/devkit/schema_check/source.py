@@ -105,7 +105,7 @@ def fetch_schema() -> Path:
                                 f"of {SDK_NAME} {SDK_VERSION} (its sha256 differs from the "
                                 f"pinned {SCHEMA_SHA256}): refused, nothing cached; "
                                 f"{PASS_A_PATH}")
-    from acp_fsm.tools.files import atomic_write
+    from acp_fsm.system.files import atomic_write
 
     path = cache_path()
     try:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-    from acp_fsm.runner import Extension
+    from acp_fsm.app import Extension
 
 
 def answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict[str, Any]] | None:
@@ -125,7 +125,7 @@ TTY_HINT = ("acp-fsm: an Agent Client Protocol agent; editors start it and speak
 
 def serve(extensions: Sequence[Extension] = ()) -> int:
     """Run the ACP server on stdio until stdin closes; returns the exit code. `extensions`
-    add methods to the server once the startup path is done (`runner.run`)."""
+    add methods to the server once the startup path is done (`app.run`)."""
     started = time.perf_counter()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, _exit_quietly)
@@ -152,7 +152,7 @@ def serve(extensions: Sequence[Extension] = ()) -> int:
     logs.configure("warning" if person and "ACP_FSM_LOG_LEVEL" not in os.environ else None)
     import asyncio
 
-    from acp_fsm.runner import run
+    from acp_fsm.app import run
 
     return asyncio.run(run(protocol_fd, rest, handshake, early[1] if early else None,
                            answered_ms, input_ended=ended, extensions=extensions))

@@ -1,5 +1,6 @@
-"""The asyncio side of `acp-fsm`: wire stdin/stdout, the connection and the server; run until
-input ends; then cancel and persist running work and exit."""
+"""The event loop's life of `acp-fsm`, after the startup path (`acp_fsm.startup`): wire
+stdin/stdout, the connection and the server (`acp_fsm.server`); run until input ends; then
+cancel and persist running work and exit."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import structlog
 
-from acp_fsm import config, redact, schemas
+from acp_fsm import environment, redact, schemas
 from acp_fsm.fsm.handshake import Handshake
 from acp_fsm.initialize import ClientInfo, initialize_result
 from acp_fsm.protocol.connection import Connection
@@ -65,7 +66,7 @@ async def run(
     redact.configured()  # the environment's secrets, and a key stored by `acp-fsm login`
     connection = Connection(
         server, output.write, drain=output.drain, congested=lambda: output.congested,
-        scrub=redact.scrub, strict_outbound=config.strict_schemas(),  # a login adds keys
+        scrub=redact.scrub, strict_outbound=environment.strict_schemas(),  # a login adds keys
     )
     server.attach(connection)
     schemas.warm(FIRST_SCHEMAS)
