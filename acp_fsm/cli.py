@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sys
+
+TYPE_CHECKING = False  # the startup path: no `typing`
+if TYPE_CHECKING:
+    from acp_fsm.server import AcpServer
 
 HELP_EPILOG = """\
 With no command, acp-fsm serves the Agent Client Protocol on stdin/stdout: point your editor
@@ -25,10 +30,18 @@ environment:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args or args == ["serve"]:
-        from acp_fsm.serve import serve
+        from acp_fsm.startup import serve
 
-        return serve()
+        debug = os.environ.get("ACP_FSM_DEBUG_METHODS", "") == "1"
+        return serve(extensions=(_debug_methods,) if debug else ())
     return _command(args)
+
+
+def _debug_methods(server: AcpServer) -> None:
+    """`ACP_FSM_DEBUG_METHODS=1`: the devkit's diagnostic methods (`_acp_fsm/*`) are served."""
+    from acp_fsm.devkit.debug import install
+
+    install(server)
 
 
 def _command(args: list[str]) -> int:
@@ -56,11 +69,11 @@ def _command(args: list[str]) -> int:
                         "official ACP schema and print a table", add_help=False)
     known, rest = parser.parse_known_args(args)
     if known.command == "diagrams":
-        from acp_fsm.fsm.diagram import main as diagrams
+        from acp_fsm.devkit.diagrams import main as diagrams
 
         return diagrams(rest)
     if known.command == "schema-check":
-        from acp_fsm.schema_check import main as schema_check
+        from acp_fsm.devkit.schema_check import main as schema_check
 
         return schema_check(rest)
     if known.command == "login":
@@ -72,7 +85,7 @@ def _command(args: list[str]) -> int:
 
         return logout()
     if known.command == "demo":
-        from acp_fsm.demo import main as demo
+        from acp_fsm.devkit.demo import main as demo
 
         return demo(rest)
     if rest:

@@ -49,7 +49,7 @@ class ClientCallError(Exception):
             error.code == NOT_FOUND_CODE or bool(_NOT_FOUND.search(str(error))))
 
 
-class Editor(Protocol):
+class ClientChannel(Protocol):
     """The editor at the other end of the connection, as turns call it (`server.AcpServer`
     is one): what it advertised, and requests to it."""
 
@@ -65,7 +65,7 @@ class Editor(Protocol):
 class Client:
     """A `ClientBridge` for one session and one turn."""
 
-    def __init__(self, server: Editor, session_id: str, token: CancellationToken) -> None:
+    def __init__(self, server: ClientChannel, session_id: str, token: CancellationToken) -> None:
         self._server = server
         self._session_id = session_id
         self._token = token

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from acp_fsm import redact
 from acp_fsm.blocking import Shared
 from acp_fsm.protocol.errors import AuthRequired
-from acp_fsm.providers.config import (
+from acp_fsm.providers.endpoint import (
     ANTHROPIC,
     DEFAULT_BASE_URLS,
     KEY_VARIABLES,
@@ -152,7 +152,7 @@ def learn(stored: Stored | None) -> None:
 def save(stored: Stored) -> Path:
     """Write the credentials atomically, readable by the user only; the file's path. Raises
     OSError when the data directory cannot take them."""
-    from acp_fsm.tools.files import atomic_write  # `acp-fsm login` only
+    from acp_fsm.system.files import atomic_write  # `acp-fsm login` only
 
     target = path()
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

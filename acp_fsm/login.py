@@ -16,7 +16,7 @@ import sys
 from typing import NamedTuple
 
 from acp_fsm import credentials
-from acp_fsm.providers.config import (
+from acp_fsm.providers.endpoint import (
     ANTHROPIC,
     DEFAULT_BASE_URLS,
     DEFAULT_MODELS,

@@ -40,26 +40,26 @@ class MethodSpec:
         return f"<MethodSpec {self.name} {self.direction} {self.kind}>"
 
 
-def _index(name: str, schema_file: str) -> dict[str, MethodSpec]:
+def index(name: str, schema_file: str) -> dict[str, MethodSpec]:
     return {
         method: MethodSpec(method, entry, schema_file)
         for method, entry in schemas.load_json(name).items()
     }
 
 
-ACP = _index("methods.json", "acp")
-DEBUG = _index("acp_fsm_methods.json", "acp_fsm")
+ACP = index("methods.json", "acp")
 
 
 class Served:
     """A method this agent implements.
 
-    `handler` is the name of the server's method that does the work; `trigger` a handshake
-    trigger fired synchronously once params are valid (before any other message is read);
-    `advertises` maps paths under `agentCapabilities` to the values that advertise it.
+    `trigger` is a handshake trigger fired synchronously once params are valid (before any
+    other message is read); `advertises` maps paths under `agentCapabilities` to the values
+    that advertise it. Which function does the work is the server's own table
+    (`acp_fsm.server.HANDLERS`).
     """
 
-    __slots__ = ("advertises", "handler", "name", "trigger")
+    __slots__ = ("advertises", "name", "trigger")
 
     def __init__(
         self,
@@ -69,26 +69,26 @@ class Served:
         advertises: dict[tuple[str, ...], object] | None = None,
     ) -> None:
         self.name = name
-        self.handler = "on_" + name.strip("_").replace("acp_fsm/", "debug_").replace("/", "_")
         self.trigger = trigger
         self.advertises = advertises or {}
 
     def __repr__(self) -> str:
-        return f"<Served {self.name} -> {self.handler}>"
+        return f"<Served {self.name}>"
 
 
-def _table(*entries: Served) -> dict[str, Served]:
+def _table(specs: dict[str, MethodSpec], *entries: Served) -> dict[str, Served]:
     table: dict[str, Served] = {}
     for entry in entries:
         if entry.name in table:
             raise ValueError(f"method registered twice: {entry.name}")
-        if entry.name not in ACP and entry.name not in DEBUG:
-            raise ValueError(f"no schema for method {entry.name}")
+        if entry.name not in specs or not specs[entry.name].inbound:
+            raise ValueError(f"no schema of an inbound method {entry.name}")
         table[entry.name] = entry
     return table
 
 
 SERVED = _table(
+    ACP,
     Served("initialize", trigger=HandshakeTrigger.INITIALIZE),
     Served("authenticate"),
     Served("logout", advertises={("auth", "logout"): {}}),
@@ -107,27 +107,53 @@ SERVED = _table(
     Served("session/set_config_option"),
 )
 
-DEBUG_SERVED = _table(
-    Served("_acp_fsm/call_client"),
-    Served("_acp_fsm/sleep"),
-    Served("_acp_fsm/stray_output"),
-    Served("_acp_fsm/stream_updates"),
-)
+
+class Registry:
+    """The methods one connection knows (`specs`) and serves (`served`): ACP's, and those of
+    any extension added with `extend` (the devkit's diagnostic methods, `_acp_fsm/*`)."""
+
+    __slots__ = ("served", "specs")
+
+    def __init__(self, specs: dict[str, MethodSpec], served: dict[str, Served]) -> None:
+        self.specs = specs
+        self.served = served
+
+    def extend(self, specs: dict[str, MethodSpec], served: tuple[Served, ...]) -> Registry:
+        """This registry with the extension methods `specs` known and `served` served."""
+        clash = specs.keys() & self.specs.keys()
+        if clash:
+            raise ValueError(f"an extension redefines {sorted(clash)}")
+        known = {**self.specs, **specs}
+        return Registry(known, {**self.served, **_table(known, *served)})
+
+    def spec_of(self, method: str) -> MethodSpec | None:
+        """The definition of `method`, or None when no schema of this registry has it."""
+        return self.specs.get(method)
+
+    def route(self, state: str, method: str, params: object, *, request: bool,
+              params_checked: bool = False) -> Served:
+        """Decide, purely, whether an inbound call is served: the handshake's admission rule,
+        the registry, then the params schema (unless the caller has `params_checked`). Raises
+        the `RpcError` that answers it otherwise."""
+        spec = self.specs.get(method)
+        known = spec is not None and spec.inbound
+        refusal = admission(HandshakeState(state), method, known=known)
+        if refusal is not None:
+            raise refusal
+        assert spec is not None
+        if (spec.kind == "request") != request:
+            expected = "a request (with an id)" if spec.kind == "request" else "a notification"
+            raise InvalidRequest(f"Invalid Request: {method} must be sent as {expected}")
+        entry = self.served.get(method)
+        if entry is None:
+            raise MethodNotFound(f"Method not found: {method} is not supported by this agent")
+        violation = None if params_checked else schemas.validate(spec.params_ref, params)
+        if violation is not None:
+            raise InvalidParams(f"Invalid params: {violation}")
+        return entry
 
 
-def spec_of(method: str, *, debug: bool = False) -> MethodSpec | None:
-    """The protocol definition of `method` (extension methods only when `debug`)."""
-    spec = ACP.get(method)
-    if spec is None and debug:
-        spec = DEBUG.get(method)
-    return spec
-
-
-def served(method: str, *, debug: bool = False) -> Served | None:
-    entry = SERVED.get(method)
-    if entry is None and debug:
-        entry = DEBUG_SERVED.get(method)
-    return entry
+PROTOCOL = Registry(ACP, SERVED)  # what every connection serves
 
 
 def agent_capabilities() -> dict[str, Any]:
@@ -146,25 +172,3 @@ def agent_capabilities() -> dict[str, Any]:
             node[leaf] = value
     return capabilities
 
-
-def route(state: str, method: str, params: object, *, request: bool, debug: bool,
-          params_checked: bool = False) -> Served:
-    """Decide, purely, whether an inbound call is served: the handshake's admission rule, the
-    registry, then the params schema (unless the caller has `params_checked`). Raises the
-    `RpcError` that answers it otherwise."""
-    spec = spec_of(method, debug=debug)
-    known = spec is not None and spec.inbound
-    refusal = admission(HandshakeState(state), method, known=known)
-    if refusal is not None:
-        raise refusal
-    assert spec is not None
-    if (spec.kind == "request") != request:
-        expected = "a request (with an id)" if spec.kind == "request" else "a notification"
-        raise InvalidRequest(f"Invalid Request: {method} must be sent as {expected}")
-    entry = served(method, debug=debug)
-    if entry is None:
-        raise MethodNotFound(f"Method not found: {method} is not supported by this agent")
-    violation = None if params_checked else schemas.validate(spec.params_ref, params)
-    if violation is not None:
-        raise InvalidParams(f"Invalid params: {violation}")
-    return entry

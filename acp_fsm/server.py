@@ -1,36 +1,30 @@
 """AcpServer: the ACP side of the stdio connection (docs/architecture.md).
 
 It owns the handshake machine and the client's capabilities, routes each inbound call through
-the method registry (`acp_fsm.methods.route`), validates what goes out against the schemas, and
-makes agent→client requests bounded by `client_rpc_timeout_ms` and a cancellation token.
+its method registry (`acp_fsm.methods.Registry.route`), validates what goes out against the
+schemas, and makes agent→client requests bounded by `client_rpc_timeout_ms` and a cancellation
+token. The registry and the handlers are ACP's, plus any extension (`extend`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
-import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import structlog
 
-from acp_fsm import config, credentials, limits, schemas, warm
+from acp_fsm import credentials, environment, limits, schemas, warm
 from acp_fsm.fsm.handshake import HANDSHAKE, Handshake, HandshakeState, HandshakeTrigger
 from acp_fsm.initialize import API_KEY_LOGIN, TERMINAL_LOGIN, ClientInfo, initialize_result
-from acp_fsm.methods import AGENT_TO_CLIENT, BOTH, route, spec_of
+from acp_fsm.methods import AGENT_TO_CLIENT, BOTH, PROTOCOL, MethodSpec, Registry, Served
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.protocol.connection import Connection, OutboundKind
 from acp_fsm.protocol.errors import (
     CapabilityMissing,
-    ConnectionClosed,
     InternalError,
     InvalidParams,
     InvalidResult,
-    OutboundCancelled,
-    OutboundTimeout,
-    RemoteError,
 )
 from acp_fsm.protocol.jsonrpc import Notification, Request
 from acp_fsm.schemas import plain
@@ -38,15 +32,20 @@ from acp_fsm.session import Session, Sessions
 
 log = structlog.get_logger("acp")
 
+# The work of one inbound method: its params in, the coroutine that answers it (a request's
+# result) or None (a notification handled at once).
+Handler = Callable[[Any], Coroutine[Any, Any, Any] | None]
+
 
 class AcpServer:
     """Routes ACP calls for one connection and makes requests to its client."""
 
-    def __init__(self, handshake: Handshake | None = None, *, debug: bool = False,
+    def __init__(self, handshake: Handshake | None = None, *,
                  client: ClientInfo | None = None) -> None:
         """`handshake` as the startup path left it (it may have answered `initialize`, then
         `client` is what the client said in it); the machine goes on from its state."""
-        self.debug = debug
+        self.registry = PROTOCOL
+        self._handlers = self._bind_handlers()
         self.client = client
         self.handshake = handshake or Handshake()
         self.machine = HANDSHAKE.build(self.handshake,
@@ -72,14 +71,38 @@ class AcpServer:
 
     # ------------------------------------------------------------- dispatch
 
+    def _bind_handlers(self) -> dict[str, Handler]:
+        """The work of each method in `methods.SERVED` (a test holds the two to each other)."""
+        return {
+            "initialize": self.on_initialize,
+            "authenticate": self.on_authenticate,
+            "logout": self.on_logout,
+            "session/new": self.on_session_new,
+            "session/prompt": self.on_session_prompt,
+            "session/cancel": self.on_session_cancel,
+            "session/load": self.on_session_load,
+            "session/resume": self.on_session_resume,
+            "session/list": self.on_session_list,
+            "session/close": self.on_session_close,
+            "session/delete": self.on_session_delete,
+            "session/set_mode": self.on_session_set_mode,
+            "session/set_config_option": self.on_session_set_config_option,
+        }
+
+    def extend(self, specs: dict[str, MethodSpec], handlers: dict[str, Handler]) -> None:
+        """Serve extension methods: `specs` defines them (schemas included), `handlers` does
+        their work. Before the connection reads its first message."""
+        self.registry = self.registry.extend(specs, tuple(Served(name) for name in handlers))
+        self._handlers.update(handlers)
+
     def dispatch(self, message: Request | Notification) -> Coroutine[Any, Any, Any] | None:
         is_request = isinstance(message, Request)
-        entry = route(self.handshake.state, message.method, message.params,
-                      request=is_request, debug=self.debug)
+        entry = self.registry.route(self.handshake.state, message.method, message.params,
+                                    request=is_request)
         if entry.trigger is not None:
             self._fire(entry.trigger)
         params = message.params
-        handler = getattr(self, entry.handler)
+        handler = self._handlers[entry.name]
         session_id = params.get("sessionId") if isinstance(params, dict) else None
         if not isinstance(session_id, str):
             work = handler(params)
@@ -95,14 +118,14 @@ class AcpServer:
         return _with_session(work, session_id) if asyncio.iscoroutine(work) else None
 
     def check_outbound(self, method: str, kind: OutboundKind, payload: Any) -> str | None:
-        ref, refusal = _outbound_ref(method, kind)
+        ref, refusal = _outbound_ref(self.registry, method, kind)
         if ref is None:
             return refusal
         violation = schemas.validate(ref, payload)
         return None if violation is None else str(violation)
 
     def check_template(self, method: str, kind: OutboundKind, payload: Any) -> bool:
-        ref, _ = _outbound_ref(method, kind)
+        ref, _ = _outbound_ref(self.registry, method, kind)
         return ref is not None and plain.surely_valid(ref, payload)
 
     def accept_response(self, method: str, result: Any) -> Any:
@@ -110,7 +133,7 @@ class AcpServer:
         `null` where ACP's result is an object with no required member (`fs/write_text_file`,
         `terminal/kill`, ...), and that counts as `{}`. A result that must carry data
         (`content`, `outcome`, ...) is still checked in full."""
-        spec = spec_of(method, debug=True)
+        spec = self.registry.spec_of(method)
         if spec is None or spec.result_ref is None:
             return result
         ref = spec.result_ref
@@ -151,7 +174,7 @@ class AcpServer:
         if self.client is None or not self.client.allows(method):
             raise CapabilityMissing(f"the client did not advertise the capability {method} needs")
         if timeout_ms is None:
-            timeout_ms = config.client_rpc_timeout_ms(method)
+            timeout_ms = environment.client_rpc_timeout_ms(method)
         return self.conn.request(method, params, token=token, timeout_ms=timeout_ms,
                                       verbatim=verbatim)
 
@@ -285,75 +308,11 @@ class AcpServer:
         params = params or {}
         return await self.sessions.list(params.get("cwd"), params.get("cursor"))
 
-    async def on_debug_call_client(self, params: dict[str, Any]) -> dict[str, Any]:
-        method = params["method"]
-        spec = spec_of(method)
-        if spec is None or spec.direction != AGENT_TO_CLIENT or spec.kind != "request":
-            raise InvalidParams(f"Invalid params: method: {method!r} is not a client request")
-        inner = params.get("params")
-        violation = schemas.validate(spec.params_ref, inner)
-        if violation is not None:
-            raise InvalidParams(f"Invalid params: params.{violation}")
-        token = CancellationToken("debug")
-        if "cancelAfterMs" in params:
-            asyncio.get_running_loop().call_later(params["cancelAfterMs"] / 1000, token.cancel)
-        started = time.monotonic()
-        outcome: dict[str, Any]
-        try:
-            result = await self.call_client(method, inner, token=token,
-                                            timeout_ms=params.get("timeoutMs"))
-            outcome = {"outcome": "result", "result": result}
-        except RemoteError as exc:
-            error = {"code": exc.code, "message": exc.message}
-            if exc.data is not None:
-                error["data"] = exc.data
-            outcome = {"outcome": "error", "error": error}
-        except InvalidResult as exc:
-            outcome = {"outcome": "invalid", "reason": str(exc)}
-        except OutboundTimeout:
-            outcome = {"outcome": "timeout"}
-        except OutboundCancelled:
-            outcome = {"outcome": "cancelled"}
-        except ConnectionClosed:
-            outcome = {"outcome": "closed"}
-        except CapabilityMissing:
-            outcome = {"outcome": "unsupported"}
-        outcome["elapsedMs"] = round((time.monotonic() - started) * 1000, 3)
-        return outcome
 
-    async def on_debug_sleep(self, params: dict[str, Any]) -> dict[str, Any]:
-        started = time.monotonic()
-        await asyncio.sleep(params["ms"] / 1000)
-        return {"sleptMs": round((time.monotonic() - started) * 1000, 3)}
-
-    async def on_debug_stray_output(self, params: Any) -> dict[str, Any]:
-        print("stray print() from a handler")
-        sys.stdout.write("stray sys.stdout.write\n")
-        sys.stdout.flush()
-        os.write(1, b"stray write to fd 1\n")
-        child = await asyncio.create_subprocess_exec(
-            "sh", "-c", "echo stray output of a child process; echo to fd 1 >&1",
-            stdin=asyncio.subprocess.DEVNULL,
-        )
-        return {"childExitCode": await child.wait()}
-
-    async def on_debug_stream_updates(self, params: dict[str, Any]) -> dict[str, Any]:
-        started = time.monotonic()
-        update = {"sessionUpdate": "agent_message_chunk",
-                  "content": {"type": "text", "text": params["text"]}}
-        message = {"sessionId": params["sessionId"], "update": update}
-        sent = 0
-        for sent in range(1, params["count"] + 1):
-            if not self.conn.notify("session/update", message):
-                break
-            if sent % 256 == 0:
-                await self.conn.drain()
-        return {"sent": sent, "elapsedMs": round((time.monotonic() - started) * 1000, 3)}
-
-
-def _outbound_ref(method: str, kind: OutboundKind) -> tuple[str | None, str]:
+def _outbound_ref(registry: Registry, method: str,
+                  kind: OutboundKind) -> tuple[str | None, str]:
     """The schema of what we send as `kind` of `method`, or None and why nothing may be."""
-    spec = spec_of(method, debug=True)
+    spec = registry.spec_of(method)
     if spec is None:
         return None, f"no schema for method {method}"
     if kind == "result":

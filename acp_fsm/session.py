@@ -41,7 +41,7 @@ from acp_fsm.protocol.errors import (
     ResourceNotFound,
     RpcError,
 )
-from acp_fsm.providers.config import ProviderConfig
+from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import (
     AssistantMessage,
     Message,
@@ -54,14 +54,14 @@ from acp_fsm.settings import Settings
 from acp_fsm.store import Claim, Entry, SessionGone, SessionRecord, Store, StoreError
 
 if TYPE_CHECKING:
-    from acp_fsm.client import Editor
+    from acp_fsm.client import ClientChannel
     from acp_fsm.mcp.servers import McpServers
     from acp_fsm.protocol.connection import Connection
     from acp_fsm.tools.base import Tool
     from acp_fsm.turn import Turn
 
     # For the checker only: the session/new path does not import the client module.
-    class Server(Editor, Protocol):
+    class Server(ClientChannel, Protocol):
         """What sessions need of the server that holds them (`server.AcpServer` is one): the
         editor their turns call, the connection their updates go out on, and the other sessions
         (a lease is checked against them)."""
@@ -263,7 +263,13 @@ class Session:
         """The built-in tools, then those of the session's MCP servers running now."""
         from acp_fsm.tools import TOOLS
 
-        return TOOLS if self.mcp is None else {**TOOLS, **await self.mcp.tools()}
+        offered = {} if self.mcp is None else await self.mcp.offered()
+        if not offered:
+            return TOOLS
+        from acp_fsm.tools.mcp import McpTool  # a server runs: the SDK is loaded
+
+        return {**TOOLS, **{name: McpTool(server, tool, name)
+                            for name, (server, tool) in offered.items()}}
 
     def take_notices(self) -> list[str]:
         """What the user is still to be told: what `tell_once` was given, and news of the

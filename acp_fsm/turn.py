@@ -21,7 +21,7 @@ import structlog
 
 from acp_fsm import compaction, credentials, redact, results, settings, transcript, updates
 from acp_fsm.blocking import Shared
-from acp_fsm.client import Client, Editor
+from acp_fsm.client import Client, ClientChannel
 from acp_fsm.commands import Command
 from acp_fsm.conversation import Conversation
 from acp_fsm.fsm.turn import CANCELLABLE, FINAL, TURN, TurnState, TurnTrigger
@@ -36,7 +36,7 @@ from acp_fsm.protocol.errors import (
 )
 from acp_fsm.providers import open_stream
 from acp_fsm.providers.anthropic import THINKING_BUDGETS
-from acp_fsm.providers.config import ANTHROPIC, ProviderConfig
+from acp_fsm.providers.endpoint import ANTHROPIC, ProviderConfig
 from acp_fsm.providers.errors import EMPTY_STREAM, ProviderError, StreamCancelled
 from acp_fsm.providers.types import (
     AssistantMessage,
@@ -127,7 +127,7 @@ class Host(Protocol):
         """The model the next model call uses."""
 
     @property
-    def server(self) -> Editor:
+    def server(self) -> ClientChannel:
         """The editor, for permission and client requests."""
 
     @property

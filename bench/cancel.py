@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from acp_fsm.providers.scripted import Call, Hang, Reply, Scripted
+from acp_fsm.devkit.provider import Call, Hang, Reply, Scripted
 from bench.common import INIT, PYCACHE, agent_command, checkouts, table
 from tests.harness import AgentProcess, agent_env
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_fsm import transcript, updates
-from acp_fsm.providers.scripted import Call, RecordedRequest, Reply, ScriptedProvider
+from acp_fsm.devkit.provider import Call, RecordedRequest, Reply, ScriptedProvider
 from acp_fsm.providers.types import (
     AssistantMessage,
     StopReason,

@@ -3,7 +3,7 @@ the client's side: the server's work (streaming, and a cancel's disconnect) then
 the client's event loop, so it is not counted in the agent's figure.
 
 `python -m bench.model_server MODULE:NAME` serves the replies of the dict `MODULE.NAME`
-(str -> a providers.scripted reply): each request gets the reply whose key occurs last in its
+(str -> a acp_fsm.devkit.provider reply): each request gets the reply whose key occurs last in its
 body (the latest prompt names it), or the one under "" when none does. It prints its OpenAI base
 URL, then one line per request: `request <key>`.
 """
@@ -15,8 +15,8 @@ import importlib
 import sys
 from collections.abc import Mapping
 
-from acp_fsm.providers.scripted import ScriptedProvider
-from acp_fsm.providers.scripted.script import RecordedRequest, Scripted
+from acp_fsm.devkit.provider import ScriptedProvider
+from acp_fsm.devkit.provider.script import RecordedRequest, Scripted
 
 
 def choose(replies: Mapping[str, Scripted], record: RecordedRequest) -> tuple[str, Scripted]:

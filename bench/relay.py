@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from acp_fsm.providers.scripted import Raw, Reply, ScriptedProvider, render_openai
+from acp_fsm.devkit.provider import Raw, Reply, ScriptedProvider, render_openai
 from bench.common import INIT, agent_command, agent_env, cpu_ms, table
 
 WARM_UP = Raw(parts=(b"".join(render_openai(Reply(text="warm"))),))

@@ -40,7 +40,7 @@ from typing import Any
 
 import orjson
 
-from acp_fsm.providers.scripted import RecordedRequest, Reply, ScriptedProvider
+from acp_fsm.devkit.provider import RecordedRequest, Reply, ScriptedProvider
 from bench.common import INIT, PYCACHE, agent_command, agent_env, checkouts, table
 
 NEW_COUNT = 2_000

@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from acp_fsm.providers.scripted import ScriptedProvider
+from acp_fsm.devkit.provider import ScriptedProvider
 from bench.common import summary, table
 from tests.e2e.support import Launcher, unique_sleep
 from tests.e2e.test_editor_gone import STATES, WAYS, end_editor, enter

@@ -16,8 +16,8 @@ import sys
 import tempfile
 import time
 
+from acp_fsm.devkit.provider import Reply, ScriptedProvider
 from acp_fsm.protocol.streams import OUTPUT_BUFFER_LIMIT_BYTES
-from acp_fsm.providers.scripted import Reply, ScriptedProvider
 from bench.common import table
 from tests.harness import AgentProcess, agent_env
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from acp_fsm.protocol.cancel import CancellationToken
     from acp_fsm.providers.base import WireFormat
-    from acp_fsm.providers.config import ProviderConfig
+    from acp_fsm.providers.endpoint import ProviderConfig
     from acp_fsm.providers.stream import ModelStream
     from acp_fsm.providers.types import ModelRequest
 
@@ -24,7 +24,7 @@ if __name__ != "acp_fsm.providers":  # one name per module (docs/architecture.md
 
 
 def wire_format(provider: str) -> WireFormat:
-    from acp_fsm.providers.config import ANTHROPIC, OPENAI
+    from acp_fsm.providers.endpoint import ANTHROPIC, OPENAI
 
     if provider == OPENAI:
         from acp_fsm.providers.openai import OpenAiWire
@@ -44,7 +44,7 @@ def open_stream(
 ) -> ModelStream:
     """Start a streaming model call (configuration from the environment unless given;
     `scrub` filters the encoded request body; `close_later` as in `ModelStream`)."""
-    from acp_fsm.providers.config import load_config
+    from acp_fsm.providers.endpoint import load_config
     from acp_fsm.providers.stream import ModelStream
 
     config = config or load_config()

@@ -13,7 +13,7 @@ from tests.harness import AgentProcess, agent_env
 def official_checker() -> Any:
     """The conformance checker of the official ACP schema and ours; None when the official
     schema is not found (tests/conformance then says so, and how to get it)."""
-    from acp_fsm.schema_check import Checker, OfficialSchema
+    from acp_fsm.devkit.schema_check import Checker, OfficialSchema
     from tests.official_schema import locate_schema
 
     path = locate_schema()
@@ -28,7 +28,7 @@ def assert_clean(agent: AgentProcess) -> None:
     assert violations == [], violations
     checker = official_checker()
     if checker is not None:
-        from acp_fsm.schema_check import check_records
+        from acp_fsm.devkit.schema_check import check_records
 
         report = check_records(checker, agent.records)
         assert report.ok, f"{len(report.failures)} messages fail the official schema:\n" + (

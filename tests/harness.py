@@ -1,6 +1,6 @@
 """The real `acp-fsm` subprocess over pipes, for end-to-end tests, and helpers to wait on it.
 
-`AgentProcess` is the product's scripted-editor link (`acp_fsm.editor.AgentLink`) with the
+`AgentProcess` is the product's scripted-editor link (`acp_fsm.devkit.editor.AgentLink`) with the
 tests' defaults. Lines the agent writes that are not JSON-RPC are kept in `bad_lines` (the
 fixture fails the test on any); every message is kept in `records` with the method it belongs
 to: `tests.conftest.assert_clean` checks them against the official ACP schema when the agent is
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from acp_fsm.editor import AgentLink, Editor
+from acp_fsm.devkit.editor import AgentLink, Editor
 
 READ_LIMIT = 256 * 1024 * 1024
 TIMEOUT = 10.0
@@ -50,8 +50,8 @@ def agent_env(**overrides: str | None) -> dict[str, str]:
 
 
 class AgentProcess(AgentLink):
-    """One running agent and the client side of its pipes (`acp_fsm.editor.AgentLink`): with no
-    editor attached, the agent's requests wait in `requests` for the test to answer."""
+    """One running agent and the client side of its pipes (`acp_fsm.devkit.editor.AgentLink`):
+    with no editor attached, the agent's requests wait in `requests` for the test to answer."""
 
     @classmethod
     async def start(cls, env: dict[str, str] | None = None, *args: str,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from acp_fsm.schema_check import SCHEMA_ENV, cache_path, cached_schema
+from acp_fsm.devkit.schema_check import SCHEMA_ENV, cache_path, cached_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "acp-schema" / "schema.json"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from acp_fsm.fsm.diagram import machines, stale_files, to_mermaid
+from acp_fsm.devkit.diagrams import machines, stale_files, to_mermaid
 from tests.harness import agent_command
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,7 +52,7 @@ def test_readme_has_a_line_for_every_state() -> None:
 
 
 def test_the_project_readme_embeds_the_current_diagrams(tmp_path: Path) -> None:
-    from acp_fsm.fsm.diagram import END, START, with_diagrams
+    from acp_fsm.devkit.diagrams import END, START, with_diagrams
 
     readme = (ROOT / "README.md").read_text()
     assert with_diagrams(readme, machines()) == readme  # what is committed is current

@@ -1,5 +1,6 @@
 """The layers' imports point one way (docs/architecture.md): schemas <- protocol <- fsm and
-providers <- the runtime modules of acp_fsm; and every import names the one installed package."""
+providers <- the runtime modules of acp_fsm <- its devkit; and every import names the one
+installed package."""
 
 from __future__ import annotations
 
@@ -53,6 +54,32 @@ def test_a_layer_imports_only_the_layers_below_it(layer: str) -> None:
     wrong = [f"{path.relative_to(ROOT)}:{line} imports {module}"
              for path in _sources(layer) for line, module in _imports(path)
              if _layer_of(module) not in (None, layer, *ALLOWED[layer])]
+    assert wrong == []
+
+
+def test_only_the_command_line_imports_the_devkit() -> None:
+    """The devkit drives the agent: the agent never imports it (tests/e2e/test_serving_path.py
+    watches a served session), and the command line only when a command asks for it."""
+    importers = {f"{path.relative_to(ROOT)}:{line}"
+                 for path in _sources("acp_fsm", *LAYERS) if "devkit" not in path.parts
+                 for line, module in _imports(path) if module.startswith("acp_fsm.devkit")}
+    assert {entry.split(":")[0] for entry in importers} == {"acp_fsm/cli.py"}
+    tree = ast.parse((ROOT / "acp_fsm" / "cli.py").read_text(encoding="utf-8"))
+    at_top = [node.lineno for node in tree.body if isinstance(node, ast.ImportFrom)
+              and (node.module or "").startswith("acp_fsm.devkit")]
+    assert at_top == []
+
+
+def test_the_system_module_stands_below_the_tools_and_the_mcp_servers() -> None:
+    """Process groups, the reaper and whole-file writes import nothing of the runtime; MCP,
+    logging in and the model cache use them without the tool layer."""
+    wrong = [f"{path.relative_to(ROOT)}:{line} imports {module}"
+             for path in _sources("acp_fsm/system") for line, module in _imports(path)
+             if _layer_of(module) == "acp_fsm"]
+    users = [ROOT / "acp_fsm" / name for name in ("credentials.py", "login.py", "models.py")]
+    wrong += [f"{path.relative_to(ROOT)}:{line} imports {module}"
+              for path in [*_sources("acp_fsm/mcp"), *users] for line, module in _imports(path)
+              if module.startswith("acp_fsm.tools")]
     assert wrong == []
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_fsm.providers.scripted import ScriptedProvider
+from acp_fsm.devkit.provider import ScriptedProvider
 from tests.harness import agent_command, agent_env
 from tests.terminal import Terminal
 

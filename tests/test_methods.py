@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from acp_fsm import __version__, config, schemas
+from acp_fsm import __version__, environment, schemas
+from acp_fsm.devkit import debug
 from acp_fsm.fsm.handshake import HandshakeTrigger
 from acp_fsm.initialize import PROTOCOL_VERSION, ClientInfo, initialize_result
 from acp_fsm.logs import REDACTED, Redactor
@@ -21,14 +22,11 @@ from acp_fsm.methods import (
     AGENT_TO_CLIENT,
     BOTH,
     CLIENT_TO_AGENT,
-    DEBUG,
-    DEBUG_SERVED,
+    PROTOCOL,
     SERVED,
+    Registry,
     Served,
     agent_capabilities,
-    route,
-    served,
-    spec_of,
 )
 from acp_fsm.protocol.errors import (
     InternalError,
@@ -40,8 +38,14 @@ from acp_fsm.protocol.errors import (
 )
 from acp_fsm.server import AcpServer
 
-ALL_SERVED = {**SERVED, **DEBUG_SERVED}
-ALL_SPECS = {**ACP, **DEBUG}
+ALL_SPECS = {**ACP, **debug.SPECS}
+
+
+def debug_server() -> AcpServer:
+    """A server serving the devkit's diagnostic methods, as `ACP_FSM_DEBUG_METHODS=1` has it."""
+    server = AcpServer()
+    debug.install(server)
+    return server
 
 
 
@@ -63,38 +67,46 @@ VALID_INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {}}
 SYNC_HANDLERS = {"session/prompt", "session/cancel"}
 
 
-@pytest.mark.parametrize("name", sorted(ALL_SERVED))
-def test_every_served_method_has_a_handler(name: str) -> None:
-    entry = ALL_SERVED[name]
-    handler = getattr(AcpServer, entry.handler, None)
-    assert handler is not None, f"AcpServer has no {entry.handler} for {name}"
+def test_every_served_method_has_its_handler_bound() -> None:
+    server = debug_server()
+    assert server._handlers.keys() == server.registry.served.keys()
+    assert AcpServer()._handlers.keys() == SERVED.keys()
+
+
+@pytest.mark.parametrize("name", sorted(SERVED))
+def test_handlers_run_in_the_reader_only_where_meant(name: str) -> None:
+    handler = AcpServer()._handlers[name]
     assert inspect.iscoroutinefunction(handler) is (name not in SYNC_HANDLERS)
 
 
-def test_every_handler_is_registered() -> None:
-    handlers = {name for name in dir(AcpServer) if name.startswith("on_")}
-    registered = {entry.handler for entry in ALL_SERVED.values()}
-    assert handlers == registered
-
-
-def test_handler_names() -> None:
-    assert Served("session/set_mode").handler == "on_session_set_mode"
-    assert Served("_acp_fsm/sleep").handler == "on_debug_sleep"
-    assert SERVED["initialize"].handler == "on_initialize"
+def test_every_handler_is_bound() -> None:
+    methods = {name for name in dir(AcpServer) if name.startswith("on_")}
+    bound = {handler.__name__ for handler in AcpServer()._handlers.values()}
+    assert methods == bound
 
 
 def test_served_methods_exist_in_the_protocol_and_are_inbound() -> None:
     for name in SERVED:
         assert name in ACP
         assert ACP[name].inbound
-    for name in DEBUG_SERVED:
+    extension = debug_server().registry.served.keys() - SERVED.keys()
+    assert extension == debug.SPECS.keys()
+    for name in extension:
         assert name.startswith("_acp_fsm/")
-        assert name in DEBUG and name not in ACP
-        assert DEBUG[name].inbound
+        assert name not in ACP
+        assert debug.SPECS[name].inbound
+
+
+def test_an_extension_may_not_redefine_a_method() -> None:
+    with pytest.raises(ValueError, match="redefines"):
+        PROTOCOL.extend({"initialize": ACP["initialize"]}, ())
+    with pytest.raises(ValueError, match="inbound"):
+        PROTOCOL.extend({}, (Served("session/update"),))
 
 
 def test_only_initialize_fires_the_initialize_trigger() -> None:
-    triggers = {name: entry.trigger for name, entry in ALL_SERVED.items() if entry.trigger}
+    served = debug_server().registry.served
+    triggers = {name: entry.trigger for name, entry in served.items() if entry.trigger}
     assert triggers == {"initialize": HandshakeTrigger.INITIALIZE}
 
 
@@ -121,17 +133,17 @@ def test_acp_index_has_the_core_methods() -> None:
     assert not ACP["fs/read_text_file"].inbound
 
 
-def test_spec_of_and_served_hide_extensions_unless_debug() -> None:
-    assert spec_of("_acp_fsm/sleep") is None
-    assert spec_of("_acp_fsm/sleep", debug=True) is DEBUG["_acp_fsm/sleep"]
-    assert served("_acp_fsm/sleep") is None
-    assert served("_acp_fsm/sleep", debug=True) is DEBUG_SERVED["_acp_fsm/sleep"]
-    assert served("initialize") is SERVED["initialize"]
+def test_extensions_are_known_only_where_installed() -> None:
+    assert PROTOCOL.spec_of("_acp_fsm/sleep") is None
+    assert "_acp_fsm/sleep" not in PROTOCOL.served
+    extended = debug_server().registry
+    assert extended.spec_of("_acp_fsm/sleep") is debug.SPECS["_acp_fsm/sleep"]
+    assert extended.spec_of("initialize") is ACP["initialize"]
 
 
-def test_served_is_none_for_a_method_not_served(unserved: str) -> None:
-    assert spec_of(unserved) is ACP[unserved]
-    assert served(unserved, debug=True) is None
+def test_a_method_not_served_is_known_but_not_routed(unserved: str) -> None:
+    assert PROTOCOL.spec_of(unserved) is ACP[unserved]
+    assert unserved not in debug_server().registry.served
 
 
 # ------------------------------------------------------------------ capabilities
@@ -231,15 +243,16 @@ def test_initialize_result_is_not_shared_state() -> None:
 
 
 def refused(
-    state: str, method: str, params: object, *, request: bool = True, debug: bool = False
+    state: str, method: str, params: object, *, request: bool = True,
+    registry: Registry = PROTOCOL,
 ) -> RpcError:
     with pytest.raises(RpcError) as caught:
-        route(state, method, params, request=request, debug=debug)
+        registry.route(state, method, params, request=request)
     return caught.value
 
 
 def test_route_initialize() -> None:
-    entry = route("uninitialized", "initialize", VALID_INITIALIZE, request=True, debug=False)
+    entry = PROTOCOL.route("uninitialized", "initialize", VALID_INITIALIZE, request=True)
     assert entry is SERVED["initialize"]
     assert entry.trigger == HandshakeTrigger.INITIALIZE
 
@@ -320,10 +333,12 @@ def test_route_while_closing(state: str) -> None:
     assert error.code == -32603
 
 
-def test_route_debug_methods_only_when_enabled() -> None:
-    entry = route("initialized", "_acp_fsm/sleep", {"ms": 1}, request=True, debug=True)
-    assert entry is DEBUG_SERVED["_acp_fsm/sleep"]
-    error = refused("initialized", "_acp_fsm/sleep", {"ms": "1"}, debug=True)
+def test_route_debug_methods_only_when_installed() -> None:
+    registry = debug_server().registry
+    entry = registry.route("initialized", "_acp_fsm/sleep", {"ms": 1}, request=True)
+    assert entry is registry.served["_acp_fsm/sleep"]
+    assert type(refused("initialized", "_acp_fsm/sleep", {"ms": 1})) is MethodNotFound
+    error = refused("initialized", "_acp_fsm/sleep", {"ms": "1"}, registry=registry)
     assert type(error) is InvalidParams
     assert "ms" in error.message
 
@@ -332,7 +347,7 @@ def test_route_authenticate_params() -> None:
     error = refused("initialized", "authenticate", {})
     assert type(error) is InvalidParams
     assert "methodId" in error.message
-    entry = route("initialized", "authenticate", {"methodId": "x"}, request=True, debug=False)
+    entry = PROTOCOL.route("initialized", "authenticate", {"methodId": "x"}, request=True)
     assert entry is SERVED["authenticate"]
 
 
@@ -389,33 +404,33 @@ PERMISSION = "session/request_permission"
 
 
 def test_timeout_default(clean_env: pytest.MonkeyPatch) -> None:
-    assert config.client_rpc_timeout_ms() == 30000
-    assert config.client_rpc_timeout_ms("fs/read_text_file") == 30000
-    assert config.client_rpc_timeout_ms(PERMISSION) == 30000
+    assert environment.client_rpc_timeout_ms() == 30000
+    assert environment.client_rpc_timeout_ms("fs/read_text_file") == 30000
+    assert environment.client_rpc_timeout_ms(PERMISSION) == 30000
 
 
 def test_timeout_override(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", "1500")
-    assert config.client_rpc_timeout_ms("fs/read_text_file") == 1500
-    assert config.client_rpc_timeout_ms(PERMISSION) == 1500
+    assert environment.client_rpc_timeout_ms("fs/read_text_file") == 1500
+    assert environment.client_rpc_timeout_ms(PERMISSION) == 1500
 
 
 def test_permission_timeout_only_for_permission_requests(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", "1500")
     clean_env.setenv("ACP_PERMISSION_TIMEOUT_MS", "600000")
-    assert config.client_rpc_timeout_ms(PERMISSION) == 600000
-    assert config.client_rpc_timeout_ms("fs/read_text_file") == 1500
-    assert config.client_rpc_timeout_ms("terminal/create") == 1500
-    assert config.client_rpc_timeout_ms() == 1500
+    assert environment.client_rpc_timeout_ms(PERMISSION) == 600000
+    assert environment.client_rpc_timeout_ms("fs/read_text_file") == 1500
+    assert environment.client_rpc_timeout_ms("terminal/create") == 1500
+    assert environment.client_rpc_timeout_ms() == 1500
 
 
 def test_zero_means_no_limit_and_is_allowed(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", "0")
-    assert config.client_rpc_timeout_ms("fs/read_text_file") == 0
+    assert environment.client_rpc_timeout_ms("fs/read_text_file") == 0
     clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", "100")
     clean_env.setenv("ACP_PERMISSION_TIMEOUT_MS", "0")
-    assert config.client_rpc_timeout_ms(PERMISSION) == 0
-    assert config.client_rpc_timeout_ms("fs/read_text_file") == 100
+    assert environment.client_rpc_timeout_ms(PERMISSION) == 0
+    assert environment.client_rpc_timeout_ms("fs/read_text_file") == 100
 
 
 @pytest.mark.parametrize("raw", ["abc", "-5", "1.5", "10ms", "0x10"])
@@ -423,7 +438,7 @@ def test_garbage_timeout_falls_back_with_a_warning(
     clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], raw: str
 ) -> None:
     clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", raw)
-    assert config.client_rpc_timeout_ms("fs/read_text_file") == 30000
+    assert environment.client_rpc_timeout_ms("fs/read_text_file") == 30000
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "ACP_CLIENT_RPC_TIMEOUT_MS" in captured.err
@@ -432,7 +447,7 @@ def test_garbage_timeout_falls_back_with_a_warning(
 @pytest.mark.parametrize("raw", ["", "   "])
 def test_blank_timeout_is_the_default(clean_env: pytest.MonkeyPatch, raw: str) -> None:
     clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", raw)
-    assert config.client_rpc_timeout_ms() == 30000
+    assert environment.client_rpc_timeout_ms() == 30000
 
 
 def test_garbage_permission_timeout_falls_back_to_client_timeout(
@@ -440,13 +455,13 @@ def test_garbage_permission_timeout_falls_back_to_client_timeout(
 ) -> None:
     clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", "2500")
     clean_env.setenv("ACP_PERMISSION_TIMEOUT_MS", "forever")
-    assert config.client_rpc_timeout_ms(PERMISSION) == 2500
+    assert environment.client_rpc_timeout_ms(PERMISSION) == 2500
     assert "ACP_PERMISSION_TIMEOUT_MS" in capsys.readouterr().err
 
 
 def test_whitespace_around_a_number_is_accepted(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", " 750 ")
-    assert config.client_rpc_timeout_ms() == 750
+    assert environment.client_rpc_timeout_ms() == 750
 
 
 # ------------------------------------------------------------------ redaction
@@ -524,7 +539,7 @@ def test_secret_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-12345678")
     monkeypatch.setenv("SHORT_SECRET", "abc")  # too short to be worth matching
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    values = set(config.secret_values())
+    values = set(environment.secret_values())
     assert {"sk-openai-abcdefgh", "tok-12345678"} <= values
     assert "abc" not in values
 

@@ -8,7 +8,7 @@ import json
 import orjson
 import pytest
 
-from acp_fsm import config
+from acp_fsm import environment
 from acp_fsm.redact import REDACTED, Secrets, command_environment
 
 KEY = "sk-test-0123456789abcdef"
@@ -47,7 +47,7 @@ def test_commands_get_neither_keys_nor_our_variables(monkeypatch: pytest.MonkeyP
                  "ACP_PERMISSION_TIMEOUT_MS", "HOLDS_THE_KEY"):
         assert name not in env
     assert env["GITHUB_TOKEN"] == "ghp_kept-for-gh-0000"  # a command may need it
-    assert "ghp_kept-for-gh-0000" in config.secret_values()  # and its output is scrubbed
+    assert "ghp_kept-for-gh-0000" in environment.secret_values()  # and its output is scrubbed
 
 
 def test_a_dummy_key_strips_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:

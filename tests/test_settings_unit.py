@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from acp_fsm import models, settings
-from acp_fsm.providers.config import load_config
+from acp_fsm.providers.endpoint import load_config
 from acp_fsm.settings import Settings
 
 

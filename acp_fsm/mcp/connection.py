@@ -17,21 +17,21 @@ import signal
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Any
 
+import httpx2
 import mcp_types as types
 import structlog
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
-from acp_fsm import __version__, config
+from acp_fsm import __version__, environment
 from acp_fsm.mcp.specs import ServerSpec
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
-from acp_fsm.tools.process import proc_stat, signal_group
-from acp_fsm.tools.reaper import REAPER
+from acp_fsm.system.groups import proc_stat, signal_group
+from acp_fsm.system.reaper import REAPER
 
 log = structlog.get_logger("mcp")
 
@@ -42,6 +42,9 @@ STDERR_LINE_CHARS = 500
 CLOSE_GRACE_S = 0.5
 KILLED_WAIT_S = 1.0  # for the SDK to see the killed server and wind down
 SSE_QUIET_S = 24 * 3600.0  # how long an SSE server's event stream may stay silent
+# An HTTP server's connect, write and pool limits (its responses may stay silent as long as an
+# SSE stream: a tool call is bounded by the call's own time limit).
+HTTP_TIMEOUT_S = 30.0
 CLIENT_INFO = types.Implementation(name="acp-fsm", version=__version__)
 
 
@@ -109,7 +112,7 @@ class McpConnection:
         self.stale = False
         try:
             self.tools = await asyncio.wait_for(_list_tools(session),
-                                                config.mcp_startup_timeout_ms() / 1000)
+                                                environment.mcp_startup_timeout_ms() / 1000)
         except Exception as exc:
             log.warning("mcp_tools_not_listed", server=self.spec.name, error=describe(exc))
         else:
@@ -209,7 +212,9 @@ class McpConnection:
                 client = sse_client(spec.url, headers=dict(spec.headers),
                                     sse_read_timeout=SSE_QUIET_S)
             else:
-                http = create_mcp_http_client(headers=dict(spec.headers))
+                http = httpx2.AsyncClient(headers=dict(spec.headers),
+                                          timeout=httpx2.Timeout(HTTP_TIMEOUT_S,
+                                                                 read=SSE_QUIET_S))
                 stack.push_async_callback(http.aclose)
                 client = streamable_http_client(spec.url, http_client=http)
             return await stack.enter_async_context(client)

@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import config
+from acp_fsm import environment
 from acp_fsm.blocking import run_blocking
 from acp_fsm.mcp.specs import ServerSpec, server_specs, tool_name
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 
 if TYPE_CHECKING:
+    import mcp_types as types
+
     from acp_fsm.mcp.connection import McpConnection
-    from acp_fsm.tools.base import Tool
 
 log = structlog.get_logger("mcp")
 
@@ -62,14 +63,12 @@ class McpServers:
         import included)."""
         await asyncio.gather(*(self._start(spec) for spec in self.specs))
 
-    async def tools(self) -> dict[str, Tool]:
+    async def offered(self) -> dict[str, tuple[McpConnection, types.Tool]]:
         """The tools of the servers running now (listed again where a server said they
-        changed), by the name the model sees."""
-        from acp_fsm.mcp.tool import McpTool
-
+        changed), each with its server, by the name the model sees."""
         running = [self._running[s.name] for s in self.specs if s.name in self._running]
         await asyncio.gather(*(c.refresh_tools() for c in running if c.alive))
-        tools: dict[str, Tool] = {}
+        offered: dict[str, tuple[McpConnection, types.Tool]] = {}
         for connection in running:
             if not connection.alive:
                 continue
@@ -78,8 +77,8 @@ class McpServers:
                 name = self._names.get(key)
                 if name is None:
                     name = self._names[key] = tool_name(*key, self._taken)
-                tools[name] = McpTool(connection, tool, name)
-        return tools
+                offered[name] = (connection, tool)
+        return offered
 
     def retry(self) -> None:
         """Start again, in the background, each server that failed or was lost."""
@@ -118,7 +117,7 @@ class McpServers:
     async def _start(self, spec: ServerSpec) -> None:
         """Start one server within the start-up timeout, counted from now: loading the SDK
         counts in it (the first session with servers waits for that)."""
-        timeout_s = config.mcp_startup_timeout_ms() / 1000
+        timeout_s = environment.mcp_startup_timeout_ms() / 1000
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         try:

@@ -14,9 +14,7 @@ never waits for the file system.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 import stat
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -25,6 +23,7 @@ import structlog
 
 from acp_fsm.blocking import run_blocking
 from acp_fsm.small_files import READ_FLAGS, kind_of
+from acp_fsm.system.files import atomic_write
 from acp_fsm.tools.base import Drafts, ToolEnv
 from acp_fsm.tools.common import (
     FileMissing,
@@ -163,34 +162,6 @@ async def store_text(env: ToolEnv, path: Path, shown: str, content: str) -> None
         await run_blocking(env.token, atomic_write, path, content)
     except OSError as exc:
         raise ToolError(f"Could not write {shown}: {describe_os_error(exc)}") from exc
-
-
-def atomic_write(path: Path, content: str, *, mode: int | None = None) -> None:
-    """Replace `path` with `content` (UTF-8) so readers see the old or the new file, never part.
-
-    The text goes to a temporary file in the same directory (same file system), is flushed to
-    disk, then renamed over the target. Missing parent directories are created. The file gets
-    `mode` when one is given (from the start, whatever the umask: a secret is never readable
-    by others, even for a moment); otherwise an existing file keeps its permission bits and a
-    new one gets the usual umask-derived mode.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if mode is None:
-        with contextlib.suppress(FileNotFoundError):
-            mode = stat.S_IMODE(path.stat().st_mode)
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else mode)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            if mode is not None:
-                os.fchmod(handle.fileno(), mode)
-            handle.write(content.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
 
 
 def diff_block(path: Path, old_text: str | None, new_text: str) -> dict[str, Any]:

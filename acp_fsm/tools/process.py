@@ -5,15 +5,12 @@ acp-fsm's own variables in its environment (`acp_fsm.redact`), reads /dev/null a
 stdout and stderr to one pipe of its own: it can never touch the agent's protocol stdout
 and the shell and everything it started can be stopped together. When the shell
 exits, children it left in the background are stopped too, so no call leaks processes; and
-`acp_fsm.tools.reaper` kills the group if the agent itself dies first.
+`acp_fsm.system.reaper` kills the group if the agent itself dies first.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,28 +20,21 @@ import structlog
 from acp_fsm import redact
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.redact import command_environment
+from acp_fsm.system.groups import group_alive, settle, stop_group
+from acp_fsm.system.reaper import REAPER
 from acp_fsm.tools.common import ToolError, describe_os_error
-from acp_fsm.tools.reaper import REAPER
 
 log = structlog.get_logger("acp.tools")
 
 # Output kept for the model: the first HEAD and the last TAIL bytes; the middle is counted.
 OUTPUT_HEAD_BYTES = 16 * 1024
 OUTPUT_TAIL_BYTES = 48 * 1024
-# After SIGTERM, how long the process group has to exit before SIGKILL (the command's own
-# time-out, which nobody waits on urgently); also how long the shell's exit is then awaited.
-KILL_GRACE_SECONDS = 2.0
 # The same on a cancel, whose answer waits for it: a command that ignores SIGTERM must not
 # delay the `cancelled` answer to the prompt (ACP session/cancel).
 CANCEL_KILL_GRACE_SECONDS = 0.2
 # On a cancel, how long the SIGKILLed shell's exit is awaited before the call returns; the event
 # loop's child watcher reaps it in the background when it takes longer.
 CANCEL_REAP_SECONDS = 0.3
-# How often the group is checked while it shuts down.
-GROUP_POLL_SECONDS = 0.02
-# The first look at a signalled group comes this soon; the wait doubles up to the poll period,
-# so a group that dies at once (the common case) is seen dead within a millisecond or two.
-FIRST_POLL_SECONDS = 0.0005
 # After the shell exits, how long output still in flight (or held by children) is awaited.
 PIPE_DRAIN_SECONDS = 0.5
 # A UTF-8 character is at most 4 bytes: at most 3 continuation bytes start a cut tail.
@@ -108,58 +98,6 @@ class LocalResult:
     stopped_background: bool
 
 
-def signal_group(pgid: int, signum: int) -> bool:
-    """Send `signum` to the group; False when no process of it could be signalled."""
-    try:
-        os.killpg(pgid, signum)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
-def proc_stat(pid: int | bytes) -> list[bytes] | None:
-    """The fields of `/proc/<pid>/stat` after "pid (comm)": state, ppid, pgrp, ...; None
-    when the process is gone (raw reads: a cancel waits on the scans that use this)."""
-    name = pid if isinstance(pid, bytes) else str(pid).encode()
-    try:
-        fd = os.open(b"/proc/" + name + b"/stat", os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        return os.read(fd, 4096).rsplit(b")", 1)[-1].split()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _live_member_in_proc(pgid: int) -> bool:
-    """Scan /proc for a non-zombie process in group `pgid`.
-
-    An orphaned child that died stays a zombie, and still counts for killpg, until init reaps
-    it; a container whose init never reaps would otherwise look busy forever.
-    """
-    for name in os.listdir(b"/proc"):
-        if not name.isdigit():
-            continue
-        try:  # getpgid first: a system call, where reading every stat file took a millisecond
-            if os.getpgid(int(name)) != pgid:
-                continue
-        except OSError:
-            continue  # gone meanwhile
-        fields = proc_stat(name)
-        if fields and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
-
-
-def group_alive(pgid: int) -> bool:
-    """True while a live (non-zombie) process belongs to process group `pgid`."""
-    if not signal_group(pgid, 0):
-        return False
-    return _live_member_in_proc(pgid) if os.path.isdir("/proc") else True
-
-
 class _CommandProtocol(asyncio.SubprocessProtocol):
     """Feeds the child's output to a capture and signals exit and end of output separately.
 
@@ -183,33 +121,6 @@ class _CommandProtocol(asyncio.SubprocessProtocol):
     def process_exited(self) -> None:
         if not self.exited.done():
             self.exited.set_result(None)
-
-
-async def _settle(future: asyncio.Future[None], seconds: float) -> bool:
-    """Wait up to `seconds` for `future` without cancelling it; True when it is done."""
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(asyncio.shield(future), seconds)
-    return future.done()
-
-
-async def stop_group(pgid: int, exited: asyncio.Future[None], *,
-                     grace: float = KILL_GRACE_SECONDS, reap: float = KILL_GRACE_SECONDS) -> None:
-    """SIGTERM the command's process group, SIGKILL what is left after `grace` seconds, and
-    wait (at most `reap` seconds) until the shell, which leads the group, has exited."""
-    if signal_group(pgid, signal.SIGTERM):  # a group of zombies only is seen dead below
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + grace
-        delay = FIRST_POLL_SECONDS
-        while (left := deadline - loop.time()) > 0:
-            if exited.done():
-                if not group_alive(pgid):
-                    break
-                await asyncio.sleep(min(delay, left))  # polled: exits of other processes
-            else:
-                await _settle(exited, min(delay, left))  # wakes as soon as the shell exits
-            delay = min(delay * 2, GROUP_POLL_SECONDS)
-        signal_group(pgid, signal.SIGKILL)  # a no-op when everything already exited
-    await _settle(exited, reap)
 
 
 async def run_local(command: str, cwd: Path, seconds: float,
@@ -243,7 +154,7 @@ async def run_local(command: str, cwd: Path, seconds: float,
         except TimeoutError:
             timed_out = True
         else:
-            await _settle(protocol.output_closed, PIPE_DRAIN_SECONDS)
+            await settle(protocol.output_closed, PIPE_DRAIN_SECONDS)
             stopped_background = group_alive(pgid)
         quick = False
     finally:
@@ -256,7 +167,7 @@ async def run_local(command: str, cwd: Path, seconds: float,
             REAPER.stopped(pgid)  # SIGKILLed: not when the stop itself was interrupted
             if not quick:
                 # Only a process that left the group (e.g. with setsid) can hold the pipe now.
-                await _settle(protocol.output_closed, PIPE_DRAIN_SECONDS)
+                await settle(protocol.output_closed, PIPE_DRAIN_SECONDS)
         finally:
             transport.close()
     return LocalResult(transport.get_returncode(), timed_out, capture.text(), stopped_background)

@@ -28,13 +28,13 @@ from acp_fsm import redact
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.redact import Secrets, command_environment
 from acp_fsm.small_files import READ_FLAGS
+from acp_fsm.system.groups import signal_group
+from acp_fsm.system.reaper import REAPER
 from acp_fsm.tools.base import ToolEnv, ToolOutcome
 from acp_fsm.tools.common import BaseTool, ToolError, describe_os_error, plural
 from acp_fsm.tools.files import looks_binary, split_lines
 from acp_fsm.tools.globs import GlobFilter
 from acp_fsm.tools.paths import inside_roots, utf8_text
-from acp_fsm.tools.process import signal_group
-from acp_fsm.tools.reaper import REAPER
 from acp_fsm.updates import text_block
 
 # Matching lines reported before the search stops.

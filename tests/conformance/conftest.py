@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from acp_fsm import schemas
-from acp_fsm.schema_check import OfficialSchema, SessionRun, run_session
+from acp_fsm.devkit.schema_check import OfficialSchema, SessionRun, run_session
 from tests.conformance.generate import Generator
 from tests.official_schema import NO_SCHEMA, locate_schema
 

@@ -19,7 +19,7 @@ import pytest
 from jsonschema.exceptions import best_match
 
 from acp_fsm import schemas
-from acp_fsm.schema_check import AGENT, CLIENT, OfficialSchema, own_methods
+from acp_fsm.devkit.schema_check import AGENT, CLIENT, OfficialSchema, own_methods
 from tests.conformance.generate import Examples, Generator, show
 
 # Official methods the project's index leaves out: agent-initiated, and acp-fsm never sends them.

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from acp_fsm.editor import Record
-from acp_fsm.schema_check import OfficialSchema
+from acp_fsm.devkit.editor import Record
+from acp_fsm.devkit.schema_check import OfficialSchema
 from tests.conftest import assert_clean
 
 

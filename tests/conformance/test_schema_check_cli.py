@@ -1,4 +1,4 @@
-"""`python -m acp_fsm.schema_check` (what `acp-fsm schema-check` runs): the table, the totals
+"""`python -m acp_fsm.devkit.schema_check` (what `acp-fsm schema-check` runs): the table, the totals
 line and the exit status, including when the official schema is missing or disagrees."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_fsm.schema_check import SCHEMA_ENV, OfficialSchema, expected_rows, main
+from acp_fsm.devkit.schema_check import SCHEMA_ENV, OfficialSchema, expected_rows, main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,7 +20,7 @@ def schema_check(*args: str, schema: str | None = None) -> subprocess.CompletedP
     env = dict(os.environ)
     if schema is not None:
         env[SCHEMA_ENV] = schema
-    return subprocess.run([sys.executable, "-m", "acp_fsm.schema_check", *args], env=env,
+    return subprocess.run([sys.executable, "-m", "acp_fsm.devkit.schema_check", *args], env=env,
                           cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
 
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from acp_fsm.schema_check import REGISTRY_ENV, SCHEMA_ENV, OfficialSchema
-from acp_fsm.schema_check.source import SCHEMA_MEMBER, SCHEMA_SHA256, SDK_VERSION
+from acp_fsm.devkit.schema_check import REGISTRY_ENV, SCHEMA_ENV, OfficialSchema
+from acp_fsm.devkit.schema_check.source import SCHEMA_MEMBER, SCHEMA_SHA256, SDK_VERSION
 from tests.harness import ROOT, agent_env
 
 DOCUMENT = "/@agentclientprotocol%2fsdk/" + SDK_VERSION  # npm's own form of a scoped name

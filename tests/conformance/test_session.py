@@ -1,4 +1,4 @@
-"""The scripted session (`acp_fsm.schema_check.run_session`): every message the agent wrote,
+"""The scripted session (`acp_fsm.devkit.schema_check.run_session`): every message the agent wrote,
 checked against the official ACP schema and the project's own, one test per method and
 direction; then that the session exercised what it is meant to (methods, update kinds, error
 codes, content kinds, permission answers, cancellation both ways, replay, pagination)."""
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from acp_fsm.schema_check import (
+from acp_fsm.devkit.schema_check import (
     CALLS,
     CLIENT,
     HOLD,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_fsm.providers.scripted import ScriptedProvider
+from acp_fsm.devkit.provider import ScriptedProvider
 from tests.e2e.support import Launcher
 
 

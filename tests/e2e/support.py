@@ -1,6 +1,6 @@
 """The client side of the end-to-end suite.
 
-`Agent` is one real `acp-fsm` process with the product's scripted `Editor` (`acp_fsm.editor`)
+`Agent` is one real `acp-fsm` process with the product's scripted `Editor` (`acp_fsm.devkit.editor`)
 answering its requests (permission answers from a queue, in-memory buffers for fs/*, scripted
 terminals; a request the agent withdraws stays held, for the test to answer late).
 Turns are read back from the process's message log, so a test can check exactly which updates
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from acp_fsm.editor import Editor
-from acp_fsm.providers.scripted import RecordedRequest, ScriptedProvider
+from acp_fsm.devkit.editor import Editor
+from acp_fsm.devkit.provider import RecordedRequest, ScriptedProvider
 from tests.conftest import assert_clean
 from tests.harness import AgentProcess, agent_env, wait_until
 

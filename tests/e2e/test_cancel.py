@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_fsm.editor import HOLD
-from acp_fsm.providers.scripted import (
+from acp_fsm.devkit.editor import HOLD
+from acp_fsm.devkit.provider import (
     Call,
     Hang,
     HttpError,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from acp_fsm.compaction import NOTHING_TO_COMPACT, OMITTED, SUMMARY_HEADER, SUMMARY_REQUEST
-from acp_fsm.providers.scripted import (
+from acp_fsm.devkit.provider import (
     Call,
     Hang,
     HttpError,

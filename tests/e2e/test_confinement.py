@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
+from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
 from tests.e2e.support import Launcher, args, tool_results
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from acp_fsm.providers.scripted import Call, Hang, Reply, ScriptedProvider
+from acp_fsm.devkit.provider import Call, Hang, Reply, ScriptedProvider
 from tests.e2e.support import (
     Agent,
     Launcher,

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_fsm.editor import HOLD
-from acp_fsm.providers.scripted import Call, Hang, Reply, ScriptedProvider
+from acp_fsm.devkit.editor import HOLD
+from acp_fsm.devkit.provider import Call, Hang, Reply, ScriptedProvider
 from tests.e2e.support import Agent, Launcher, args, stored, unique_sleep, wait_until
 from tests.harness import live_processes
 from tests.timing import INTERRUPTED_S

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from acp_fsm.providers.scripted import RecordedRequest, Reply, ScriptedProvider
+from acp_fsm.devkit.provider import RecordedRequest, Reply, ScriptedProvider
 from tests.e2e.support import Launcher, of_kind
 
 

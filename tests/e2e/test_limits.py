@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from acp_fsm.devkit.provider import Reply, ScriptedProvider
 from acp_fsm.limits import MAX_DIRECTORIES, MAX_ECHO_CHARS, MAX_NESTING, MAX_PATH_CHARS
-from acp_fsm.providers.scripted import Reply, ScriptedProvider
 from acp_fsm.store import MAX_BODY_BYTES
 from tests.e2e.support import Launcher, stored
 

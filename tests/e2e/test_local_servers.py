@@ -1,5 +1,5 @@
 """The agent on local OpenAI-compatible servers, each answering as the real one does
-(`acp_fsm.providers.scripted.local`, recorded answers in tests/recorded): tool turns that go on
+(`acp_fsm.devkit.provider.local`, recorded answers in tests/recorded): tool turns that go on
 turn after turn, errors that read as one line, a context that fills up without ending the
 session, the server's own model and window."""
 
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from acp_fsm.compaction import SUMMARY_REQUEST
-from acp_fsm.providers.scripted import (
+from acp_fsm.devkit.provider import (
     LLAMA_CPP,
     LLAMA_CPP_PYTHON,
     LM_STUDIO,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
+from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
 from tests.e2e.support import Launcher, args, for_call, stored, tool_results
 from tests.e2e.test_mcp import (
     SERVER,

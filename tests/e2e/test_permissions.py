@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from acp_fsm.editor import HOLD
-from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
+from acp_fsm.devkit.editor import HOLD
+from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
 from tests.e2e.support import (
     Agent,
     Launcher,

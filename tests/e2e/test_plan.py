@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
+from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
 from tests.e2e.support import Launcher, args, for_call, statuses, tool_results
 
 PLAN = [{"content": "Read the code", "priority": "high", "status": "completed"},

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from acp_fsm.editor import HOLD
-from acp_fsm.providers.scripted import Call, ErrorEvent, Reply, ScriptedProvider
+from acp_fsm.devkit.editor import HOLD
+from acp_fsm.devkit.provider import Call, ErrorEvent, Reply, ScriptedProvider
 from tests.e2e.support import (
     EDITOR,
     SETTLE_S,

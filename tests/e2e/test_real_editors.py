@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from acp_fsm.editor import EditorError
-from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
+from acp_fsm.devkit.editor import EditorError
+from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
 from tests.e2e.support import (
     EDITOR,
     Agent,

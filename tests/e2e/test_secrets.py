@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acp_fsm.providers.scripted import Call, HttpError, Reply, ScriptedProvider
+from acp_fsm.devkit.provider import Call, HttpError, Reply, ScriptedProvider
 from tests.e2e.support import (
     API_KEY,
     BARE,

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from acp_fsm.editor import HOLD
-from acp_fsm.providers.scripted import Call, Hang, Reply, ScriptedProvider
+from acp_fsm.devkit.editor import HOLD
+from acp_fsm.devkit.provider import Call, Hang, Reply, ScriptedProvider
 from acp_fsm.transcript import LOST, NOT_STARTED
 from tests.e2e.support import (
     EDITOR,

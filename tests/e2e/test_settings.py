@@ -8,8 +8,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from acp_fsm.editor import HOLD
-from acp_fsm.providers.scripted import Call, HttpError, Reply, ScriptedProvider
+from acp_fsm.devkit.editor import HOLD
+from acp_fsm.devkit.provider import Call, HttpError, Reply, ScriptedProvider
 from tests.e2e.support import (
     SETTLE_S,
     Agent,

@@ -9,7 +9,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from acp_fsm.providers.scripted import Reply, ScriptedProvider
+from acp_fsm.devkit.provider import Reply, ScriptedProvider
 from tests.e2e.support import Launcher, wait_until
 from tests.timing import INTERRUPTED_S
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
+from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
 from tests.e2e.support import (
     BARE,
     EDITOR,

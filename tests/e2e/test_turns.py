@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_fsm.providers.scripted import Call, Drop, ErrorEvent, HttpError, Reply, ScriptedProvider
+from acp_fsm.devkit.provider import Call, Drop, ErrorEvent, HttpError, Reply, ScriptedProvider
 from acp_fsm.providers.types import StopReason
 from tests.e2e.support import (
     API_KEY,

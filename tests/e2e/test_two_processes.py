@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from acp_fsm.editor import HOLD
-from acp_fsm.providers.scripted import Call, Reply, ScriptedProvider
+from acp_fsm.devkit.editor import HOLD
+from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
 from tests.e2e.support import (
     Agent,
     Launcher,

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from acp_fsm.providers.scripted import RecordedRequest, ScriptedProvider
+from acp_fsm.devkit.provider import RecordedRequest, ScriptedProvider
 from tests.e2e.support import tool_results as e2e_tool_results
 from tests.harness import agent_command, agent_env
 

@@ -52,7 +52,7 @@ from acp.schema import (
 )
 from pydantic import BaseModel
 
-from acp_fsm.providers.scripted import Call, Hang, Reply, ScriptedProvider
+from acp_fsm.devkit.provider import Call, Hang, Reply, ScriptedProvider
 from tests.harness import wait_until
 from tests.interop.support import (
     SETUP_UPDATES,

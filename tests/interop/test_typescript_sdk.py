@@ -24,7 +24,7 @@ from typing import Any, Final
 
 import pytest
 
-from acp_fsm.providers.scripted import (
+from acp_fsm.devkit.provider import (
     Call,
     Disconnect,
     Hang,

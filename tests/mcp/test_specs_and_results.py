@@ -7,7 +7,7 @@ import mcp_types as types
 
 from acp_fsm.mcp import connection
 from acp_fsm.mcp.specs import MAX_TOOL_NAME, ServerSpec, server_specs, tool_name
-from acp_fsm.mcp.tool import EMPTY_RESULT, McpTool, model_schema, outcome
+from acp_fsm.tools.mcp import EMPTY_RESULT, McpTool, model_schema, outcome
 
 
 def test_the_three_kinds_of_entry_are_read() -> None:

@@ -10,10 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from acp_fsm.protocol.cancel import CancellationToken, Cancelled
-from acp_fsm.providers.config import ProviderConfig
-from acp_fsm.providers.errors import StreamCancelled
-from acp_fsm.providers.scripted import (
+from acp_fsm.devkit.provider import (
     Call,
     Hang,
     HttpError,
@@ -22,6 +19,9 @@ from acp_fsm.providers.scripted import (
     ScriptedProvider,
     render_openai,
 )
+from acp_fsm.protocol.cancel import CancellationToken, Cancelled
+from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.errors import StreamCancelled
 from acp_fsm.providers.types import (
     AssistantMessage,
     Event,

@@ -9,7 +9,7 @@ import pytest
 from multidict import CIMultiDict
 
 from acp_fsm.providers import http
-from acp_fsm.providers.config import ConfigError, ProviderConfig, load_config
+from acp_fsm.providers.endpoint import ConfigError, ProviderConfig, load_config
 from acp_fsm.providers.http import MAX_RETRY_AFTER_S, RETRYABLE_STATUSES, retry_delay
 
 SECRET = "sk-ant-api03-SECRET-do-not-print"

@@ -9,11 +9,7 @@ from itertools import pairwise
 
 import pytest
 
-from acp_fsm.protocol.cancel import CancellationToken
-from acp_fsm.providers import http
-from acp_fsm.providers.config import ProviderConfig
-from acp_fsm.providers.errors import ProviderError
-from acp_fsm.providers.scripted import (
+from acp_fsm.devkit.provider import (
     Drop,
     ErrorEvent,
     Hang,
@@ -23,6 +19,10 @@ from acp_fsm.providers.scripted import (
     ScriptedProvider,
     render_anthropic,
 )
+from acp_fsm.protocol.cancel import CancellationToken
+from acp_fsm.providers import http
+from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.types import Event, Finished, TextDelta
 from tests.providers.conftest import (
     API_KEY,

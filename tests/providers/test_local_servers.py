@@ -11,11 +11,7 @@ import aiohttp
 import pytest
 
 from acp_fsm.compatible import probe
-from acp_fsm.providers import http
-from acp_fsm.providers.config import load_config
-from acp_fsm.providers.errors import ProviderError
-from acp_fsm.providers.openai import OpenAiWire, convert_messages
-from acp_fsm.providers.scripted import (
+from acp_fsm.devkit.provider import (
     LLAMA_CPP,
     LLAMA_CPP_PYTHON,
     LM_STUDIO,
@@ -27,6 +23,10 @@ from acp_fsm.providers.scripted import (
     Reply,
     ScriptedProvider,
 )
+from acp_fsm.providers import http
+from acp_fsm.providers.endpoint import load_config
+from acp_fsm.providers.errors import ProviderError
+from acp_fsm.providers.openai import OpenAiWire, convert_messages
 from acp_fsm.providers.types import (
     AssistantMessage,
     ImagePart,

@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from acp_fsm.providers.scripted import (
+from acp_fsm.devkit.provider import (
     OPENAI_PATH,
     SHUTDOWN_TIMEOUT_S,
     Call,
@@ -347,7 +347,7 @@ async def test_hang_until_disconnect_and_stop_is_prompt(client: aiohttp.ClientSe
 
 async def test_runnable_demo_serves_both_formats(client: aiohttp.ClientSession) -> None:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "acp_fsm.providers.scripted", "--port", "0",
+        sys.executable, "-m", "acp_fsm.devkit.provider", "--port", "0",
         stderr=asyncio.subprocess.PIPE, cwd=PROJECT_ROOT)
     assert process.stderr is not None
     try:

@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from acp_fsm.providers.scripted import (
+from acp_fsm.devkit.provider import (
     DEFAULT_MODELS,
     MODELS_PATH,
     OPENAI_PATH,

@@ -1,5 +1,5 @@
 """The watcher that kills the agent's command groups when the agent dies without cleaning up
-(`acp_fsm.tools.reaper`). Here the agent's death is the watcher's pipe closing."""
+(`acp_fsm.system.reaper`). Here the agent's death is the watcher's pipe closing."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import signal
 import subprocess
 import time
 
-from acp_fsm.tools.reaper import Reaper
+from acp_fsm.system.reaper import Reaper
 from tests.timing import INTERRUPTED_S
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from acp_fsm.protocol.cancel import Cancelled
+from acp_fsm.system import groups
 from acp_fsm.tools import process
 from acp_fsm.tools.process import OutputCapture
 from acp_fsm.tools.run_command import MAX_TIMEOUT_MS
@@ -168,8 +169,8 @@ async def test_cancel_of_a_command_that_ignores_sigterm_is_quick(env: Env,
     env.token.cancel()
     with pytest.raises(Cancelled):
         await task
-    assert time.monotonic() - fired < process.KILL_GRACE_SECONDS  # not the long grace
-    await wait_until(lambda: not process.group_alive(shell), "the group to be gone", 1.0)
+    assert time.monotonic() - fired < groups.KILL_GRACE_SECONDS  # not the long grace
+    await wait_until(lambda: not groups.group_alive(shell), "the group to be gone", 1.0)
 
 
 async def test_a_nul_byte_in_the_command_is_an_error(env: Env) -> None:
@@ -181,16 +182,16 @@ async def test_a_nul_byte_in_the_command_is_an_error(env: Env) -> None:
 def test_a_group_is_alive_while_a_member_runs_and_dead_when_only_zombies_remain() -> None:
     child = subprocess.Popen(["sleep", "30"], start_new_session=True)
     try:
-        assert process.group_alive(child.pid)  # running, in a group of its own
+        assert groups.group_alive(child.pid)  # running, in a group of its own
         os.kill(child.pid, signal.SIGKILL)
         # Not reaped yet: a zombie, which still counts for killpg, but not as alive.
         wait_s = time.monotonic() + INTERRUPTED_S
         while alive(child.pid) and time.monotonic() < wait_s:
             time.sleep(0.001)
-        assert process.proc_stat(child.pid) is not None and not alive(child.pid)
-        assert process.signal_group(child.pid, 0)
-        assert not process.group_alive(child.pid)
+        assert groups.proc_stat(child.pid) is not None and not alive(child.pid)
+        assert groups.signal_group(child.pid, 0)
+        assert not groups.group_alive(child.pid)
     finally:
         child.kill()
         child.wait()
-    assert not process.group_alive(child.pid)  # reaped: no such group at all
+    assert not groups.group_alive(child.pid)  # reaped: no such group at all

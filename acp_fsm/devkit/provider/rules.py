@@ -1,0 +1,387 @@
+"""The rules the real APIs enforce before they stream anything: the API key, the request's
+shape, how tool calls and their results must pair up, the options (`tool_choice`, reasoning,
+thinking) and, when the server has one, the context window. A request that breaks one raises
+`Rejection`, carrying the API's own 4xx error to answer with, so a client that would be
+rejected in production is rejected here."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeGuard
+
+from acp_fsm.devkit.provider.script import HttpError
+from acp_fsm.devkit.provider.wire import json_text
+
+
+class Rejection(Exception):
+    """A request the real API would refuse; carries the HttpError to answer with."""
+
+    def __init__(self, error: HttpError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def reject(message: str, status: int = 400, error_type: str = "invalid_request_error",
+           code: str | None = None, param: str | None = None) -> Rejection:
+    return Rejection(HttpError(status, message, error_type, code, param=param))
+
+
+def _mask(key: str) -> str:
+    return f"{key[:3]}***{key[-4:]}" if len(key) > 8 else "***"
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def estimate_tokens(body: Any) -> int:
+    """The prompt tokens the scripted provider counts for a request body: ceil(n / 4), where n
+    is the number of characters of the compact JSON text (`json_text`) of its `system`,
+    `messages` and `tools`, each counted when present (0 for a body that is not an object)."""
+    if not isinstance(body, dict):
+        return 0
+    parts = (json_text(body[key]) for key in ("system", "messages", "tools") if key in body)
+    return math.ceil(sum(map(len, parts)) / 4)
+
+
+# ---------------------------------------------------------------------------------- OpenAI
+
+
+def _openai_unanswered(ids: Sequence[str]) -> str:
+    return ("An assistant message with 'tool_calls' must be followed by tool messages "
+            "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+            f"response messages: {', '.join(ids)}")
+
+
+OPENAI_TOOL_CHOICES = ("none", "auto", "required")
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+
+
+def _invalid_value(param: str, value: Any, supported: Sequence[str]) -> Rejection:
+    """OpenAI's message for a value outside an enum: "Supported values are: 'a', 'b', and 'c'."""
+    quoted = [f"'{v}'" for v in supported]
+    listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])}, and {quoted[-1]}"
+    return reject(f"Invalid value: '{value}'. Supported values are: {listed}.",
+                  code="invalid_value", param=param)
+
+
+class OpenAiRules:
+    """Chat Completions: a Bearer key; a model, messages and `stream: true`; every assistant
+    message with `tool_calls` followed by one tool message per call."""
+
+    def authenticate(self, headers: Mapping[str, str], key: str) -> None:
+        auth = headers.get("authorization", "")
+        if not auth:
+            raise reject("You didn't provide an API key. You need to provide your API key in "
+                          "an Authorization header using Bearer auth (i.e. Authorization: "
+                          "Bearer YOUR_KEY).", 401)
+        given = auth.removeprefix("Bearer ")
+        if given != key:
+            raise reject(f"Incorrect API key provided: {_mask(given)}. You can find your API "
+                          "key at https://platform.openai.com/account/api-keys.", 401,
+                          code="invalid_api_key")
+
+    def check_headers(self, headers: Mapping[str, str]) -> None:
+        """Chat Completions needs no header but the key."""
+
+    def validate(self, headers: Mapping[str, str], body: Any) -> None:
+        if not isinstance(body, dict):
+            raise reject("We could not parse the JSON body of your request.")
+        if not body.get("model"):
+            raise reject("you must provide a model parameter")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise reject("Missing required parameter: 'messages'.",
+                          code="missing_required_parameter")
+        if body.get("stream") is not True:
+            raise reject("this scripted provider only streams: set 'stream': true")
+        self._check_pairing(messages)
+        self._check_options(body)
+
+    @staticmethod
+    def _check_pairing(messages: list[Any]) -> None:
+        pending: list[str] = []
+        for message in messages:
+            role = message.get("role") if isinstance(message, dict) else None
+            if role == "tool":
+                call_id = message.get("tool_call_id")
+                if call_id not in pending:
+                    raise reject("Invalid parameter: messages with role 'tool' must be a "
+                                  "response to a preceeding message with 'tool_calls'.")
+                pending.remove(call_id)
+                continue
+            if pending:
+                raise reject(_openai_unanswered(pending))
+            if role == "assistant":
+                pending = [str(c.get("id")) for c in message.get("tool_calls") or ()]
+        if pending:
+            raise reject(_openai_unanswered(pending))
+
+    @staticmethod
+    def _check_options(body: dict[str, Any]) -> None:
+        """`tool_choice` (only with tools) and `reasoning_effort`, when sent (null is unset)."""
+        choice = body.get("tool_choice")
+        if choice is not None:
+            if not body.get("tools"):
+                raise reject("Invalid value for 'tool_choice': 'tool_choice' is only allowed "
+                             "when 'tools' are specified.", param="tool_choice")
+            if isinstance(choice, dict):
+                if choice.get("type") != "function":
+                    raise _invalid_value("tool_choice.type", choice.get("type"), ("function",))
+                function = choice.get("function")
+                if not isinstance(function, dict) or not function.get("name"):
+                    raise reject("Missing required parameter: 'tool_choice.function.name'.",
+                                 code="missing_required_parameter",
+                                 param="tool_choice.function.name")
+            elif choice not in OPENAI_TOOL_CHOICES:
+                raise _invalid_value("tool_choice", choice, OPENAI_TOOL_CHOICES)
+        effort = body.get("reasoning_effort")
+        if effort is not None and effort not in REASONING_EFFORTS:
+            raise _invalid_value("reasoning_effort", effort, REASONING_EFFORTS)
+
+    def check_context(self, body: dict[str, Any], prompt: int, window: int) -> None:
+        """The prompt plus the requested completion (`max_completion_tokens`, else
+        `max_tokens`, when sent) must fit the window; without a limit the prompt alone."""
+        limit = body.get("max_completion_tokens", body.get("max_tokens"))
+        if _is_int(limit):
+            over = prompt + limit > window
+            detail = (f"you requested {prompt + limit} tokens ({prompt} in the messages, "
+                      f"{limit} in the completion). Please reduce the length of the messages "
+                      "or completion.")
+        else:
+            over = prompt > window
+            detail = (f"your messages resulted in {prompt} tokens. Please reduce the length of "
+                      "the messages.")
+        if over:
+            raise reject(f"This model's maximum context length is {window} tokens. However, "
+                         f"{detail}", code="context_length_exceeded", param="messages")
+
+
+# ------------------------------------------------------------------------------- Anthropic
+
+
+def _anthropic_unanswered(index: int, ids: Sequence[str]) -> str:
+    return (f"messages.{index}: `tool_use` ids were found without `tool_result` blocks "
+            f"immediately after: {', '.join(ids)}. Each `tool_use` block must have a "
+            "corresponding `tool_result` block in the next message.")
+
+
+MAX_CACHE_BREAKPOINTS = 4
+MIN_THINKING_BUDGET = 1024
+ANTHROPIC_TOOL_CHOICES = ("auto", "any", "tool", "none")
+THINKING_DOCS = ("Please consult our documentation at "
+                 "https://docs.claude.com/en/docs/build-with-claude/extended-thinking")
+
+
+def _tagged(field: str, value: Any, tags: Sequence[str]) -> str:
+    """The `type` of a tagged-union field, refused the way the API's validator words it."""
+    if not isinstance(value, dict):
+        raise reject(f"{field}: Input should be a valid dictionary or object to extract fields "
+                     "from")
+    tag = value.get("type")
+    if tag not in tags:
+        expected = ", ".join(f"'{t}'" for t in tags)
+        raise reject(f"{field}: Input tag '{tag}' found using 'type' does not match any of the "
+                     f"expected tags: {expected}")
+    return str(tag)
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _tool_use_ids(message: dict[str, Any]) -> list[str]:
+    if message.get("role") != "assistant":
+        return []
+    return [str(b.get("id")) for b in _blocks(message) if b.get("type") == "tool_use"]
+
+
+class AnthropicRules:
+    """The Messages API: an `x-api-key` and `anthropic-version`; model, max_tokens, messages
+    and `stream: true`; alternating roles; every tool_use answered at the start of the next
+    message, every tool_result answering one."""
+
+    def authenticate(self, headers: Mapping[str, str], key: str) -> None:
+        given = headers.get("x-api-key")
+        if given is None:
+            raise reject("x-api-key header is required", 401, "authentication_error")
+        if given != key:
+            raise reject("invalid x-api-key", 401, "authentication_error")
+
+    def check_headers(self, headers: Mapping[str, str]) -> None:
+        if "anthropic-version" not in headers:
+            raise reject("anthropic-version: header is required")
+
+    def validate(self, headers: Mapping[str, str], body: Any) -> None:
+        self.check_headers(headers)
+        if not isinstance(body, dict):
+            raise reject("Invalid JSON in request body")
+        for name in ("model", "max_tokens", "messages"):
+            if name not in body:
+                raise reject(f"{name}: Field required")
+        limit = body["max_tokens"]
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise reject("max_tokens: Input should be a valid integer greater than 0")
+        if body.get("stream") is not True:
+            raise reject("this scripted provider only streams: set 'stream': true")
+        messages = body["messages"]
+        if not isinstance(messages, list) or not messages:
+            raise reject("messages: at least one message is required")
+        self._check_roles(messages)
+        self._check_cache_control(body)
+        for i, message in enumerate(messages):
+            self._check_blocks(i, message)
+            previous = messages[i - 1] if i else {}
+            following = messages[i + 1] if i + 1 < len(messages) else {}
+            if message["role"] == "user":
+                self._check_results(i, message, previous)
+            else:
+                self._check_answered(i, message, following)
+        self._check_tools_defined(body)
+        self._check_thinking(body, self._tool_choice(body))
+
+    def check_context(self, body: dict[str, Any], prompt: int, window: int) -> None:
+        """The prompt must fit the window, and so must the prompt plus `max_tokens`."""
+        limit = body["max_tokens"]
+        if prompt > window:
+            raise reject(f"prompt is too long: {prompt} tokens > {window} maximum")
+        if prompt + limit > window:
+            raise reject(f"input length and `max_tokens` exceed context limit: {prompt} + "
+                         f"{limit} > {window}, decrease input length or `max_tokens` and try "
+                         "again")
+
+    @staticmethod
+    def _check_tools_defined(body: dict[str, Any]) -> None:
+        kinds = {b.get("type") for m in body["messages"] for b in _blocks(m)}
+        if kinds & {"tool_use", "tool_result"} and not body.get("tools"):
+            raise reject("Requests which include `tool_use` or `tool_result` blocks must define "
+                         "tools.")
+
+    @staticmethod
+    def _tool_choice(body: dict[str, Any]) -> str | None:
+        """The type of `tool_choice` when sent (null is unset)."""
+        choice = body.get("tool_choice")
+        if choice is None:
+            return None
+        kind = _tagged("tool_choice", choice, ANTHROPIC_TOOL_CHOICES)
+        if kind == "tool" and "name" not in choice:
+            raise reject("tool_choice.tool.name: Field required")
+        return kind
+
+    @staticmethod
+    def _check_thinking(body: dict[str, Any], tool_choice: str | None) -> None:
+        """`thinking`, when sent: disabled, or enabled with a budget of at least 1024 below
+        `max_tokens`; enabled, it forbids forced tool use and a temperature other than 1."""
+        thinking = body.get("thinking")
+        if thinking is None or _tagged("thinking", thinking, ("enabled", "disabled")) == (
+                "disabled"):
+            return
+        if "budget_tokens" not in thinking:
+            raise reject("thinking.enabled.budget_tokens: Field required")
+        budget = thinking["budget_tokens"]
+        if not _is_int(budget):
+            raise reject("thinking.enabled.budget_tokens: Input should be a valid integer")
+        if budget < MIN_THINKING_BUDGET:
+            raise reject("thinking.enabled.budget_tokens: Input should be greater than or equal "
+                         f"to {MIN_THINKING_BUDGET}")
+        if body["max_tokens"] <= budget:
+            raise reject("`max_tokens` must be greater than `thinking.budget_tokens`. "
+                         f"{THINKING_DOCS}#max-tokens-and-context-window-size")
+        if tool_choice in ("any", "tool"):
+            raise reject("Thinking may not be enabled when tool_choice forces tool use.")
+        if body.get("temperature") not in (None, 1):
+            raise reject("`temperature` may only be set to 1 when thinking is enabled. "
+                         f"{THINKING_DOCS}#important-considerations-when-using-extended-thinking")
+        AnthropicRules._check_thinking_loop(body["messages"])
+
+    @staticmethod
+    def _check_thinking_loop(messages: list[dict[str, Any]]) -> None:
+        """With thinking enabled, a request continuing a tool loop (its last message opens with
+        tool results) must send back the thinking block that opened the assistant message
+        holding the calls."""
+        results = _blocks(messages[-1])
+        if len(messages) < 2 or not results or results[0].get("type") != "tool_result":
+            return
+        calls = _blocks(messages[-2])
+        first = calls[0].get("type") if calls else None
+        if first not in ("thinking", "redacted_thinking"):
+            raise reject(f"messages.{len(messages) - 2}.content.0.type: Expected `thinking` or "
+                         f"`redacted_thinking`, but found `{first}`. When `thinking` is enabled, "
+                         "a final `assistant` message must start with a thinking block "
+                         "(preceeding the lastmost set of `tool_use` and `tool_result` blocks). "
+                         "We recommend you include thinking blocks from previous turns. To "
+                         f"avoid this requirement, disable `thinking`. {THINKING_DOCS}")
+
+    @staticmethod
+    def _check_cache_control(body: dict[str, Any]) -> None:
+        """At most 4 cache breakpoints, of type `ephemeral`, none on a thinking block."""
+        system = body.get("system")
+        blocks = [*(system if isinstance(system, list) else ()), *(body.get("tools") or ()),
+                  *(b for m in body["messages"] if isinstance(m, dict) for b in _blocks(m))]
+        marked = [b for b in blocks if isinstance(b, dict) and "cache_control" in b]
+        if len(marked) > MAX_CACHE_BREAKPOINTS:
+            raise reject(f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may "
+                         f"be provided. Found {len(marked)}.")
+        for block in marked:
+            if block.get("type") in ("thinking", "redacted_thinking"):
+                raise reject("cache_control cannot be set on thinking blocks")
+            control = block["cache_control"]
+            if not isinstance(control, dict) or control.get("type") != "ephemeral":
+                raise reject("cache_control.type: Input should be 'ephemeral'")
+
+    @staticmethod
+    def _check_roles(messages: list[Any]) -> None:
+        previous = None
+        for i, message in enumerate(messages):
+            role = message.get("role") if isinstance(message, dict) else None
+            if role not in ("user", "assistant"):
+                raise reject(f"messages.{i}.role: Input should be 'user' or 'assistant'")
+            if i == 0 and role != "user":
+                raise reject('messages: first message must use the "user" role')
+            if role == previous:
+                raise reject('messages: roles must alternate between "user" and "assistant", '
+                              f'but found multiple "{role}" roles in a row')
+            previous = role
+
+    @staticmethod
+    def _check_blocks(i: int, message: dict[str, Any]) -> None:
+        for j, block in enumerate(_blocks(message)):
+            kind = block.get("type")
+            if kind == "thinking" and not block.get("signature"):
+                raise reject(f"messages.{i}.content.{j}.thinking.signature: Field required")
+            if kind == "text" and not str(block.get("text", "")).strip():
+                raise reject(f"messages.{i}: text content blocks must contain non-whitespace "
+                              "text")
+            if kind == "tool_result" and not block.get("content"):
+                raise reject(f"messages.{i}.content.{j}.tool_result.content: a tool_result "
+                              "must not be empty")
+            if kind in ("thinking", "redacted_thinking", "tool_use") and message["role"] != (
+                    "assistant"):
+                raise reject(f"messages.{i}.content.{j}: `{kind}` blocks are only allowed in "
+                              "assistant messages")
+
+    @staticmethod
+    def _check_results(i: int, message: dict[str, Any], previous: dict[str, Any]) -> None:
+        """Every tool_result of a user message answers a tool_use of the message before."""
+        ids = _tool_use_ids(previous)
+        for j, block in enumerate(_blocks(message)):
+            use_id = str(block.get("tool_use_id"))
+            if block.get("type") == "tool_result" and use_id not in ids:
+                raise reject(f"messages.{i}.content.{j}: unexpected `tool_use_id` found in "
+                              f"`tool_result` blocks: {use_id}. Each `tool_result` block must "
+                              "have a corresponding `tool_use` block in the previous message.")
+
+    @staticmethod
+    def _check_answered(i: int, message: dict[str, Any], following: dict[str, Any]) -> None:
+        """Every tool_use of an assistant message needs a tool_result among the tool_result
+        blocks that open the next message (a result after other content does not count)."""
+        answered: list[str] = []
+        for block in _blocks(following):
+            if block.get("type") != "tool_result":
+                break
+            answered.append(str(block.get("tool_use_id")))
+        missing = [use_id for use_id in _tool_use_ids(message) if use_id not in answered]
+        if missing:
+            raise reject(_anthropic_unanswered(i, missing))

@@ -1,0 +1,176 @@
+"""The wire formats: a `Reply` rendered byte for byte as each API streams it, and each API's
+error bodies. `render_openai` / `render_anthropic` return the list of SSE events a reply is
+streamed as; faults count these events."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from itertools import count
+from typing import Any
+
+from acp_fsm.devkit.provider.script import ErrorEvent, HttpError, Reply, pieces
+from acp_fsm.providers.types import StopReason, Usage
+
+
+def json_text(payload: Any) -> str:
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+
+
+def sse(data: Any, event: str | None = None) -> bytes:
+    """One SSE event: `data` as is when a string, else as compact JSON."""
+    head = f"event: {event}\n" if event else ""
+    text = data if isinstance(data, str) else json_text(data)
+    return f"{head}data: {text}\n\n".encode()
+
+
+_ids = count(1)
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}{next(_ids):06d}scripted"
+
+
+# ---------------------------------------------------------------------------------- OpenAI
+
+_OPENAI_FINISH = {
+    StopReason.END_TURN: "stop",
+    StopReason.TOOL_USE: "tool_calls",
+    StopReason.MAX_TOKENS: "length",
+    StopReason.REFUSAL: "content_filter",
+}
+_OPENAI_DEFAULT_TYPES = {400: "invalid_request_error", 401: "invalid_request_error",
+                         403: "permission_denied", 404: "invalid_request_error",
+                         429: "requests"}
+
+
+def render_openai(reply: Reply, model: str = "scripted", include_usage: bool = True
+                  ) -> list[bytes]:
+    """The SSE events of `reply` as Chat Completions chunks: a role chunk, reasoning, content,
+    tool-call fragments (id and name on the first fragment of each index only), the finish
+    chunk, the `choices: []` usage chunk (only with include_usage), then `[DONE]`."""
+    base = {"id": new_id("chatcmpl-"), "object": "chat.completion.chunk",
+            "created": int(time.time()), "model": model, "system_fingerprint": "fp_scripted"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        payload: dict[str, Any] = {**base, "choices": [choice]}
+        if include_usage:
+            payload["usage"] = None
+        return sse(payload)
+
+    events = [chunk({"role": "assistant", "content": "", "refusal": None})]
+    events += [chunk({"reasoning_content": piece}) for piece in pieces(reply.thinking)]
+    events += [chunk({"content": piece}) for piece in pieces(reply.text)]
+    for index, call in enumerate(reply.calls):
+        first = {"index": index, "id": call.id, "type": "function",
+                 "function": {"name": call.name, "arguments": ""}}
+        events.append(chunk({"tool_calls": [first]}))
+        events += [chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+                   for piece in call.fragments]
+    events.append(chunk({}, _OPENAI_FINISH[reply.stop_reason]))
+    if include_usage and reply.usage is not None:
+        events.append(sse({**base, "choices": [], "usage": _openai_usage(reply.usage)}))
+    if not reply.omit_done:
+        events.append(sse("[DONE]"))
+    return events
+
+
+def _openai_usage(usage: Usage) -> dict[str, Any]:
+    prompt = usage.input_tokens + usage.cache_read_tokens
+    return {"prompt_tokens": prompt, "completion_tokens": usage.output_tokens,
+            "total_tokens": prompt + usage.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens,
+                                      "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0}}
+
+
+class OpenAiWire:
+    """Chat Completions: `render` follows the request's `stream_options.include_usage`."""
+
+    def render(self, reply: Reply, body: dict[str, Any]) -> list[bytes]:
+        include = bool((body.get("stream_options") or {}).get("include_usage"))
+        return render_openai(reply, str(body.get("model")), include)
+
+    def error_body(self, error: HttpError) -> dict[str, Any]:
+        error_type = error.error_type or _OPENAI_DEFAULT_TYPES.get(error.status, "server_error")
+        return {"error": {"message": error.message, "type": error_type, "param": error.param,
+                          "code": error.code}}
+
+    def error_event(self, fault: ErrorEvent) -> bytes:
+        error = HttpError(200, fault.message, fault.error_type or "server_error")
+        return sse(self.error_body(error))
+
+
+# ------------------------------------------------------------------------------- Anthropic
+
+_ANTHROPIC_DEFAULT_TYPES = {400: "invalid_request_error", 401: "authentication_error",
+                            403: "permission_error", 404: "not_found_error",
+                            413: "request_too_large", 429: "rate_limit_error",
+                            529: "overloaded_error"}
+
+
+def render_anthropic(reply: Reply, model: str = "scripted") -> list[bytes]:
+    """The SSE events of `reply` as Messages API events: `message_start`, then per block
+    (thinking, text, each tool_use) `content_block_start` / deltas / `content_block_stop`, a
+    `ping` after the first block start, `message_delta` (stop reason, cumulative usage) and
+    `message_stop`."""
+    usage = reply.usage
+    start_usage: dict[str, Any] = {} if usage is None else {"usage": {
+        "input_tokens": usage.input_tokens, "output_tokens": 1,
+        "cache_creation_input_tokens": usage.cache_write_tokens,
+        "cache_read_input_tokens": usage.cache_read_tokens}}
+    message: dict[str, Any] = {
+        "id": new_id("msg_"), "type": "message", "role": "assistant", "model": model,
+        "content": [], "stop_reason": None, "stop_sequence": None, **start_usage}
+    events = [sse({"type": "message_start", "message": message}, "message_start")]
+    for index, (block, deltas) in enumerate(_anthropic_blocks(reply)):
+        events.append(sse({"type": "content_block_start", "index": index,
+                            "content_block": block}, "content_block_start"))
+        if index == 0:
+            events.append(sse({"type": "ping"}, "ping"))
+        events += [sse({"type": "content_block_delta", "index": index, "delta": delta},
+                        "content_block_delta") for delta in deltas]
+        events.append(sse({"type": "content_block_stop", "index": index},
+                           "content_block_stop"))
+    final: dict[str, Any] = {"type": "message_delta", "delta": {
+        "stop_reason": reply.stop_reason.value, "stop_sequence": None}}
+    if usage is not None:
+        final["usage"] = {"output_tokens": usage.output_tokens}
+    events.append(sse(final, "message_delta"))
+    events.append(sse({"type": "message_stop"}, "message_stop"))
+    return events
+
+
+def _anthropic_blocks(reply: Reply) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    thinking = pieces(reply.thinking)
+    if thinking or reply.signature:
+        deltas = [{"type": "thinking_delta", "thinking": t} for t in thinking]
+        if reply.signature:
+            deltas.append({"type": "signature_delta", "signature": reply.signature})
+        yield {"type": "thinking", "thinking": "", "signature": ""}, deltas
+    text = pieces(reply.text)
+    if text:
+        yield {"type": "text", "text": ""}, [{"type": "text_delta", "text": t} for t in text]
+    for call in reply.calls:
+        block = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
+        yield block, [{"type": "input_json_delta", "partial_json": f} for f in call.fragments]
+
+
+class AnthropicWire:
+    """The Messages API."""
+
+    def render(self, reply: Reply, body: dict[str, Any]) -> list[bytes]:
+        return render_anthropic(reply, str(body.get("model")))
+
+    def error_body(self, error: HttpError) -> dict[str, Any]:
+        error_type = error.error_type or _ANTHROPIC_DEFAULT_TYPES.get(error.status, "api_error")
+        fields: dict[str, Any] = {"type": error_type, "message": error.message}
+        if error.details is not None:
+            fields["details"] = dict(error.details)
+        return {"type": "error", "error": fields, "request_id": new_id("req_")}
+
+    def error_event(self, fault: ErrorEvent) -> bytes:
+        error = {"type": fault.error_type or "overloaded_error", "message": fault.message}
+        return sse({"type": "error", "error": error}, "error")

@@ -1,0 +1,117 @@
+"""The official ACP schema: what it says of one message (`source` finds the file).
+
+`OfficialSchema` validates a whole message against the schema's root and its params, result or
+error against the definition of its method, found through the official `x-method` / `x-side`
+annotations.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Final
+
+from acp_fsm.devkit.editor.link import PAYLOAD
+
+AGENT: Final = "agent"
+CLIENT: Final = "client"
+
+
+def _direct_refs(node: Any) -> set[str]:
+    """Names of the definitions `node` references (without following them)."""
+    if isinstance(node, dict):
+        found = {node["$ref"].rsplit("/", 1)[1]} if isinstance(node.get("$ref"), str) else set()
+        return found.union(*(_direct_refs(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_direct_refs(v) for v in node))
+    return set()
+
+
+class OfficialSchema:
+    """The official ACP schema: validators of its root and definitions, and its method index.
+
+    `x-method` names a definition's method and `x-side` the side that handles it (receives the
+    call and writes the answer; "protocol" for both). Results are the definitions the
+    `AgentResponse` / `ClientResponse` envelopes reference; the others are params."""
+
+    def __init__(self, doc: dict[str, Any], path: Path | None = None) -> None:
+        self.doc = doc
+        self.path = path
+        self.defs: dict[str, Any] = doc["$defs"]
+        self._validators: dict[str | None, Any] = {}
+        results = _direct_refs(self.defs.get("AgentResponse")) | _direct_refs(
+            self.defs.get("ClientResponse"))
+        # (writer, "params" | "result", method) -> definition name
+        self.index: dict[tuple[str, str, str], str] = {}
+        for name, definition in self.defs.items():
+            method, side = definition.get("x-method"), definition.get("x-side")
+            if not isinstance(method, str) or side not in (AGENT, CLIENT, "protocol"):
+                continue
+            if name in results:
+                self.index[(side, "result", method)] = name
+            else:
+                writers = (AGENT, CLIENT) if side == "protocol" else (_other(side),)
+                for writer in writers:
+                    self.index[(writer, "params", method)] = name
+
+    @classmethod
+    def load(cls, path: Path) -> OfficialSchema:
+        return cls(json.loads(path.read_text(encoding="utf-8")), path)
+
+    def definition(self, writer: str, part: str, method: str) -> str | None:
+        """The definition of the params or result of `method` as `writer` writes them."""
+        return self.index.get((writer, part, method))
+
+    def validator(self, name: str | None) -> Any:
+        """A Draft 2020-12 validator of definition `name`, or of the root when None."""
+        check = self._validators.get(name)
+        if check is None:
+            from jsonschema import Draft202012Validator
+
+            schema = self.doc if name is None else {
+                "$schema": self.doc.get("$schema"), "$defs": self.defs,
+                "$ref": f"#/$defs/{name}"}
+            check = self._validators[name] = Draft202012Validator(schema)
+        return check
+
+    def problems(self, name: str | None, instance: Any) -> list[str]:
+        """Why `instance` is invalid under `name` (the root when None): one line per error."""
+        from jsonschema.exceptions import best_match
+
+        label = name or "root"
+        return [f"{label} {_where(best_match([e]))}" for e in self.validator(name).iter_errors(
+            instance)]
+
+    def message_problems(self, writer: str, kind: str, method: str | None,
+                         message: dict[str, Any]) -> list[str]:
+        """A whole message against the root, and its params / result / error against the
+        definition of its method (extension methods: the root only)."""
+        if isinstance(message.get("id"), float):
+            # JSON-RPC lets a client pick a fractional id and requires it echoed; ACP's RequestId
+            # admits only integers, so the rest of the message is judged with 0 in its place.
+            message = {**message, "id": 0}
+        problems = self.problems(None, message)
+        payload = message.get(PAYLOAD[kind])
+        if kind == "error":
+            name: str | None = "Error"
+        elif method is None or method.startswith("_"):
+            name = None
+        else:
+            part = "result" if kind == "result" else "params"
+            name = self.definition(writer, part, method)
+            if name is None:
+                problems.append(f"no official definition of the {part} of {method} "
+                                f"written by the {writer}")
+        if name is not None:
+            problems += self.problems(name, payload)
+        return problems
+
+
+def _other(side: str) -> str:
+    return CLIENT if side == AGENT else AGENT
+
+
+def _where(error: Any) -> str:
+    """`at $.update.content: 'x' is not valid ...`, bounded."""
+    message = error.message if len(error.message) <= 240 else error.message[:237] + "..."
+    return f"at {error.json_path}: {message}"

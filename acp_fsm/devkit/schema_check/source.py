@@ -1,0 +1,175 @@
+"""Where `acp-fsm schema-check` gets the official ACP schema: the path the user gives
+(`--schema`, else `$ACP_SCHEMA`), else a copy in the user's cache, fetched once from the npm
+registry.
+
+The official TypeScript SDK ships the schema as `package/schema/v1/schema.json`. The copy is
+taken from the pinned version's tarball after two checks: the tarball against the integrity
+(sha512) the registry states for it, then the file against the sha256 pinned here, so neither a
+damaged download nor a registry serving something else gives the check another schema. Only
+that member is read, never extracted under its own name, and the copy is written atomically: a
+failure leaves nothing in the cache.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import http.client
+import io
+import json
+import os
+import tarfile
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+from urllib.error import HTTPError, URLError
+from urllib.parse import urlsplit
+from urllib.request import Request, urlopen
+
+SCHEMA_ENV: Final = "ACP_SCHEMA"
+REGISTRY_ENV: Final = "ACP_FSM_NPM_REGISTRY"  # a mirror of the npm registry (tests: a local one)
+DEFAULT_REGISTRY: Final = "https://registry.npmjs.org"
+SDK_NAME: Final = "@agentclientprotocol/sdk"
+SDK_VERSION: Final = "2.4.0"  # the version tests/interop/node pins and .ci/run uses
+SCHEMA_MEMBER: Final = "package/schema/v1/schema.json"
+# sha256 of SCHEMA_MEMBER in SDK_VERSION's tarball: the official ACP v1 schema.json.
+SCHEMA_SHA256: Final = "0d0b1ca83c4872e5473f68926a894c7a8203b59b118e2a79bfe43dd76fbcbc1a"
+# Bounds on what is read (the real ones: a 3 KB document, a 0.8 MB tarball, a 0.26 MB schema).
+DOCUMENT_LIMIT: Final = 1 << 20
+TARBALL_LIMIT: Final = 64 << 20
+SCHEMA_LIMIT: Final = 16 << 20
+FETCH_TIMEOUT_S: Final = 30.0  # per connection attempt and per read, not for the whole fetch
+PASS_A_PATH: Final = f"pass --schema PATH (or set {SCHEMA_ENV}) to an official schema.json"
+
+
+class SchemaUnavailable(Exception):
+    """There is no official schema to check against; the message says why and what to do."""
+
+
+def cache_path() -> Path:
+    """The cached copy: `$XDG_CACHE_HOME/acp-fsm/`, else `~/.cache/acp-fsm/` (an empty or
+    relative XDG_CACHE_HOME counts as unset, as the XDG spec says)."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    cache = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return cache / "acp-fsm" / f"acp-schema-v1-sdk-{SDK_VERSION}.json"
+
+
+def cached_schema() -> Path | None:
+    """The cached copy when it is there and is the pinned file, else None."""
+    path = cache_path()
+    try:
+        return path if hashlib.sha256(path.read_bytes()).hexdigest() == SCHEMA_SHA256 else None
+    except OSError:
+        return None
+
+
+def official_schema(explicit: str | None = None,
+                    note: Callable[[str], None] = lambda _: None) -> Path:
+    """The official schema.json: `explicit`, else `$ACP_SCHEMA`, else the cached copy, fetched
+    first when absent (`note` is told before the download). Raises `SchemaUnavailable`."""
+    given = explicit or os.environ.get(SCHEMA_ENV)
+    if given:
+        path = Path(given).expanduser()
+        if not path.is_file():
+            origin = "--schema" if explicit else SCHEMA_ENV
+            raise SchemaUnavailable(f"no file at {path} (given by {origin}); {PASS_A_PATH}, "
+                                    f"or leave both unset to fetch the official one once")
+        return path
+    cached = cached_schema()
+    if cached is None:
+        note(f"fetching the official ACP schema once ({SDK_NAME} {SDK_VERSION} from "
+             f"{registry()}) into {cache_path()}")
+        cached = fetch_schema()
+    return cached
+
+
+def registry() -> str:
+    return (os.environ.get(REGISTRY_ENV) or DEFAULT_REGISTRY).rstrip("/")
+
+
+def fetch_schema() -> Path:
+    """Download the pinned SDK's tarball, check it and its schema.json, and cache that file."""
+    escaped = SDK_NAME.replace("/", "%2f")  # a scoped name in a registry URL, as npm writes it
+    document_url = f"{registry()}/{escaped}/{SDK_VERSION}"
+    tarball_url, integrity = _dist(_get(document_url, DOCUMENT_LIMIT), document_url)
+    tarball = _get(tarball_url, TARBALL_LIMIT)
+    if not _intact(tarball, integrity):
+        raise SchemaUnavailable(f"the tarball from {tarball_url} does not match the integrity "
+                                f"the registry states ({integrity}): refused, nothing cached; "
+                                f"{PASS_A_PATH}")
+    schema = _schema_member(tarball, tarball_url)
+    if hashlib.sha256(schema).hexdigest() != SCHEMA_SHA256:
+        raise SchemaUnavailable(f"{SCHEMA_MEMBER} in {tarball_url} is not the official schema "
+                                f"of {SDK_NAME} {SDK_VERSION} (its sha256 differs from the "
+                                f"pinned {SCHEMA_SHA256}): refused, nothing cached; "
+                                f"{PASS_A_PATH}")
+    from acp_fsm.system.files import atomic_write
+
+    path = cache_path()
+    try:
+        atomic_write(path, schema.decode("utf-8"))
+    except OSError as exc:
+        raise SchemaUnavailable(f"could not write {path}: {exc.strerror or exc}; "
+                                f"{PASS_A_PATH}") from None
+    return path
+
+
+def _get(url: str, limit: int) -> bytes:
+    """The body at `url` (http or https), at most `limit` bytes."""
+    if urlsplit(url).scheme not in ("http", "https"):
+        raise SchemaUnavailable(f"could not fetch {url}: not an http(s) URL; {PASS_A_PATH}")
+    request = Request(url, headers={"Accept": "application/json, application/octet-stream"})
+    try:
+        with urlopen(request, timeout=FETCH_TIMEOUT_S) as response:
+            body: bytes = response.read(limit + 1)
+    except HTTPError as exc:
+        raise SchemaUnavailable(f"could not fetch {url}: HTTP {exc.code} {exc.reason}; "
+                                f"{PASS_A_PATH}") from None
+    except (URLError, OSError, http.client.HTTPException, ValueError) as exc:
+        reason = exc.reason if isinstance(exc, URLError) else exc
+        raise SchemaUnavailable(f"could not fetch {url}: {reason or type(exc).__name__}; "
+                                f"{PASS_A_PATH}") from None
+    if len(body) > limit:
+        raise SchemaUnavailable(f"could not fetch {url}: larger than {limit} bytes; "
+                                f"{PASS_A_PATH}")
+    return body
+
+
+def _dist(body: bytes, url: str) -> tuple[str, str]:
+    """The tarball URL and its integrity from a registry's version document."""
+    try:
+        document: Any = json.loads(body)
+        tarball, integrity = document["dist"]["tarball"], document["dist"]["integrity"]
+    except (ValueError, KeyError, TypeError):
+        tarball = integrity = None
+    if not isinstance(tarball, str) or not isinstance(integrity, str):
+        raise SchemaUnavailable(f"{url} is not an npm version document with dist.tarball and "
+                                f"dist.integrity; {PASS_A_PATH}")
+    return tarball, integrity
+
+
+def _intact(data: bytes, integrity: str) -> bool:
+    """`data` matches one of the sha512 hashes of the Subresource Integrity string (weaker
+    algorithms in it are not trusted; none at all fails)."""
+    digest = base64.b64encode(hashlib.sha512(data).digest()).decode()
+    stated = [entry.split("?", 1)[0].removeprefix("sha512-") for entry in integrity.split()
+              if entry.startswith("sha512-")]
+    return any(hmac.compare_digest(digest, value) for value in stated)
+
+
+def _schema_member(tarball: bytes, url: str) -> bytes:
+    """The bytes of SCHEMA_MEMBER, a regular file of the gzipped tarball."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(tarball), mode="r:gz") as archive:
+            member = archive.getmember(SCHEMA_MEMBER)
+            handle = archive.extractfile(member) if member.isfile() else None
+            if handle is None or member.size > SCHEMA_LIMIT:
+                raise SchemaUnavailable(f"{SCHEMA_MEMBER} in {url} is not a regular file of "
+                                        f"at most {SCHEMA_LIMIT} bytes; {PASS_A_PATH}")
+            return handle.read()
+    except KeyError:
+        raise SchemaUnavailable(f"{url} holds no {SCHEMA_MEMBER}; {PASS_A_PATH}") from None
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+        raise SchemaUnavailable(f"{url} is not a readable .tgz ({exc}); {PASS_A_PATH}") from None

@@ -1,0 +1,96 @@
+"""Configuration from the environment. Every variable is read where it is used, so tests and
+editors can set them per process; bad values fall back to the default with a warning."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+DEFAULT_CLIENT_RPC_TIMEOUT_MS = 30_000
+PERMISSION_METHOD = "session/request_permission"
+
+
+def _int_env(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+        if value < 0:
+            raise ValueError
+    except ValueError:
+        print(f"acp-fsm: ignoring {name}={raw!r}: expected a whole number >= 0", file=sys.stderr)
+        return default
+    return value
+
+
+def client_rpc_timeout_ms(method: str | None = None) -> int:
+    """Time limit for an agent→client request, in ms; 0 means wait until cancelled.
+
+    `ACP_CLIENT_RPC_TIMEOUT_MS` (default 30000) bounds every request; for permission prompts
+    `ACP_PERMISSION_TIMEOUT_MS` overrides it, because a person may need longer.
+    """
+    timeout = _int_env("ACP_CLIENT_RPC_TIMEOUT_MS", DEFAULT_CLIENT_RPC_TIMEOUT_MS)
+    if method == PERMISSION_METHOD and os.environ.get("ACP_PERMISSION_TIMEOUT_MS"):
+        return _int_env("ACP_PERMISSION_TIMEOUT_MS", timeout)
+    return timeout
+
+
+def mcp_startup_timeout_ms() -> int:
+    """How long an MCP server may take to start and list its tools (`session/new` waits at
+    most this long for all of them together): `ACP_FSM_MCP_STARTUP_TIMEOUT_MS`, default 10 s."""
+    return _int_env("ACP_FSM_MCP_STARTUP_TIMEOUT_MS", 10_000)
+
+
+def mcp_call_timeout_ms() -> int:
+    """Time limit of one MCP tool call: `ACP_FSM_MCP_CALL_TIMEOUT_MS`, default 10 minutes;
+    0 means wait until cancelled."""
+    return _int_env("ACP_FSM_MCP_CALL_TIMEOUT_MS", 600_000)
+
+
+def strict_schemas() -> bool:
+    """`ACP_FSM_STRICT_SCHEMAS=1` makes an invalid outbound message fatal (exit 70).
+    The test suite sets it: a message we cannot send is our bug."""
+    return os.environ.get("ACP_FSM_STRICT_SCHEMAS", "") == "1"
+
+
+def log_level() -> str:
+    level = os.environ.get("ACP_FSM_LOG_LEVEL", "info").strip().lower()
+    aliases = {"warn": "warning", "fatal": "critical"}
+    level = aliases.get(level, level)
+    if level not in ("debug", "info", "warning", "error", "critical"):
+        print(f"acp-fsm: ignoring ACP_FSM_LOG_LEVEL={level!r}", file=sys.stderr)
+        return "info"
+    return level
+
+
+def log_format() -> str:
+    """`json` or `console`; default console when stderr is a terminal, else json."""
+    fmt = os.environ.get("ACP_FSM_LOG_FORMAT", "").strip().lower()
+    if fmt in ("json", "console"):
+        return fmt
+    if fmt:
+        print(f"acp-fsm: ignoring ACP_FSM_LOG_FORMAT={fmt!r}", file=sys.stderr)
+    return "console" if sys.stderr.isatty() else "json"
+
+
+SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+# Shorter values are not treated as secrets: the dummy keys local servers accept ("sk-x")
+# would match ordinary text.
+MIN_SECRET_CHARS = 8
+# Variables commands started by the agent never see: the provider settings and acp-fsm's own.
+PRIVATE_VARIABLES = frozenset({*SECRET_VARIABLES, "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
+                               "ACP_CLIENT_RPC_TIMEOUT_MS", "ACP_PERMISSION_TIMEOUT_MS"})
+PRIVATE_PREFIX = "ACP_FSM_"
+
+
+def is_private(name: str) -> bool:
+    """Whether `name` is acp-fsm's configuration or a provider credential."""
+    return name in PRIVATE_VARIABLES or name.startswith(PRIVATE_PREFIX)
+
+
+def secret_values() -> list[str]:
+    """Values that must never leave the process (API keys and the like)."""
+    names = set(SECRET_VARIABLES)
+    names.update(n for n in os.environ if n.endswith(("_API_KEY", "_TOKEN", "_SECRET")))
+    return [v for n in names if len(v := os.environ.get(n, "")) >= MIN_SECRET_CHARS]

@@ -1,8 +1,0 @@
-"""`python -m acp_fsm.schema_check`: what `acp-fsm schema-check` runs."""
-
-import sys
-
-from acp_fsm.schema_check.cli import main
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
