@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 
 from acp_fsm import credentials, environment, limits, schemas, warm
-from acp_fsm.fsm.handshake import HANDSHAKE, Handshake, HandshakeState, HandshakeTrigger
+from acp_fsm.fsm.handshake import Handshake, HandshakeState, HandshakeTrigger
 from acp_fsm.initialize import API_KEY_LOGIN, TERMINAL_LOGIN, ClientInfo, initialize_result
 from acp_fsm.methods import AGENT_TO_CLIENT, BOTH, PROTOCOL, MethodSpec, Registry, Served
 from acp_fsm.protocol.cancel import CancellationToken
@@ -43,13 +43,11 @@ class AcpServer:
     def __init__(self, handshake: Handshake | None = None, *,
                  client: ClientInfo | None = None) -> None:
         """`handshake` as the startup path left it (it may have answered `initialize`, then
-        `client` is what the client said in it); the machine goes on from its state."""
+        `client` is what the client said in it); the handshake goes on from its state."""
         self.registry = PROTOCOL
         self._handlers = self._bind_handlers()
         self.client = client
         self.handshake = handshake or Handshake()
-        self.machine = HANDSHAKE.build(self.handshake,
-                                       initial=HandshakeState(self.handshake.state))
         self._conn: Connection | None = None
         self._null_results: set[str] = set()  # methods whose `null` result was logged once
         self.sessions = Sessions(self)
@@ -196,8 +194,8 @@ class AcpServer:
         self._fire(HandshakeTrigger.FINISH)
 
     def _fire(self, trigger: HandshakeTrigger) -> None:
-        """The live machine's transition (`MachineError` where the table has no row)."""
-        self.handshake.trigger(trigger.value)
+        """The handshake's transition (`IllegalTransition` where the table has no row)."""
+        self.handshake.fire(trigger)
 
     # -------------------------------------------------------------- methods
 
