@@ -242,7 +242,7 @@ class AcpServer:
         """A session's setup result (its options), and what follows the answer: its slash
         commands, and the provider's model list, fetched if not known and announced if it
         changes."""
-        result.update(session.setup_result())
+        result.update(session.options.setup_result())
         self.conn.after_response(lambda: self._after_setup(session))
         return result
 
@@ -283,7 +283,7 @@ class AcpServer:
         return self._set_up(session, {})
 
     async def on_session_set_mode(self, params: dict[str, Any]) -> dict[str, Any]:
-        await self.sessions.get(params["sessionId"]).set_mode(params["modeId"])
+        await self.sessions.get(params["sessionId"]).options.set_mode(params["modeId"])
         return {}
 
     async def on_session_set_config_option(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -291,7 +291,7 @@ class AcpServer:
         if params.get("type") == "boolean":
             raise InvalidParams(f"Invalid params: {limits.echo(params['configId'])} is not a "
                                 "boolean option; this agent has select options only")
-        return {"configOptions": await session.set_option(params["configId"],
+        return {"configOptions": await session.options.set_option(params["configId"],
                                                           params.get("value"))}
 
     async def on_session_close(self, params: dict[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,7 @@ so a loaded session looks exactly as it did live."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -72,6 +73,11 @@ def final_view(status: str, content: list[dict[str, Any]],
 def text_block(text: str) -> dict[str, Any]:
     """A ToolCallContent block of plain text."""
     return {"type": "content", "content": text_content(text)}
+
+
+def iso_time(timestamp: float) -> str:
+    """A time as ACP writes it (`updatedAt`): ISO 8601, UTC, to the second."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(timestamp))
 
 
 def session_info(title: str, updated_at: str) -> dict[str, Any]:

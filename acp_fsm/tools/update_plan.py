@@ -1,7 +1,7 @@
 """update_plan: the agent's plan for the task, shown in the editor (an ACP `plan` update).
 
 Each call carries the whole plan and replaces the one before. The call is stored like any
-other, so `session/load` shows the plan again (`session.replay_updates`).
+other, so `session/load` shows the plan again (`session.replay.replay_updates`).
 """
 
 from __future__ import annotations

@@ -33,10 +33,13 @@ class Host(Protocol):
     cwd: Path
     roots: tuple[Path, ...]
     always: dict[str, bool]  # tool name -> the user's remembered "always" answer
-    settings: settings.Settings  # the model, mode and thought level chosen now
     context_drift: int  # tokens the provider counted beyond the last estimate
     context_window: int | None  # the provider's, when it said it is less than configured
     window_guessed: bool  # context_window is only a bound (an empty stream's), not stated
+
+    @property
+    def settings(self) -> settings.Settings:
+        """The model, mode and thought level chosen now."""
 
     def model(self, config: ProviderConfig) -> str:
         """The model the next model call uses."""
