@@ -21,6 +21,10 @@ from enum import StrEnum
 
 from acp_fsm.fsm.machine import MachineSpec, Row
 
+TYPE_CHECKING = False  # the startup path: no `typing`
+if TYPE_CHECKING:
+    from acp_fsm.schemas.acp_types import ToolCallStatus
+
 
 class ToolCallState(StrEnum):
     PENDING = "pending"
@@ -50,7 +54,7 @@ S, T = ToolCallState, ToolCallTrigger
 CLOSED = (S.COMPLETED, S.FAILED, S.CANCELLED)
 OPEN = (S.PENDING, S.ASKED, S.ALLOWED, S.DENIED, S.RUNNING)
 # ACP's `ToolCallStatus` the editor is shown in each state.
-ACP_STATUS = {
+ACP_STATUS: dict[ToolCallState, ToolCallStatus] = {
     S.PENDING: "pending", S.ASKED: "pending", S.ALLOWED: "pending", S.DENIED: "pending",
     S.RUNNING: "in_progress", S.COMPLETED: "completed", S.FAILED: "failed",
     S.CANCELLED: "failed",

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from acp_fsm.client import ClientChannel
     from acp_fsm.mcp.servers import McpServers
     from acp_fsm.protocol.connection import Connection
+    from acp_fsm.schemas import acp_types as acp
     from acp_fsm.session.registry import Sessions
     from acp_fsm.tools.base import Tool
     from acp_fsm.turn import Turn
@@ -105,7 +106,8 @@ class Session:
 
     # ------------------------------------------------------------------- turns
 
-    def start_turn(self, prompt: list[dict[str, Any]]) -> Coroutine[Any, Any, dict[str, Any]]:
+    def start_turn(self, prompt: list[dict[str, Any]]
+                   ) -> Coroutine[Any, Any, acp.PromptResponse]:
         """Synchronously refuse a second prompt, check and convert this one, and take the
         token (a cancel read right after the prompt reaches this turn); then the coroutine that
         runs the turn and gives the prompt's answer."""
@@ -129,7 +131,7 @@ class Session:
         return self._run_turn(self.turn, body, parts)
 
     async def _run_turn(self, turn: Turn, body: dict[str, Any],
-                        parts: tuple[UserPart, ...]) -> dict[str, Any]:
+                        parts: tuple[UserPart, ...]) -> acp.PromptResponse:
         try:
             turn.provider = found = await credentials.read()
             self.options.provider = found.config
@@ -150,7 +152,7 @@ class Session:
                 turn.done.set_result(None)
 
     async def _converse(self, turn: Turn, body: dict[str, Any],
-                        parts: tuple[UserPart, ...]) -> dict[str, Any]:
+                        parts: tuple[UserPart, ...]) -> acp.PromptResponse:
         await self.journal.write("user", body, wait=True)  # not stored: not in the conversation
         self.conversation.append(UserMessage(parts))
         if self.title is None and (title := title_of(
@@ -160,7 +162,7 @@ class Session:
             self.send_update(updates.session_info(title, updates.iso_time(time.time())))
         return await self._finish(turn)
 
-    async def _finish(self, turn: Turn) -> dict[str, Any]:
+    async def _finish(self, turn: Turn) -> acp.PromptResponse:
         """Run the turn; its answer once all it wrote is stored."""
         try:
             stop_reason = await turn.run()
@@ -329,10 +331,10 @@ class Session:
         else:
             callback()
 
-    def send_update(self, update: dict[str, Any]) -> None:
+    def send_update(self, update: acp.SessionUpdate) -> None:
         self.server.conn.notify("session/update", {"sessionId": self.id, "update": update})
 
-    def text_sender(self, kind: str) -> Callable[[str], object]:
+    def text_sender(self, kind: updates.ChunkKind) -> Callable[[str], object]:
         """The sender of this session's `kind` chunks of text (`updates.chunk`): a streamed
         answer's, one per delta, validated as a template (`Connection.notifier`)."""
         sender = self._text_senders.get(kind)

@@ -4,7 +4,7 @@ options, `acp_fsm.settings`) and what its editor was last told of them."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -14,6 +14,9 @@ from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.session.journal import Journal
 from acp_fsm.settings import Settings
 
+if TYPE_CHECKING:
+    from acp_fsm.schemas import acp_types as acp
+
 log = structlog.get_logger("session")
 
 
@@ -22,13 +25,13 @@ class Options:
     last read (session/new, load, resume, each prompt; None when it is not usable), whose
     models the model option offers."""
 
-    def __init__(self, journal: Journal, send_update: Callable[[dict[str, Any]], None],
+    def __init__(self, journal: Journal, send_update: Callable[[acp.SessionUpdate], None],
                  chosen: Settings | None = None) -> None:
         self._journal = journal
         self._send_update = send_update
         self.settings = chosen or Settings()
         self.provider: ProviderConfig | None = None
-        self._told: list[dict[str, Any]] | None = None  # configOptions last sent
+        self._told: list[acp.SessionConfigOption] | None = None  # configOptions last sent
 
     def __repr__(self) -> str:
         return f"<Options {self.settings!r}>"
@@ -41,7 +44,7 @@ class Options:
 
         return CATALOG.default_model(config)
 
-    def config_options(self) -> list[dict[str, Any]]:
+    def config_options(self) -> list[acp.SessionConfigOption]:
         """The session's ACP `configOptions` now, remembered as what the editor was told.
         Without a usable provider configuration only the mode is offered (the first prompt
         names the configuration error)."""
@@ -56,7 +59,7 @@ class Options:
         self._told = options
         return options
 
-    def setup_result(self) -> dict[str, Any]:
+    def setup_result(self) -> acp.LoadSessionResponse:
         """What `session/new`, `load` and `resume` answer besides the id: the options, and
         the mode the older way."""
         return {"configOptions": self.config_options(), "modes": settings.modes(self.settings)}
@@ -65,11 +68,14 @@ class Options:
         """Send `config_option_update` if the options changed since the editor was told
         (the provider's model list arrived)."""
         told = self._told
-        if told is not None and self.config_options() != told:
+        if told is None:
+            return
+        current = self.config_options()
+        if current != told:
             self._send_update({"sessionUpdate": "config_option_update",
-                               "configOptions": self._told})
+                               "configOptions": current})
 
-    async def set_option(self, config_id: str, value: object) -> list[dict[str, Any]]:
+    async def set_option(self, config_id: str, value: object) -> list[acp.SessionConfigOption]:
         """`session/set_config_option`: stored, then in effect from the next model call."""
         current = settings.check_choice(self.config_options(), config_id, value)
         assert isinstance(value, str)  # a value of the option

@@ -25,6 +25,7 @@ from acp_fsm.session.replay import rebuild, replay_updates, settings_of
 from acp_fsm.store import Entry, SessionRecord, Store, StoreError
 
 if TYPE_CHECKING:
+    from acp_fsm.schemas import acp_types as acp
     from acp_fsm.session.core import Server
 
 log = structlog.get_logger("session")
@@ -188,7 +189,7 @@ class Sessions:
             if not await store.delete_session(session_id) and session is None:
                 raise ResourceNotFound(f"Session not found: {limits.echo(session_id)}")
 
-    async def list(self, cwd: str | None, cursor: str | None) -> dict[str, Any]:
+    async def list(self, cwd: str | None, cursor: str | None) -> acp.ListSessionsResponse:
         store = await self.store()
         try:
             # A session nobody prompted has nothing to resume: editors' pickers would show
@@ -196,7 +197,7 @@ class Sessions:
             records, next_cursor = await store.list_sessions(cwd, cursor, prompted=True)
         except StoreError as exc:
             raise InvalidParams(f"Invalid params: cursor: {exc.public}") from None
-        result: dict[str, Any] = {"sessions": [info(r) for r in records]}
+        result: acp.ListSessionsResponse = {"sessions": [info(r) for r in records]}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
         return result
@@ -241,8 +242,8 @@ def check_session(cwd: str, additional: list[str], mcp_servers: list[Any]) -> No
                                 f"{limits.echo(value)}")
 
 
-def info(record: SessionRecord) -> dict[str, Any]:
-    info: dict[str, Any] = {"sessionId": record.id, "cwd": record.cwd,
+def info(record: SessionRecord) -> acp.SessionInfo:
+    info: acp.SessionInfo = {"sessionId": record.id, "cwd": record.cwd,
                             "updatedAt": updates.iso_time(record.updated_at)}
     if record.title:
         info["title"] = record.title

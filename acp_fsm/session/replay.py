@@ -4,7 +4,7 @@ editor as it looked live (`session/load`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -12,6 +12,9 @@ from acp_fsm import transcript, updates
 from acp_fsm.providers.types import Message, ToolResultsMessage
 from acp_fsm.settings import Settings
 from acp_fsm.store import Entry, Store
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas import acp_types as acp
 
 log = structlog.get_logger("session")
 
@@ -43,7 +46,7 @@ async def rebuild(store: Store, session_id: str, entries: list[Entry], *, repair
         return messages, last
     fixed, added = transcript.repair(messages)
     for result in added:
-        content = [updates.text_block(result.content)]
+        content: list[acp.ToolCallContent] = [updates.text_block(result.content)]
         last = await store.append(session_id, "tool_result", transcript.result_body(
             result, updates.final_view("failed", content)))
     if added:
@@ -57,10 +60,10 @@ def settings_of(entries: list[Entry]) -> Settings:
     return Settings.folded([e.body for e in entries if e.kind == "settings"])
 
 
-def replay_updates(entries: list[Any]) -> list[dict[str, Any]]:
+def replay_updates(entries: list[Any]) -> list[acp.SessionUpdate]:
     """The updates that show a stored conversation as it looked live (ACP: session/load)."""
-    out: list[dict[str, Any]] = []
-    plans: dict[str, list[dict[str, Any]]] = {}  # call id -> the plan an update_plan call set
+    out: list[acp.SessionUpdate] = []
+    plans: dict[str, list[acp.PlanEntry]] = {}  # call id -> the plan an update_plan call set
     for entry in entries:
         body = entry.body
         if entry.kind in ("user", "command"):

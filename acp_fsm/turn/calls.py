@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -17,6 +17,7 @@ from acp_fsm.tools.base import Tool, ToolCallView, ToolOutcome
 from acp_fsm.turn.model import window
 
 if TYPE_CHECKING:
+    from acp_fsm.schemas import acp_types as acp
     from acp_fsm.turn.runner import Turn
 
 log = structlog.get_logger("turn")
@@ -34,7 +35,7 @@ class PendingCall:
     state: ToolCallState = S.PENDING  # moved by `fire` only
     reason: str = ""  # why a denied call does not run: its result's text
     confined: bool = False  # inside the session's roots (see `Tool.confined`)
-    preview: tuple[dict[str, Any], ...] = ()  # the change it will make, shown before asking
+    preview: tuple[acp.ToolCallContent, ...] = ()  # the change it will make, shown before asking
     result: ToolResultPart | None = None
 
     @property
@@ -111,7 +112,7 @@ def remembered(turn: Turn, pc: PendingCall) -> bool:
 
 
 async def answer(turn: Turn, pc: PendingCall, outcome: ToolOutcome, trigger: ToolCallTrigger,
-                 *, wait: bool = True) -> dict[str, Any]:
+                 *, wait: bool = True) -> acp.SessionUpdateToolCallUpdate:
     """Close the call with `outcome` by `trigger`: committed, then told in its final update
     (commit, then tell: a crash one instant later must not lose what the editor was shown as
     done). Without `wait` the result is only queued and the update returned, not sent: the

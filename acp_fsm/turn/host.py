@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from acp_fsm import settings, updates
 from acp_fsm.client import Client, ClientChannel
@@ -15,6 +15,10 @@ from acp_fsm.protocol.errors import RpcError
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import AssistantMessage, Message, ToolResultPart
 from acp_fsm.tools.base import Tool
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas import acp_types as acp
+    from acp_fsm.updates import ChunkKind
 
 
 class TurnFailed(Exception):
@@ -90,10 +94,10 @@ class Host(Protocol):
     def after_answer(self, callback: Callable[[], None]) -> None:
         """Run `callback` once the prompt is answered (at once outside a prompt)."""
 
-    def send_update(self, update: dict[str, Any]) -> None:
+    def send_update(self, update: acp.SessionUpdate) -> None:
         """Send a `session/update`."""
 
-    def text_sender(self, kind: str) -> Callable[[str], object]:
+    def text_sender(self, kind: ChunkKind) -> Callable[[str], object]:
         """What sends a `kind` chunk of text as a `session/update`, for each streamed delta."""
 
     @property
@@ -108,8 +112,8 @@ class TurnEnv:
     """The `ToolEnv` of one turn."""
 
     def __init__(self, session: Host, token: CancellationToken, client: Client,
-                 report: Callable[[tuple[dict[str, Any], ...]], None],
-                 previewed: tuple[dict[str, Any], ...] = ()) -> None:
+                 report: Callable[[tuple[acp.ToolCallContent, ...]], None],
+                 previewed: tuple[acp.ToolCallContent, ...] = ()) -> None:
         self._session = session
         self._token = token
         self._client = client
@@ -133,11 +137,11 @@ class TurnEnv:
         return self._client
 
     @property
-    def previewed(self) -> tuple[dict[str, Any], ...]:
+    def previewed(self) -> tuple[acp.ToolCallContent, ...]:
         return self._previewed
 
-    def report(self, content: tuple[dict[str, Any], ...]) -> None:
+    def report(self, content: tuple[acp.ToolCallContent, ...]) -> None:
         self._report(content)
 
-    def show_plan(self, entries: list[dict[str, Any]]) -> None:
+    def show_plan(self, entries: list[acp.PlanEntry]) -> None:
         self._session.send_update(updates.plan(entries))

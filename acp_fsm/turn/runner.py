@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -38,6 +38,9 @@ from acp_fsm.turn import compacting, draining, permission, streaming, tools
 from acp_fsm.turn.calls import PendingCall, close_open
 from acp_fsm.turn.host import Host, TurnEnv, TurnFailed
 
+if TYPE_CHECKING:
+    from acp_fsm.schemas import acp_types as acp
+
 log = structlog.get_logger("turn")
 
 Work = Callable[["Turn"], Awaitable[TurnTrigger]]
@@ -62,7 +65,7 @@ class Turn:
         self.state = TurnState(TURN.initial)  # moved by `_fire` only
         self.requests = 0
         self.calls: list[PendingCall] = []  # of the current assistant message
-        self.stop_reason = "end_turn"
+        self.stop_reason: acp.StopReason = "end_turn"  # when the turn ends done
         self.error: RpcError | None = None
         self.path: list[str] = [self.state.value]
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -94,7 +97,7 @@ class Turn:
         """Guard of `tools_requested`: some call waits for the user's answer."""
         return any(pc.state == ToolCallState.PENDING for pc in self.calls)
 
-    async def run(self) -> str:
+    async def run(self) -> acp.StopReason:
         """Run to a final state; the ACP stop reason, or raise the RpcError of a failure.
         `path` then holds the states the turn went through."""
         # A cancel that came before the turn started (while its prompt was being stored) is a
@@ -111,7 +114,7 @@ class Turn:
         if self.state == TurnState.FAILED:
             assert self.error is not None
             raise self.error
-        return self.stop_reason_now
+        return "cancelled" if self.state == TurnState.CANCELLED else self.stop_reason
 
     async def _step(self) -> None:
         """The work of the state the turn is in, then the transition it ends with: `cancel`
@@ -156,14 +159,14 @@ class Turn:
             raise TurnFailed(InternalError(f"Configuration error: {found.error}"))
         return found.config
 
-    def env(self, call_id: str, previewed: tuple[dict[str, Any], ...] = ()) -> TurnEnv:
+    def env(self, call_id: str, previewed: tuple[acp.ToolCallContent, ...] = ()) -> TurnEnv:
         """What the tool of call `call_id` sees of the turn."""
-        def report(content: tuple[dict[str, Any], ...]) -> None:
+        def report(content: tuple[acp.ToolCallContent, ...]) -> None:
             self.update(updates.tool_call_update(call_id, "in_progress", content=list(content)))
 
         return TurnEnv(self.session, self.token, self.client, report, previewed)
 
-    def update(self, update: dict[str, Any]) -> None:
+    def update(self, update: acp.SessionUpdate) -> None:
         self.session.send_update(update)
 
     def notify(self, text: str) -> None:

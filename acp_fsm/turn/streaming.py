@@ -41,13 +41,14 @@ from acp_fsm.turn.model import (
 from acp_fsm.warm import aiohttp_imported
 
 if TYPE_CHECKING:
+    from acp_fsm.schemas import acp_types as acp
     from acp_fsm.turn.runner import Turn
 
 log = structlog.get_logger("turn")
 
 # An empty 200 stream counts as a refusal for length from this share of the usable window on.
 NEAR_WINDOW = 0.5
-ACP_STOP = {
+ACP_STOP: dict[StopReason, acp.StopReason] = {
     StopReason.END_TURN: "end_turn",
     StopReason.TOOL_USE: "end_turn",
     StopReason.MAX_TOKENS: "max_tokens",
