@@ -25,8 +25,8 @@ Extension = Callable[[AcpServer], None]  # adds methods to a server (`AcpServer.
 
 # After the turns have drained, how long other running handlers get before they are
 # cancelled (and then to unwind), and how long the last output gets to reach the editor.
-# With the turns' own bound (session.SHUTDOWN_GRACE_S, 1 s) that is 1.8 s at most: the
-# process exits within 2 s of being told to (docs/shutdown.md).
+# With the turns' own bound (session.registry.SHUTDOWN_GRACE_S, 1 s) that is 1.8 s at most:
+# the process exits within 2 s of being told to (docs/shutdown.md).
 HANDLER_GRACE_S = 0.25
 FLUSH_TIMEOUT_S = 0.3
 

@@ -3,7 +3,10 @@ starts with one (`/compact`). Any other text starting with `/` (a path, say) is 
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas.acp_types import AvailableCommand
 
 COMPACT = "compact"
 # name -> (description, hint for its input)
@@ -18,7 +21,7 @@ class Command(NamedTuple):
     argument: str  # the text after the name
 
 
-def available() -> list[dict[str, Any]]:
+def available() -> list[AvailableCommand]:
     """The commands as ACP `AvailableCommand`s."""
     return [{"name": name, "description": about, "input": {"hint": hint}}
             for name, (about, hint) in COMMANDS.items()]

@@ -11,17 +11,23 @@ from acp_fsm.methods import agent_capabilities
 
 TYPE_CHECKING = False  # the startup path: no `typing`
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, cast
+
+    from acp_fsm.schemas import acp_types as acp
+else:
+    def cast(_type: object, value: object) -> object:  # the startup path: no `typing`
+        return value
 
 # The only ACP major version there is. ACP: answer the client's version if supported, else our
 # latest; never fail on a version. So the answer is 1 whatever the client sent.
 PROTOCOL_VERSION = 1
 
-AGENT_INFO = {"name": "acp-fsm", "title": "acp-fsm", "version": __version__}
+AGENT_INFO: acp.Implementation = {"name": "acp-fsm", "title": "acp-fsm",
+                                  "version": __version__}
 
 # How a user logs in (docs/auth.md): in a terminal the editor opens (`acp-fsm login`), where
 # the editor can run one; else by what the agent explains, then `authenticate`.
-TERMINAL_LOGIN = {
+TERMINAL_LOGIN: acp.AuthMethodTerminalVariant = {
     "type": "terminal",
     "id": "acp-fsm-login",
     "name": "Log in with an API key",
@@ -30,7 +36,7 @@ TERMINAL_LOGIN = {
                    "the agent.",
     "args": ["login"],
 }
-API_KEY_LOGIN = {
+API_KEY_LOGIN: acp.AuthMethodAgent = {
     "id": "api-key",
     "name": "API key",
     "description": "Run `acp-fsm login` in a terminal, or set ANTHROPIC_API_KEY or "
@@ -50,20 +56,21 @@ def runs_terminal_login(capabilities: object) -> bool:
         isinstance(meta, dict) and meta.get("terminal-auth") is True)
 
 
-def auth_methods(params: dict[str, Any] | None) -> list[dict[str, Any]]:
+def auth_methods(params: dict[str, Any] | None) -> list[acp.AuthMethod]:
     """The login the client can offer: in a terminal only if it can run one."""
     terminal = runs_terminal_login((params or {}).get("clientCapabilities"))
-    return [dict(TERMINAL_LOGIN if terminal else API_KEY_LOGIN)]
+    return [TERMINAL_LOGIN.copy() if terminal else API_KEY_LOGIN.copy()]
 
 
-def initialize_result(params: dict[str, Any] | None = None) -> dict[str, Any]:
+def initialize_result(params: dict[str, Any] | None = None) -> acp.InitializeResponse:
     """The `initialize` result for the client's `params`: what this agent supports, computed
     from the method registry, and how to log in."""
     return {
         "protocolVersion": PROTOCOL_VERSION,
-        "agentCapabilities": agent_capabilities(),
+        # built from the registry's paths (`methods.agent_capabilities`), so typed as a whole
+        "agentCapabilities": cast("acp.AgentCapabilities", agent_capabilities()),
         "authMethods": auth_methods(params),
-        "agentInfo": dict(AGENT_INFO),
+        "agentInfo": AGENT_INFO.copy(),
     }
 
 

@@ -13,8 +13,8 @@ for it), what it holds the lease for (a `turn`, or the `repair` of a load), and 
 claim, so one holder never releases another's lease. On the same host an owner is alive
 exactly while its process runs, whatever its heartbeat (a store stalled for a minute must not
 hand a running turn to another process); a lease a live process failed to release is released
-again until it is (`session._release`). Across hosts, and where /proc is missing, an owner is
-alive while its heartbeat is younger than `STALE_S`.
+again until it is (`session.lease.release_soon`). Across hosts, and where /proc is missing, an
+owner is alive while its heartbeat is younger than `STALE_S`.
 """
 
 from __future__ import annotations

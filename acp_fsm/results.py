@@ -14,7 +14,7 @@ Secrets are scrubbed before a cut: a key cut in two could not be recognised at t
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import structlog
@@ -22,6 +22,9 @@ import structlog
 from acp_fsm import compaction, redact, updates
 from acp_fsm.store import MAX_BODY_BYTES
 from acp_fsm.tools.base import ToolOutcome
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas.acp_types import ToolCallContent
 
 log = structlog.get_logger("acp.tools")
 
@@ -62,7 +65,7 @@ def fit_text(text: str, chars: int, max_bytes: int, note: str) -> str:
     return text if fitted == text else fitted
 
 
-def _fit_blocks(blocks: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
+def _fit_blocks(blocks: tuple[ToolCallContent, ...]) -> tuple[ToolCallContent, ...]:
     """ACP ToolCallContent blocks within `MAX_SHOWN_BYTES` as JSON: the largest are cut or
     replaced first, until the rest fits; `blocks` itself when they fit."""
     listed = list(blocks)
@@ -70,7 +73,7 @@ def _fit_blocks(blocks: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...
     return blocks if fitted is listed else tuple(fitted)
 
 
-def _fit_block(block: dict[str, Any], room: float, size: float) -> dict[str, Any]:
+def _fit_block(block: ToolCallContent, room: float, size: float) -> ToolCallContent:
     """One block in about `room` bytes of JSON: a text cut down, anything else a note."""
     inner = block.get("content") if block.get("type") == "content" else None
     if isinstance(inner, dict) and inner.get("type") == "text":

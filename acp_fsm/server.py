@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from acp_fsm import credentials, environment, limits, schemas, warm
-from acp_fsm.fsm.handshake import HANDSHAKE, Handshake, HandshakeState, HandshakeTrigger
+from acp_fsm.fsm.handshake import Handshake, HandshakeState, HandshakeTrigger
 from acp_fsm.initialize import API_KEY_LOGIN, TERMINAL_LOGIN, ClientInfo, initialize_result
 from acp_fsm.methods import AGENT_TO_CLIENT, BOTH, PROTOCOL, MethodSpec, Registry, Served
 from acp_fsm.protocol.cancel import CancellationToken
@@ -30,6 +30,9 @@ from acp_fsm.protocol.jsonrpc import Notification, Request
 from acp_fsm.schemas import plain
 from acp_fsm.session import Session, Sessions
 
+if TYPE_CHECKING:
+    from acp_fsm.schemas import acp_types as acp
+
 log = structlog.get_logger("acp")
 
 # The work of one inbound method: its params in, the coroutine that answers it (a request's
@@ -43,13 +46,11 @@ class AcpServer:
     def __init__(self, handshake: Handshake | None = None, *,
                  client: ClientInfo | None = None) -> None:
         """`handshake` as the startup path left it (it may have answered `initialize`, then
-        `client` is what the client said in it); the machine goes on from its state."""
+        `client` is what the client said in it); the handshake goes on from its state."""
         self.registry = PROTOCOL
         self._handlers = self._bind_handlers()
         self.client = client
         self.handshake = handshake or Handshake()
-        self.machine = HANDSHAKE.build(self.handshake,
-                                       initial=HandshakeState(self.handshake.state))
         self._conn: Connection | None = None
         self._null_results: set[str] = set()  # methods whose `null` result was logged once
         self.sessions = Sessions(self)
@@ -196,17 +197,17 @@ class AcpServer:
         self._fire(HandshakeTrigger.FINISH)
 
     def _fire(self, trigger: HandshakeTrigger) -> None:
-        """The live machine's transition (`MachineError` where the table has no row)."""
-        self.handshake.trigger(trigger.value)
+        """The handshake's transition (`IllegalTransition` where the table has no row)."""
+        self.handshake.fire(trigger)
 
     # -------------------------------------------------------------- methods
 
-    async def on_initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def on_initialize(self, params: dict[str, Any]) -> acp.InitializeResponse:
         self.client = ClientInfo(params)
         log.info("initialized", client=self.client.info, protocol_version=params["protocolVersion"])
         return initialize_result(params)
 
-    async def on_authenticate(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def on_authenticate(self, params: dict[str, Any]) -> acp.AuthenticateResponse:
         """Read the credentials again (a login in a terminal, or the environment): succeeds
         once a model call could be made."""
         method = params["methodId"]
@@ -221,7 +222,7 @@ class AcpServer:
         log.info("authenticated", method=method)
         return {}
 
-    async def on_logout(self, params: Any) -> dict[str, Any]:
+    async def on_logout(self, params: Any) -> acp.LogoutResponse:
         """Forget the stored credentials (the environment's stay: the editor set them)."""
         try:
             removed = credentials.remove()
@@ -232,21 +233,20 @@ class AcpServer:
         log.info("logged_out", removed=removed)
         return {}
 
-    async def on_session_new(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def on_session_new(self, params: dict[str, Any]) -> acp.NewSessionResponse:
         found = await credentials.read()
         if found.needs_login:  # said now, not after the first prompt is typed
             raise found.refusal(self.client)
         session = await self.sessions.new(params["cwd"], params.get("additionalDirectories") or [],
                                           params.get("mcpServers") or [], found.config)
-        return self._set_up(session, {"sessionId": session.id})
+        return {"sessionId": session.id, **self._set_up(session)}
 
-    def _set_up(self, session: Session, result: dict[str, Any]) -> dict[str, Any]:
+    def _set_up(self, session: Session) -> acp.LoadSessionResponse:
         """A session's setup result (its options), and what follows the answer: its slash
         commands, and the provider's model list, fetched if not known and announced if it
         changes."""
-        result.update(session.setup_result())
         self.conn.after_response(lambda: self._after_setup(session))
-        return result
+        return session.options.setup_result()
 
     def _after_setup(self, session: Session) -> None:
         from acp_fsm.commands import available
@@ -262,7 +262,8 @@ class AcpServer:
             asyncio.get_running_loop().call_soon(warm.start)
             CATALOG.refresh_soon(config, self.sessions.announce_options)
 
-    def on_session_prompt(self, params: dict[str, Any]) -> Coroutine[Any, Any, dict[str, Any]]:
+    def on_session_prompt(self, params: dict[str, Any]
+                          ) -> Coroutine[Any, Any, acp.PromptResponse]:
         # Synchronous on purpose: the turn takes the session's token before any await, so a
         # session/cancel read right after the prompt reaches this turn (docs/cancellation.md).
         return self.sessions.get(params["sessionId"]).start_turn(params["prompt"])
@@ -274,37 +275,38 @@ class AcpServer:
         elif not session.cancel():
             log.debug("cancel_while_idle")
 
-    async def on_session_load(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def on_session_load(self, params: dict[str, Any]) -> acp.LoadSessionResponse:
         session = await self.sessions.restore(params["sessionId"], params["cwd"],
                                               params.get("mcpServers") or [], replay=True)
-        return self._set_up(session, {})
+        return self._set_up(session)
 
-    async def on_session_resume(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def on_session_resume(self, params: dict[str, Any]) -> acp.ResumeSessionResponse:
         session = await self.sessions.restore(params["sessionId"], params["cwd"],
                                               params.get("mcpServers") or [], replay=False)
-        return self._set_up(session, {})
+        return self._set_up(session)
 
-    async def on_session_set_mode(self, params: dict[str, Any]) -> dict[str, Any]:
-        await self.sessions.get(params["sessionId"]).set_mode(params["modeId"])
+    async def on_session_set_mode(self, params: dict[str, Any]) -> acp.SetSessionModeResponse:
+        await self.sessions.get(params["sessionId"]).options.set_mode(params["modeId"])
         return {}
 
-    async def on_session_set_config_option(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def on_session_set_config_option(self, params: dict[str, Any]
+                                           ) -> acp.SetSessionConfigOptionResponse:
         session = self.sessions.get(params["sessionId"])
         if params.get("type") == "boolean":
             raise InvalidParams(f"Invalid params: {limits.echo(params['configId'])} is not a "
                                 "boolean option; this agent has select options only")
-        return {"configOptions": await session.set_option(params["configId"],
+        return {"configOptions": await session.options.set_option(params["configId"],
                                                           params.get("value"))}
 
-    async def on_session_close(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def on_session_close(self, params: dict[str, Any]) -> acp.CloseSessionResponse:
         await self.sessions.close(params["sessionId"])
         return {}
 
-    async def on_session_delete(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def on_session_delete(self, params: dict[str, Any]) -> acp.DeleteSessionResponse:
         await self.sessions.delete(params["sessionId"])
         return {}
 
-    async def on_session_list(self, params: dict[str, Any] | None) -> dict[str, Any]:
+    async def on_session_list(self, params: dict[str, Any] | None) -> acp.ListSessionsResponse:
         params = params or {}
         return await self.sessions.list(params.get("cwd"), params.get("cursor"))
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas import acp_types as acp
 
 from acp_fsm.limits import echo
 from acp_fsm.protocol.errors import InvalidParams
@@ -122,15 +125,19 @@ def thought_level(settings: Settings, provider: str, model: str) -> str | None:
 
 
 def _select(option_id: str, name: str, category: str, description: str, current: str,
-            values: list[tuple[str, str, str]]) -> dict[str, Any]:
+            values: list[tuple[str, str, str]]) -> acp.SessionConfigOptionSelect:
+    options: list[acp.SessionConfigSelectOption] = []
+    for value, label, about in values:
+        entry: acp.SessionConfigSelectOption = {"value": value, "name": label}
+        if about:
+            entry["description"] = about
+        options.append(entry)
     return {"id": option_id, "name": name, "description": description, "category": category,
-            "type": "select", "currentValue": current,
-            "options": [{"value": value, "name": label, "description": about}
-                        for value, label, about in values]}
+            "type": "select", "currentValue": current, "options": options}
 
 
 def config_options(settings: Settings, provider: str, model: str,
-                   models: list[str]) -> list[dict[str, Any]]:
+                   models: list[str]) -> list[acp.SessionConfigOption]:
     """The session's ACP `configOptions`: mode, model and, for a model that thinks, the
     thought level. `model` is the one in use, `models` those the provider offers; without a
     `provider` (no usable configuration), the mode only. The same choices give the same list,
@@ -140,8 +147,8 @@ def config_options(settings: Settings, provider: str, model: str,
 
 @lru_cache(maxsize=256)
 def _config_options(settings: Settings, provider: str, model: str,
-                    models: tuple[str, ...]) -> list[dict[str, Any]]:
-    options = [
+                    models: tuple[str, ...]) -> list[acp.SessionConfigOption]:
+    options: list[acp.SessionConfigOption] = [
         _select(MODE, "Mode", MODE, "How much the agent may do without asking", settings.mode,
                 [(mode_id, name, about) for mode_id, (name, about) in MODES.items()]),
     ]
@@ -157,21 +164,17 @@ def _config_options(settings: Settings, provider: str, model: str,
                                "How much the model reasons before it answers", current,
                                [(level, name, about) for level, (name, about) in
                                 levels.items()]))
-    for option in options:
-        for value in option["options"]:
-            if not value["description"]:
-                del value["description"]
     return options
 
 
-def modes(settings: Settings) -> dict[str, Any]:
+def modes(settings: Settings) -> acp.SessionModeState:
     """The same choice of mode as ACP's older `modes` (a `SessionModeState`)."""
     return {"currentModeId": settings.mode,
             "availableModes": [{"id": mode_id, "name": name, "description": about}
                                for mode_id, (name, about) in MODES.items()]}
 
 
-def check_choice(options: list[dict[str, Any]], config_id: str, value: object) -> str:
+def check_choice(options: list[acp.SessionConfigOption], config_id: str, value: object) -> str:
     """The current value of option `config_id`, once `value` is known to be one of its values
     (in `options`, the session's `configOptions`); `InvalidParams` names what is allowed
     otherwise."""
@@ -180,7 +183,9 @@ def check_choice(options: list[dict[str, Any]], config_id: str, value: object) -
         known = ", ".join(o["id"] for o in options)
         raise InvalidParams(f"Invalid params: configId: unknown option {echo(config_id)}; this "
                             f"session has {known}")
-    allowed = [v["value"] for v in option["options"]]
+    # this agent's options are selects of a flat list of values (`_select`)
+    values = cast("list[acp.SessionConfigSelectOption]", option.get("options", []))
+    allowed = [v["value"] for v in values]
     if not isinstance(value, str) or value not in allowed:
         raise InvalidParams(f"Invalid params: value: {echo(value)} is not a value of "
                             f"{config_id!r}; expected one of {', '.join(allowed)}")

@@ -3,19 +3,27 @@ so a loaded session looks exactly as it did live."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import time
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from acp_fsm.schemas import acp_types as acp
     from acp_fsm.tools.base import ToolCallView
 
+ChunkKind = Literal["user_message_chunk", "agent_message_chunk", "agent_thought_chunk"]
 
-def text_content(text: str) -> dict[str, Any]:
+
+def text_content(text: str) -> acp.ContentBlockText:
     return {"type": "text", "text": text}
 
 
-def chunk(kind: str, content: dict[str, Any]) -> dict[str, Any]:
+def chunk(kind: ChunkKind, content: acp.ContentBlock) -> acp.SessionUpdate:
     """`user_message_chunk`, `agent_message_chunk` or `agent_thought_chunk`."""
-    return {"sessionUpdate": kind, "content": content}
+    if kind == "user_message_chunk":
+        return {"sessionUpdate": "user_message_chunk", "content": content}
+    if kind == "agent_thought_chunk":
+        return {"sessionUpdate": "agent_thought_chunk", "content": content}
+    return {"sessionUpdate": "agent_message_chunk", "content": content}
 
 
 def view_body(view: ToolCallView) -> dict[str, Any]:
@@ -28,11 +36,11 @@ def view_body(view: ToolCallView) -> dict[str, Any]:
 
 
 def tool_call_fields(call_id: str, view: dict[str, Any],
-                     preview: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
+                     preview: tuple[acp.ToolCallContent, ...] = ()) -> acp.ToolCall:
     """A pending call as ACP describes it (in a `tool_call` update and a permission request);
     `preview` (the change it will make) replaces the view's own content."""
-    fields = {"toolCallId": call_id, "status": "pending", "title": view["title"],
-              "kind": view["kind"], "rawInput": view["rawInput"]}
+    fields: acp.ToolCall = {"toolCallId": call_id, "status": "pending", "title": view["title"],
+                            "kind": view["kind"], "rawInput": view["rawInput"]}
     content = list(preview) or view.get("content")
     if content:
         fields["content"] = content
@@ -41,16 +49,18 @@ def tool_call_fields(call_id: str, view: dict[str, Any],
     return fields
 
 
-def tool_call(call_id: str, view: dict[str, Any]) -> dict[str, Any]:
+def tool_call(call_id: str, view: dict[str, Any]) -> acp.SessionUpdateToolCall:
     """A complete call announced to the editor, before permission or execution."""
     return {"sessionUpdate": "tool_call", **tool_call_fields(call_id, view)}
 
 
-def tool_call_update(call_id: str, status: str | None, *,
-                     content: list[dict[str, Any]] | None = None,
-                     locations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def tool_call_update(call_id: str, status: acp.ToolCallStatus | None, *,
+                     content: list[acp.ToolCallContent] | None = None,
+                     locations: list[acp.ToolCallLocation] | None = None
+                     ) -> acp.SessionUpdateToolCallUpdate:
     """Changed fields of a call (`status` None: unchanged)."""
-    update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call_id}
+    update: acp.SessionUpdateToolCallUpdate = {"sessionUpdate": "tool_call_update",
+                                                "toolCallId": call_id}
     if status is not None:
         update["status"] = status
     if content is not None:
@@ -60,8 +70,8 @@ def tool_call_update(call_id: str, status: str | None, *,
     return update
 
 
-def final_view(status: str, content: list[dict[str, Any]],
-               locations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def final_view(status: acp.ToolCallStatus, content: list[acp.ToolCallContent],
+               locations: list[acp.ToolCallLocation] | None = None) -> dict[str, Any]:
     """The stored form of a call's final state (replayed as its last `tool_call_update`)."""
     view: dict[str, Any] = {"status": status, "content": content}
     if locations is not None:
@@ -69,23 +79,28 @@ def final_view(status: str, content: list[dict[str, Any]],
     return view
 
 
-def text_block(text: str) -> dict[str, Any]:
+def text_block(text: str) -> acp.ToolCallContentContent:
     """A ToolCallContent block of plain text."""
     return {"type": "content", "content": text_content(text)}
 
 
-def session_info(title: str, updated_at: str) -> dict[str, Any]:
+def iso_time(timestamp: float) -> str:
+    """A time as ACP writes it (`updatedAt`): ISO 8601, UTC, to the second."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(timestamp))
+
+
+def session_info(title: str, updated_at: str) -> acp.SessionUpdateSessionInfoUpdate:
     return {"sessionUpdate": "session_info_update", "title": title, "updatedAt": updated_at}
 
 
 PLAN_TOOL = "update_plan"  # the tool whose calls set the plan (replayed by session/load)
 
 
-def plan(entries: list[dict[str, Any]]) -> dict[str, Any]:
+def plan(entries: list[acp.PlanEntry]) -> acp.SessionUpdatePlan:
     """The agent's plan, whole (ACP: each `plan` update replaces the one before)."""
     return {"sessionUpdate": "plan", "entries": entries}
 
 
-def usage(used: int, size: int) -> dict[str, Any]:
+def usage(used: int, size: int) -> acp.SessionUpdateUsageUpdate:
     """Context-window use after a model call (ACP UsageUpdate)."""
     return {"sessionUpdate": "usage_update", "used": used, "size": size}

@@ -1,7 +1,8 @@
 """The agent's state machines, each declared as a table (see `fsm.machine`).
 
-Tables are plain data: the runtime builds `transitions` machines from them, the startup path
-consults them without importing anything heavy, and `diagrams/` is generated from them.
+Tables are plain data, run by one evaluator (`MachineSpec.step`) on the startup path and at
+run time alike, held in the tests to the same tables built as `transitions` machines, and
+drawn into `diagrams/`.
 """
 
 if __name__ != "acp_fsm.fsm":  # one name per module (docs/architecture.md, "Layers")

@@ -19,10 +19,6 @@ from enum import StrEnum
 from acp_fsm.fsm.machine import MachineSpec, Row
 from acp_fsm.protocol.errors import InternalError, MethodNotFound, RpcError, ServerNotInitialized
 
-TYPE_CHECKING = False  # `typing` is not imported on the startup path
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
 
 class HandshakeState(StrEnum):
     UNINITIALIZED = "uninitialized"
@@ -62,12 +58,10 @@ INITIALIZE_METHOD = "initialize"
 
 
 class Handshake:
-    """The model the handshake machine drives: its `state`, and (once `HANDSHAKE.build` made
-    it live) one method per trigger. Before that, on the startup path, `fire` moves it by the
-    pure table, so the fast `initialize` takes the same transition the live machine would."""
+    """The connection's place in the handshake: its `state`, moved by `fire` alone, on the
+    startup path (the fast `initialize`) and at run time alike."""
 
     state: str
-    trigger: Callable[[str], bool]  # added by `transitions` when the machine is built
 
     def __init__(self) -> None:
         self.state = HANDSHAKE.initial.value
@@ -76,8 +70,8 @@ class Handshake:
         return f"<Handshake {self.state}>"
 
     def fire(self, trigger: HandshakeTrigger) -> None:
-        """The transition by the table alone (`IllegalTransition` where it has no row)."""
-        self.state = HANDSHAKE.next_state(HandshakeState(self.state), trigger).value
+        """The transition by the table (`IllegalTransition` where it has no row)."""
+        self.state = HANDSHAKE.step(self.state, trigger).value
 
 
 def admission(state: HandshakeState, method: str, *, known: bool) -> RpcError | None:

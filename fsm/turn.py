@@ -14,16 +14,17 @@
     any working state --fail--> failed               (the transition first, then its effects:
                                                       the open calls get their results)
 
-Each state names the work the runner does while in it (`state_docs`); the runner fires the
-next trigger when that work ends. Work never runs inside transition callbacks: a
-cancel must be able to interrupt it, and `transitions` swallows task cancellation.
+Each state names the work done while in it (`state_docs`); that work returns the trigger it
+ends with, and the runner (`acp_fsm.turn.runner`) alone fires it: nothing is done inside a
+transition, so a cancel can interrupt any work. The diagram draws the four working states as
+one (`working`), with one `cancel` and one `fail` edge.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-from acp_fsm.fsm.machine import MachineSpec, Row
+from acp_fsm.fsm.machine import Guard, MachineSpec, Row
 
 
 class TurnState(StrEnum):
@@ -59,22 +60,26 @@ S, T = TurnState, TurnTrigger
 CANCELLABLE = (S.STREAMING, S.COMPACTING, S.AWAITING_PERMISSION, S.RUNNING_TOOLS)
 FINAL = (S.CANCELLED, S.DONE, S.FAILED)
 
+NEEDS_PERMISSION = Guard("needs_permission", "some call waits for the user's answer")
+ON_DEMAND = Guard("on_demand", "the user asked for it (/compact), so the turn ends")
+
 TURN = MachineSpec(
     name="turn",
     states=TurnState,
     triggers=TurnTrigger,
     initial=S.IDLE,
     final=FINAL,
+    groups={"working": CANCELLABLE},
     rows=(
         Row(T.START, S.IDLE, S.STREAMING),
         Row(T.COMPACT, S.IDLE, S.COMPACTING, doc="the prompt is the /compact command"),
         Row(T.COMPACT, S.STREAMING, S.COMPACTING,
             doc="before a model call that would not fit the context window, or after the "
             "provider said it did not"),
-        Row(T.COMPACTED, S.COMPACTING, S.DONE, guard="on_demand"),
+        Row(T.COMPACTED, S.COMPACTING, S.DONE, guard=ON_DEMAND),
         Row(T.COMPACTED, S.COMPACTING, S.STREAMING),
         Row(T.CANCEL, S.IDLE, S.CANCELLED, doc="cancelled before it started: nothing to drain"),
-        Row(T.TOOLS_REQUESTED, S.STREAMING, S.AWAITING_PERMISSION, guard="needs_permission"),
+        Row(T.TOOLS_REQUESTED, S.STREAMING, S.AWAITING_PERMISSION, guard=NEEDS_PERMISSION),
         Row(T.TOOLS_REQUESTED, S.STREAMING, S.RUNNING_TOOLS),
         Row(T.PERMISSIONS_SETTLED, S.AWAITING_PERMISSION, S.RUNNING_TOOLS),
         Row(T.TOOLS_DONE, S.RUNNING_TOOLS, S.STREAMING),

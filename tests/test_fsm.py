@@ -1,7 +1,7 @@
 """The handshake machine as a table: every (state, trigger) pair is a row or a rejection.
 
-Both faces of the table are checked for each pair: the pure lookup `next_state` and the
-`transitions` machine `build` makes from it (STYLE §1). `admission` is the flagged rule outside
+For each pair the evaluator the agent runs (`MachineSpec.step`) is held to the same table
+built as a `transitions` machine (`build`, STYLE §1). `admission` is the flagged rule outside
 the table and is walked over every state too.
 """
 
@@ -21,7 +21,7 @@ from acp_fsm.fsm.handshake import (
     HandshakeTrigger,
     admission,
 )
-from acp_fsm.fsm.machine import IllegalTransition, MachineSpec, Row
+from acp_fsm.fsm.machine import Guard, IllegalTransition, MachineSpec, Row
 from acp_fsm.protocol.errors import InternalError, MethodNotFound, ServerNotInitialized
 
 S, T = HandshakeState, HandshakeTrigger
@@ -69,14 +69,14 @@ def test_every_pair_is_a_row_or_a_rejection(
     assert model.state == state.value
     expected = EXPECTED_ROWS.get((state, trigger))
     if expected is not None:
-        assert HANDSHAKE.next_state(state, trigger) == expected
+        assert HANDSHAKE.step(state, trigger) == expected
         assert [r.dest for r in HANDSHAKE.rows_for(state, trigger)] == [expected]
         assert model.trigger(trigger.value) is True
         assert model.state == expected.value
     else:
         with pytest.raises(IllegalTransition, match=f"{trigger} is not allowed in state {state}"):
-            HANDSHAKE.next_state(state, trigger)
-        assert HANDSHAKE.rows_for(state, trigger) == []
+            HANDSHAKE.step(state, trigger)
+        assert HANDSHAKE.rows_for(state, trigger) == ()
         with pytest.raises(MachineError):
             model.trigger(trigger.value)
         assert model.state == state.value
@@ -98,7 +98,7 @@ def test_default_initial_state_and_full_walk() -> None:
 def test_final_state_accepts_nothing() -> None:
     for trigger in HandshakeTrigger:
         with pytest.raises(IllegalTransition):
-            HANDSHAKE.next_state(S.CLOSED, trigger)
+            HANDSHAKE.step(S.CLOSED, trigger)
 
 
 def test_built_machine_has_no_auto_transitions() -> None:
@@ -115,7 +115,7 @@ def reachable_from(start: StrEnum) -> set[StrEnum]:
         state = frontier.pop()
         for trigger in HandshakeTrigger:
             try:
-                dest = HANDSHAKE.next_state(state, trigger)
+                dest = HANDSHAKE.step(state, trigger)
             except IllegalTransition:
                 continue
             if dest not in reachable:
@@ -201,26 +201,55 @@ def test_spec_rejects_undocumented_states() -> None:
         MachineSpec("lights", Color, Go, Color.RED, (), (), {Color.RED: "stopped"})
 
 
+CLEAR = Guard("clear", "the road is clear")
+BLOCKED = Guard("blocked", "the road is blocked")
+
+
 def test_spec_rejects_duplicate_rows() -> None:
     rows = (Row(Go.GO, Color.RED, Color.GREEN), Row(Go.GO, (Color.GREEN, Color.RED), Color.RED))
-    with pytest.raises(ValueError, match="duplicate row"):
+    with pytest.raises(ValueError, match="overlap"):
         MachineSpec("lights", Color, Go, Color.RED, (), rows, DOCS)
 
 
-def test_spec_allows_same_pair_under_different_guards() -> None:
+def test_spec_rejects_an_unguarded_row_before_a_guarded_one() -> None:
+    rows = (Row(Go.GO, Color.RED, Color.GREEN), Row(Go.GO, Color.RED, Color.RED, guard=CLEAR))
+    with pytest.raises(ValueError, match="the unguarded one last"):
+        MachineSpec("lights", Color, Go, Color.RED, (), rows, DOCS)
+
+
+def test_the_first_row_whose_guard_holds_is_taken() -> None:
     rows = (
-        Row(Go.GO, Color.RED, Color.GREEN, guard="clear"),
-        Row(Go.GO, Color.RED, Color.RED, guard="blocked"),
+        Row(Go.GO, Color.RED, Color.GREEN, guard=CLEAR),
+        Row(Go.GO, Color.RED, Color.RED, guard=BLOCKED),
     )
     spec = MachineSpec("lights", Color, Go, Color.RED, (), rows, DOCS)
-    # Guarded rows are not pure lookups.
-    with pytest.raises(IllegalTransition):
-        spec.next_state(Color.RED, Go.GO)
     assert len(spec.rows_for(Color.RED, Go.GO)) == 2
+    assert spec.guards() == (CLEAR, BLOCKED)
+    assert spec.step(Color.RED, Go.GO, {CLEAR: lambda: True, BLOCKED: lambda: True}) == "green"
+    assert spec.step(Color.RED, Go.GO, {CLEAR: lambda: False, BLOCKED: lambda: True}) == "red"
+    with pytest.raises(IllegalTransition):  # no guard holds: no row applies
+        spec.step(Color.RED, Go.GO, {CLEAR: lambda: False, BLOCKED: lambda: False})
+    with pytest.raises(ValueError, match="no predicate for the guard clear"):
+        spec.step(Color.RED, Go.GO)
+
+
+def test_a_guard_is_asked_only_when_its_row_is_reached() -> None:
+    asked: list[str] = []
+
+    def clear() -> bool:
+        asked.append("clear")
+        return True
+
+    rows = (Row(Go.GO, Color.RED, Color.GREEN, guard=CLEAR), Row(Go.STOP, Color.RED, Color.RED))
+    spec = MachineSpec("lights", Color, Go, Color.RED, (), rows, DOCS)
+    assert spec.step(Color.RED, Go.STOP, {CLEAR: clear}) == "red"
+    assert asked == []
+    assert spec.step(Color.RED, Go.GO, {CLEAR: clear}) == "green"
+    assert asked == ["clear"]
 
 
 def test_guarded_row_in_built_machine() -> None:
-    rows = (Row(Go.GO, Color.RED, Color.GREEN, guard="is_clear"),)
+    rows = (Row(Go.GO, Color.RED, Color.GREEN, guard=CLEAR),)
     spec = MachineSpec("lights", Color, Go, Color.RED, (), rows, DOCS)
 
     class Car:
@@ -228,11 +257,8 @@ def test_guarded_row_in_built_machine() -> None:
         trigger: Any
         clear = False
 
-        def is_clear(self) -> bool:
-            return self.clear
-
     car = Car()
-    spec.build(car)
+    spec.build(car, {CLEAR: lambda: car.clear})
     assert car.trigger("go") is False
     assert car.state == "red"
     car.clear = True
@@ -240,8 +266,14 @@ def test_guarded_row_in_built_machine() -> None:
     assert car.state == "green"
 
 
+def test_a_group_holds_working_states_only() -> None:
+    with pytest.raises(ValueError, match="group stopped"):
+        MachineSpec("lights", Color, Go, Color.RED, (Color.RED,), (), DOCS,
+                    groups={"stopped": (Color.RED,)})
+
+
 def test_row_repr() -> None:
-    row = Row(Go.GO, (Color.RED, Color.GREEN), Color.GREEN, guard="ok")
+    row = Row(Go.GO, (Color.RED, Color.GREEN), Color.GREEN, guard=Guard("ok", "fine"))
     assert repr(row) == "<Row red|green --go [ok]--> green>"
     assert row.sources == (Color.RED, Color.GREEN)
     assert Row(Go.STOP, Color.GREEN, Color.RED).sources == (Color.GREEN,)

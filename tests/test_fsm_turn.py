@@ -4,13 +4,20 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from collections.abc import Callable
 
 import pytest
-from transitions import MachineError
 
-from acp_fsm.fsm.machine import IllegalTransition
-from acp_fsm.fsm.turn import CANCELLABLE, FINAL, TURN, TurnState, TurnTrigger
+from acp_fsm.fsm.machine import Guard, IllegalTransition
+from acp_fsm.fsm.turn import (
+    CANCELLABLE,
+    FINAL,
+    NEEDS_PERMISSION,
+    ON_DEMAND,
+    TURN,
+    TurnState,
+    TurnTrigger,
+)
 
 S, T = TurnState, TurnTrigger
 
@@ -39,83 +46,38 @@ EXPECTED: dict[tuple[TurnState, TurnTrigger], TurnState] = {
 }
 
 
-class Model:
-    """A turn as the machine sees it: a state and the guard."""
-
-    state: str
-    trigger: Any  # added by transitions
-
-    def __init__(self, asks: bool, command: bool = False) -> None:
-        self.asks = asks
-        self.command = command
-
-    def needs_permission(self) -> bool:
-        return self.asks
-
-    def on_demand(self) -> bool:
-        return self.command
+def guards(asks: bool = False, command: bool = False) -> dict[Guard, Callable[[], bool]]:
+    """The turn's guards as a turn passes them: some call waits for the user, /compact."""
+    return {NEEDS_PERMISSION: lambda: asks, ON_DEMAND: lambda: command}
 
 
 @pytest.mark.parametrize(("state", "trigger"), list(itertools.product(TurnState, TurnTrigger)),
                          ids=str)
 def test_every_pair_is_a_row_or_a_rejection(state: TurnState, trigger: TurnTrigger) -> None:
-    model = Model(asks=False)
-    TURN.build(model, initial=state)
     expected = EXPECTED.get((state, trigger))
     if expected is None:
         with pytest.raises(IllegalTransition):
-            TURN.next_state(state, trigger)
-        with pytest.raises(MachineError):
-            model.trigger(trigger.value)
-        assert model.state == state.value
+            TURN.step(state, trigger, guards())
     else:
-        assert TURN.next_state(state, trigger) == expected
-        assert model.trigger(trigger.value) is True
-        assert model.state == expected.value
-
-
-@pytest.mark.parametrize(("state", "trigger"), list(itertools.product(TurnState, TurnTrigger)),
-                         ids=str)
-def test_the_shared_machine_fires_as_a_built_one(state: TurnState, trigger: TurnTrigger) -> None:
-    """`TURN.fire` (what a turn uses: one machine for every turn of the process) takes the
-    same rows and refuses the same pairs, leaving the state as it was."""
-    model = Model(asks=False)
-    model.state = state.value
-    expected = EXPECTED.get((state, trigger))
-    if expected is None:
-        with pytest.raises(MachineError):
-            TURN.fire(model, trigger.value)
-        assert model.state == state.value
-    else:
-        assert TURN.fire(model, trigger.value) is True
-        assert model.state == expected.value
-
-
-def test_the_shared_machine_asks_each_model_its_own_guard() -> None:
-    asking, trusting = Model(asks=True), Model(asks=False)
-    for model in (asking, trusting):
-        model.state = S.STREAMING.value
-        TURN.fire(model, T.TOOLS_REQUESTED.value)
-    assert (asking.state, trusting.state) == (S.AWAITING_PERMISSION.value,
-                                              S.RUNNING_TOOLS.value)
+        assert TURN.step(state, trigger, guards()) == expected
 
 
 def test_the_guard_sends_tools_to_permission_first() -> None:
-    asking = Model(asks=True)
-    TURN.build(asking, initial=S.STREAMING)
-    asking.trigger(T.TOOLS_REQUESTED.value)
-    assert asking.state == S.AWAITING_PERMISSION.value
+    assert TURN.step(S.STREAMING, T.TOOLS_REQUESTED, guards(asks=True)) == S.AWAITING_PERMISSION
+    assert TURN.step(S.STREAMING, T.TOOLS_REQUESTED, guards(asks=False)) == S.RUNNING_TOOLS
     guarded = [r for r in TURN.rows if r.guard is not None]
     assert [(r.trigger, r.dest, r.guard) for r in guarded] == [
-        (T.COMPACTED, S.DONE, "on_demand"),
-        (T.TOOLS_REQUESTED, S.AWAITING_PERMISSION, "needs_permission")]
+        (T.COMPACTED, S.DONE, ON_DEMAND),
+        (T.TOOLS_REQUESTED, S.AWAITING_PERMISSION, NEEDS_PERMISSION)]
 
 
 def test_the_guard_ends_an_on_demand_compaction() -> None:
-    command = Model(asks=False, command=True)
-    TURN.build(command, initial=S.COMPACTING)
-    command.trigger(T.COMPACTED.value)
-    assert command.state == S.DONE.value
+    assert TURN.step(S.COMPACTING, T.COMPACTED, guards(command=True)) == S.DONE
+    assert TURN.step(S.COMPACTING, T.COMPACTED, guards(command=False)) == S.STREAMING
+
+
+def test_the_working_states_are_one_group() -> None:
+    assert TURN.groups == {"working": CANCELLABLE}
 
 
 def test_final_and_cancellable_states() -> None:

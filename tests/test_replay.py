@@ -1,8 +1,8 @@
-"""What `session/load` replays from stored entries (`acp_fsm.session.replay_updates`)."""
+"""What `session/load` replays from stored entries (`acp_fsm.session.replay.replay_updates`)."""
 
 from __future__ import annotations
 
-from acp_fsm.session import replay_updates
+from acp_fsm.session.replay import replay_updates
 from acp_fsm.store import Entry
 
 

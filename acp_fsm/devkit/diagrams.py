@@ -1,11 +1,12 @@
 """Diagrams generated from the machine tables (never drawn by hand).
 
-`acp-fsm diagrams` (or `python -m acp_fsm.devkit.diagrams`) writes `diagrams/<machine>.mmd` (Mermaid
-`stateDiagram-v2`), `diagrams/README.md` embedding them with one line per state, and an SVG of
-each machine when pygraphviz is installed (optional: `pip install 'acp-fsm[diagrams]'`).
-`--check` exits 1 when a committed Mermaid file or the README differs from what the tables
-generate, so the diagrams cannot drift from the code. SVGs are not checked: their bytes depend
-on the Graphviz version.
+`acp-fsm diagrams` (or `python -m acp_fsm.devkit.diagrams`) writes `diagrams/<machine>.mmd`
+(Mermaid `stateDiagram-v2`), `diagrams/README.md` embedding them with one line per state, the
+project README's diagram block (only where it has the markers), and an SVG of each machine
+when pygraphviz is installed (optional: `pip install 'acp-fsm[diagrams]'`). `--check` exits 1
+when one of the Mermaid files or a README differs from what the tables generate, so the
+diagrams cannot drift from the code. The SVGs are not committed (git ignores them): their
+bytes depend on the Graphviz version, so no check could hold them to the tables.
 """
 
 from __future__ import annotations
@@ -24,18 +25,40 @@ START, END = "<!-- diagrams:start -->", "<!-- diagrams:end -->"
 def machines() -> list[MachineSpec]:
     """Every machine of the agent."""
     from acp_fsm.fsm.handshake import HANDSHAKE
+    from acp_fsm.fsm.tool_call import TOOL_CALL
     from acp_fsm.fsm.turn import TURN
 
-    return [HANDSHAKE, TURN]
+    return [HANDSHAKE, TURN, TOOL_CALL]
+
+
+def edges(spec: MachineSpec) -> list[tuple[str, str, str]]:
+    """(source, destination, label) of every edge drawn: a row from every state of a group
+    (`MachineSpec.groups`) is one edge from the group, its other sources one edge each."""
+    drawn = []
+    for row in spec.rows:
+        label = row.trigger.value + (f" [{row.guard.name}]" if row.guard else "")
+        sources = list(row.sources)
+        covered = [(name, members) for name, members in spec.groups.items()
+                   if set(members) <= set(sources)]
+        if covered:
+            name, members = max(covered, key=lambda group: len(group[1]))
+            drawn.append((name, row.dest.value, label))
+            sources = [source for source in sources if source not in members]
+        drawn.extend((source.value, row.dest.value, label) for source in sources)
+    return drawn
 
 
 def to_mermaid(spec: MachineSpec) -> str:
-    """Every state, every row labelled with its trigger (and guard), initial and final states."""
+    """Every state (a group's inside a composite state), every edge labelled with its trigger
+    (and guard), initial and final states."""
     lines = ["stateDiagram-v2", f"    [*] --> {spec.initial.value}"]
-    lines.extend(f"    {state.value}" for state in spec.states)
-    for row in spec.rows:
-        label = row.trigger.value + (f" [{row.guard}]" if row.guard else "")
-        lines.extend(f"    {source.value} --> {row.dest.value}: {label}" for source in row.sources)
+    grouped = {state for members in spec.groups.values() for state in members}
+    for name, members in spec.groups.items():
+        lines.append(f"    state {name} {{")
+        lines.extend(f"        {state.value}" for state in members)
+        lines.append("    }")
+    lines.extend(f"    {state.value}" for state in spec.states if state not in grouped)
+    lines.extend(f"    {source} --> {dest}: {label}" for source, dest, label in edges(spec))
     lines.extend(f"    {state.value} --> [*]" for state in spec.final)
     return "\n".join(lines) + "\n"
 
@@ -67,11 +90,17 @@ def to_svg(spec: MachineSpec) -> bytes | None:
     for state in spec.states:
         final = state in spec.final
         graph.add_node(state.value, peripheries=2 if final else 1)
+    for name, members in spec.groups.items():
+        graph.add_subgraph([s.value for s in members], name=f"cluster_{name}", label=name,
+                           style="rounded,dashed")
+    graph.graph_attr["compound"] = "true"
     graph.add_edge("__start__", spec.initial.value)
-    for row in spec.rows:
-        label = row.trigger.value + (f" [{row.guard}]" if row.guard else "")
-        for source in row.sources:
-            graph.add_edge(source.value, row.dest.value, label=label)
+    for source, dest, label in edges(spec):
+        if source in spec.groups:  # from the group's frame, drawn from one of its states
+            inside = spec.groups[source][0].value
+            graph.add_edge(inside, dest, label=label, ltail=f"cluster_{source}")
+        else:
+            graph.add_edge(source, dest, label=label)
     graph.layout(prog="dot")
     svg: bytes = graph.draw(format="svg")
     return svg
@@ -98,8 +127,10 @@ def expected_files(out: Path = DIAGRAMS) -> dict[Path, str]:
     files = {out / f"{spec.name}.mmd": to_mermaid(spec) for spec in specs}
     files[out / "README.md"] = readme(specs)
     project_readme = out.parent / "README.md"
-    if project_readme.exists():
-        files[project_readme] = with_diagrams(project_readme.read_text(encoding="utf-8"), specs)
+    if project_readme.exists():  # rewritten only where it holds the markers
+        text = project_readme.read_text(encoding="utf-8")
+        if START in text and END in text:
+            files[project_readme] = with_diagrams(text, specs)
     return files
 
 

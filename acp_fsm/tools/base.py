@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.tools.paths import utf8_text
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent, ToolCallLocation
 
 
 def utf8_json(value: Any) -> Any:
@@ -45,9 +48,9 @@ class ToolCallView:
 
     title: str
     kind: str  # ACP ToolKind: read, edit, delete, move, search, execute, think, fetch, other
-    locations: tuple[dict[str, Any], ...] = ()  # ACP ToolCallLocation: {"path", "line"?}
+    locations: tuple[ToolCallLocation, ...] = ()
     raw_input: dict[str, Any] = field(default_factory=dict)
-    content: tuple[dict[str, Any], ...] = ()  # ACP ToolCallContent shown before it runs
+    content: tuple[ToolCallContent, ...] = ()  # shown before it runs
 
     def __post_init__(self) -> None:
         _make_utf8(self, "title", "locations", "raw_input", "content")
@@ -67,9 +70,9 @@ class ToolOutcome:
 
     output: str
     is_error: bool = False
-    content: tuple[dict[str, Any], ...] = ()
-    locations: tuple[dict[str, Any], ...] | None = None
-    replay: tuple[dict[str, Any], ...] | None = None
+    content: tuple[ToolCallContent, ...] = ()
+    locations: tuple[ToolCallLocation, ...] | None = None
+    replay: tuple[ToolCallContent, ...] | None = None
 
     def __post_init__(self) -> None:
         _make_utf8(self, "output", "content", "locations", "replay")
@@ -114,13 +117,13 @@ class ToolEnv(Protocol):
     @property
     def client(self) -> ClientBridge: ...
     @property
-    def previewed(self) -> tuple[dict[str, Any], ...]:
+    def previewed(self) -> tuple[ToolCallContent, ...]:
         """What `Tool.preview` showed before the call ran (the diff the user approved)."""
 
-    def report(self, content: tuple[dict[str, Any], ...]) -> None:
+    def report(self, content: tuple[ToolCallContent, ...]) -> None:
         """Show progress content now (e.g. a terminal block while a command runs)."""
 
-    def show_plan(self, entries: list[dict[str, Any]]) -> None:
+    def show_plan(self, entries: list[PlanEntry]) -> None:
         """Show the agent's plan (an ACP `plan` update)."""
 
 
@@ -149,7 +152,7 @@ class Tool(Protocol):
     def view(self, args: dict[str, Any], env: ToolEnv) -> ToolCallView: ...
 
     async def preview(self, args: dict[str, Any], env: ToolEnv,
-                      drafts: Drafts) -> tuple[dict[str, Any], ...]:
+                      drafts: Drafts) -> tuple[ToolCallContent, ...]:
         """What the call will change, as ToolCallContent (a `diff` against `drafts` or the
         file), shown before the user is asked; () when there is nothing to show. Records its
         result in `drafts`. Raises `ToolError` when the call cannot work (the model is told,

@@ -14,12 +14,15 @@ import stat
 from collections.abc import Awaitable, Callable
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from acp_fsm import schemas
 from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.tools.base import Drafts, ToolCallView, ToolEnv, ToolOutcome
 from acp_fsm.tools.paths import display, inside_roots, is_utf8, resolve, utf8_text
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas.acp_types import ToolCallContent
 
 T = TypeVar("T")
 TOOLS_SCHEMA = "tools.json"  # every tool's arguments, one definition each
@@ -149,7 +152,7 @@ class BaseTool:
         return f"{self.name} {self.shown(args, env)}"
 
     async def preview(self, args: dict[str, Any], env: ToolEnv,
-                      drafts: Drafts) -> tuple[dict[str, Any], ...]:
+                      drafts: Drafts) -> tuple[ToolCallContent, ...]:
         """Nothing to show before running (override for tools that change files)."""
         return ()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp_fsm import redact
 from acp_fsm.tools.base import Drafts, ToolEnv, ToolOutcome
@@ -15,6 +15,9 @@ from acp_fsm.tools.files import (
     load_text,
     store_text,
 )
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas.acp_types import ToolCallContent
 
 
 def first_changed_line(text: str, old_text: str, new_text: str) -> int:
@@ -61,7 +64,7 @@ class EditFile(MutatingTool):
         return Edit(text, secrets.restore(edit.after, text), edit.count, edit.line)
 
     async def preview(self, args: dict[str, Any], env: ToolEnv,
-                      drafts: Drafts) -> tuple[dict[str, Any], ...]:
+                      drafts: Drafts) -> tuple[ToolCallContent, ...]:
         path, shown = self.target(args, env), self.shown(args, env)
         edit = self._edit(args, await current_text(env, drafts, path, shown, exact=True), shown)
         drafts[path] = edit.after

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import structlog
 
@@ -32,6 +32,9 @@ from acp_fsm.tools.common import (
     describe_os_error,
 )
 from acp_fsm.tools.paths import is_utf8
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas.acp_types import ToolCallContentDiff
 
 log = structlog.get_logger("acp.tools")
 
@@ -164,7 +167,7 @@ async def store_text(env: ToolEnv, path: Path, shown: str, content: str) -> None
         raise ToolError(f"Could not write {shown}: {describe_os_error(exc)}") from exc
 
 
-def diff_block(path: Path, old_text: str | None, new_text: str) -> dict[str, Any]:
+def diff_block(path: Path, old_text: str | None, new_text: str) -> ToolCallContentDiff:
     """An ACP ToolCallContent `diff` (absolute path; `oldText` null for a new file)."""
     return {"type": "diff", "path": str(path), "oldText": old_text, "newText": new_text}
 

@@ -4,13 +4,16 @@ the editor and the model see them."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import mcp_types as types
 
 from acp_fsm import environment
 from acp_fsm.mcp.connection import McpCallFailed, McpConnection, McpUnavailable
 from acp_fsm.tools.base import Drafts, ToolCallView, ToolEnv, ToolOutcome
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas.acp_types import ContentBlock, ToolCallContent
 
 EMPTY_RESULT = "(no output)"
 # What ACP keeps of each MCP content block (the rest, such as icons, ACP does not define).
@@ -54,7 +57,7 @@ class McpTool:
                             raw_input=args)
 
     async def preview(self, args: dict[str, Any], env: ToolEnv,
-                      drafts: Drafts) -> tuple[dict[str, Any], ...]:
+                      drafts: Drafts) -> tuple[ToolCallContent, ...]:
         return ()
 
     def confined(self, args: dict[str, Any], env: ToolEnv) -> bool:
@@ -125,17 +128,20 @@ def outcome(result: types.CallToolResult) -> ToolOutcome:
         texts.append(structured)
         blocks.append({"type": "text", "text": structured})
     output = "\n".join(t for t in texts if t) or EMPTY_RESULT
-    content = tuple({"type": "content", "content": block} for block in blocks)
+    content: tuple[ToolCallContent, ...] = tuple({"type": "content", "content": block}
+                                                  for block in blocks)
     return ToolOutcome(output, is_error=bool(result.is_error), content=content)
 
 
-def _acp_block(block: Any) -> dict[str, Any]:
+def _acp_block(block: Any) -> ContentBlock:
+    """An MCP content block as ACP's (the members ACP defines; checked when sent)."""
     data = block.model_dump(by_alias=True, mode="json", exclude_none=True)
     if data["type"] == "resource":
         resource = {key: data["resource"][key] for key in _RESOURCE_FIELDS
                     if key in data["resource"]}
-        return {"type": "resource", "resource": resource}
-    return {key: data[key] for key in _ACP_FIELDS[data["type"]] if key in data}
+        return cast("ContentBlock", {"type": "resource", "resource": resource})
+    return cast("ContentBlock", {key: data[key] for key in _ACP_FIELDS[data["type"]]
+                                  if key in data})
 
 
 def _model_text(block: Any) -> str:

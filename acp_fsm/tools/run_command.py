@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Awaitable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -21,6 +21,9 @@ from acp_fsm.tools.base import ClientBridge, ToolCallView, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import MutatingTool, ask_client
 from acp_fsm.tools.process import OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, OutputCapture, run_local
 from acp_fsm.updates import text_block
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas.acp_types import ToolCallContentTerminal
 
 log = structlog.get_logger("acp.tools")
 
@@ -147,7 +150,7 @@ class RunCommand(MutatingTool):
                                    TERMINAL_OUTPUT_BYTE_LIMIT),
             "start a terminal",
         )
-        block = {"type": "terminal", "terminalId": terminal_id}
+        block: ToolCallContentTerminal = {"type": "terminal", "terminalId": terminal_id}
         try:
             env.report((block,))
             exit_status = await ask_client(

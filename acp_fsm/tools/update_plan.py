@@ -1,12 +1,15 @@
 """update_plan: the agent's plan for the task, shown in the editor (an ACP `plan` update).
 
 Each call carries the whole plan and replaces the one before. The call is stored like any
-other, so `session/load` shows the plan again (`session.replay_updates`).
+other, so `session/load` shows the plan again (`session.replay.replay_updates`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas.acp_types import PlanEntry
 
 from acp_fsm.tools.base import ToolCallView, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import BaseTool
@@ -15,7 +18,7 @@ from acp_fsm.updates import PLAN_TOOL
 _MARKS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
 
 
-def plan_text(entries: list[dict[str, Any]]) -> str:
+def plan_text(entries: list[PlanEntry]) -> str:
     """The plan as the model reads it back, a line a step."""
     if not entries:
         return "The plan is now empty."
@@ -44,7 +47,8 @@ class UpdatePlan(BaseTool):
         return False
 
     async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
-        entries = [{key: entry[key] for key in ("content", "priority", "status")}
-                   for entry in args["entries"]]
+        entries: list[PlanEntry] = [  # the arguments are valid: the schema's values
+            {"content": entry["content"], "priority": entry["priority"],
+             "status": entry["status"]} for entry in args["entries"]]
         env.show_plan(entries)
         return ToolOutcome(plan_text(entries))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp_fsm import redact
 from acp_fsm.tools.base import Drafts, ToolEnv, ToolOutcome
@@ -15,6 +15,9 @@ from acp_fsm.tools.files import (
     load_text,
     store_text,
 )
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas.acp_types import ToolCallContent
 
 
 class WriteFile(MutatingTool):
@@ -30,7 +33,7 @@ class WriteFile(MutatingTool):
         return f"Write {self.shown(args, env)}"
 
     async def preview(self, args: dict[str, Any], env: ToolEnv,
-                      drafts: Drafts) -> tuple[dict[str, Any], ...]:
+                      drafts: Drafts) -> tuple[ToolCallContent, ...]:
         path, shown = self.target(args, env), self.shown(args, env)
         old = await current_text(env, drafts, path, shown, exact=False)
         content = redact.configured().restore(args["content"], old)

@@ -1,0 +1,359 @@
+"""A session: its conversation, its token and the turn it runs; its writes (`journal`), its
+turn lease (`lease`) and its options (`options`) are modules of their own.
+
+Token lifecycle (docs/cancellation.md): a session gets a fresh CancellationToken when it is
+created, loaded or resumed; a turn takes it when its prompt arrives, before any await;
+`session/cancel` fires it (only while a turn runs: a cancel while idle is a no-op); when the
+turn ends, whatever the reason, a fresh token replaces it, so a cancel never reaches a later
+turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Coroutine
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import structlog
+
+from acp_fsm import credentials, limits, redact, transcript, updates
+from acp_fsm.conversation import Conversation
+from acp_fsm.prompt import title_of, to_parts
+from acp_fsm.protocol.cancel import CancellationToken
+from acp_fsm.protocol.errors import InvalidRequest
+from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.types import (
+    AssistantMessage,
+    Message,
+    ToolResultPart,
+    UserMessage,
+    UserPart,
+)
+from acp_fsm.session.journal import Journal
+from acp_fsm.session.lease import TurnLease
+from acp_fsm.session.options import Options
+from acp_fsm.session.replay import rebuild, settings_of
+from acp_fsm.settings import Settings
+from acp_fsm.store import SessionRecord, Store
+
+if TYPE_CHECKING:
+    from acp_fsm.client import ClientChannel
+    from acp_fsm.mcp.servers import McpServers
+    from acp_fsm.protocol.connection import Connection
+    from acp_fsm.schemas import acp_types as acp
+    from acp_fsm.session.registry import Sessions
+    from acp_fsm.tools.base import Tool
+    from acp_fsm.turn import Turn
+
+    # For the checker only: the session/new path does not import the client module.
+    class Server(ClientChannel, Protocol):
+        """What sessions need of the server that holds them (`server.AcpServer` is one): the
+        editor their turns call, the connection their updates go out on, and the other sessions
+        (a lease is checked against them)."""
+
+        @property
+        def conn(self) -> Connection:
+            """The connection to the editor."""
+
+        @property
+        def sessions(self) -> Sessions:
+            """The sessions of this connection."""
+
+
+log = structlog.get_logger("session")
+
+
+class Session:
+    """One conversation, open in this process."""
+
+    def __init__(self, server: Server, store: Store, record: SessionRecord,
+                 messages: list[Message], synced_seq: int = 0,
+                 chosen: Settings | None = None) -> None:
+        self.server = server
+        self.id = record.id
+        self.cwd = Path(record.cwd)
+        self.roots = (self.cwd, *(Path(d) for d in record.additional_directories))
+        self.title = record.title
+        self.conversation = Conversation(messages)
+        self.token = CancellationToken(f"session {record.id}")
+        self.turn: Turn | None = None
+        self.always: dict[str, bool] = {}  # tool name → remembered "always" answer
+        self.mcp: McpServers | None = None  # the editor's MCP servers, when it passed any
+        self._notices: list[str] = []  # for the user, with the next model call's answer
+        self._told: set[str] = set()  # notices of `tell_once` given so far
+        # Tokens the provider counted beyond the estimate of the last request (see
+        # `acp_fsm.compaction.estimate`), added to the next estimate.
+        self.context_drift = 0
+        # The provider's context window, once it refused a request as longer than it.
+        self.context_window: int | None = None
+        self.window_guessed = False  # context_window is only a bound an empty stream gave
+        # This turn's last stored assistant message: (its pending or done write, its body).
+        self._last_assistant: tuple[asyncio.Future[int], dict[str, Any]] | None = None
+        forget = partial(server.sessions.forget, record.id)
+        # `journal.synced_seq`: the store's last entry of this session that `messages`
+        # reflects; another process with the session open may have written more since.
+        self.journal = Journal(store, record.id, synced_seq, forget)
+        self.lease = TurnLease(store, record.id, forget)
+        self.options = Options(self.journal, self.send_update, chosen)
+        self._text_senders: dict[str, Callable[[str], object]] = {}  # see `text_sender`
+
+    def __repr__(self) -> str:
+        turn = self.turn.state if self.turn is not None else "idle"
+        return f"<Session {self.id} {turn} messages={len(self.messages)} cwd={self.cwd}>"
+
+    # ------------------------------------------------------------------- turns
+
+    def start_turn(self, prompt: list[dict[str, Any]]
+                   ) -> Coroutine[Any, Any, acp.PromptResponse]:
+        """Synchronously refuse a second prompt, check and convert this one, and take the
+        token (a cancel read right after the prompt reaches this turn); then the coroutine that
+        runs the turn and gives the prompt's answer."""
+        if self.turn is not None:
+            raise InvalidRequest(
+                f"Invalid Request: session {self.id} is already running a prompt; wait for its "
+                "response or send session/cancel")
+        limits.check_nesting("prompt", prompt)  # refused now, never answered unstored
+        parts = to_parts(prompt)
+        body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in parts]}
+        limits.check_stored("prompt", body)
+        # Imported at the first prompt: the turn brings the tools and the providers, which
+        # `initialize` and `session/new` do not need (startup budget, see bench/startup.py).
+        from acp_fsm import commands
+        from acp_fsm.turn import Turn
+
+        self._last_assistant = None  # only this turn's own message may be marked cancelled
+        if self.mcp is not None:
+            self.mcp.retry()  # a server that failed or was lost: its next use tries again
+        self.turn = Turn(self, self.token, commands.parse(prompt))
+        return self._run_turn(self.turn, body, parts)
+
+    async def _run_turn(self, turn: Turn, body: dict[str, Any],
+                        parts: tuple[UserPart, ...]) -> acp.PromptResponse:
+        try:
+            turn.provider = found = await credentials.read()
+            self.options.provider = found.config
+            if found.needs_login:  # refused before anything of the prompt is stored
+                raise found.refusal(self.server.client)
+            await self._claim()
+            try:
+                if turn.command is not None:  # shown again by a load, never sent to a model
+                    await self.journal.write("command", {"prompt": body["prompt"]}, wait=True)
+                    return await self._finish(turn)
+                return await self._converse(turn, body, parts)
+            finally:
+                self.lease.release()
+        finally:
+            self.turn = None
+            self.token = CancellationToken(f"session {self.id}")  # never reused by a later turn
+            if not turn.done.done():
+                turn.done.set_result(None)
+
+    async def _converse(self, turn: Turn, body: dict[str, Any],
+                        parts: tuple[UserPart, ...]) -> acp.PromptResponse:
+        await self.journal.write("user", body, wait=True)  # not stored: not in the conversation
+        self.conversation.append(UserMessage(parts))
+        if self.title is None and (title := title_of(
+                body["prompt"], clean=redact.configured().scrub_text)):
+            self.title = title
+            self.journal.set_title_soon(title)
+            self.send_update(updates.session_info(title, updates.iso_time(time.time())))
+        return await self._finish(turn)
+
+    async def _finish(self, turn: Turn) -> acp.PromptResponse:
+        """Run the turn; its answer once all it wrote is stored."""
+        try:
+            stop_reason = await turn.run()
+        finally:
+            # The lease goes with the turn's last entries (queued behind them, so in the same
+            # commit or after it). Commit, then tell: the answer goes out once all the turn
+            # wrote is durable.
+            self.lease.release()
+            await self.settle()
+        # _meta (ACP extensibility): how the turn machine got there, for tools and demos.
+        return {"stopReason": stop_reason,
+                "_meta": {"acpFsm": {"statePath": turn.path, "modelCalls": turn.requests}}}
+
+    async def _claim(self) -> None:
+        """Take the session's turn lease, then catch up with what another process wrote since
+        this one last looked, or repair what a dead holder left."""
+        claim = await self.lease.claim()
+        try:
+            if claim.last_seq != self.journal.synced_seq or claim.taken_over:
+                store = self.journal.store
+                entries = await store.entries(self.id)
+                messages, self.journal.synced_seq = await rebuild(store, self.id, entries)
+                self.conversation.replace(messages)
+                self.options.adopt(settings_of(entries))
+                log.info("session_caught_up", session_id=self.id, taken_over=claim.taken_over)
+        except BaseException:
+            self.lease.release()
+            raise
+
+    def cancel(self, reason: str = "session/cancel") -> bool:
+        """Fire the running turn's token; False (and nothing fired) when idle."""
+        if self.turn is None:
+            return False
+        self.token.cancel(reason)
+        return True
+
+    # ------------------------------------------------------ tools and MCP servers
+
+    async def tools(self) -> dict[str, Tool]:
+        """The built-in tools, then those of the session's MCP servers running now."""
+        from acp_fsm.tools import TOOLS
+
+        offered = {} if self.mcp is None else await self.mcp.offered()
+        if not offered:
+            return TOOLS
+        from acp_fsm.tools.mcp import McpTool  # a server runs: the SDK is loaded
+
+        return {**TOOLS, **{name: McpTool(server, tool, name)
+                            for name, (server, tool) in offered.items()}}
+
+    def take_notices(self) -> list[str]:
+        """What the user is still to be told: what `tell_once` was given, and news of the
+        session's MCP servers."""
+        notices, self._notices = self._notices, []
+        return notices + (self.mcp.take_notices() if self.mcp is not None else [])
+
+    def tell_once(self, notice: str) -> None:
+        """Tell the user `notice` with the next ones, once a session (an instruction file
+        that is not read: every turn finds it again)."""
+        if notice not in self._told:
+            self._told.add(notice)
+            self._notices.append(notice)
+
+    async def connect_mcp(self, entries: list[dict[str, Any]] | tuple[dict[str, Any], ...]
+                          ) -> None:
+        """Start the editor's MCP servers (after stopping those of an earlier connect). A
+        session without servers imports nothing of MCP."""
+        await self.close_mcp()
+        if entries:
+            from acp_fsm.mcp.servers import McpServers
+
+            self.mcp = McpServers.of(entries, str(self.cwd))  # closed by a shutdown meanwhile
+            await self.mcp.start()
+
+    async def close_mcp(self) -> None:
+        mcp, self.mcp = self.mcp, None
+        if mcp is not None:
+            await mcp.close()
+
+    # -------------------------------------------------------------- options
+
+    @property
+    def provider(self) -> ProviderConfig | None:
+        """The provider configuration as last read (`options`)."""
+        return self.options.provider
+
+    @property
+    def settings(self) -> Settings:
+        """The model, mode and thought level chosen now (`options`)."""
+        return self.options.settings
+
+    def model(self, config: ProviderConfig) -> str:
+        """The model the next model call uses."""
+        return self.options.model(config)
+
+    # -------------------------------------------------------------- transcript
+
+    @property
+    def messages(self) -> list[Message]:
+        """The conversation as stored."""
+        return self.conversation.messages
+
+    def messages_for_model(self) -> tuple[Message, ...]:
+        """The conversation, checked (and repaired) before every provider call: an orphaned
+        tool call is an HTTP 400 from both providers."""
+        messages, added = self.conversation.for_model()
+        if added:
+            log.warning("transcript_repaired", session_id=self.id,
+                        calls=[r.call_id for r in added])
+        return messages
+
+    async def compact_to(self, messages: list[Message], body: dict[str, Any]) -> None:
+        """Replace the conversation by its compacted form, once that is stored."""
+        await self.journal.write("compaction", body, wait=True)
+        self.conversation.replace(messages)
+        self.context_drift = 0
+
+    async def add_notice(self, text: str) -> None:
+        """Store a message to the user that is not part of the conversation (a command's
+        answer): a load shows it again."""
+        await self.journal.write("notice", {"text": text}, wait=True)
+
+    async def add_assistant(self, message: AssistantMessage, stop_reason: str,
+                            views: dict[str, dict[str, Any]], *, wait: bool = True) -> None:
+        body = transcript.assistant_body(message, stop_reason, views)
+        written = self.journal.queue("assistant", body, required=wait)
+        self.conversation.append(message)  # once queued: the store and the conversation agree
+        # Known before the wait, so a cancel during the write can still mark the message.
+        self._last_assistant = (written, body) if written is not None else None
+        if wait:
+            await self.journal.commit("assistant", written)
+
+    def mark_cancelled(self) -> None:
+        """The turn was cancelled after its last assistant message was stored complete: that
+        stored message now carries stopReason cancelled. Queued behind the
+        message's own write if that is still under way."""
+        if self._last_assistant is None:
+            return
+        written, body = self._last_assistant
+        self._last_assistant = None
+        if body.get("stopReason") == transcript.CANCELLED:
+            return
+        if not written.done() or written.cancelled() or written.exception() is not None:
+            return  # committed before anything went on (see `Journal.commit`): not stored
+        self.journal.rewrite(written.result(), {**body, "stopReason": transcript.CANCELLED})
+
+    async def add_result(self, result: ToolResultPart, view: dict[str, Any], *,
+                         wait: bool = True) -> None:
+        written = self.journal.queue("tool_result", transcript.result_body(result, view),
+                              required=wait)
+        self.conversation.add_result(result)  # once queued, as above
+        if wait:
+            await self.journal.commit("tool_result", written)
+
+    async def record_turn_end(self, stop_reason: str) -> None:
+        await self.journal.write("turn_end", {"stopReason": stop_reason}, wait=False)
+
+    async def settle(self) -> None:
+        """Wait until everything queued for this session is committed."""
+        await self.journal.settle()
+
+    def after_answer(self, callback: Callable[[], None]) -> None:
+        conn = self.server.conn
+        if conn.handling_request():
+            conn.after_response(callback)
+        else:
+            callback()
+
+    def send_update(self, update: acp.SessionUpdate) -> None:
+        self.server.conn.notify("session/update", {"sessionId": self.id, "update": update})
+
+    def text_sender(self, kind: updates.ChunkKind) -> Callable[[str], object]:
+        """The sender of this session's `kind` chunks of text (`updates.chunk`): a streamed
+        answer's, one per delta, validated as a template (`Connection.notifier`)."""
+        sender = self._text_senders.get(kind)
+        if sender is None:
+            sender = self._text_senders[kind] = self.server.conn.notifier(
+                "session/update", lambda text: {
+                    "sessionId": self.id,
+                    "update": updates.chunk(kind, updates.text_content(text))})
+        return sender
+
+    @property
+    def behind(self) -> bool:
+        """The editor reads slower than updates are written: `keep_pace` would wait."""
+        return self.server.conn.congested
+
+    async def keep_pace(self, token: CancellationToken | None = None) -> None:
+        """Wait while the editor reads slower than updates are written (back-pressure: a
+        stalled editor must not make the agent buffer without limit). The reader goes on
+        meanwhile, so a cancel fires `token` and ends the wait at once."""
+        conn = self.server.conn
+        if conn.congested:
+            await (token.race(conn.drain()) if token is not None else conn.drain())

@@ -1,0 +1,121 @@
+"""What the user steers in one session (the model, the mode, the thought level: ACP's config
+options, `acp_fsm.settings`) and what its editor was last told of them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import structlog
+
+from acp_fsm import limits, settings
+from acp_fsm.protocol.errors import InvalidParams
+from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.session.journal import Journal
+from acp_fsm.settings import Settings
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas import acp_types as acp
+
+log = structlog.get_logger("session")
+
+
+class Options:
+    """The options of one session: `settings` as chosen, and `provider`, the configuration as
+    last read (session/new, load, resume, each prompt; None when it is not usable), whose
+    models the model option offers."""
+
+    def __init__(self, journal: Journal, send_update: Callable[[acp.SessionUpdate], None],
+                 chosen: Settings | None = None) -> None:
+        self._journal = journal
+        self._send_update = send_update
+        self.settings = chosen or Settings()
+        self.provider: ProviderConfig | None = None
+        self._told: list[acp.SessionConfigOption] | None = None  # configOptions last sent
+
+    def __repr__(self) -> str:
+        return f"<Options {self.settings!r}>"
+
+    def model(self, config: ProviderConfig) -> str:
+        """The model the next model call uses: the one chosen, else the default."""
+        if self.settings.model:
+            return self.settings.model
+        from acp_fsm.models import CATALOG
+
+        return CATALOG.default_model(config)
+
+    def config_options(self) -> list[acp.SessionConfigOption]:
+        """The session's ACP `configOptions` now, remembered as what the editor was told.
+        Without a usable provider configuration only the mode is offered (the first prompt
+        names the configuration error)."""
+        config = self.provider
+        if config is None:
+            options = settings.config_options(self.settings, "", "", [])
+        else:
+            from acp_fsm.models import CATALOG
+
+            options = settings.config_options(self.settings, config.provider,
+                                              self.model(config), CATALOG.models(config))
+        self._told = options
+        return options
+
+    def setup_result(self) -> acp.LoadSessionResponse:
+        """What `session/new`, `load` and `resume` answer besides the id: the options, and
+        the mode the older way."""
+        return {"configOptions": self.config_options(), "modes": settings.modes(self.settings)}
+
+    def announce(self) -> None:
+        """Send `config_option_update` if the options changed since the editor was told
+        (the provider's model list arrived)."""
+        told = self._told
+        if told is None:
+            return
+        current = self.config_options()
+        if current != told:
+            self._send_update({"sessionUpdate": "config_option_update",
+                               "configOptions": current})
+
+    async def set_option(self, config_id: str, value: object) -> list[acp.SessionConfigOption]:
+        """`session/set_config_option`: stored, then in effect from the next model call."""
+        current = settings.check_choice(self.config_options(), config_id, value)
+        assert isinstance(value, str)  # a value of the option
+        if value != current:
+            await self._choose(config_id, value)
+            if config_id == settings.MODE:  # clients of the older API follow the mode too
+                self._send_update({"sessionUpdate": "current_mode_update",
+                                   "currentModeId": value})
+        return self.config_options()
+
+    async def set_mode(self, mode_id: str) -> None:
+        """`session/set_mode`, the older way to choose the mode."""
+        if mode_id not in settings.MODES:
+            raise InvalidParams(f"Invalid params: modeId: unknown mode {limits.echo(mode_id)}; "
+                                f"expected one of {', '.join(settings.MODES)}")
+        if mode_id != self.settings.mode:
+            await self._choose(settings.MODE, mode_id)
+            self._send_update({"sessionUpdate": "config_option_update",
+                               "configOptions": self.config_options()})
+
+    async def _choose(self, config_id: str, value: str) -> None:
+        """Store one choice, then apply it to the settings as they are then (two choices
+        made at once each keep theirs). Not under the turn lease: it does not count as
+        catching up with the store (`synced=False`), so another process's turn written
+        meanwhile is still read at the next prompt."""
+        await self._journal.write("settings", settings.entry_body(config_id, value), wait=True,
+                                  synced=False)
+        self.settings = self.settings.chosen(config_id, value)
+        log.info("settings_changed", session_id=self._journal.session_id, option=config_id,
+                 value=value)
+
+    def adopt(self, chosen: Settings) -> None:
+        """Settings read from the store (another process chose): announced if they differ."""
+        if chosen == self.settings:
+            return
+        mode_changed = chosen.mode != self.settings.mode
+        self.settings = chosen
+        if self._told is not None:
+            self._send_update({"sessionUpdate": "config_option_update",
+                               "configOptions": self.config_options()})
+        if mode_changed:
+            self._send_update({"sessionUpdate": "current_mode_update",
+                               "currentModeId": chosen.mode})

@@ -1,0 +1,250 @@
+"""The sessions of one connection (`Sessions`): created, restored from the store (load,
+resume), listed, closed and deleted, one lifecycle step of a session at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from acp_fsm import credentials, leases, limits, redact, transcript, updates
+from acp_fsm.bulk import paused_collector
+from acp_fsm.protocol.errors import InvalidParams, ResourceNotFound
+from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.types import Message
+from acp_fsm.session.core import Session
+from acp_fsm.session.lease import claim_or_not_found, release_soon
+from acp_fsm.session.replay import rebuild, replay_updates, settings_of
+from acp_fsm.store import Entry, SessionRecord, Store, StoreError
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas import acp_types as acp
+    from acp_fsm.session.core import Server
+
+log = structlog.get_logger("session")
+
+# How long session/close or session/delete waits for a cancelled turn to drain.
+CLOSE_GRACE_S = 2.0
+# The same when the process is exiting: the editor waits on it (a cancelled turn needs
+# milliseconds; a local command that ignores SIGTERM is killed after 0.2 s).
+SHUTDOWN_GRACE_S = 1.0
+
+
+class Sessions:
+    """The sessions of this connection, and the store behind them."""
+
+    def __init__(self, server: Server) -> None:
+        self._server = server
+        self._open: dict[str, Session] = {}
+        self._store: Store | None = None
+        self._store_lock = asyncio.Lock()
+        # Load, resume, close and delete of one session happen one at a time: two loads build
+        # one Session, and a load racing a delete never leaves a live session behind.
+        self._lifecycles: dict[str, tuple[asyncio.Lock, int]] = {}  # id → (lock, users)
+
+    def __repr__(self) -> str:
+        return f"<Sessions open={len(self._open)}>"
+
+    async def store(self) -> Store:
+        async with self._store_lock:
+            if self._store is None:
+                self._store = await Store.open(scrub=redact.scrub)  # a login adds keys
+            return self._store
+
+    @contextlib.asynccontextmanager
+    async def _lifecycle(self, session_id: str) -> AsyncIterator[None]:
+        """Hold the session's lifecycle lock; kept only while someone holds or awaits it."""
+        lock, users = self._lifecycles.get(session_id, (asyncio.Lock(), 0))
+        self._lifecycles[session_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._lifecycles[session_id]
+            if users == 1:
+                del self._lifecycles[session_id]
+            else:
+                self._lifecycles[session_id] = (lock, users - 1)
+
+    def forget(self, session_id: str) -> None:
+        """Drop a session that is no longer in the store (deleted by another process)."""
+        self._open.pop(session_id, None)
+
+    def get(self, session_id: str) -> Session:
+        session = self._open.get(session_id)
+        if session is None:
+            raise ResourceNotFound(f"Session not found: {limits.echo(session_id)}")
+        return session
+
+    def find(self, session_id: str) -> Session | None:
+        return self._open.get(session_id)
+
+    async def new(self, cwd: str, additional: list[str], mcp_servers: list[dict[str, Any]],
+                  provider: ProviderConfig | None) -> Session:
+        """A new session, working with `provider` (the configuration in force, as read)."""
+        check_session(cwd, additional, mcp_servers)
+        now = time.time()
+        stored = tuple(redact.without_pair_values(entry) for entry in mcp_servers)  # no secrets
+        record = SessionRecord(id=f"sess_{uuid.uuid4().hex}", cwd=cwd,
+                               additional_directories=tuple(additional),
+                               mcp_servers=stored, created_at=now, updated_at=now)
+        store = await self.store()
+        await store.create_session(record)
+        session = Session(self._server, store, record, [])
+        session.options.provider = provider
+        self._open[record.id] = session  # so that a shutdown meanwhile stops its servers
+        try:
+            await session.connect_mcp(mcp_servers)
+        except BaseException:
+            self._open.pop(record.id, None)
+            await session.close_mcp()
+            raise
+        log.info("session_created", session_id=record.id, cwd=cwd)
+        return session
+
+    async def restore(self, session_id: str, cwd: str, mcp_servers: list[Any],
+                      replay: bool) -> Session:
+        """`session/load` (replay=True) or `session/resume`: the session, re-bound if it is
+        already open here (a cancel after the load still reaches its running turn)."""
+        check_session(cwd, [], mcp_servers)
+        store = await self.store()
+        async with self._lifecycle(session_id):
+            session = await self._restore(store, session_id, cwd, replay)
+            session.options.provider = (await credentials.read()).config
+            if mcp_servers or session.mcp is not None:
+                from acp_fsm.mcp.specs import server_specs
+
+                connected = session.mcp.specs if session.mcp is not None else []
+                if connected != server_specs(mcp_servers):
+                    await session.connect_mcp(mcp_servers)  # the servers this request passes
+            return session
+
+    async def _restore(self, store: Store, session_id: str, cwd: str, replay: bool) -> Session:
+        record = await store.get_session(session_id)
+        if record is None:
+            raise ResourceNotFound(f"Session not found: {limits.echo(session_id)}")
+        session = self._open.get(session_id)
+        if session is None:
+            with paused_collector():  # thousands of objects at once (acp_fsm.bulk)
+                entries, messages, last = await self._read(store, session_id)
+            # ACP gives the working directory again: the project may have moved since.
+            session = Session(self._server, store, replace(record, cwd=cwd), messages, last,
+                              settings_of(entries))
+            self._open[session_id] = session
+        else:
+            entries = await store.entries(session_id)
+            session.options.settings = settings_of(entries)  # another process may have chosen
+        if replay:
+            with paused_collector():
+                replayed = replay_updates(entries)
+            for update in replayed:
+                session.send_update(update)
+                if session.turn is None:  # never let a running turn's updates in between
+                    await session.keep_pace()
+        return session
+
+    async def _read(self, store: Store, session_id: str
+                    ) -> tuple[list[Entry], list[Message], int]:
+        """A session's entries and conversation, repaired where a crash left a tool call
+        without its result: under the turn lease, so no live process's running turn is ever
+        repaired and two loads never repair the same call twice. When another process holds
+        the lease, nothing is repaired (its turn is still writing)."""
+        entries = await store.entries(session_id)
+        messages, last = await rebuild(store, session_id, entries, repair=False)
+        if not transcript.needs_repair(messages):  # the usual case: no lease taken at all
+            return entries, messages, last
+        owner = leases.new_owner(leases.REPAIR)
+        claim = await claim_or_not_found(store, session_id, owner,
+                                           lambda: self.forget(session_id))
+        if claim.holder is not None:  # its turn is still writing the results
+            return entries, messages, last
+        try:
+            entries = await store.entries(session_id)
+            messages, last = await rebuild(store, session_id, entries)
+            if entries and last != entries[-1].seq:  # repaired: replay the repair too
+                entries = await store.entries(session_id)
+            return entries, messages, last
+        finally:
+            release_soon(store, session_id, owner)
+
+    async def close(self, session_id: str) -> None:
+        async with self._lifecycle(session_id):
+            session = self.get(session_id)
+            await self._stop(session, "session/close")
+            self._open.pop(session_id, None)
+
+    async def delete(self, session_id: str) -> None:
+        store = await self.store()
+        async with self._lifecycle(session_id):
+            session = self._open.pop(session_id, None)
+            if session is not None:
+                await self._stop(session, "session/delete")
+            if not await store.delete_session(session_id) and session is None:
+                raise ResourceNotFound(f"Session not found: {limits.echo(session_id)}")
+
+    async def list(self, cwd: str | None, cursor: str | None) -> acp.ListSessionsResponse:
+        store = await self.store()
+        try:
+            # A session nobody prompted has nothing to resume: editors' pickers would show
+            # it as an untitled, empty line.
+            records, next_cursor = await store.list_sessions(cwd, cursor, prompted=True)
+        except StoreError as exc:
+            raise InvalidParams(f"Invalid params: cursor: {exc.public}") from None
+        result: acp.ListSessionsResponse = {"sessions": [info(r) for r in records]}
+        if next_cursor is not None:
+            result["nextCursor"] = next_cursor
+        return result
+
+    def announce_options(self) -> None:
+        """Tell every open session's editor of options that changed (a new model list)."""
+        for session in self._open.values():
+            session.options.announce()
+
+    def cancel_all(self, reason: str) -> None:
+        """Fire the token of every running turn (the connection is closing)."""
+        for session in self._open.values():
+            session.cancel(reason)
+
+    async def shutdown(self) -> None:
+        """The connection closed: let every cancelled turn drain and persist (bounded by
+        `SHUTDOWN_GRACE_S`, so the process exits in time), then close the store."""
+        await asyncio.gather(*(self._stop(s, "shutdown", SHUTDOWN_GRACE_S)
+                               for s in self._open.values()))
+        if self._store is not None:
+            await self._store.close()
+
+    async def _stop(self, session: Session, reason: str, grace: float = CLOSE_GRACE_S) -> None:
+        turn = session.turn
+        if turn is not None:
+            session.cancel(reason)
+            await asyncio.wait({turn.done}, timeout=grace)
+        await session.close_mcp()
+
+
+def check_session(cwd: str, additional: list[str], mcp_servers: list[Any]) -> None:
+    """What a session keeps, stores and lists again: absolute paths, within the limits."""
+    limits.check_count("additionalDirectories", additional, limits.MAX_DIRECTORIES,
+                       "MAX_DIRECTORIES")
+    limits.check_count("mcpServers", mcp_servers, limits.MAX_MCP_SERVERS, "MAX_MCP_SERVERS")
+    limits.check_nesting("mcpServers", mcp_servers)
+    for name, value in [("cwd", cwd)] + [(f"additionalDirectories[{i}]", d)
+                                          for i, d in enumerate(additional)]:
+        limits.check_path(name, value)
+        if not Path(value).is_absolute():
+            raise InvalidParams(f"Invalid params: {name}: must be an absolute path, got "
+                                f"{limits.echo(value)}")
+
+
+def info(record: SessionRecord) -> acp.SessionInfo:
+    info: acp.SessionInfo = {"sessionId": record.id, "cwd": record.cwd,
+                            "updatedAt": updates.iso_time(record.updated_at)}
+    if record.title:
+        info["title"] = record.title
+    return info

@@ -1,0 +1,101 @@
+"""A stored session brought back: its conversation rebuilt from the entries (repaired where a
+crash left a call without its result), its settings, and the updates that show it to the
+editor as it looked live (`session/load`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from acp_fsm import transcript, updates
+from acp_fsm.providers.types import Message, ToolResultsMessage
+from acp_fsm.settings import Settings
+from acp_fsm.store import Entry, Store
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas import acp_types as acp
+
+log = structlog.get_logger("session")
+
+
+async def rebuild(store: Store, session_id: str, entries: list[Entry], *, repair: bool = True
+                   ) -> tuple[list[Message], int]:
+    """The conversation from stored entries, and the seq of the last entry it reflects. With
+    `repair`, a tool call a crash or a cancel left without its result gets a synthetic one,
+    stored too; never while another live process runs a turn of the session (its calls are
+    still on their way to their results)."""
+    last = entries[-1].seq if entries else 0
+    messages: list[Message] = []
+    # What comes before the last compaction is not in the conversation any more.
+    start = next((i for i in range(len(entries) - 1, -1, -1)
+                  if entries[i].kind == "compaction"), 0)
+    for entry in entries[start:]:
+        if entry.kind == "user":
+            messages.append(transcript.user_from_body(entry.body))
+        elif entry.kind == "assistant":
+            messages.append(transcript.assistant_from_body(entry.body))
+        elif entry.kind == "tool_result":
+            messages.append(ToolResultsMessage((transcript.result_from_body(entry.body),)))
+        elif entry.kind == "compaction":
+            from acp_fsm.compaction import from_body  # not on the session/new path
+
+            messages = from_body(entry.body)
+    messages = transcript.group_results(messages)
+    if not repair:
+        return messages, last
+    fixed, added = transcript.repair(messages)
+    for result in added:
+        content: list[acp.ToolCallContent] = [updates.text_block(result.content)]
+        last = await store.append(session_id, "tool_result", transcript.result_body(
+            result, updates.final_view("failed", content)))
+    if added:
+        log.warning("transcript_repaired_on_load", session_id=session_id,
+                    calls=[r.call_id for r in added])
+    return fixed, last
+
+
+def settings_of(entries: list[Entry]) -> Settings:
+    """A session's settings: its `settings` entries, in order."""
+    return Settings.folded([e.body for e in entries if e.kind == "settings"])
+
+
+def replay_updates(entries: list[Any]) -> list[acp.SessionUpdate]:
+    """The updates that show a stored conversation as it looked live (ACP: session/load)."""
+    out: list[acp.SessionUpdate] = []
+    plans: dict[str, list[acp.PlanEntry]] = {}  # call id -> the plan an update_plan call set
+    for entry in entries:
+        body = entry.body
+        if entry.kind in ("user", "command"):
+            out.extend(updates.chunk("user_message_chunk", block) for block in body["prompt"])
+        elif entry.kind in ("compaction", "notice"):
+            text = body["notice"] if entry.kind == "compaction" else body["text"]
+            out.append(updates.chunk("agent_message_chunk", updates.text_content(text)))
+        elif entry.kind == "assistant":
+            views = body.get("views") or {}
+            for part in body["parts"]:
+                if part["type"] == "text" and part["text"]:
+                    out.append(updates.chunk("agent_message_chunk",
+                                             updates.text_content(part["text"])))
+                elif part["type"] == "thinking" and part["text"]:
+                    out.append(updates.chunk("agent_thought_chunk",
+                                             updates.text_content(part["text"])))
+                elif part["type"] == "tool_call":
+                    view = views.get(part["id"]) or {"title": part["name"], "kind": "other",
+                                                     "rawInput": part.get("arguments") or {}}
+                    out.append(updates.tool_call(part["id"], view))
+                    if part["name"] == updates.PLAN_TOOL:
+                        plans[part["id"]] = (part.get("arguments") or {}).get("entries") or []
+        elif entry.kind == "tool_result":
+            view = body.get("view") or {}
+            content = view.get("content")
+            if not content or any(block.get("type") == "terminal" for block in content):
+                # a terminal belongs to the connection that ran it (sessions stored before
+                # its output was kept): the result the model read holds the output instead
+                content = [updates.text_block(body["content"])]
+            out.append(updates.tool_call_update(
+                body["callId"], view.get("status", "failed"), content=content,
+                locations=view.get("locations")))
+            if body["callId"] in plans and view.get("status") == "completed":
+                out.append(updates.plan(plans[body["callId"]]))
+    return out

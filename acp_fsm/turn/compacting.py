@@ -1,0 +1,78 @@
+"""`compacting`: the older part of the conversation summarised by one model call, the latest
+turns kept as they are (`acp_fsm.compaction`), stored, then told to the user."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import structlog
+
+from acp_fsm import compaction, updates
+from acp_fsm.fsm.turn import TurnTrigger
+from acp_fsm.providers.errors import ProviderError
+from acp_fsm.providers.types import Finished, Message, ModelRequest
+from acp_fsm.turn.model import log_usage, open_call, request, reserve, window
+
+if TYPE_CHECKING:
+    from acp_fsm.turn.runner import Turn
+
+log = structlog.get_logger("turn")
+
+
+async def compact(turn: Turn) -> TurnTrigger:
+    """Without a summary (the call failed, the model wrote none, the system prompt and the
+    tools alone fill the window) the older part is dropped instead: the session always goes
+    on. The next model call is then sent as it is: a turn never loops here."""
+    if not turn.tools:  # /compact: no model call of this turn has listed them yet
+        turn.tools = await turn.token.race(turn.session.tools())
+    model_request = await request(turn)
+    size = window(turn)
+    room = reserve(model_request, turn.config())
+    drift = turn.session.context_drift
+    before = compaction.estimate(model_request) + drift
+    parts = compaction.split(list(model_request.messages), size, room,
+                             on_demand=turn.command is not None,
+                             budget=compaction.kept_budget(model_request, size, room, drift))
+    turn.send_as_is = True
+    if parts is None:
+        if turn.command is not None:
+            await turn.tell(compaction.NOTHING_TO_COMPACT)
+        return TurnTrigger.COMPACTED
+    summary, dropped = await _summary(turn, model_request, parts.older, size, room)
+    messages = compaction.replaced(summary, parts.kept)
+    after = compaction.estimate(model_request._replace(messages=tuple(messages)))
+    text = compaction.notice(before, after, len(parts.older), dropped)
+    if turn.command is None:
+        text += "\n\n"  # the model's answer follows
+    await turn.session.compact_to(messages, compaction.to_body(summary, parts.kept, text))
+    log.info("context_compacted", before=before, after=after, summarised=len(parts.older),
+             kept=len(parts.kept), dropped=dropped)
+    turn.update(updates.chunk("agent_message_chunk", updates.text_content(text)))
+    return TurnTrigger.COMPACTED
+
+
+async def _summary(turn: Turn, model_request: ModelRequest, older: list[Message], size: int,
+                   room: int) -> tuple[str | None, str | None]:
+    """The summary the model writes of `older` (a model call of the turn: counted), or None
+    and why there is none. No call is made when the system prompt and the tools alone pass
+    the threshold (it could not make the conversation fit, and would be made again at every
+    prompt), unless the user asked for it (/compact)."""
+    fixed = compaction.fixed_part(model_request)
+    if turn.command is None and compaction.too_full(fixed, size, room):
+        return None, compaction.too_small(fixed, size)
+    focus = turn.command.argument if turn.command is not None else ""
+    turn.requests += 1
+    finished: Finished | None = None
+    try:
+        async with open_call(turn, compaction.summary_request(model_request, older, focus,
+                                                              size)) as summary_stream:
+            async for event in summary_stream:
+                if isinstance(event, Finished):
+                    finished = event
+    except ProviderError as exc:
+        log.warning("summary_failed", error=str(exc))
+        return None, f"the summary call failed ({exc})"
+    assert finished is not None, "a stream ends with Finished or an exception"
+    log_usage(finished, "summary")
+    summary = compaction.summary_of(finished.message)
+    return (summary, None) if summary else (None, "the model answered with no summary")

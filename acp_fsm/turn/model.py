@@ -1,0 +1,126 @@
+"""A model call of the turn: its request (the session's settings as they are now), its
+opening, and the context window it must fit (stated, configured, or learned from a refusal)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import structlog
+
+from acp_fsm import compaction, redact, settings
+from acp_fsm.blocking import Shared
+from acp_fsm.instructions import system_prompt
+from acp_fsm.models import CATALOG
+from acp_fsm.providers import open_stream
+from acp_fsm.providers.anthropic import THINKING_BUDGETS
+from acp_fsm.providers.endpoint import ANTHROPIC, ProviderConfig
+from acp_fsm.providers.errors import ProviderError
+from acp_fsm.providers.types import Finished, ModelRequest, ToolSpec, Usage
+
+if TYPE_CHECKING:
+    from acp_fsm.providers.stream import ModelStream
+    from acp_fsm.turn.runner import Turn
+
+log = structlog.get_logger("turn")
+
+# The system prompt of turns starting at once in the same directories: read once for them.
+_SYSTEM_PROMPT = Shared(system_prompt)
+
+
+async def instructions(turn: Turn) -> str:
+    """The system prompt, read once a turn, off the event loop (it reads the project's
+    files); an instruction file it did not read is told to the user once a session."""
+    if turn.system is None:
+        prompt = await _SYSTEM_PROMPT(turn.token, turn.session.cwd, turn.session.roots[1:])
+        for skipped in prompt.skipped:
+            turn.session.tell_once(skipped)
+        turn.system = prompt.text
+    return turn.system
+
+
+async def request(turn: Turn) -> ModelRequest:
+    """The next model call, with the session's settings as they are now: the model, the
+    thought level, and the tools and instructions of the mode."""
+    config = turn.config()
+    chosen = turn.session.settings
+    model = turn.session.model(config)
+    system = await instructions(turn)
+    if chosen.mode == settings.PLAN:
+        system = f"{system}\n\n{settings.PLAN_NOTE}"
+    return ModelRequest(model=model, messages=turn.session.messages_for_model(),
+                        system=system, memo=turn.session.conversation.memo,
+                        tools=tuple(ToolSpec(t.name, t.description, t.input_schema)
+                                    for t in turn.tools.values()
+                                    if settings.offered(chosen.mode, t.kind)),
+                        # never more than half the window: a server that counts the answer's
+                        # room in (vLLM) refuses the request otherwise
+                        max_tokens=min(config.max_tokens, max(1, window(turn) // 2)),
+                        reasoning=settings.thought_level(chosen, config.provider, model))
+
+
+def open_call(turn: Turn, model_request: ModelRequest) -> ModelStream:
+    """Start a model call of the turn (secrets scrubbed from what is sent)."""
+    secrets = redact.configured()
+    return open_stream(model_request, turn.token, turn.config(),
+                       scrub=secrets.scrub if secrets else None,
+                       close_later=turn.session.after_answer)
+
+
+def reserve(model_request: ModelRequest, config: ProviderConfig) -> int:
+    """The room a request keeps for its answer: max_tokens, and Anthropic's thinking budget on
+    top of it."""
+    if config.provider == ANTHROPIC and model_request.reasoning:
+        return model_request.max_tokens + THINKING_BUDGETS.get(model_request.reasoning, 0)
+    return model_request.max_tokens
+
+
+def log_usage(finished: Finished, call: str) -> Usage:
+    usage = finished.usage
+    log.info("model_usage", call=call, input_tokens=usage.input_tokens,
+             output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens,
+             cache_write_tokens=usage.cache_write_tokens)
+    return usage
+
+
+def window(turn: Turn) -> int:
+    """The context window: the one a compatible server states for the model (at most
+    ACP_FSM_CONTEXT_WINDOW when that is set), else the configured one; less if the provider
+    said so when it refused a request."""
+    config = turn.config()
+    size = config.context_window
+    stated = CATALOG.window(config, turn.session.model(config))
+    if stated is not None:
+        size = min(size, stated) if config.window_set else stated
+    learned = turn.session.context_window
+    return size if learned is None else min(size, learned)
+
+
+def window_known(turn: Turn) -> bool:
+    """Whether the window is known (set, stated by the server, learned, or the provider's own
+    API's) rather than assumed."""
+    config = turn.config()
+    session = turn.session
+    learned = session.context_window is not None and not session.window_guessed
+    return (config.window_set or config.official or learned
+            or CATALOG.window(config, session.model(config)) is not None)
+
+
+def learn_window(turn: Turn, exc: ProviderError, estimate: int, room: int) -> None:
+    """The provider refused a request as too long: what it said of its window and of the
+    prompt's size holds for the rest of the session (in memory). Without a maximum, a known
+    window stands and the estimate is taken to have fallen short of the server's count; an
+    assumed one (or one guessed so before) is taken to be at most this request, a guess each
+    later refusal lowers."""
+    prompt, maximum = exc.context_sizes
+    known = window_known(turn)
+    session = turn.session
+    if prompt is not None:
+        session.context_drift = max(session.context_drift, prompt - estimate)
+    elif maximum is None and known:
+        full = int(compaction.usable(window(turn), room)) + 1
+        session.context_drift = max(session.context_drift, full - estimate)
+    if maximum is not None or not known:
+        session.context_window = maximum or min(window(turn), estimate)
+        session.window_guessed = maximum is None
+    log.info("context_exceeded", error=str(exc), estimate=estimate, prompt=prompt,
+             maximum=maximum, window=window(turn))

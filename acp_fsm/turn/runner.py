@@ -1,0 +1,180 @@
+"""The turn runner: the one place that moves a turn's machine (`fsm/turn.py`).
+
+Each state's work (`WORK`: a module of this package each) runs to its end and returns the
+trigger it ends with; the runner fires it, with the table's guards as predicates of the turn.
+Work is awaited here, never inside a transition. Every wait of the turn is guarded by the
+session's token, taken when the prompt arrived: when it fires, the current work ends with
+`Cancelled` (the stream's connection closes, a pending client request is released, a
+running command is killed), the runner fires `cancel` and the turn drains.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+import structlog
+
+from acp_fsm import credentials, transcript, updates
+from acp_fsm.client import Client
+from acp_fsm.commands import Command
+from acp_fsm.fsm.machine import Guard
+from acp_fsm.fsm.tool_call import ToolCallState, ToolCallTrigger
+from acp_fsm.fsm.turn import (
+    CANCELLABLE,
+    FINAL,
+    NEEDS_PERMISSION,
+    ON_DEMAND,
+    TURN,
+    TurnState,
+    TurnTrigger,
+)
+from acp_fsm.protocol.cancel import CancellationToken, Cancelled
+from acp_fsm.protocol.errors import InternalError, RpcError
+from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.tools.base import Tool
+from acp_fsm.turn import compacting, draining, permission, streaming, tools
+from acp_fsm.turn.calls import PendingCall, close_open
+from acp_fsm.turn.host import Host, TurnEnv, TurnFailed
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas import acp_types as acp
+
+log = structlog.get_logger("turn")
+
+Work = Callable[["Turn"], Awaitable[TurnTrigger]]
+# What is done in each working state; it returns the trigger it ends with.
+WORK: dict[TurnState, Work] = {
+    TurnState.STREAMING: streaming.stream,
+    TurnState.COMPACTING: compacting.compact,
+    TurnState.AWAITING_PERMISSION: permission.ask_permissions,
+    TurnState.RUNNING_TOOLS: tools.run_tools,
+    TurnState.DRAINING: draining.drain,
+}
+
+
+class Turn:
+    """One prompt turn: its machine's state, and what the work of its states shares."""
+
+    def __init__(self, session: Host, token: CancellationToken,
+                 command: Command | None = None) -> None:
+        self.session = session
+        self.token = token
+        self.command = command  # a slash command the prompt runs instead of a model turn
+        self.state = TurnState(TURN.initial)  # moved by `_fire` only
+        self.requests = 0
+        self.calls: list[PendingCall] = []  # of the current assistant message
+        self.stop_reason: acp.StopReason = "end_turn"  # when the turn ends done
+        self.error: RpcError | None = None
+        self.path: list[str] = [self.state.value]
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.client = Client(session.server, session.id, token)
+        # The provider configuration, read when the prompt came (`Session._run_turn`).
+        self.provider: credentials.InForce | None = None
+        self.tools: dict[str, Tool] = {}  # of the current model call
+        self.system: str | None = None  # read once a turn (instruction files may change)
+        self.send_as_is = False  # the next model call: compacted once, it is not again
+        self._guards: dict[Guard, Callable[[], bool]] = {
+            NEEDS_PERMISSION: self._needs_permission,
+            ON_DEMAND: lambda: self.command is not None,
+        }
+
+    def __repr__(self) -> str:
+        return (f"<Turn {self.session.id} {self.state} requests={self.requests} "
+                f"calls={len(self.calls)} token={self.token!r}>")
+
+    # ------------------------------------------------------------------ driving
+
+    def _fire(self, trigger: TurnTrigger) -> None:
+        before = self.state
+        self.state = TurnState(TURN.step(self.state, trigger, self._guards))
+        self.path.append(self.state.value)
+        log.debug("turn_transition", trigger=trigger.value, source=before.value,
+                  dest=self.state.value)
+
+    def _needs_permission(self) -> bool:
+        """Guard of `tools_requested`: some call waits for the user's answer."""
+        return any(pc.state == ToolCallState.PENDING for pc in self.calls)
+
+    async def run(self) -> acp.StopReason:
+        """Run to a final state; the ACP stop reason, or raise the RpcError of a failure.
+        `path` then holds the states the turn went through."""
+        # A cancel that came before the turn started (while its prompt was being stored) is a
+        # row of the table: idle --cancel--> cancelled, no model call.
+        if self.token.is_cancelled:
+            self._fire(TurnTrigger.CANCEL)
+        else:
+            self._fire(TurnTrigger.START if self.command is None else TurnTrigger.COMPACT)
+        while self.state not in FINAL:
+            await self._step()
+        await self.session.record_turn_end(self.stop_reason_now)
+        log.info("turn_finished", state=self.state.value, path=" → ".join(self.path),
+                 requests=self.requests)
+        if self.state == TurnState.FAILED:
+            assert self.error is not None
+            raise self.error
+        return "cancelled" if self.state == TurnState.CANCELLED else self.stop_reason
+
+    async def _step(self) -> None:
+        """The work of the state the turn is in, then the transition it ends with: `cancel`
+        when the token fired meanwhile, `fail` when the work could not go on."""
+        state = self.state
+        try:
+            self._fire(await WORK[state](self))
+        except Cancelled:
+            pass  # the token fired; the cancel transition follows
+        except (TurnFailed, RpcError) as failure:  # RpcError: the session's own (a write)
+            if not self.token.is_cancelled:  # a cancelled prompt is never an error (ACP)
+                await self._fail(failure.error if isinstance(failure, TurnFailed) else failure)
+        except Exception as exc:
+            log.exception("turn_work_failed", state=state.value)
+            await self._fail(InternalError(f"Internal error in {state.value}: {exc}"))
+        if self.state in CANCELLABLE and self.token.is_cancelled:
+            self._fire(TurnTrigger.CANCEL)
+
+    @property
+    def stop_reason_now(self) -> str:
+        if self.state == TurnState.CANCELLED:
+            return transcript.CANCELLED
+        if self.state == TurnState.FAILED:
+            return "error"
+        return self.stop_reason
+
+    async def _fail(self, error: RpcError) -> None:
+        """The transition first (the table decides whether failing is allowed here), then its
+        effects: every open call gets a result."""
+        self.error = error
+        self._fire(TurnTrigger.FAIL)
+        await close_open(self, lambda pc: transcript.LOST, ToolCallTrigger.ABANDON)
+
+    # ---------------------------------------------------- what the work shares
+
+    def config(self) -> ProviderConfig:
+        """The provider configuration of this turn (the environment, then what `acp-fsm
+        login` stored), read once, when its prompt came."""
+        found = self.provider
+        assert found is not None, "the session reads it before the turn runs"
+        if found.config is None:
+            raise TurnFailed(InternalError(f"Configuration error: {found.error}"))
+        return found.config
+
+    def env(self, call_id: str, previewed: tuple[acp.ToolCallContent, ...] = ()) -> TurnEnv:
+        """What the tool of call `call_id` sees of the turn."""
+        def report(content: tuple[acp.ToolCallContent, ...]) -> None:
+            self.update(updates.tool_call_update(call_id, "in_progress", content=list(content)))
+
+        return TurnEnv(self.session, self.token, self.client, report, previewed)
+
+    def update(self, update: acp.SessionUpdate) -> None:
+        self.session.send_update(update)
+
+    def notify(self, text: str) -> None:
+        """Tell the user something apart from the model's answer that follows."""
+        self.update(updates.chunk("agent_message_chunk", updates.text_content(text + "\n\n")))
+
+    async def tell(self, text: str) -> None:
+        """Tell the user something of the turn that is not the model's (stored: a load shows
+        it again; never sent to the model)."""
+        await self.session.add_notice(text)
+        self.update(updates.chunk("agent_message_chunk", updates.text_content(text)))

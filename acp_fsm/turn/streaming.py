@@ -1,0 +1,244 @@
+"""`streaming`: one model call. Deltas become message and thought chunks, the finished message
+is stored and its tool calls announced (pending), previewed and classified; the trigger says
+what follows: the calls, the end of the turn, or a compaction first."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from acp_fsm import compaction, transcript, updates
+from acp_fsm.fsm.tool_call import ToolCallState
+from acp_fsm.fsm.turn import TurnTrigger
+from acp_fsm.models import CATALOG
+from acp_fsm.protocol.cancel import Cancelled
+from acp_fsm.protocol.errors import InternalError
+from acp_fsm.providers.errors import EMPTY_STREAM, ProviderError, StreamCancelled
+from acp_fsm.providers.types import (
+    AssistantMessage,
+    Finished,
+    ModelRequest,
+    StopReason,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallPart,
+)
+from acp_fsm.tools.base import Drafts
+from acp_fsm.tools.common import ToolError, describe_os_error
+from acp_fsm.turn.calls import classify
+from acp_fsm.turn.host import TurnFailed
+from acp_fsm.turn.model import (
+    instructions,
+    learn_window,
+    log_usage,
+    open_call,
+    request,
+    reserve,
+    window,
+    window_known,
+)
+from acp_fsm.warm import aiohttp_imported
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas import acp_types as acp
+    from acp_fsm.turn.runner import Turn
+
+log = structlog.get_logger("turn")
+
+# An empty 200 stream counts as a refusal for length from this share of the usable window on.
+NEAR_WINDOW = 0.5
+ACP_STOP: dict[StopReason, acp.StopReason] = {
+    StopReason.END_TURN: "end_turn",
+    StopReason.TOOL_USE: "end_turn",
+    StopReason.MAX_TOKENS: "max_tokens",
+    StopReason.REFUSAL: "refusal",
+}
+
+
+async def stream(turn: Turn) -> TurnTrigger:
+    turn.calls = []
+    # The request and its calls see one set; a server slow to list them cannot hold up a
+    # cancel.
+    turn.tools = await turn.token.race(turn.session.tools())
+    await instructions(turn)  # what it could not read is among the notices
+    for notice in turn.session.take_notices():  # apart from the answer that follows
+        turn.notify(notice)
+    config = turn.config()
+    if (described := CATALOG.pending(config)) is not None:  # its models, its window
+        await turn.token.race(described)
+    await turn.token.race(aiohttp_imported())  # the first call's, off the loop
+    model_request = await request(turn)
+    estimate = compaction.estimate(model_request,
+                                   turn.session.conversation.size(model_request.messages))
+    room = reserve(model_request, config)
+    if not turn.send_as_is and compaction.too_full(
+            estimate + turn.session.context_drift, window(turn), room):
+        return TurnTrigger.COMPACT
+    turn.requests += 1
+    finished = await _streamed(turn, model_request, estimate, room)
+    if finished is None:
+        return TurnTrigger.COMPACT
+    turn.send_as_is = False
+    CATALOG.after_call(config, model_request.model)
+    usage = log_usage(finished, "turn")
+    if usage.input_tokens:
+        turn.session.context_drift = max(0, usage.input_tokens - estimate)
+    used = usage.input_tokens + usage.output_tokens
+    if used:
+        turn.update(updates.usage(used, window(turn)))
+    return await _finish(turn, finished)
+
+
+async def _streamed(turn: Turn, model_request: ModelRequest, estimate: int,
+                    room: int) -> Finished | None:
+    """Stream the call to the editor; its end, or None when the provider refused it as over
+    the window before anything streamed (a compaction may help)."""
+    model_stream = open_call(turn, model_request)
+    finished: Finished | None = None
+    session = turn.session
+    answer = session.text_sender("agent_message_chunk")
+    thought = session.text_sender("agent_thought_chunk")
+    try:
+        async with model_stream:
+            async for event in model_stream:
+                if isinstance(event, TextDelta):
+                    answer(event.text)
+                elif isinstance(event, ThinkingDelta):
+                    thought(event.text)
+                elif isinstance(event, Finished):
+                    finished = event
+                if session.behind:  # the provider waits too
+                    await session.keep_pace(turn.token)
+    except Cancelled as cancelled:  # in the stream, or while the editor was behind
+        partial = (cancelled.partial if isinstance(cancelled, StreamCancelled)
+                   else model_stream.partial)
+        await keep_partial(turn, partial, transcript.CANCELLED)
+        raise
+    except ProviderError as exc:
+        if _overflowed(turn, exc, estimate, room):  # refused whole: nothing streamed
+            return None
+        await keep_partial(turn, model_stream.partial, "error", wait=True)
+        raise TurnFailed(_failure(turn, exc, model_request, estimate)) from None
+    assert finished is not None, "a stream ends with Finished or an exception"
+    return finished
+
+
+async def _finish(turn: Turn, finished: Finished) -> TurnTrigger:
+    """Store the model's message, announce its calls and decide what follows."""
+    message = finished.message
+    turn.calls = [classify(turn, call) for call in message.tool_calls]
+    views = {pc.call.id: updates.view_body(pc.view) for pc in turn.calls}
+    await turn.session.add_assistant(message, finished.stop_reason.value, views)
+    for pc in turn.calls:  # stored: announced even if a cancel came meanwhile
+        turn.update(updates.tool_call(pc.call.id, views[pc.call.id]))
+    turn.token.raise_if_cancelled()  # a cancel that came with the last token still counts
+    if not turn.calls:
+        turn.stop_reason = ACP_STOP[finished.stop_reason]
+        if not message.text.strip():  # a role chunk and a stop: the user sees nothing
+            await turn.tell(_empty_answer(finished.stop_reason))
+        return TurnTrigger.MODEL_DONE
+    await _preview(turn)
+    return TurnTrigger.TOOLS_REQUESTED
+
+
+async def _preview(turn: Turn) -> None:
+    """Show what each call will change (a diff) before anyone is asked to allow it; a call
+    that cannot work (its text is not in the file, say) is denied now, and nobody is asked.
+
+    Calls are previewed in order against `drafts`, the files as the earlier calls leave them.
+    After a call whose effects no preview can show (a command), the rest are not previewed:
+    they are shown and run as they come."""
+    drafts: Drafts = {}
+    for pc in turn.calls:
+        if pc.tool is None or pc.state == ToolCallState.DENIED:
+            continue
+        problem: str | None = None
+        try:
+            pc.preview = await pc.tool.preview(pc.call.arguments, turn.env(pc.call.id), drafts)
+        except Cancelled:
+            raise
+        except ToolError as exc:
+            problem = str(exc)
+        except OSError as exc:
+            problem = describe_os_error(exc)
+        except Exception:  # a preview bug must not cost the call: it runs unpreviewed
+            log.exception("tool_preview_failed", tool=pc.call.name)
+        if problem is not None:
+            pc.deny(problem)
+        elif pc.preview:
+            turn.update(updates.tool_call_update(pc.call.id, None, content=list(pc.preview)))
+        if pc.tool.unpredictable:
+            return
+
+
+async def keep_partial(turn: Turn, partial: AssistantMessage, stop_reason: str, *,
+                       wait: bool = False) -> None:
+    """Store what was streamed before a cancel or failure (no tool calls: unanswered calls of
+    a cut message are dropped, complete ones are never run)."""
+    kept = AssistantMessage(tuple(p for p in partial.parts if not isinstance(p, ToolCallPart)))
+    if kept.parts:
+        await turn.session.add_assistant(kept, stop_reason, {}, wait=wait)
+
+
+def _overflowed(turn: Turn, exc: ProviderError, estimate: int, room: int) -> bool:
+    """Whether the call was refused for being over the context window, so that compacting and
+    sending it again may help (once a model call: a request sent as it is after a compaction
+    is not compacted again). An empty 200 stream counts when the request was near the window,
+    or the window is only assumed: llama-cpp-python answers so."""
+    if turn.send_as_is:
+        return False
+    if exc.error_type == EMPTY_STREAM:
+        near = estimate + turn.session.context_drift >= NEAR_WINDOW * compaction.usable(
+            window(turn), room)
+        if window_known(turn) and not near:
+            return False
+    elif not exc.context_exceeded:
+        return False
+    learn_window(turn, exc, estimate, room)
+    return True
+
+
+def _failure(turn: Turn, exc: ProviderError, model_request: ModelRequest,
+             estimate: int) -> InternalError:
+    """The error a failed model call answers the prompt with: one short line, the provider's
+    whole message in its data; for a request over the window, what to do."""
+    message = str(exc)
+    if exc.context_exceeded or exc.error_type == EMPTY_STREAM:
+        sizes = (estimate, compaction.fixed_part(model_request), window(turn))
+        message = f"{message}. {_too_long(exc, sizes, turn.send_as_is)}"
+    return InternalError(message, data=_error_data(exc))
+
+
+def _empty_answer(stop: StopReason) -> str:
+    """What the user is told of an answer with no text and no tool call."""
+    if stop is StopReason.MAX_TOKENS:
+        return ("The model reached its output limit (ACP_FSM_MAX_TOKENS) before writing any "
+                "answer.")
+    return "The model returned an empty answer (no text and no tool call)."
+
+
+def _too_long(exc: ProviderError, sizes: tuple[int, int, int], compacted: bool) -> str:
+    """What happened when a request was refused as over the window, and what to do; `sizes`
+    are the request's tokens, those of its system prompt and tools, and the window."""
+    estimate, fixed, size = sizes
+    what = ("Local servers such as llama-cpp-python answer so when a request is longer than "
+            "their context window. " if exc.error_type == EMPTY_STREAM else "")
+    after = "even after compacting, " if compacted else ""
+    alone = (f"; the system prompt and the tools alone take about {fixed:,} of them"
+             if fixed * 2 > size else "")
+    return (f"{what}The request ({after}about {estimate:,} tokens with the system prompt and "
+            f"the tools) did not fit a context window of {size:,} tokens{alone}: run "
+            "/compact to summarise more of the conversation, or set ACP_FSM_CONTEXT_WINDOW to "
+            "the model's real context size (and start a local server with a larger one)")
+
+
+def _error_data(exc: ProviderError) -> dict[str, Any]:
+    data: dict[str, Any] = {"provider": exc.provider, "retryable": exc.retryable}
+    if exc.status is not None:
+        data["status"] = exc.status
+    if exc.error_type is not None:
+        data["type"] = exc.error_type
+    if exc.details is not None:
+        data["details"] = exc.details
+    return data
