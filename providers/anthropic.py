@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from acp_fsm.providers.assemble import MessageBuilder
@@ -202,9 +203,8 @@ class AnthropicParser:
             raise ProviderError(NAME, f"malformed stream event: {event.data[:200]!r}") from None
         if not isinstance(data, dict):
             return []
-        kind = data.get("type") or event.event
-        handler = getattr(self, "_on_" + str(kind), None)
-        return handler(data) if handler is not None else []  # unknown events are ignored
+        handler = _EVENTS.get(str(data.get("type") or event.event))
+        return handler(self, data) if handler is not None else []  # unknown events are ignored
 
     def _on_message_start(self, data: dict[str, Any]) -> list[Event]:
         usage = (data.get("message") or {}).get("usage") or {}
@@ -290,3 +290,15 @@ class AnthropicParser:
         events: list[Event] = list(self.builder.finish_tools())
         events.append(Finished(stop, self.builder.message(stop), self._usage))
         return events
+
+
+# The stream's event types and what the parser does with each (any other is ignored).
+_EVENTS: dict[str, Callable[[AnthropicParser, dict[str, Any]], list[Event]]] = {
+    "message_start": AnthropicParser._on_message_start,
+    "content_block_start": AnthropicParser._on_content_block_start,
+    "content_block_delta": AnthropicParser._on_content_block_delta,
+    "content_block_stop": AnthropicParser._on_content_block_stop,
+    "message_delta": AnthropicParser._on_message_delta,
+    "message_stop": AnthropicParser._on_message_stop,
+    "error": AnthropicParser._on_error,
+}

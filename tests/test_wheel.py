@@ -155,7 +155,8 @@ skip_unless_reachable(pip_index(), "pip's")  # every test here needs it: the mod
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
+    """The sdist and the wheel built from a copy of the checkout; removed after the module."""
     pytest.importorskip("build", reason="`build` comes with the test extra")
     source = tmp_path_factory.mktemp("source")
     out = tmp_path_factory.mktemp("dist")
@@ -164,19 +165,22 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     done = run([sys.executable, "-m", "build", "--outdir", str(out), str(source)], BUILD_S,
                env=env)
-    return Built(source, out / f"{DIST}-{VERSION}.tar.gz",
-                 out / f"{DIST}-{VERSION}-py3-none-any.whl", done.stdout + done.stderr)
+    yield Built(source, out / f"{DIST}-{VERSION}.tar.gz",
+                out / f"{DIST}-{VERSION}-py3-none-any.whl", done.stdout + done.stderr)
+    shutil.rmtree(source, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
-def venv(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with the wheel installed; its bin/ folder."""
+def venv(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh venv with the wheel installed; its bin/ folder. Removed after the module."""
     root = tmp_path_factory.mktemp("venv")
     run([sys.executable, "-m", "venv", str(root)], INSTALL_S)
     bin_dir = root / ("Scripts" if os.name == "nt" else "bin")
     run([str(bin_dir / "python"), "-m", "pip", "install", "--quiet", str(built.wheel)],
         INSTALL_S)
-    return bin_dir
+    yield bin_dir
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def wheel_names(built: Built) -> list[str]:
@@ -305,6 +309,9 @@ def test_uvx_runs_the_wheel(built: Built, tmp_path: Path) -> None:
     assert done.stdout == f"acp-fsm {VERSION}\n"
     done = run(uvx, AGENT_S, input=INITIALIZE, env=env, cwd=tmp_path)
     check_initialize_answer(done.stdout)
+    # uv's cache holds a whole environment (hundreds of MB): not left for pytest's tmp rotation.
+    run([uv.find_uv_bin(), "cache", "clean"], INSTALL_S, env=env)
+    shutil.rmtree(tmp_path / "uv-cache", ignore_errors=True)
 
 
 # -- without the index ---------------------------------------------------------------------
