@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from acp_fsm.providers.types import ToolSpec
 from acp_fsm.tools.base import Tool
-from acp_fsm.tools.edit_file import EditFile
+from acp_fsm.tools.edit_file import EditFile, MultiEdit
 from acp_fsm.tools.list_directory import ListDirectory
 from acp_fsm.tools.read_file import ReadFile
 from acp_fsm.tools.run_command import RunCommand
@@ -22,6 +22,7 @@ TOOLS: dict[str, Tool] = {
         ReadFile(),
         WriteFile(),
         EditFile(),
+        MultiEdit(),
         ListDirectory(),
         SearchFiles(),
         RunCommand(),

@@ -1,0 +1,160 @@
+"""Edits as models really send them, through the real agent: several replacements in one
+multi_edit (one prompt, one diff, all or nothing), an edit_file whose text differs from the
+file in indentation and line endings, and a reload that shows the edit's diff again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
+from tests.e2e.support import BARE, Launcher, args, for_call, statuses
+from tests.e2e.test_sessions import restore
+from tests.e2e.test_tools import (
+    MODES,
+    final,
+    no_error,
+    one_call,
+    pending,
+    progress,
+    result_of,
+    shows,
+)
+
+SOURCE = "def total(items):\n    result = 0\n    for item in items:\n        result += item\n"
+
+
+@pytest.mark.parametrize(("capabilities", "provider"), MODES)
+async def test_multi_edit_asks_once_with_one_diff_and_applies_every_edit(
+    launch: Launcher,
+    server: ScriptedProvider,
+    project: Path,
+    capabilities: dict[str, Any],
+    provider: str,
+) -> None:
+    target = project / "calc.py"
+    path = str(target)
+    target.write_text(SOURCE)
+    agent = await launch.start(provider, capabilities=capabilities)
+    agent.editor.buffers[path] = SOURCE
+    agent.editor.permissions.append("allow_once")
+    session = await agent.new_session(project)
+    edits = [
+        {"old_text": "def total(items):", "new_text": "def total(items, start=0):"},
+        {"old_text": "result = 0", "new_text": "result = start"},
+        {"old_text": "item in items", "new_text": "value in items"},
+        {"old_text": "result += item\n", "new_text": "result += value\n    return result\n"},
+    ]
+    raw = {"path": "calc.py", "edits": edits}
+
+    updates = await one_call(agent, server, session, Call("m1", "multi_edit", args(**raw)))
+
+    after = (
+        "def total(items, start=0):\n    result = start\n    for value in items:\n"
+        "        result += value\n    return result\n"
+    )
+    diff = {"type": "diff", "path": path, "oldText": SOURCE, "newText": after}
+    assert updates == [
+        pending("m1", "Edit calc.py", "edit", raw, [{"path": path}]),
+        shows("m1", [diff]),
+        progress("m1"),
+        final("m1", "completed", [diff], [{"path": path, "line": 1}]),
+    ]
+    asked = agent.editor.of_method("session/request_permission")
+    assert [r["params"]["toolCall"]["content"] for r in asked] == [[diff]]
+    written = agent.editor.buffers[path] if capabilities is not BARE else target.read_text()
+    assert written == after
+    assert result_of(server, "m1") == (
+        "Edited calc.py: replaced 4 edits, 4 occurrences, first change at line 1.",
+        no_error(provider),
+    )
+
+
+async def test_a_multi_edit_with_one_bad_edit_writes_nothing_and_asks_nobody(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    target = project / "calc.py"
+    target.write_text(SOURCE)
+    agent = await launch.start("anthropic")
+    session = await agent.new_session(project)
+    edits = [
+        {"old_text": "result = 0", "new_text": "result = 1"},
+        {"old_text": "return result", "new_text": "return -result"},
+    ]
+
+    updates = await one_call(
+        agent, server, session, Call("m1", "multi_edit", args(path="calc.py", edits=edits))
+    )
+
+    assert statuses(for_call(updates, "m1")) == ["pending", "failed"]
+    assert agent.editor.of_method("session/request_permission") == []
+    assert target.read_text() == SOURCE
+    text, is_error = result_of(server, "m1")
+    assert is_error is True
+    assert text.startswith("Edit 2 of 2 failed, so no edit was applied and calc.py is unchanged")
+    assert "old_text was not found in calc.py" in text
+
+
+async def test_an_edit_retyped_with_spaces_lands_in_a_tab_indented_crlf_file(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    target = project / "main.go"
+    original = b"func main() {\r\n\tif ok {\r\n\t\trun()\r\n\t}\r\n}\r\n"
+    target.write_bytes(original)
+    agent = await launch.start("anthropic")
+    agent.editor.permissions.append("allow_once")
+    session = await agent.new_session(project)
+    raw = {
+        "path": "main.go",
+        "old_text": "    if ok {\n        run()\n    }\n",
+        "new_text": "    if ok {\n        run()\n        report()\n    }\n",
+    }
+
+    updates = await one_call(agent, server, session, Call("e1", "edit_file", args(**raw)))
+
+    assert statuses(for_call(updates, "e1")) == ["pending", "in_progress", "completed"]
+    assert target.read_bytes() == (
+        b"func main() {\r\n\tif ok {\r\n\t\trun()\r\n\t\treport()\r\n\t}\r\n}\r\n"
+    )
+    text, is_error = result_of(server, "e1")
+    assert is_error is False
+    assert text == (
+        "Edited main.go: replaced 1 occurrence, first change at line 4. The match was not "
+        "exact (matched ignoring indentation and surrounding whitespace, new_text re-indented "
+        "to the file's indentation: a line it began with 4 spaces begins with 1 tab): check "
+        "the result."
+    )
+
+
+async def test_a_reload_shows_the_multi_edit_diff_again(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    (project / "calc.py").write_text(SOURCE)
+    first = await launch.start("anthropic")
+    first.editor.permissions.append("allow_once")
+    session = await first.new_session(project)
+    edits = [{"old_text": "result = 0", "new_text": "result = 1"}]
+    server.script(
+        Reply(calls=(Call("m1", "multi_edit", args(path="calc.py", edits=edits)),)),
+        Reply(text="done"),
+    )
+    live = await first.prompt(session, "start at one")
+    assert live.stop_reason == "end_turn"
+    await launch.close(first)
+
+    second = await launch.start("anthropic")
+    _, replayed = await restore(second, "session/load", session, project)
+
+    shown = [u for u in for_call(replayed, "m1") if u.get("status") == "completed"]
+    assert [u["content"] for u in shown] == [
+        [
+            {
+                "type": "diff",
+                "path": str(project / "calc.py"),
+                "oldText": SOURCE,
+                "newText": SOURCE.replace("result = 0", "result = 1"),
+            }
+        ]
+    ]
