@@ -71,6 +71,13 @@ def with_eol(text: str, eol: str) -> str:
     return text if eol == "\n" else text.replace("\n", eol)
 
 
+def without_ending(line: str) -> str:
+    """A line of a file without its line break (LF or CRLF)."""
+    if line.endswith("\r\n"):
+        return line[:-2]
+    return line[:-1] if line.endswith("\n") else line
+
+
 def text_lines(text: str) -> list[str]:
     """The lines of a piece of text a model wrote, without their endings; a final line break
     ends the last line rather than starting an empty one."""
@@ -212,6 +219,19 @@ def closest(lines: Sequence[str], pattern: Sequence[str]) -> tuple[int, int] | N
         return None
     begin = best[1]
     return begin, min(len(lines), begin + len(pattern))
+
+
+def nearest(lines: Sequence[str], pattern: Sequence[str], what: str) -> str:
+    """What a failure tells the model to retry with: the lines most like `pattern`, with
+    their numbers, or to read the file again."""
+    near = closest(lines, pattern)
+    if near is None:
+        return f" Read the file again and copy {what} as it is now."
+    begin, end = near
+    return (
+        f" The lines most like it are {begin + 1}-{end}; copy {what} from them as they are "
+        "now:\n" + numbered(lines, begin, end)
+    )
 
 
 def numbered(lines: Sequence[str], begin: int, end: int, most: int = 20) -> str:

@@ -19,15 +19,16 @@ from acp_fsm.tools.matching import (
     INEXACT,
     Level,
     apart,
-    closest,
     describe_shift,
     eol_of,
     find,
     line_list,
+    nearest,
     numbered,
     reindent,
     text_lines,
     with_eol,
+    without_ending,
 )
 
 # Compared a piece at a time when looking for the first change (a 10 MB file stays fast).
@@ -120,7 +121,7 @@ def _replace_lines(
 ) -> tuple[str, Applied]:
     """The replacement done line by line, at the strictest level where old_text occurs."""
     lines = split_lines(text)
-    bare = [_without_ending(line) for line in lines]
+    bare = [without_ending(line) for line in lines]
     pattern = text_lines(replacement.old_text)
     found = find(bare, pattern)
     if found is None:
@@ -155,12 +156,6 @@ def _replace_lines(
     return "".join(lines), Applied(len(starts), found.level, note)
 
 
-def _without_ending(line: str) -> str:
-    if line.endswith("\r\n"):
-        return line[:-2]
-    return line[:-1] if line.endswith("\n") else line
-
-
 def _occurrence_lines(text: str, piece: str, most: int = 11) -> list[int]:
     """The 1-based lines where the first `most` occurrences of `piece` start."""
     lines: list[int] = []
@@ -172,17 +167,9 @@ def _occurrence_lines(text: str, piece: str, most: int = 11) -> list[int]:
 
 
 def _not_found(lines: Sequence[str], pattern: Sequence[str], shown: str) -> str:
-    near = closest(lines, pattern)
-    if near is None:
-        return (
-            f"old_text was not found in {shown}, not even with whitespace and typographic "
-            "quotes ignored. Read the file again and copy the text to replace as it is now."
-        )
-    begin, end = near
     return (
         f"old_text was not found in {shown}, not even with whitespace and typographic quotes "
-        f"ignored. The lines most like it are {begin + 1}-{end}; copy the text to replace from "
-        "them as they are now:\n" + numbered(lines, begin, end)
+        "ignored." + nearest(lines, pattern, "the text to replace")
     )
 
 

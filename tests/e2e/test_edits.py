@@ -1,6 +1,8 @@
 """Edits as models really send them, through the real agent: several replacements in one
 multi_edit (one prompt, one diff, all or nothing), an edit_file whose text differs from the
-file in indentation and line endings, and a reload that shows the edit's diff again."""
+file in indentation and line endings, apply_patch for the models trained on it (one prompt, a
+diff per file, all or nothing, a cancel in the middle), and reloads that show the diffs
+again."""
 
 from __future__ import annotations
 
@@ -9,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
-from tests.e2e.support import BARE, Launcher, args, for_call, statuses
+from acp_fsm.devkit.editor import HOLD
+from acp_fsm.devkit.provider import Call, RecordedRequest, Reply, ScriptedProvider
+from tests.e2e.support import BARE, EDITOR, Launcher, args, for_call, statuses
 from tests.e2e.test_sessions import restore
 from tests.e2e.test_tools import (
     MODES,
@@ -157,4 +160,149 @@ async def test_a_reload_shows_the_multi_edit_diff_again(
                 "newText": SOURCE.replace("result = 0", "result = 1"),
             }
         ]
+    ]
+
+
+# -- apply_patch ----------------------------------------------------------------------------
+
+
+def patch(*lines: str) -> str:
+    return "\n".join(("*** Begin Patch", *lines, "*** End Patch")) + "\n"
+
+
+def tool_names(request: RecordedRequest) -> set[str]:
+    """The tools a model call listed, in either wire format."""
+    return {tool.get("name") or tool["function"]["name"] for tool in request.body["tools"]}
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "edit_tools", "given", "not_given"),
+    [
+        ("openai", "gpt-5", None, {"apply_patch"}, {"edit_file", "multi_edit"}),
+        ("openai", "qwen2.5-coder", None, {"edit_file", "multi_edit"}, {"apply_patch"}),
+        ("anthropic", "claude-sonnet-4-5", None, {"edit_file", "multi_edit"}, {"apply_patch"}),
+        ("openai", "gpt-5", "replace", {"edit_file", "multi_edit"}, {"apply_patch"}),
+        ("anthropic", "claude-sonnet-4-5", "both", {"edit_file", "apply_patch"}, set()),
+    ],
+)
+async def test_the_model_is_given_the_edit_tools_of_its_family(
+    launch: Launcher,
+    server: ScriptedProvider,
+    project: Path,
+    provider: str,
+    model: str,
+    edit_tools: str | None,
+    given: set[str],
+    not_given: set[str],
+) -> None:
+    agent = await launch.start(provider, ACP_FSM_MODEL=model, ACP_FSM_EDIT_TOOLS=edit_tools)
+    session = await agent.new_session(project)
+    server.script(Reply(text="hi"))
+    assert (await agent.prompt(session, "hello")).stop_reason == "end_turn"
+    names = tool_names(server.requests[-1])
+    assert given <= names and not names & not_given
+    assert {"read_file", "write_file", "run_command"} <= names
+
+
+@pytest.mark.parametrize(("capabilities", "provider"), MODES)
+async def test_a_patch_of_two_files_asks_once_with_a_diff_for_each(
+    launch: Launcher,
+    server: ScriptedProvider,
+    project: Path,
+    capabilities: dict[str, Any],
+    provider: str,
+) -> None:
+    (project / "calc.py").write_text(SOURCE)
+    (project / "old.txt").write_text("obsolete\n")
+    agent = await launch.start(provider, capabilities=capabilities, ACP_FSM_EDIT_TOOLS="both")
+    agent.editor.buffers[str(project / "calc.py")] = SOURCE
+    agent.editor.permissions.append("allow_once")
+    session = await agent.new_session(project)
+    text = patch(
+        "*** Update File: calc.py",
+        "@@ def total(items):",
+        "-    result = 0",
+        "+    result = 1",
+        "*** Add File: notes/readme.md",
+        "+# Notes",
+        "*** Delete File: old.txt",
+    )
+
+    updates = await one_call(agent, server, session, Call("p1", "apply_patch", args(patch=text)))
+
+    after = SOURCE.replace("result = 0", "result = 1")
+    diffs = [
+        {"type": "diff", "path": str(project / "calc.py"), "oldText": SOURCE, "newText": after},
+        {
+            "type": "diff",
+            "path": str(project / "notes" / "readme.md"),
+            "oldText": None,
+            "newText": "# Notes\n",
+        },
+        {"type": "diff", "path": str(project / "old.txt"), "oldText": "obsolete\n", "newText": ""},
+    ]
+    asked = agent.editor.of_method("session/request_permission")
+    assert [r["params"]["toolCall"]["content"] for r in asked] == [diffs]
+    assert statuses(for_call(updates, "p1")) == ["pending", "in_progress", "completed"]
+    assert for_call(updates, "p1")[-1]["content"] == diffs
+    via_editor = capabilities is EDITOR
+    calc = agent.editor.buffers[str(project / "calc.py")] if via_editor else None
+    assert (calc if via_editor else (project / "calc.py").read_text()) == after
+    readme = agent.editor.buffers.get(str(project / "notes" / "readme.md"))
+    assert (readme if via_editor else (project / "notes" / "readme.md").read_text()) == (
+        "# Notes\n"
+    )
+    assert not (project / "old.txt").exists()
+    assert result_of(server, "p1") == (
+        "Applied the patch: updated calc.py (first change at line 2), added notes/readme.md, "
+        "deleted old.txt.",
+        no_error(provider),
+    )
+
+
+async def test_a_cancel_while_the_patch_is_written_leaves_the_other_files(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    (project / "a.py").write_text("a = 1\n")
+    (project / "b.py").write_text("b = 1\n")
+    agent = await launch.start("openai", capabilities=EDITOR)
+    agent.editor.permissions.append("allow_once")
+    agent.editor.overrides["fs/write_text_file"] = HOLD  # the first write never ends
+    session = await agent.new_session(project)
+    text = patch(
+        "*** Update File: a.py", "@@", "-a = 1", "+a = 2",
+        "*** Update File: b.py", "@@", "-b = 1", "+b = 2",
+    )  # fmt: skip
+    server.script(Reply(calls=(Call("p1", "apply_patch", args(patch=text)),)))
+    pending = await agent.start_prompt(session, "patch both")
+    await agent.wait_request("fs/write_text_file")
+
+    await agent.cancel(session)
+    turn = await pending.result()
+
+    assert turn.stop_reason == "cancelled"
+    assert statuses(for_call(turn.updates, "p1"))[-1] == "failed"
+    assert len(agent.editor.of_method("fs/write_text_file")) == 1  # b.py was never written
+    assert (project / "a.py").read_text() == "a = 1\n"
+    assert (project / "b.py").read_text() == "b = 1\n"
+
+
+async def test_a_reload_shows_each_file_of_the_patch_again(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    (project / "a.py").write_text("a = 1\n")
+    first = await launch.start("openai")
+    first.editor.permissions.append("allow_once")
+    session = await first.new_session(project)
+    text = patch("*** Update File: a.py", "@@", "-a = 1", "+a = 2", "*** Add File: b.py", "+b")
+    server.script(Reply(calls=(Call("p1", "apply_patch", args(patch=text)),)), Reply(text="ok"))
+    assert (await first.prompt(session, "patch")).stop_reason == "end_turn"
+    await launch.close(first)
+
+    second = await launch.start("openai")
+    _, replayed = await restore(second, "session/load", session, project)
+
+    done = [u for u in for_call(replayed, "p1") if u.get("status") == "completed"]
+    assert [[(d["path"], d["oldText"], d["newText"]) for d in u["content"]] for u in done] == [
+        [(str(project / "a.py"), "a = 1\n", "a = 2\n"), (str(project / "b.py"), None, "b\n")]
     ]
