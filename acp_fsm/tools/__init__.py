@@ -15,6 +15,7 @@ from acp_fsm.providers.types import ToolSpec
 from acp_fsm.tools.apply_patch import ApplyPatch
 from acp_fsm.tools.base import Tool
 from acp_fsm.tools.edit_file import EditFile, MultiEdit
+from acp_fsm.tools.glob_files import Glob
 from acp_fsm.tools.list_directory import ListDirectory
 from acp_fsm.tools.read_file import ReadFile
 from acp_fsm.tools.run_command import RunCommand
@@ -31,6 +32,7 @@ TOOLS: dict[str, Tool] = {
         MultiEdit(),
         ApplyPatch(),
         ListDirectory(),
+        Glob(),
         SearchFiles(),
         RunCommand(),
         UpdatePlan(),
