@@ -41,6 +41,7 @@ from acp_fsm.tools.hunks import apply_hunks
 from acp_fsm.tools.patch_format import FileOp, parse_patch
 from acp_fsm.tools.paths import display, inside_roots, resolve
 from acp_fsm.tools.replace import first_changed_line
+from acp_fsm.tools.syntax import syntax_note
 
 if TYPE_CHECKING:
     from acp_fsm.schemas.acp_types import ToolCallContent, ToolCallLocation
@@ -185,6 +186,11 @@ class ApplyPatch(MutatingTool):
         summary = f"Applied the patch: {', '.join(said)}."
         if notes:
             summary += f" Not every hunk matched exactly ({'; '.join(notes)}): check the result."
+        for change in changes:
+            if change.after is not None:
+                summary += await syntax_note(
+                    env, change.path, change.shown, change.before, change.after
+                )
         return ToolOutcome(
             summary,
             content=tuple(diff_block(c.path, c.before, c.after or "") for c in changes),

@@ -27,6 +27,7 @@ from acp_fsm.tools.replace import (
     replacement_problem,
     summary,
 )
+from acp_fsm.tools.syntax import syntax_note
 
 if TYPE_CHECKING:
     from acp_fsm.schemas.acp_types import ToolCallContent
@@ -76,8 +77,9 @@ class ReplacingTool(MutatingTool):
         check_as_shown(env, path, shown, text)
         change = self._change(args, text, shown)
         await store_text(env, path, shown, change.after)
+        note = await syntax_note(env, path, shown, change.before, change.after)
         return ToolOutcome(
-            summary(shown, change),
+            summary(shown, change) + note,
             content=(diff_block(path, change.before, change.after),),
             locations=({"path": str(path), "line": change.line},),
         )

@@ -16,6 +16,7 @@ from acp_fsm.tools.files import (
     store_text,
 )
 from acp_fsm.tools.matching import eol_of, with_eol
+from acp_fsm.tools.syntax import syntax_note
 
 if TYPE_CHECKING:
     from acp_fsm.schemas.acp_types import ToolCallContent
@@ -62,6 +63,7 @@ class WriteFile(MutatingTool):
             summary = f"Wrote {shown} ({lines}); the content was already the same."
         else:
             summary = f"Wrote {shown} ({lines}, was {plural(count_lines(old), 'line')})."
+        summary += await syntax_note(env, path, shown, old, content)
         return ToolOutcome(
             summary,
             content=(diff_block(path, old, content),),
