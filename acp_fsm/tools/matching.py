@@ -15,7 +15,6 @@ Lines here carry no line ending: the callers split the file and put its own endi
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -199,26 +198,32 @@ def _spell(indent: str) -> str:
 
 
 def closest(lines: Sequence[str], pattern: Sequence[str]) -> tuple[int, int] | None:
-    """The 0-based range of lines most like `pattern` (at least half alike), or None."""
-    anchor = next((k for k, line in enumerate(pattern) if line.strip()), None)
-    if anchor is None or len(lines) > _CLOSEST_MAX_LINES:
+    """The 0-based range of lines most like `pattern` (at least half alike), or None. Windows
+    are anchored on lines like any of the pattern's first three non-blank lines (one of them
+    may be the stale one), and may hold one line more (the pattern may lack one)."""
+    anchors = [k for k, line in enumerate(pattern) if line.strip()][:3]
+    if not anchors or len(lines) > _CLOSEST_MAX_LINES:
         return None
+    import difflib  # only a failed edit needs it
+
     stripped = [line.strip() for line in lines]
-    candidates = difflib.get_close_matches(pattern[anchor].strip(), set(stripped), 5, 0.6)
+    distinct = set(stripped)
     wanted = "\n".join(line.strip() for line in pattern)
-    best: tuple[float, int] | None = None
-    for index, line in enumerate(stripped):
-        if line not in candidates:
-            continue
-        begin = max(0, index - anchor)
-        window = "\n".join(stripped[begin : begin + len(pattern)])
-        ratio = difflib.SequenceMatcher(None, window, wanted).ratio()
-        if best is None or ratio > best[0]:
-            best = (ratio, begin)
+    best: tuple[float, int, int] | None = None
+    for anchor in anchors:
+        near = set(difflib.get_close_matches(pattern[anchor].strip(), distinct, 5, 0.6))
+        for index, line in enumerate(stripped):
+            if line not in near:
+                continue
+            begin = max(0, index - anchor)
+            for size in (len(pattern), len(pattern) + 1):
+                window = "\n".join(stripped[begin : begin + size])
+                ratio = difflib.SequenceMatcher(None, window, wanted).ratio()
+                if best is None or ratio > best[0]:
+                    best = (ratio, begin, min(len(lines), begin + size))
     if best is None or best[0] < 0.5:
         return None
-    begin = best[1]
-    return begin, min(len(lines), begin + len(pattern))
+    return best[1], best[2]
 
 
 def nearest(lines: Sequence[str], pattern: Sequence[str], what: str) -> str:
