@@ -30,6 +30,7 @@ from acp_fsm.providers.types import (
     ToolCallPart,
     ToolResultPart,
 )
+from acp_fsm.schemas import acp_types as acp
 from acp_fsm.store import Store
 from bench.common import PYCACHE, cpu_ms, table
 from tests.harness import AgentProcess, agent_env
@@ -60,7 +61,7 @@ async def fill(home: Path, session_id: str, turns: int) -> None:
             view = {"title": "Read notes.txt", "kind": "read", "rawInput": call.arguments}
             store.append_soon(session_id, "assistant", transcript.assistant_body(
                 AssistantMessage((call,), StopReason.TOOL_USE), "tool_use", {call.id: view}))
-            content = [updates.text_block(NOTES)]
+            content: list[acp.ToolCallContent] = [updates.text_block(NOTES)]
             store.append_soon(session_id, "tool_result", transcript.result_body(
                 ToolResultPart(call.id, NOTES), updates.final_view("completed", content)))
             store.append_soon(session_id, "assistant", transcript.assistant_body(

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 
+from acp_fsm.devkit.editor import Message
 from acp_fsm.devkit.provider import Reply, ScriptedProvider
 from acp_fsm.protocol.streams import OUTPUT_BUFFER_LIMIT_BYTES
 from bench.common import table
@@ -50,8 +51,10 @@ async def one_run(server: ScriptedProvider, chunks: int, reader: str
                                    terminal=False)
             session = (await agent.request("session/new", {"cwd": work, "mcpServers": []})
                        )["result"]["sessionId"]
+            assert agent.proc is not None
             idle = peak_rss_mb(agent.proc.pid)
             server.script(Reply(text=(CHUNK,) * chunks))
+            # asyncio's subprocess keeps the pipe's transport private: no public pause_reading
             stdout = agent.proc._transport.get_pipe_transport(1)  # type: ignore[attr-defined]
             started = time.perf_counter()
             answer = agent.expect("p", "session/prompt")
@@ -73,7 +76,7 @@ async def one_run(server: ScriptedProvider, chunks: int, reader: str
             await agent.kill()
 
 
-async def read_slowly(stdout: asyncio.ReadTransport, answer: asyncio.Future[object]) -> None:
+async def read_slowly(stdout: asyncio.ReadTransport, answer: asyncio.Future[Message]) -> None:
     """Read for SLOW_READ_S, pause for SLOW_PAUSE_S, repeat, until the answer is in."""
     while not answer.done():
         stdout.resume_reading()
@@ -85,7 +88,7 @@ async def read_slowly(stdout: asyncio.ReadTransport, answer: asyncio.Future[obje
 
 async def measure(megabytes: int) -> list[str]:
     chunks = megabytes * 1024 * 1024 // len(CHUNK)
-    rows = []
+    rows: list[str] = []
     async with ScriptedProvider() as server:
         for reader, label in (("prompt", "reads at once"), ("slow", "reads 1/11 of the time"),
                               ("stalled", f"stops {STALL_S:g} s, then reads")):

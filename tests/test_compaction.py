@@ -35,6 +35,11 @@ def user(text: str) -> UserMessage:
     return UserMessage((TextPart(text),))
 
 
+def text_of(part: TextPart | ImagePart) -> str:
+    assert isinstance(part, TextPart), part
+    return part.text
+
+
 def said(text: str) -> AssistantMessage:
     return AssistantMessage((TextPart(text),), StopReason.END_TURN)
 
@@ -84,12 +89,12 @@ def test_the_cut_keeps_the_latest_turns_whole() -> None:
 
     assert parts is not None
     assert parts.older == messages[:24] and parts.kept == messages[24:]
-    assert isinstance(parts.kept[0], UserMessage) and parts.kept[0].parts[0].text == "prompt 6"
+    assert isinstance(parts.kept[0], UserMessage) and text_of(parts.kept[0].parts[0]) == "prompt 6"
     valid_for_both(compaction.replaced("the summary", parts.kept))
 
 
 def test_a_turn_larger_than_the_share_is_cut_between_its_tool_calls() -> None:
-    messages = [user("old"), said("ok"), user("big job")]
+    messages: list[Message] = [user("old"), said("ok"), user("big job")]
     for n in range(8):
         messages += calling(f"c{n}", 2_100)
 
@@ -170,7 +175,7 @@ def test_the_summary_call_names_the_tools_but_calls_none() -> None:
     assert ask.messages[:-1] == tuple(parts.older)
     last = ask.messages[-1]
     assert isinstance(last, UserMessage)
-    assert last.parts[0].text.endswith("The user asks to focus on: keep the paths")
+    assert text_of(last.parts[0]).endswith("The user asks to focus on: keep the paths")
     valid_for_both(list(ask.messages))
 
 

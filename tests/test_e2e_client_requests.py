@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 
+from acp_fsm.devkit.editor import Message
 from tests.harness import AgentProcess, agent_env
 
 READ = {"method": "fs/read_text_file", "params": {"sessionId": "s1", "path": "/tmp/a.txt"}}
 
 
-async def start_call(agent: AgentProcess, msg_id: str, **extra: object) -> asyncio.Future:
+async def start_call(agent: AgentProcess, msg_id: str, **extra: object
+                     ) -> asyncio.Future[Message]:
     future = agent.expect(msg_id, "_acp_fsm/call_client")
     await agent.send({"jsonrpc": "2.0", "id": msg_id, "method": "_acp_fsm/call_client",
                       "params": {**READ, **extra}})

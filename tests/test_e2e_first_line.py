@@ -61,7 +61,7 @@ HOSTILE = {
 }
 
 
-async def answers(first_lines: bytes) -> tuple[int, list[object]]:
+async def answers(first_lines: bytes) -> tuple[int, list[bytes]]:
     proc = await asyncio.create_subprocess_exec(
         *agent_command(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE, env=agent_env(), limit=1 << 24)

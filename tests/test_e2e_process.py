@@ -43,10 +43,9 @@ async def test_stdin_eof_exits_zero_promptly_with_work_running(ready: AgentProce
 
 async def test_exits_cleanly_when_stdout_is_closed(agent: AgentProcess) -> None:
     await agent.initialize()
-    assert agent.proc.stdout is not None
+    assert agent.proc is not None and agent.proc.stdout is not None
     agent.proc.stdout.feed_eof()
-    transport = agent.proc._transport  # type: ignore[attr-defined]
-    transport.get_pipe_transport(1).close()  # the client stops reading our output
+    agent.close_pipe(1)  # the client stops reading our output
     with contextlib.suppress(ConnectionResetError, BrokenPipeError):
         for i in range(5):  # its writes now fail with EPIPE: the agent must notice and exit
             await agent.send({"jsonrpc": "2.0", "id": i, "method": "_acp_fsm/sleep",
@@ -190,6 +189,7 @@ def test_a_project_with_packages_named_like_our_layers_is_no_trouble(tmp_path: P
 
 async def test_sigterm_is_an_orderly_exit(ready: AgentProcess) -> None:
     await ready.request("_acp_fsm/sleep", {"ms": 0})  # the event loop is running
+    assert ready.proc is not None
     ready.proc.terminate()
     code = await asyncio.wait_for(ready.proc.wait(), 5)
     assert code == 0
@@ -200,7 +200,7 @@ async def test_sigterm_is_an_orderly_exit(ready: AgentProcess) -> None:
 
 async def test_idle_agent_keeps_serving(ready: AgentProcess) -> None:
     await asyncio.sleep(2.5)  # editors leave agents idle for hours; nothing may time out
-    assert ready.proc.returncode is None
+    assert ready.proc is not None and ready.proc.returncode is None
     assert "result" in await ready.request("_acp_fsm/sleep", {"ms": 0})
 
 
@@ -223,8 +223,8 @@ def test_a_person_at_a_terminal_is_told_what_this_is_and_one_ctrl_d_ends_it() ->
         os.close(controller)
     assert proc.returncode == 0
     assert out == b""
-    [hint] = err.decode().splitlines()  # one line, and no log lines after it
-    assert "Agent Client Protocol" in hint and "acp-fsm demo" in hint and "--help" in hint
+    [said] = err.decode().splitlines()  # one line, and no log lines after it
+    assert "Agent Client Protocol" in said and "acp-fsm demo" in said and "--help" in said
 
 
 def test_stderr_closed_at_start_is_no_reason_to_fail() -> None:

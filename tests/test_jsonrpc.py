@@ -24,7 +24,7 @@ V = "2.0"
 def test_request_keeps_its_id_exactly(msg_id: Any) -> None:
     message = classify({"jsonrpc": V, "id": msg_id, "method": "m", "params": {"a": 1}})
     assert message == Request(msg_id, "m", {"a": 1})
-    assert type(message.id) is type(msg_id)  # type: ignore[union-attr]
+    assert type(message.id) is type(msg_id)
 
 
 @pytest.mark.parametrize("msg_id", [1.5, 1.0, 1e-05, 1.8446744073709552e19])

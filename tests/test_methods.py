@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -16,7 +16,7 @@ from acp_fsm import __version__, environment, schemas
 from acp_fsm.devkit import debug
 from acp_fsm.fsm.handshake import HandshakeTrigger
 from acp_fsm.initialize import PROTOCOL_VERSION, ClientInfo, initialize_result
-from acp_fsm.logs import REDACTED, Redactor
+from acp_fsm.logs import Redactor
 from acp_fsm.methods import (
     ACP,
     AGENT_TO_CLIENT,
@@ -36,6 +36,8 @@ from acp_fsm.protocol.errors import (
     RpcError,
     ServerNotInitialized,
 )
+from acp_fsm.redact import REDACTED
+from acp_fsm.schemas import acp_types as acp
 from acp_fsm.server import AcpServer
 
 ALL_SPECS = {**ACP, **debug.SPECS}
@@ -222,7 +224,8 @@ def test_the_terminal_login_is_offered_only_to_a_client_that_can_run_it(
     assert schemas.validate("acp.InitializeResponse", result) is None
     assert [m.get("type") for m in result["authMethods"]] == expected
     if expected == ["terminal"]:
-        assert result["authMethods"][0]["args"] == ["login"]
+        terminal = cast("acp.AuthMethodTerminalVariant", result["authMethods"][0])
+        assert terminal["args"] == ["login"]
 
 
 @pytest.mark.parametrize(("meta", "expected"), [
@@ -235,8 +238,11 @@ def test_the_older_terminal_auth_flag_counts_too(meta: object, expected: str | N
 
 
 def test_initialize_result_is_not_shared_state() -> None:
-    initialize_result()["agentInfo"]["name"] = "changed"
-    assert initialize_result()["agentInfo"]["name"] == "acp-fsm"
+    changed = initialize_result()["agentInfo"]
+    assert changed is not None
+    changed["name"] = "changed"
+    fresh = initialize_result()["agentInfo"]
+    assert fresh is not None and fresh["name"] == "acp-fsm"
 
 
 # ------------------------------------------------------------------ route

@@ -229,11 +229,13 @@ def local(name: str) -> str:
 
 def pyproject() -> dict[str, Any]:
     with (ROOT / "pyproject.toml").open("rb") as file:
-        return tomllib.load(file)["project"]
+        project: dict[str, Any] = tomllib.load(file)["project"]
+    return project
 
 
 def load_manifest() -> dict[str, Any]:
-    return json.loads(MANIFEST.read_text(encoding="utf-8"))
+    manifest: dict[str, Any] = json.loads(MANIFEST.read_text(encoding="utf-8"))
+    return manifest
 
 
 # -- our manifest and icon ------------------------------------------------------------------

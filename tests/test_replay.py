@@ -23,4 +23,5 @@ def test_a_diff_is_replayed_as_stored() -> None:
     stored = {"callId": "w1", "content": "Created a.py (1 line).", "isError": False,
               "view": {"status": "completed", "content": [diff]}}
     [update] = replay_updates([Entry(1, "tool_result", stored, 0.0)])
+    assert update["sessionUpdate"] == "tool_call_update"
     assert update["content"] == [diff]

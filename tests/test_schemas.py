@@ -398,7 +398,7 @@ def test_keyword(
     assert got == (None if expected is None else Violation(*expected))
 
 
-INIT_PARAMS = {
+INIT_PARAMS: dict[str, Any] = {
     "protocolVersion": 1,
     "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True},
     "clientInfo": {"name": "zed", "version": "0.201.3"},
@@ -445,10 +445,10 @@ def test_violation_str_and_immutability() -> None:
     assert str(Violation((2, "a"), "m")) == "[2].a: m"
     assert str(Violation((), "expected object, got array")) == "expected object, got array"
     with pytest.raises(AttributeError):
-        v.message = "x"  # type: ignore[misc]
+        v.message = "x"
     with pytest.raises(AttributeError):
         del v.path
-    assert v == Violation(list(v.path), v.message)  # type: ignore[arg-type]
+    assert v == Violation(list(v.path), v.message)
     assert len({v, Violation(v.path, v.message)}) == 1
     assert "readTextFile" in repr(v)
 
@@ -477,7 +477,7 @@ def test_validate_and_validator() -> None:
 
 
 def test_tagged_union_errors_on_real_schema() -> None:
-    params = {
+    params: dict[str, Any] = {
         "sessionId": "s",
         "prompt": [{"type": "text", "text": "hi"}, {"type": "video", "uri": "x"}],
     }
@@ -740,13 +740,12 @@ def _differential(targets: list[Target], examples: int) -> Counter[str]:
     """Property test per target: the compiled verdicts equal jsonschema's."""
     stats: Counter[str] = Counter()
     for name, schema, defs, compiled, anything in targets:
-        strategies = [
-            instances(schema, defs, anything).flatmap(
-                lambda c, anything=anything: st.tuples(
-                    st.just(c), mutations(c, anything), anything, st.just(_confused_deep(c))
-                )
+        def variants(c: Any, anything: Any = anything) -> st.SearchStrategy[tuple[Any, ...]]:
+            return st.tuples(
+                st.just(c), mutations(c, anything), anything, st.just(_confused_deep(c))
             )
-        ]
+
+        strategies = [instances(schema, defs, anything).flatmap(variants)]
         if HJS_WORKS:
             from hypothesis_jsonschema import from_schema
 

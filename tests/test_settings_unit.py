@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,7 +71,8 @@ def test_which_models_take_a_thought_level(provider: str, model: str, expected: 
 
 
 def test_stored_choices_fold_in_order_and_unknown_values_are_left_out() -> None:
-    bodies = [{"model": "m-two"}, {"mode": "plan"}, {"mode": "yolo"}, {"thoughtLevel": "high"},
-              {"model": ""}, {"mode": 3}, {"model": "m-three", "mode": "full_access"}]
+    bodies: list[dict[str, Any]] = [
+        {"model": "m-two"}, {"mode": "plan"}, {"mode": "yolo"}, {"thoughtLevel": "high"},
+        {"model": ""}, {"mode": 3}, {"model": "m-three", "mode": "full_access"}]
     assert Settings.folded(bodies) == Settings("m-three", "full_access", "high")
     assert Settings.folded([]) == Settings()

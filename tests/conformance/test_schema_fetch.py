@@ -13,7 +13,7 @@ import json
 import socket
 import sys
 import tarfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -148,7 +148,8 @@ def _not_the_schema() -> dict[str, bytes]:
     return package(b'{"$defs": {}}')
 
 
-TAMPERED = {
+# what the registry serves (the tarball, the integrity it states) and why it is refused
+TAMPERED: dict[str, tuple[Callable[[], tuple[bytes, str | None]], str]] = {
     # the registry states the integrity of one tarball and serves another
     "tarball": (lambda: (tarball(_not_the_schema()), sri(b"the published tarball")),
                 "does not match the integrity the registry states"),

@@ -130,7 +130,7 @@ async def test_the_environment_takes_precedence_over_what_is_stored(
 async def prompts_with_the_editors_key(launch: Launcher, server: ScriptedProvider,
                                        project: Path, **env: str | None) -> None:
     """An agent whose environment sets `EDITOR_KEY` (and `env`) prompts with that key."""
-    agent = await launch.start("openai", OPENAI_API_KEY=EDITOR_KEY, **env)
+    agent = await launch.start("openai", capabilities=BARE, OPENAI_API_KEY=EDITOR_KEY, **env)
     session = (await new_session(agent, project))["result"]["sessionId"]
     server.script(Reply(text="hi"))
 
@@ -260,7 +260,7 @@ async def test_a_stored_key_goes_only_to_the_base_url_it_was_checked_at(
     await asyncio.to_thread(log_in, launch, server, {"args": ["login"]})
     async with ScriptedProvider(Reply(text="from elsewhere")) as elsewhere:
         env = {**NOTHING_SET, "OPENAI_BASE_URL": elsewhere.openai_base_url}
-        agent = await launch.start("openai", **env)
+        agent = await launch.start("openai", capabilities=BARE, **env)
         session = (await new_session(agent, project))["result"]["sessionId"]
 
         assert (await agent.prompt(session, "hello")).stop_reason == "end_turn"

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -39,9 +40,8 @@ from tests.e2e.support import (
     tool_results,
     unique_sleep,
     user_texts,
-    wait_until,
 )
-from tests.harness import live_processes
+from tests.harness import live_processes, wait_until
 from tests.timing import INTERRUPTED_S
 
 
@@ -176,7 +176,7 @@ async def test_editor_answers_cancelled_then_cancels_in_one_write(
     assert tool_results(request) == {"w1": (NOT_STARTED, None)}
 
 
-def lines(*messages: dict[str, object]) -> bytes:
+def lines(*messages: Mapping[str, object]) -> bytes:
     """Messages framed for one write."""
     return b"".join(json.dumps(m).encode() + b"\n" for m in messages)
 
@@ -270,9 +270,9 @@ async def test_cancel_while_running_in_an_editor_terminal(
                                       "terminal/wait_for_exit", "terminal/kill",
                                       "terminal/release"]
     for method in ("terminal/kill", "terminal/release"):
-        request = agent.editor.of_method(method)[0]
-        assert request["params"]["terminalId"] == "term-1"
-        assert agent.position(request) < turn.end
+        asked = agent.editor.of_method(method)[0]
+        assert asked["params"]["terminalId"] == "term-1"
+        assert agent.position(asked) < turn.end
     withdrawn = agent.notifications("$/cancel_request", pending.start)
     assert [m["params"] for m in withdrawn] == [{"requestId": waiting["id"]}]
     updates = for_call(turn.updates, "run-1")

@@ -7,7 +7,7 @@ provider holds every request to the real APIs' pairing rules."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, TypedDict
 
 import pytest
 
@@ -21,6 +21,7 @@ from acp_fsm.devkit.provider import (
     ScriptedProvider,
 )
 from tests.e2e.support import (
+    BARE,
     Agent,
     Launcher,
     args,
@@ -32,7 +33,15 @@ from tests.e2e.support import (
 )
 from tests.harness import wait_until
 
-TIGHT = {"ACP_FSM_CONTEXT_WINDOW": "8000", "ACP_FSM_MAX_TOKENS": "1000"}
+
+class Limits(TypedDict):
+    """A context window and an output cap (its keys are `Launcher.start`'s overrides)."""
+
+    ACP_FSM_CONTEXT_WINDOW: str
+    ACP_FSM_MAX_TOKENS: str
+
+
+TIGHT: Final[Limits] = {"ACP_FSM_CONTEXT_WINDOW": "8000", "ACP_FSM_MAX_TOKENS": "1000"}
 BIG = "x" * 10_500  # about 3,000 tokens
 SUMMARY = "SUMMARY: the user had the files read; both hold x."
 
@@ -59,7 +68,7 @@ async def start(launch: Launcher, project: Path, provider: str, **env: str
                 ) -> tuple[Agent, str]:
     for name in ("a.txt", "b.txt"):
         (project / name).write_text(BIG)
-    agent = await launch.start(provider, **env)
+    agent = await launch.start(provider, capabilities=BARE, **env)
     return agent, await agent.new_session(project)
 
 

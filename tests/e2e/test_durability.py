@@ -17,8 +17,8 @@ from tests.e2e.support import (
     content_text,
     for_call,
     stored,
-    wait_until,
 )
+from tests.harness import wait_until
 
 
 def is_update(message: dict[str, Any], **fields: Any) -> bool:
@@ -32,7 +32,9 @@ async def killed_when(launch: Launcher, agent: Agent, session: str, prompt: str,
     """Prompt, and kill -9 the agent the instant `kill_on` matches what it wrote."""
     agent.proc.kill_on = kill_on
     await agent.start_prompt(session, prompt)
-    await wait_until(lambda: agent.proc.proc.returncode is not None, "the kill")
+    proc = agent.proc.proc
+    assert proc is not None
+    await wait_until(lambda: proc.returncode is not None, "the kill")
     await launch.kill(agent)
 
 
@@ -99,7 +101,9 @@ async def test_an_answered_prompt_survives_a_kill(
         pending = await agent.start_prompt(session, "ask")
         await wait_until(lambda: len(agent.updates(session, pending.start)) == 2, "the chunks")
         await agent.cancel(session)
-        await wait_until(lambda: agent.proc.proc.returncode is not None, "the kill")
+        proc = agent.proc.proc
+        assert proc is not None
+        await wait_until(lambda: proc.returncode is not None, "the kill")
         await launch.kill(agent)
 
     replayed = await reloaded(launch, session, project)

@@ -18,8 +18,8 @@ import pytest
 
 from acp_fsm.devkit.editor import HOLD
 from acp_fsm.devkit.provider import Call, Hang, Reply, ScriptedProvider
-from tests.e2e.support import Agent, Launcher, args, stored, unique_sleep, wait_until
-from tests.harness import live_processes
+from tests.e2e.support import Agent, Launcher, args, stored, unique_sleep
+from tests.harness import live_processes, wait_until
 from tests.timing import INTERRUPTED_S
 
 STATES = ["idle", "streaming", "awaiting_permission", "running_command"]
@@ -51,14 +51,16 @@ async def end_editor(agent: Agent, way: str) -> int:
     """Stop the agent as an editor or a terminal does; its exit code."""
     agent.stop_editor()
     agent.killed = True  # the launcher's teardown must not expect a normal close
+    proc = agent.proc.proc
+    assert proc is not None
     agent.proc.close_pipe(2)  # every log line from now on fails
     if way == "editor_quits":
         agent.proc.close_pipe(1)
-        assert agent.proc.proc.stdin is not None
-        agent.proc.proc.stdin.close()
+        assert proc.stdin is not None
+        proc.stdin.close()
     else:
-        agent.proc.proc.send_signal(getattr(signal, way))
-    return await asyncio.wait_for(agent.proc.proc.wait(), INTERRUPTED_S)
+        proc.send_signal(getattr(signal, way))
+    return await asyncio.wait_for(proc.wait(), INTERRUPTED_S)
 
 
 @pytest.mark.parametrize("way", WAYS)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from acp_fsm.devkit.editor import HOLD
+from acp_fsm.devkit.editor import HOLD, Choice
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
 from tests.e2e.support import (
+    BARE,
     Agent,
     Launcher,
     args,
@@ -27,8 +28,9 @@ def write(call_id: str, name: str, content: str = "x\n") -> Call:
     return Call(call_id, "write_file", args(path=name, content=content))
 
 
-async def setup(launch: Launcher, project: Path, *answers: str, **env: str) -> tuple[Agent, str]:
-    agent = await launch.start("anthropic", **env)
+async def setup(launch: Launcher, project: Path, *answers: Choice, **env: str
+                ) -> tuple[Agent, str]:
+    agent = await launch.start("anthropic", capabilities=BARE, **env)
     agent.editor.permissions.extend(answers)
     return agent, await agent.new_session(project)
 

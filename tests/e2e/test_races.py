@@ -26,8 +26,8 @@ from tests.e2e.support import (
     stored,
     tool_call_ids,
     tool_results,
-    wait_until,
 )
+from tests.harness import wait_until
 
 
 @contextmanager

@@ -8,12 +8,12 @@ import re
 from pathlib import Path
 
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
-from tests.e2e.support import Launcher, args
+from tests.e2e.support import BARE, Launcher, args
 
 IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \| ( *)(\S+)$", re.MULTILINE)
 
 
-def imported(stderr: bytes) -> set[str]:
+def imported(stderr: bytes | bytearray) -> set[str]:
     return {match[1] for match in IMPORTED.findall(stderr.decode("utf-8", "replace"))}
 
 
@@ -21,7 +21,7 @@ async def served_session(launch: Launcher, server: ScriptedProvider, project: Pa
                          **env: str | None) -> set[str]:
     """The modules an agent imported over a session with a tool turn, a list and a close."""
     (project / "notes.txt").write_text("hello\n")
-    agent = await launch.start("openai", PYTHONPROFILEIMPORTTIME="1", **env)
+    agent = await launch.start("openai", capabilities=BARE, PYTHONPROFILEIMPORTTIME="1", **env)
     session = await agent.new_session(project)
     server.script(Reply(calls=(Call("read-1", "read_file", args(path="notes.txt")),
                                Call("ls-1", "list_directory", args(path=".")))),

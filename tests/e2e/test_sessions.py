@@ -30,9 +30,8 @@ from tests.e2e.support import (
     tool_results,
     unique_sleep,
     user_texts,
-    wait_until,
 )
-from tests.harness import live_processes
+from tests.harness import live_processes, wait_until
 
 
 async def restore(agent: Agent, method: str, session: str, cwd: Path
@@ -66,7 +65,7 @@ def _merged(live: list[dict[str, Any]]) -> list[dict[str, Any]]:
         kind = update["sessionUpdate"]
         if kind == "tool_call_update" and update.get("status") in (None, "in_progress"):
             continue  # progress, and the change shown before asking, are not history
-        last = expected[-1] if expected else {"sessionUpdate": None}
+        last: dict[str, Any] = expected[-1] if expected else {"sessionUpdate": None}
         if kind in ("agent_message_chunk", "agent_thought_chunk") and (
                 last["sessionUpdate"] == kind):
             expected[-1] = chunk(kind, last["content"]["text"] + update["content"]["text"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, TypedDict
 
 from acp_fsm.devkit.editor import HOLD
 from acp_fsm.devkit.provider import Call, HttpError, Reply, ScriptedProvider
@@ -24,7 +24,15 @@ from tests.e2e.support import (
 )
 from tests.harness import wait_until
 
-MODELS = {"ACP_FSM_MODEL": "m-one", "ACP_FSM_MODELS": "m-one,m-two"}
+
+class Models(TypedDict):
+    """The environment that offers two models (its keys are `Launcher.start`'s overrides)."""
+
+    ACP_FSM_MODEL: str
+    ACP_FSM_MODELS: str
+
+
+MODELS: Final[Models] = {"ACP_FSM_MODEL": "m-one", "ACP_FSM_MODELS": "m-one,m-two"}
 READ_ONLY_TOOLS = ["list_directory", "read_file", "search_files", "update_plan"]
 
 

@@ -20,9 +20,8 @@ from tests.e2e.support import (
     args,
     message_chunks,
     tool_results,
-    wait_until,
 )
-from tests.harness import live_processes
+from tests.harness import live_processes, wait_until
 from tests.timing import INTERRUPTED_S
 
 # Backtracks exponentially on `EVIL_LINE`: a single match takes tens of seconds with the GIL
@@ -41,6 +40,7 @@ def search_workers(agent: Agent) -> list[int]:
         except OSError:
             return None  # it just ended
 
+    assert agent.proc.proc is not None
     agent_pid = str(agent.proc.proc.pid)
     return [pid for pid in live_processes("acp_fsm.tools.search_worker")
             if parent(pid) == agent_pid]

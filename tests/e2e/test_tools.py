@@ -44,8 +44,9 @@ async def one_call(agent: Agent, server: ScriptedProvider, session: str, *calls:
 def pending(call_id: str, title: str, kind: str, raw_input: dict[str, Any],
             locations: list[dict[str, Any]] | None,
             content: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    update = {"sessionUpdate": "tool_call", "toolCallId": call_id, "status": "pending",
-              "title": title, "kind": kind, "rawInput": raw_input}
+    update: dict[str, Any] = {"sessionUpdate": "tool_call", "toolCallId": call_id,
+                              "status": "pending", "title": title, "kind": kind,
+                              "rawInput": raw_input}
     if content is not None:
         update["content"] = content
     if locations is not None:

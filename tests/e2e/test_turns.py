@@ -182,7 +182,7 @@ async def test_rate_limit_is_retried(launch: Launcher, server: ScriptedProvider,
 
 # How each failure reads, per provider; the stream faults cut after "Part" (OpenAI: role chunk,
 # "Part"; Anthropic: message_start, block start, ping, "Part").
-FAILURES = {
+FAILURES: dict[str, tuple[dict[str, Drop | ErrorEvent], str]] = {
     "drop": ({"openai": Drop(2), "anthropic": Drop(4)},
              "stream connection_error: connection failed"),
     "error_event": ({"openai": ErrorEvent(2), "anthropic": ErrorEvent(4)},

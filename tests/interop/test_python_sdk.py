@@ -21,7 +21,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 import acp
 import pytest
@@ -29,9 +29,16 @@ from acp.client.connection import ClientSideConnection
 from acp.connection import StreamDirection, StreamEvent
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanContentUpdate,
+    AgentPlanRemovedUpdate,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
     AllowedOutcome,
+    AvailableCommandsUpdate,
     ClientCapabilities,
+    ConfigOptionUpdate,
     ContentToolCallContent,
+    CurrentModeUpdate,
     FileEditToolCallContent,
     FileSystemCapabilities,
     Implementation,
@@ -43,14 +50,15 @@ from acp.schema import (
     PromptResponse,
     ReadTextFileResponse,
     RequestPermissionResponse,
+    SessionInfoUpdate,
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
     ToolCallUpdate,
+    UsageUpdate,
     UserMessageChunk,
     WriteTextFileResponse,
 )
-from pydantic import BaseModel
 
 from acp_fsm.devkit.provider import Call, Hang, Reply, ScriptedProvider
 from tests.harness import wait_until
@@ -78,6 +86,13 @@ WRITE_PROMPT: Final = "Please update greeting.txt"
 CANCEL_PROMPT: Final = "Tell me a long story"
 BUFFER: Final = "unsaved line 1\nunsaved line 2\n"  # the editor's text, not the disk's
 
+# What the SDK hands `Client.session_update`: the models of `SessionNotification.update`.
+Update = (UserMessageChunk | AgentMessageChunk | AgentThoughtChunk | ToolCallStart
+          | ToolCallProgress | AgentPlanUpdate | AgentPlanContentUpdate | AgentPlanRemovedUpdate
+          | AvailableCommandsUpdate | CurrentModeUpdate | ConfigOptionUpdate | SessionInfoUpdate
+          | UsageUpdate)
+Chunk = UserMessageChunk | AgentMessageChunk | AgentThoughtChunk
+
 
 async def within(awaitable: Awaitable[T], seconds: float = CALL_TIMEOUT_S) -> T:
     """Await an SDK call, failing (instead of hanging the suite) after `seconds`."""
@@ -95,7 +110,7 @@ class Editor:
     buffers: dict[str, str] = field(default_factory=dict)  # path -> unsaved text
     permission_kind: str = "allow_once"
     # (session id, update model) as the SDK handed them to us
-    updates: list[tuple[str, BaseModel]] = field(default_factory=list)
+    updates: list[tuple[str, Update]] = field(default_factory=list)
     # (method, SDK-parsed params) of every agent request we answered
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     # every message on the wire, in order, as the SDK's observer saw it
@@ -112,7 +127,7 @@ class Editor:
         return RequestPermissionResponse(
             outcome=AllowedOutcome(outcome="selected", option_id=option.option_id))
 
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+    async def session_update(self, session_id: str, update: Update, **kwargs: Any) -> None:
         self.updates.append((session_id, update))
 
     async def read_text_file(self, path: str, session_id: str, line: int | None = None,
@@ -140,7 +155,7 @@ class Editor:
     def observe(self, event: StreamEvent) -> None:
         self.wire.append(event)
 
-    def session_updates(self, session_id: str, start: int = 0) -> list[BaseModel]:
+    def session_updates(self, session_id: str, start: int = 0) -> list[Update]:
         return [u for s, u in self.updates[start:] if s == session_id]
 
     def calls_of(self, method: str) -> list[dict[str, Any]]:
@@ -193,8 +208,10 @@ async def running_agent(server: ScriptedProvider, home: Path, editor: Editor, lo
     try:
         program, *rest = command()
         with log.open("wb") as stderr:
+            # The SDK calls the `Client` methods a client has (looked up by name) and answers
+            # the others method_not_found: this editor has only those the agent calls here.
             async with acp.spawn_agent_process(
-                editor, program, *rest,
+                cast(acp.Client, editor), program, *rest,
                 env=environment(server, home, PROVIDER),
                 transport_kwargs={"stderr": stderr.fileno(), "limit": READ_LIMIT},
                 observers=[editor.observe],
@@ -240,17 +257,17 @@ async def prompt(conn: ClientSideConnection, session_id: str, text: str) -> Prom
     return response
 
 
-def texts(updates: list[BaseModel], kind: type[BaseModel] = AgentMessageChunk) -> list[str]:
+def texts(updates: list[Update], kind: type[Chunk] = AgentMessageChunk) -> list[str]:
     return [u.content.text for u in updates
             if isinstance(u, kind) and isinstance(u.content, TextContentBlock)]
 
 
-def of_call(updates: list[BaseModel], call_id: str) -> list[BaseModel]:
+def of_call(updates: list[Update], call_id: str) -> list[ToolCallStart | ToolCallProgress]:
     return [u for u in updates if isinstance(u, ToolCallStart | ToolCallProgress)
             and u.tool_call_id == call_id]
 
 
-def diffs(update: BaseModel) -> list[FileEditToolCallContent]:
+def diffs(update: Update) -> list[FileEditToolCallContent]:
     return [c for c in getattr(update, "content", None) or ()
             if isinstance(c, FileEditToolCallContent)]
 
@@ -326,6 +343,7 @@ async def test_initialize_and_new_session(server: ScriptedProvider, home: Path, 
         assert sessions.list is not None and sessions.resume is not None
         assert sessions.close is not None
         assert init.agent_info is not None and init.agent_info.name == "acp-fsm"
+        assert init.auth_methods is not None
         assert [m.id for m in init.auth_methods] == ["api-key"]  # the SDK parses it
 
         session_id = await new_session(running.conn, files)
@@ -409,11 +427,12 @@ async def test_cancel_mid_stream(server: ScriptedProvider, home: Path, files: Pa
         assert user_texts(server.requests[-1]) == [CANCEL_PROMPT, "and now?"]
 
 
-def summary(updates: list[BaseModel]) -> list[tuple[str, str]]:
+def summary(updates: list[Update]) -> list[tuple[str, str]]:
     """(kind, text or call id:status) of each update, for an ordered comparison."""
-    rows = []
+    rows: list[tuple[str, str]] = []
     for update in updates:
         if isinstance(update, UserMessageChunk | AgentMessageChunk):
+            assert isinstance(update.content, TextContentBlock), update
             rows.append((update.session_update, update.content.text))
         elif isinstance(update, ToolCallStart | ToolCallProgress):
             rows.append((update.session_update, f"{update.tool_call_id}:{update.status}"))

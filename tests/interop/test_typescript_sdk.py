@@ -58,8 +58,9 @@ ORDER: Final = ["initialize", "session_new", "read", "write", "cancel", "exit_fi
 
 
 def pinned_version() -> str:
-    return json.loads((NODE_DIR / "package.json").read_text())["dependencies"][
+    version: str = json.loads((NODE_DIR / "package.json").read_text())["dependencies"][
         "@agentclientprotocol/sdk"]
+    return version
 
 
 def why_not_runnable() -> str | None:

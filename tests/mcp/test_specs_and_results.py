@@ -3,10 +3,13 @@ into ACP content and the model's text (pure functions, no server)."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import mcp_types as types
 
 from acp_fsm.mcp import connection
 from acp_fsm.mcp.specs import MAX_TOOL_NAME, ServerSpec, server_specs, tool_name
+from acp_fsm.schemas import acp_types as acp
 from acp_fsm.tools.mcp import EMPTY_RESULT, McpTool, model_schema, outcome
 
 
@@ -58,7 +61,7 @@ def test_resources_links_audio_and_structured_content() -> None:
         structured_content={"temperature": 21},
     )
     told = outcome(result)
-    assert [c["content"] for c in told.content] == [
+    assert [cast("acp.ToolCallContentContent", c)["content"] for c in told.content] == [
         {"type": "resource_link", "name": "spec", "uri": "file:///spec.md",
          "mimeType": "text/markdown"},
         {"type": "resource", "resource": {"uri": "file:///a.txt", "mimeType": "text/plain",

@@ -15,13 +15,16 @@ import signal
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.tools import TOOLS
 from acp_fsm.tools.base import ToolOutcome
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent, ToolCallContentDiff
 
 
 class EditorError(Exception):
@@ -189,15 +192,15 @@ class Env:
     client: Editor
     roots: tuple[Path, ...] = ()
     token: CancellationToken = field(default_factory=CancellationToken)
-    previewed: tuple[dict[str, Any], ...] = ()
+    previewed: tuple[ToolCallContent, ...] = ()
 
     def __post_init__(self) -> None:
         self.roots = self.roots or (self.cwd,)
 
-    def report(self, content: tuple[dict[str, Any], ...]) -> None:
+    def report(self, content: tuple[ToolCallContent, ...]) -> None:
         self.client.calls.append(("report", content))
 
-    def show_plan(self, entries: list[dict[str, Any]]) -> None:
+    def show_plan(self, entries: list[PlanEntry]) -> None:
         self.client.calls.append(("plan", entries))
 
 
@@ -206,6 +209,12 @@ async def call(env: Env, name: str, **args: Any) -> ToolOutcome:
     outcome = await TOOLS[name].run(args, env)
     assert outcome.output.strip(), f"{name} returned an empty output"
     return outcome
+
+
+def diff_block(block: ToolCallContent) -> ToolCallContentDiff:
+    """`block`, which must be a `diff` (narrowed so its diff fields can be read)."""
+    assert block["type"] == "diff", block
+    return block
 
 
 def assert_strict_json(value: Any) -> None:

@@ -201,5 +201,7 @@ def test_views_and_outcomes_hold_only_valid_utf8() -> None:
                                           "content": {"type": "text", "text": name}},),
                           locations=({"path": name, "line": 1},))
     assert outcome.output == "caf\\xe9"
-    assert outcome.content[0]["content"]["text"] == "caf\\xe9"
+    block = outcome.content[0]
+    assert block["type"] == "content" and block["content"]["type"] == "text"
+    assert block["content"]["text"] == "caf\\xe9"
     assert outcome.locations == ({"path": "caf\\xe9", "line": 1},)

@@ -11,7 +11,7 @@ import pytest
 
 from acp_fsm.tools import TOOLS
 from acp_fsm.tools.common import ToolError
-from tests.tools.conftest import Env, call
+from tests.tools.conftest import Env, call, diff_block
 
 
 def _mode(path: Path) -> int:
@@ -57,7 +57,7 @@ async def test_write_through_symlink_updates_the_target(env: Env, project: Path)
     outcome = await call(env, "write_file", path="alias.txt", content="new")
     assert (project / "alias.txt").is_symlink()
     assert (project / "real.txt").read_text() == "new"
-    assert outcome.content[0]["path"] == str(project / "real.txt")
+    assert diff_block(outcome.content[0])["path"] == str(project / "real.txt")
 
 
 async def test_failed_replace_leaves_original_and_no_temp_file(
@@ -101,7 +101,7 @@ async def test_write_through_the_editor(editor_env: Env, project: Path) -> None:
     outcome = await call(editor_env, "write_file", path="a.txt", content="new\n")
     assert editor_env.client.buffers[str(target)] == "new\n"
     assert target.read_text() == "disk\n"  # the editor owns the write
-    assert outcome.content[0]["oldText"] == "buffer\n"
+    assert diff_block(outcome.content[0])["oldText"] == "buffer\n"
     assert editor_env.client.names() == ["read", "write"]
 
 
@@ -111,7 +111,7 @@ async def test_write_new_file_through_the_editor(editor_env: Env, project: Path)
     target = str(project / "brand" / "new.txt")
     outcome = await call(editor_env, "write_file", path="brand/new.txt", content="hi")
     assert editor_env.client.calls == [("read", target, None, None), ("write", target)]
-    assert outcome.content[0]["oldText"] is None
+    assert diff_block(outcome.content[0])["oldText"] is None
     assert outcome.output.startswith("Created brand/new.txt")
 
 
@@ -128,7 +128,7 @@ async def test_an_unsaved_buffer_missing_on_disk_is_the_file(editor_env: Env,
     assert not edited.is_error, edited.output
     assert editor_env.client.buffers[target] == "# Draft\ndone\n"
     written = await call(editor_env, "write_file", path="draft.md", content="new\n")
-    assert written.content[0]["oldText"] == "# Draft\ndone\n"
+    assert diff_block(written.content[0])["oldText"] == "# Draft\ndone\n"
     assert not (project / "draft.md").exists()  # the editor owns it
 
 
@@ -165,7 +165,7 @@ async def test_previews_build_on_the_calls_before_them(env: Env, project: Path) 
         {"path": "n.py", "old_text": "x = 1", "new_text": "x = 2"}, env, drafts)
     second = await TOOLS["edit_file"].preview(
         {"path": "n.py", "old_text": "x = 2", "new_text": "x = 3"}, env, drafts)
-    assert [block["oldText"] for (block,) in (write, first, second)] == [
+    assert [diff_block(block)["oldText"] for (block,) in (write, first, second)] == [
         None, "x = 1\n", "x = 2\n"]
     assert drafts == {path: "x = 3\n"}
     assert not path.exists()
@@ -270,7 +270,7 @@ async def test_edit_through_the_editor_uses_the_buffer(editor_env: Env, project:
     assert not outcome.is_error
     assert editor_env.client.buffers[str(target)] == "print('edited')\n"
     assert target.read_text() == "print('disk')\n"
-    assert outcome.content[0]["oldText"] == "print('unsaved')\n"
+    assert diff_block(outcome.content[0])["oldText"] == "print('unsaved')\n"
     assert editor_env.client.calls == [("read", str(target), None, None),
                                        ("write", str(target))]
 
