@@ -52,11 +52,11 @@ def test_the_editors_view_is_cut_to_what_one_result_shows() -> None:
 
 def test_a_block_that_is_not_text_and_does_not_fit_becomes_a_note() -> None:
     image: acp.ToolCallContentContent = {
-        "type": "content", "content": {"type": "image", "mimeType": "image/png",
-                                       "data": "A" * (MAX_SHOWN_BYTES + 1)}}
+        "type": "content",
+        "content": {"type": "image", "mimeType": "image/png", "data": "A" * (MAX_SHOWN_BYTES + 1)},
+    }
     diff: acp.ToolCallContentDiff = {"type": "diff", "path": "/p", "oldText": "x", "newText": "y"}
-    outcome = bounded(ToolOutcome("an image", content=(image, diff),
-                                  replay=(image,)), 1000)
+    outcome = bounded(ToolOutcome("an image", content=(image, diff), replay=(image,)), 1000)
     [note, kept] = outcome.content
     assert kept == diff  # what fits is kept
     assert text_of(note).startswith("[image not shown: ")

@@ -37,7 +37,8 @@ async def stalled(server: ScriptedProvider, quiet_s: float = 0.5) -> bool:
 
 
 async def test_a_stalled_editor_stalls_the_stream_and_a_cancel_still_lands(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai")
     session = await agent.new_session(project)
     server.script(Reply(text=(CHUNK,) * CHUNKS))

@@ -64,8 +64,14 @@ class Terminal:
 class Editor:
     """An in-memory ACP client: buffers by absolute path, terminals backed by subprocesses."""
 
-    def __init__(self, *, read: bool = False, write: bool = False, terminal: bool = False,
-                 fail_create: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        read: bool = False,
+        write: bool = False,
+        terminal: bool = False,
+        fail_create: bool = False,
+    ) -> None:
         self.can_read_files = read
         self.can_write_files = write
         self.has_terminal = terminal
@@ -78,8 +84,9 @@ class Editor:
         self.waiting = asyncio.Event()  # set once an agent waits for a terminal to exit
         self._reaping: list[asyncio.Future[None]] = []
 
-    async def read_text_file(self, path: str, line: int | None = None,
-                             limit: int | None = None) -> str:
+    async def read_text_file(
+        self, path: str, line: int | None = None, limit: int | None = None
+    ) -> str:
         self.calls.append(("read", path, line, limit))
         if path in self.unreadable:
             raise EditorError(f"cannot open {path}")
@@ -94,21 +101,27 @@ class Editor:
                 raise EditorError(f"cannot open {path}") from exc
         lines = text.splitlines(keepends=True)
         start = (line or 1) - 1
-        return "".join(lines[start: start + limit if limit else None])
+        return "".join(lines[start : start + limit if limit else None])
 
     async def write_text_file(self, path: str, content: str) -> None:
         self.calls.append(("write", path))
         self.buffers[path] = content
 
-    async def create_terminal(self, command: str, args: list[str], cwd: str,
-                              output_byte_limit: int) -> str:
+    async def create_terminal(
+        self, command: str, args: list[str], cwd: str, output_byte_limit: int
+    ) -> str:
         self.calls.append(("create", command, tuple(args), cwd, output_byte_limit))
         if self.fail_create:
             raise EditorError("terminals are disabled")
         process = await asyncio.create_subprocess_exec(
-            command, *args, cwd=cwd, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True)
+            command,
+            *args,
+            cwd=cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
         terminal_id = f"term-{len(self.terminals) + 1}"
         terminal = Terminal(process, output_byte_limit)
         terminal.reader = asyncio.create_task(terminal.pump())
@@ -135,8 +148,11 @@ class Editor:
         if terminal.process.returncode is not None and terminal.reader is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(terminal.reader), 1)
-        return {"output": terminal.output.decode("utf-8", "replace"),
-                "truncated": terminal.truncated, "exitStatus": terminal.exit_status()}
+        return {
+            "output": terminal.output.decode("utf-8", "replace"),
+            "truncated": terminal.truncated,
+            "exitStatus": terminal.exit_status(),
+        }
 
     async def kill_terminal(self, terminal_id: str) -> None:
         self.calls.append(("kill", terminal_id))
