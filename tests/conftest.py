@@ -11,7 +11,7 @@ from tests.harness import AgentProcess, agent_env
 # Where each skip reason was first seen: later skips for the same reason (the conformance
 # tests without the official schema, the interop tests without the SDK) are reported there, so
 # pytest's summary folds them into one line with their count instead of a line per test.
-_SKIP_SITES: dict[str, tuple[str, int | None]] = {}
+_SKIP_SITES: dict[str, tuple[str, int]] = {}
 
 
 @pytest.hookimpl(wrapper=True)
@@ -21,8 +21,8 @@ def pytest_runtest_makereport(
     report = yield
     if report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
         path, line, reason = report.longrepr
-        path, line = _SKIP_SITES.setdefault(reason, (str(path), line))
-        report.longrepr = (path, line, reason)
+        site = _SKIP_SITES.setdefault(reason, (str(path), line))
+        report.longrepr = (*site, reason)
     return report
 
 
@@ -49,7 +49,8 @@ def assert_clean(agent: AgentProcess) -> None:
 
         report = check_records(checker, agent.records)
         assert report.ok, f"{len(report.failures)} messages fail the official schema:\n" + (
-            "\n".join(report.failures[:10]))
+            "\n".join(report.failures[:10])
+        )
 
 
 @pytest.fixture

@@ -18,11 +18,18 @@ def test_the_skips_for_a_missing_schema_fold_into_one_line(tmp_path: Path) -> No
     env["ACP_SCHEMA"] = str(tmp_path / "absent.json")
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-ra", "-p", "no:cacheprovider", *FILES],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    lines = [line for line in done.stdout.splitlines()
-             if line.startswith("SKIPPED") and "official ACP schema not found" in line]
+    lines = [
+        line
+        for line in done.stdout.splitlines()
+        if line.startswith("SKIPPED") and "official ACP schema not found" in line
+    ]
     assert len(lines) == 1, "\n".join(lines)
     folded = re.match(r"SKIPPED \[(\d+)\] ", lines[0])
     total = re.search(r"(\d+) skipped", done.stdout)
