@@ -11,7 +11,7 @@ from acp_fsm.tools import TOOLS, edit_style, listed
 from acp_fsm.tools.common import ToolError
 from acp_fsm.tools.hunks import apply_hunks
 from acp_fsm.tools.patch_format import parse_patch
-from tests.tools.conftest import Env, call
+from tests.tools.conftest import Env, call, diff_block
 
 
 def patch(*lines: str) -> str:
@@ -171,7 +171,8 @@ async def test_a_patch_adds_updates_moves_and_deletes(env: Env, project: Path) -
     assert not (project / "old.txt").exists()
     assert not (project / "m.py").exists()
     assert (project / "moved.py").read_text() == "m = 2\n"
-    diffs = {block["path"]: (block["oldText"], block["newText"]) for block in outcome.content}
+    blocks = [diff_block(block) for block in outcome.content]
+    diffs = {block["path"]: (block["oldText"], block["newText"]) for block in blocks}
     assert diffs[str(project / "old.txt")] == ("bye\n", "")
     assert diffs[str(project / "pkg" / "new.py")] == (None, "n = 1\n")
 
@@ -277,9 +278,7 @@ def shown(style: str) -> set[str]:
 def test_each_style_lists_its_edit_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     assert shown("both") == set(TOOLS)
     assert "apply_patch" in shown("patch") and not shown("patch") & {"edit_file", "multi_edit"}
-    assert "apply_patch" not in shown("replace") and {"edit_file", "multi_edit"} <= shown(
-        "replace"
-    )
+    assert "apply_patch" not in shown("replace") and {"edit_file", "multi_edit"} <= shown("replace")
     monkeypatch.setenv("ACP_FSM_EDIT_TOOLS", "both")
     assert edit_style("openai", "gpt-5") == "both"
     monkeypatch.setenv("ACP_FSM_EDIT_TOOLS", "Patch")
