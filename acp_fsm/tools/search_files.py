@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -34,6 +35,7 @@ from acp_fsm.redact import Secrets, command_environment
 from acp_fsm.small_files import READ_FLAGS
 from acp_fsm.system.groups import signal_group
 from acp_fsm.system.reaper import REAPER
+from acp_fsm.tools import ripgrep
 from acp_fsm.tools.base import ToolEnv, ToolOutcome
 from acp_fsm.tools.common import BaseTool, ToolError, describe_os_error, plural
 from acp_fsm.tools.files import looks_binary, split_lines
@@ -104,6 +106,7 @@ class SearchRequest:
     # is not recognised; a pattern matched against a key would tell it).
     secrets: tuple[str, ...] = ()
     output_mode: str = "content"  # one of OUTPUT_MODES
+    ripgrep: str | None = None  # an `rg` binary to narrow the files read, if one is found
     context: int = 0  # lines shown before and after each match (content)
     case_sensitive: bool = True
 
@@ -153,7 +156,8 @@ def walk_files(root: Path) -> Iterator[tuple[Path, str]]:
 
 
 def search_tree(request: SearchRequest) -> SearchReport:
-    """Search the regular text files below the request's root."""
+    """Search the regular text files below the request's root (ripgrep, when the request
+    names one, only narrows which files are read: `acp_fsm.tools.ripgrep`)."""
     root = Path(request.root)
     if not root.exists():
         raise ToolError(f"Path not found: {request.shown_root}")
@@ -162,13 +166,20 @@ def search_tree(request: SearchRequest) -> SearchReport:
     scrub = Secrets(request.secrets).scrub_text
     report = SearchReport()
     single = not root.is_dir()
-    for scanned, (path, relative) in enumerate(walk_files(root)):
-        if scanned >= request.max_files:
-            report.stopped = f"after reading {request.max_files:,} files"
-            break
-        if wanted is not None and not single and not wanted.matches(relative):
-            continue
-        data = _searchable(path, request, report)
+    walked = list(itertools.islice(walk_files(root), request.max_files + 1))
+    chosen = [
+        (path, relative)
+        for path, relative in walked[: request.max_files]
+        if wanted is None or single or wanted.matches(relative)
+    ]
+    readable = None
+    if request.ripgrep is not None and chosen:
+        files = [path for path, _ in chosen]
+        readable = ripgrep.candidates(
+            request.ripgrep, request.pattern, request.case_sensitive, files, request.secrets
+        )
+    for path, relative in chosen:
+        data = _searchable(path, request, report, readable)
         if data is None:
             continue
         shown = (
@@ -179,17 +190,21 @@ def search_tree(request: SearchRequest) -> SearchReport:
             )
         )
         # Searched as the model is shown files: a pattern must not tell it what a key is.
-        lines = [
-            line.rstrip("\r\n") for line in split_lines(scrub(data.decode("utf-8", "replace")))
-        ]
+        text = scrub(data.decode("utf-8", "replace"))
+        lines = [line.rstrip("\r\n") for line in split_lines(text)]
         hits = [number for number, text in enumerate(lines) if regex.search(text) is not None]
         if hits and _report_file(report, request, shown, lines, hits):
             return report
+    if len(walked) > request.max_files:
+        report.stopped = f"after reading {request.max_files:,} files"
     return report
 
 
-def _searchable(path: Path, request: SearchRequest, report: SearchReport) -> bytes | None:
-    """The bytes of a file to search; None for one that is skipped (counted in `report`)."""
+def _searchable(
+    path: Path, request: SearchRequest, report: SearchReport, readable: set[Path] | None
+) -> bytes | None:
+    """The bytes of a file to search; None for one that is skipped (counted in `report`) or
+    that ripgrep says cannot match (not in `readable`, when there is one)."""
     try:
         info = path.stat()
         if not stat.S_ISREG(info.st_mode):
@@ -199,6 +214,8 @@ def _searchable(path: Path, request: SearchRequest, report: SearchReport) -> byt
             return None
         if request.skip_linked and info.st_nlink > 1:
             report.skipped_linked += 1
+            return None
+        if readable is not None and path not in readable:
             return None
         data = read_regular(path)
     except OSError:
@@ -414,6 +431,7 @@ class SearchFiles(BaseTool):
             output_mode=args.get("output_mode", "content"),
             context=args.get("context", 0),
             case_sensitive=args.get("case_sensitive", True),
+            ripgrep=ripgrep.binary(),
         )
         output = await run_search(request, env.token)
         return ToolOutcome(output, content=(text_block(output),))
