@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -110,14 +111,14 @@ def wide(project: Path) -> Path:
 def test_ripgrep_narrows_the_files_without_changing_the_answer(
     wide: Path, pattern: str, extra: dict[str, Any]
 ) -> None:
-    base = dict(
+    base = SearchRequest(
         root=str(wide), shown_root=".", pattern=pattern, glob=None, where=".",
         max_matches=100, max_output_bytes=65536, max_file_bytes=1 << 20, max_files=1000,
         max_line_chars=300, time_limit_seconds=10.0, secrets=("sk-secret-value-123",),
     )  # fmt: skip
-    base.update(extra)
-    without = render_report(search_tree(SearchRequest(**base)), SearchRequest(**base))
-    with_rg = SearchRequest(**{**base, "ripgrep": RG})
+    plain = replace(base, **extra)
+    without = render_report(search_tree(plain), plain)
+    with_rg = replace(plain, ripgrep=RG)
     assert render_report(search_tree(with_rg), with_rg) == without
     assert "hidden" not in without and "sk-secret-value" not in without
 
