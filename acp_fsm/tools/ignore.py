@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pathspec import GitIgnoreSpec
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 MAX_RULES_BYTES = 256 * 1024
 
@@ -40,20 +42,23 @@ class IgnoreRules:
     """Whether a path below `root` is ignored (`root` and the paths: absolute, resolved)."""
 
     def __init__(self, root: Path) -> None:
+        from pathspec import GitIgnoreSpec  # a tool that walks a tree needs it, startup not
+
+        self._compile = GitIgnoreSpec.from_lines
         self.root = root
         repo = repository_root(root)
         self._top = repo or root
         self._specs: dict[Path, GitIgnoreSpec | None] = {}
         if repo is not None:
             exclude = _read_rules(repo / ".git" / "info" / "exclude")
-            self._exclude = GitIgnoreSpec.from_lines(exclude) if exclude else None
+            self._exclude = self._compile(exclude) if exclude else None
         else:
             self._exclude = None
 
     def _spec(self, directory: Path) -> GitIgnoreSpec | None:
         if directory not in self._specs:
             lines = _read_rules(directory / ".gitignore")
-            self._specs[directory] = GitIgnoreSpec.from_lines(lines) if lines else None
+            self._specs[directory] = self._compile(lines) if lines else None
         return self._specs[directory]
 
     def ignored(self, path: Path, is_dir: bool) -> bool:

@@ -10,10 +10,8 @@ Files over `MAX_CHECK_BYTES` are not parsed (a parse holds the interpreter for i
 
 from __future__ import annotations
 
-import ast
 import importlib
 import json
-import tomllib
 import warnings
 from collections.abc import Callable
 from functools import cache
@@ -52,6 +50,8 @@ GRAMMARS: dict[str, tuple[str, str, str]] = {
 
 
 def _python(text: str) -> str | None:
+    import ast  # the parsers load with the first file of their language
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes and the like are not errors
@@ -72,6 +72,8 @@ def _json(text: str) -> str | None:
 
 
 def _toml(text: str) -> str | None:
+    import tomllib
+
     try:
         tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
