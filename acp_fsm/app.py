@@ -33,8 +33,12 @@ FLUSH_TIMEOUT_S = 0.3
 # The validators every connection needs at once (envelopes, the `initialize` answer, the first
 # session), built before the first message is read; the others on their first use.
 FIRST_SCHEMAS = (
-    "jsonrpc.Request", "jsonrpc.Notification", "jsonrpc.SuccessResponse",
-    "jsonrpc.ErrorResponse", "acp.InitializeResponse", "acp.NewSessionRequest",
+    "jsonrpc.Request",
+    "jsonrpc.Notification",
+    "jsonrpc.SuccessResponse",
+    "jsonrpc.ErrorResponse",
+    "acp.InitializeResponse",
+    "acp.NewSessionRequest",
     "acp.NewSessionResponse",
 )
 
@@ -65,8 +69,12 @@ async def run(
     await output.open(protocol_fd)
     redact.configured()  # the environment's secrets, and a key stored by `acp-fsm login`
     connection = Connection(
-        server, output.write, drain=output.drain, congested=lambda: output.congested,
-        scrub=redact.scrub, strict_outbound=environment.strict_schemas(),  # a login adds keys
+        server,
+        output.write,
+        drain=output.drain,
+        congested=lambda: output.congested,
+        scrub=redact.scrub,
+        strict_outbound=environment.strict_schemas(),  # a login adds keys
     )
     server.attach(connection)
     schemas.warm(FIRST_SCHEMAS)

@@ -81,8 +81,9 @@ class Shared(Generic[T]):
         call = asyncio.ensure_future(run_blocking(None, self._func, *key[1:]))
         call.add_done_callback(lambda done: self._ended(key, future, done))
 
-    def _ended(self, key: tuple[Any, ...], future: asyncio.Future[T],
-               call: asyncio.Future[T]) -> None:
+    def _ended(
+        self, key: tuple[Any, ...], future: asyncio.Future[T], call: asyncio.Future[T]
+    ) -> None:
         del self._running[key]
         if not future.done():
             if call.cancelled():

@@ -58,15 +58,24 @@ def _command(args: list[str]) -> int:
     parser.add_argument("--version", action="version", version=f"acp-fsm {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="command")
     commands.add_parser("serve", help="serve ACP on stdin/stdout (the default)")
-    commands.add_parser("login", help="store a provider's API key for the agent, checked "
-                        "with the provider (--status: which one is configured)", add_help=False)
+    commands.add_parser(
+        "login",
+        help="store a provider's API key for the agent, checked "
+        "with the provider (--status: which one is configured)",
+        add_help=False,
+    )
     commands.add_parser("logout", help="forget the stored API key")
-    commands.add_parser("demo", help="an offline demo session (scripted model, no keys)",
-                        add_help=False)
-    commands.add_parser("diagrams", help="write the state diagrams (--check: verify them)",
-                        add_help=False)
-    commands.add_parser("schema-check", help="check the agent's messages against the "
-                        "official ACP schema and print a table", add_help=False)
+    commands.add_parser(
+        "demo", help="an offline demo session (scripted model, no keys)", add_help=False
+    )
+    commands.add_parser(
+        "diagrams", help="write the state diagrams (--check: verify them)", add_help=False
+    )
+    commands.add_parser(
+        "schema-check",
+        help="check the agent's messages against the official ACP schema and print a table",
+        add_help=False,
+    )
     known, rest = parser.parse_known_args(args)
     if known.command == "diagrams":
         from acp_fsm.devkit.diagrams import main as diagrams

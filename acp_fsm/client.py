@@ -46,7 +46,8 @@ class ClientCallError(Exception):
     def __init__(self, error: OutboundError) -> None:
         super().__init__(str(error))  # each names the method and quotes the editor's words
         self.not_found = isinstance(error, RemoteError) and (
-            error.code == NOT_FOUND_CODE or bool(_NOT_FOUND.search(str(error))))
+            error.code == NOT_FOUND_CODE or bool(_NOT_FOUND.search(str(error)))
+        )
 
 
 class ClientChannel(Protocol):
@@ -57,8 +58,15 @@ class ClientChannel(Protocol):
     def client(self) -> ClientInfo | None:
         """What the editor said in `initialize` (None before it)."""
 
-    def call_client(self, method: str, params: Any, *, token: CancellationToken | None = None,
-                    timeout_ms: int | None = None, verbatim: bool = False) -> asyncio.Future[Any]:
+    def call_client(
+        self,
+        method: str,
+        params: Any,
+        *,
+        token: CancellationToken | None = None,
+        timeout_ms: int | None = None,
+        verbatim: bool = False,
+    ) -> asyncio.Future[Any]:
         """Send `method` now; the future gives its result (see `AcpServer.call_client`)."""
 
 
@@ -82,20 +90,28 @@ class Client:
     def has_terminal(self) -> bool:
         return self._server.client is not None and self._server.client.has_terminal
 
-    async def call(self, method: str, params: dict[str, Any], *,
-                   timeout_ms: int | None = None, verbatim: bool = False) -> Any:
+    async def call(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        timeout_ms: int | None = None,
+        verbatim: bool = False,
+    ) -> Any:
         """`method` with this session's id; `timeout_ms` None = the configured client limit."""
         params = {"sessionId": self._session_id, **params}
         try:
-            return await self._server.call_client(method, params, token=self._token,
-                                                  timeout_ms=timeout_ms, verbatim=verbatim)
+            return await self._server.call_client(
+                method, params, token=self._token, timeout_ms=timeout_ms, verbatim=verbatim
+            )
         except OutboundCancelled:
             raise Cancelled(self._token.reason or "cancelled") from None
         except OutboundError as exc:
             raise ClientCallError(exc) from exc
 
-    async def read_text_file(self, path: str, line: int | None = None,
-                             limit: int | None = None) -> str:
+    async def read_text_file(
+        self, path: str, line: int | None = None, limit: int | None = None
+    ) -> str:
         params: dict[str, Any] = {"path": path}
         if line is not None:
             params["line"] = line
@@ -106,16 +122,22 @@ class Client:
 
     async def write_text_file(self, path: str, content: str) -> None:
         # The file's own text, exactly: a key the user keeps in it is not ours to scrub.
-        await self.call("fs/write_text_file", {"path": path, "content": content},
-                        verbatim=True)
+        await self.call("fs/write_text_file", {"path": path, "content": content}, verbatim=True)
 
-    async def create_terminal(self, command: str, args: list[str], cwd: str,
-                              output_byte_limit: int) -> str:
+    async def create_terminal(
+        self, command: str, args: list[str], cwd: str, output_byte_limit: int
+    ) -> str:
         """Start a terminal. If the turn is cancelled before the editor answers, the request
         is left to finish: a terminal it still creates is killed and released at once
         (ACP lets the editor answer a request we gave up on with a result)."""
-        params = {"sessionId": self._session_id, "command": command, "args": args, "env": [],
-                  "cwd": cwd, "outputByteLimit": output_byte_limit}
+        params = {
+            "sessionId": self._session_id,
+            "command": command,
+            "args": args,
+            "env": [],
+            "cwd": cwd,
+            "outputByteLimit": output_byte_limit,
+        }
         try:
             created = self._server.call_client("terminal/create", params)
         except OutboundError as exc:
@@ -142,8 +164,9 @@ class Client:
     async def wait_for_terminal_exit(self, terminal_id: str) -> dict[str, Any]:
         # No client-RPC limit: a command runs as long as its own timeout_ms allows, which
         # the caller enforces (and a cancel still releases the wait through the token).
-        return dict(await self.call("terminal/wait_for_exit", {"terminalId": terminal_id},
-                                    timeout_ms=0))
+        return dict(
+            await self.call("terminal/wait_for_exit", {"terminalId": terminal_id}, timeout_ms=0)
+        )
 
     async def kill_terminal(self, terminal_id: str) -> None:
         await self._cleanup("terminal/kill", terminal_id)

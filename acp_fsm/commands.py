@@ -11,8 +11,11 @@ if TYPE_CHECKING:
 COMPACT = "compact"
 # name -> (description, hint for its input)
 COMMANDS = {
-    COMPACT: ("Summarise the conversation so far to free the model's context window; the "
-              "latest turns stay as they are", "what the summary should keep (optional)"),
+    COMPACT: (
+        "Summarise the conversation so far to free the model's context window; the "
+        "latest turns stay as they are",
+        "what the summary should keep (optional)",
+    ),
 }
 
 
@@ -23,8 +26,10 @@ class Command(NamedTuple):
 
 def available() -> list[AvailableCommand]:
     """The commands as ACP `AvailableCommand`s."""
-    return [{"name": name, "description": about, "input": {"hint": hint}}
-            for name, (about, hint) in COMMANDS.items()]
+    return [
+        {"name": name, "description": about, "input": {"hint": hint}}
+        for name, (about, hint) in COMMANDS.items()
+    ]
 
 
 def parse(prompt: list[dict[str, Any]]) -> Command | None:

@@ -36,18 +36,20 @@ KEEP_SHARE = 0.3  # of the usable window, at most, stays as it was (the latest t
 SUMMARY_MAX_TOKENS = 4096
 MIN_CUT_TOKENS = 200  # a text cut to fit keeps at least this much
 CUT_NOTE = "\n[… {:,} characters cut here to fit the context window …]\n"
-SUMMARY_HEADER = ("This session continues an earlier conversation, compacted to fit the "
-                  "context window. Summary of the earlier part:")
+SUMMARY_HEADER = (
+    "This session continues an earlier conversation, compacted to fit the "
+    "context window. Summary of the earlier part:"
+)
 SUMMARY_REQUEST = (
     "The conversation above is about to be replaced by a summary, to stay within the context "
     "window; the latest messages are kept as they are. Write that summary for yourself, to "
     "go on with the work without the earlier messages. Keep: the user's goals and requests, "
     "decisions made, the files read or changed (with paths) and what changed, commands run "
     "and their outcomes, errors met and how they were solved, the current plan and what is "
-    "left to do. Be concise and factual. Do not call tools: answer with the summary only.")
+    "left to do. Be concise and factual. Do not call tools: answer with the summary only."
+)
 OMITTED = "(Earlier messages were dropped to fit the context window.)"
-NOTHING_TO_COMPACT = ("Nothing to compact yet: the conversation is short enough to be kept as "
-                      "it is.")
+NOTHING_TO_COMPACT = "Nothing to compact yet: the conversation is short enough to be kept as it is."
 
 
 class Compaction(NamedTuple):
@@ -86,8 +88,8 @@ def estimate(request: ModelRequest, messages: Size | None = None) -> int:
     """The tokens `request` takes, estimated from its size (no tokenizer at hand); `messages`
     is the size of its messages when it is known (`Conversation.size`)."""
     chars = len(request.system or "") + sum(
-        len(t.name) + len(t.description) + _schema_chars(t.input_schema)
-        for t in request.tools)
+        len(t.name) + len(t.description) + _schema_chars(t.input_schema) for t in request.tools
+    )
     found = size_of(request.messages) if messages is None else messages
     return int((chars + found.chars) / CHARS_PER_TOKEN) + found.images * IMAGE_TOKENS
 
@@ -136,8 +138,14 @@ def too_full(tokens: int, window: int, reserve: int) -> bool:
     return tokens > COMPACT_AT * usable(window, reserve)
 
 
-def split(messages: list[Message], window: int, reserve: int, *,
-          on_demand: bool = False, budget: float | None = None) -> Compaction | None:
+def split(
+    messages: list[Message],
+    window: int,
+    reserve: int,
+    *,
+    on_demand: bool = False,
+    budget: float | None = None,
+) -> Compaction | None:
     """Where to cut: the latest turns that fit `budget` (by default `KEEP_SHARE` of the
     window) stay, starting at a user message where one fits (else at an assistant message: at
     least the last one stays, its results cut down to fit if they are larger than that).
@@ -169,6 +177,7 @@ def shrink(messages: list[Message], budget: float) -> list[Message]:
     """`messages` within `budget` tokens, if cutting tool results and the user's text down
     (the largest first, never below `MIN_CUT_TOKENS` each) can get them there; the middle of
     a text is cut, with a note saying how much."""
+
     def cut(message: Message, room: float, size: float) -> Message:
         room = max(MIN_CUT_TOKENS, room)
         return _cut(message, room / size) if room < size else message
@@ -176,8 +185,9 @@ def shrink(messages: list[Message], budget: float) -> list[Message]:
     return largest_first(messages, _tokens, budget, cut)
 
 
-def largest_first(items: list[T], size: Callable[[T], float], budget: float,
-                  cut: Callable[[T, float, float], T]) -> list[T]:
+def largest_first(
+    items: list[T], size: Callable[[T], float], budget: float, cut: Callable[[T, float, float], T]
+) -> list[T]:
     """`items` brought within `budget` (as `size` counts) by cutting the largest first:
     `cut(item, room, its size)` gives the item in about `room`, until the rest fits. The
     items themselves when they fit."""
@@ -197,12 +207,21 @@ def largest_first(items: list[T], size: Callable[[T], float], budget: float,
 def _cut(message: Message, share: float) -> Message:
     """`message` with each of its texts (results, the user's text) cut to `share` of it."""
     if isinstance(message, ToolResultsMessage):
-        return ToolResultsMessage(tuple(
-            r._replace(content=cut_text(r.content, int(len(r.content) * share)))
-            for r in message.results))
+        return ToolResultsMessage(
+            tuple(
+                r._replace(content=cut_text(r.content, int(len(r.content) * share)))
+                for r in message.results
+            )
+        )
     if isinstance(message, UserMessage):
-        return UserMessage(tuple(TextPart(cut_text(p.text, int(len(p.text) * share)))
-                                 if isinstance(p, TextPart) else p for p in message.parts))
+        return UserMessage(
+            tuple(
+                TextPart(cut_text(p.text, int(len(p.text) * share)))
+                if isinstance(p, TextPart)
+                else p
+                for p in message.parts
+            )
+        )
     return message  # an answer is bounded by max_tokens
 
 
@@ -216,7 +235,7 @@ def cut_text(text: str, room: int, note: str = CUT_NOTE) -> str:
     head = keep * 2 // 3
     tail = keep - head
     cut = note.format(len(text) - head - tail)
-    return f"{text[:head]}{cut}{text[len(text) - tail:] if tail else ''}"
+    return f"{text[:head]}{cut}{text[len(text) - tail :] if tail else ''}"
 
 
 def result_chars(window: int, reserve: int) -> int:
@@ -226,8 +245,9 @@ def result_chars(window: int, reserve: int) -> int:
     return int(COMPACT_AT * usable(window, reserve) * CHARS_PER_TOKEN)
 
 
-def summary_request(request: ModelRequest, older: list[Message], focus: str,
-                    window: int) -> ModelRequest:
+def summary_request(
+    request: ModelRequest, older: list[Message], focus: str, window: int
+) -> ModelRequest:
     """The model call that summarises `older`: the same system prompt and tools (the
     transcript names them; the model may call none), the older messages (the oldest dropped,
     then the largest cut down, if even they do not fit) and the request for a summary, with
@@ -235,7 +255,8 @@ def summary_request(request: ModelRequest, older: list[Message], focus: str,
     ask = SUMMARY_REQUEST + (f"\n\nThe user asks to focus on: {focus}" if focus else "")
     max_tokens = min(request.max_tokens, SUMMARY_MAX_TOKENS)
     room = COMPACT_AT * usable(window, max_tokens) - estimate(
-        request._replace(messages=(UserMessage((TextPart(ask),)),)))
+        request._replace(messages=(UserMessage((TextPart(ask),)),))
+    )
     total = sum(_tokens(m) for m in older)
     start = 0
     while total > room and (later := _next_cut(older, start)) is not None:
@@ -244,15 +265,25 @@ def summary_request(request: ModelRequest, older: list[Message], focus: str,
     older = shrink(older[start:], room)
     if not isinstance(older[0], UserMessage):
         older = [UserMessage((TextPart(OMITTED),)), *older]
-    return request._replace(messages=(*older, UserMessage((TextPart(ask),))),
-                            max_tokens=max_tokens, reasoning=None, answer_only=True,
-                            memo=None)  # its own messages: nothing to reuse
+    return request._replace(
+        messages=(*older, UserMessage((TextPart(ask),))),
+        max_tokens=max_tokens,
+        reasoning=None,
+        answer_only=True,
+        memo=None,
+    )  # its own messages: nothing to reuse
 
 
 def _next_cut(messages: list[Message], after: int) -> int | None:
     """The first cut point after index `after`."""
-    return next((i for i in range(after + 1, len(messages))
-                 if not isinstance(messages[i], ToolResultsMessage)), None)
+    return next(
+        (
+            i
+            for i in range(after + 1, len(messages))
+            if not isinstance(messages[i], ToolResultsMessage)
+        ),
+        None,
+    )
 
 
 def summary_of(message: AssistantMessage) -> str:
@@ -270,8 +301,11 @@ def replaced(summary: str | None, kept: list[Message]) -> list[Message]:
 def to_body(summary: str | None, kept: list[Message], notice: str) -> dict[str, Any]:
     """The stored compaction: the whole new conversation (its summary, None when the older
     messages were dropped, and the kept messages) and what the user was told."""
-    return {"summary": summary, "kept": [transcript.message_to_json(m) for m in kept],
-            "notice": notice}
+    return {
+        "summary": summary,
+        "kept": [transcript.message_to_json(m) for m in kept],
+        "notice": notice,
+    }
 
 
 def from_body(body: dict[str, Any]) -> list[Message]:
@@ -299,15 +333,21 @@ def notice(before: int, after: int, summarised: int, dropped: str | None = None)
     dropped instead of summarised."""
     sizes = f"(about {before:,} → {after:,} tokens)"
     if dropped is None:
-        return (f"Context compacted: {summarised} earlier messages were summarised to stay "
-                f"within the model's context window {sizes}.")
-    return (f"Context compacted: {summarised} earlier messages were dropped to stay within the "
-            f"model's context window {sizes}, without a summary: {dropped}.")
+        return (
+            f"Context compacted: {summarised} earlier messages were summarised to stay "
+            f"within the model's context window {sizes}."
+        )
+    return (
+        f"Context compacted: {summarised} earlier messages were dropped to stay within the "
+        f"model's context window {sizes}, without a summary: {dropped}."
+    )
 
 
 def too_small(fixed: int, window: int) -> str:
     """Why no summary is asked for when the system prompt and tools alone fill the window."""
-    return (f"the system prompt and the tools alone take about {fixed:,} tokens, more than a "
-            f"context window of {window:,} tokens leaves room for, so a summary would not "
-            "make the conversation fit. Give the model a larger context (the server's own "
-            "setting, such as llama-cpp-python's --n_ctx) and set ACP_FSM_CONTEXT_WINDOW to it")
+    return (
+        f"the system prompt and the tools alone take about {fixed:,} tokens, more than a "
+        f"context window of {window:,} tokens leaves room for, so a summary would not "
+        "make the conversation fit. Give the model a larger context (the server's own "
+        "setting, such as llama-cpp-python's --n_ctx) and set ACP_FSM_CONTEXT_WINDOW to it"
+    )

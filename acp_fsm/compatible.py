@@ -52,16 +52,19 @@ def root_of(base_url: str) -> str:
     return base_url.removesuffix("/v1")
 
 
-async def get_json(http: aiohttp.ClientSession, url: str, headers: dict[str, str],
-                   params: dict[str, str] | None = None, timeout_s: float | None = None
-                   ) -> dict[str, Any]:
+async def get_json(
+    http: aiohttp.ClientSession,
+    url: str,
+    headers: dict[str, str],
+    params: dict[str, str] | None = None,
+    timeout_s: float | None = None,
+) -> dict[str, Any]:
     """A JSON object from a GET (within `timeout_s`, else the session's limit);
     `ListingError` for any other answer."""
     import aiohttp
 
     timeout = aiohttp.ClientTimeout(total=timeout_s) if timeout_s else http.timeout
-    async with http.get(url, headers=headers, params=params or {},
-                        timeout=timeout) as response:
+    async with http.get(url, headers=headers, params=params or {}, timeout=timeout) as response:
         if response.status != 200:
             raise ListingError(f"GET {url}: HTTP {response.status}", response.status)
         try:
@@ -73,15 +76,19 @@ async def get_json(http: aiohttp.ClientSession, url: str, headers: dict[str, str
     return body
 
 
-async def probe(http: aiohttp.ClientSession, config: ProviderConfig,
-                headers: dict[str, str]) -> ServerInfo:
+async def probe(
+    http: aiohttp.ClientSession, config: ProviderConfig, headers: dict[str, str]
+) -> ServerInfo:
     """Ask the server at `config.base_url` for its models and windows (all at once); a
     failed listing raises, a server that answers none of the other endpoints states none."""
     root = root_of(config.base_url)
     listing, props, ollama, lm_studio = await asyncio.gather(
         get_json(http, f"{config.base_url}/models", headers),
-        *(_optional(get_json(http, f"{root}{path}", headers, timeout_s=OPTIONAL_TIMEOUT_S))
-          for path in ("/props", "/api/ps", "/api/v0/models")))
+        *(
+            _optional(get_json(http, f"{root}{path}", headers, timeout_s=OPTIONAL_TIMEOUT_S))
+            for path in ("/props", "/api/ps", "/api/v0/models")
+        ),
+    )
     entries = [m for m in listing.get("data") or () if _named(m)]
     windows = {m["id"]: m["max_model_len"] for m in entries if _size(m.get("max_model_len"))}
     loaded_only: set[str] = set()
@@ -99,8 +106,12 @@ async def probe(http: aiohttp.ClientSession, config: ProviderConfig,
                 loaded_only.add(model["id"])
     settings = (props or {}).get("default_generation_settings")
     every = settings.get("n_ctx") if isinstance(settings, dict) else None
-    return ServerInfo([m["id"] for m in entries], windows, every if _size(every) else None,
-                      frozenset(loaded_only - windows.keys()))
+    return ServerInfo(
+        [m["id"] for m in entries],
+        windows,
+        every if _size(every) else None,
+        frozenset(loaded_only - windows.keys()),
+    )
 
 
 async def _optional(request: Any) -> dict[str, Any] | None:

@@ -68,7 +68,7 @@ class Conversation:
         """The conversation to send, repaired, and the results the repair had to add; when
         it added some, the conversation is replaced by its repaired form."""
         self._settle()
-        tail, added = transcript.repair(self._messages[self._settled:])
+        tail, added = transcript.repair(self._messages[self._settled :])
         messages = (*self._fixed, *tail)
         if added or self._added:
             added = [*self._added, *added]
@@ -78,7 +78,7 @@ class Conversation:
     def size(self, messages: tuple[Message, ...]) -> Size:
         """The characters and images of `messages`, what `for_model()` just gave
         (`compaction.size_of`): the settled part's as measured once, the rest's now."""
-        return self._fixed_size.plus(size_of(messages[len(self._fixed):]))
+        return self._fixed_size.plus(size_of(messages[len(self._fixed) :]))
 
     def _settle(self) -> None:
         """Repair and measure, once, what can no longer change: the messages before the last
@@ -89,7 +89,7 @@ class Conversation:
         last -= 1  # the last user or assistant message stays with the tail
         if last <= self._settled:
             return
-        fixed, added = transcript.repair(self._messages[self._settled:last])
+        fixed, added = transcript.repair(self._messages[self._settled : last])
         self._fixed.extend(fixed)
         self._fixed_size = self._fixed_size.plus(size_of(fixed))
         self._added.extend(added)

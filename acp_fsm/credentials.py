@@ -47,17 +47,22 @@ CHECK_EVERY_S = 0.1
 # How to give the agent a key, in one clause, for a client offered the terminal login and for
 # one that was not (docs/auth.md); and every way, as steps.
 BY_TERMINAL = "use the editor's log-in for acp-fsm (it runs `acp-fsm login`)"
-BY_HAND = ("run `acp-fsm login` in a terminal, or set ANTHROPIC_API_KEY or OPENAI_API_KEY in "
-           "the agent's environment")
-STEPS = ("To give acp-fsm a model provider's key, either:\n"
-         "- {login}, choose the provider and paste the key: it is checked with the provider "
-         "and stored for the agent, which uses it at once;\n"
-         "- or set ANTHROPIC_API_KEY (Anthropic) or OPENAI_API_KEY (OpenAI; choose it with "
-         "ACP_FSM_PROVIDER=openai) in the agent's environment, in the editor's settings;\n"
-         "- or point OPENAI_BASE_URL at a local OpenAI-compatible server, which needs no key.")
-LOGIN_STEP = {True: "use the editor's log-in for acp-fsm, which runs `acp-fsm login` in a "
-                    "terminal",
-              False: "run `acp-fsm login` in a terminal"}
+BY_HAND = (
+    "run `acp-fsm login` in a terminal, or set ANTHROPIC_API_KEY or OPENAI_API_KEY in "
+    "the agent's environment"
+)
+STEPS = (
+    "To give acp-fsm a model provider's key, either:\n"
+    "- {login}, choose the provider and paste the key: it is checked with the provider "
+    "and stored for the agent, which uses it at once;\n"
+    "- or set ANTHROPIC_API_KEY (Anthropic) or OPENAI_API_KEY (OpenAI; choose it with "
+    "ACP_FSM_PROVIDER=openai) in the agent's environment, in the editor's settings;\n"
+    "- or point OPENAI_BASE_URL at a local OpenAI-compatible server, which needs no key."
+)
+LOGIN_STEP = {
+    True: "use the editor's log-in for acp-fsm, which runs `acp-fsm login` in a terminal",
+    False: "run `acp-fsm login` in a terminal",
+}
 
 
 class Stored(NamedTuple):
@@ -66,8 +71,10 @@ class Stored(NamedTuple):
     base_url: str | None = None  # where it was checked, when not the provider's own API
 
     def __repr__(self) -> str:
-        return (f"Stored({self.provider}, key={'set' if self.api_key else 'none'}, "
-                f"base_url={self.base_url!r})")
+        return (
+            f"Stored({self.provider}, key={'set' if self.api_key else 'none'}, "
+            f"base_url={self.base_url!r})"
+        )
 
     @property
     def url(self) -> str:
@@ -99,9 +106,10 @@ class InForce(NamedTuple):
         details = STEPS.format(login=LOGIN_STEP[terminal])
         if self.problem:  # its name only: the editor is never told a path of the agent's data
             details += f"\nNote: the stored {FILE} {self.problem}."
-        return AuthRequired(f"Authentication required: no API key is configured; {way}.",
-                            data={"reason": f"No API key is configured: {way}.",
-                                  "details": details})
+        return AuthRequired(
+            f"Authentication required: no API key is configured; {way}.",
+            data={"reason": f"No API key is configured: {way}.", "details": details},
+        )
 
 
 def path() -> Path:
@@ -125,8 +133,9 @@ def inspect() -> tuple[Stored | None, str | None]:
     except OSError as exc:
         return None, f"cannot be read: {exc.strerror or type(exc).__name__}"
     if head.cut:
-        return None, (f"is {head.size:,} bytes, more than credentials take "
-                      f"({MAX_FILE_BYTES:,} at most)")
+        return None, (
+            f"is {head.size:,} bytes, more than credentials take ({MAX_FILE_BYTES:,} at most)"
+        )
     try:
         data = json.loads(head.data.decode("utf-8"))
     except ValueError as exc:  # a UnicodeDecodeError too
@@ -136,8 +145,7 @@ def inspect() -> tuple[Stored | None, str | None]:
     provider, key, url = data.get("provider"), data.get("apiKey") or "", data.get("baseUrl")
     if provider not in (ANTHROPIC, OPENAI) or not isinstance(key, str):
         return None, "names no provider and key acp-fsm knows"
-    if url is not None and not (isinstance(url, str) and url.startswith(("http://",
-                                                                           "https://"))):
+    if url is not None and not (isinstance(url, str) and url.startswith(("http://", "https://"))):
         return None, "has a baseUrl that is not an http(s) URL"
     return Stored(provider, key, url), None
 
@@ -257,15 +265,23 @@ def status() -> tuple[str, bool]:
     notes = [f"Note: {path()} {found.problem}."] if found.problem else []
     if found.stored is not None and (url := elsewhere(env, found.stored)) is not None:
         variable = URL_VARIABLES[found.stored.provider]
-        notes.append(f"Note: the key stored by acp-fsm login in {path()} belongs to "
-                     f"{found.stored.url}; it is not used for {url} ({variable}).")
+        notes.append(
+            f"Note: the key stored by acp-fsm login in {path()} belongs to "
+            f"{found.stored.url}; it is not used for {url} ({variable})."
+        )
     if found.config is None:
         return "\n".join([f"The configuration is not usable: {found.error}", *notes]), False
     config = found.config
     if needs_login(config):
-        return "\n".join(["Not logged in: no API key is configured. "
-                          + STEPS.format(login="run `acp-fsm login` (an editor's log-in for "
-                                               "acp-fsm runs it)"), *notes]), False
+        return "\n".join(
+            [
+                "Not logged in: no API key is configured. "
+                + STEPS.format(
+                    login="run `acp-fsm login` (an editor's log-in for acp-fsm runs it)"
+                ),
+                *notes,
+            ]
+        ), False
     variable = KEY_VARIABLES[config.provider]
     if env.get(variable):
         where = f"from the environment ({variable})"
@@ -275,10 +291,10 @@ def status() -> tuple[str, bool]:
             notes.append(f"Note: others can read {path()}: `chmod 600` it.")
     else:
         where = "none (the server needs none)"
-    url = "" if config.base_url == DEFAULT_BASE_URLS[config.provider] else \
-        f" at {config.base_url}"
-    return "\n".join([f"Provider: {config.provider}{url}, model {config.model}. "
-                      f"Key: {where}.", *notes]), True
+    url = "" if config.base_url == DEFAULT_BASE_URLS[config.provider] else f" at {config.base_url}"
+    return "\n".join(
+        [f"Provider: {config.provider}{url}, model {config.model}. Key: {where}.", *notes]
+    ), True
 
 
 class _Watch:

@@ -79,8 +79,15 @@ SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 # would match ordinary text.
 MIN_SECRET_CHARS = 8
 # Variables commands started by the agent never see: the provider settings and acp-fsm's own.
-PRIVATE_VARIABLES = frozenset({*SECRET_VARIABLES, "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
-                               "ACP_CLIENT_RPC_TIMEOUT_MS", "ACP_PERMISSION_TIMEOUT_MS"})
+PRIVATE_VARIABLES = frozenset(
+    {
+        *SECRET_VARIABLES,
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_BASE_URL",
+        "ACP_CLIENT_RPC_TIMEOUT_MS",
+        "ACP_PERMISSION_TIMEOUT_MS",
+    }
+)
 PRIVATE_PREFIX = "ACP_FSM_"
 
 

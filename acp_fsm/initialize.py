@@ -15,15 +15,16 @@ if TYPE_CHECKING:
 
     from acp_fsm.schemas import acp_types as acp
 else:
+
     def cast(_type: object, value: object) -> object:  # the startup path: no `typing`
         return value
+
 
 # The only ACP major version there is. ACP: answer the client's version if supported, else our
 # latest; never fail on a version. So the answer is 1 whatever the client sent.
 PROTOCOL_VERSION = 1
 
-AGENT_INFO: acp.Implementation = {"name": "acp-fsm", "title": "acp-fsm",
-                                  "version": __version__}
+AGENT_INFO: acp.Implementation = {"name": "acp-fsm", "title": "acp-fsm", "version": __version__}
 
 # How a user logs in (docs/auth.md): in a terminal the editor opens (`acp-fsm login`), where
 # the editor can run one; else by what the agent explains, then `authenticate`.
@@ -32,16 +33,16 @@ TERMINAL_LOGIN: acp.AuthMethodTerminalVariant = {
     "id": "acp-fsm-login",
     "name": "Log in with an API key",
     "description": "Runs `acp-fsm login`: choose Anthropic, OpenAI or an OpenAI-compatible "
-                   "server and paste a key; it is checked with the provider and stored for "
-                   "the agent.",
+    "server and paste a key; it is checked with the provider and stored for "
+    "the agent.",
     "args": ["login"],
 }
 API_KEY_LOGIN: acp.AuthMethodAgent = {
     "id": "api-key",
     "name": "API key",
     "description": "Run `acp-fsm login` in a terminal, or set ANTHROPIC_API_KEY or "
-                   "OPENAI_API_KEY (with OPENAI_BASE_URL for a compatible server) in the "
-                   "agent's environment in your editor's settings; then authenticate again.",
+    "OPENAI_API_KEY (with OPENAI_BASE_URL for a compatible server) in the "
+    "agent's environment in your editor's settings; then authenticate again.",
 }
 
 
@@ -53,7 +54,8 @@ def runs_terminal_login(capabilities: object) -> bool:
         return False
     auth, meta = capabilities.get("auth"), capabilities.get("_meta")
     return (isinstance(auth, dict) and auth.get("terminal") is True) or (
-        isinstance(meta, dict) and meta.get("terminal-auth") is True)
+        isinstance(meta, dict) and meta.get("terminal-auth") is True
+    )
 
 
 def auth_methods(params: dict[str, Any] | None) -> list[acp.AuthMethod]:

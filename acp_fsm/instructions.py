@@ -92,7 +92,7 @@ def head_state(root: Path) -> str:
     if head is None:
         return "its HEAD could not be read"
     prefix = "ref: refs/heads/"
-    return f"on branch {head[len(prefix):]}" if head.startswith(prefix) else "detached HEAD"
+    return f"on branch {head[len(prefix) :]}" if head.startswith(prefix) else "detached HEAD"
 
 
 def _git_dir(root: Path) -> Path | None:
@@ -133,8 +133,10 @@ def project_instructions(cwd: Path, additional: tuple[Path, ...] = ()) -> Instru
             target = _real(path)
             if not any(target.is_relative_to(base) for base in bases):
                 if target.exists():
-                    skipped.append(f"{path} was not read: it leads to {target}, outside "
-                                   f"{outside}, so its instructions are not followed.")
+                    skipped.append(
+                        f"{path} was not read: it leads to {target}, outside "
+                        f"{outside}, so its instructions are not followed."
+                    )
                     break
                 continue
             text = _read_regular(path)
@@ -158,6 +160,8 @@ def _read_regular(path: Path) -> str | None:
         return None
     text = head.data.decode("utf-8", "replace")
     if head.cut:  # a character cut in two is dropped
-        text = text.rstrip("\ufffd") + (f"\n\n[{path.name} is {head.size:,} bytes; only "
-                                         f"the first {MAX_INSTRUCTION_BYTES:,} are shown.]")
+        text = text.rstrip("\ufffd") + (
+            f"\n\n[{path.name} is {head.size:,} bytes; only "
+            f"the first {MAX_INSTRUCTION_BYTES:,} are shown.]"
+        )
     return text

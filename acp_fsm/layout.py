@@ -29,8 +29,9 @@ class SourceLayers:
     def __repr__(self) -> str:
         return f"<SourceLayers {self.root}>"
 
-    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
-                  target: ModuleType | None = None) -> ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
         package, _, layer = fullname.partition(".")
         if package != PACKAGE or layer not in LAYERS:
             return None

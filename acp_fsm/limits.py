@@ -36,14 +36,17 @@ def echo(value: object) -> str:
 
 def check_path(name: str, value: str) -> None:
     if len(value) > MAX_PATH_CHARS:
-        raise InvalidParams(f"Invalid params: {name}: longer than {MAX_PATH_CHARS} characters "
-                            f"(MAX_PATH_CHARS), got {len(value):,}")
+        raise InvalidParams(
+            f"Invalid params: {name}: longer than {MAX_PATH_CHARS} characters "
+            f"(MAX_PATH_CHARS), got {len(value):,}"
+        )
 
 
 def check_count(name: str, items: list[Any], limit: int, limit_name: str) -> None:
     if len(items) > limit:
-        raise InvalidParams(f"Invalid params: {name}: more than {limit} entries "
-                            f"({limit_name}), got {len(items):,}")
+        raise InvalidParams(
+            f"Invalid params: {name}: more than {limit} entries ({limit_name}), got {len(items):,}"
+        )
 
 
 def check_nesting(name: str, value: Any) -> None:
@@ -59,8 +62,10 @@ def check_nesting(name: str, value: Any) -> None:
         else:
             continue
         if depth > MAX_NESTING:
-            raise InvalidParams(f"Invalid params: {name}: nested deeper than {MAX_NESTING} "
-                                "levels (MAX_NESTING); it could not be stored")
+            raise InvalidParams(
+                f"Invalid params: {name}: nested deeper than {MAX_NESTING} "
+                "levels (MAX_NESTING); it could not be stored"
+            )
         stack.extend((child, depth + 1) for child in children)
 
 
@@ -68,6 +73,8 @@ def check_stored(name: str, body: dict[str, Any]) -> None:
     """`body` fits one store entry (`store.MAX_BODY_BYTES`), as it will be stored."""
     size = len(orjson.dumps(body))
     if size > MAX_BODY_BYTES:
-        raise InvalidParams(f"Invalid params: {name}: {size:,} bytes as stored (with what the "
-                            f"model is sent of it), over the {MAX_BODY_BYTES:,}-byte limit "
-                            "of a stored entry (MAX_BODY_BYTES)")
+        raise InvalidParams(
+            f"Invalid params: {name}: {size:,} bytes as stored (with what the "
+            f"model is sent of it), over the {MAX_BODY_BYTES:,}-byte limit "
+            "of a stored entry (MAX_BODY_BYTES)"
+        )

@@ -38,8 +38,9 @@ class Choice(NamedTuple):
 CHOICES = {
     "anthropic": Choice("Anthropic", ANTHROPIC),
     "openai": Choice("OpenAI", OPENAI),
-    "compatible": Choice("An OpenAI-compatible server (Ollama, vLLM, LiteLLM, a proxy...)",
-                         OPENAI, compatible=True),
+    "compatible": Choice(
+        "An OpenAI-compatible server (Ollama, vLLM, LiteLLM, a proxy...)", OPENAI, compatible=True
+    ),
 }
 
 
@@ -51,12 +52,19 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="acp-fsm login",
         description="Log acp-fsm in to a model provider: the key is checked with the provider "
-                    "and stored in $ACP_FSM_HOME/credentials.json (readable by you only). "
-                    "Variables set in the environment take precedence over it.")
-    parser.add_argument("--status", action="store_true",
-                        help="say which provider is configured and from where (never the key)")
-    parser.add_argument("--provider", choices=sorted(CHOICES),
-                        help="skip the question (compatible: an OpenAI-compatible server)")
+        "and stored in $ACP_FSM_HOME/credentials.json (readable by you only). "
+        "Variables set in the environment take precedence over it.",
+    )
+    parser.add_argument(
+        "--status",
+        action="store_true",
+        help="say which provider is configured and from where (never the key)",
+    )
+    parser.add_argument(
+        "--provider",
+        choices=sorted(CHOICES),
+        help="skip the question (compatible: an OpenAI-compatible server)",
+    )
     parser.add_argument("--base-url", help="the compatible server's base URL, with /v1")
     args = parser.parse_args(argv)
     if args.status:
@@ -64,8 +72,10 @@ def main(argv: list[str]) -> int:
         print(text)
         return 0 if usable else 1
     if args.base_url and args.provider not in (None, "compatible"):
-        parser.error("--base-url is for --provider compatible (for Anthropic or OpenAI set "
-                     "ANTHROPIC_BASE_URL or OPENAI_BASE_URL)")
+        parser.error(
+            "--base-url is for --provider compatible (for Anthropic or OpenAI set "
+            "ANTHROPIC_BASE_URL or OPENAI_BASE_URL)"
+        )
     try:
         return login(args.provider or ("compatible" if args.base_url else None), args.base_url)
     except (KeyboardInterrupt, EOFError):
@@ -99,15 +109,19 @@ def login(choice_name: str | None, base_url: str | None) -> int:
     print(f"Checking the key with {config.base_url} ...", flush=True)
     count = asyncio.run(_check(config))
     default = DEFAULT_BASE_URLS[choice.provider]
-    stored = credentials.Stored(choice.provider, key,
-                                None if config.base_url == default else config.base_url)
+    stored = credentials.Stored(
+        choice.provider, key, None if config.base_url == default else config.base_url
+    )
     try:
         path = credentials.save(stored)
     except OSError as exc:
-        raise LoginFailed(f"The provider accepted the key, but it could not be stored: "
-                          f"{exc}.") from None
-    print(f"Logged in to {choice.label}: the provider accepted the key ({count} models). "
-          f"Stored in {path}, readable by you only.")
+        raise LoginFailed(
+            f"The provider accepted the key, but it could not be stored: {exc}."
+        ) from None
+    print(
+        f"Logged in to {choice.label}: the provider accepted the key ({count} models). "
+        f"Stored in {path}, readable by you only."
+    )
     return _in_force(stored)
 
 
@@ -116,17 +130,24 @@ def _in_force(stored: credentials.Stored) -> int:
     would still have no key (an editor would ask to log in again and again)."""
     env_provider = credentials.configured_provider(os.environ)
     if env_provider not in (None, stored.provider) or os.environ.get(
-            KEY_VARIABLES[stored.provider]):
+        KEY_VARIABLES[stored.provider]
+    ):
         named = "ACP_FSM_PROVIDER" if os.environ.get("ACP_FSM_PROVIDER") else "a key or base URL"
-        unused = (f"But the agent's environment chooses {env_provider} ({named}) and has no "
-                  f"key for it, so this key is not used: log in to {env_provider}, or change "
-                  "the environment.")
-        note = (f"Note: the environment configures {env_provider} itself ({named}); it takes "
-                "precedence over what is stored.")
+        unused = (
+            f"But the agent's environment chooses {env_provider} ({named}) and has no "
+            f"key for it, so this key is not used: log in to {env_provider}, or change "
+            "the environment."
+        )
+        note = (
+            f"Note: the environment configures {env_provider} itself ({named}); it takes "
+            "precedence over what is stored."
+        )
     elif (other := credentials.elsewhere(os.environ, stored)) is not None:
-        sent = (f"the agent's environment sends {stored.provider} requests to {other} "
-                f"({URL_VARIABLES[stored.provider]}), and this key, checked at {stored.url}, "
-                "goes only there")
+        sent = (
+            f"the agent's environment sends {stored.provider} requests to {other} "
+            f"({URL_VARIABLES[stored.provider]}), and this key, checked at {stored.url}, "
+            "goes only there"
+        )
         unused = f"But {sent}: log in at {other}, or change the environment."
         note = f"Note: {sent}; the agent sends {other} no key."
     else:
@@ -161,13 +182,14 @@ def _config(choice: Choice, base_url: str | None) -> ProviderConfig:
         while base_url is None or not _is_url(base_url):
             if base_url:
                 print(f"{base_url!r} is not an http(s) URL.")
-            base_url = _ask("Base URL of the server, with /v1 "
-                            "(e.g. http://localhost:11434/v1): ").strip()
+            base_url = _ask(
+                "Base URL of the server, with /v1 (e.g. http://localhost:11434/v1): "
+            ).strip()
     else:
-        base_url = os.environ.get(URL_VARIABLES[choice.provider]) or \
-            DEFAULT_BASE_URLS[choice.provider]
-    return ProviderConfig(choice.provider, DEFAULT_MODELS[choice.provider],
-                          base_url.rstrip("/"))
+        base_url = (
+            os.environ.get(URL_VARIABLES[choice.provider]) or DEFAULT_BASE_URLS[choice.provider]
+        )
+    return ProviderConfig(choice.provider, DEFAULT_MODELS[choice.provider], base_url.rstrip("/"))
 
 
 def _is_url(text: str) -> bool:
@@ -187,14 +209,17 @@ def _ask(prompt: str) -> str:
 
 def _read_key(*, optional: bool) -> str:
     """The key, never echoed: hidden at a terminal, else read from a piped stdin."""
-    prompt = ("API key (hidden; empty if the server needs none): " if optional
-              else "API key (hidden): ")
+    prompt = (
+        "API key (hidden; empty if the server needs none): " if optional else "API key (hidden): "
+    )
     while True:
         key = getpass.getpass(prompt) if sys.stdin.isatty() else _ask(prompt)
         key = key.strip()
         if not key.isprintable() or not key.isascii():
-            print("The key holds characters no key has (a control character?); paste it "
-                  "again, or press Ctrl+C to stop.")
+            print(
+                "The key holds characters no key has (a control character?); paste it "
+                "again, or press Ctrl+C to stop."
+            )
         elif key or optional:
             return key
         else:
@@ -215,9 +240,11 @@ async def _check(config: ProviderConfig) -> int:
             raise LoginFailed(f"The provider refused the key (HTTP {exc.status}).") from None
         raise LoginFailed(f"The key could not be checked: {exc}.") from None
     except TimeoutError:
-        raise LoginFailed(f"{config.base_url} did not answer within "
-                          f"{CHECK_TIMEOUT_S:g} s.") from None
+        raise LoginFailed(
+            f"{config.base_url} did not answer within {CHECK_TIMEOUT_S:g} s."
+        ) from None
     except (aiohttp.ClientError, OSError, ValueError) as exc:
-        raise LoginFailed(f"{config.base_url} could not be reached "
-                          f"({type(exc).__name__}: {exc}).") from None
+        raise LoginFailed(
+            f"{config.base_url} could not be reached ({type(exc).__name__}: {exc})."
+        ) from None
     return len(models)

@@ -20,6 +20,7 @@ CLIENT_TO_AGENT = "client_to_agent"
 AGENT_TO_CLIENT = "agent_to_client"
 BOTH = "both"
 
+
 class MethodSpec:
     """A method as the protocol defines it."""
 
@@ -93,10 +94,13 @@ SERVED = _table(
     Served("authenticate"),
     Served("logout", advertises={("auth", "logout"): {}}),
     Served("session/new"),
-    Served("session/prompt", advertises={
-        ("promptCapabilities", "image"): True,
-        ("promptCapabilities", "embeddedContext"): True,
-    }),
+    Served(
+        "session/prompt",
+        advertises={
+            ("promptCapabilities", "image"): True,
+            ("promptCapabilities", "embeddedContext"): True,
+        },
+    ),
     Served("session/cancel"),
     Served("session/load", advertises={("loadSession",): True}),
     Served("session/resume", advertises={("sessionCapabilities", "resume"): {}}),
@@ -130,8 +134,15 @@ class Registry:
         """The definition of `method`, or None when no schema of this registry has it."""
         return self.specs.get(method)
 
-    def route(self, state: str, method: str, params: object, *, request: bool,
-              params_checked: bool = False) -> Served:
+    def route(
+        self,
+        state: str,
+        method: str,
+        params: object,
+        *,
+        request: bool,
+        params_checked: bool = False,
+    ) -> Served:
         """Decide, purely, whether an inbound call is served: the handshake's admission rule,
         the registry, then the params schema (unless the caller has `params_checked`). Raises
         the `RpcError` that answers it otherwise."""
@@ -171,4 +182,3 @@ def agent_capabilities() -> dict[str, Any]:
                 node = node.setdefault(key, {})
             node[leaf] = value
     return capabilities
-

@@ -40,8 +40,22 @@ BUILT_IN = {
     "openai": ("gpt-5", "gpt-5-mini", "gpt-4.1"),
 }
 # Ids of OpenAI models that do not chat (embeddings, speech, images, moderation, ...).
-_NOT_CHAT = ("embedding", "tts", "whisper", "dall-e", "davinci", "babbage", "moderation",
-             "image", "transcribe", "realtime", "audio", "search", "computer-use", "sora")
+_NOT_CHAT = (
+    "embedding",
+    "tts",
+    "whisper",
+    "dall-e",
+    "davinci",
+    "babbage",
+    "moderation",
+    "image",
+    "transcribe",
+    "realtime",
+    "audio",
+    "search",
+    "computer-use",
+    "sora",
+)
 
 
 def override() -> list[str] | None:
@@ -158,13 +172,18 @@ class Catalog:
             info = await asyncio.wait_for(server_info(config), FETCH_TIMEOUT_S)
         except Exception as exc:  # any failure keeps what is known
             self._failed_at = time.time()
-            log.info("models_not_listed", provider=config.provider, error=str(exc) or
-                     type(exc).__name__)
+            log.info(
+                "models_not_listed", provider=config.provider, error=str(exc) or type(exc).__name__
+            )
             return
         if not config.official:
             self._info[_cache_key(config)] = info
-            log.info("server_described", windows=info.windows, every_model=info.every_model,
-                     loaded_only=sorted(info.loaded_only))
+            log.info(
+                "server_described",
+                windows=info.windows,
+                every_model=info.every_model,
+                loaded_only=sorted(info.loaded_only),
+            )
         if not info.models:
             self._failed_at = time.time()
             return
@@ -183,8 +202,12 @@ class Catalog:
             data = json.loads(_cache_path().read_text(encoding="utf-8"))
             for key, entry in data.items():
                 when, models = entry["fetchedAt"], entry["models"]
-                if (isinstance(when, int | float) and isinstance(models, list) and models
-                        and all(isinstance(m, str) for m in models)):
+                if (
+                    isinstance(when, int | float)
+                    and isinstance(models, list)
+                    and models
+                    and all(isinstance(m, str) for m in models)
+                ):
                     self._models[key] = (float(when), models)
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             pass  # no cache yet, or one this version cannot read: fetched again
@@ -193,8 +216,10 @@ class Catalog:
         from acp_fsm.system.files import atomic_write
 
         path = _cache_path()
-        data = {key: {"fetchedAt": when, "models": models}
-                for key, (when, models) in self._models.items()}
+        data = {
+            key: {"fetchedAt": when, "models": models}
+            for key, (when, models) in self._models.items()
+        }
         try:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             atomic_write(path, json.dumps(data))
@@ -209,8 +234,7 @@ async def list_models(config: ProviderConfig, timeout_s: float = FETCH_TIMEOUT_S
     return (await server_info(config, timeout_s)).models
 
 
-async def server_info(config: ProviderConfig, timeout_s: float = FETCH_TIMEOUT_S
-                      ) -> ServerInfo:
+async def server_info(config: ProviderConfig, timeout_s: float = FETCH_TIMEOUT_S) -> ServerInfo:
     """The provider's models and, from a compatible server, the windows it states; OpenAI
     lists are rid of models that do not chat. OpenAI's own list is sorted; a compatible
     server's keeps its order (its first model is the default, see `Catalog.default_model`)."""
@@ -235,8 +259,11 @@ async def _anthropic_models(http: aiohttp.ClientSession, config: ProviderConfig)
     models: list[str] = []
     while True:
         page = await get_json(http, f"{config.base_url}/v1/models", headers, params)
-        models += [m["id"] for m in page.get("data") or ()
-                   if isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"]]
+        models += [
+            m["id"]
+            for m in page.get("data") or ()
+            if isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"]
+        ]
         if not page.get("has_more") or not page.get("last_id"):
             return models
         params["after_id"] = str(page["last_id"])

@@ -43,19 +43,23 @@ def _embedded(index: int, resource: dict[str, Any]) -> UserPart:
     mime = resource.get("mimeType") or ""
     if mime in IMAGE_TYPES and resource.get("blob"):
         return ImagePart(resource["blob"], mime)
-    return TextPart(f'<context uri="{uri}">(binary content of type {mime or "unknown"} '
-                    "omitted)</context>")
+    return TextPart(
+        f'<context uri="{uri}">(binary content of type {mime or "unknown"} omitted)</context>'
+    )
 
 
 def _image(index: int, mime: str, data: Any) -> ImagePart:
     if mime not in IMAGE_TYPES or not isinstance(data, str) or not data:
-        raise InvalidParams(f"Invalid params: prompt[{index}]: an image needs base64 data of "
-                            f"one of {sorted(IMAGE_TYPES)} (got {mime or 'no mimeType'})")
+        raise InvalidParams(
+            f"Invalid params: prompt[{index}]: an image needs base64 data of "
+            f"one of {sorted(IMAGE_TYPES)} (got {mime or 'no mimeType'})"
+        )
     return ImagePart(data, mime)
 
 
-def title_of(blocks: list[dict[str, Any]], limit: int = 80,
-             clean: Callable[[str], str] = str) -> str | None:
+def title_of(
+    blocks: list[dict[str, Any]], limit: int = 80, clean: Callable[[str], str] = str
+) -> str | None:
     """A session title from the first prompt: its first line of text, `clean`ed (secrets
     scrubbed: a cut could leave a piece of one), then shortened."""
     for block in blocks:

@@ -38,19 +38,26 @@ class Secrets:
             if value:
                 patterns.add(value.encode("utf-8", "surrogatepass"))
                 patterns.add(json.dumps(value)[1:-1].encode())  # \\uXXXX, \\" and the like
-                patterns.add(json.dumps(value, ensure_ascii=False)[1:-1].encode(
-                    "utf-8", "surrogatepass"))
+                patterns.add(
+                    json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8", "surrogatepass")
+                )
         texts = {v for v in values if v}
         self._count = len(texts)
         self._secrets = sorted(texts, key=len, reverse=True)
         # One alternation, longest first (a secret that contains another is replaced whole):
         # the regex engine scans a line once, ten times faster than one search per secret.
         self._bytes = _alternation(patterns)
-        self._text = re.compile("|".join(re.escape(t) for t in sorted(
-            texts, key=len, reverse=True))) if texts else None
+        self._text = (
+            re.compile("|".join(re.escape(t) for t in sorted(texts, key=len, reverse=True)))
+            if texts
+            else None
+        )
         # What a [redacted] in scrubbed text can stand for: a secret, or the literal text.
-        self._tokens = re.compile(f"{self._text.pattern}|{re.escape(REDACTED)}") \
-            if self._text is not None else None
+        self._tokens = (
+            re.compile(f"{self._text.pattern}|{re.escape(REDACTED)}")
+            if self._text is not None
+            else None
+        )
 
     def __repr__(self) -> str:
         return f"<Secrets {self._count}>"
@@ -84,12 +91,24 @@ class Secrets:
         for secret in self._secrets:
             longest = min(len(secret) - 1, len(text))
             if end:
-                cut = next((k for k in range(longest, MIN_FRAGMENT_CHARS - 1, -1)
-                            if text.endswith(secret[:k])), 0)
+                cut = next(
+                    (
+                        k
+                        for k in range(longest, MIN_FRAGMENT_CHARS - 1, -1)
+                        if text.endswith(secret[:k])
+                    ),
+                    0,
+                )
                 text = text[: len(text) - cut]
             if start:
-                cut = next((k for k in range(longest, MIN_FRAGMENT_CHARS - 1, -1)
-                            if text.startswith(secret[-k:])), 0)
+                cut = next(
+                    (
+                        k
+                        for k in range(longest, MIN_FRAGMENT_CHARS - 1, -1)
+                        if text.startswith(secret[-k:])
+                    ),
+                    0,
+                )
                 text = text[cut:]
         return text
 
@@ -102,8 +121,12 @@ class Secrets:
         line it changed gets back, in order, what each `[redacted]` of the original line
         stood for, when it has as many; any other `[redacted]` stays the literal text the
         model wrote (a new placeholder never receives a key)."""
-        if (REDACTED not in written or not original or self._text is None
-                or self._text.search(original) is None):
+        if (
+            REDACTED not in written
+            or not original
+            or self._text is None
+            or self._text.search(original) is None
+        ):
             return written
         old_lines = original.splitlines(keepends=True)
         seen = [self.scrub_text(line) for line in old_lines]
@@ -114,8 +137,10 @@ class Secrets:
             if tag == "equal":
                 out += old_lines[i1:i2]
             elif tag == "replace" and i2 - i1 == j2 - j1:
-                out += [self._restore_line(new, old)
-                        for new, old in zip(new_lines[j1:j2], old_lines[i1:i2], strict=True)]
+                out += [
+                    self._restore_line(new, old)
+                    for new, old in zip(new_lines[j1:j2], old_lines[i1:i2], strict=True)
+                ]
             else:
                 out += new_lines[j1:j2]
         return "".join(out)
@@ -126,8 +151,7 @@ class Secrets:
         pieces = written.split(REDACTED)
         if len(pieces) - 1 != len(stood_for):
             return written
-        return "".join(piece + token for piece, token in zip(pieces, [*stood_for, ""],
-                                                               strict=True))
+        return "".join(piece + token for piece, token in zip(pieces, [*stood_for, ""], strict=True))
 
 
 _REDACTED_BYTES = REDACTED.encode()
@@ -141,9 +165,15 @@ def without_pair_values(entry: dict[str, Any]) -> dict[str, Any]:
     for key in SECRET_PAIRS:
         pairs = entry.get(key)
         if isinstance(pairs, list):
-            out = {**out, key: [{**pair, "value": REDACTED}
-                                if isinstance(pair, dict) and "value" in pair else pair
-                                for pair in pairs]}
+            out = {
+                **out,
+                key: [
+                    {**pair, "value": REDACTED}
+                    if isinstance(pair, dict) and "value" in pair
+                    else pair
+                    for pair in pairs
+                ],
+            }
     return out
 
 
@@ -208,7 +238,13 @@ def command_environment() -> dict[str, str]:
     credentials and acp-fsm's configuration (`environment.is_private`), and without any variable
     whose value holds a provider key (one long enough to be a secret: a dummy key such as "x"
     would match nearly every value)."""
-    keys = [v for name in environment.SECRET_VARIABLES
-            if len(v := os.environ.get(name, "")) >= environment.MIN_SECRET_CHARS]
-    return {name: value for name, value in os.environ.items()
-            if not environment.is_private(name) and not any(key in value for key in keys)}
+    keys = [
+        v
+        for name in environment.SECRET_VARIABLES
+        if len(v := os.environ.get(name, "")) >= environment.MIN_SECRET_CHARS
+    ]
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if not environment.is_private(name) and not any(key in value for key in keys)
+    }

@@ -32,8 +32,10 @@ log = structlog.get_logger("acp.tools")
 # each, so a whole result, with the call's other fields, stays well within one stored entry.
 MAX_MODEL_BYTES = MAX_BODY_BYTES // 4
 MAX_SHOWN_BYTES = MAX_BODY_BYTES // 4
-SHOWN_NOTE = ("\n[… {:,} characters cut here: a tool result shows at most "
-              f"{MAX_SHOWN_BYTES // (1024 * 1024)} MiB …]\n")
+SHOWN_NOTE = (
+    "\n[… {:,} characters cut here: a tool result shows at most "
+    f"{MAX_SHOWN_BYTES // (1024 * 1024)} MiB …]\n"
+)
 MAX_ESCAPE_BYTES = 6  # the most one character takes in JSON (a control character: \\u0001)
 
 
@@ -80,8 +82,10 @@ def _fit_block(block: ToolCallContent, room: float, size: float) -> ToolCallCont
         text = inner["text"]
         return updates.text_block(fit_text(text, len(text), max(0, int(room)), SHOWN_NOTE))
     kind = inner.get("type") if isinstance(inner, dict) else block.get("type")
-    return updates.text_block(f"[{kind} not shown: {int(size):,} bytes, more than a tool result "
-                              f"shows ({MAX_SHOWN_BYTES:,} bytes)]")
+    return updates.text_block(
+        f"[{kind} not shown: {int(size):,} bytes, more than a tool result "
+        f"shows ({MAX_SHOWN_BYTES:,} bytes)]"
+    )
 
 
 def _json_size(value: Any) -> int:

@@ -43,8 +43,9 @@ Handler = Callable[[Any], Coroutine[Any, Any, Any] | None]
 class AcpServer:
     """Routes ACP calls for one connection and makes requests to its client."""
 
-    def __init__(self, handshake: Handshake | None = None, *,
-                 client: ClientInfo | None = None) -> None:
+    def __init__(
+        self, handshake: Handshake | None = None, *, client: ClientInfo | None = None
+    ) -> None:
         """`handshake` as the startup path left it (it may have answered `initialize`, then
         `client` is what the client said in it); the handshake goes on from its state."""
         self.registry = PROTOCOL
@@ -98,8 +99,9 @@ class AcpServer:
 
     def dispatch(self, message: Request | Notification) -> Coroutine[Any, Any, Any] | None:
         is_request = isinstance(message, Request)
-        entry = self.registry.route(self.handshake.state, message.method, message.params,
-                                    request=is_request)
+        entry = self.registry.route(
+            self.handshake.state, message.method, message.params, request=is_request
+        )
         if entry.trigger is not None:
             self._fire(entry.trigger)
         params = message.params
@@ -176,8 +178,9 @@ class AcpServer:
             raise CapabilityMissing(f"the client did not advertise the capability {method} needs")
         if timeout_ms is None:
             timeout_ms = environment.client_rpc_timeout_ms(method)
-        return self.conn.request(method, params, token=token, timeout_ms=timeout_ms,
-                                      verbatim=verbatim)
+        return self.conn.request(
+            method, params, token=token, timeout_ms=timeout_ms, verbatim=verbatim
+        )
 
     # ------------------------------------------------------------- lifecycle
 
@@ -213,9 +216,11 @@ class AcpServer:
         method = params["methodId"]
         known = (API_KEY_LOGIN["id"], TERMINAL_LOGIN["id"])  # liberal: the terminal one too
         if method not in known:
-            raise InvalidParams(f"Invalid params: methodId: unknown authentication method "
-                                f"{limits.echo(method)}; expected one of "
-                                f"{', '.join(map(repr, known))}")
+            raise InvalidParams(
+                f"Invalid params: methodId: unknown authentication method "
+                f"{limits.echo(method)}; expected one of "
+                f"{', '.join(map(repr, known))}"
+            )
         found = await credentials.read()
         if found.needs_login:
             raise found.refusal(self.client)
@@ -228,8 +233,10 @@ class AcpServer:
             removed = credentials.remove()
         except OSError as exc:
             log.warning("logout_failed", error=str(exc))  # the path: in the log only
-            raise InternalError(f"Internal error: the stored credentials could not be "
-                                f"removed: {exc.strerror or type(exc).__name__}") from None
+            raise InternalError(
+                f"Internal error: the stored credentials could not be "
+                f"removed: {exc.strerror or type(exc).__name__}"
+            ) from None
         log.info("logged_out", removed=removed)
         return {}
 
@@ -237,8 +244,12 @@ class AcpServer:
         found = await credentials.read()
         if found.needs_login:  # said now, not after the first prompt is typed
             raise found.refusal(self.client)
-        session = await self.sessions.new(params["cwd"], params.get("additionalDirectories") or [],
-                                          params.get("mcpServers") or [], found.config)
+        session = await self.sessions.new(
+            params["cwd"],
+            params.get("additionalDirectories") or [],
+            params.get("mcpServers") or [],
+            found.config,
+        )
         return {"sessionId": session.id, **self._set_up(session)}
 
     def _set_up(self, session: Session) -> acp.LoadSessionResponse:
@@ -251,8 +262,9 @@ class AcpServer:
     def _after_setup(self, session: Session) -> None:
         from acp_fsm.commands import available
 
-        session.send_update({"sessionUpdate": "available_commands_update",
-                             "availableCommands": available()})
+        session.send_update(
+            {"sessionUpdate": "available_commands_update", "availableCommands": available()}
+        )
         config = session.provider
         if config is not None:
             from acp_fsm.models import CATALOG
@@ -262,8 +274,7 @@ class AcpServer:
             asyncio.get_running_loop().call_soon(warm.start)
             CATALOG.refresh_soon(config, self.sessions.announce_options)
 
-    def on_session_prompt(self, params: dict[str, Any]
-                          ) -> Coroutine[Any, Any, acp.PromptResponse]:
+    def on_session_prompt(self, params: dict[str, Any]) -> Coroutine[Any, Any, acp.PromptResponse]:
         # Synchronous on purpose: the turn takes the session's token before any await, so a
         # session/cancel read right after the prompt reaches this turn (docs/cancellation.md).
         return self.sessions.get(params["sessionId"]).start_turn(params["prompt"])
@@ -276,27 +287,35 @@ class AcpServer:
             log.debug("cancel_while_idle")
 
     async def on_session_load(self, params: dict[str, Any]) -> acp.LoadSessionResponse:
-        session = await self.sessions.restore(params["sessionId"], params["cwd"],
-                                              params.get("mcpServers") or [], replay=True)
+        session = await self.sessions.restore(
+            params["sessionId"], params["cwd"], params.get("mcpServers") or [], replay=True
+        )
         return self._set_up(session)
 
     async def on_session_resume(self, params: dict[str, Any]) -> acp.ResumeSessionResponse:
-        session = await self.sessions.restore(params["sessionId"], params["cwd"],
-                                              params.get("mcpServers") or [], replay=False)
+        session = await self.sessions.restore(
+            params["sessionId"], params["cwd"], params.get("mcpServers") or [], replay=False
+        )
         return self._set_up(session)
 
     async def on_session_set_mode(self, params: dict[str, Any]) -> acp.SetSessionModeResponse:
         await self.sessions.get(params["sessionId"]).options.set_mode(params["modeId"])
         return {}
 
-    async def on_session_set_config_option(self, params: dict[str, Any]
-                                           ) -> acp.SetSessionConfigOptionResponse:
+    async def on_session_set_config_option(
+        self, params: dict[str, Any]
+    ) -> acp.SetSessionConfigOptionResponse:
         session = self.sessions.get(params["sessionId"])
         if params.get("type") == "boolean":
-            raise InvalidParams(f"Invalid params: {limits.echo(params['configId'])} is not a "
-                                "boolean option; this agent has select options only")
-        return {"configOptions": await session.options.set_option(params["configId"],
-                                                          params.get("value"))}
+            raise InvalidParams(
+                f"Invalid params: {limits.echo(params['configId'])} is not a "
+                "boolean option; this agent has select options only"
+            )
+        return {
+            "configOptions": await session.options.set_option(
+                params["configId"], params.get("value")
+            )
+        }
 
     async def on_session_close(self, params: dict[str, Any]) -> acp.CloseSessionResponse:
         await self.sessions.close(params["sessionId"])
@@ -311,8 +330,7 @@ class AcpServer:
         return await self.sessions.list(params.get("cwd"), params.get("cursor"))
 
 
-def _outbound_ref(registry: Registry, method: str,
-                  kind: OutboundKind) -> tuple[str | None, str]:
+def _outbound_ref(registry: Registry, method: str, kind: OutboundKind) -> tuple[str | None, str]:
     """The schema of what we send as `kind` of `method`, or None and why nothing may be."""
     spec = registry.spec_of(method)
     if spec is None:

@@ -24,21 +24,35 @@ MODEL, MODE, THOUGHT_LEVEL = "model", "mode", "thought_level"
 ASK, ACCEPT_EDITS, PLAN, FULL_ACCESS = "ask", "accept_edits", "plan", "full_access"
 # id -> (name, description)
 MODES: dict[str, tuple[str, str]] = {
-    ASK: ("Ask", "Asks before every change: file writes and edits, commands and tools that "
-          "are not read-only."),
-    ACCEPT_EDITS: ("Accept edits", "File writes and edits inside the project run without "
-                   "asking; commands and other tools still ask."),
-    PLAN: ("Plan", "Read-only: the agent investigates and answers with a plan. Nothing is "
-           "written or run; only tools that change nothing are offered."),
-    FULL_ACCESS: ("Full access", "Nothing asks: every file write and edit, inside the project "
-                  "or not, and every command and tool runs without your approval."),
+    ASK: (
+        "Ask",
+        "Asks before every change: file writes and edits, commands and tools that "
+        "are not read-only.",
+    ),
+    ACCEPT_EDITS: (
+        "Accept edits",
+        "File writes and edits inside the project run without "
+        "asking; commands and other tools still ask.",
+    ),
+    PLAN: (
+        "Plan",
+        "Read-only: the agent investigates and answers with a plan. Nothing is "
+        "written or run; only tools that change nothing are offered.",
+    ),
+    FULL_ACCESS: (
+        "Full access",
+        "Nothing asks: every file write and edit, inside the project "
+        "or not, and every command and tool runs without your approval.",
+    ),
 }
 # Tool kinds that change nothing: the only ones Plan mode offers.
 READ_ONLY_KINDS = frozenset({"read", "search", "think"})
-PLAN_NOTE = ("The session is in Plan mode: only read-only tools are available. Investigate as "
-             "needed, then answer with a concrete plan (steps, files to change, risks). Do not "
-             "try to write files or run commands; the user switches mode to carry the plan "
-             "out.")
+PLAN_NOTE = (
+    "The session is in Plan mode: only read-only tools are available. Investigate as "
+    "needed, then answer with a concrete plan (steps, files to change, risks). Do not "
+    "try to write files or run commands; the user switches mode to carry the plan "
+    "out."
+)
 
 DEFAULT_LEVEL = "default"
 # provider -> level id -> (name, description)
@@ -65,8 +79,11 @@ _THINKS = {
 
 
 # Option id -> (the field of `Settings`, its key in a stored `settings` entry).
-FIELDS = {MODEL: ("model", "model"), MODE: ("mode", "mode"),
-          THOUGHT_LEVEL: ("thought_level", "thoughtLevel")}
+FIELDS = {
+    MODEL: ("model", "model"),
+    MODE: ("mode", "mode"),
+    THOUGHT_LEVEL: ("thought_level", "thoughtLevel"),
+}
 
 
 class Settings(NamedTuple):
@@ -124,20 +141,34 @@ def thought_level(settings: Settings, provider: str, model: str) -> str | None:
     return level
 
 
-def _select(option_id: str, name: str, category: str, description: str, current: str,
-            values: list[tuple[str, str, str]]) -> acp.SessionConfigOptionSelect:
+def _select(
+    option_id: str,
+    name: str,
+    category: str,
+    description: str,
+    current: str,
+    values: list[tuple[str, str, str]],
+) -> acp.SessionConfigOptionSelect:
     options: list[acp.SessionConfigSelectOption] = []
     for value, label, about in values:
         entry: acp.SessionConfigSelectOption = {"value": value, "name": label}
         if about:
             entry["description"] = about
         options.append(entry)
-    return {"id": option_id, "name": name, "description": description, "category": category,
-            "type": "select", "currentValue": current, "options": options}
+    return {
+        "id": option_id,
+        "name": name,
+        "description": description,
+        "category": category,
+        "type": "select",
+        "currentValue": current,
+        "options": options,
+    }
 
 
-def config_options(settings: Settings, provider: str, model: str,
-                   models: list[str]) -> list[acp.SessionConfigOption]:
+def config_options(
+    settings: Settings, provider: str, model: str, models: list[str]
+) -> list[acp.SessionConfigOption]:
     """The session's ACP `configOptions`: mode, model and, for a model that thinks, the
     thought level. `model` is the one in use, `models` those the provider offers; without a
     `provider` (no usable configuration), the mode only. The same choices give the same list,
@@ -146,32 +177,57 @@ def config_options(settings: Settings, provider: str, model: str,
 
 
 @lru_cache(maxsize=256)
-def _config_options(settings: Settings, provider: str, model: str,
-                    models: tuple[str, ...]) -> list[acp.SessionConfigOption]:
+def _config_options(
+    settings: Settings, provider: str, model: str, models: tuple[str, ...]
+) -> list[acp.SessionConfigOption]:
     options: list[acp.SessionConfigOption] = [
-        _select(MODE, "Mode", MODE, "How much the agent may do without asking", settings.mode,
-                [(mode_id, name, about) for mode_id, (name, about) in MODES.items()]),
+        _select(
+            MODE,
+            "Mode",
+            MODE,
+            "How much the agent may do without asking",
+            settings.mode,
+            [(mode_id, name, about) for mode_id, (name, about) in MODES.items()],
+        ),
     ]
     if not provider:
         return options  # no usable provider configuration: the first prompt says why
     listed = models if model in models else (model, *models)
-    options.append(_select(MODEL, "Model", MODEL, f"The {provider} model the next model call "
-                           "uses", model, [(m, m, "") for m in listed]))
+    options.append(
+        _select(
+            MODEL,
+            "Model",
+            MODEL,
+            f"The {provider} model the next model call uses",
+            model,
+            [(m, m, "") for m in listed],
+        )
+    )
     levels = THOUGHT_LEVELS.get(provider)
     if levels and thinks(provider, model):
         current = settings.thought_level if settings.thought_level in levels else DEFAULT_LEVEL
-        options.append(_select(THOUGHT_LEVEL, "Thinking", THOUGHT_LEVEL,
-                               "How much the model reasons before it answers", current,
-                               [(level, name, about) for level, (name, about) in
-                                levels.items()]))
+        options.append(
+            _select(
+                THOUGHT_LEVEL,
+                "Thinking",
+                THOUGHT_LEVEL,
+                "How much the model reasons before it answers",
+                current,
+                [(level, name, about) for level, (name, about) in levels.items()],
+            )
+        )
     return options
 
 
 def modes(settings: Settings) -> acp.SessionModeState:
     """The same choice of mode as ACP's older `modes` (a `SessionModeState`)."""
-    return {"currentModeId": settings.mode,
-            "availableModes": [{"id": mode_id, "name": name, "description": about}
-                               for mode_id, (name, about) in MODES.items()]}
+    return {
+        "currentModeId": settings.mode,
+        "availableModes": [
+            {"id": mode_id, "name": name, "description": about}
+            for mode_id, (name, about) in MODES.items()
+        ],
+    }
 
 
 def check_choice(options: list[acp.SessionConfigOption], config_id: str, value: object) -> str:
@@ -181,12 +237,15 @@ def check_choice(options: list[acp.SessionConfigOption], config_id: str, value: 
     option = next((o for o in options if o["id"] == config_id), None)
     if option is None:
         known = ", ".join(o["id"] for o in options)
-        raise InvalidParams(f"Invalid params: configId: unknown option {echo(config_id)}; this "
-                            f"session has {known}")
+        raise InvalidParams(
+            f"Invalid params: configId: unknown option {echo(config_id)}; this session has {known}"
+        )
     # this agent's options are selects of a flat list of values (`_select`)
     values = cast("list[acp.SessionConfigSelectOption]", option.get("options", []))
     allowed = [v["value"] for v in values]
     if not isinstance(value, str) or value not in allowed:
-        raise InvalidParams(f"Invalid params: value: {echo(value)} is not a value of "
-                            f"{config_id!r}; expected one of {', '.join(allowed)}")
+        raise InvalidParams(
+            f"Invalid params: value: {echo(value)} is not a value of "
+            f"{config_id!r}; expected one of {', '.join(allowed)}"
+        )
     return str(option["currentValue"])

@@ -20,9 +20,13 @@ from typing import NamedTuple
 # open refuses it); on a regular file it changes nothing. O_NOCTTY: a terminal never becomes ours.
 READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 # What a file that is not a regular file is, in words.
-_SPECIAL_KINDS = ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "named pipe"),
-                  (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
-                  (stat.S_ISBLK, "block device"))
+_SPECIAL_KINDS = (
+    (stat.S_ISDIR, "directory"),
+    (stat.S_ISFIFO, "named pipe"),
+    (stat.S_ISSOCK, "socket"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+)
 
 
 class NotRegular(OSError):

@@ -82,8 +82,9 @@ def _decode(line: bytes) -> object:
         _refuse("a surrogate escape")
     if line.count(b"[") + line.count(b"{") > _MAX_BRACKETS:
         _refuse("deep nesting")
-    return json.loads(line.decode("utf-8"), parse_constant=_refuse, parse_float=_finite,
-                      parse_int=_int64)
+    return json.loads(
+        line.decode("utf-8"), parse_constant=_refuse, parse_float=_finite, parse_int=_int64
+    )
 
 
 def _answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict[str, Any]] | None:
@@ -103,8 +104,9 @@ def _answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict[s
         return None
     assert isinstance(params, dict)  # a valid InitializeRequest is an object
     try:
-        entry = PROTOCOL.route(handshake.state, "initialize", params, request=True,
-                               params_checked=True)
+        entry = PROTOCOL.route(
+            handshake.state, "initialize", params, request=True, params_checked=True
+        )
     except RpcError:
         return None
     result = initialize_result(params)
@@ -119,8 +121,10 @@ def _exit_quietly(signum: int, _frame: object) -> None:
     raise SystemExit(0)
 
 
-TTY_HINT = ("acp-fsm: an Agent Client Protocol agent; editors start it and speak JSON-RPC "
-            "on stdin/stdout. Try `acp-fsm demo` or `acp-fsm --help`; Ctrl+D exits.\n")
+TTY_HINT = (
+    "acp-fsm: an Agent Client Protocol agent; editors start it and speak JSON-RPC "
+    "on stdin/stdout. Try `acp-fsm demo` or `acp-fsm --help`; Ctrl+D exits.\n"
+)
 
 
 def serve(extensions: Sequence[Extension] = ()) -> int:
@@ -154,5 +158,14 @@ def serve(extensions: Sequence[Extension] = ()) -> int:
 
     from acp_fsm.app import run
 
-    return asyncio.run(run(protocol_fd, rest, handshake, early[1] if early else None,
-                           answered_ms, input_ended=ended, extensions=extensions))
+    return asyncio.run(
+        run(
+            protocol_fd,
+            rest,
+            handshake,
+            early[1] if early else None,
+            answered_ms,
+            input_ended=ended,
+            extensions=extensions,
+        )
+    )

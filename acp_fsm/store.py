@@ -460,29 +460,38 @@ def _check_session(conn: sqlite3.Connection, session_id: str) -> None:
 def _claim_turn(conn: sqlite3.Connection, session_id: str, owner: str, now: float) -> Claim:
     with _transaction(conn):
         _check_session(conn, session_id)
-        row = conn.execute("SELECT owner, heartbeat_at FROM turn_leases WHERE session_id = ?",
-                           (session_id,)).fetchone()
-        (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM entries WHERE session_id = ?",
-                               (session_id,)).fetchone()
+        row = conn.execute(
+            "SELECT owner, heartbeat_at FROM turn_leases WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        (last,) = conn.execute(
+            "SELECT coalesce(max(seq), 0) FROM entries WHERE session_id = ?", (session_id,)
+        ).fetchone()
         held = row is not None and row[0] != owner
         if held and leases.owner_alive(row[0], row[1], now):
             return Claim(row[0], int(last))
-        conn.execute("INSERT OR REPLACE INTO turn_leases (session_id, owner, heartbeat_at) "
-                     "VALUES (?, ?, ?)", (session_id, owner, now))
+        conn.execute(
+            "INSERT OR REPLACE INTO turn_leases (session_id, owner, heartbeat_at) VALUES (?, ?, ?)",
+            (session_id, owner, now),
+        )
         return Claim(None, int(last), taken_over=held)
 
 
 def _renew_turn(conn: sqlite3.Connection, session_id: str, owner: str, now: float) -> bool:
     with _transaction(conn):
-        return conn.execute(
-            "UPDATE turn_leases SET heartbeat_at = ? WHERE session_id = ? AND owner = ?",
-            (now, session_id, owner)).rowcount > 0
+        return (
+            conn.execute(
+                "UPDATE turn_leases SET heartbeat_at = ? WHERE session_id = ? AND owner = ?",
+                (now, session_id, owner),
+            ).rowcount
+            > 0
+        )
 
 
 def _release_turn(conn: sqlite3.Connection, session_id: str, owner: str) -> None:
     with _transaction(conn):
-        conn.execute("DELETE FROM turn_leases WHERE session_id = ? AND owner = ?",
-                     (session_id, owner))
+        conn.execute(
+            "DELETE FROM turn_leases WHERE session_id = ? AND owner = ?", (session_id, owner)
+        )
 
 
 def _entries(conn: sqlite3.Connection, session_id: str) -> list[Entry]:
@@ -491,20 +500,26 @@ def _entries(conn: sqlite3.Connection, session_id: str) -> list[Entry]:
         (session_id,),
     )
     with paused_collector():
-        return [Entry(seq, kind, _decode_json(body), created_at)
-                for seq, kind, body, created_at in rows]
+        return [
+            Entry(seq, kind, _decode_json(body), created_at) for seq, kind, body, created_at in rows
+        ]
 
 
 def _list_sessions(
-    conn: sqlite3.Connection, cwd: str | None, after: tuple[float, str] | None, limit: int,
+    conn: sqlite3.Connection,
+    cwd: str | None,
+    after: tuple[float, str] | None,
+    limit: int,
     prompted: bool,
 ) -> tuple[list[SessionRecord], str | None]:
     """Keyset pagination on (updated_at, id), both descending, served by the indexes."""
     clauses: list[str] = []
     params: list[Any] = []
     if prompted:  # a prompt is among a session's first entries: a short index walk
-        clauses.append("EXISTS (SELECT 1 FROM entries WHERE entries.session_id = sessions.id "
-                       "AND entries.kind = 'user')")
+        clauses.append(
+            "EXISTS (SELECT 1 FROM entries WHERE entries.session_id = sessions.id "
+            "AND entries.kind = 'user')"
+        )
     if cwd is not None:
         clauses.append("cwd = ?")
         params.append(cwd)
@@ -513,8 +528,7 @@ def _list_sessions(
         params.extend(after)
     where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
     rows = conn.execute(
-        f"SELECT {_SESSION_COLUMNS} FROM sessions{where} "
-        "ORDER BY updated_at DESC, id DESC LIMIT ?",
+        f"SELECT {_SESSION_COLUMNS} FROM sessions{where} ORDER BY updated_at DESC, id DESC LIMIT ?",
         (*params, limit + 1),  # one more row tells whether another page exists
     ).fetchall()
     page = [_session_from_row(row) for row in rows[:limit]]
@@ -597,12 +611,17 @@ class _Worker:
         self._conn: sqlite3.Connection | None = None
         self._wake_soon = False  # a wake-up of the thread is scheduled on the caller's loop
         self._commits = 0  # transactions since the last checkpoint
-        self._thread = threading.Thread(target=self._run, name=f"acp-fsm store {path}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"acp-fsm store {path}", daemon=True)
         self._thread.start()
 
-    async def run(self, what: str, op: Callable[[sqlite3.Connection], T], *,
-                  group: bool = False, size: int = 0) -> T:
+    async def run(
+        self,
+        what: str,
+        op: Callable[[sqlite3.Connection], T],
+        *,
+        group: bool = False,
+        size: int = 0,
+    ) -> T:
         """Queue `op` and wait for its outcome. Cancelling the wait leaves the op queued."""
         return cast(T, await self.submit(what, op, group=group, size=size))
 
@@ -614,8 +633,14 @@ class _Worker:
         """`stop` for when nobody can wait (an `open` that failed or was cancelled)."""
         self._put(_Job("close", None, None, None))
 
-    def submit(self, what: str, op: Callable[[sqlite3.Connection], Any] | None, *,
-               group: bool = False, size: int = 0) -> asyncio.Future[Any]:
+    def submit(
+        self,
+        what: str,
+        op: Callable[[sqlite3.Connection], Any] | None,
+        *,
+        group: bool = False,
+        size: int = 0,
+    ) -> asyncio.Future[Any]:
         """Queue `op` now; the future settles when it has run (a `group` write: committed with
         the writes queued beside it). The thread is woken for a group write only once the
         caller's loop step ends, so that `hurry` may commit it first."""
@@ -655,9 +680,14 @@ class _Worker:
         file's write lock, the writes go back to the thread, which does."""
         with self._ready:
             conn, jobs = self._conn, self._jobs
-            if (self._busy or conn is None or not jobs or len(jobs) > MAX_GROUP
-                    or sum(job.size for job in jobs) > HURRY_MAX_BYTES
-                    or not all(job.group for job in jobs)):
+            if (
+                self._busy
+                or conn is None
+                or not jobs
+                or len(jobs) > MAX_GROUP
+                or sum(job.size for job in jobs) > HURRY_MAX_BYTES
+                or not all(job.group for job in jobs)
+            ):
                 return
             group = list(jobs)
             jobs.clear()
@@ -707,7 +737,8 @@ class _Worker:
                     if not self._busy and self._checkpoint_due(idle):
                         break
                     idle = not self._ready.wait(
-                        CHECKPOINT_IDLE_S if self._commits >= CHECKPOINT_AFTER else None)
+                        CHECKPOINT_IDLE_S if self._commits >= CHECKPOINT_AFTER else None
+                    )
                 else:
                     if not self._checkpoint_due(False):
                         return self._front()
@@ -719,7 +750,8 @@ class _Worker:
 
     def _checkpoint_due(self, idle: bool) -> bool:
         return self._conn is not None and (
-            self._commits >= CHECKPOINT_FORCE or (idle and self._commits >= CHECKPOINT_AFTER))
+            self._commits >= CHECKPOINT_FORCE or (idle and self._commits >= CHECKPOINT_AFTER)
+        )
 
     def _front(self) -> list[_Job] | None:
         """Under `_ready`: take the front job, and the group writes behind a group write."""
@@ -758,8 +790,9 @@ class _Worker:
                 job.deliver(None, _closed(job.what, self.path))
 
 
-def _run_group(conn: sqlite3.Connection, group: list[_Job], path: Path, *, wait: bool
-               ) -> list[tuple[Any, BaseException | None]] | None:
+def _run_group(
+    conn: sqlite3.Connection, group: list[_Job], path: Path, *, wait: bool
+) -> list[tuple[Any, BaseException | None]] | None:
     """Run one job, or group writes in one transaction; their outcomes once committed. When
     one fails the transaction is undone and they run again one by one, so a failure costs only
     its own write. Without `wait`: None, and nothing done, rather than wait for another
@@ -796,8 +829,9 @@ class Store:
     `await store.close()` it; every method is a coroutine that never blocks the event loop
     (`hurry` alone runs on it: a few small writes, never waiting for a lock)."""
 
-    def __init__(self, path: Path, worker: _Worker,
-                 scrub: Callable[[bytes], bytes] | None = None) -> None:
+    def __init__(
+        self, path: Path, worker: _Worker, scrub: Callable[[bytes], bytes] | None = None
+    ) -> None:
         """Use `Store.open`."""
         self._path = path
         self._worker = worker
@@ -812,8 +846,9 @@ class Store:
         return self._path
 
     @classmethod
-    async def open(cls, path: Path | None = None, *,
-                   scrub: Callable[[bytes], bytes] | None = None) -> Store:
+    async def open(
+        cls, path: Path | None = None, *, scrub: Callable[[bytes], bytes] | None = None
+    ) -> Store:
         """Open (creating dirs 0700 and the file 0600) and migrate the database at `path`,
         by default `default_path()`. StoreError if it cannot, or if its schema is newer.
         `scrub` filters every encoded body and title before it is written (secrets out)."""
@@ -837,8 +872,7 @@ class Store:
             row = _session_row(record)
         if self._scrub is not None:  # an MCP server's env may hold a configured key
             scrub = self._scrub
-            row = (row[0], scrub(row[1].encode()).decode(), scrub(row[2]), scrub(row[3]),
-                   *row[4:])
+            row = (row[0], scrub(row[1].encode()).decode(), scrub(row[2]), scrub(row[3]), *row[4:])
         await self._call("create_session", lambda conn: _insert_session(conn, row))
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
@@ -849,8 +883,9 @@ class Store:
         Committed when this returns; also committed if the caller is cancelled meanwhile."""
         with self._refusing("append"):
             data = self._encode(body)
-        return await self._call("append", lambda conn: _append(conn, session_id, kind, data),
-                                group=True, size=len(data))
+        return await self._call(
+            "append", lambda conn: _append(conn, session_id, kind, data), group=True, size=len(data)
+        )
 
     def append_soon(self, session_id: str, kind: str, body: dict[str, Any]) -> asyncio.Future[int]:
         """`append` without waiting: queued now (after everything queued before it), committed
@@ -860,8 +895,9 @@ class Store:
             raise _closed("append", self._path)
         with self._refusing("append"):
             data = self._encode(body)
-        return self._worker.submit("append", lambda conn: _append(conn, session_id, kind, data),
-                                   group=True, size=len(data))
+        return self._worker.submit(
+            "append", lambda conn: _append(conn, session_id, kind, data), group=True, size=len(data)
+        )
 
     def rewrite_soon(self, session_id: str, seq: int, body: dict[str, Any]) -> asyncio.Future[None]:
         """Replace the body of entry `seq`, queued like `append_soon` (the one amendment the
@@ -870,15 +906,18 @@ class Store:
             raise _closed("rewrite", self._path)
         with self._refusing("rewrite"):
             data = self._encode(body)
-        return self._worker.submit("rewrite", lambda conn: _rewrite(conn, session_id, seq, data),
-                                   group=True, size=len(data))
+        return self._worker.submit(
+            "rewrite",
+            lambda conn: _rewrite(conn, session_id, seq, data),
+            group=True,
+            size=len(data),
+        )
 
     async def set_title(self, session_id: str, title: str) -> None:
         """Set the title if the session has none yet (the first title sticks)."""
         if self._scrub is not None:
             title = self._scrub(title.encode()).decode()
-        await self._call("set_title", lambda conn: _set_title(conn, session_id, title),
-                         group=True)
+        await self._call("set_title", lambda conn: _set_title(conn, session_id, title), group=True)
 
     def _encode(self, body: dict[str, Any]) -> bytes:
         data = _encode_body(body)
@@ -887,29 +926,36 @@ class Store:
     async def claim_turn(self, session_id: str, owner: str) -> Claim:
         """Take the lease to run a turn of `session_id` as `owner`, unless another live process
         holds it (then `Claim.holder` names it). SessionGone when there is no such session."""
-        return await self._call("claim_turn", lambda conn: _claim_turn(
-            conn, session_id, owner, time.time()))
+        return await self._call(
+            "claim_turn", lambda conn: _claim_turn(conn, session_id, owner, time.time())
+        )
 
     async def renew_turn(self, session_id: str, owner: str) -> bool:
         """The heartbeat of a held lease; False when `owner` does not hold it (any more)."""
-        return await self._call("renew_turn", lambda conn: _renew_turn(
-            conn, session_id, owner, time.time()), group=True)
+        return await self._call(
+            "renew_turn", lambda conn: _renew_turn(conn, session_id, owner, time.time()), group=True
+        )
 
     def release_turn_soon(self, session_id: str, owner: str) -> asyncio.Future[None]:
         """Queue the release of a held lease (like `append_soon`: a later claim, queued after
         it, sees it released)."""
         if self._closed:
             raise _closed("release_turn", self._path)
-        return self._worker.submit("release_turn",
-                                   lambda conn: _release_turn(conn, session_id, owner), group=True)
+        return self._worker.submit(
+            "release_turn", lambda conn: _release_turn(conn, session_id, owner), group=True
+        )
 
     async def entries(self, session_id: str) -> list[Entry]:
         """The transcript in seq order; empty for an unknown session."""
         return await self._call("entries", lambda conn: _entries(conn, session_id))
 
     async def list_sessions(
-        self, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE,
-        *, prompted: bool = False,
+        self,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+        *,
+        prompted: bool = False,
     ) -> tuple[list[SessionRecord], str | None]:
         """One page, newest first (updated_at, then id, both descending), only sessions whose
         cwd is exactly `cwd` when given, only sessions holding a prompt (a `user` entry) when
@@ -936,8 +982,14 @@ class Store:
         """Delete a session and its entries; False if there was none."""
         return await self._call("delete_session", lambda conn: _delete_session(conn, session_id))
 
-    async def _call(self, what: str, op: Callable[[sqlite3.Connection], T], *,
-                    group: bool = False, size: int = 0) -> T:
+    async def _call(
+        self,
+        what: str,
+        op: Callable[[sqlite3.Connection], T],
+        *,
+        group: bool = False,
+        size: int = 0,
+    ) -> T:
         if self._closed:
             raise _closed(what, self._path)
         return await self._worker.run(what, op, group=group, size=size)

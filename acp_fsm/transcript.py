@@ -26,10 +26,13 @@ from acp_fsm.providers.types import (
 # Wordings of synthetic results, distinct per cause: the model must tell a denial from an
 # interruption.
 NOT_STARTED = "Cancelled before it started: the user cancelled the turn; the tool did not run."
-INTERRUPTED = ("Interrupted while running: the user cancelled the turn; the tool may have "
-               "partially run.")
-LOST = ("No result: the agent stopped before this call finished (it may have partially run). "
-        "Check the state before retrying.")
+INTERRUPTED = (
+    "Interrupted while running: the user cancelled the turn; the tool may have partially run."
+)
+LOST = (
+    "No result: the agent stopped before this call finished (it may have partially run). "
+    "Check the state before retrying."
+)
 
 CANCELLED = "cancelled"  # stop reason stored on an assistant message cut by a cancel
 
@@ -50,8 +53,13 @@ def part_to_json(part: Any) -> dict[str, Any]:
             body["redacted"] = part.redacted
         return body
     if isinstance(part, ToolCallPart):
-        body = {"type": "tool_call", "id": part.id, "name": part.name,
-                "arguments": part.arguments, "raw": part.raw_arguments}
+        body = {
+            "type": "tool_call",
+            "id": part.id,
+            "name": part.name,
+            "arguments": part.arguments,
+            "raw": part.raw_arguments,
+        }
         if part.error is not None:
             body["error"] = part.error
         return body
@@ -67,16 +75,25 @@ def part_from_json(body: dict[str, Any]) -> Any:
     if kind == "thinking":
         return ThinkingPart(body["text"], body.get("signature"), body.get("redacted"))
     if kind == "tool_call":
-        return ToolCallPart(body["id"], body["name"], body.get("arguments") or {},
-                            body.get("raw", ""), body.get("error"))
+        return ToolCallPart(
+            body["id"],
+            body["name"],
+            body.get("arguments") or {},
+            body.get("raw", ""),
+            body.get("error"),
+        )
     raise ValueError(f"unknown part type {kind!r}")
 
 
-def assistant_body(message: AssistantMessage, stop_reason: str | None,
-                   views: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def assistant_body(
+    message: AssistantMessage, stop_reason: str | None, views: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
     """The stored form of an assistant message, with the editor view of each tool call."""
-    return {"parts": [part_to_json(p) for p in message.parts], "stopReason": stop_reason,
-            "views": views}
+    return {
+        "parts": [part_to_json(p) for p in message.parts],
+        "stopReason": stop_reason,
+        "views": views,
+    }
 
 
 _STOP_REASONS = {reason.value: reason for reason in StopReason}
@@ -84,14 +101,20 @@ _STOP_REASONS = {reason.value: reason for reason in StopReason}
 
 def assistant_from_body(body: dict[str, Any]) -> AssistantMessage:
     stop = body.get("stopReason")
-    return AssistantMessage(tuple([part_from_json(p) for p in body["parts"]]),
-                            _STOP_REASONS.get(stop) if isinstance(stop, str) else None)
+    return AssistantMessage(
+        tuple([part_from_json(p) for p in body["parts"]]),
+        _STOP_REASONS.get(stop) if isinstance(stop, str) else None,
+    )
 
 
 def result_body(result: ToolResultPart, view: dict[str, Any]) -> dict[str, Any]:
     """The stored form of one tool result, with the call's final editor view."""
-    return {"callId": result.call_id, "content": result.content, "isError": result.is_error,
-            "view": view}
+    return {
+        "callId": result.call_id,
+        "content": result.content,
+        "isError": result.is_error,
+        "view": view,
+    }
 
 
 def result_from_body(body: dict[str, Any]) -> ToolResultPart:
@@ -137,8 +160,9 @@ def needs_repair(messages: list[Message]) -> bool:
     return bool(waiting)
 
 
-def repair(messages: list[Message], *, wording: str = LOST
-           ) -> tuple[list[Message], list[ToolResultPart]]:
+def repair(
+    messages: list[Message], *, wording: str = LOST
+) -> tuple[list[Message], list[ToolResultPart]]:
     """A structurally valid copy of `messages`, and the synthetic results it had to add.
 
     Results are matched to calls by id: missing ones are added (`wording`), duplicates and

@@ -28,19 +28,29 @@ def chunk(kind: ChunkKind, content: acp.ContentBlock) -> acp.SessionUpdate:
 
 def view_body(view: ToolCallView) -> dict[str, Any]:
     """The stored form of a call's initial view (replayed as its `tool_call`)."""
-    body = {"title": view.title, "kind": view.kind, "locations": list(view.locations),
-            "rawInput": view.raw_input}
+    body = {
+        "title": view.title,
+        "kind": view.kind,
+        "locations": list(view.locations),
+        "rawInput": view.raw_input,
+    }
     if view.content:
         body["content"] = list(view.content)
     return body
 
 
-def tool_call_fields(call_id: str, view: dict[str, Any],
-                     preview: tuple[acp.ToolCallContent, ...] = ()) -> acp.ToolCall:
+def tool_call_fields(
+    call_id: str, view: dict[str, Any], preview: tuple[acp.ToolCallContent, ...] = ()
+) -> acp.ToolCall:
     """A pending call as ACP describes it (in a `tool_call` update and a permission request);
     `preview` (the change it will make) replaces the view's own content."""
-    fields: acp.ToolCall = {"toolCallId": call_id, "status": "pending", "title": view["title"],
-                            "kind": view["kind"], "rawInput": view["rawInput"]}
+    fields: acp.ToolCall = {
+        "toolCallId": call_id,
+        "status": "pending",
+        "title": view["title"],
+        "kind": view["kind"],
+        "rawInput": view["rawInput"],
+    }
     content = list(preview) or view.get("content")
     if content:
         fields["content"] = content
@@ -54,13 +64,18 @@ def tool_call(call_id: str, view: dict[str, Any]) -> acp.SessionUpdateToolCall:
     return {"sessionUpdate": "tool_call", **tool_call_fields(call_id, view)}
 
 
-def tool_call_update(call_id: str, status: acp.ToolCallStatus | None, *,
-                     content: list[acp.ToolCallContent] | None = None,
-                     locations: list[acp.ToolCallLocation] | None = None
-                     ) -> acp.SessionUpdateToolCallUpdate:
+def tool_call_update(
+    call_id: str,
+    status: acp.ToolCallStatus | None,
+    *,
+    content: list[acp.ToolCallContent] | None = None,
+    locations: list[acp.ToolCallLocation] | None = None,
+) -> acp.SessionUpdateToolCallUpdate:
     """Changed fields of a call (`status` None: unchanged)."""
-    update: acp.SessionUpdateToolCallUpdate = {"sessionUpdate": "tool_call_update",
-                                                "toolCallId": call_id}
+    update: acp.SessionUpdateToolCallUpdate = {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": call_id,
+    }
     if status is not None:
         update["status"] = status
     if content is not None:
@@ -70,8 +85,11 @@ def tool_call_update(call_id: str, status: acp.ToolCallStatus | None, *,
     return update
 
 
-def final_view(status: acp.ToolCallStatus, content: list[acp.ToolCallContent],
-               locations: list[acp.ToolCallLocation] | None = None) -> dict[str, Any]:
+def final_view(
+    status: acp.ToolCallStatus,
+    content: list[acp.ToolCallContent],
+    locations: list[acp.ToolCallLocation] | None = None,
+) -> dict[str, Any]:
     """The stored form of a call's final state (replayed as its last `tool_call_update`)."""
     view: dict[str, Any] = {"status": status, "content": content}
     if locations is not None:

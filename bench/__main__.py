@@ -8,8 +8,17 @@ import sys
 import time
 
 # Fast first; each prints its own table. store_stall takes arguments and runs alone.
-SUITE = ("startup", "bench_validation", "throughput", "relay", "cancel", "slow_reader",
-         "shutdown", "sessions", "long_session")
+SUITE = (
+    "startup",
+    "bench_validation",
+    "throughput",
+    "relay",
+    "cancel",
+    "slow_reader",
+    "shutdown",
+    "sessions",
+    "long_session",
+)
 
 
 def main() -> None:

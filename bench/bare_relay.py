@@ -20,8 +20,9 @@ import aiohttp
 import orjson
 
 
-async def relay_prompt(http: aiohttp.ClientSession, notify: Any, answer: Any,
-                       params: dict[str, Any]) -> None:
+async def relay_prompt(
+    http: aiohttp.ClientSession, notify: Any, answer: Any, params: dict[str, Any]
+) -> None:
     """Stream one prompt's deltas, then `answer` its stop reason (before the response closes)."""
     session_id = params["sessionId"]
     text = " ".join(block.get("text", "") for block in params["prompt"])
@@ -36,9 +37,15 @@ async def relay_prompt(http: aiohttp.ClientSession, notify: Any, answer: Any,
                 for choice in orjson.loads(line[6:]).get("choices") or ():
                     text = choice["delta"].get("content")
                     if text:
-                        await notify({"sessionId": session_id, "update": {
-                            "sessionUpdate": "agent_message_chunk",
-                            "content": {"type": "text", "text": text}}})
+                        await notify(
+                            {
+                                "sessionId": session_id,
+                                "update": {
+                                    "sessionUpdate": "agent_message_chunk",
+                                    "content": {"type": "text", "text": text},
+                                },
+                            }
+                        )
         except asyncio.CancelledError:
             answer({"stopReason": "cancelled"})
             return
@@ -49,13 +56,15 @@ async def main() -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 26)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
-                                                        os.fdopen(os.dup(1), "wb"))
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, os.fdopen(os.dup(1), "wb")
+    )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
 
     async def notify(params: dict[str, Any]) -> None:
-        writer.write(orjson.dumps({"jsonrpc": "2.0", "method": "session/update",
-                                   "params": params}) + b"\n")
+        writer.write(
+            orjson.dumps({"jsonrpc": "2.0", "method": "session/update", "params": params}) + b"\n"
+        )
         await writer.drain()
 
     def respond(message_id: Any, result: dict[str, Any]) -> None:
@@ -69,8 +78,11 @@ async def main() -> None:
             method = message.get("method")
             if method == "session/prompt":
                 params, message_id = message["params"], message["id"]
-                prompts[params["sessionId"]] = asyncio.create_task(relay_prompt(
-                    http, notify, lambda result, i=message_id: respond(i, result), params))
+                prompts[params["sessionId"]] = asyncio.create_task(
+                    relay_prompt(
+                        http, notify, lambda result, i=message_id: respond(i, result), params
+                    )
+                )
                 continue
             if method == "session/cancel":
                 if (task := prompts.pop(message["params"]["sessionId"], None)) is not None:

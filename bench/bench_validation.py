@@ -130,9 +130,11 @@ def import_table(runs: int) -> None:
         ("+ first validate(session/update params)", first.format(*MESSAGES[0][1:])),
         ("import jsonschema", "import jsonschema"),
         ("import jsonschema_rs", "import jsonschema_rs"),
-        ("import schemas.plain + initialize check",
-         "from acp_fsm.schemas.plain import surely_valid; assert surely_valid({!r}, {!r})".format(
-             *MESSAGES[2][1:])),
+        (
+            "import schemas.plain + initialize check",
+            "from acp_fsm.schemas.plain import surely_valid; "
+            "assert surely_valid({!r}, {!r})".format(*MESSAGES[2][1:]),
+        ),
     ]
     with tempfile.TemporaryDirectory() as cold, tempfile.TemporaryDirectory() as warm:
         base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}

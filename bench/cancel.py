@@ -30,17 +30,23 @@ from tests.harness import AgentProcess, agent_env
 ROOT = Path(__file__).resolve().parents[1]
 REPLIES: dict[str, Scripted] = {
     "bench-stream": Reply(text=["tok "] * 100_000, delay_s=0.0005, fault=Hang(50_000)),
-    "bench-permission": Reply(calls=(Call("call_w", "write_file", json.dumps({
-        "path": "x.txt", "content": "x"})),)),
-    "bench-command": Reply(calls=(Call("call_r", "run_command", json.dumps({
-        "command": "sleep 30"})),)),
+    "bench-permission": Reply(
+        calls=(Call("call_w", "write_file", json.dumps({"path": "x.txt", "content": "x"})),)
+    ),
+    "bench-command": Reply(
+        calls=(Call("call_r", "run_command", json.dumps({"command": "sleep 30"})),)
+    ),
     "bench-mcp": Reply(calls=(Call("call_m", "mcp__tools__slow", json.dumps({"seconds": 30})),)),
     # /compact: the summary call (its instruction ends the body) never ends
     "replaced by a summary": Reply(text="The summary", fault=Hang(1)),
     "": Reply(text="ok"),
 }
-MCP_SERVER = {"name": "tools", "command": sys.executable,
-              "args": [str(ROOT / "tests/mcp/tools_server.py")], "env": []}
+MCP_SERVER = {
+    "name": "tools",
+    "command": sys.executable,
+    "args": [str(ROOT / "tests/mcp/tools_server.py")],
+    "env": [],
+}
 
 
 class ModelServer:
@@ -48,8 +54,14 @@ class ModelServer:
 
     async def __aenter__(self) -> ModelServer:
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bench.model_server", "bench.cancel:REPLIES", cwd=ROOT,
-            stdout=asyncio.subprocess.PIPE, env=agent_env())
+            sys.executable,
+            "-m",
+            "bench.model_server",
+            "bench.cancel:REPLIES",
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+            env=agent_env(),
+        )
         assert self.proc.stdout is not None
         self.url = (await self.proc.stdout.readline()).decode().strip()
         self.requests: asyncio.Queue[str] = asyncio.Queue()
@@ -79,16 +91,29 @@ class Client:
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
-    async def start(cls, command: list[str], env: dict[str, str], root: Path
-                    ) -> tuple[Client, str]:
+    async def start(cls, command: list[str], env: dict[str, str], root: Path) -> tuple[Client, str]:
         proc = await asyncio.create_subprocess_exec(
-            *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, env=dict(env, PYTHONPATH=str(root)), cwd=root,
-            limit=1 << 26)
+            *command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env=dict(env, PYTHONPATH=str(root)),
+            cwd=root,
+            limit=1 << 26,
+        )
         client = cls(proc)
-        client.write(INIT + orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/new",
-                                          "params": {"cwd": tempfile.mkdtemp(),
-                                                     "mcpServers": []}}) + b"\n")
+        client.write(
+            INIT
+            + orjson.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "session/new",
+                    "params": {"cwd": tempfile.mkdtemp(), "mcpServers": []},
+                }
+            )
+            + b"\n"
+        )
         await client.answered.get()
         _, result, _ = await client.answered.get()
         return client, result["sessionId"]
@@ -111,14 +136,29 @@ class Client:
     async def cancel_mid_stream(self, session: str, prompt_id: str) -> tuple[float, bool]:
         """Prompt, let it stream 50 ms, cancel: (ms to the answer, updates after it)."""
         self.streaming.clear()
-        self.write(orjson.dumps({"jsonrpc": "2.0", "id": prompt_id, "method": "session/prompt",
-                                 "params": {"sessionId": session, "prompt": [
-                                     {"type": "text", "text": "bench-stream"}]}}) + b"\n")
+        self.write(
+            orjson.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": prompt_id,
+                    "method": "session/prompt",
+                    "params": {
+                        "sessionId": session,
+                        "prompt": [{"type": "text", "text": "bench-stream"}],
+                    },
+                }
+            )
+            + b"\n"
+        )
         await self.streaming.wait()
         await asyncio.sleep(0.05)
         started = time.perf_counter()
-        self.write(orjson.dumps({"jsonrpc": "2.0", "method": "session/cancel",
-                                 "params": {"sessionId": session}}) + b"\n")
+        self.write(
+            orjson.dumps(
+                {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}
+            )
+            + b"\n"
+        )
         answer_id, result, read = await self.answered.get()
         assert answer_id == prompt_id and result["stopReason"] == "cancelled", result
         after = self.chunks
@@ -135,15 +175,23 @@ class Client:
 async def streaming(server: ModelServer, rounds: int) -> list[str]:
     """acp-fsm (and the checkout `BENCH_AGAINST` names) and the bare relay, alternated round
     by round."""
-    env = agent_env(ACP_FSM_PROVIDER="openai", OPENAI_BASE_URL=server.url,
-                    OPENAI_API_KEY="sk-bench", ACP_FSM_HOME=tempfile.mkdtemp(),
-                    ACP_FSM_LOG_LEVEL="warning", ACP_FSM_LOG_FORMAT="console",
-                    PYTHONPYCACHEPREFIX=str(PYCACHE))
-    agents = {f"streaming (acp-fsm{'' if label == 'this' else ', ' + label})":
-              (agent_command(), root) for label, root in checkouts()}
+    env = agent_env(
+        ACP_FSM_PROVIDER="openai",
+        OPENAI_BASE_URL=server.url,
+        OPENAI_API_KEY="sk-bench",
+        ACP_FSM_HOME=tempfile.mkdtemp(),
+        ACP_FSM_LOG_LEVEL="warning",
+        ACP_FSM_LOG_FORMAT="console",
+        PYTHONPYCACHEPREFIX=str(PYCACHE),
+    )
+    agents = {
+        f"streaming (acp-fsm{'' if label == 'this' else ', ' + label})": (agent_command(), root)
+        for label, root in checkouts()
+    }
     agents["streaming (bare relay)"] = ([sys.executable, "-m", "bench.bare_relay"], ROOT)
-    clients = {name: await Client.start(command, env, root)
-               for name, (command, root) in agents.items()}
+    clients = {
+        name: await Client.start(command, env, root) for name, (command, root) in agents.items()
+    }
     samples: dict[str, list[float]] = {name: [] for name in agents}
     late = dict.fromkeys(agents, 0)
     for n in range(rounds + 2):  # the first two warm up
@@ -157,16 +205,22 @@ async def streaming(server: ModelServer, rounds: int) -> list[str]:
     return [f"{name:<30} {_figures(samples[name])} {late[name]:>6}" for name in agents]
 
 
-async def one_cancel(agent: AgentProcess, session: str, key: str,
-                     server: ModelServer) -> tuple[float, bool]:
+async def one_cancel(
+    agent: AgentProcess, session: str, key: str, server: ModelServer
+) -> tuple[float, bool]:
     """Prompt, wait until the turn is in the state `key` leads to, cancel; (ms, updates
     after the answer)."""
     prompt_id = f"p{time.monotonic_ns()}"
     response = agent.expect(prompt_id, "session/prompt")
     text = "/compact" if key == "summary" else key
-    await agent.send({"jsonrpc": "2.0", "id": prompt_id, "method": "session/prompt",
-                      "params": {"sessionId": session,
-                                 "prompt": [{"type": "text", "text": text}]}})
+    await agent.send(
+        {
+            "jsonrpc": "2.0",
+            "id": prompt_id,
+            "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]},
+        }
+    )
     if key == "summary":
         while await server.requests.get() != "replaced by a summary":
             pass
@@ -174,10 +228,12 @@ async def one_cancel(agent: AgentProcess, session: str, key: str,
         request = await agent.next_request()
         assert request["method"] == "session/request_permission", request
         if key != "bench-permission":
-            await agent.respond(request, {"outcome": {"outcome": "selected",
-                                                      "optionId": "allow_once"}})
+            await agent.respond(
+                request, {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+            )
             while (await agent.next_notification())["params"]["update"].get(
-                    "status") != "in_progress":
+                "status"
+            ) != "in_progress":
                 pass
     await asyncio.sleep(0.05)
     started = time.perf_counter()
@@ -187,8 +243,11 @@ async def one_cancel(agent: AgentProcess, session: str, key: str,
     assert answer["result"]["stopReason"] == "cancelled", answer
     position = agent.messages.index(answer)
     await asyncio.sleep(0.1)
-    late = [m for m in agent.messages[position + 1:] if m.get("method") == "session/update"
-            and m["params"]["sessionId"] == session]
+    late = [
+        m
+        for m in agent.messages[position + 1 :]
+        if m.get("method") == "session/update" and m["params"]["sessionId"] == session
+    ]
     for waiting in (agent.notifications, agent.requests):
         while not waiting.empty():
             waiting.get_nowait()
@@ -198,19 +257,27 @@ async def one_cancel(agent: AgentProcess, session: str, key: str,
 async def other_states(server: ModelServer, rounds: int) -> list[str]:
     home, work = tempfile.mkdtemp(), tempfile.mkdtemp()
     (Path(work) / "x.txt").touch()
-    env = agent_env(ACP_FSM_PROVIDER="openai", OPENAI_BASE_URL=server.url,
-                    OPENAI_API_KEY="sk-bench", ACP_FSM_HOME=home, ACP_FSM_LOG_LEVEL="warning",
-                    ACP_FSM_STRICT_SCHEMAS="0")
+    env = agent_env(
+        ACP_FSM_PROVIDER="openai",
+        OPENAI_BASE_URL=server.url,
+        OPENAI_API_KEY="sk-bench",
+        ACP_FSM_HOME=home,
+        ACP_FSM_LOG_LEVEL="warning",
+        ACP_FSM_STRICT_SCHEMAS="0",
+    )
     agent = await AgentProcess.start(env)
     await agent.initialize(fs={"readTextFile": False, "writeTextFile": False}, terminal=False)
-    created: dict[str, Any] = await agent.request("session/new", {
-        "cwd": work, "mcpServers": [MCP_SERVER]})
+    created: dict[str, Any] = await agent.request(
+        "session/new", {"cwd": work, "mcpServers": [MCP_SERVER]}
+    )
     session = created["result"]["sessionId"]
     rows = []
-    for label, key in (("awaiting_permission", "bench-permission"),
-                       ("running_tools (local sleep)", "bench-command"),
-                       ("running_tools (MCP call)", "bench-mcp"),
-                       ("compacting (summary call)", "summary")):
+    for label, key in (
+        ("awaiting_permission", "bench-permission"),
+        ("running_tools (local sleep)", "bench-command"),
+        ("running_tools (MCP call)", "bench-mcp"),
+        ("compacting (summary call)", "summary"),
+    ):
         samples, late = [], 0
         for _ in range(rounds):
             elapsed, had_late = await one_cancel(agent, session, key, server)
@@ -239,8 +306,11 @@ def main() -> None:
     stream_rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 100
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 10
     rows = asyncio.run(measure(stream_rounds, rounds))
-    table(f"session/cancel -> cancelled (streaming {stream_rounds} rounds, others {rounds}; ms)",
-          f"{'state':<30} {'p50':>8} {'p90':>8} {'p99':>8} {'min':>8} {'late':>6}", rows)
+    table(
+        f"session/cancel -> cancelled (streaming {stream_rounds} rounds, others {rounds}; ms)",
+        f"{'state':<30} {'p50':>8} {'p90':>8} {'p99':>8} {'min':>8} {'late':>6}",
+        rows,
+    )
 
 
 if __name__ == "__main__":

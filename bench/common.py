@@ -9,12 +9,22 @@ from pathlib import Path
 
 from tests.harness import ROOT, agent_command
 
-__all__ = ["INIT", "PYCACHE", "agent_command", "agent_env", "checkouts", "cpu_ms", "summary",
-           "table"]
+__all__ = [
+    "INIT",
+    "PYCACHE",
+    "agent_command",
+    "agent_env",
+    "checkouts",
+    "cpu_ms",
+    "summary",
+    "table",
+]
 
-INIT = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,'
-        b'"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true},'
-        b'"terminal":true},"clientInfo":{"name":"bench","version":"0"}}}\n')
+INIT = (
+    b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,'
+    b'"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true},'
+    b'"terminal":true},"clientInfo":{"name":"bench","version":"0"}}}\n'
+)
 # Bytecode caches for the agents a benchmark runs, as an installed copy has them (the
 # benchmarks' own, so a checkout stays as it is; by full path, so checkouts never share one).
 PYCACHE = Path(tempfile.gettempdir()) / "acp-fsm-bench-pycache"

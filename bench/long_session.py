@@ -30,6 +30,7 @@ from acp_fsm.providers.types import (
     ToolCallPart,
     ToolResultPart,
 )
+from acp_fsm.schemas import acp_types as acp
 from acp_fsm.store import Store
 from bench.common import PYCACHE, cpu_ms, table
 from tests.harness import AgentProcess, agent_env
@@ -53,19 +54,41 @@ async def fill(home: Path, session_id: str, turns: int) -> None:
     try:
         for i in range(turns):
             prompt = [{"type": "text", "text": f"read the notes, please ({i})"}]
-            store.append_soon(session_id, "user", {
-                "prompt": prompt, "parts": [transcript.part_to_json(TextPart(prompt[0]["text"]))]})
-            call = ToolCallPart(f"call_old_{i}", "read_file", {"path": "notes.txt"},
-                                '{"path": "notes.txt"}')
+            store.append_soon(
+                session_id,
+                "user",
+                {"prompt": prompt, "parts": [transcript.part_to_json(TextPart(prompt[0]["text"]))]},
+            )
+            call = ToolCallPart(
+                f"call_old_{i}", "read_file", {"path": "notes.txt"}, '{"path": "notes.txt"}'
+            )
             view = {"title": "Read notes.txt", "kind": "read", "rawInput": call.arguments}
-            store.append_soon(session_id, "assistant", transcript.assistant_body(
-                AssistantMessage((call,), StopReason.TOOL_USE), "tool_use", {call.id: view}))
-            content = [updates.text_block(NOTES)]
-            store.append_soon(session_id, "tool_result", transcript.result_body(
-                ToolResultPart(call.id, NOTES), updates.final_view("completed", content)))
-            store.append_soon(session_id, "assistant", transcript.assistant_body(
-                AssistantMessage((TextPart("The notes say to build with make."),),
-                                 StopReason.END_TURN), "end_turn", {}))
+            store.append_soon(
+                session_id,
+                "assistant",
+                transcript.assistant_body(
+                    AssistantMessage((call,), StopReason.TOOL_USE), "tool_use", {call.id: view}
+                ),
+            )
+            content: list[acp.ToolCallContent] = [updates.text_block(NOTES)]
+            store.append_soon(
+                session_id,
+                "tool_result",
+                transcript.result_body(
+                    ToolResultPart(call.id, NOTES), updates.final_view("completed", content)
+                ),
+            )
+            store.append_soon(
+                session_id,
+                "assistant",
+                transcript.assistant_body(
+                    AssistantMessage(
+                        (TextPart("The notes say to build with make."),), StopReason.END_TURN
+                    ),
+                    "end_turn",
+                    {},
+                ),
+            )
             last = store.append_soon(session_id, "turn_end", {"stopReason": "end_turn"})
         if turns:
             await last  # the store commits in order: all of them are in
@@ -77,20 +100,31 @@ async def start(server: ScriptedProvider, home: Path) -> AgentProcess:
     """An agent on `home`, with bytecode caches as an installed copy has them (in a cache of
     the benchmark's, so the checkout stays as it is): a load right after `initialize` pays
     the imports the first answer did not need, not the compilation of their sources."""
-    agent = await AgentProcess.start(agent_env(
-        PYTHONDONTWRITEBYTECODE=None, PYTHONPYCACHEPREFIX=str(PYCACHE),
-        ACP_FSM_PROVIDER="openai", OPENAI_BASE_URL=server.openai_base_url,
-        OPENAI_API_KEY="sk-bench-not-a-real-key", ACP_FSM_HOME=str(home),
-        ACP_FSM_CONTEXT_WINDOW="100000000", ACP_FSM_LOG_LEVEL="warning",
-        ACP_FSM_STRICT_SCHEMAS="0", ACP_FSM_MODEL="bench-model"))
+    agent = await AgentProcess.start(
+        agent_env(
+            PYTHONDONTWRITEBYTECODE=None,
+            PYTHONPYCACHEPREFIX=str(PYCACHE),
+            ACP_FSM_PROVIDER="openai",
+            OPENAI_BASE_URL=server.openai_base_url,
+            OPENAI_API_KEY="sk-bench-not-a-real-key",
+            ACP_FSM_HOME=str(home),
+            ACP_FSM_CONTEXT_WINDOW="100000000",
+            ACP_FSM_LOG_LEVEL="warning",
+            ACP_FSM_STRICT_SCHEMAS="0",
+            ACP_FSM_MODEL="bench-model",
+        )
+    )
     # No fs/terminal capabilities: read_file reads the disk (nobody here answers fs/*).
     await agent.initialize(fs={"readTextFile": False, "writeTextFile": False}, terminal=False)
     return agent
 
 
 async def prompt(agent: AgentProcess, session_id: str, text: str) -> dict[str, Any]:
-    return await agent.request("session/prompt", {
-        "sessionId": session_id, "prompt": [{"type": "text", "text": text}]}, wait_s=120)
+    return await agent.request(
+        "session/prompt",
+        {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]},
+        wait_s=120,
+    )
 
 
 def step(what: str) -> None:
@@ -113,9 +147,11 @@ async def measure(messages: int, turns: int, project: Path) -> tuple[float, floa
         pid = agent.proc.pid
         cpu_before = cpu_ms(pid)
         started = time.perf_counter()
-        loaded = await agent.request("session/load", {"sessionId": session_id,
-                                                      "cwd": str(project), "mcpServers": []},
-                                     wait_s=120)
+        loaded = await agent.request(
+            "session/load",
+            {"sessionId": session_id, "cwd": str(project), "mcpServers": []},
+            wait_s=120,
+        )
         load_ms = (time.perf_counter() - started) * 1000
         step(f"load: {load_ms:.0f} ms, agent CPU {cpu_ms(pid) - cpu_before:.0f} ms")
         assert "result" in loaded, loaded
@@ -145,8 +181,11 @@ async def measure_all(turns: int) -> list[str]:
 def main() -> None:
     turns = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     rows = asyncio.run(measure_all(turns))
-    table(f"Long sessions: agent CPU per tool turn ({turns} turns) and session/load",
-          "messages  CPU ms/turn   vs 10    load ms", rows)
+    table(
+        f"Long sessions: agent CPU per tool turn ({turns} turns) and session/load",
+        "messages  CPU ms/turn   vs 10    load ms",
+        rows,
+    )
     print("targets: at 10,000 messages within 2x of 10; load of 10,000 <= 250 ms")
 
 

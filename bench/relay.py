@@ -97,13 +97,16 @@ class Sample:
     cpu_us: float  # the agent's CPU time per update, in microseconds
 
 
-async def prompt(proc: asyncio.subprocess.Process, session: bytes, prompt_id: bytes,
-                 read: Reader) -> int:
+async def prompt(
+    proc: asyncio.subprocess.Process, session: bytes, prompt_id: bytes, read: Reader
+) -> int:
     """Send a prompt; read until its response; the number of message chunks on the way."""
     assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(b'{"jsonrpc":"2.0","id":"' + prompt_id + b'","method":"session/prompt",'
-                     b'"params":{"sessionId":"' + session + b'","prompt":[{"type":"text",'
-                     b'"text":"go"}]}}\n')
+    proc.stdin.write(
+        b'{"jsonrpc":"2.0","id":"' + prompt_id + b'","method":"session/prompt",'
+        b'"params":{"sessionId":"' + session + b'","prompt":[{"type":"text",'
+        b'"text":"go"}]}}\n'
+    )
     updates = 0
     while line := await proc.stdout.readline():
         update, answer = read(line, prompt_id)
@@ -113,19 +116,27 @@ async def prompt(proc: asyncio.subprocess.Process, session: bytes, prompt_id: by
     return updates
 
 
-async def one_run(command: list[str], env: dict[str, str], deltas: int, read: Reader
-                  ) -> Sample:
+async def one_run(command: list[str], env: dict[str, str], deltas: int, read: Reader) -> Sample:
     """One prompt relayed by the agent that `command` starts in the checkout first on its
     PYTHONPATH (`-m` puts its working directory before that path), the server holding a
     warm-up stream, then the measured one."""
     proc = await asyncio.create_subprocess_exec(
-        *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL, env=env, limit=1 << 26,
-        cwd=env["PYTHONPATH"].split(os.pathsep)[0])
+        *command,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env=env,
+        limit=1 << 26,
+        cwd=env["PYTHONPATH"].split(os.pathsep)[0],
+    )
     assert proc.stdin is not None and proc.stdout is not None
     work = tempfile.mkdtemp()
-    proc.stdin.write(INIT + b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"'
-                     + work.encode() + b'","mcpServers":[]}}\n')
+    proc.stdin.write(
+        INIT
+        + b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"'
+        + work.encode()
+        + b'","mcpServers":[]}}\n'
+    )
     await proc.stdout.readline()
     created = await proc.stdout.readline()
     session = created.split(b'"sessionId":"')[1].split(b'"')[0]
@@ -141,14 +152,19 @@ async def one_run(command: list[str], env: dict[str, str], deltas: int, read: Re
     return Sample(updates / elapsed, cpu * 1000 / updates)
 
 
-async def measure(deltas: int, runs: int, before: str | None
-                  ) -> dict[tuple[str, str], list[Sample]]:
+async def measure(
+    deltas: int, runs: int, before: str | None
+) -> dict[tuple[str, str], list[Sample]]:
     """Samples by (mode, agent)."""
     events = render_openai(Reply(text=["tok "] * deltas))
     async with ScriptedProvider(api_key="sk-bench") as server:
-        env = agent_env(PYTHONPATH=_root(), ACP_FSM_PROVIDER="openai",
-                        OPENAI_BASE_URL=server.openai_base_url, OPENAI_API_KEY="sk-bench",
-                        ACP_FSM_HOME=tempfile.mkdtemp())
+        env = agent_env(
+            PYTHONPATH=_root(),
+            ACP_FSM_PROVIDER="openai",
+            OPENAI_BASE_URL=server.openai_base_url,
+            OPENAI_API_KEY="sk-bench",
+            ACP_FSM_HOME=tempfile.mkdtemp(),
+        )
         env.pop("ACP_FSM_STRICT_SCHEMAS", None)  # as shipped
         agents = [("acp-fsm", env), (CEILING, env)]
         if before is not None:
@@ -158,8 +174,11 @@ async def measure(deltas: int, runs: int, before: str | None
             for mode in MODES:
                 stream = mode.stream(events)
                 for name, agent_env_ in agents:
-                    command = ([sys.executable, "-m", "bench.bare_relay"] if name == CEILING
-                               else agent_command())
+                    command = (
+                        [sys.executable, "-m", "bench.bare_relay"]
+                        if name == CEILING
+                        else agent_command()
+                    )
                     server.script(WARM_UP, stream)
                     sample = await one_run(command, agent_env_, deltas, mode.read)
                     samples.setdefault((mode.name, name), []).append(sample)
@@ -177,18 +196,23 @@ def rows(samples: dict[tuple[str, str], list[Sample]]) -> list[str]:
     acp-fsm's ratios to the ceiling."""
     lines = []
     for mode in MODES:
-        agents = [(name, got) for (mode_name, name), got in samples.items()
-                  if mode_name == mode.name]
+        agents = [
+            (name, got) for (mode_name, name), got in samples.items() if mode_name == mode.name
+        ]
         rate = {name: statistics.median(s.rate for s in got) for name, got in agents}
         cpu = {name: statistics.median(s.cpu_us for s in got) for name, got in agents}
         for name, got in agents:
-            lines.append(f"{mode.name:<18} {name:<22} {rate[name]:>10,.0f} "
-                         f"{max(s.rate for s in got):>10,.0f} {cpu[name]:>10.1f}")
+            lines.append(
+                f"{mode.name:<18} {name:<22} {rate[name]:>10,.0f} "
+                f"{max(s.rate for s in got):>10,.0f} {cpu[name]:>10.1f}"
+            )
         for name, _ in agents:
             if name != CEILING:
-                lines.append(f"{mode.name:<18} {name + ' / ceiling':<22} "
-                             f"{rate[name] / rate[CEILING]:>10.2f} {'':>10} "
-                             f"{cpu[CEILING] / cpu[name]:>10.2f}")
+                lines.append(
+                    f"{mode.name:<18} {name + ' / ceiling':<22} "
+                    f"{rate[name] / rate[CEILING]:>10.2f} {'':>10} "
+                    f"{cpu[CEILING] / cpu[name]:>10.2f}"
+                )
     return lines
 
 
@@ -197,10 +221,12 @@ def main() -> None:
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     before = sys.argv[3] if len(sys.argv) > 3 else None
     samples = asyncio.run(measure(deltas, runs, before))
-    table(f"relay: {deltas:,} deltas -> agent_message_chunk, {runs} runs (updates/s; agent "
-          "CPU µs per update; ratios: of rates, of CPU per update)",
-          f"{'mode':<18} {'agent':<22} {'median':>10} {'best':>10} {'CPU µs':>10}",
-          rows(samples))
+    table(
+        f"relay: {deltas:,} deltas -> agent_message_chunk, {runs} runs (updates/s; agent "
+        "CPU µs per update; ratios: of rates, of CPU per update)",
+        f"{'mode':<18} {'agent':<22} {'median':>10} {'best':>10} {'CPU µs':>10}",
+        rows(samples),
+    )
 
 
 if __name__ == "__main__":

@@ -75,9 +75,14 @@ class Agent:
     @classmethod
     async def spawn(cls, root: Path, env: dict[str, str], command: list[str]) -> Agent:
         proc = await asyncio.create_subprocess_exec(
-            *command, cwd=root, env=dict(env, PYTHONPATH=str(root)),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, limit=1 << 26)
+            *command,
+            cwd=root,
+            env=dict(env, PYTHONPATH=str(root)),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            limit=1 << 26,
+        )
         return cls(proc)
 
     @property
@@ -104,8 +109,12 @@ class Agent:
         self._next_id += 1
         future = asyncio.get_running_loop().create_future()
         self._waiting[self._next_id] = future
-        self.proc.stdin.write(orjson.dumps({"jsonrpc": "2.0", "id": self._next_id,
-                                            "method": method, "params": params}) + b"\n")
+        self.proc.stdin.write(
+            orjson.dumps(
+                {"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params}
+            )
+            + b"\n"
+        )
         return future
 
     async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -121,14 +130,15 @@ class Agent:
         await future
 
     async def new_sessions(self, count: int, cwd: str) -> list[str]:
-        answers = await asyncio.gather(*(self.send("session/new", {"cwd": cwd,
-                                                                    "mcpServers": []})
-                                         for _ in range(count)))
+        answers = await asyncio.gather(
+            *(self.send("session/new", {"cwd": cwd, "mcpServers": []}) for _ in range(count))
+        )
         return [a["result"]["sessionId"] for a in answers]
 
     async def prompt(self, session_id: str, text: str) -> None:
-        result = await self.call("session/prompt", {
-            "sessionId": session_id, "prompt": [{"type": "text", "text": text}]})
+        result = await self.call(
+            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+        )
         assert result["stopReason"] == "end_turn", result
 
     def rss_mb(self) -> float:
@@ -152,9 +162,13 @@ class Bench:
         self.project = tempfile.mkdtemp(prefix="acp-fsm-bench-project-")
         self.env = agent_env(
             PYTHONPYCACHEPREFIX=str(PYCACHE),
-            ACP_FSM_PROVIDER="openai", OPENAI_BASE_URL=server.openai_base_url,
-            OPENAI_API_KEY="sk-bench-not-a-real-key", ACP_FSM_HOME=str(self.home),
-            ACP_FSM_STRICT_SCHEMAS="0", ACP_FSM_MODEL="bench-model")
+            ACP_FSM_PROVIDER="openai",
+            OPENAI_BASE_URL=server.openai_base_url,
+            OPENAI_API_KEY="sk-bench-not-a-real-key",
+            ACP_FSM_HOME=str(self.home),
+            ACP_FSM_STRICT_SCHEMAS="0",
+            ACP_FSM_MODEL="bench-model",
+        )
         self.env.pop("PYTHONDONTWRITEBYTECODE", None)
 
     async def agent(self, root: Path, command: list[str] | None = None) -> Agent:
@@ -199,8 +213,9 @@ class Bench:
         """(the prompt's ms, spawn -> its answer ms) in a fresh process."""
         started = time.perf_counter()
         agent = await self.agent(root)
-        await agent.call("session/load", {"sessionId": session, "cwd": self.project,
-                                          "mcpServers": []})
+        await agent.call(
+            "session/load", {"sessionId": session, "cwd": self.project, "mcpServers": []}
+        )
         prompted = time.perf_counter()
         await agent.prompt(session, "and now?")
         done = time.perf_counter()
@@ -232,8 +247,10 @@ async def measure(runs: int) -> dict[str, dict[str, list[float]]]:
         steps: list[tuple[str, Callable[[str, Path, list[str]], Any]]] = [
             ("new", lambda _label, root, command: bench.new_rate(root, command)),
             ("prompts", lambda _label, root, command: bench.prompt_rate(root, command)),
-            ("load", lambda label, root, _command: bench.first_prompt_after_load(
-                root, loaded[label])),
+            (
+                "load",
+                lambda label, root, _command: bench.first_prompt_after_load(root, loaded[label]),
+            ),
             ("memory", lambda _label, root, command: bench.memory(root, command)),
         ]
         for _ in range(runs):
@@ -262,8 +279,7 @@ def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     figures = asyncio.run(measure(runs))
     labels = list(figures)
-    header = f"{'measure':<38} " + " ".join(f"{label:>14}" for label in labels) + \
-        f" {'target':>9}"
+    header = f"{'measure':<38} " + " ".join(f"{label:>14}" for label in labels) + f" {'target':>9}"
     rows = []
     for key, name, form, target in ROWS:
         cells = []

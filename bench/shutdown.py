@@ -46,16 +46,21 @@ async def measure(rounds: int) -> list[str]:
                     elapsed, code = await one_exit(server, state, way)
                     samples.append(elapsed)
                     codes.add(code)
-                rows.append(f"{state:<20} {way:<13} {summary(samples)} "
-                            f"{','.join(map(str, sorted(codes))):>6}")
+                rows.append(
+                    f"{state:<20} {way:<13} {summary(samples)} "
+                    f"{','.join(map(str, sorted(codes))):>6}"
+                )
     return rows
 
 
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     rows = asyncio.run(measure(rounds))
-    table(f"editor gone or signal -> agent exited ({rounds} rounds, ms)",
-          f"{'state':<20} {'way':<13} {'median':>8} {'p90':>8} {'min':>8} {'status':>6}", rows)
+    table(
+        f"editor gone or signal -> agent exited ({rounds} rounds, ms)",
+        f"{'state':<20} {'way':<13} {'median':>8} {'p90':>8} {'min':>8} {'status':>6}",
+        rows,
+    )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 
+from acp_fsm.devkit.editor import Message
 from acp_fsm.devkit.provider import Reply, ScriptedProvider
 from acp_fsm.protocol.streams import OUTPUT_BUFFER_LIMIT_BYTES
 from bench.common import table
@@ -36,30 +37,43 @@ def peak_rss_mb(pid: int) -> float:
     raise RuntimeError("no VmHWM in /proc/<pid>/status")
 
 
-async def one_run(server: ScriptedProvider, chunks: int, reader: str
-                  ) -> tuple[float, float, float]:
+async def one_run(server: ScriptedProvider, chunks: int, reader: str) -> tuple[float, float, float]:
     """Stream `chunks` updates to an editor that reads as `reader` says; (idle peak MB,
     peak MB, seconds)."""
     with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as work:
-        env = agent_env(ACP_FSM_PROVIDER="openai", OPENAI_BASE_URL=server.openai_base_url,
-                        OPENAI_API_KEY="sk-bench", ACP_FSM_HOME=home,
-                        ACP_FSM_LOG_LEVEL="warning", ACP_FSM_STRICT_SCHEMAS="0")
+        env = agent_env(
+            ACP_FSM_PROVIDER="openai",
+            OPENAI_BASE_URL=server.openai_base_url,
+            OPENAI_API_KEY="sk-bench",
+            ACP_FSM_HOME=home,
+            ACP_FSM_LOG_LEVEL="warning",
+            ACP_FSM_STRICT_SCHEMAS="0",
+        )
         agent = await AgentProcess.start(env)
         try:
-            await agent.initialize(fs={"readTextFile": False, "writeTextFile": False},
-                                   terminal=False)
-            session = (await agent.request("session/new", {"cwd": work, "mcpServers": []})
-                       )["result"]["sessionId"]
+            await agent.initialize(
+                fs={"readTextFile": False, "writeTextFile": False}, terminal=False
+            )
+            session = (await agent.request("session/new", {"cwd": work, "mcpServers": []}))[
+                "result"
+            ]["sessionId"]
+            assert agent.proc is not None
             idle = peak_rss_mb(agent.proc.pid)
             server.script(Reply(text=(CHUNK,) * chunks))
+            # asyncio's subprocess keeps the pipe's transport private: no public pause_reading
             stdout = agent.proc._transport.get_pipe_transport(1)  # type: ignore[attr-defined]
             started = time.perf_counter()
             answer = agent.expect("p", "session/prompt")
             if reader != "prompt":
                 stdout.pause_reading()
-            await agent.send({"jsonrpc": "2.0", "id": "p", "method": "session/prompt",
-                              "params": {"sessionId": session,
-                                         "prompt": [{"type": "text", "text": "talk"}]}})
+            await agent.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": "p",
+                    "method": "session/prompt",
+                    "params": {"sessionId": session, "prompt": [{"type": "text", "text": "talk"}]},
+                }
+            )
             if reader == "stalled":
                 await asyncio.sleep(STALL_S)
                 stdout.resume_reading()
@@ -73,7 +87,7 @@ async def one_run(server: ScriptedProvider, chunks: int, reader: str
             await agent.kill()
 
 
-async def read_slowly(stdout: asyncio.ReadTransport, answer: asyncio.Future[object]) -> None:
+async def read_slowly(stdout: asyncio.ReadTransport, answer: asyncio.Future[Message]) -> None:
     """Read for SLOW_READ_S, pause for SLOW_PAUSE_S, repeat, until the answer is in."""
     while not answer.done():
         stdout.resume_reading()
@@ -85,10 +99,13 @@ async def read_slowly(stdout: asyncio.ReadTransport, answer: asyncio.Future[obje
 
 async def measure(megabytes: int) -> list[str]:
     chunks = megabytes * 1024 * 1024 // len(CHUNK)
-    rows = []
+    rows: list[str] = []
     async with ScriptedProvider() as server:
-        for reader, label in (("prompt", "reads at once"), ("slow", "reads 1/11 of the time"),
-                              ("stalled", f"stops {STALL_S:g} s, then reads")):
+        for reader, label in (
+            ("prompt", "reads at once"),
+            ("slow", "reads 1/11 of the time"),
+            ("stalled", f"stops {STALL_S:g} s, then reads"),
+        ):
             idle, peak, elapsed = await one_run(server, chunks, reader)
             if not rows:
                 rows.append(f"{'idle':<24} {0:>8} {idle:>10.1f} {'':>9}")
@@ -99,9 +116,12 @@ async def measure(megabytes: int) -> list[str]:
 def main() -> None:
     megabytes = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     rows = asyncio.run(measure(megabytes))
-    table(f"peak agent RSS while streaming (output buffer limit "
-          f"{OUTPUT_BUFFER_LIMIT_BYTES // 1024} KiB)",
-          f"{'editor':<24} {'MB text':>8} {'peak MB':>10} {'seconds':>9}", rows)
+    table(
+        f"peak agent RSS while streaming (output buffer limit "
+        f"{OUTPUT_BUFFER_LIMIT_BYTES // 1024} KiB)",
+        f"{'editor':<24} {'MB text':>8} {'peak MB':>10} {'seconds':>9}",
+        rows,
+    )
 
 
 if __name__ == "__main__":

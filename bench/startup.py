@@ -20,16 +20,23 @@ from pathlib import Path
 
 from bench.common import INIT, PYCACHE, agent_command, agent_env, checkouts, summary, table
 
-SECOND = (b'{"jsonrpc":"2.0","id":1,"method":"session/new",'
-          b'"params":{"cwd":"/tmp","mcpServers":[]}}\n')
+SECOND = (
+    b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}\n'
+)
 BARE = "bare relay (yardstick)"
 
 
 def one_run(command: list[str], root: Path, env: dict[str, str]) -> tuple[float, float]:
     """(spawn -> initialize answered, spawn -> session/new answered), ms."""
     started = time.perf_counter()
-    proc = subprocess.Popen(command, cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env=dict(env, PYTHONPATH=str(root)))
+    proc = subprocess.Popen(
+        command,
+        cwd=root,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=dict(env, PYTHONPATH=str(root)),
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(INIT)
     proc.stdin.flush()
@@ -48,9 +55,13 @@ def one_run(command: list[str], root: Path, env: dict[str, str]) -> tuple[float,
 def measure(runs: int) -> dict[str, tuple[list[float], list[float]]]:
     # A configured provider (a session needs one), on a port nobody listens on: the model list
     # the agent fetches after answering fails at once and costs the answer nothing.
-    env = agent_env(ACP_FSM_HOME=tempfile.mkdtemp(prefix="acp-fsm-bench-"),
-                    ACP_FSM_PROVIDER="openai", OPENAI_API_KEY="sk-bench-not-a-key",
-                    OPENAI_BASE_URL="http://127.0.0.1:9/v1", PYTHONPYCACHEPREFIX=str(PYCACHE))
+    env = agent_env(
+        ACP_FSM_HOME=tempfile.mkdtemp(prefix="acp-fsm-bench-"),
+        ACP_FSM_PROVIDER="openai",
+        OPENAI_API_KEY="sk-bench-not-a-key",
+        OPENAI_BASE_URL="http://127.0.0.1:9/v1",
+        PYTHONPYCACHEPREFIX=str(PYCACHE),
+    )
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     here = checkouts()[0][1]
     agents = [(label, agent_command(), root) for label, root in checkouts()]
@@ -71,8 +82,9 @@ def main() -> None:
     for label, (first, second) in measure(runs).items():
         rows.append(f"{label + ': spawn -> initialize':<44} {summary(first)}")
         rows.append(f"{label + ': spawn -> session/new':<44} {summary(second)}")
-    table(f"startup ({runs} runs, ms)", f"{'measure':<44} {'median':>8} {'p90':>8} {'min':>8}",
-          rows)
+    table(
+        f"startup ({runs} runs, ms)", f"{'measure':<44} {'median':>8} {'p90':>8} {'min':>8}", rows
+    )
 
 
 if __name__ == "__main__":

@@ -63,8 +63,11 @@ class LagProbe:
 
 def row(name: str, rate: str, lags: list[float], calls: list[float]) -> str:
     lag = f"{percentile(lags, 0.5):8.3f} {percentile(lags, 0.99):8.3f} {max(lags):8.2f}"
-    call = (f"{percentile(calls, 0.5):8.3f} {percentile(calls, 0.99):8.3f}" if calls
-            else f"{'-':>8} {'-':>8}")
+    call = (
+        f"{percentile(calls, 0.5):8.3f} {percentile(calls, 0.99):8.3f}"
+        if calls
+        else f"{'-':>8} {'-':>8}"
+    )
     return f"{name:<26} {rate:>10} {lag} {call}"
 
 
@@ -99,16 +102,22 @@ async def main(small_count: int, large_count: int) -> None:
             rows = [
                 await idle(),
                 await appends(store, f"{small_count} small appends", small_count, SMALL_BODY),
-                await appends(store, f"{large_count} x 1 MB appends", large_count,
-                              {"type": "tool_result", "text": "x" * LARGE_BYTES}),
+                await appends(
+                    store,
+                    f"{large_count} x 1 MB appends",
+                    large_count,
+                    {"type": "tool_result", "text": "x" * LARGE_BYTES},
+                ),
             ]
         finally:
             await store.close()
-    header = (f"{'workload':<26} {'appends/s':>10} {'lag p50':>8} {'lag p99':>8} {'lag max':>8} "
-              f"{'call p50':>8} {'call p99':>8}")
+    header = (
+        f"{'workload':<26} {'appends/s':>10} {'lag p50':>8} {'lag p99':>8} {'lag max':>8} "
+        f"{'call p50':>8} {'call p99':>8}"
+    )
     table("session store: event-loop lag during appends (ms; probe sleeps 1 ms)", header, rows)
 
 
 if __name__ == "__main__":
     counts = [int(arg) for arg in sys.argv[1:3]]
-    asyncio.run(main(*counts, *(SMALL_COUNT, LARGE_COUNT)[len(counts):]))
+    asyncio.run(main(*counts, *(SMALL_COUNT, LARGE_COUNT)[len(counts) :]))

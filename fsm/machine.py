@@ -69,8 +69,17 @@ class MachineSpec:
     `groups` name sets of states the diagram draws as one (a row from exactly such a set is
     one edge from the group)."""
 
-    __slots__ = ("_rows_by_pair", "final", "groups", "initial", "name", "rows", "state_docs",
-                 "states", "triggers")
+    __slots__ = (
+        "_rows_by_pair",
+        "final",
+        "groups",
+        "initial",
+        "name",
+        "rows",
+        "state_docs",
+        "states",
+        "triggers",
+    )
 
     def __init__(
         self,
@@ -105,8 +114,10 @@ class MachineSpec:
         for (source, trigger), rows in self._rows_by_pair.items():
             guards = [row.guard for row in rows]
             if len(set(guards)) != len(guards) or None in guards[:-1]:
-                raise ValueError(f"{self.name}: rows for {trigger} in {source} overlap: "
-                                 f"{rows!r} (one per guard, the unguarded one last)")
+                raise ValueError(
+                    f"{self.name}: rows for {trigger} in {source} overlap: "
+                    f"{rows!r} (one per guard, the unguarded one last)"
+                )
         for group, members in self.groups.items():
             if not set(members) <= set(self.states) or set(members) & set(self.final):
                 raise ValueError(f"{self.name}: group {group} must hold working states only")
@@ -133,8 +144,9 @@ class MachineSpec:
                 return row.dest
         raise IllegalTransition(f"{self.name}: {trigger} is not allowed in state {state}")
 
-    def build(self, model: object, guards: Guards | None = None,
-              initial: StrEnum | None = None) -> Machine:
+    def build(
+        self, model: object, guards: Guards | None = None, initial: StrEnum | None = None
+    ) -> Machine:
         """The same table as a `transitions` machine driving `model` (its `state` attribute
         and trigger methods), each guard's predicate from `guards`: the reference `step` is
         held to in the tests, and a way to inspect a table with that library's tools."""

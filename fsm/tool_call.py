@@ -55,8 +55,13 @@ CLOSED = (S.COMPLETED, S.FAILED, S.CANCELLED)
 OPEN = (S.PENDING, S.ASKED, S.ALLOWED, S.DENIED, S.RUNNING)
 # ACP's `ToolCallStatus` the editor is shown in each state.
 ACP_STATUS: dict[ToolCallState, ToolCallStatus] = {
-    S.PENDING: "pending", S.ASKED: "pending", S.ALLOWED: "pending", S.DENIED: "pending",
-    S.RUNNING: "in_progress", S.COMPLETED: "completed", S.FAILED: "failed",
+    S.PENDING: "pending",
+    S.ASKED: "pending",
+    S.ALLOWED: "pending",
+    S.DENIED: "pending",
+    S.RUNNING: "in_progress",
+    S.COMPLETED: "completed",
+    S.FAILED: "failed",
     S.CANCELLED: "failed",
 }
 

@@ -73,9 +73,13 @@ TURN = MachineSpec(
     rows=(
         Row(T.START, S.IDLE, S.STREAMING),
         Row(T.COMPACT, S.IDLE, S.COMPACTING, doc="the prompt is the /compact command"),
-        Row(T.COMPACT, S.STREAMING, S.COMPACTING,
+        Row(
+            T.COMPACT,
+            S.STREAMING,
+            S.COMPACTING,
             doc="before a model call that would not fit the context window, or after the "
-            "provider said it did not"),
+            "provider said it did not",
+        ),
         Row(T.COMPACTED, S.COMPACTING, S.DONE, guard=ON_DEMAND),
         Row(T.COMPACTED, S.COMPACTING, S.STREAMING),
         Row(T.CANCEL, S.IDLE, S.CANCELLED, doc="cancelled before it started: nothing to drain"),

@@ -106,9 +106,7 @@ class Connection:
 
     def __repr__(self) -> str:
         state = "closed" if self.closed.done() else "open"
-        return (
-            f"<Connection {state} inflight={len(self._inflight)} pending={len(self._pending)}>"
-        )
+        return f"<Connection {state} inflight={len(self._inflight)} pending={len(self._pending)}>"
 
     # ------------------------------------------------------------------ input
 
@@ -137,9 +135,14 @@ class Connection:
     def _process_line(self, line: bytes | Overlong) -> None:
         if isinstance(line, Overlong):
             log.warning("line_too_long", size=line.size, limit=self._max_line)
-            self._send(jsonrpc.failure(None, InvalidRequest(
-                f"Invalid Request: line exceeds {self._max_line} bytes; skipped"
-            )))
+            self._send(
+                jsonrpc.failure(
+                    None,
+                    InvalidRequest(
+                        f"Invalid Request: line exceeds {self._max_line} bytes; skipped"
+                    ),
+                )
+            )
             return
         try:
             obj = decode(line)
@@ -165,16 +168,16 @@ class Connection:
         if answers:
             self._spawn(self._send_batch(answers))
 
-    async def _send_batch(self, answers: Sequence[asyncio.Future[dict[str, Any] | None]]
-                          ) -> None:
+    async def _send_batch(self, answers: Sequence[asyncio.Future[dict[str, Any] | None]]) -> None:
         responses = [r for r in await asyncio.gather(*answers) if r is not None]
         if responses:
             self._send(responses)
         for answer in answers:
             self._run_afterwards(answer)
 
-    def _process(self, obj: Any, *, alone: bool = False
-                 ) -> asyncio.Future[dict[str, Any] | None] | None:
+    def _process(
+        self, obj: Any, *, alone: bool = False
+    ) -> asyncio.Future[dict[str, Any] | None] | None:
         """Handle one message; return a future of its response when it needs one. A request
         `alone` (not in a batch) writes its own response when it is served (the future then
         gives None), in the same step as its last work."""
@@ -193,26 +196,38 @@ class Connection:
         log.warning("invalid_message", reason=message.error.message)
         entry = self._pending.pop(message.answers, None) if type(message.answers) is int else None
         if entry is not None and not entry[0].done():  # our finding, not the peer's error
-            entry[0].set_exception(InvalidResult(
-                f"the answer to {entry[1]} is not a valid JSON-RPC response: "
-                f"{message.error.message}"))
+            entry[0].set_exception(
+                InvalidResult(
+                    f"the answer to {entry[1]} is not a valid JSON-RPC response: "
+                    f"{message.error.message}"
+                )
+            )
         return jsonrpc.failure(message.id, message.error)
 
-    def _start_request(self, request: Request, alone: bool
-                       ) -> asyncio.Future[dict[str, Any] | None]:
+    def _start_request(
+        self, request: Request, alone: bool
+    ) -> asyncio.Future[dict[str, Any] | None]:
         # Whether it is admitted (before initialize, while closing, ...) is the dispatcher's
         # decision: its handshake machine is the gate, not a flag of ours.
         try:
             work = self._dispatcher.dispatch(request)
         except RpcError as exc:
-            log.info("request_rejected", method=request.method, id=request.id, code=exc.code,
-                     reason=exc.message)
+            log.info(
+                "request_rejected",
+                method=request.method,
+                id=request.id,
+                code=exc.code,
+                reason=exc.message,
+            )
             return _ready(jsonrpc.failure(request.id, exc))
         except Exception:
             # A bug in a handler's synchronous part must not take the reader down with it.
             log.exception("dispatch_failed", method=request.method, id=request.id)
-            return _ready(jsonrpc.failure(
-                request.id, InternalError(f"Internal error while handling {request.method}")))
+            return _ready(
+                jsonrpc.failure(
+                    request.id, InternalError(f"Internal error while handling {request.method}")
+                )
+            )
         answer: asyncio.Future[dict[str, Any] | None] = asyncio.get_running_loop().create_future()
         task = self._spawn(self._serve(request, work, alone))
         if request.id in self._inflight:
@@ -240,8 +255,9 @@ class Connection:
         task.add_done_callback(finished)
         return answer
 
-    async def _serve(self, request: Request, work: Coroutine[Any, Any, Any] | None,
-                     alone: bool) -> dict[str, Any] | None:
+    async def _serve(
+        self, request: Request, work: Coroutine[Any, Any, Any] | None, alone: bool
+    ) -> dict[str, Any] | None:
         response = await self._outcome(request, work)
         if not alone:
             return response
@@ -253,8 +269,9 @@ class Connection:
         _run(self._afterwards.pop(task, ()))
         return None
 
-    async def _outcome(self, request: Request, work: Coroutine[Any, Any, Any] | None
-                       ) -> dict[str, Any]:
+    async def _outcome(
+        self, request: Request, work: Coroutine[Any, Any, Any] | None
+    ) -> dict[str, Any]:
         structlog.contextvars.bind_contextvars(method=request.method, request_id=request.id)
         try:
             result = await work if work is not None else None
@@ -271,9 +288,10 @@ class Connection:
         violation = self._dispatcher.check_outbound(request.method, "result", result)
         if violation is not None:
             self._outbound_violation(request.method, "result", violation)
-            return jsonrpc.failure(request.id, InternalError(
-                f"Internal error: {request.method} produced an invalid result"
-            ))
+            return jsonrpc.failure(
+                request.id,
+                InternalError(f"Internal error: {request.method} produced an invalid result"),
+            )
         return jsonrpc.success(request.id, result)
 
     def _notify(self, note: Notification) -> None:
@@ -377,8 +395,7 @@ class Connection:
         if not self._dispatcher.check_template(method, "notification", template["params"]):
             return each
         try:
-            encoded = orjson.dumps(template, default=_placeholder,
-                                   option=orjson.OPT_APPEND_NEWLINE)
+            encoded = orjson.dumps(template, default=_placeholder, option=orjson.OPT_APPEND_NEWLINE)
         except TypeError:
             return each
         head, hole, tail = encoded.partition(_HOLE)
@@ -438,10 +455,16 @@ class Connection:
 
         timer = None
         if timeout_ms:
-            timer = loop.call_later(timeout_ms / 1000, give_up, OutboundTimeout(
-                f"{method} got no response within {timeout_ms} ms"))
-        remove = token.on_cancel(lambda: give_up(OutboundCancelled(
-            f"{method} cancelled"))) if token is not None else None
+            timer = loop.call_later(
+                timeout_ms / 1000,
+                give_up,
+                OutboundTimeout(f"{method} got no response within {timeout_ms} ms"),
+            )
+        remove = (
+            token.on_cancel(lambda: give_up(OutboundCancelled(f"{method} cancelled")))
+            if token is not None
+            else None
+        )
 
         def settle(_: asyncio.Future[Any]) -> None:
             if timer is not None:
@@ -465,8 +488,9 @@ class Connection:
             return
         if response.error is not None:
             error = response.error
-            future.set_exception(RemoteError(error["code"], error["message"], error.get("data"),
-                                             method=method))
+            future.set_exception(
+                RemoteError(error["code"], error["message"], error.get("data"), method=method)
+            )
             return
         try:
             result = self._dispatcher.accept_response(method, response.result)

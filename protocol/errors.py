@@ -106,8 +106,10 @@ class RemoteError(OutboundError):
         self.method = method
         what = f"{method} failed" if method else "the request failed"
         detail = quote_data(data)
-        super().__init__(f"{what} with error {code}: {message}"
-                         + (f" ({detail})" if detail and detail != message else ""))
+        super().__init__(
+            f"{what} with error {code}: {message}"
+            + (f" ({detail})" if detail and detail != message else "")
+        )
 
 
 def quote_data(data: Any) -> str:

@@ -72,9 +72,13 @@ def classify(obj: object) -> Message:
         # A request is answered with its id exactly. A number with a fraction or an exponent
         # (and an integer beyond 64 bits, which the decoder reads as one) may not survive the
         # round trip through a double, so such ids are refused, answered with id null.
-        return Invalid(None, InvalidRequest(
-            "Invalid Request: id must be a string or an integer of at most 64 bits; a number "
-            "with a fraction or an exponent cannot be echoed exactly"))
+        return Invalid(
+            None,
+            InvalidRequest(
+                "Invalid Request: id must be a string or an integer of at most 64 bits; a number "
+                "with a fraction or an exponent cannot be echoed exactly"
+            ),
+        )
     msg_id = raw_id if is_valid_id(raw_id) else None
     if "method" in obj:
         ref = _REQUEST if "id" in obj else _NOTIFICATION

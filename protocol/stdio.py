@@ -58,8 +58,7 @@ class StderrWriter:
                     if len(view) < len(data):  # part of it is out: a line left open
                         self._cut = True
                     return len(text)
-                view = view[os.write(self._fd, view[:select.PIPE_BUF]
-                                     if self._pipe else view):]
+                view = view[os.write(self._fd, view[: select.PIPE_BUF] if self._pipe else view) :]
         except OSError:  # EPIPE, EIO, EBADF: nobody will ever read it
             self.broken = True
             return len(text)

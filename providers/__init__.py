@@ -38,8 +38,11 @@ def wire_format(provider: str) -> WireFormat:
 
 
 def open_stream(
-    request: ModelRequest, token: CancellationToken, config: ProviderConfig | None = None,
-    *, scrub: Callable[[bytes], bytes] | None = None,
+    request: ModelRequest,
+    token: CancellationToken,
+    config: ProviderConfig | None = None,
+    *,
+    scrub: Callable[[bytes], bytes] | None = None,
     close_later: Callable[[Callable[[], None]], None] | None = None,
 ) -> ModelStream:
     """Start a streaming model call (configuration from the environment unless given;
@@ -48,5 +51,6 @@ def open_stream(
     from acp_fsm.providers.stream import ModelStream
 
     config = config or load_config()
-    return ModelStream(wire_format(config.provider), request, config, token, scrub,
-                       close_later=close_later)
+    return ModelStream(
+        wire_format(config.provider), request, config, token, scrub, close_later=close_later
+    )

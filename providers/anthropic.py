@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from acp_fsm.providers.assemble import MessageBuilder
@@ -65,9 +66,15 @@ def _convert(message: Message) -> list[dict[str, Any]]:
         content = _assistant_blocks(message)
         return [{"role": "assistant", "content": content}] if content else []
     if isinstance(message, ToolResultsMessage):
-        blocks = [{"type": "tool_result", "tool_use_id": r.call_id,
-                   "content": r.content or EMPTY_RESULT, "is_error": r.is_error}
-                  for r in message.results]
+        blocks = [
+            {
+                "type": "tool_result",
+                "tool_use_id": r.call_id,
+                "content": r.content or EMPTY_RESULT,
+                "is_error": r.is_error,
+            }
+            for r in message.results
+        ]
     else:
         blocks = _user_blocks(message)
     return [{"role": "user", "content": blocks}]
@@ -87,9 +94,12 @@ def _user_blocks(message: UserMessage) -> list[dict[str, Any]]:
             if part.text.strip():  # the API refuses text blocks with no visible text
                 blocks.append({"type": "text", "text": part.text})
         elif isinstance(part, ImagePart):
-            blocks.append({"type": "image", "source": {"type": "base64",
-                                                       "media_type": part.mime_type,
-                                                       "data": part.data}})
+            blocks.append(
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": part.mime_type, "data": part.data},
+                }
+            )
     return blocks or [{"type": "text", "text": "(empty message)"}]
 
 
@@ -101,28 +111,35 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
             if part.redacted is not None:
                 blocks.append({"type": "redacted_thinking", "data": part.redacted})
             elif part.signature:
-                blocks.append({"type": "thinking", "thinking": part.text,
-                               "signature": part.signature})
+                blocks.append(
+                    {"type": "thinking", "thinking": part.text, "signature": part.signature}
+                )
         elif isinstance(part, TextPart):
             if part.text.strip():  # e.g. a cancel after a first "\n\n" delta
                 blocks.append({"type": "text", "text": part.text})
         else:
-            blocks.append({"type": "tool_use", "id": part.id, "name": part.name,
-                           "input": part.arguments})
+            blocks.append(
+                {"type": "tool_use", "id": part.id, "name": part.name, "input": part.arguments}
+            )
     return blocks
 
 
 class AnthropicWire:
     name = NAME
 
-    def build(self, request: ModelRequest, config: ProviderConfig, scrub: Scrub | None = None
-              ) -> tuple[str, dict[str, str], bytes]:
-        headers = {"content-type": "application/json", "accept": "text/event-stream",
-                   "anthropic-version": API_VERSION}
+    def build(
+        self, request: ModelRequest, config: ProviderConfig, scrub: Scrub | None = None
+    ) -> tuple[str, dict[str, str], bytes]:
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+            "anthropic-version": API_VERSION,
+        }
         if config.api_key:
             headers["x-api-key"] = config.api_key
         encoded = encoder_of(request, NAME, lambda: Encoder(_convert, _merge)).encode(
-            request.messages, scrub)
+            request.messages, scrub
+        )
         body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
@@ -134,8 +151,10 @@ class AnthropicWire:
         if request.system:
             body["system"] = [{"type": "text", "text": request.system, "cache_control": CACHED}]
         if request.tools:
-            body["tools"] = [{"name": t.name, "description": t.description,
-                              "input_schema": t.input_schema} for t in request.tools]
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                for t in request.tools
+            ]
             body["tools"][-1]["cache_control"] = CACHED
             if request.answer_only:
                 body["tool_choice"] = {"type": "none"}
@@ -154,9 +173,15 @@ class AnthropicWire:
         # look for it anywhere in the body.
         text = body.decode("utf-8", "replace")
         retryable = status in RETRYABLE_STATUSES and not any(
-            marker in text for marker in NOT_RETRYABLE_MARKERS)
-        return ProviderError(NAME, message or f"HTTP {status}", status=status,
-                             error_type=error_type, retryable=retryable)
+            marker in text for marker in NOT_RETRYABLE_MARKERS
+        )
+        return ProviderError(
+            NAME,
+            message or f"HTTP {status}",
+            status=status,
+            error_type=error_type,
+            retryable=retryable,
+        )
 
     def parser(self) -> AnthropicParser:
         return AnthropicParser()
@@ -192,8 +217,15 @@ class AnthropicParser:
         self._done = False
         self._tool_blocks: set[int] = set()
         self._usage = Usage()
-        self._counts = dict.fromkeys(("input_tokens", "output_tokens", "cache_read_input_tokens",
-                                      "cache_creation_input_tokens"), 0)
+        self._counts = dict.fromkeys(
+            (
+                "input_tokens",
+                "output_tokens",
+                "cache_read_input_tokens",
+                "cache_creation_input_tokens",
+            ),
+            0,
+        )
 
     def feed(self, event: SseEvent) -> list[Event]:
         try:
@@ -202,9 +234,8 @@ class AnthropicParser:
             raise ProviderError(NAME, f"malformed stream event: {event.data[:200]!r}") from None
         if not isinstance(data, dict):
             return []
-        kind = data.get("type") or event.event
-        handler = getattr(self, "_on_" + str(kind), None)
-        return handler(data) if handler is not None else []  # unknown events are ignored
+        handler = _EVENTS.get(str(data.get("type") or event.event))
+        return handler(self, data) if handler is not None else []  # unknown events are ignored
 
     def _on_message_start(self, data: dict[str, Any]) -> list[Event]:
         usage = (data.get("message") or {}).get("usage") or {}
@@ -261,8 +292,12 @@ class AnthropicParser:
     def _on_error(self, data: dict[str, Any]) -> list[Event]:
         error = data.get("error") or {}
         error_type = error.get("type")
-        raise ProviderError(NAME, str(error.get("message") or "error in stream"),
-                            error_type=error_type, retryable=error_type in TRANSIENT_TYPES)
+        raise ProviderError(
+            NAME,
+            str(error.get("message") or "error in stream"),
+            error_type=error_type,
+            retryable=error_type in TRANSIENT_TYPES,
+        )
 
     def _update_usage(self, usage: dict[str, Any]) -> Usage:
         """Anthropic's counts are cumulative and a field absent from an update keeps its value.
@@ -283,10 +318,27 @@ class AnthropicParser:
 
     def end(self) -> list[Event]:
         if not self._done:
-            raise ProviderError(NAME, "stream ended before message_stop (truncated)",
-                                error_type="truncated", retryable=True)
-        stop = self._stop or (StopReason.TOOL_USE if self.builder.message().tool_calls
-                              else StopReason.END_TURN)
+            raise ProviderError(
+                NAME,
+                "stream ended before message_stop (truncated)",
+                error_type="truncated",
+                retryable=True,
+            )
+        stop = self._stop or (
+            StopReason.TOOL_USE if self.builder.message().tool_calls else StopReason.END_TURN
+        )
         events: list[Event] = list(self.builder.finish_tools())
         events.append(Finished(stop, self.builder.message(stop), self._usage))
         return events
+
+
+# The stream's event types and what the parser does with each (any other is ignored).
+_EVENTS: dict[str, Callable[[AnthropicParser, dict[str, Any]], list[Event]]] = {
+    "message_start": AnthropicParser._on_message_start,
+    "content_block_start": AnthropicParser._on_content_block_start,
+    "content_block_delta": AnthropicParser._on_content_block_delta,
+    "content_block_stop": AnthropicParser._on_content_block_stop,
+    "message_delta": AnthropicParser._on_message_delta,
+    "message_stop": AnthropicParser._on_message_stop,
+    "error": AnthropicParser._on_error,
+}

@@ -30,8 +30,9 @@ class StreamParser(Protocol):
 class WireFormat(Protocol):
     name: str
 
-    def build(self, request: ModelRequest, config: ProviderConfig, scrub: Scrub | None = None
-              ) -> tuple[str, dict[str, str], bytes]:
+    def build(
+        self, request: ModelRequest, config: ProviderConfig, scrub: Scrub | None = None
+    ) -> tuple[str, dict[str, str], bytes]:
         """URL, headers and JSON body of the streaming call, its secrets hidden by `scrub`."""
 
     def parse_error(self, status: int, body: bytes) -> ProviderError:

@@ -63,8 +63,7 @@ class Encoded:
         breakpoint in it): the open one, else the last closed one decoded again."""
         if self.open is None and self.last:
             closed = self.last.pop()
-            self.joined = self.joined[:len(self.joined) - len(closed.data)].removesuffix(
-                SEPARATOR)
+            self.joined = self.joined[: len(self.joined) - len(closed.data)].removesuffix(SEPARATOR)
             self.open = json.loads(closed.data)  # scrubbed already: scrubbed again, the same
         return self.open
 
@@ -108,8 +107,8 @@ class Encoder:
         start = self._resume_point(messages)
         mark = self._marks[start]
         assert mark is not None
-        del self._joined[mark[0]:]
-        self._last, self._marks = list(mark[1]), self._marks[:start + 1]
+        del self._joined[mark[0] :]
+        self._last, self._marks = list(mark[1]), self._marks[: start + 1]
         current: dict[str, Any] | None = None
         for message in messages[start:]:
             for wire in self._convert(message):
@@ -121,8 +120,9 @@ class Encoder:
                 if wire.get("role") != self._open_role:
                     self._close(wire)
                     current = None
-            self._marks.append(None if current is not None else
-                               (len(self._joined), self._last[-2:]))
+            self._marks.append(
+                None if current is not None else (len(self._joined), self._last[-2:])
+            )
         self._seen = tuple(messages)
         return Encoded(self._joined, self._last[-2:], current, scrub)
 
@@ -164,8 +164,9 @@ def encoder_of(request: ModelRequest, wire: str, make: Callable[[], Encoder]) ->
     return found
 
 
-def splice(body: dict[str, Any], messages: list[bytes | bytearray],
-           scrub: Scrub | None = None) -> bytes:
+def splice(
+    body: dict[str, Any], messages: list[bytes | bytearray], scrub: Scrub | None = None
+) -> bytes:
     """`json.dumps(body).encode()` with the JSON `messages` (its pieces, scrubbed) as the
     value of its `MESSAGES` key, byte for byte what encoding the body whole gives (the same
     separators, the same key order), the rest scrubbed by `scrub`."""
@@ -173,7 +174,7 @@ def splice(body: dict[str, Any], messages: list[bytes | bytearray],
     keys = list(body)
     at = keys.index(MESSAGES)
     before = json.dumps({k: body[k] for k in keys[:at]})[:-1]
-    after = {k: body[k] for k in keys[at + 1:]}
+    after = {k: body[k] for k in keys[at + 1 :]}
     rest = f", {json.dumps(after)[1:]}" if after else "}"
     key = f'{before}{", " if at else ""}"{MESSAGES}": '
     return b"".join((scrub(key.encode()), *messages, scrub(rest.encode())))
@@ -188,5 +189,3 @@ def encode_all(messages: Sequence[Message], convert: Convert, merge: Merge) -> l
             if not (out and out[-1].get("role") == "user" and merge(out[-1], wire)):
                 out.append(wire)
     return out
-
-

@@ -50,8 +50,10 @@ class ProviderConfig(NamedTuple):
 
     def __repr__(self) -> str:
         key = "set" if self.api_key else "unset"
-        return (f"ProviderConfig({self.provider}, model={self.model!r}, "
-                f"base_url={self.base_url!r}, api_key={key})")
+        return (
+            f"ProviderConfig({self.provider}, model={self.model!r}, "
+            f"base_url={self.base_url!r}, api_key={key})"
+        )
 
 
 def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float = 0) -> float:
@@ -87,8 +89,9 @@ def load_config(env: Mapping[str, str] | None = None) -> ProviderConfig:
         base_url=base_url,
         api_key=env.get(KEY_VARIABLES[provider]) or None,
         max_tokens=int(_number(env, "ACP_FSM_MAX_TOKENS", 8192, minimum=1)),
-        context_window=int(_number(env, "ACP_FSM_CONTEXT_WINDOW",
-                                   DEFAULT_CONTEXT_WINDOWS[provider], minimum=1)),
+        context_window=int(
+            _number(env, "ACP_FSM_CONTEXT_WINDOW", DEFAULT_CONTEXT_WINDOWS[provider], minimum=1)
+        ),
         max_retries=int(_number(env, "ACP_FSM_MAX_RETRIES", 2)),
         connect_timeout_s=_number(env, "ACP_FSM_CONNECT_TIMEOUT_MS", 10_000, minimum=1) / 1000,
         read_timeout_s=_number(env, "ACP_FSM_READ_TIMEOUT_MS", 180_000, minimum=1) / 1000,

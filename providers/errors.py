@@ -9,18 +9,29 @@ from acp_fsm.providers.types import AssistantMessage
 
 # How the APIs word a request over the context window, when they give no code for it
 # (OpenAI, Anthropic, vLLM, llama.cpp's "exceeds the available context size").
-CONTEXT_MARKERS = ("prompt is too long", "maximum context length", "exceed context limit",
-                   "context window", "context length", "context size", "context the overflows")
+CONTEXT_MARKERS = (
+    "prompt is too long",
+    "maximum context length",
+    "exceed context limit",
+    "context window",
+    "context length",
+    "context size",
+    "context the overflows",
+)
 BRIEF_CHARS = 240  # of a provider's message, in the one line the user is shown
 MAX_DETAILS_CHARS = 8192  # of the whole message, kept in the error's data
 # What such an error says of the sizes: the prompt's tokens, and the model's maximum.
 # (llama.cpp says "request (N tokens) exceeds the available context size (M tokens)", LM
 # Studio "keep the first N tokens ... context length of only M tokens".)
-_PROMPT_SIZE = re.compile(r"(\d+) in the messages|resulted in (\d+) tokens|too long: (\d+) "
-                          r"tokens|context limit: (\d+) \+|(?:prompt|request) \((\d+) tokens\)"
-                          r"|keep the first (\d+) tokens")
-_MAXIMUM = re.compile(r"maximum context length is (\d+)|> (\d+)(?: maximum)?\b|"
-                      r"context size \((\d+) tokens\)|context length of only (\d+)")
+_PROMPT_SIZE = re.compile(
+    r"(\d+) in the messages|resulted in (\d+) tokens|too long: (\d+) "
+    r"tokens|context limit: (\d+) \+|(?:prompt|request) \((\d+) tokens\)"
+    r"|keep the first (\d+) tokens"
+)
+_MAXIMUM = re.compile(
+    r"maximum context length is (\d+)|> (\d+)(?: maximum)?\b|"
+    r"context size \((\d+) tokens\)|context length of only (\d+)"
+)
 
 
 class ProviderError(Exception):
@@ -54,7 +65,7 @@ class ProviderError(Exception):
         """The message as one short line (a server may answer with kilobytes of validation
         dump); `details` holds the rest."""
         line = " ".join(self.message.split())
-        return line if len(line) <= BRIEF_CHARS else f"{line[:BRIEF_CHARS - 1].rstrip()}…"
+        return line if len(line) <= BRIEF_CHARS else f"{line[: BRIEF_CHARS - 1].rstrip()}…"
 
     @property
     def details(self) -> str | None:
@@ -73,7 +84,8 @@ class ProviderError(Exception):
             return False
         message = self.message.lower()
         return self.error_type == "context_length_exceeded" or any(
-            marker in message for marker in CONTEXT_MARKERS)
+            marker in message for marker in CONTEXT_MARKERS
+        )
 
     @property
     def context_sizes(self) -> tuple[int | None, int | None]:
@@ -82,8 +94,10 @@ class ProviderError(Exception):
         return _first_number(_PROMPT_SIZE, self.message), _first_number(_MAXIMUM, self.message)
 
     def __repr__(self) -> str:
-        return (f"ProviderError({self.provider!r}, {self.message!r}, status={self.status}, "
-                f"error_type={self.error_type!r}, retryable={self.retryable})")
+        return (
+            f"ProviderError({self.provider!r}, {self.message!r}, status={self.status}, "
+            f"error_type={self.error_type!r}, retryable={self.retryable})"
+        )
 
 
 EMPTY_STREAM = "empty_stream"
@@ -94,9 +108,13 @@ def empty_stream(provider: str, *, retryable: bool) -> ProviderError:
     the request is over its context window (the error comes after the headers): from such a
     server the turn decides whether that is the likely cause (`acp_fsm.turn`), so it is
     retried only from the providers' own APIs, which refuse a long request with a 400."""
-    return ProviderError(provider, "the server answered 200 and ended the stream without a "
-                         "single event", status=200, error_type=EMPTY_STREAM,
-                         retryable=retryable)
+    return ProviderError(
+        provider,
+        "the server answered 200 and ended the stream without a single event",
+        status=200,
+        error_type=EMPTY_STREAM,
+        retryable=retryable,
+    )
 
 
 class StreamCancelled(Cancelled):

@@ -86,8 +86,9 @@ def _body_class() -> type[aiohttp.payload.BytesPayload]:
     import aiohttp
 
     class Body(aiohttp.payload.BytesPayload):
-        async def write_with_length(self, writer: aiohttp.abc.AbstractStreamWriter,
-                                    content_length: int | None) -> None:
+        async def write_with_length(
+            self, writer: aiohttp.abc.AbstractStreamWriter, content_length: int | None
+        ) -> None:
             view = memoryview(self._value)
             if content_length is not None:
                 view = view[:content_length]

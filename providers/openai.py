@@ -42,8 +42,16 @@ STOP_REASONS = {
     "content_filter": StopReason.REFUSAL,
 }
 # Error types inside a 200 stream that a later attempt may not hit.
-TRANSIENT_TYPES = frozenset({"server_error", "internal_error", "rate_limit_exceeded", "timeout",
-                             "overloaded_error", "service_unavailable"})
+TRANSIENT_TYPES = frozenset(
+    {
+        "server_error",
+        "internal_error",
+        "rate_limit_exceeded",
+        "timeout",
+        "overloaded_error",
+        "service_unavailable",
+    }
+)
 EMPTY_RESULT = "(no output)"
 MAX_ERROR_CHARS = 4000  # of an error body that is not one of the known shapes
 
@@ -64,8 +72,10 @@ def _convert(message: Message) -> list[dict[str, Any]]:
     if isinstance(message, AssistantMessage):
         converted = _assistant(message)
         return [] if converted is None else [converted]
-    return [{"role": "tool", "tool_call_id": r.call_id, "content": r.content or EMPTY_RESULT}
-            for r in message.results]
+    return [
+        {"role": "tool", "tool_call_id": r.call_id, "content": r.content or EMPTY_RESULT}
+        for r in message.results
+    ]
 
 
 def _merge(last: dict[str, Any], wire: dict[str, Any]) -> bool:
@@ -98,8 +108,11 @@ def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
 
 def _arguments(call: ToolCallPart) -> str:
     """The call's arguments as sent back: the model's own text when it was valid JSON."""
-    return call.raw_arguments if call.error is None and call.raw_arguments else json.dumps(
-        call.arguments)
+    return (
+        call.raw_arguments
+        if call.error is None and call.raw_arguments
+        else json.dumps(call.arguments)
+    )
 
 
 def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
@@ -121,8 +134,9 @@ def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
 class OpenAiWire:
     name = NAME
 
-    def build(self, request: ModelRequest, config: ProviderConfig, scrub: Scrub | None = None
-              ) -> tuple[str, dict[str, str], bytes]:
+    def build(
+        self, request: ModelRequest, config: ProviderConfig, scrub: Scrub | None = None
+    ) -> tuple[str, dict[str, str], bytes]:
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
         if config.api_key:
             headers["authorization"] = f"Bearer {config.api_key}"
@@ -138,8 +152,14 @@ class OpenAiWire:
         body[limit_key] = request.max_tokens
         if request.tools:
             body["tools"] = [
-                {"type": "function", "function": {"name": t.name, "description": t.description,
-                                                  "parameters": t.input_schema}}
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.input_schema,
+                    },
+                }
                 for t in request.tools
             ]
             if request.answer_only:
@@ -147,17 +167,27 @@ class OpenAiWire:
         if request.reasoning:
             body["reasoning_effort"] = request.reasoning
         encoded = encoder_of(request, NAME, lambda: Encoder(_convert, _merge)).encode(
-            request.messages, scrub)
-        system = [json.dumps({"role": "system", "content": request.system})] \
-            if request.system else []
-        return f"{config.base_url}/chat/completions", headers, splice(
-            body, encoded.json(system), scrub)
+            request.messages, scrub
+        )
+        system = (
+            [json.dumps({"role": "system", "content": request.system})] if request.system else []
+        )
+        return (
+            f"{config.base_url}/chat/completions",
+            headers,
+            splice(body, encoded.json(system), scrub),
+        )
 
     def parse_error(self, status: int, body: bytes) -> ProviderError:
         error_type, message, code = _error_fields(body)
         retryable = status in RETRYABLE_STATUSES and code != "insufficient_quota"
-        return ProviderError(NAME, message or f"HTTP {status}", status=status,
-                             error_type=code or error_type, retryable=retryable)
+        return ProviderError(
+            NAME,
+            message or f"HTTP {status}",
+            status=status,
+            error_type=code or error_type,
+            retryable=retryable,
+        )
 
     def parser(self) -> OpenAiParser:
         return OpenAiParser()
@@ -183,8 +213,11 @@ def _error_fields(body: bytes) -> tuple[str | None, str, str | None]:
     detail = error.get("detail")
     message = error.get("message") or (detail if isinstance(detail, str) else json.dumps(detail))
     error_type = error.get("type")
-    return (error_type if isinstance(error_type, str) else None, str(message or ""),
-            code if isinstance(code, str) else None)
+    return (
+        error_type if isinstance(error_type, str) else None,
+        str(message or ""),
+        code if isinstance(code, str) else None,
+    )
 
 
 class OpenAiParser:
@@ -210,8 +243,12 @@ class OpenAiParser:
         if "error" in chunk:
             error_type, message, code = _error_fields(json.dumps(chunk).encode())
             kind = code or error_type
-            raise ProviderError(NAME, message or "error in stream", error_type=kind,
-                                retryable=kind in TRANSIENT_TYPES)
+            raise ProviderError(
+                NAME,
+                message or "error in stream",
+                error_type=kind,
+                retryable=kind in TRANSIENT_TYPES,
+            )
         events: list[Event] = []
         for choice in chunk.get("choices") or ():
             if isinstance(choice, dict) and choice.get("index", 0) == 0:
@@ -271,8 +308,12 @@ class OpenAiParser:
 
     def end(self) -> list[Event]:
         if self._finish is None and not self._done:
-            raise ProviderError(NAME, "stream ended before [DONE] and without a finish reason "
-                                "(truncated)", error_type="truncated", retryable=True)
+            raise ProviderError(
+                NAME,
+                "stream ended before [DONE] and without a finish reason (truncated)",
+                error_type="truncated",
+                retryable=True,
+            )
         events: list[Event] = list(self.builder.finish_tools())
         stop = self._finish
         if stop is None:

@@ -50,8 +50,18 @@ def json_data(event: SseEvent) -> Any:
 class SseDecoder:
     """Incremental event-stream parser."""
 
-    __slots__ = ("_cr", "_data", "_decoder", "_event", "_id", "_pieces", "_retry", "_size",
-                 "_started", "_waiting")
+    __slots__ = (
+        "_cr",
+        "_data",
+        "_decoder",
+        "_event",
+        "_id",
+        "_pieces",
+        "_retry",
+        "_size",
+        "_started",
+        "_waiting",
+    )
 
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -132,8 +142,12 @@ class SseDecoder:
                 if data:
                     # tuple.__new__: the NamedTuple without the Python function its class
                     # calls to make one (as costly as the rest of the event's parsing)
-                    events.append(_new(SseEvent, (self._event or "message", "\n".join(data),
-                                                  self._id, self._retry)))
+                    events.append(
+                        _new(
+                            SseEvent,
+                            (self._event or "message", "\n".join(data), self._id, self._retry),
+                        )
+                    )
                     data = self._data = []
                     self._size = 0
                 self._event = ""

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("providers")
 
+
 class _TokenFired(Exception):
     """Set on the response body to wake a pending read when the token fires."""
 
@@ -75,8 +76,10 @@ class ModelStream:
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "finished" if self._finished else "open"
-        return (f"<ModelStream {self._wire.name} {self._request.model} {state} "
-                f"attempt={self._attempt} yielded={self._yielded}>")
+        return (
+            f"<ModelStream {self._wire.name} {self._request.model} {state} "
+            f"attempt={self._attempt} yielded={self._yielded}>"
+        )
 
     async def __aenter__(self) -> ModelStream:
         return self
@@ -205,8 +208,7 @@ class ModelStream:
 
     def _may_retry(self, error: ProviderError) -> bool:
         """Retry only what may be transient, only before output reached the caller."""
-        return (error.retryable and not self._yielded
-                and self._attempt <= self._config.max_retries)
+        return error.retryable and not self._yielded and self._attempt <= self._config.max_retries
 
     async def _open(self) -> None:
         """POST the request; retry what may be retried; leave a 200 response in place."""
@@ -217,9 +219,14 @@ class ModelStream:
             self._decoder = SseDecoder()
             self._seen = 0  # events of this attempt
             try:
-                response = await self._token.race(client_session().post(
-                    url, data=body_payload(body), headers=headers,
-                    timeout=request_timeout(self._config)))
+                response = await self._token.race(
+                    client_session().post(
+                        url,
+                        data=body_payload(body),
+                        headers=headers,
+                        timeout=request_timeout(self._config),
+                    )
+                )
             except Cancelled:
                 raise self._cancelled() from None
             except Exception as exc:
@@ -249,10 +256,14 @@ class ModelStream:
             if self._token.is_cancelled:
                 raise self._cancelled()
             if response.status == 200:
-                raise ProviderError(self._wire.name, "the server answered without streaming "
-                                    f"(content-type {response.content_type!r}): "
-                                    f"{payload[:200].decode('utf-8', 'replace')}",
-                                    status=200, error_type="not_streaming")
+                raise ProviderError(
+                    self._wire.name,
+                    "the server answered without streaming "
+                    f"(content-type {response.content_type!r}): "
+                    f"{payload[:200].decode('utf-8', 'replace')}",
+                    status=200,
+                    error_type="not_streaming",
+                )
             error = self._wire.parse_error(response.status, payload)
             if not self._may_retry(error):
                 raise error
@@ -263,8 +274,13 @@ class ModelStream:
         self._events.clear()
         self._parser = None  # nothing of the failed attempt reached the caller
         delay = retry_delay(self._attempt - 1, self._config, headers)
-        log.warning("model_call_retry", provider=self._wire.name, attempt=self._attempt,
-                    delay_s=round(delay, 3), error=str(error))
+        log.warning(
+            "model_call_retry",
+            provider=self._wire.name,
+            attempt=self._attempt,
+            delay_s=round(delay, 3),
+            error=str(error),
+        )
         try:
             await self._token.race(asyncio.sleep(delay))
         except Cancelled:
@@ -278,11 +294,19 @@ class ModelStream:
         if isinstance(exc, SseError):
             return ProviderError(name, str(exc))
         if isinstance(exc, aiohttp.ServerTimeoutError | TimeoutError):
-            return ProviderError(name, f"timed out: {exc or 'no data within the read timeout'}",
-                                 error_type="timeout", retryable=True)
+            return ProviderError(
+                name,
+                f"timed out: {exc or 'no data within the read timeout'}",
+                error_type="timeout",
+                retryable=True,
+            )
         if isinstance(exc, aiohttp.ClientError):
-            return ProviderError(name, f"connection failed: {type(exc).__name__}: {exc}",
-                                 error_type="connection_error", retryable=True)
+            return ProviderError(
+                name,
+                f"connection failed: {type(exc).__name__}: {exc}",
+                error_type="connection_error",
+                retryable=True,
+            )
         return ProviderError(name, f"unexpected failure: {type(exc).__name__}: {exc}")
 
 

@@ -163,6 +163,11 @@ class Finished(NamedTuple):
 
 
 Event = (
-    TextDelta | ThinkingDelta | ToolCallStarted | ToolCallArgsDelta | ToolCallFinished | Usage
+    TextDelta
+    | ThinkingDelta
+    | ToolCallStarted
+    | ToolCallArgsDelta
+    | ToolCallFinished
+    | Usage
     | Finished
 )

@@ -30,8 +30,16 @@ if TYPE_CHECKING:
 
     from acp_fsm.schemas.native import Check
 
-__all__ = ["Violation", "compile_schema", "definitions", "load_json", "schema_path", "validate",
-           "validator", "warm"]
+__all__ = [
+    "Violation",
+    "compile_schema",
+    "definitions",
+    "load_json",
+    "schema_path",
+    "validate",
+    "validator",
+    "warm",
+]
 
 _DIR = os.path.dirname(os.path.abspath(__file__))
 Segment = str | int
@@ -184,5 +192,3 @@ def _check(ref: str) -> Check:
     from acp_fsm.schemas.native import Check
 
     return Check({"$ref": f"#/$defs/{ref.partition('.')[2]}"}, _defs_of(ref))
-
-

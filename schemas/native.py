@@ -25,8 +25,11 @@ class Check:
     __slots__ = ("_branches", "_defs", "_iter_errors", "_root", "is_valid")
 
     def __init__(self, schema: dict[str, Any], defs: dict[str, Any]) -> None:
-        self._root = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema,
-                      "$defs": defs}
+        self._root = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            **schema,
+            "$defs": defs,
+        }
         self._defs = defs
         native = jsonschema_rs.Draft202012Validator(self._root)
         self.is_valid: Callable[[object], bool] = native.is_valid
@@ -50,13 +53,19 @@ class Check:
         if kind in ("OneOfNotValid", "AnyOf"):
             return self._explain_union(list(self._node(where)), value, path)
         if kind == "OneOfMultipleValid":
-            valid = [f"#{i}" for i, branch in enumerate(self._node(where))
-                     if self._branch(branch).is_valid(value)]
-            return Violation(path, "matches more than one oneOf alternative ("
-                             + " and ".join(valid) + ")")
+            valid = [
+                f"#{i}"
+                for i, branch in enumerate(self._node(where))
+                if self._branch(branch).is_valid(value)
+            ]
+            return Violation(
+                path, "matches more than one oneOf alternative (" + " and ".join(valid) + ")"
+            )
         if kind == "Type":  # the schema's own order ("string or null"), not the library's
-            return Violation(path, f"expected {_or(_types({'type': self._node(where)}))}, "
-                             f"got {_type_name(value)}")
+            return Violation(
+                path,
+                f"expected {_or(_types({'type': self._node(where)}))}, got {_type_name(value)}",
+            )
         if kind == "FalseSchema" and where[-1:] == ["additionalProperties"]:
             known = self._node([*where[:-1], "properties"], {})
             return Violation(path, _unexpected([k for k in value if k not in known]))  # type: ignore[attr-defined]
@@ -76,19 +85,27 @@ class Check:
             node = node[seg]
         return node
 
-    def _explain_union(self, branches: list[Any], value: object, path: tuple[Segment, ...]
-                       ) -> Violation:
+    def _explain_union(
+        self, branches: list[Any], value: object, path: tuple[Segment, ...]
+    ) -> Violation:
         resolved = [self._resolve(b) for b in branches]
         tag = _discriminator(resolved)
         if tag is not None and isinstance(value, dict):
             tags = [b["properties"][tag]["const"] for b in resolved]
             if tag not in value:
-                return Violation(path, f"missing tag property {_show(tag)}; expected one of "
-                                 + ", ".join(map(_show, tags)))
+                return Violation(
+                    path,
+                    f"missing tag property {_show(tag)}; expected one of "
+                    + ", ".join(map(_show, tags)),
+                )
             keys = [_json_key(t) for t in tags]
             if _json_key(value[tag]) not in keys:
-                return Violation((*path, tag), "unknown tag value, expected one of "
-                                 + ", ".join(map(_show, tags)) + f", got {_show(value[tag])}")
+                return Violation(
+                    (*path, tag),
+                    "unknown tag value, expected one of "
+                    + ", ".join(map(_show, tags))
+                    + f", got {_show(value[tag])}",
+                )
             return self._within(branches[keys.index(_json_key(value[tag]))], value, path)
         typed = [(b, r) for b, r in zip(branches, resolved, strict=True) if _admits(r, value)]
         types = [t for r in resolved for t in _types(r)]
@@ -146,8 +163,11 @@ def _tag_fit(branch: Any, value: object) -> bool | None:
     branch fixes none."""
     if not isinstance(branch, dict) or not isinstance(value, dict):
         return None
-    fixed = {name: prop["const"] for name, prop in branch.get("properties", {}).items()
-             if isinstance(prop, dict) and "const" in prop}
+    fixed = {
+        name: prop["const"]
+        for name, prop in branch.get("properties", {}).items()
+        if isinstance(prop, dict) and "const" in prop
+    }
     if not fixed:
         return None
     required = branch.get("required", ())
@@ -160,8 +180,16 @@ def _tag_fit(branch: Any, value: object) -> bool | None:
     return True
 
 
-_JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string",
-               type(None): "null", dict: "object", list: "array", tuple: "array"}
+_JSON_TYPES = {
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    type(None): "null",
+    dict: "object",
+    list: "array",
+    tuple: "array",
+}
 
 
 def _types(schema: Any) -> list[str]:
@@ -225,8 +253,11 @@ def _forbidden(schema: Any, value: object) -> str:
         names = option.get("required") if isinstance(option, dict) and len(option) == 1 else None
         if names and isinstance(value, dict) and all(name in value for name in names):
             listed = ", ".join(map(_show, names))
-            return (f"property {listed} is not allowed here" if len(names) == 1
-                    else f"properties {listed} are not allowed together here")
+            return (
+                f"property {listed} is not allowed here"
+                if len(names) == 1
+                else f"properties {listed} are not allowed together here"
+            )
     return 'must not match the "not" schema'
 
 
@@ -281,7 +312,6 @@ def _describe(error: Any, value: object) -> str:
     if name == "FalseSchema":
         return "no value is allowed here"
     return str(error.message)
-
 
 
 def _count(n: int, word: str) -> str:

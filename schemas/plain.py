@@ -31,8 +31,19 @@ if TYPE_CHECKING:
 __all__ = ["ANY_STRING", "surely_conforms", "surely_valid"]
 
 # Keywords that only annotate: they never make an instance invalid.
-_ANNOTATIONS = frozenset({"description", "default", "$comment", "title", "examples",
-                          "$schema", "$id", "deprecated", "$defs"})
+_ANNOTATIONS = frozenset(
+    {
+        "description",
+        "default",
+        "$comment",
+        "title",
+        "examples",
+        "$schema",
+        "$id",
+        "deprecated",
+        "$defs",
+    }
+)
 
 
 class _Unsure(Exception):
@@ -131,7 +142,7 @@ def _ref(arg: str, value: object, defs: dict[str, object], depth: int) -> bool:
     prefix = "#/$defs/"
     if not arg.startswith(prefix):
         raise _Unsure
-    return _valid(defs[arg[len(prefix):]], value, defs, depth)
+    return _valid(defs[arg[len(prefix) :]], value, defs, depth)
 
 
 def _any_of(arg: list[object], value: object, defs: dict[str, object], depth: int) -> bool:
@@ -178,7 +189,17 @@ def _min_length(arg: int, value: object, defs: dict[str, object], depth: int) ->
 
 
 _KEYWORDS: dict[str, _Keyword] = {
-    "type": _type, "properties": _properties, "required": _required, "items": _items,
-    "$ref": _ref, "anyOf": _any_of, "allOf": _all_of, "oneOf": _one_of, "const": _const,
-    "enum": _enum, "minimum": _minimum, "maximum": _maximum, "minLength": _min_length,
+    "type": _type,
+    "properties": _properties,
+    "required": _required,
+    "items": _items,
+    "$ref": _ref,
+    "anyOf": _any_of,
+    "allOf": _all_of,
+    "oneOf": _one_of,
+    "const": _const,
+    "enum": _enum,
+    "minimum": _minimum,
+    "maximum": _maximum,
+    "minLength": _min_length,
 }

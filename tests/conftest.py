@@ -1,12 +1,29 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Generator
 from functools import cache
 from typing import Any
 
 import pytest
 
 from tests.harness import AgentProcess, agent_env
+
+# Where each skip reason was first seen: later skips for the same reason (the conformance
+# tests without the official schema, the interop tests without the SDK) are reported there, so
+# pytest's summary folds them into one line with their count instead of a line per test.
+_SKIP_SITES: dict[str, tuple[str, int]] = {}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+        path, line, reason = report.longrepr
+        site = _SKIP_SITES.setdefault(reason, (str(path), line))
+        report.longrepr = (*site, reason)
+    return report
 
 
 @cache
@@ -32,7 +49,8 @@ def assert_clean(agent: AgentProcess) -> None:
 
         report = check_records(checker, agent.records)
         assert report.ok, f"{len(report.failures)} messages fail the official schema:\n" + (
-            "\n".join(report.failures[:10]))
+            "\n".join(report.failures[:10])
+        )
 
 
 @pytest.fixture

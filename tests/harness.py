@@ -54,18 +54,23 @@ class AgentProcess(AgentLink):
     with no editor attached, the agent's requests wait in `requests` for the test to answer."""
 
     @classmethod
-    async def start(cls, env: dict[str, str] | None = None, *args: str,
-                    editor: Editor | None = None) -> AgentProcess:
-        return await cls.spawn(env or agent_env(), *args, command=agent_command(),
-                               limit=READ_LIMIT, editor=editor)
+    async def start(
+        cls, env: dict[str, str] | None = None, *args: str, editor: Editor | None = None
+    ) -> AgentProcess:
+        return await cls.spawn(
+            env or agent_env(), *args, command=agent_command(), limit=READ_LIMIT, editor=editor
+        )
 
     async def initialize(self, **capabilities: Any) -> dict[str, Any]:
-        response = await self.request("initialize", {
-            "protocolVersion": 1,
-            "clientCapabilities": capabilities
-            or {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True},
-            "clientInfo": {"name": "acp-fsm-tests", "version": "0"},
-        })
+        response = await self.request(
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientCapabilities": capabilities
+                or {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True},
+                "clientInfo": {"name": "acp-fsm-tests", "version": "0"},
+            },
+        )
         assert "result" in response, response
         return dict(response["result"])
 

@@ -13,8 +13,18 @@ from acp_fsm.devkit.schema_check import SCHEMA_ENV, cache_path, cached_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "acp-schema" / "schema.json"
-SDK_COPY = (ROOT / "tests" / "interop" / "node" / "node_modules" / "@agentclientprotocol" / "sdk"
-            / "schema" / "v1" / "schema.json")
+SDK_COPY = (
+    ROOT
+    / "tests"
+    / "interop"
+    / "node"
+    / "node_modules"
+    / "@agentclientprotocol"
+    / "sdk"
+    / "schema"
+    / "v1"
+    / "schema.json"
+)
 
 
 def schema_candidates() -> list[Path]:
@@ -31,7 +41,9 @@ def locate_schema() -> Path | None:
     return next((path for path in (SHARED, SDK_COPY) if path.is_file()), None) or cached_schema()
 
 
-NO_SCHEMA = (f"official ACP schema not found (looked in: "
-             f"{', '.join(str(p) for p in schema_candidates())}); set {SCHEMA_ENV} to its path, "
-             "or run `acp-fsm schema-check` once (it fetches and caches it), or "
-             "`npm ci --prefix tests/interop/node`")
+NO_SCHEMA = (
+    f"official ACP schema not found (looked in: "
+    f"{', '.join(str(p) for p in schema_candidates())}); set {SCHEMA_ENV} to its path, "
+    "or run `acp-fsm schema-check` once (it fetches and caches it), or "
+    "`npm ci --prefix tests/interop/node`"
+)

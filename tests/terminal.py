@@ -24,8 +24,14 @@ class Terminal:
     def __init__(self, args: Sequence[str], env: Mapping[str, str]) -> None:
         master, slave = os.openpty()
         # its own session and process group, as a terminal's foreground job
-        self.proc = subprocess.Popen([*agent_command(), *args], stdin=slave, stdout=slave,
-                                     stderr=slave, env=dict(env), start_new_session=True)
+        self.proc = subprocess.Popen(
+            [*agent_command(), *args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=dict(env),
+            start_new_session=True,
+        )
         os.close(slave)
         self._master = master
         self.screen = ""  # everything shown so far, echoed input included

@@ -14,8 +14,14 @@ from tests.harness import ROOT
 
 
 def test_the_committed_types_are_what_the_schema_generates() -> None:
-    done = subprocess.run([sys.executable, "-m", "acp_fsm.devkit.typegen", "--check"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "acp_fsm.devkit.typegen", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert typegen.TARGET.read_text(encoding="utf-8") == typegen.generate()
 
@@ -40,13 +46,21 @@ def test_the_type_checker_holds_payloads_to_the_schema(tmp_path: Path) -> None:
     the value or the tag that is wrong in the others."""
     (tmp_path / "acp_types.py").write_text(typegen.TARGET.read_text(encoding="utf-8"))
     (tmp_path / "payloads.py").write_text(CHECKED)
-    done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
-                           "payloads.py"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "payloads.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
     lines = sorted({int(line.split(":")[1]) for line in errors})
-    wrong = [number for number, line in enumerate(CHECKED.splitlines(), 1)
-             if line.startswith(("misspelt", "status", "missing", "tag"))]
+    wrong = [
+        number
+        for number, line in enumerate(CHECKED.splitlines(), 1)
+        if line.startswith(("misspelt", "status", "missing", "tag"))
+    ]
     assert lines == wrong, done.stdout
     assert "'done'" in done.stdout and "'tool_cal'" in done.stdout
     assert 'Missing key "stopReason"' in done.stdout

@@ -35,14 +35,23 @@ def user(text: str) -> UserMessage:
     return UserMessage((TextPart(text),))
 
 
+def text_of(part: TextPart | ImagePart) -> str:
+    assert isinstance(part, TextPart), part
+    return part.text
+
+
 def said(text: str) -> AssistantMessage:
     return AssistantMessage((TextPart(text),), StopReason.END_TURN)
 
 
 def calling(call_id: str, size: int = 10) -> list[Message]:
-    return [AssistantMessage((ToolCallPart(call_id, "read_file", {"path": "x"}, '{"path":"x"}'),),
-                             StopReason.TOOL_USE),
-            ToolResultsMessage((ToolResultPart(call_id, "y" * size),))]
+    return [
+        AssistantMessage(
+            (ToolCallPart(call_id, "read_file", {"path": "x"}, '{"path":"x"}'),),
+            StopReason.TOOL_USE,
+        ),
+        ToolResultsMessage((ToolResultPart(call_id, "y" * size),)),
+    ]
 
 
 def turns(count: int, size: int) -> list[Message]:
@@ -55,17 +64,27 @@ def turns(count: int, size: int) -> list[Message]:
 
 def valid_for_both(messages: list[Message]) -> None:
     """The scripted providers' rules (the real APIs' pairing rules) accept `messages`."""
-    OpenAiRules().validate({}, {"model": "m", "stream": True,
-                                "messages": openai_messages(None, tuple(messages))})
-    body = {"model": "m", "max_tokens": 10, "stream": True, "tools": [{"name": "read_file"}],
-            "messages": anthropic_messages(tuple(messages))}
+    OpenAiRules().validate(
+        {}, {"model": "m", "stream": True, "messages": openai_messages(None, tuple(messages))}
+    )
+    body = {
+        "model": "m",
+        "max_tokens": 10,
+        "stream": True,
+        "tools": [{"name": "read_file"}],
+        "messages": anthropic_messages(tuple(messages)),
+    }
     AnthropicRules().validate({"anthropic-version": "2023-06-01"}, body)
 
 
 def test_the_estimate_counts_text_tools_and_images() -> None:
     tool = ToolSpec("t", "d" * 35, {"type": "object"})
-    request = ModelRequest("m", (user("x" * 350), UserMessage((ImagePart("AAAA", "image/png"),))),
-                           system="s" * 70, tools=(tool,))
+    request = ModelRequest(
+        "m",
+        (user("x" * 350), UserMessage((ImagePart("AAAA", "image/png"),))),
+        system="s" * 70,
+        tools=(tool,),
+    )
     chars = 350 + 70 + 1 + 35 + len(json.dumps({"type": "object"}))
     assert compaction.estimate(request) == int(chars / 3.5) + compaction.IMAGE_TOKENS
 
@@ -84,12 +103,12 @@ def test_the_cut_keeps_the_latest_turns_whole() -> None:
 
     assert parts is not None
     assert parts.older == messages[:24] and parts.kept == messages[24:]
-    assert isinstance(parts.kept[0], UserMessage) and parts.kept[0].parts[0].text == "prompt 6"
+    assert isinstance(parts.kept[0], UserMessage) and text_of(parts.kept[0].parts[0]) == "prompt 6"
     valid_for_both(compaction.replaced("the summary", parts.kept))
 
 
 def test_a_turn_larger_than_the_share_is_cut_between_its_tool_calls() -> None:
-    messages = [user("old"), said("ok"), user("big job")]
+    messages: list[Message] = [user("old"), said("ok"), user("big job")]
     for n in range(8):
         messages += calling(f"c{n}", 2_100)
 
@@ -105,8 +124,13 @@ def test_a_turn_larger_than_the_share_is_cut_between_its_tool_calls() -> None:
 
 def test_the_last_call_alone_over_the_share_is_kept_with_its_result_cut_down() -> None:
     content = "head " + "y" * 20_000 + " tail"
-    messages = [user("old"), said("ok"), user("read it"), calling("huge")[0],
-                ToolResultsMessage((ToolResultPart("huge", content),))]
+    messages = [
+        user("old"),
+        said("ok"),
+        user("read it"),
+        calling("huge")[0],
+        ToolResultsMessage((ToolResultPart("huge", content),)),
+    ]
 
     parts = compaction.split(messages, WINDOW, MAX_TOKENS)
 
@@ -116,7 +140,8 @@ def test_the_last_call_alone_over_the_share_is_kept_with_its_result_cut_down() -
     assert result.content.startswith("head y") and result.content.endswith("y tail")
     assert "characters cut here to fit the context window" in result.content
     assert compaction.estimate(ModelRequest("m", tuple(parts.kept))) <= (
-        compaction.KEEP_SHARE * compaction.usable(WINDOW, MAX_TOKENS))
+        compaction.KEEP_SHARE * compaction.usable(WINDOW, MAX_TOKENS)
+    )
     valid_for_both(compaction.replaced("the summary", parts.kept))
 
 
@@ -135,16 +160,26 @@ def test_shrink_cuts_the_largest_texts_first_and_leaves_answers() -> None:
     assert compaction.shrink(messages, 100_000) is messages
 
 
-@pytest.mark.parametrize(("message", "sizes"), [
-    ("This model's maximum context length is 7000 tokens. However, you requested 13000 tokens "
-     "(12000 in the messages, 1000 in the completion).", (12_000, 7_000)),
-    ("prompt is too long: 210000 tokens > 200000 maximum", (210_000, 200_000)),
-    ("input length and `max_tokens` exceed context limit: 190000 + 20000 > 200000, decrease "
-     "input length or `max_tokens` and try again", (190_000, 200_000)),
-    ("the request exceeds the available context size, try increasing it", (None, None)),
-])
+@pytest.mark.parametrize(
+    ("message", "sizes"),
+    [
+        (
+            "This model's maximum context length is 7000 tokens. However, you requested 13000 "
+            "tokens (12000 in the messages, 1000 in the completion).",
+            (12_000, 7_000),
+        ),
+        ("prompt is too long: 210000 tokens > 200000 maximum", (210_000, 200_000)),
+        (
+            "input length and `max_tokens` exceed context limit: 190000 + 20000 > 200000, decrease "
+            "input length or `max_tokens` and try again",
+            (190_000, 200_000),
+        ),
+        ("the request exceeds the available context size, try increasing it", (None, None)),
+    ],
+)
 def test_a_refusal_says_how_large_the_prompt_and_the_window_are(
-        message: str, sizes: tuple[int | None, int | None]) -> None:
+    message: str, sizes: tuple[int | None, int | None]
+) -> None:
     error = ProviderError("p", message, status=400)
     assert error.context_exceeded and error.context_sizes == sizes
     assert not ProviderError("p", message, status=500).context_exceeded
@@ -170,7 +205,7 @@ def test_the_summary_call_names_the_tools_but_calls_none() -> None:
     assert ask.messages[:-1] == tuple(parts.older)
     last = ask.messages[-1]
     assert isinstance(last, UserMessage)
-    assert last.parts[0].text.endswith("The user asks to focus on: keep the paths")
+    assert text_of(last.parts[0]).endswith("The user asks to focus on: keep the paths")
     valid_for_both(list(ask.messages))
 
 
@@ -189,9 +224,14 @@ def test_older_messages_that_do_not_fit_the_summary_call_are_dropped_from_the_fr
 def test_the_stored_form_gives_the_same_conversation_back() -> None:
     kept: list[Message] = [
         user("go"),
-        AssistantMessage((ThinkingPart("hm", "sig"), TextPart("I'll look"),
-                          ToolCallPart("c1", "read_file", {"path": "a"}, '{"path": "a"}')),
-                         StopReason.TOOL_USE),
+        AssistantMessage(
+            (
+                ThinkingPart("hm", "sig"),
+                TextPart("I'll look"),
+                ToolCallPart("c1", "read_file", {"path": "a"}, '{"path": "a"}'),
+            ),
+            StopReason.TOOL_USE,
+        ),
         ToolResultsMessage((ToolResultPart("c1", "text", True),)),
         UserMessage((ImagePart("AAAA", "image/png"), TextPart("see"))),
     ]
@@ -204,22 +244,31 @@ def test_the_stored_form_gives_the_same_conversation_back() -> None:
         transcript.message_from_json({"role": "system"})
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("/compact", Command("compact", "")),
-    ("  /compact keep the paths\nand tests ", Command("compact", "keep the paths\nand tests")),
-    ("/compact\nfocus", Command("compact", "focus")),
-    ("/compactor", None),
-    ("/usr/bin/env is missing", None),
-    ("/ compact", None),
-    ("/", None),
-    ("please /compact", None),
-])
-def test_commands_are_the_prompts_that_start_with_one(text: str,
-                                                      expected: Command | None) -> None:
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("/compact", Command("compact", "")),
+        ("  /compact keep the paths\nand tests ", Command("compact", "keep the paths\nand tests")),
+        ("/compact\nfocus", Command("compact", "focus")),
+        ("/compactor", None),
+        ("/usr/bin/env is missing", None),
+        ("/ compact", None),
+        ("/", None),
+        ("please /compact", None),
+    ],
+)
+def test_commands_are_the_prompts_that_start_with_one(text: str, expected: Command | None) -> None:
     assert parse([{"type": "text", "text": text}]) == expected
 
 
 def test_a_prompt_starting_with_something_else_runs_no_command() -> None:
     assert parse([]) is None
-    assert parse([{"type": "image", "data": "", "mimeType": "image/png"},
-                  {"type": "text", "text": "/compact"}]) is None
+    assert (
+        parse(
+            [
+                {"type": "image", "data": "", "mimeType": "image/png"},
+                {"type": "text", "text": "/compact"},
+            ]
+        )
+        is None
+    )

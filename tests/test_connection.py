@@ -527,14 +527,19 @@ async def test_outbound_request_peer_error(peer: Peer) -> None:
     assert peer.read() == []  # an answered request is not cancelled
 
 
-@pytest.mark.parametrize(("data", "quoted"), [
-    (None, "fs/read_text_file failed with error -32603: Internal error"),
-    ("disk full", "fs/read_text_file failed with error -32603: Internal error (disk full)"),
-    ({"details": "Permission denied"},
-     "fs/read_text_file failed with error -32603: Internal error (Permission denied)"),
-    ({"path": "/a", "errno": 13}, 'error -32603: Internal error ({"path":"/a","errno":13})'),
-    ("x" * 600, "(" + "x" * 500 + "…)"),
-])
+@pytest.mark.parametrize(
+    ("data", "quoted"),
+    [
+        (None, "fs/read_text_file failed with error -32603: Internal error"),
+        ("disk full", "fs/read_text_file failed with error -32603: Internal error (disk full)"),
+        (
+            {"details": "Permission denied"},
+            "fs/read_text_file failed with error -32603: Internal error (Permission denied)",
+        ),
+        ({"path": "/a", "errno": 13}, 'error -32603: Internal error ({"path":"/a","errno":13})'),
+        ("x" * 600, "(" + "x" * 500 + "…)"),
+    ],
+)
 def test_a_peer_error_quotes_its_message_and_data(data: Any, quoted: str) -> None:
     error = RemoteError(-32603, "Internal error", data, method=READ)
     assert quoted in str(error)
@@ -710,13 +715,24 @@ async def test_strict_outbound_request_violation() -> None:
 
 # ------------------------------------------------------------------ notifiers
 
-TEXTS = ["tok ", "", 'a "quote" and a \\ backslash', "a line\nbreak\tand\x00",
-         "é, 😀, \u2028", "x" * 5000]
+TEXTS = [
+    "tok ",
+    "",
+    'a "quote" and a \\ backslash',
+    "a line\nbreak\tand\x00",
+    "é, 😀, \u2028",
+    "x" * 5000,
+]
 
 
 def chunk_params(text: str) -> dict[str, Any]:
-    return {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk",
-                                         "content": {"type": "text", "text": text}}}
+    return {
+        "sessionId": "s",
+        "update": {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": text},
+        },
+    }
 
 
 async def test_a_notifier_writes_what_notify_writes(peer: Peer) -> None:
@@ -739,7 +755,8 @@ async def test_a_notifier_sends_what_orjson_refuses_by_notify(peer: Peer) -> Non
     [line] = peer.raw_lines()
     assert json.loads(line) == note("session/update", chunk_params("a lone \ud800 surrogate"))
     assert peer.dispatcher.outbound_checked == [
-        ("session/update", "notification", chunk_params("a lone \ud800 surrogate"))]
+        ("session/update", "notification", chunk_params("a lone \ud800 surrogate"))
+    ]
 
 
 async def test_a_notifier_whose_template_is_not_sure_checks_each(peer: Peer) -> None:
@@ -750,18 +767,22 @@ async def test_a_notifier_whose_template_is_not_sure_checks_each(peer: Peer) -> 
     assert not send("two")
     assert peer.read() == [note("session/update", chunk_params("one"))]
     assert [payload for _, _, payload in peer.dispatcher.outbound_checked] == [
-        chunk_params("one"), chunk_params("two")]
+        chunk_params("one"),
+        chunk_params("two"),
+    ]
 
 
 async def test_a_notifier_scrubs_each_line() -> None:
     written: list[bytes] = []
     dispatcher = FakeDispatcher()
-    conn = Connection(dispatcher, written.append,
-                      scrub=lambda line: line.replace(b"sk-secret", b"[redacted]"))
+    conn = Connection(
+        dispatcher, written.append, scrub=lambda line: line.replace(b"sk-secret", b"[redacted]")
+    )
     send = conn.notifier("session/update", chunk_params)
     assert send("the key is sk-secret")
     assert [json.loads(line) for line in written] == [
-        note("session/update", chunk_params("the key is [redacted]"))]
+        note("session/update", chunk_params("the key is [redacted]"))
+    ]
 
 
 # ------------------------------------------------------------------ end of input
@@ -781,8 +802,7 @@ async def test_feed_eof_closes_and_fails_pending_requests(peer: Peer) -> None:
     assert repr(peer.conn) == "<Connection closed inflight=0 pending=0>"
 
 
-async def test_the_dispatcher_hears_of_the_close_before_pending_requests_fail(
-        peer: Peer) -> None:
+async def test_the_dispatcher_hears_of_the_close_before_pending_requests_fail(peer: Peer) -> None:
     """Work waiting on the peer must see its cancellation (fired in `closing`) before the
     request it waits on fails for the closed connection."""
     task = await start_request(peer)
@@ -851,9 +871,11 @@ class _BrokenDispatcher(FakeDispatcher):
 async def test_a_bug_in_dispatch_answers_32603_and_keeps_reading() -> None:
     written: list[bytes] = []
     conn = Connection(_BrokenDispatcher(), written.append)
-    conn.feed(b'{"jsonrpc":"2.0","method":"crash_note"}\n'
-              b'{"jsonrpc":"2.0","id":1,"method":"crash"}\n'
-              b'{"jsonrpc":"2.0","id":2,"method":"echo","params":{"x":1}}\n')
+    conn.feed(
+        b'{"jsonrpc":"2.0","method":"crash_note"}\n'
+        b'{"jsonrpc":"2.0","id":1,"method":"crash"}\n'
+        b'{"jsonrpc":"2.0","id":2,"method":"echo","params":{"x":1}}\n'
+    )
     for _ in range(5):
         await asyncio.sleep(0)
     replies = {m["id"]: m for m in (json.loads(line) for line in written)}

@@ -25,8 +25,9 @@ PATH = ["idle", "streaming", "draining", "cancelled"]
 
 def _demo_env(tmp: Path) -> dict[str, str]:
     """The demo's environment: no keys, and a temporary directory of its own to check."""
-    return agent_env(OPENAI_API_KEY=None, ANTHROPIC_API_KEY=None, ACP_FSM_PROVIDER=None,
-                     TMPDIR=str(tmp))
+    return agent_env(
+        OPENAI_API_KEY=None, ANTHROPIC_API_KEY=None, ACP_FSM_PROVIDER=None, TMPDIR=str(tmp)
+    )
 
 
 def _fresh_tmp(tmp_path: Path) -> Path:
@@ -38,8 +39,13 @@ def _fresh_tmp(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 def test_demo_runs_offline_and_exits_zero(provider: str, tmp_path: Path) -> None:
     tmp = _fresh_tmp(tmp_path)
-    done = subprocess.run([*agent_command(), "demo", "--provider", provider],
-                          env=_demo_env(tmp), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [*agent_command(), "demo", "--provider", provider],
+        env=_demo_env(tmp),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = done.stdout
     assert "\033[" not in out  # not a terminal: no colour codes
@@ -66,7 +72,7 @@ def test_demo_runs_offline_and_exits_zero(provider: str, tmp_path: Path) -> None
     assert len(timing) == 1 and TIMING_LINE.fullmatch(lines[timing[0]]), out
     assert lines[timing[0] + 1].startswith("  stop: cancelled"), out
     # What was shown of the long answer is its beginning, in order, and nothing else.
-    turn = lines[next(i for i, line in enumerate(lines) if "you: Explain" in line):timing[0]]
+    turn = lines[next(i for i, line in enumerate(lines) if "you: Explain" in line) : timing[0]]
     shown = "".join(m.group(1) for line in turn if (m := AGENT_LINE.fullmatch(line)))
     assert demo.LONG_ANSWER.startswith(shown), shown
     assert list(tmp.iterdir()) == []  # project and home removed
@@ -75,22 +81,36 @@ def test_demo_runs_offline_and_exits_zero(provider: str, tmp_path: Path) -> None
 def test_the_edit_diff_is_shown_once(tmp_path: Path) -> None:
     """The edit's diff comes with its preview (before the permission prompt) and again with
     the applied edit; the screen shows it once."""
-    done = subprocess.run([*agent_command(), "demo", "--no-color"], env=_demo_env(
-        _fresh_tmp(tmp_path)), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [*agent_command(), "demo", "--no-color"],
+        env=_demo_env(_fresh_tmp(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     lines = done.stdout.splitlines()
-    for diff_line in ("      diff app.py:", "      -     for i in range(len(prices) - 1):",
-                      "      +     for i in range(len(prices)):"):
+    for diff_line in (
+        "      diff app.py:",
+        "      -     for i in range(len(prices) - 1):",
+        "      +     for i in range(len(prices)):",
+    ):
         assert lines.count(diff_line) == 1, done.stdout
     # shown where the user decides: before the permission prompt
     assert lines.index("      diff app.py:") < next(
-        i for i, line in enumerate(lines) if "permission asked for Edit app.py" in line)
+        i for i, line in enumerate(lines) if "permission asked for Edit app.py" in line
+    )
 
 
 def test_an_interrupted_demo_stops_its_agent_and_removes_its_files(tmp_path: Path) -> None:
     tmp = _fresh_tmp(tmp_path)
-    with subprocess.Popen([*agent_command(), "demo", "--no-color"], env=_demo_env(tmp),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+    with subprocess.Popen(
+        [*agent_command(), "demo", "--no-color"],
+        env=_demo_env(tmp),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
         assert proc.stdout is not None
         for line in proc.stdout:
             if "you: Explain off-by-one" in line:  # Ctrl-C while the long answer streams
@@ -116,8 +136,18 @@ def _line(message: dict[str, Any]) -> bytes:
 
 
 def _chunk(text: str) -> bytes:
-    return _line({"method": "session/update", "params": {"sessionId": "sess_1", "update": {
-        "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
+    return _line(
+        {
+            "method": "session/update",
+            "params": {
+                "sessionId": "sess_1",
+                "update": {
+                    "sessionUpdate": "agent_message_chunk",
+                    "content": {"type": "text", "text": text},
+                },
+            },
+        }
+    )
 
 
 def _link(viewer: demo.Viewer, agent: Any) -> AgentLink:
@@ -131,7 +161,8 @@ def _feed(link: AgentLink, data: bytes) -> None:
 
 
 async def test_a_chunk_after_the_cancel_gets_a_line_of_its_own(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     viewer = demo.Viewer(tmp_path, demo.Style(color=False))
     loop = asyncio.get_running_loop()
     prompts: list[int] = []
@@ -144,43 +175,66 @@ async def test_a_chunk_after_the_cancel_gets_a_line_of_its_own(
                 loop.call_soon(_feed, link, _chunk("An off-by-one error "))
             elif message.get("method") == "session/cancel":
                 answer = {"stopReason": "cancelled", "_meta": {"acpFsm": {"statePath": PATH}}}
-                loop.call_soon(_feed, link, _chunk("is ") + _line({"id": prompts[0],
-                                                                   "result": answer}))
+                loop.call_soon(
+                    _feed, link, _chunk("is ") + _line({"id": prompts[0], "result": answer})
+                )
 
     link = _link(viewer, agent)
     await demo._prompt(link, viewer, "sess_1", "Explain off-by-one errors.", cancel_after=0.05)
     lines = capsys.readouterr().out.splitlines()
-    assert lines[:5] == ["", "  you: Explain off-by-one errors.", "  agent: An off-by-one error ",
-                         "", "    ■ the user presses Stop: session/cancel"]
+    assert lines[:5] == [
+        "",
+        "  you: Explain off-by-one errors.",
+        "  agent: An off-by-one error ",
+        "",
+        "    ■ the user presses Stop: session/cancel",
+    ]
     assert lines[5] == "  agent, after the cancel: is "
     assert TIMING_LINE.fullmatch(lines[6]), lines
     assert lines[7:] == ["  stop: cancelled   turn states: " + " → ".join(PATH)]
 
 
 async def test_a_request_is_printed_when_it_arrives(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     viewer = demo.Viewer(tmp_path, demo.Style(color=False))
     answered: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
     link = _link(viewer, lambda data: answered.set_result(json.loads(data)))
-    permission = {"sessionId": "sess_1", "toolCall": {"toolCallId": "call_edit",
-                                                      "title": "Edit app.py"},
-                  "options": [{"optionId": "allow_once", "name": "Allow", "kind": "allow_once"}]}
-    _feed(link, _line({"id": 7, "method": "session/request_permission", "params": permission})
-          + _chunk("Editing app.py."))
+    permission = {
+        "sessionId": "sess_1",
+        "toolCall": {"toolCallId": "call_edit", "title": "Edit app.py"},
+        "options": [{"optionId": "allow_once", "name": "Allow", "kind": "allow_once"}],
+    }
+    _feed(
+        link,
+        _line({"id": 7, "method": "session/request_permission", "params": permission})
+        + _chunk("Editing app.py."),
+    )
     assert (await asyncio.wait_for(answered, 10))["result"] == {
-        "outcome": {"outcome": "selected", "optionId": "allow_once"}}
+        "outcome": {"outcome": "selected", "optionId": "allow_once"}
+    }
     assert capsys.readouterr().out.splitlines() == [
         "    ? permission asked for Edit app.py → allow once (answered by the demo)",
-        "  agent: Editing app.py."]
+        "  agent: Editing app.py.",
+    ]
 
 
 def test_the_live_provider_is_described_in_words_without_its_key() -> None:
-    config = ProviderConfig(provider="anthropic", model="claude-sonnet-4-5",
-                            base_url="https://api.anthropic.com", api_key="sk-ant-secret")
+    config = ProviderConfig(
+        provider="anthropic",
+        model="claude-sonnet-4-5",
+        base_url="https://api.anthropic.com",
+        api_key="sk-ant-secret",
+    )
     assert demo.describe_provider(config) == (
-        "anthropic, model claude-sonnet-4-5, at https://api.anthropic.com")
-    local = ProviderConfig(provider="openai", model="gpt-5", api_key="sk-secret",
-                           base_url="http://user:sk-secret@localhost:8080/v1?key=sk-secret")
+        "anthropic, model claude-sonnet-4-5, at https://api.anthropic.com"
+    )
+    local = ProviderConfig(
+        provider="openai",
+        model="gpt-5",
+        api_key="sk-secret",
+        base_url="http://user:sk-secret@localhost:8080/v1?key=sk-secret",
+    )
     described = demo.describe_provider(local)
     assert described == "openai, model gpt-5, at http://localhost:8080/v1"
     assert "sk-secret" not in described and "ProviderConfig" not in described

@@ -5,15 +5,22 @@ from __future__ import annotations
 
 import asyncio
 
+from acp_fsm.devkit.editor import Message
 from tests.harness import AgentProcess, agent_env
 
 READ = {"method": "fs/read_text_file", "params": {"sessionId": "s1", "path": "/tmp/a.txt"}}
 
 
-async def start_call(agent: AgentProcess, msg_id: str, **extra: object) -> asyncio.Future:
+async def start_call(agent: AgentProcess, msg_id: str, **extra: object) -> asyncio.Future[Message]:
     future = agent.expect(msg_id, "_acp_fsm/call_client")
-    await agent.send({"jsonrpc": "2.0", "id": msg_id, "method": "_acp_fsm/call_client",
-                      "params": {**READ, **extra}})
+    await agent.send(
+        {
+            "jsonrpc": "2.0",
+            "id": msg_id,
+            "method": "_acp_fsm/call_client",
+            "params": {**READ, **extra},
+        }
+    )
     return future
 
 
@@ -31,8 +38,13 @@ async def test_answered(ready: AgentProcess) -> None:
 async def test_error_answer_surfaces_code_and_message(ready: AgentProcess) -> None:
     call = await start_call(ready, "c2")
     request = await ready.next_request()
-    await ready.send({"jsonrpc": "2.0", "id": request["id"],
-                      "error": {"code": -32002, "message": "no such file"}})
+    await ready.send(
+        {
+            "jsonrpc": "2.0",
+            "id": request["id"],
+            "error": {"code": -32002, "message": "no such file"},
+        }
+    )
     result = (await call)["result"]
     assert result["outcome"] == "error"
     assert result["error"] == {"code": -32002, "message": "no such file"}
@@ -47,8 +59,7 @@ async def test_invalid_result_from_client_is_an_error(ready: AgentProcess) -> No
     assert "content" in result["reason"] and "peer error" not in result["reason"]
 
 
-async def test_a_null_result_is_an_empty_one_where_nothing_is_required(
-        ready: AgentProcess) -> None:
+async def test_a_null_result_is_an_empty_one_where_nothing_is_required(ready: AgentProcess) -> None:
     """Real editors answer `null` for results with no required member (fs/write_text_file,
     terminal/release, ...): that is `{}`. Where the result carries data, `null` is refused."""
     for method, params, outcome in [
@@ -56,8 +67,9 @@ async def test_a_null_result_is_an_empty_one_where_nothing_is_required(
         ("terminal/release", {"sessionId": "s", "terminalId": "t"}, "result"),
         ("fs/read_text_file", {"sessionId": "s", "path": "/tmp/x"}, "invalid"),
     ]:
-        call = asyncio.ensure_future(ready.request("_acp_fsm/call_client", {
-            "method": method, "params": params}))
+        call = asyncio.ensure_future(
+            ready.request("_acp_fsm/call_client", {"method": method, "params": params})
+        )
         request = await ready.next_request()
         await ready.respond(request, None)
         result = (await call)["result"]
@@ -72,8 +84,11 @@ async def test_timeout_sends_cancel_request_and_drops_late_answer(ready: AgentPr
     result = (await call)["result"]
     assert result["outcome"] == "timeout" and result["elapsedMs"] >= 190
     cancel = await ready.next_notification()
-    assert cancel == {"jsonrpc": "2.0", "method": "$/cancel_request",
-                      "params": {"requestId": request["id"]}}
+    assert cancel == {
+        "jsonrpc": "2.0",
+        "method": "$/cancel_request",
+        "params": {"requestId": request["id"]},
+    }
     await ready.respond(request, {"content": "too late"})  # dropped, not fatal
     assert "result" in await ready.request("_acp_fsm/sleep", {"ms": 0})
     dropped = [e for e in ready.log_events() if e["event"] == "response_dropped"]

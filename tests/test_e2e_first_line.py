@@ -18,8 +18,10 @@ INIT = b'{"jsonrpc":"2.0","id":"again","method":"initialize","params":{"protocol
 
 def initialize_with_meta(depth: int) -> bytes:
     meta = '{"a":' * depth + "1" + "}" * depth
-    return ('{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,'
-            f'"_meta":{meta}}}}}').encode()
+    return (
+        '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,'
+        f'"_meta":{meta}}}}}'
+    ).encode()
 
 
 HOSTILE = {
@@ -29,31 +31,32 @@ HOSTILE = {
     "initialize, _meta 3000 deep": initialize_with_meta(3000),
     "initialize, _meta 1100 deep": initialize_with_meta(1100),
     "arrays 1100 deep in _meta": b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":'
-                                 b'{"protocolVersion":1,"_meta":{"a":' + b"[" * 1100
-                                 + b"]" * 1100 + b"}}}",
+    b'{"protocolVersion":1,"_meta":{"a":' + b"[" * 1100 + b"]" * 1100 + b"}}}",
     "float id": b'{"jsonrpc":"2.0","id":1e-05,"method":"initialize",'
-                b'"params":{"protocolVersion":1}}',
+    b'"params":{"protocolVersion":1}}',
     "array 900 deep in params": b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":'
-                                + b"[" * 900 + b"]" * 900 + b"}",
+    + b"[" * 900
+    + b"]" * 900
+    + b"}",
     "batch of initialize": b"[" + INIT + b"]",
     "empty batch": b"[]",
     "invalid UTF-8": b'{"jsonrpc":"2.0","id":0,"method":"\xff\xfe"}',
     "NaN": b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":NaN}}',
     "huge number id": b'{"jsonrpc":"2.0","id":1e400,"method":"initialize",'
-                      b'"params":{"protocolVersion":1}}',
+    b'"params":{"protocolVersion":1}}',
     "no params": b'{"jsonrpc":"2.0","id":0,"method":"initialize"}',
     "lone surrogate": b'{"jsonrpc":"2.0","id":"\\ud800","method":"initialize",'
-                      b'"params":{"protocolVersion":1}}',
+    b'"params":{"protocolVersion":1}}',
     "id beyond 64 bits": b'{"jsonrpc":"2.0","id":123456789012345678901234567890,'
-                         b'"method":"initialize","params":{"protocolVersion":1}}',
+    b'"method":"initialize","params":{"protocolVersion":1}}',
     "id below -2**63": b'{"jsonrpc":"2.0","id":-9223372036854775809,"method":"initialize",'
-                       b'"params":{"protocolVersion":1}}',
+    b'"params":{"protocolVersion":1}}',
     "surrogate pair": b'{"jsonrpc":"2.0","id":"\\ud83d\\ude00","method":"initialize",'
-                      b'"params":{"protocolVersion":1}}',
+    b'"params":{"protocolVersion":1}}',
     "escaped backslash before u": b'{"jsonrpc":"2.0","id":"\\\\ud800","method":"initialize",'
-                                  b'"params":{"protocolVersion":1}}',
+    b'"params":{"protocolVersion":1}}',
     "byte order mark": b'\xef\xbb\xbf{"jsonrpc":"2.0","id":0,"method":"initialize",'
-                       b'"params":{"protocolVersion":1}}',
+    b'"params":{"protocolVersion":1}}',
     "array id": b'{"jsonrpc":"2.0","id":[],"method":"initialize","params":{"protocolVersion":1}}',
     "not an object": b'"initialize"',
     "null": b"null",
@@ -61,10 +64,15 @@ HOSTILE = {
 }
 
 
-async def answers(first_lines: bytes) -> tuple[int, list[object]]:
+async def answers(first_lines: bytes) -> tuple[int, list[bytes]]:
     proc = await asyncio.create_subprocess_exec(
-        *agent_command(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, env=agent_env(), limit=1 << 24)
+        *agent_command(),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=agent_env(),
+        limit=1 << 24,
+    )
     out, err = await asyncio.wait_for(proc.communicate(first_lines + b"\n" + INIT + b"\n"), 30)
     assert b"Traceback" not in err, err.decode(errors="replace")[-2000:]
     # byte for byte; JSON-RPC answers in completion order, so in any order

@@ -7,12 +7,26 @@ import pytest
 from tests.harness import AgentProcess
 
 KNOWN_ACP_METHODS = [
-    "session/new", "session/load", "session/resume", "session/prompt", "session/list",
-    "session/close", "session/delete", "session/set_mode", "session/set_config_option",
-    "authenticate", "logout",
+    "session/new",
+    "session/load",
+    "session/resume",
+    "session/prompt",
+    "session/list",
+    "session/close",
+    "session/delete",
+    "session/set_mode",
+    "session/set_config_option",
+    "authenticate",
+    "logout",
 ]
-UNKNOWN_METHODS = ["no/such_method", "_vendor/extension", "session/update", "fs/read_text_file",
-                   "initialized", "$/unknown"]
+UNKNOWN_METHODS = [
+    "no/such_method",
+    "_vendor/extension",
+    "session/update",
+    "fs/read_text_file",
+    "initialized",
+    "$/unknown",
+]
 
 
 @pytest.mark.parametrize("method", KNOWN_ACP_METHODS)
@@ -59,9 +73,16 @@ async def test_initialize_result_advertises_only_what_is_served(agent: AgentProc
     capabilities = result["agentCapabilities"]
     assert capabilities["loadSession"] is True
     assert capabilities["sessionCapabilities"] == {
-        "list": {}, "resume": {}, "close": {}, "delete": {}}
+        "list": {},
+        "resume": {},
+        "close": {},
+        "delete": {},
+    }
     assert capabilities["promptCapabilities"] == {
-        "image": True, "audio": False, "embeddedContext": True}
+        "image": True,
+        "audio": False,
+        "embeddedContext": True,
+    }
     assert capabilities["mcpCapabilities"] == {"http": True, "sse": True}
     assert capabilities["auth"] == {"logout": {}}
     assert [m["id"] for m in result["authMethods"]] == ["api-key"]  # no terminal advertised
@@ -90,11 +111,20 @@ async def test_client_capabilities_are_kept(agent: AgentProcess) -> None:
         ("fs/read_text_file", {"sessionId": "s", "path": "/tmp/x"}),
     ]:
         call = agent.expect(method, "_acp_fsm/call_client")
-        await agent.send({"jsonrpc": "2.0", "id": method, "method": "_acp_fsm/call_client",
-                          "params": {"method": method, "params": params}})
+        await agent.send(
+            {
+                "jsonrpc": "2.0",
+                "id": method,
+                "method": "_acp_fsm/call_client",
+                "params": {"method": method, "params": params},
+            }
+        )
         if method == "fs/read_text_file":
             await agent.respond(await agent.next_request(), {"content": ""})
         outcomes[method] = (await call)["result"]["outcome"]
-    assert outcomes == {"fs/write_text_file": "unsupported", "terminal/output": "unsupported",
-                        "fs/read_text_file": "result"}
+    assert outcomes == {
+        "fs/write_text_file": "unsupported",
+        "terminal/output": "unsupported",
+        "fs/read_text_file": "result",
+    }
     assert agent.requests.empty()

@@ -24,8 +24,10 @@ async def test_output_lines_are_compact_json(ready: AgentProcess) -> None:
     await ready.request("_acp_fsm/sleep", {"ms": 0})
     for line in ready.raw_lines:
         assert line.endswith(b"\n") and line.count(b"\n") == 1
-        assert line.rstrip(b"\n") == json.dumps(json.loads(line), separators=(",", ":"),
-                                                ensure_ascii=False).encode()
+        assert (
+            line.rstrip(b"\n")
+            == json.dumps(json.loads(line), separators=(",", ":"), ensure_ascii=False).encode()
+        )
 
 
 async def test_notifications_are_never_answered(agent: AgentProcess) -> None:
@@ -50,13 +52,15 @@ async def test_malformed_notification_is_an_invalid_request(ready: AgentProcess)
 
 
 async def test_mixed_batch_gets_one_array(ready: AgentProcess) -> None:
-    await ready.send([
-        {"jsonrpc": "2.0", "id": "a", "method": "_acp_fsm/sleep", "params": {"ms": 50}},
-        {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "x"}},
-        {"jsonrpc": "2.0", "id": "b", "method": "no/such"},
-        42,
-        {"jsonrpc": "2.0", "id": "c", "method": "_acp_fsm/sleep", "params": {"ms": 0}},
-    ])
+    await ready.send(
+        [
+            {"jsonrpc": "2.0", "id": "a", "method": "_acp_fsm/sleep", "params": {"ms": 50}},
+            {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "x"}},
+            {"jsonrpc": "2.0", "id": "b", "method": "no/such"},
+            42,
+            {"jsonrpc": "2.0", "id": "c", "method": "_acp_fsm/sleep", "params": {"ms": 0}},
+        ]
+    )
     batch = await ready.next_other()
     assert isinstance(batch, list)
     by_id = {item["id"]: item for item in batch}
@@ -69,10 +73,12 @@ async def test_mixed_batch_gets_one_array(ready: AgentProcess) -> None:
 
 async def test_batch_of_notifications_writes_nothing(ready: AgentProcess) -> None:
     lines_before = len(ready.raw_lines)
-    await ready.send([
-        {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "x"}},
-        {"jsonrpc": "2.0", "method": "_x/y"},
-    ])
+    await ready.send(
+        [
+            {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "x"}},
+            {"jsonrpc": "2.0", "method": "_x/y"},
+        ]
+    )
     await ready.request("_acp_fsm/sleep", {"ms": 0})
     assert len(ready.raw_lines) == lines_before + 1
 
@@ -80,13 +86,23 @@ async def test_batch_of_notifications_writes_nothing(ready: AgentProcess) -> Non
 async def test_empty_batch_is_one_invalid_request(agent: AgentProcess) -> None:
     await agent.send_raw(b"[]\n")
     error = await agent.next_other()
-    assert error == {"jsonrpc": "2.0", "id": None,
-                     "error": {"code": -32600, "message": error["error"]["message"]}}
+    assert error == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": error["error"]["message"]},
+    }
     assert "empty batch" in error["error"]["message"]
 
 
-@pytest.mark.parametrize("line", [b'{"jsonrpc":"2.0","id":1,', b"not json", b'{"a":NaN}',
-                                  b'{"jsonrpc":"2.0","method":"x"} trailing'])
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"jsonrpc":"2.0","id":1,',
+        b"not json",
+        b'{"a":NaN}',
+        b'{"jsonrpc":"2.0","method":"x"} trailing',
+    ],
+)
 async def test_parse_error(agent: AgentProcess, line: bytes) -> None:
     await agent.send_raw(line + b"\n")
     error = await agent.next_other()
@@ -133,8 +149,10 @@ async def test_invalid_request_shapes(
     [
         ({"protocolVersion": "one"}, "protocolVersion"),
         ({}, "protocolVersion"),
-        ({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": "yes"}}},
-         "clientCapabilities.fs.readTextFile"),
+        (
+            {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": "yes"}}},
+            "clientCapabilities.fs.readTextFile",
+        ),
         (None, "params"),
         ([1], "params"),
     ],
@@ -150,8 +168,9 @@ async def test_invalid_params_name_the_field(
 
 async def test_requests_run_concurrently(ready: AgentProcess) -> None:
     slow = ready.expect("slow", "_acp_fsm/sleep")
-    await ready.send({"jsonrpc": "2.0", "id": "slow", "method": "_acp_fsm/sleep",
-                      "params": {"ms": 1500}})
+    await ready.send(
+        {"jsonrpc": "2.0", "id": "slow", "method": "_acp_fsm/sleep", "params": {"ms": 1500}}
+    )
     fast = await ready.request("_acp_fsm/sleep", {"ms": 0}, msg_id="fast")
     assert "result" in fast and not slow.done()
     assert (await slow)["result"]["sleptMs"] >= 1400
@@ -161,8 +180,9 @@ async def test_requests_run_concurrently(ready: AgentProcess) -> None:
 
 async def test_cancel_request_from_client_answers_32800(ready: AgentProcess) -> None:
     pending = ready.expect(99, "_acp_fsm/sleep")
-    await ready.send({"jsonrpc": "2.0", "id": 99, "method": "_acp_fsm/sleep",
-                      "params": {"ms": 60000}})
+    await ready.send(
+        {"jsonrpc": "2.0", "id": 99, "method": "_acp_fsm/sleep", "params": {"ms": 60000}}
+    )
     # read in order: the request is running when the cancel is read
     await ready.notify("$/cancel_request", {"requestId": 99})
     response = await asyncio.wait_for(pending, 5)
@@ -173,8 +193,7 @@ async def test_cancel_request_from_client_answers_32800(ready: AgentProcess) -> 
 
 async def test_twenty_megabyte_line_is_accepted(agent: AgentProcess) -> None:
     padding = "x" * (20 * 1024 * 1024)
-    response = await agent.request(
-        "initialize", {**INIT, "_meta": {"padding": padding}}, wait_s=60)
+    response = await agent.request("initialize", {**INIT, "_meta": {"padding": padding}}, wait_s=60)
     assert response["result"]["protocolVersion"] == 1
     assert "result" in await agent.request("_acp_fsm/sleep", {"ms": 0})
 
@@ -194,8 +213,9 @@ async def test_line_over_the_limit_is_refused_and_skipped(ready: AgentProcess) -
 
 async def test_unterminated_last_line_is_served_before_exit(agent: AgentProcess) -> None:
     pending = agent.expect(1, "initialize")
-    await agent.send_raw(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                                     "params": INIT}).encode())
+    await agent.send_raw(
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT}).encode()
+    )
     code = await agent.close()
     assert code == 0
     assert (await asyncio.wait_for(pending, 1))["result"]["protocolVersion"] == 1

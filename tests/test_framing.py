@@ -89,7 +89,7 @@ def test_trailing_carriage_return_is_kept() -> None:
 
 
 def test_inner_whitespace_is_kept_verbatim() -> None:
-    assert feed_all([b"  {\"a\": 1}  \n"]) == ([b'  {"a": 1}  '], None)
+    assert feed_all([b'  {"a": 1}  \n']) == ([b'  {"a": 1}  '], None)
 
 
 SAMPLE = (

@@ -53,9 +53,7 @@ def test_spec_shape() -> None:
 
 
 def test_table_is_exactly_the_expected_rows() -> None:
-    table = {
-        (source, row.trigger): row.dest for row in HANDSHAKE.rows for source in row.sources
-    }
+    table = {(source, row.trigger): row.dest for row in HANDSHAKE.rows for source in row.sources}
     assert table == EXPECTED_ROWS
     assert all(row.guard is None for row in HANDSHAKE.rows)
 
@@ -268,8 +266,9 @@ def test_guarded_row_in_built_machine() -> None:
 
 def test_a_group_holds_working_states_only() -> None:
     with pytest.raises(ValueError, match="group stopped"):
-        MachineSpec("lights", Color, Go, Color.RED, (Color.RED,), (), DOCS,
-                    groups={"stopped": (Color.RED,)})
+        MachineSpec(
+            "lights", Color, Go, Color.RED, (Color.RED,), (), DOCS, groups={"stopped": (Color.RED,)}
+        )
 
 
 def test_row_repr() -> None:

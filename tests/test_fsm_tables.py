@@ -34,12 +34,18 @@ class Model:
     trigger: Callable[[str], bool]
 
 
+def constant(value: bool) -> Callable[[], bool]:
+    """A guard that always answers `value`."""
+    return lambda: value
+
+
 @pytest.mark.parametrize(("spec", "state", "trigger", "holds"), CASES)
-def test_the_evaluator_agrees_with_transitions(spec: MachineSpec, state: str, trigger: str,
-                                               holds: tuple[bool, ...]) -> None:
+def test_the_evaluator_agrees_with_transitions(
+    spec: MachineSpec, state: str, trigger: str, holds: tuple[bool, ...]
+) -> None:
     guards: dict[Guard, Callable[[], bool]] = {
-        guard: (lambda value=value: value) for guard, value in zip(spec.guards(), holds,
-                                                                   strict=True)}
+        guard: constant(value) for guard, value in zip(spec.guards(), holds, strict=True)
+    }
     model = Model()
     spec.build(model, guards, initial=spec.states(state))
     try:

@@ -51,8 +51,9 @@ def guards(asks: bool = False, command: bool = False) -> dict[Guard, Callable[[]
     return {NEEDS_PERMISSION: lambda: asks, ON_DEMAND: lambda: command}
 
 
-@pytest.mark.parametrize(("state", "trigger"), list(itertools.product(TurnState, TurnTrigger)),
-                         ids=str)
+@pytest.mark.parametrize(
+    ("state", "trigger"), list(itertools.product(TurnState, TurnTrigger)), ids=str
+)
 def test_every_pair_is_a_row_or_a_rejection(state: TurnState, trigger: TurnTrigger) -> None:
     expected = EXPECTED.get((state, trigger))
     if expected is None:
@@ -68,7 +69,8 @@ def test_the_guard_sends_tools_to_permission_first() -> None:
     guarded = [r for r in TURN.rows if r.guard is not None]
     assert [(r.trigger, r.dest, r.guard) for r in guarded] == [
         (T.COMPACTED, S.DONE, ON_DEMAND),
-        (T.TOOLS_REQUESTED, S.AWAITING_PERMISSION, NEEDS_PERMISSION)]
+        (T.TOOLS_REQUESTED, S.AWAITING_PERMISSION, NEEDS_PERMISSION),
+    ]
 
 
 def test_the_guard_ends_an_on_demand_compaction() -> None:
@@ -82,8 +84,7 @@ def test_the_working_states_are_one_group() -> None:
 
 def test_final_and_cancellable_states() -> None:
     assert set(FINAL) == {S.CANCELLED, S.DONE, S.FAILED}
-    assert set(CANCELLABLE) == {S.STREAMING, S.COMPACTING, S.AWAITING_PERMISSION,
-                                S.RUNNING_TOOLS}
+    assert set(CANCELLABLE) == {S.STREAMING, S.COMPACTING, S.AWAITING_PERMISSION, S.RUNNING_TOOLS}
     assert TURN.initial == S.IDLE and TURN.final == FINAL
     for state in FINAL:  # nothing leaves a final state
         assert not [r for r in TURN.rows if state in r.sources]

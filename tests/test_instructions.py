@@ -36,9 +36,11 @@ def test_files_from_the_repository_root_down_to_the_working_directory(tmp_path: 
 
     found = project_instructions(cwd).found
 
-    assert found == [(root / "AGENTS.md", "root rules"),
-                     (root / "pkg" / "CLAUDE.md", "pkg rules (no AGENTS.md here)"),
-                     (cwd / "AGENTS.md", "sub rules")]
+    assert found == [
+        (root / "AGENTS.md", "root rules"),
+        (root / "pkg" / "CLAUDE.md", "pkg rules (no AGENTS.md here)"),
+        (cwd / "AGENTS.md", "sub rules"),
+    ]
 
 
 def test_outside_a_repository_only_the_working_directory_counts(tmp_path: Path) -> None:
@@ -55,8 +57,10 @@ def test_an_oversized_file_is_cut_with_a_note(tmp_path: Path) -> None:
     [(_, text)] = project_instructions(tmp_path).found
     body, note = text.split("\n\n")
     assert body == "é" * (MAX_INSTRUCTION_BYTES // 2)
-    assert note == (f"[AGENTS.md is {2 * MAX_INSTRUCTION_BYTES:,} bytes; only the first "
-                    f"{MAX_INSTRUCTION_BYTES:,} are shown.]")
+    assert note == (
+        f"[AGENTS.md is {2 * MAX_INSTRUCTION_BYTES:,} bytes; only the first "
+        f"{MAX_INSTRUCTION_BYTES:,} are shown.]"
+    )
 
 
 def test_what_is_not_a_regular_file_is_not_read(tmp_path: Path) -> None:
@@ -91,16 +95,20 @@ def test_the_prompt_names_the_environment_and_quotes_the_files(tmp_path: Path) -
     assert f"- Additional directories: {extra}" in prompt
     assert f"- Today's date: {datetime.date.today().isoformat()}" in prompt
     assert f"- Git: repository at {root}, on branch dev" in prompt
-    assert prompt.endswith(f"Instructions from {root / 'AGENTS.md'}:\n\n"
-                           "Run `make test` before you finish.")
+    assert prompt.endswith(
+        f"Instructions from {root / 'AGENTS.md'}:\n\nRun `make test` before you finish."
+    )
     assert system_prompt(root, (extra,)).text == prompt  # byte-stable: provider caches match
 
 
 def test_a_head_that_is_not_one_short_line_of_a_regular_file_is_not_read(tmp_path: Path) -> None:
     root = repo(tmp_path)
     head = root / ".git" / "HEAD"
-    for unreadable in ("ref: refs/heads/" + "x" * MAX_GIT_FILE_BYTES, "ref: refs/heads/a\nb\n",
-                       "\x1b[31mred\n"):
+    for unreadable in (
+        "ref: refs/heads/" + "x" * MAX_GIT_FILE_BYTES,
+        "ref: refs/heads/a\nb\n",
+        "\x1b[31mred\n",
+    ):
         head.write_text(unreadable)
         assert head_state(root) == "its HEAD could not be read", unreadable
     head.unlink()
@@ -124,16 +132,17 @@ def test_an_instruction_file_leading_outside_the_project_is_skipped(tmp_path: Pa
     found = project_instructions(sub)
 
     assert found.found == [(sub / "AGENTS.md", "the project's own")]
-    assert found.skipped == [f"{root / 'AGENTS.md'} was not read: it leads to "
-                             f"{tmp_path / 'private.md'}, outside the repository, so its "
-                             "instructions are not followed."]
+    assert found.skipped == [
+        f"{root / 'AGENTS.md'} was not read: it leads to "
+        f"{tmp_path / 'private.md'}, outside the repository, so its "
+        "instructions are not followed."
+    ]
     (root / "AGENTS.md").unlink()
     (root / "AGENTS.md").symlink_to(tmp_path / "missing.md")  # leads nowhere: as if absent
     assert project_instructions(sub).skipped == []
 
 
-def test_outside_a_repository_a_link_into_the_sessions_directories_is_read(
-        tmp_path: Path) -> None:
+def test_outside_a_repository_a_link_into_the_sessions_directories_is_read(tmp_path: Path) -> None:
     cwd, extra = tmp_path / "work", tmp_path / "extra"
     cwd.mkdir()
     extra.mkdir()

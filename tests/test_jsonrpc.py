@@ -24,7 +24,7 @@ V = "2.0"
 def test_request_keeps_its_id_exactly(msg_id: Any) -> None:
     message = classify({"jsonrpc": V, "id": msg_id, "method": "m", "params": {"a": 1}})
     assert message == Request(msg_id, "m", {"a": 1})
-    assert type(message.id) is type(msg_id)  # type: ignore[union-attr]
+    assert type(message.id) is type(msg_id)
 
 
 @pytest.mark.parametrize("msg_id", [1.5, 1.0, 1e-05, 1.8446744073709552e19])
@@ -130,9 +130,7 @@ def test_request_with_bad_id_is_invalid_and_answered_with_null(bad_id: object) -
 
 @pytest.mark.parametrize("params", ["text", 5, 1.5, True, False])
 def test_params_of_wrong_type(params: object) -> None:
-    assert_invalid(
-        classify({"jsonrpc": V, "id": 2, "method": "m", "params": params}), 2, "params"
-    )
+    assert_invalid(classify({"jsonrpc": V, "id": 2, "method": "m", "params": params}), 2, "params")
     assert_invalid(classify({"jsonrpc": V, "method": "m", "params": params}), None, "params")
 
 
@@ -253,7 +251,13 @@ def test_rpc_error_defaults() -> None:
 def test_is_valid_id() -> None:
     values: list[object] = ["a", 0, 1.5, True, None, [], {}]
     assert [jsonrpc.is_valid_id(v) for v in values] == [
-        True, True, True, False, False, False, False,
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
     ]
 
 

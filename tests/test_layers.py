@@ -51,57 +51,78 @@ def _layer_of(module: str) -> str | None:
 
 @pytest.mark.parametrize("layer", LAYERS)
 def test_a_layer_imports_only_the_layers_below_it(layer: str) -> None:
-    wrong = [f"{path.relative_to(ROOT)}:{line} imports {module}"
-             for path in _sources(layer) for line, module in _imports(path)
-             if _layer_of(module) not in (None, layer, *ALLOWED[layer])]
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in _sources(layer)
+        for line, module in _imports(path)
+        if _layer_of(module) not in (None, layer, *ALLOWED[layer])
+    ]
     assert wrong == []
 
 
 def test_only_the_command_line_imports_the_devkit() -> None:
     """The devkit drives the agent: the agent never imports it (tests/e2e/test_serving_path.py
     watches a served session), and the command line only when a command asks for it."""
-    importers = {f"{path.relative_to(ROOT)}:{line}"
-                 for path in _sources("acp_fsm", *LAYERS) if "devkit" not in path.parts
-                 for line, module in _imports(path) if module.startswith("acp_fsm.devkit")}
+    importers = {
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in _sources("acp_fsm", *LAYERS)
+        if "devkit" not in path.parts
+        for line, module in _imports(path)
+        if module.startswith("acp_fsm.devkit")
+    }
     assert {entry.split(":")[0] for entry in importers} == {"acp_fsm/cli.py"}
     tree = ast.parse((ROOT / "acp_fsm" / "cli.py").read_text(encoding="utf-8"))
-    at_top = [node.lineno for node in tree.body if isinstance(node, ast.ImportFrom)
-              and (node.module or "").startswith("acp_fsm.devkit")]
+    at_top = [
+        node.lineno
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("acp_fsm.devkit")
+    ]
     assert at_top == []
 
 
 def test_the_system_module_stands_below_the_tools_and_the_mcp_servers() -> None:
     """Process groups, the reaper and whole-file writes import nothing of the runtime; MCP,
     logging in and the model cache use them without the tool layer."""
-    wrong = [f"{path.relative_to(ROOT)}:{line} imports {module}"
-             for path in _sources("acp_fsm/system") for line, module in _imports(path)
-             if _layer_of(module) == "acp_fsm"]
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in _sources("acp_fsm/system")
+        for line, module in _imports(path)
+        if _layer_of(module) == "acp_fsm"
+    ]
     users = [ROOT / "acp_fsm" / name for name in ("credentials.py", "login.py", "models.py")]
-    wrong += [f"{path.relative_to(ROOT)}:{line} imports {module}"
-              for path in [*_sources("acp_fsm/mcp"), *users] for line, module in _imports(path)
-              if module.startswith("acp_fsm.tools")]
+    wrong += [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in [*_sources("acp_fsm/mcp"), *users]
+        for line, module in _imports(path)
+        if module.startswith("acp_fsm.tools")
+    ]
     assert wrong == []
 
 
 def test_every_import_names_the_installed_package() -> None:
     """`import protocol` would work in a checkout and fail (or find someone else's package)
     once installed."""
-    wrong = [f"{path.relative_to(ROOT)}:{line} imports {module}"
-             for path in _sources("acp_fsm", *LAYERS, "tests", "bench")
-             if "node_modules" not in path.parts
-             for line, module in _imports(path) if module.split(".")[0] in LAYERS]
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in _sources("acp_fsm", *LAYERS, "tests", "bench")
+        if "node_modules" not in path.parts
+        for line, module in _imports(path)
+        if module.split(".")[0] in LAYERS
+    ]
     assert wrong == []
 
 
 def test_the_repository_holds_no_symlink() -> None:
     """A checkout without symlinks (`core.symlinks=false`, some Windows set-ups) is the same
     tree, and builds the same wheel."""
-    listed = subprocess.run(["git", "ls-files", "-s"], cwd=ROOT, capture_output=True,
-                            text=True, check=False)
+    listed = subprocess.run(
+        ["git", "ls-files", "-s"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
     if listed.returncode != 0:
         pytest.skip("not a git checkout: " + listed.stderr.strip())
-    links = [line.split("\t", 1)[1] for line in listed.stdout.splitlines()
-             if line.startswith("120000 ")]
+    links = [
+        line.split("\t", 1)[1] for line in listed.stdout.splitlines() if line.startswith("120000 ")
+    ]
     assert links == []
 
 
@@ -125,9 +146,14 @@ def test_every_package_folder_is_installed_under_acp_fsm() -> None:
 def test_a_layer_has_no_second_name(layer: str) -> None:
     """With the repository's root on the path, `import protocol` would be a second copy of
     every module (its own exception classes, which `except` does not match): refused."""
-    done = subprocess.run([sys.executable, "-c", f"import {layer}"], cwd=ROOT,
-                          capture_output=True, text=True, check=False,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-c", f"import {layer}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 1
     assert f"ImportError: import acp_fsm.{layer}, not {layer}" in done.stderr
 
@@ -136,12 +162,19 @@ def test_a_checkout_runs_its_own_layers(tmp_path: Path) -> None:
     """From a source tree (this checkout, or another one a benchmark compares) `acp_fsm`'s
     layers are that tree's folders, whatever copy is installed."""
     for name in ("acp_fsm", *LAYERS):
-        shutil.copytree(ROOT / name, tmp_path / name,
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    code = ("import acp_fsm.protocol.errors as e, acp_fsm.schemas as s; "
-            "print(e.__file__, s.__file__)")
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                          text=True, check=True,
-                          env={**os.environ, "PYTHONPATH": str(tmp_path)})
-    assert done.stdout.split() == [str(tmp_path / "protocol" / "errors.py"),
-                                   str(tmp_path / "schemas" / "__init__.py")]
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    code = (
+        "import acp_fsm.protocol.errors as e, acp_fsm.schemas as s; print(e.__file__, s.__file__)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    assert done.stdout.split() == [
+        str(tmp_path / "protocol" / "errors.py"),
+        str(tmp_path / "schemas" / "__init__.py"),
+    ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -16,7 +16,7 @@ from acp_fsm import __version__, environment, schemas
 from acp_fsm.devkit import debug
 from acp_fsm.fsm.handshake import HandshakeTrigger
 from acp_fsm.initialize import PROTOCOL_VERSION, ClientInfo, initialize_result
-from acp_fsm.logs import REDACTED, Redactor
+from acp_fsm.logs import Redactor
 from acp_fsm.methods import (
     ACP,
     AGENT_TO_CLIENT,
@@ -36,6 +36,8 @@ from acp_fsm.protocol.errors import (
     RpcError,
     ServerNotInitialized,
 )
+from acp_fsm.redact import REDACTED
+from acp_fsm.schemas import acp_types as acp
 from acp_fsm.server import AcpServer
 
 ALL_SPECS = {**ACP, **debug.SPECS}
@@ -48,13 +50,13 @@ def debug_server() -> AcpServer:
     return server
 
 
-
 @pytest.fixture
 def unserved(monkeypatch: pytest.MonkeyPatch) -> str:
     """An inbound ACP request this agent does not serve (today it serves every one: one is
     taken out of the registry for the test)."""
     monkeypatch.delitem(SERVED, "logout")
     return "logout"
+
 
 VALID_INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {}}
 
@@ -213,37 +215,56 @@ def test_initialize_result() -> None:
     assert "type" not in result["authMethods"][0]  # agent-handled: through `authenticate`
 
 
-@pytest.mark.parametrize(("auth", "expected"), [
-    ({"terminal": True}, ["terminal"]), ({"terminal": False}, [None]), (None, [None]),
-    ("yes", [None]), ({"terminal": "true"}, [None])])
+@pytest.mark.parametrize(
+    ("auth", "expected"),
+    [
+        ({"terminal": True}, ["terminal"]),
+        ({"terminal": False}, [None]),
+        (None, [None]),
+        ("yes", [None]),
+        ({"terminal": "true"}, [None]),
+    ],
+)
 def test_the_terminal_login_is_offered_only_to_a_client_that_can_run_it(
-        auth: object, expected: list[str | None]) -> None:
+    auth: object, expected: list[str | None]
+) -> None:
     result = initialize_result({"protocolVersion": 1, "clientCapabilities": {"auth": auth}})
     assert schemas.validate("acp.InitializeResponse", result) is None
     assert [m.get("type") for m in result["authMethods"]] == expected
     if expected == ["terminal"]:
-        assert result["authMethods"][0]["args"] == ["login"]
+        terminal = cast("acp.AuthMethodTerminalVariant", result["authMethods"][0])
+        assert terminal["args"] == ["login"]
 
 
-@pytest.mark.parametrize(("meta", "expected"), [
-    ({"terminal-auth": True}, "terminal"), ({"terminal-auth": "yes"}, None), (None, None)])
+@pytest.mark.parametrize(
+    ("meta", "expected"),
+    [({"terminal-auth": True}, "terminal"), ({"terminal-auth": "yes"}, None), (None, None)],
+)
 def test_the_older_terminal_auth_flag_counts_too(meta: object, expected: str | None) -> None:
-    result = initialize_result({"protocolVersion": 1, "clientCapabilities": {
-        "terminal": True, "_meta": meta}})
+    result = initialize_result(
+        {"protocolVersion": 1, "clientCapabilities": {"terminal": True, "_meta": meta}}
+    )
     assert [m.get("type") for m in result["authMethods"]] == [expected]
     assert result["agentInfo"] == {"name": "acp-fsm", "title": "acp-fsm", "version": __version__}
 
 
 def test_initialize_result_is_not_shared_state() -> None:
-    initialize_result()["agentInfo"]["name"] = "changed"
-    assert initialize_result()["agentInfo"]["name"] == "acp-fsm"
+    changed = initialize_result()["agentInfo"]
+    assert changed is not None
+    changed["name"] = "changed"
+    fresh = initialize_result()["agentInfo"]
+    assert fresh is not None and fresh["name"] == "acp-fsm"
 
 
 # ------------------------------------------------------------------ route
 
 
 def refused(
-    state: str, method: str, params: object, *, request: bool = True,
+    state: str,
+    method: str,
+    params: object,
+    *,
+    request: bool = True,
     registry: Registry = PROTOCOL,
 ) -> RpcError:
     with pytest.raises(RpcError) as caught:
@@ -358,8 +379,10 @@ def test_client_info_flags() -> None:
     client = ClientInfo(
         {
             "protocolVersion": 1,
-            "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": False},
-                                   "terminal": True},
+            "clientCapabilities": {
+                "fs": {"readTextFile": True, "writeTextFile": False},
+                "terminal": True,
+            },
             "clientInfo": {"name": "zed", "version": "1"},
         }
     )
@@ -380,9 +403,7 @@ def test_client_info_defaults_and_odd_shapes() -> None:
     null_caps = ClientInfo({"protocolVersion": 1, "clientCapabilities": None})
     assert null_caps.capabilities == {}
     # Only a literal true counts.
-    odd = ClientInfo(
-        {"protocolVersion": 1, "clientCapabilities": {"fs": True, "terminal": "yes"}}
-    )
+    odd = ClientInfo({"protocolVersion": 1, "clientCapabilities": {"fs": True, "terminal": "yes"}})
     assert (odd.can_read_files, odd.can_write_files, odd.has_terminal) == (False, False, False)
     truthy = ClientInfo(
         {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": 1}, "terminal": 1}}
@@ -475,8 +496,21 @@ def redact(event: dict[str, Any], secrets: list[str] | None = None) -> dict[str,
 
 @pytest.mark.parametrize(
     "key",
-    ["api_key", "apikey", "Authorization", "x-api-key", "X-API-Key", "secret", "password",
-     "token", "bearer", "OPENAI_API_KEY", "client_secret", "db_password", "github_access_token"],
+    [
+        "api_key",
+        "apikey",
+        "Authorization",
+        "x-api-key",
+        "X-API-Key",
+        "secret",
+        "password",
+        "token",
+        "bearer",
+        "OPENAI_API_KEY",
+        "client_secret",
+        "db_password",
+        "github_access_token",
+    ],
 )
 def test_secret_keys_are_redacted(key: str) -> None:
     assert redact({"event": "e", key: "anything"}) == {"event": "e", key: REDACTED}
@@ -563,29 +597,47 @@ async def test_the_handshake_machine_gates_a_closing_connection() -> None:
     assert server.state == "initialized"
     conn.terminate("SIGTERM")
     assert server.state == "closing"
-    conn.feed(b'{"jsonrpc":"2.0","id":2,"method":"session/list","params":{}}\n'
-              b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}\n')
+    conn.feed(
+        b'{"jsonrpc":"2.0","id":2,"method":"session/list","params":{}}\n'
+        b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}\n'
+    )
     for _ in range(5):
         await asyncio.sleep(0)
     answers = [json_module.loads(line) for line in written]
-    assert answers[-1] == {"jsonrpc": "2.0", "id": 2, "error": {
-        "code": -32603, "message": "Server is closing; not accepting session/list"}}
+    assert answers[-1] == {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "error": {"code": -32603, "message": "Server is closing; not accepting session/list"},
+    }
     assert len(answers) == 2  # the initialize answer, and that one
     server.finish()
     assert server.state == "closed"
 
 
-@pytest.mark.parametrize(("method", "params", "message"), [
-    ("session/new", {"cwd": "/w", "mcpServers": [
-        {"type": "http", "name": "a", "url": 5, "headers": []}]},
-     "Invalid params: mcpServers[0].url: expected string, got integer"),
-    ("session/new", {"cwd": "/w", "mcpServers": [
-        {"name": "a", "command": ["x"], "args": [], "env": []}]},
-     "Invalid params: mcpServers[0].command: expected string, got array"),
-    ("session/prompt", {"sessionId": "s", "prompt": [
-        {"type": "resource", "resource": {"uri": "file:///a", "text": 5}}]},
-     "Invalid params: prompt[0].resource.text: expected string, got integer"),
-])
+@pytest.mark.parametrize(
+    ("method", "params", "message"),
+    [
+        (
+            "session/new",
+            {"cwd": "/w", "mcpServers": [{"type": "http", "name": "a", "url": 5, "headers": []}]},
+            "Invalid params: mcpServers[0].url: expected string, got integer",
+        ),
+        (
+            "session/new",
+            {"cwd": "/w", "mcpServers": [{"name": "a", "command": ["x"], "args": [], "env": []}]},
+            "Invalid params: mcpServers[0].command: expected string, got array",
+        ),
+        (
+            "session/prompt",
+            {
+                "sessionId": "s",
+                "prompt": [{"type": "resource", "resource": {"uri": "file:///a", "text": 5}}],
+            },
+            "Invalid params: prompt[0].resource.text: expected string, got integer",
+        ),
+    ],
+)
 def test_a_union_without_a_tag_on_every_branch_still_names_the_field(
-        method: str, params: dict[str, Any], message: str) -> None:
+    method: str, params: dict[str, Any], message: str
+) -> None:
     assert refused("initialized", method, params).message == message

@@ -17,8 +17,10 @@ KEY = "sk-test-0123456789abcdef"
 def test_a_secret_is_scrubbed_raw_and_as_json_escapes_it() -> None:
     odd = 'p@ss"wörd\\x9'  # a quote, a backslash and non-ASCII: escaped differently by encoders
     secrets = Secrets([KEY, odd])
-    for encoded in (json.dumps({"a": f"{KEY} {odd}"}).encode(),
-                    orjson.dumps({"a": f"{KEY} {odd}"})):
+    for encoded in (
+        json.dumps({"a": f"{KEY} {odd}"}).encode(),
+        orjson.dumps({"a": f"{KEY} {odd}"}),
+    ):
         scrubbed = secrets.scrub(encoded)
         assert json.loads(scrubbed) == {"a": f"{REDACTED} {REDACTED}"}
     assert secrets.scrub_text(f"x{KEY}y") == f"x{REDACTED}y"
@@ -43,8 +45,13 @@ def test_commands_get_neither_keys_nor_our_variables(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("HOLDS_THE_KEY", f"Bearer {KEY}")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_kept-for-gh-0000")
     env = command_environment()
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "ACP_FSM_MODEL",
-                 "ACP_PERMISSION_TIMEOUT_MS", "HOLDS_THE_KEY"):
+    for name in (
+        "OPENAI_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "ACP_FSM_MODEL",
+        "ACP_PERMISSION_TIMEOUT_MS",
+        "HOLDS_THE_KEY",
+    ):
         assert name not in env
     assert env["GITHUB_TOKEN"] == "ghp_kept-for-gh-0000"  # a command may need it
     assert "ghp_kept-for-gh-0000" in environment.secret_values()  # and its output is scrubbed
@@ -72,19 +79,33 @@ def test_a_cut_leaves_no_piece_of_a_secret() -> None:
 OTHER = "another-secret-value"
 
 
-@pytest.mark.parametrize(("original", "written", "expected"), [
-    # a kept line is the original line, whatever it holds
-    (f"K={KEY}\nX=1\n", f"K={REDACTED}\nX=2\n", f"K={KEY}\nX=2\n"),
-    # a changed line gets back what each of its placeholders stood for, in order
-    (f"A={KEY} B={OTHER}\n", f"A={REDACTED} B={REDACTED}  # both\n",
-     f"A={KEY} B={OTHER}  # both\n"),
-    # a literal [redacted] in the file stays literal; a new placeholder gets no key
-    (f"K={KEY}\n# logs show {REDACTED}\n", f"K={REDACTED}\n# logs show {REDACTED}!\n",
-     f"K={KEY}\n# logs show {REDACTED}!\n"),
-    (f"K={KEY}\n", f"K={REDACTED}\n# example: DSN={REDACTED}\n",
-     f"K={KEY}\n# example: DSN={REDACTED}\n"),
-    ("no secret at all\n", f"K={REDACTED}\n", f"K={REDACTED}\n"),
-], ids=["kept line", "changed line", "literal placeholder", "new placeholder", "no secret"])
-def test_a_key_is_put_back_only_where_the_model_kept_it(original: str, written: str,
-                                                       expected: str) -> None:
+@pytest.mark.parametrize(
+    ("original", "written", "expected"),
+    [
+        # a kept line is the original line, whatever it holds
+        (f"K={KEY}\nX=1\n", f"K={REDACTED}\nX=2\n", f"K={KEY}\nX=2\n"),
+        # a changed line gets back what each of its placeholders stood for, in order
+        (
+            f"A={KEY} B={OTHER}\n",
+            f"A={REDACTED} B={REDACTED}  # both\n",
+            f"A={KEY} B={OTHER}  # both\n",
+        ),
+        # a literal [redacted] in the file stays literal; a new placeholder gets no key
+        (
+            f"K={KEY}\n# logs show {REDACTED}\n",
+            f"K={REDACTED}\n# logs show {REDACTED}!\n",
+            f"K={KEY}\n# logs show {REDACTED}!\n",
+        ),
+        (
+            f"K={KEY}\n",
+            f"K={REDACTED}\n# example: DSN={REDACTED}\n",
+            f"K={KEY}\n# example: DSN={REDACTED}\n",
+        ),
+        ("no secret at all\n", f"K={REDACTED}\n", f"K={REDACTED}\n"),
+    ],
+    ids=["kept line", "changed line", "literal placeholder", "new placeholder", "no secret"],
+)
+def test_a_key_is_put_back_only_where_the_model_kept_it(
+    original: str, written: str, expected: str
+) -> None:
     assert Secrets([KEY, OTHER]).restore(written, original) == expected

@@ -53,8 +53,11 @@ ICON = ROOT / "icon.svg"
 
 ID = re.compile(r"^[a-z][a-z0-9-]*$")
 RELEASE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+$")
-PLATFORMS = [f"{system}-{arch}" for system in ("darwin", "linux", "windows")
-             for arch in ("aarch64", "x86_64")]
+PLATFORMS = [
+    f"{system}-{arch}"
+    for system in ("darwin", "linux", "windows")
+    for arch in ("aarch64", "x86_64")
+]
 STRINGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
 ENV: dict[str, Any] = {"type": "object", "additionalProperties": {"type": "string"}}
 PACKAGE: dict[str, Any] = {
@@ -66,8 +69,13 @@ PACKAGE: dict[str, Any] = {
 TARGET: dict[str, Any] = {
     "type": "object",
     "required": ["archive", "cmd"],
-    "properties": {"archive": {"type": "string"}, "cmd": {"type": "string"}, "args": STRINGS,
-                   "env": ENV, "sha256": {"type": "string", "pattern": "^[0-9a-fA-F]{64}$"}},
+    "properties": {
+        "archive": {"type": "string"},
+        "cmd": {"type": "string"},
+        "args": STRINGS,
+        "env": ENV,
+        "sha256": {"type": "string", "pattern": "^[0-9a-fA-F]{64}$"},
+    },
     "additionalProperties": False,
 }
 # The registry's entry rules as a JSON Schema (our transcription of the module docstring).
@@ -89,8 +97,12 @@ ENTRY_SCHEMA: dict[str, Any] = {
             "type": "object",
             "minProperties": 1,
             "properties": {
-                "binary": {"type": "object", "minProperties": 1, "propertyNames":
-                           {"enum": PLATFORMS}, "additionalProperties": TARGET},
+                "binary": {
+                    "type": "object",
+                    "minProperties": 1,
+                    "propertyNames": {"enum": PLATFORMS},
+                    "additionalProperties": TARGET,
+                },
                 "npx": PACKAGE,
                 "uvx": PACKAGE,
             },
@@ -105,16 +117,27 @@ URL_FIELDS = ("repository", "website", "license_url")
 PAINTS = {"currentcolor", "none", "inherit"}
 SVG_NS = "{http://www.w3.org/2000/svg}"
 # Ours: elements and attributes that bring colour or outside content other than fill/stroke.
-FORBIDDEN_ELEMENTS = {"linearGradient", "radialGradient", "pattern", "image", "foreignObject",
-                      "style", "script", "filter", "mask"}
+FORBIDDEN_ELEMENTS = {
+    "linearGradient",
+    "radialGradient",
+    "pattern",
+    "image",
+    "foreignObject",
+    "style",
+    "script",
+    "filter",
+    "mask",
+}
 COLOUR_ATTRIBUTES = {"color", "stop-color", "flood-color", "lighting-color", "solid-color"}
 
 
 def manifest_problems(manifest: Any) -> list[str]:
     """Everything the registry (or our stricter rule) would refuse in this `agent.json`."""
     validator = jsonschema.Draft7Validator(ENTRY_SCHEMA)
-    problems = [f"{'/'.join(map(str, error.absolute_path)) or 'entry'}: {error.message}"
-                for error in validator.iter_errors(manifest)]
+    problems = [
+        f"{'/'.join(map(str, error.absolute_path)) or 'entry'}: {error.message}"
+        for error in validator.iter_errors(manifest)
+    ]
     if problems:  # the registry stops at the schema too
         return problems
     for field in URL_FIELDS:
@@ -131,8 +154,10 @@ def manifest_problems(manifest: Any) -> list[str]:
             continue
         pinned = package_version(kind, package)
         if pinned is not None and pinned != manifest["version"]:
-            problems.append(f"distribution/{kind}/package: pins {pinned}, "
-                            f"the entry's version is {manifest['version']}")
+            problems.append(
+                f"distribution/{kind}/package: pins {pinned}, "
+                f"the entry's version is {manifest['version']}"
+            )
     return problems
 
 
@@ -141,7 +166,7 @@ def package_version(kind: str, spec: str) -> str | None:
     registry compares any of them), `@scope/name@1.2.3` (npx); None when it names none."""
     if kind == "npx":
         name_end = spec.find("@", 1)
-        return spec[name_end + 1:] if name_end > 0 else None
+        return spec[name_end + 1 :] if name_end > 0 else None
     match = re.search(r"[=@]+\s*([^\s,;]+)", spec)
     return match.group(1) if match else None
 
@@ -165,8 +190,11 @@ def icon_problems(text: str) -> list[str]:
         tag = local(element.tag)
         if tag in FORBIDDEN_ELEMENTS:
             problems.append(f"<{tag}> is not allowed (ours)")
-        paints = [(name, value) for name, value in element.attrib.items()
-                  if local(name) in ("fill", "stroke")]
+        paints = [
+            (name, value)
+            for name, value in element.attrib.items()
+            if local(name) in ("fill", "stroke")
+        ]
         paints += style_paints(element.get("style", ""))
         if tag == "style" and element.text:
             paints += css_paints(element.text)
@@ -174,8 +202,9 @@ def icon_problems(text: str) -> list[str]:
             if value.strip().lower() == "currentcolor":
                 uses_current_color = True
             elif value.strip().lower() not in PAINTS:
-                problems.append(f"<{tag}> {local(name)}={value.strip()!r}: only currentColor, "
-                                "none or inherit")
+                problems.append(
+                    f"<{tag}> {local(name)}={value.strip()!r}: only currentColor, none or inherit"
+                )
         for name, value in element.attrib.items():
             if local(name) in COLOUR_ATTRIBUTES and value.strip().lower() != "currentcolor":
                 problems.append(f"<{tag}> {local(name)}={value!r}: a colour (ours)")
@@ -188,6 +217,7 @@ def icon_problems(text: str) -> list[str]:
 
 def size_problems(root: ET.Element) -> list[str]:
     """Registry: width/height (else the viewBox) square and 16. Ours: all three present, 16."""
+
     def number(value: str | None) -> float | None:
         try:
             return float(re.sub(r"(?i)(px)?\s*$", "", value)) if value else None
@@ -206,21 +236,29 @@ def size_problems(root: ET.Element) -> list[str]:
         problems.append(f"not square: {size[0]:g}x{size[1]:g}")
     if size != (16, 16):
         problems.append(f"not 16x16: {size[0]:g}x{size[1]:g}")
-    if (number(root.get("width")), number(root.get("height"))) != (16, 16) or \
-            box_size != (16, 16) or [number(v) for v in box[:2]] != [0, 0]:
+    if (
+        (number(root.get("width")), number(root.get("height"))) != (16, 16)
+        or box_size != (16, 16)
+        or [number(v) for v in box[:2]] != [0, 0]
+    ):
         problems.append('ours: width="16" height="16" viewBox="0 0 16 16"')
     return problems
 
 
 def style_paints(style: str) -> list[tuple[str, str]]:
     declarations = (part.split(":", 1) for part in style.split(";") if ":" in part)
-    return [(name.strip().lower(), value) for name, value in declarations
-            if name.strip().lower() in ("fill", "stroke")]
+    return [
+        (name.strip().lower(), value)
+        for name, value in declarations
+        if name.strip().lower() in ("fill", "stroke")
+    ]
 
 
 def css_paints(css: str) -> list[tuple[str, str]]:
-    return [(name.lower(), value)
-            for name, value in re.findall(r"(?i)\b(fill|stroke)\s*:\s*([^;}]+)", css)]
+    return [
+        (name.lower(), value)
+        for name, value in re.findall(r"(?i)\b(fill|stroke)\s*:\s*([^;}]+)", css)
+    ]
 
 
 def local(name: str) -> str:
@@ -229,11 +267,13 @@ def local(name: str) -> str:
 
 def pyproject() -> dict[str, Any]:
     with (ROOT / "pyproject.toml").open("rb") as file:
-        return tomllib.load(file)["project"]
+        project: dict[str, Any] = tomllib.load(file)["project"]
+    return project
 
 
 def load_manifest() -> dict[str, Any]:
-    return json.loads(MANIFEST.read_text(encoding="utf-8"))
+    manifest: dict[str, Any] = json.loads(MANIFEST.read_text(encoding="utf-8"))
+    return manifest
 
 
 # -- our manifest and icon ------------------------------------------------------------------
@@ -249,8 +289,16 @@ def test_icon_follows_the_registry_rules() -> None:
 
 def test_manifest_has_every_field_we_promise() -> None:
     manifest = load_manifest()
-    assert set(manifest) == {"id", "name", "version", "description", "repository", "authors",
-                             "license", "distribution"}
+    assert set(manifest) == {
+        "id",
+        "name",
+        "version",
+        "description",
+        "repository",
+        "authors",
+        "license",
+        "distribution",
+    }
     assert manifest["repository"] == "https://github.com/acp-fsm/acp-fsm"
     assert manifest["authors"] == ["acp-fsm developers"]
     # One sentence, as the registry shows it in a list.
@@ -264,7 +312,8 @@ def test_manifest_agrees_with_the_package() -> None:
     assert manifest["id"] == project["name"]  # one name: registry id, PyPI package, command
     # pinned, so what the registry lists is what runs (the version test above keeps it so)
     assert manifest["distribution"] == {
-        "uvx": {"package": f"{project['name']}=={project['version']}"}}
+        "uvx": {"package": f"{project['name']}=={project['version']}"}
+    }
 
 
 def test_uvx_runs_our_console_script_with_no_arguments() -> None:
@@ -277,9 +326,14 @@ def test_uvx_runs_our_console_script_with_no_arguments() -> None:
 # -- the checks can fail --------------------------------------------------------------------
 
 GOOD: dict[str, Any] = {
-    "id": "some-agent2", "name": "Some Agent", "version": "1.2.3", "description": "An agent.",
-    "repository": "https://example.org/some-agent", "authors": ["A. Person <a@example.org>"],
-    "license": "MIT", "distribution": {"uvx": {"package": "some-agent", "args": ["acp"]}},
+    "id": "some-agent2",
+    "name": "Some Agent",
+    "version": "1.2.3",
+    "description": "An agent.",
+    "repository": "https://example.org/some-agent",
+    "authors": ["A. Person <a@example.org>"],
+    "license": "MIT",
+    "distribution": {"uvx": {"package": "some-agent", "args": ["acp"]}},
 }
 
 
@@ -289,49 +343,63 @@ def with_changes(**changes: Any) -> dict[str, Any]:
     return {key: value for key, value in entry.items() if value is not None}
 
 
-@pytest.mark.parametrize("entry", [
-    GOOD,
-    with_changes(distribution={"uvx": {"package": "some-agent==1.2.3"}}),
-    with_changes(distribution={"uvx": {"package": "some-agent[acp]@1.2.3", "env": {"A": "b"}}}),
-    with_changes(distribution={"npx": {"package": "@scope/agent@1.2.3"}}),
-    with_changes(distribution={"binary": {"linux-x86_64": {"archive": "https://x/a.tgz",
-                                                           "cmd": "./a"}}}),
-    with_changes(repository=None, authors=None, license=None),
-], ids=["plain", "pinned", "extra-and-env", "npx", "binary", "only-required"])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        GOOD,
+        with_changes(distribution={"uvx": {"package": "some-agent==1.2.3"}}),
+        with_changes(distribution={"uvx": {"package": "some-agent[acp]@1.2.3", "env": {"A": "b"}}}),
+        with_changes(distribution={"npx": {"package": "@scope/agent@1.2.3"}}),
+        with_changes(
+            distribution={"binary": {"linux-x86_64": {"archive": "https://x/a.tgz", "cmd": "./a"}}}
+        ),
+        with_changes(repository=None, authors=None, license=None),
+    ],
+    ids=["plain", "pinned", "extra-and-env", "npx", "binary", "only-required"],
+)
 def test_entries_the_registry_accepts(entry: dict[str, Any]) -> None:
     assert manifest_problems(entry) == []
 
 
-@pytest.mark.parametrize(("entry", "found"), [
-    *[(with_changes(**{field: None}), f"'{field}' is a required property")
-      for field in ("id", "name", "version", "description", "distribution")],
-    (with_changes(id="Some-Agent"), "does not match"),
-    (with_changes(id="2agent"), "does not match"),
-    (with_changes(id="some_agent"), "does not match"),
-    (with_changes(id=""), "does not match"),
-    (with_changes(name=""), "should be non-empty"),
-    (with_changes(description=""), "should be non-empty"),
-    (with_changes(version="1.2"), "does not match"),
-    (with_changes(version="v1.2.3"), "does not match"),
-    (with_changes(version="1.2.3-rc.1"), "does not match"),
-    (with_changes(authors="A. Person"), "is not of type 'array'"),
-    (with_changes(repository="github.com/some/agent"), "not an https URL"),
-    (with_changes(homepage="https://example.org"), "Additional properties"),
-    (with_changes(distribution={}), "should be non-empty"),
-    (with_changes(distribution={"pip": {"package": "some-agent"}}), "Additional properties"),
-    (with_changes(distribution={"uvx": {}}), "'package' is a required property"),
-    (with_changes(distribution={"uvx": {"package": ""}}), "should be non-empty"),
-    (with_changes(distribution={"uvx": {"package": "a", "args": "acp"}}), "is not of type"),
-    (with_changes(distribution={"uvx": {"package": "a", "env": {"A": 1}}}), "is not of type"),
-    (with_changes(distribution={"uvx": {"package": "a", "cmd": "a"}}), "Additional properties"),
-    (with_changes(distribution={"uvx": {"package": "some-agent==1.2.4"}}), "pins 1.2.4"),
-    (with_changes(distribution={"uvx": {"package": "some-agent@latest"}}), "@latest"),
-    (with_changes(distribution={"npx": {"package": "@scope/agent@1.0.0"}}), "pins 1.0.0"),
-    (with_changes(distribution={"binary": {"linux-x86_64": {"cmd": "./a"}}}),
-     "'archive' is a required property"),
-    (with_changes(distribution={"binary": {"linux-riscv64": {"archive": "x", "cmd": "a"}}}),
-     "is not one of"),
-])
+@pytest.mark.parametrize(
+    ("entry", "found"),
+    [
+        *[
+            (with_changes(**{field: None}), f"'{field}' is a required property")
+            for field in ("id", "name", "version", "description", "distribution")
+        ],
+        (with_changes(id="Some-Agent"), "does not match"),
+        (with_changes(id="2agent"), "does not match"),
+        (with_changes(id="some_agent"), "does not match"),
+        (with_changes(id=""), "does not match"),
+        (with_changes(name=""), "should be non-empty"),
+        (with_changes(description=""), "should be non-empty"),
+        (with_changes(version="1.2"), "does not match"),
+        (with_changes(version="v1.2.3"), "does not match"),
+        (with_changes(version="1.2.3-rc.1"), "does not match"),
+        (with_changes(authors="A. Person"), "is not of type 'array'"),
+        (with_changes(repository="github.com/some/agent"), "not an https URL"),
+        (with_changes(homepage="https://example.org"), "Additional properties"),
+        (with_changes(distribution={}), "should be non-empty"),
+        (with_changes(distribution={"pip": {"package": "some-agent"}}), "Additional properties"),
+        (with_changes(distribution={"uvx": {}}), "'package' is a required property"),
+        (with_changes(distribution={"uvx": {"package": ""}}), "should be non-empty"),
+        (with_changes(distribution={"uvx": {"package": "a", "args": "acp"}}), "is not of type"),
+        (with_changes(distribution={"uvx": {"package": "a", "env": {"A": 1}}}), "is not of type"),
+        (with_changes(distribution={"uvx": {"package": "a", "cmd": "a"}}), "Additional properties"),
+        (with_changes(distribution={"uvx": {"package": "some-agent==1.2.4"}}), "pins 1.2.4"),
+        (with_changes(distribution={"uvx": {"package": "some-agent@latest"}}), "@latest"),
+        (with_changes(distribution={"npx": {"package": "@scope/agent@1.0.0"}}), "pins 1.0.0"),
+        (
+            with_changes(distribution={"binary": {"linux-x86_64": {"cmd": "./a"}}}),
+            "'archive' is a required property",
+        ),
+        (
+            with_changes(distribution={"binary": {"linux-riscv64": {"archive": "x", "cmd": "a"}}}),
+            "is not one of",
+        ),
+    ],
+)
 def test_entries_the_registry_refuses(entry: dict[str, Any], found: str) -> None:
     problems = manifest_problems(entry)
     assert any(found in problem for problem in problems), problems
@@ -344,36 +412,48 @@ def svg(body: str, root: str = 'width="16" height="16" viewBox="0 0 16 16"') -> 
 DOT = '<circle cx="8" cy="8" r="4" fill="currentColor"/>'
 
 
-@pytest.mark.parametrize("text", [
-    svg(DOT),
-    svg('<path d="M0 0h16" stroke="CurrentColor" fill="none"/>'),
-    svg('<g style="fill: currentColor; stroke: inherit"><path d="M0 0h16v16z"/></g>'),
-    svg(DOT, root='width="16px" height="16px" viewBox="0 0 16 16"'),
-], ids=["fill", "stroke", "style", "px"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        svg(DOT),
+        svg('<path d="M0 0h16" stroke="CurrentColor" fill="none"/>'),
+        svg('<g style="fill: currentColor; stroke: inherit"><path d="M0 0h16v16z"/></g>'),
+        svg(DOT, root='width="16px" height="16px" viewBox="0 0 16 16"'),
+    ],
+    ids=["fill", "stroke", "style", "px"],
+)
 def test_icons_the_registry_accepts(text: str) -> None:
     assert icon_problems(text) == []
 
 
-@pytest.mark.parametrize(("text", "found"), [
-    ("<svg", "not XML"),
-    ('<html xmlns="http://www.w3.org/1999/xhtml"/>', "not <svg>"),
-    (svg(DOT, root=""), "no width/height and no viewBox"),
-    (svg(DOT, root='viewBox="0 0 24 24"'), "not 16x16"),
-    (svg(DOT, root='width="24" height="24" viewBox="0 0 16 16"'), "not 16x16"),
-    (svg(DOT, root='width="16" height="24" viewBox="0 0 16 24"'), "not square"),
-    (svg(DOT, root='width="16" height="16" viewBox="0 0 32 32"'), "ours"),
-    (svg('<path d="M0 0h16v16z"/>'), "no fill or stroke uses currentColor"),
-    (svg('<path d="M0 0h16v16z" fill="#ff5500"/>' + DOT), "fill='#ff5500'"),
-    (svg('<path d="M0 0h16" stroke="red"/>' + DOT), "stroke='red'"),
-    (svg('<path d="M0 0h16" stroke="rgb(0,0,0)"/>' + DOT), "stroke='rgb(0,0,0)'"),
-    (svg('<path d="M0 0h16v16z" style="fill:#000"/>' + DOT), "fill='#000'"),
-    (svg('<style>path { stroke: blue }</style><path d="M0 0h16"/>' + DOT), "stroke='blue'"),
-    (svg('<linearGradient id="g"><stop offset="0" stop-color="#fff"/></linearGradient>'
-         '<path d="M0 0h16v16z" fill="url(#g)"/>' + DOT), "fill='url(#g)'"),
-    (svg('<linearGradient id="g"/>' + DOT), "<linearGradient> is not allowed"),
-    (svg('<image href="logo.png" width="16" height="16"/>' + DOT), "<image> is not allowed"),
-    (svg('<rect width="16" height="16" color="#123456" fill="currentColor"/>'), "a colour"),
-])
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("<svg", "not XML"),
+        ('<html xmlns="http://www.w3.org/1999/xhtml"/>', "not <svg>"),
+        (svg(DOT, root=""), "no width/height and no viewBox"),
+        (svg(DOT, root='viewBox="0 0 24 24"'), "not 16x16"),
+        (svg(DOT, root='width="24" height="24" viewBox="0 0 16 16"'), "not 16x16"),
+        (svg(DOT, root='width="16" height="24" viewBox="0 0 16 24"'), "not square"),
+        (svg(DOT, root='width="16" height="16" viewBox="0 0 32 32"'), "ours"),
+        (svg('<path d="M0 0h16v16z"/>'), "no fill or stroke uses currentColor"),
+        (svg('<path d="M0 0h16v16z" fill="#ff5500"/>' + DOT), "fill='#ff5500'"),
+        (svg('<path d="M0 0h16" stroke="red"/>' + DOT), "stroke='red'"),
+        (svg('<path d="M0 0h16" stroke="rgb(0,0,0)"/>' + DOT), "stroke='rgb(0,0,0)'"),
+        (svg('<path d="M0 0h16v16z" style="fill:#000"/>' + DOT), "fill='#000'"),
+        (svg('<style>path { stroke: blue }</style><path d="M0 0h16"/>' + DOT), "stroke='blue'"),
+        (
+            svg(
+                '<linearGradient id="g"><stop offset="0" stop-color="#fff"/></linearGradient>'
+                '<path d="M0 0h16v16z" fill="url(#g)"/>' + DOT
+            ),
+            "fill='url(#g)'",
+        ),
+        (svg('<linearGradient id="g"/>' + DOT), "<linearGradient> is not allowed"),
+        (svg('<image href="logo.png" width="16" height="16"/>' + DOT), "<image> is not allowed"),
+        (svg('<rect width="16" height="16" color="#123456" fill="currentColor"/>'), "a colour"),
+    ],
+)
 def test_icons_the_registry_refuses(text: str, found: str) -> None:
     problems = icon_problems(text)
     assert any(found in problem for problem in problems), problems

@@ -7,12 +7,19 @@ import orjson
 
 from acp_fsm.compaction import CUT_NOTE
 from acp_fsm.results import MAX_MODEL_BYTES, MAX_SHOWN_BYTES, SHOWN_NOTE, bounded, fit_text
+from acp_fsm.schemas import acp_types as acp
 from acp_fsm.tools.base import ToolOutcome
 from acp_fsm.updates import text_block
 
 
 def size(value: object) -> int:
     return len(orjson.dumps(value))
+
+
+def text_of(block: acp.ToolCallContent) -> str:
+    """The text of a `content` block that holds text."""
+    assert block["type"] == "content" and block["content"]["type"] == "text", block
+    return block["content"]["text"]
 
 
 def test_a_result_that_fits_is_kept_as_it_is() -> None:
@@ -40,18 +47,19 @@ def test_the_editors_view_is_cut_to_what_one_result_shows() -> None:
     small, cut = outcome.content
     assert small == text_block("small")
     assert size(outcome.content) <= MAX_SHOWN_BYTES + 200
-    assert SHOWN_NOTE.split("{")[0] in cut["content"]["text"]
+    assert SHOWN_NOTE.split("{")[0] in text_of(cut)
 
 
 def test_a_block_that_is_not_text_and_does_not_fit_becomes_a_note() -> None:
-    image = {"type": "content", "content": {"type": "image", "mimeType": "image/png",
-                                            "data": "A" * (MAX_SHOWN_BYTES + 1)}}
-    diff = {"type": "diff", "path": "/p", "oldText": "x", "newText": "y"}
-    outcome = bounded(ToolOutcome("an image", content=(image, diff),
-                                  replay=(image,)), 1000)
+    image: acp.ToolCallContentContent = {
+        "type": "content",
+        "content": {"type": "image", "mimeType": "image/png", "data": "A" * (MAX_SHOWN_BYTES + 1)},
+    }
+    diff: acp.ToolCallContentDiff = {"type": "diff", "path": "/p", "oldText": "x", "newText": "y"}
+    outcome = bounded(ToolOutcome("an image", content=(image, diff), replay=(image,)), 1000)
     [note, kept] = outcome.content
     assert kept == diff  # what fits is kept
-    assert note["content"]["text"].startswith("[image not shown: ")
+    assert text_of(note).startswith("[image not shown: ")
     assert outcome.replay is not None and outcome.replay[0] == note
 
 

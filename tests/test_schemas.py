@@ -112,12 +112,17 @@ NUMERIC_TAGS = {
 
 PARTLY_TAGGED = {  # as ACP's McpServer: http and sse tagged by `type`, stdio untagged
     "anyOf": [
-        {"type": "object", "properties": {"type": {"const": "http"}, "url": {"type": "string"}},
-         "required": ["type", "url"]},
-        {"type": "object", "properties": {"type": {"const": "sse"}, "url": {"type": "string"}},
-         "required": ["type", "url"]},
-        {"type": "object", "properties": {"command": {"type": "string"}},
-         "required": ["command"]},
+        {
+            "type": "object",
+            "properties": {"type": {"const": "http"}, "url": {"type": "string"}},
+            "required": ["type", "url"],
+        },
+        {
+            "type": "object",
+            "properties": {"type": {"const": "sse"}, "url": {"type": "string"}},
+            "required": ["type", "url"],
+        },
+        {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
     ]
 }
 UNTAGGED_BODIES = {  # as ACP's embedded resource: text or blob, told apart by their members
@@ -207,10 +212,16 @@ CASES: list[tuple[dict[str, Any], object, tuple[tuple[str | int, ...], str] | No
     ({"required": ["a", "b"]}, {"a": 1}, ((), 'missing required property "b"')),
     ({"required": ["a"]}, [], OK),
     # a member named like a number is still a member (not an index)
-    ({"properties": {"0": {"type": ["integer", "string"]}}}, {"0": None},
-     (("0",), "expected integer or string, got null")),
-    ({"additionalProperties": {"type": "integer"}}, {"0": None},
-     (("0",), "expected integer, got null")),
+    (
+        {"properties": {"0": {"type": ["integer", "string"]}}},
+        {"0": None},
+        (("0",), "expected integer or string, got null"),
+    ),
+    (
+        {"additionalProperties": {"type": "integer"}},
+        {"0": None},
+        (("0",), "expected integer, got null"),
+    ),
     # additionalProperties
     ({"properties": {"a": {}}, "additionalProperties": False}, {"a": 1}, OK),
     (
@@ -370,8 +381,11 @@ CASES: list[tuple[dict[str, Any], object, tuple[tuple[str | int, ...], str] | No
     (
         {"anyOf": [{"required": ["a"]}, {"required": ["b"]}]},
         {},
-        ((), 'matches none of the alternatives: missing required property "a"; '
-             'missing required property "b"'),
+        (
+            (),
+            'matches none of the alternatives: missing required property "a"; '
+            'missing required property "b"',
+        ),
     ),
     # a union tagged in part, or told apart by members: the branch meant names the field
     (PARTLY_TAGGED, {"type": "http", "url": 5}, (("url",), "expected string, got integer")),
@@ -383,8 +397,11 @@ CASES: list[tuple[dict[str, Any], object, tuple[tuple[str | int, ...], str] | No
     (
         UNTAGGED_BODIES,
         {},
-        ((), 'matches none of the alternatives: missing required property "text"; '
-             'missing required property "blob"'),
+        (
+            (),
+            'matches none of the alternatives: missing required property "text"; '
+            'missing required property "blob"',
+        ),
     ),
 ]
 
@@ -398,7 +415,7 @@ def test_keyword(
     assert got == (None if expected is None else Violation(*expected))
 
 
-INIT_PARAMS = {
+INIT_PARAMS: dict[str, Any] = {
     "protocolVersion": 1,
     "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True},
     "clientInfo": {"name": "zed", "version": "0.201.3"},
@@ -424,8 +441,6 @@ SAMPLES = {  # valid messages of the real schemas
 }
 
 
-
-
 def test_valid_samples_and_a_bad_schema() -> None:
     for ref, message in SAMPLES.items():
         assert schemas.validate(ref, message) is None, ref
@@ -445,10 +460,10 @@ def test_violation_str_and_immutability() -> None:
     assert str(Violation((2, "a"), "m")) == "[2].a: m"
     assert str(Violation((), "expected object, got array")) == "expected object, got array"
     with pytest.raises(AttributeError):
-        v.message = "x"  # type: ignore[misc]
+        v.message = "x"
     with pytest.raises(AttributeError):
         del v.path
-    assert v == Violation(list(v.path), v.message)  # type: ignore[arg-type]
+    assert v == Violation(list(v.path), v.message)
     assert len({v, Violation(v.path, v.message)}) == 1
     assert "readTextFile" in repr(v)
 
@@ -477,7 +492,7 @@ def test_validate_and_validator() -> None:
 
 
 def test_tagged_union_errors_on_real_schema() -> None:
-    params = {
+    params: dict[str, Any] = {
         "sessionId": "s",
         "prompt": [{"type": "text", "text": "hi"}, {"type": "video", "uri": "x"}],
     }
@@ -740,13 +755,13 @@ def _differential(targets: list[Target], examples: int) -> Counter[str]:
     """Property test per target: the compiled verdicts equal jsonschema's."""
     stats: Counter[str] = Counter()
     for name, schema, defs, compiled, anything in targets:
-        strategies = [
-            instances(schema, defs, anything).flatmap(
-                lambda c, anything=anything: st.tuples(
-                    st.just(c), mutations(c, anything), anything, st.just(_confused_deep(c))
-                )
+
+        def variants(c: Any, anything: Any = anything) -> st.SearchStrategy[tuple[Any, ...]]:
+            return st.tuples(
+                st.just(c), mutations(c, anything), anything, st.just(_confused_deep(c))
             )
-        ]
+
+        strategies = [instances(schema, defs, anything).flatmap(variants)]
         if HJS_WORKS:
             from hypothesis_jsonschema import from_schema
 
@@ -778,12 +793,12 @@ def _agreement(
     return run
 
 
-
-
 def _documents() -> list[tuple[str, dict[str, Any]]]:
     folder = schemas.schema_path("acp").parent
-    docs = [(path.stem, json.loads(path.read_text(encoding="utf-8")))
-            for path in sorted(folder.glob("*.json"))]
+    docs = [
+        (path.stem, json.loads(path.read_text(encoding="utf-8")))
+        for path in sorted(folder.glob("*.json"))
+    ]
     return [(stem, doc) for stem, doc in docs if "$defs" in doc]
 
 
@@ -853,9 +868,27 @@ def test_every_real_definition_on_fixed_values() -> None:
 
 # ---- the startup path's plain check ------------------------------------------------------------
 
-PLAIN_KEYWORDS = {"type", "properties", "required", "items", "$ref", "anyOf", "allOf", "oneOf",
-                  "const", "enum", "minimum", "maximum", "minLength", "$defs", "title",
-                  "description", "default", "examples", "$comment"}
+PLAIN_KEYWORDS = {
+    "type",
+    "properties",
+    "required",
+    "items",
+    "$ref",
+    "anyOf",
+    "allOf",
+    "oneOf",
+    "const",
+    "enum",
+    "minimum",
+    "maximum",
+    "minLength",
+    "$defs",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "$comment",
+}
 
 
 def _keywords(schema: Any) -> set[str]:
@@ -885,19 +918,32 @@ def test_plain_check_is_sound_and_complete_on_its_keywords(
     if expected is not None:
         assert not verdict
     elif _keywords(schema) <= PLAIN_KEYWORDS and not isinstance(
-            schema.get("const", schema.get("enum", [None])[-1]), list | dict):
+        schema.get("const", schema.get("enum", [None])[-1]), list | dict
+    ):
         assert verdict
 
 
 def test_plain_check_takes_what_editors_send() -> None:
     """The `initialize` messages real clients send take the startup path."""
-    zed = {"protocolVersion": 1, "clientCapabilities": {
-        "fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True,
-        "_meta": {"terminal_output": True, "terminal-auth": True}},
-        "clientInfo": {"name": "zed", "title": "Zed", "version": "0.201.3"}}
-    sdk = {"protocolVersion": 1, "clientCapabilities": {
-        "fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False,
-        "auth": {"terminal": False}}, "clientInfo": None, "_meta": None}
+    zed = {
+        "protocolVersion": 1,
+        "clientCapabilities": {
+            "fs": {"readTextFile": True, "writeTextFile": True},
+            "terminal": True,
+            "_meta": {"terminal_output": True, "terminal-auth": True},
+        },
+        "clientInfo": {"name": "zed", "title": "Zed", "version": "0.201.3"},
+    }
+    sdk = {
+        "protocolVersion": 1,
+        "clientCapabilities": {
+            "fs": {"readTextFile": False, "writeTextFile": False},
+            "terminal": False,
+            "auth": {"terminal": False},
+        },
+        "clientInfo": None,
+        "_meta": None,
+    }
     minimal = {"protocolVersion": 1}
     for params in (zed, sdk, minimal, INIT_PARAMS):
         assert surely_valid("acp.InitializeRequest", params), params
@@ -923,10 +969,10 @@ def _put(template: Any, text: str) -> Any:
     return template
 
 
-@pytest.mark.parametrize("schema", list({json.dumps(schema, sort_keys=True): schema
-                                          for schema, _, _ in CASES}.values()))
-def test_a_template_is_surely_valid_only_when_every_string_in_it_is(
-        schema: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "schema", list({json.dumps(schema, sort_keys=True): schema for schema, _, _ in CASES}.values())
+)
+def test_a_template_is_surely_valid_only_when_every_string_in_it_is(schema: dict[str, Any]) -> None:
     """ANY_STRING in place of a value, alone or in an object or a list: a template the plain
     check accepts is valid by the reference implementation with any string in its place."""
     reference = Draft202012Validator(schema)
@@ -938,8 +984,10 @@ def test_a_template_is_surely_valid_only_when_every_string_in_it_is(
 
 def test_a_streamed_update_is_a_template_and_its_tags_are_not() -> None:
     def chunk(kind: object, block: object, text: object) -> dict[str, Any]:
-        return {"sessionId": "s", "update": {"sessionUpdate": kind,
-                                             "content": {"type": block, "text": text}}}
+        return {
+            "sessionId": "s",
+            "update": {"sessionUpdate": kind, "content": {"type": block, "text": text}},
+        }
 
     ref = "acp.SessionNotification"
     assert surely_valid(ref, chunk("agent_message_chunk", "text", ANY_STRING))
@@ -957,7 +1005,8 @@ def test_an_instance_too_deep_to_explain_is_still_refused_with_a_reason() -> Non
     for _ in range(900):
         deep = [deep]
     assert schemas.validate("acp.InitializeRequest", deep) == Violation(
-        (), "expected object, got array")
+        (), "expected object, got array"
+    )
     refused = schemas.validate("acp.PromptRequest", {"sessionId": "s", "prompt": deep})
     assert refused is not None and "too deeply" in refused.message
 
@@ -969,4 +1018,5 @@ def test_a_property_name_that_is_not_unicode_is_refused_where_it_is() -> None:
     assert schemas.validate("acp.PromptRequest", prompt) is None
     prompt["prompt"][0] = {"type": "text", "text": "x", "\ud800": 1}
     assert schemas.validator("acp.PromptRequest")(prompt) == Violation(
-        ("prompt", 0), "not valid Unicode (a lone surrogate)")
+        ("prompt", 0), "not valid Unicode (a lone surrogate)"
+    )

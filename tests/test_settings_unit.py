@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,48 +30,81 @@ def test_the_override_is_a_clean_list(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_fallback_lists_built_ins_only_for_the_providers_own_api(home: Path) -> None:
     official = load_config({"ACP_FSM_PROVIDER": "anthropic", "ACP_FSM_MODEL": "claude-x"})
-    local = load_config({"ACP_FSM_PROVIDER": "openai", "ACP_FSM_MODEL": "llama3",
-                         "OPENAI_BASE_URL": "http://localhost:11434/v1"})
+    local = load_config(
+        {
+            "ACP_FSM_PROVIDER": "openai",
+            "ACP_FSM_MODEL": "llama3",
+            "OPENAI_BASE_URL": "http://localhost:11434/v1",
+        }
+    )
     assert models.fallback(official) == ["claude-x", *models.BUILT_IN["anthropic"]]
     assert models.Catalog().models(local) == ["llama3"]
 
 
-@pytest.mark.parametrize("cached", [
-    {"openai http://localhost:1/v1": {"fetchedAt": 1, "models": "abc"}},
-    {"openai http://localhost:1/v1": {"fetchedAt": "x", "models": ["a"]}},
-    {"openai http://localhost:1/v1": {"models": ["a"]}},
-    {"openai http://localhost:1/v1": {"fetchedAt": 1, "models": []}},
-    ["not", "an", "object"],
-])
+@pytest.mark.parametrize(
+    "cached",
+    [
+        {"openai http://localhost:1/v1": {"fetchedAt": 1, "models": "abc"}},
+        {"openai http://localhost:1/v1": {"fetchedAt": "x", "models": ["a"]}},
+        {"openai http://localhost:1/v1": {"models": ["a"]}},
+        {"openai http://localhost:1/v1": {"fetchedAt": 1, "models": []}},
+        ["not", "an", "object"],
+    ],
+)
 def test_a_cache_file_that_cannot_be_used_is_ignored(home: Path, cached: object) -> None:
     (home / models.CACHE_FILE).write_text(json.dumps(cached))
-    config = load_config({"ACP_FSM_PROVIDER": "openai", "ACP_FSM_MODEL": "m",
-                          "OPENAI_BASE_URL": "http://localhost:1/v1"})
+    config = load_config(
+        {
+            "ACP_FSM_PROVIDER": "openai",
+            "ACP_FSM_MODEL": "m",
+            "OPENAI_BASE_URL": "http://localhost:1/v1",
+        }
+    )
     assert models.Catalog().models(config) == ["m"]
 
 
 def test_a_usable_cache_file_is_the_list(home: Path) -> None:
     key = "openai http://localhost:1/v1"
-    (home / models.CACHE_FILE).write_text(json.dumps(
-        {key: {"fetchedAt": 1, "models": ["m", "n"]}}))
-    config = load_config({"ACP_FSM_PROVIDER": "openai", "ACP_FSM_MODEL": "m",
-                          "OPENAI_BASE_URL": "http://localhost:1/v1"})
+    (home / models.CACHE_FILE).write_text(json.dumps({key: {"fetchedAt": 1, "models": ["m", "n"]}}))
+    config = load_config(
+        {
+            "ACP_FSM_PROVIDER": "openai",
+            "ACP_FSM_MODEL": "m",
+            "OPENAI_BASE_URL": "http://localhost:1/v1",
+        }
+    )
     assert models.Catalog().models(config) == ["m", "n"]
 
 
-@pytest.mark.parametrize(("provider", "model", "expected"), [
-    ("anthropic", "claude-sonnet-4-5", True), ("anthropic", "claude-3-7-sonnet-latest", True),
-    ("anthropic", "claude-opus-4-1", True), ("anthropic", "claude-3-5-haiku-latest", False),
-    ("openai", "o3-mini", True), ("openai", "gpt-5-mini", True), ("openai", "o1-mini", False),
-    ("openai", "o1-preview", False), ("openai", "gpt-5-chat-latest", False),
-    ("openai", "gpt-4o", False), ("other", "o3", False),
-])
+@pytest.mark.parametrize(
+    ("provider", "model", "expected"),
+    [
+        ("anthropic", "claude-sonnet-4-5", True),
+        ("anthropic", "claude-3-7-sonnet-latest", True),
+        ("anthropic", "claude-opus-4-1", True),
+        ("anthropic", "claude-3-5-haiku-latest", False),
+        ("openai", "o3-mini", True),
+        ("openai", "gpt-5-mini", True),
+        ("openai", "o1-mini", False),
+        ("openai", "o1-preview", False),
+        ("openai", "gpt-5-chat-latest", False),
+        ("openai", "gpt-4o", False),
+        ("other", "o3", False),
+    ],
+)
 def test_which_models_take_a_thought_level(provider: str, model: str, expected: bool) -> None:
     assert settings.thinks(provider, model) is expected
 
 
 def test_stored_choices_fold_in_order_and_unknown_values_are_left_out() -> None:
-    bodies = [{"model": "m-two"}, {"mode": "plan"}, {"mode": "yolo"}, {"thoughtLevel": "high"},
-              {"model": ""}, {"mode": 3}, {"model": "m-three", "mode": "full_access"}]
+    bodies: list[dict[str, Any]] = [
+        {"model": "m-two"},
+        {"mode": "plan"},
+        {"mode": "yolo"},
+        {"thoughtLevel": "high"},
+        {"model": ""},
+        {"mode": 3},
+        {"model": "m-three", "mode": "full_access"},
+    ]
     assert Settings.folded(bodies) == Settings("m-three", "full_access", "high")
     assert Settings.folded([]) == Settings()

@@ -61,9 +61,9 @@ def test_lines_written_in_pieces_are_not_split() -> None:
     read_end, write_end = os.pipe()
     try:
         writer = StderrWriter(write_end)
-        print("hello", file=writer)  # type: ignore[arg-type]
+        print("hello", file=writer)
         writer.write("")
-        print("world", file=writer)  # type: ignore[arg-type]
+        print("world", file=writer)
         assert drain(read_end) == b"hello\nworld\n"
     finally:
         os.close(read_end)

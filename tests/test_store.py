@@ -176,8 +176,14 @@ async def test_open_without_a_path_uses_the_default(
 
 
 async def test_session_round_trip(store: Store) -> None:
-    servers = ({"name": "fs", "command": "/bin/mcp", "args": ["--x"], "env": [{"name": "A",
-                                                                            "value": "é"}]},)
+    servers = (
+        {
+            "name": "fs",
+            "command": "/bin/mcp",
+            "args": ["--x"],
+            "env": [{"name": "A", "value": "é"}],
+        },
+    )
     given = SessionRecord("s1", "/work/a", ("/work/b", "/work/ç"), servers, "Title", 10.5, 20.25)
     await store.create_session(given)
     assert await store.get_session("s1") == given
@@ -249,8 +255,9 @@ async def test_entries_in_seq_order(store: Store) -> None:
         assert await store.append("a", kind, {"i": i}) == i + 1
     assert await store.append("b", "user", {"i": 0}) == 1  # seq is per session
     got = await store.entries("a")
-    assert [(e.seq, e.kind, e.body) for e in got] == [(i + 1, k, {"i": i})
-                                                      for i, k in enumerate(kinds)]
+    assert [(e.seq, e.kind, e.body) for e in got] == [
+        (i + 1, k, {"i": i}) for i, k in enumerate(kinds)
+    ]
     assert all(isinstance(e, Entry) for e in got)
     assert [e.created_at for e in got] == sorted(e.created_at for e in got)
     assert await store.entries("absent") == []
@@ -267,9 +274,12 @@ async def test_every_write_to_a_deleted_session_says_it_is_gone(store: Store) ->
     seq = await store.append("s", "user", {})
     await store.delete_session("s")
     writes: list[Callable[[], Awaitable[Any]]] = [
-        lambda: store.append("s", "assistant", {}), lambda: store.set_title("s", "t"),
+        lambda: store.append("s", "assistant", {}),
+        lambda: store.set_title("s", "t"),
         lambda: store.append_soon("s", "turn_end", {}),
-        lambda: store.rewrite_soon("s", seq, {}), lambda: store.claim_turn("s", "owner")]
+        lambda: store.rewrite_soon("s", seq, {}),
+        lambda: store.claim_turn("s", "owner"),
+    ]
     for write in writes:
         with pytest.raises(SessionGone, match="no session 's'"):
             await write()
@@ -277,9 +287,12 @@ async def test_every_write_to_a_deleted_session_says_it_is_gone(store: Store) ->
 
 async def test_bodies_round_trip_exactly(store: Store) -> None:
     body = {
-        "text": "héllo 中文 😀 \u0000 \n \"quoted\" \\",
-        "nested": {"list": [1, 2.5, -0.0, 1e308, 5e-324, 0.1 + 0.2, None, True, False, [[[]]]],
-                   "empty": {}, "ключ": "значение"},
+        "text": 'héllo 中文 😀 \u0000 \n "quoted" \\',
+        "nested": {
+            "list": [1, 2.5, -0.0, 1e308, 5e-324, 0.1 + 0.2, None, True, False, [[[]]]],
+            "empty": {},
+            "ключ": "значение",
+        },
         "int": 2**63 - 1,
     }
     await store.create_session(record("s"))
@@ -321,9 +334,7 @@ def circular() -> dict[str, Any]:
         (circular(), "circular"),
     ],
 )
-async def test_bodies_that_are_not_json_are_refused(
-    store: Store, body: Any, message: str
-) -> None:
+async def test_bodies_that_are_not_json_are_refused(store: Store, body: Any, message: str) -> None:
     await store.create_session(record("s"))
     with pytest.raises(StoreError, match=message):
         await store.append("s", "user", body)
@@ -455,7 +466,7 @@ def b64(raw: bytes) -> str:
         b64(b'["x", "y"]'),
         b64(b'[true, "x"]'),
         b64(b'[NaN, "x"]'),
-        b64(b'[1, 2]'),
+        b64(b"[1, 2]"),
         "é",
         "A" * 5000,
         42,
@@ -507,11 +518,17 @@ asyncio.run(main())
 
 async def test_entry_survives_sigkill_right_after_append_returned(db: Path) -> None:
     wanted = 20
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH",
-                                                                                  "")]))
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    )
     child = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", CHILD, str(db),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+        sys.executable,
+        "-c",
+        CHILD,
+        str(db),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
     )
     assert child.stdout is not None
     try:
@@ -603,8 +620,10 @@ async def test_a_failing_write_in_a_group_undoes_only_itself(store: Store) -> No
 
     def half_done(conn: sqlite3.Connection) -> None:
         with store_module._transaction(conn):  # as every operation that writes
-            conn.execute("INSERT INTO entries (session_id, seq, kind, body, created_at) "
-                         "VALUES ('s', 99, 'user', '{}', 0)")
+            conn.execute(
+                "INSERT INTO entries (session_id, seq, kind, body, created_at) "
+                "VALUES ('s', 99, 'user', '{}', 0)"
+            )
             raise ValueError("failed half-way")
 
     with worker_held(store):
@@ -675,8 +694,7 @@ async def test_no_commit_copies_the_wal_into_the_database(db: Path) -> None:
         await opened.close()
 
 
-async def test_the_worker_checkpoints_once_idle(db: Path, monkeypatch: pytest.MonkeyPatch
-                                                ) -> None:
+async def test_the_worker_checkpoints_once_idle(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(store_module, "CHECKPOINT_AFTER", 3)
     monkeypatch.setattr(store_module, "CHECKPOINT_IDLE_S", 0.01)
     opened = await Store.open(db)
@@ -748,8 +766,10 @@ async def test_an_errors_public_form_names_no_file(store: Store) -> None:
 
 
 def schema(path: Path) -> set[str]:
-    return {name for (name,) in sql(path, "SELECT name FROM sqlite_master WHERE name NOT LIKE "
-                                          "'sqlite_%'")}
+    return {
+        name
+        for (name,) in sql(path, "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")
+    }
 
 
 @pytest.mark.parametrize("existing", [False, True])
@@ -760,8 +780,14 @@ async def test_migrates_a_missing_or_empty_file(db: Path, existing: bool) -> Non
     await opened.close()
     assert sql(db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
     assert sql(db, "PRAGMA journal_mode") == [("wal",)]
-    assert schema(db) == {"sessions", "entries", "sessions_by_recency", "sessions_by_cwd",
-                          "entries_by_session", "turn_leases"}
+    assert schema(db) == {
+        "sessions",
+        "entries",
+        "sessions_by_recency",
+        "sessions_by_cwd",
+        "entries_by_session",
+        "turn_leases",
+    }
 
 
 async def test_migrations_apply_in_order_and_keep_data(
@@ -782,9 +808,7 @@ async def test_migrations_apply_in_order_and_keep_data(
     assert sql(db, "SELECT id, pinned FROM sessions") == [("s", 0)]
 
 
-async def test_failed_migration_changes_nothing(
-    db: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_failed_migration_changes_nothing(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     await (await Store.open(db)).close()
     broken = ("ALTER TABLE sessions ADD COLUMN half INTEGER", "SELECT * FROM nowhere")
     monkeypatch.setattr(store_module, "MIGRATIONS", (*store_module.MIGRATIONS, broken))
@@ -797,8 +821,9 @@ async def test_failed_migration_changes_nothing(
 async def test_newer_schema_is_refused_untouched(db: Path) -> None:
     db.parent.mkdir()
     sql(db, "PRAGMA user_version = 99")
-    with pytest.raises(StoreError, match=f"schema version 99, newer than this acp-fsm knows "
-                                         f"\\({SCHEMA_VERSION}\\)"):
+    with pytest.raises(
+        StoreError, match=f"schema version 99, newer than this acp-fsm knows \\({SCHEMA_VERSION}\\)"
+    ):
         await Store.open(db)
     await wait_for_no_thread(db)
     assert sql(db, "PRAGMA user_version") == [(99,)]
@@ -819,9 +844,7 @@ async def test_loop_keeps_ticking_during_a_ten_megabyte_append(store: Store) -> 
     assert during >= 1, "the event loop did not run while the worker wrote 10 MB"
 
 
-async def test_loop_keeps_ticking_while_waiting_for_another_writer(
-    store: Store, db: Path
-) -> None:
+async def test_loop_keeps_ticking_while_waiting_for_another_writer(store: Store, db: Path) -> None:
     await store.create_session(record("s"))
     other = sqlite3.connect(db, isolation_level=None)  # another agent process, in effect
     try:
@@ -848,9 +871,15 @@ async def test_close_is_idempotent_and_later_calls_raise(db: Path) -> None:
     await opened.close()
     assert repr(opened) == f"<Store {db} closed>"
     await wait_for_no_thread(db)
-    for call in (opened.get_session("s"), opened.entries("s"), opened.list_sessions(),
-                 opened.append("s", "user", {}), opened.create_session(record("s")),
-                 opened.set_title("s", "t"), opened.delete_session("s")):
+    for call in (
+        opened.get_session("s"),
+        opened.entries("s"),
+        opened.list_sessions(),
+        opened.append("s", "user", {}),
+        opened.create_session(record("s")),
+        opened.set_title("s", "t"),
+        opened.delete_session("s"),
+    ):
         with pytest.raises(StoreError, match="the store is closed"):
             await call
 

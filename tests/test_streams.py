@@ -48,7 +48,8 @@ async def pipe() -> AsyncIterator[tuple[int, Output, list[str]]]:
 
 
 async def test_the_frames_of_one_pass_leave_together_and_in_order(
-        pipe: tuple[int, Output, list[str]]) -> None:
+    pipe: tuple[int, Output, list[str]],
+) -> None:
     read_fd, output, _ = pipe
     for n in range(3):
         output.write(b'{"n":%d}\n' % n)
@@ -57,8 +58,7 @@ async def test_the_frames_of_one_pass_leave_together_and_in_order(
     assert _available(read_fd) == b'{"n":0}\n{"n":1}\n{"n":2}\n'
 
 
-async def test_a_quarter_of_the_limit_leaves_at_once(
-        pipe: tuple[int, Output, list[str]]) -> None:
+async def test_a_quarter_of_the_limit_leaves_at_once(pipe: tuple[int, Output, list[str]]) -> None:
     read_fd, output, _ = pipe
     frame = b"x" * 255 + b"\n"
     for _ in range(COALESCE_BYTES // len(frame)):
@@ -68,7 +68,8 @@ async def test_a_quarter_of_the_limit_leaves_at_once(
 
 
 async def test_the_writer_that_fills_the_buffer_sees_congestion_at_once(
-        pipe: tuple[int, Output, list[str]]) -> None:
+    pipe: tuple[int, Output, list[str]],
+) -> None:
     read_fd, output, _ = pipe
     frames = [b'{"n":%06d}\n' % n for n in range(2 * OUTPUT_BUFFER_LIMIT_BYTES // 12)]
     seen = None
@@ -94,7 +95,8 @@ async def test_flush_sends_what_waits(pipe: tuple[int, Output, list[str]]) -> No
 
 
 async def test_a_reader_gone_loses_what_waits_and_says_so_once(
-        pipe: tuple[int, Output, list[str]]) -> None:
+    pipe: tuple[int, Output, list[str]],
+) -> None:
     read_fd, output, lost = pipe
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, read_fd)  # the pipe's only reader goes away (the fd stays for cleanup)

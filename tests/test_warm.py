@@ -42,6 +42,12 @@ print(asyncio.run(first()), asyncio.run(later()), importers, threading.current_t
 
 
 def test_aiohttp_is_imported_on_its_own_thread() -> None:
-    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                          cwd=ROOT, timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=True,
+    )
     assert done.stdout.split() == ["True", "True", "['acp-fsm-import-aiohttp']", "MainThread"]

@@ -56,8 +56,19 @@ PROBE_S = 5.0  # how long the package index may take to answer before the tests 
 PYPI = "https://pypi.org/simple"
 
 # Left behind by a work tree, never in a fresh clone (used only where git cannot list the files).
-NOT_IN_A_CLONE = (".git", ".venv", "venv", "build", "dist", "*.egg-info", "__pycache__", "*.pyc",
-                  ".*_cache", ".hypothesis", "node_modules")
+NOT_IN_A_CLONE = (
+    ".git",
+    ".venv",
+    "venv",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    "*.pyc",
+    ".*_cache",
+    ".hypothesis",
+    "node_modules",
+)
 # A line of build output that reports a problem: setuptools' `warning: ...` and its
 # `...DeprecationWarning: ...` (a file named warnings.py does not match).
 WARNING = re.compile(r"(?i)warning\b[:\s]")
@@ -74,8 +85,10 @@ class Built:
 def run(command: list[str], timeout: float, **options: Any) -> subprocess.CompletedProcess[str]:
     """Run to completion; a failure shows the command's own output."""
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, **options)
-    assert done.returncode == 0, (f"{command} exited {done.returncode}\n--- stdout\n"
-                                  f"{done.stdout[-5000:]}\n--- stderr\n{done.stderr[-5000:]}")
+    assert done.returncode == 0, (
+        f"{command} exited {done.returncode}\n--- stdout\n"
+        f"{done.stdout[-5000:]}\n--- stderr\n{done.stderr[-5000:]}"
+    )
     return done
 
 
@@ -84,11 +97,17 @@ def copy_checkout(target: Path) -> None:
     a symlink as a symlink (the repository holds none: tests/test_layers.py)."""
     git = shutil.which("git")
     if git is None or not (ROOT / ".git").exists():
-        shutil.copytree(ROOT, target, symlinks=True, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns(*NOT_IN_A_CLONE))
+        shutil.copytree(
+            ROOT,
+            target,
+            symlinks=True,
+            dirs_exist_ok=True,
+            ignore=shutil.ignore_patterns(*NOT_IN_A_CLONE),
+        )
         return
-    listed = run([git, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                 BUILD_S, cwd=ROOT).stdout
+    listed = run(
+        [git, "ls-files", "-z", "--cached", "--others", "--exclude-standard"], BUILD_S, cwd=ROOT
+    ).stdout
     for name in filter(None, listed.split("\0")):
         source = ROOT / name
         if not source.is_symlink() and not source.exists():
@@ -99,10 +118,17 @@ def copy_checkout(target: Path) -> None:
 
 def agent_env(home: Path) -> dict[str, str]:
     """The installed agent on its own: no checkout on the path, a home of its own."""
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    env.update(HOME=str(home), ACP_FSM_HOME=str(home / "acp-fsm"),
-               XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"))
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+    }
+    env.update(
+        HOME=str(home),
+        ACP_FSM_HOME=str(home / "acp-fsm"),
+        XDG_DATA_HOME=str(home / "data"),
+        XDG_CONFIG_HOME=str(home / "config"),
+    )
     return env
 
 
@@ -120,8 +146,14 @@ def pip_index() -> str | None:
     settings = pip_settings()
 
     def setting(name: str) -> str | None:
-        return next((settings[key] for section in (":env:", "install", "global")
-                     if (key := f"{section}.{name}") in settings), None)
+        return next(
+            (
+                settings[key]
+                for section in (":env:", "install", "global")
+                if (key := f"{section}.{name}") in settings
+            ),
+            None,
+        )
 
     if (setting("no-index") or "").lower() in ("1", "true", "yes", "on", "y", "t"):
         return None
@@ -147,36 +179,45 @@ def unreachable(index: str) -> str | None:
 def skip_unless_reachable(index: str | None, who: str) -> None:
     reason = None if index is None else unreachable(index)
     if reason is not None:
-        pytest.skip(f"the package index {index} ({who}) cannot be reached: {reason}; building, "
-                    "installing and running the wheel need it", allow_module_level=True)
+        pytest.skip(
+            f"the package index {index} ({who}) cannot be reached: {reason}; building, "
+            "installing and running the wheel need it",
+            allow_module_level=True,
+        )
 
 
 skip_unless_reachable(pip_index(), "pip's")  # every test here needs it: the module skips
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
+    """The sdist and the wheel built from a copy of the checkout; removed after the module."""
     pytest.importorskip("build", reason="`build` comes with the test extra")
     source = tmp_path_factory.mktemp("source")
     out = tmp_path_factory.mktemp("dist")
     copy_checkout(source)
     # Without PYTHONDONTWRITEBYTECODE setuptools byte-compiles instead of warning that it may not.
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
-    done = run([sys.executable, "-m", "build", "--outdir", str(out), str(source)], BUILD_S,
-               env=env)
-    return Built(source, out / f"{DIST}-{VERSION}.tar.gz",
-                 out / f"{DIST}-{VERSION}-py3-none-any.whl", done.stdout + done.stderr)
+    done = run([sys.executable, "-m", "build", "--outdir", str(out), str(source)], BUILD_S, env=env)
+    yield Built(
+        source,
+        out / f"{DIST}-{VERSION}.tar.gz",
+        out / f"{DIST}-{VERSION}-py3-none-any.whl",
+        done.stdout + done.stderr,
+    )
+    shutil.rmtree(source, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
-def venv(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with the wheel installed; its bin/ folder."""
+def venv(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh venv with the wheel installed; its bin/ folder. Removed after the module."""
     root = tmp_path_factory.mktemp("venv")
     run([sys.executable, "-m", "venv", str(root)], INSTALL_S)
     bin_dir = root / ("Scripts" if os.name == "nt" else "bin")
-    run([str(bin_dir / "python"), "-m", "pip", "install", "--quiet", str(built.wheel)],
-        INSTALL_S)
-    return bin_dir
+    run([str(bin_dir / "python"), "-m", "pip", "install", "--quiet", str(built.wheel)], INSTALL_S)
+    yield bin_dir
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def wheel_names(built: Built) -> list[str]:
@@ -192,7 +233,8 @@ def wheel_text(built: Built, name: str) -> str:
 def package_files(root: Path) -> Iterator[str]:
     """The files of acp_fsm/ and of the layers' folders in the source, as wheel names."""
     mapped = tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"][
-        "package-dir"]
+        "package-dir"
+    ]
     for top, installed in [("acp_fsm", "acp_fsm"), *((f, n) for n, f in mapped.items())]:
         prefix = installed.replace(".", "/")
         for folder, dirs, files in os.walk(root / top):
@@ -205,8 +247,9 @@ def source_files(root: Path) -> Iterator[str]:
     """The files of a copied checkout, without what building it left there."""
     for path in sorted(root.rglob("*")):
         parts = path.relative_to(root).parts
-        if path.is_file() and not any(fnmatch.fnmatch(part, pattern) for part in parts
-                                      for pattern in NOT_IN_A_CLONE):
+        if path.is_file() and not any(
+            fnmatch.fnmatch(part, pattern) for part in parts for pattern in NOT_IN_A_CLONE
+        ):
             yield "/".join(parts)
 
 
@@ -246,11 +289,15 @@ def test_the_wheel_declares_the_command_and_the_metadata(built: Built) -> None:
     entry_points = wheel_text(built, "entry_points.txt")
     assert re.search(r"(?m)^acp-fsm\s*=\s*acp_fsm\.cli:main$", entry_points), entry_points
     metadata = wheel_text(built, "METADATA")
-    for field in (f"Name: {NAME}", f"Version: {VERSION}",
-                  f"License-Expression: {PROJECT['license']}"):
+    for field in (
+        f"Name: {NAME}",
+        f"Version: {VERSION}",
+        f"License-Expression: {PROJECT['license']}",
+    ):
         assert re.search(rf"(?m)^{re.escape(field)}$", metadata), field
     assert len(re.findall(r"(?m)^Requires-Dist: (?!.*extra ==)", metadata)) == len(
-        PROJECT["dependencies"])
+        PROJECT["dependencies"]
+    )
 
 
 def test_the_sdist_unpacks_into_one_folder_with_the_sources(built: Built) -> None:
@@ -271,21 +318,25 @@ def test_the_sdist_unpacks_into_one_folder_with_the_sources(built: Built) -> Non
 
 
 def test_the_installed_command_prints_its_version(venv: Path, tmp_path: Path) -> None:
-    done = run([str(venv / "acp-fsm"), "--version"], AGENT_S, env=agent_env(tmp_path),
-               cwd=tmp_path)
+    done = run([str(venv / "acp-fsm"), "--version"], AGENT_S, env=agent_env(tmp_path), cwd=tmp_path)
     assert done.stdout == f"acp-fsm {VERSION}\n"
 
 
 def test_the_installed_package_comes_from_the_venv(venv: Path, tmp_path: Path) -> None:
-    done = run([str(venv / "python"), "-c", "import acp_fsm; print(acp_fsm.__file__)"],
-               AGENT_S, env=agent_env(tmp_path), cwd=tmp_path)
+    done = run(
+        [str(venv / "python"), "-c", "import acp_fsm; print(acp_fsm.__file__)"],
+        AGENT_S,
+        env=agent_env(tmp_path),
+        cwd=tmp_path,
+    )
     assert Path(done.stdout.strip()).is_relative_to(venv.parent)
     run([str(venv / "python"), "-m", "pip", "check"], AGENT_S)
 
 
 def test_the_installed_agent_answers_initialize(venv: Path, tmp_path: Path) -> None:
-    done = run([str(venv / "acp-fsm")], AGENT_S, input=INITIALIZE, env=agent_env(tmp_path),
-               cwd=tmp_path)
+    done = run(
+        [str(venv / "acp-fsm")], AGENT_S, input=INITIALIZE, env=agent_env(tmp_path), cwd=tmp_path
+    )
     check_initialize_answer(done.stdout)
 
 
@@ -296,15 +347,27 @@ def test_uvx_runs_the_wheel(built: Built, tmp_path: Path) -> None:
     uv = pytest.importorskip("uv", reason="`uv` comes with the test extra")
     env = agent_env(tmp_path)
     # Its own cache; this interpreter (never a downloaded one); uv's own index (PyPI).
-    env.update(UV_CACHE_DIR=str(tmp_path / "uv-cache"), UV_PYTHON_DOWNLOADS="never",
-               UV_NO_CONFIG="1")
+    env.update(
+        UV_CACHE_DIR=str(tmp_path / "uv-cache"), UV_PYTHON_DOWNLOADS="never", UV_NO_CONFIG="1"
+    )
     skip_unless_reachable(env.get("UV_DEFAULT_INDEX") or env.get("UV_INDEX_URL") or PYPI, "uv's")
-    uvx = [uv.find_uv_bin(), "tool", "run", "--python", sys.executable,  # `uv tool run` = uvx
-           "--from", str(built.wheel), NAME]
+    uvx = [
+        uv.find_uv_bin(),
+        "tool",
+        "run",
+        "--python",
+        sys.executable,  # `uv tool run` = uvx
+        "--from",
+        str(built.wheel),
+        NAME,
+    ]
     done = run([*uvx, "--version"], INSTALL_S, env=env, cwd=tmp_path)
     assert done.stdout == f"acp-fsm {VERSION}\n"
     done = run(uvx, AGENT_S, input=INITIALIZE, env=env, cwd=tmp_path)
     check_initialize_answer(done.stdout)
+    # uv's cache holds a whole environment (hundreds of MB): not left for pytest's tmp rotation.
+    run([uv.find_uv_bin(), "cache", "clean"], INSTALL_S, env=env)
+    shutil.rmtree(tmp_path / "uv-cache", ignore_errors=True)
 
 
 # -- without the index ---------------------------------------------------------------------
@@ -317,9 +380,15 @@ def test_without_the_index_these_tests_skip_in_one_line(tmp_path: Path) -> None:
         probe.bind(("127.0.0.1", 0))
         index = f"http://127.0.0.1:{probe.getsockname()[1]}/simple"
     env = {**os.environ, "PIP_INDEX_URL": index}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           str(Path(__file__))], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=BUILD_S, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(Path(__file__))],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=BUILD_S,
+        check=False,
+    )
     skipped = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]
     # no test of the module ran (so the run alone collected none), and one line says why
     assert done.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, done.stdout[-3000:]

@@ -35,12 +35,15 @@ SPECS = index("acp_fsm_methods.json", "acp_fsm")
 
 def install(server: AcpServer) -> None:
     """Serve the diagnostic methods on `server`'s connection."""
-    server.extend(SPECS, {
-        "_acp_fsm/call_client": partial(call_client, server),
-        "_acp_fsm/sleep": sleep,
-        "_acp_fsm/stray_output": stray_output,
-        "_acp_fsm/stream_updates": partial(stream_updates, server),
-    })
+    server.extend(
+        SPECS,
+        {
+            "_acp_fsm/call_client": partial(call_client, server),
+            "_acp_fsm/sleep": sleep,
+            "_acp_fsm/stray_output": stray_output,
+            "_acp_fsm/stream_updates": partial(stream_updates, server),
+        },
+    )
 
 
 async def call_client(server: AcpServer, params: dict[str, Any]) -> dict[str, Any]:
@@ -59,8 +62,9 @@ async def call_client(server: AcpServer, params: dict[str, Any]) -> dict[str, An
     started = time.monotonic()
     outcome: dict[str, Any]
     try:
-        result = await server.call_client(method, inner, token=token,
-                                          timeout_ms=params.get("timeoutMs"))
+        result = await server.call_client(
+            method, inner, token=token, timeout_ms=params.get("timeoutMs")
+        )
         outcome = {"outcome": "result", "result": result}
     except RemoteError as exc:
         error = {"code": exc.code, "message": exc.message}
@@ -95,7 +99,9 @@ async def stray_output(params: Any) -> dict[str, Any]:
     sys.stdout.flush()
     os.write(1, b"stray write to fd 1\n")
     child = await asyncio.create_subprocess_exec(
-        "sh", "-c", "echo stray output of a child process; echo to fd 1 >&1",
+        "sh",
+        "-c",
+        "echo stray output of a child process; echo to fd 1 >&1",
         stdin=asyncio.subprocess.DEVNULL,
     )
     return {"childExitCode": await child.wait()}
@@ -104,8 +110,10 @@ async def stray_output(params: Any) -> dict[str, Any]:
 async def stream_updates(server: AcpServer, params: dict[str, Any]) -> dict[str, Any]:
     """Send `params.count` text chunks to `params.sessionId` as fast as the output takes them."""
     started = time.monotonic()
-    update = {"sessionUpdate": "agent_message_chunk",
-              "content": {"type": "text", "text": params["text"]}}
+    update = {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": params["text"]},
+    }
     message = {"sessionId": params["sessionId"], "update": update}
     sent = 0
     for sent in range(1, params["count"] + 1):

@@ -43,9 +43,7 @@ PROJECT_FILES = {
         "    return result\n"
     ),
     "test_app.py": (
-        "from app import total\n\n\n"
-        "def test_total():\n"
-        "    assert total([1, 2, 3]) == 6\n"
+        "from app import total\n\n\ndef test_total():\n    assert total([1, 2, 3]) == 6\n"
     ),
 }
 FIXED_LINE = "    for i in range(len(prices)):\n"
@@ -156,8 +154,11 @@ class Viewer:
         from acp_fsm.devkit.schema_check.checker import own_problems
 
         self.checked += len(link.records)
-        self.invalid.extend(f"{record.kind} {record.method}: {problem}"
-                            for record in link.records for problem in own_problems(record))
+        self.invalid.extend(
+            f"{record.kind} {record.method}: {problem}"
+            for record in link.records
+            for problem in own_problems(record)
+        )
 
     def watch(self, message: dict[str, Any]) -> None:
         method, params = message.get("method"), message.get("params") or {}
@@ -165,16 +166,20 @@ class Viewer:
             self._update(params)
         elif method == "session/request_permission":
             call = params["toolCall"]
-            self.out.line(f"    {self.style.yellow('?')} permission asked for "
-                          f"{self.style.bold(call.get('title', call['toolCallId']))} → "
-                          f"{self.style.green('allow once')} "
-                          f"{self.style.dim('(answered by the demo)')}")
+            self.out.line(
+                f"    {self.style.yellow('?')} permission asked for "
+                f"{self.style.bold(call.get('title', call['toolCallId']))} → "
+                f"{self.style.green('allow once')} "
+                f"{self.style.dim('(answered by the demo)')}"
+            )
         elif method == "fs/read_text_file":
-            self._note(f"← fs/read_text_file {self._short(Path(params['path']))} "
-                       "(the editor's buffer)")
+            self._note(
+                f"← fs/read_text_file {self._short(Path(params['path']))} (the editor's buffer)"
+            )
         elif method == "fs/write_text_file":
-            self._note(f"← fs/write_text_file {self._short(Path(params['path']))} "
-                       "(the editor saves it)")
+            self._note(
+                f"← fs/write_text_file {self._short(Path(params['path']))} (the editor saves it)"
+            )
 
     # -- updates ----------------------------------------------------------------------
 
@@ -190,9 +195,11 @@ class Viewer:
             self._stream("thinking", update["content"].get("text", ""), self.style.dim)
         elif kind == "tool_call":
             self._titles[update["toolCallId"]] = update["title"]
-            self.out.line(f"    {self.style.cyan('⚙')} {self.style.bold(update['title'])} "
-                          f"{self.style.dim('[' + update.get('kind', 'other') + ']')} "
-                          f"{self.style.dim('pending')}")
+            self.out.line(
+                f"    {self.style.cyan('⚙')} {self.style.bold(update['title'])} "
+                f"{self.style.dim('[' + update.get('kind', 'other') + ']')} "
+                f"{self.style.dim('pending')}"
+            )
         elif kind == "tool_call_update":
             self._tool_update(update)
         elif kind == "session_info_update" and update.get("title"):
@@ -202,16 +209,23 @@ class Viewer:
         status = update.get("status")
         title = self._titles.get(update["toolCallId"], update["toolCallId"])
         for block in update.get("content") or ():
-            shown = (update["toolCallId"], block.get("path"), block.get("oldText"),
-                     block.get("newText"))
+            shown = (
+                update["toolCallId"],
+                block.get("path"),
+                block.get("oldText"),
+                block.get("newText"),
+            )
             if block.get("type") == "diff" and shown not in self._diffs:
                 self._diffs.add(shown)
                 self._diff(block)
         if status in ("completed", "failed"):
             mark = self.style.green("✓") if status == "completed" else self.style.red("✗")
             self.out.line(f"    {mark} {title} {self.style.dim(status)}")
-            texts = [b["content"].get("text", "") for b in update.get("content") or ()
-                     if b.get("type") == "content"]
+            texts = [
+                b["content"].get("text", "")
+                for b in update.get("content") or ()
+                if b.get("type") == "content"
+            ]
             if status == "failed" and texts:
                 self.out.line(f"      {self.style.dim(texts[0].splitlines()[0])}")
 
@@ -269,20 +283,43 @@ def _script(provider: str) -> list[Any]:
     from acp_fsm.devkit.provider import Call, Hang, Reply
 
     read = Call("call_read", "read_file", json.dumps({"path": "app.py"}))
-    edit = Call("call_edit", "edit_file", json.dumps(
-        {"path": "app.py", "old_text": BUGGY_LINE, "new_text": FIXED_LINE}))
-    thinking = ("The user reports an off-by-one; total() probably skips an element. "
-                "Read the file before changing anything.")
+    edit = Call(
+        "call_edit",
+        "edit_file",
+        json.dumps({"path": "app.py", "old_text": BUGGY_LINE, "new_text": FIXED_LINE}),
+    )
+    thinking = (
+        "The user reports an off-by-one; total() probably skips an element. "
+        "Read the file before changing anything."
+    )
     return [
-        Reply(thinking=_words(thinking), signature="demo-signature", text="Let me read app.py.",
-              calls=(read,), delay_s=0.01),
-        Reply(text=_words("The loop stops one element early: range(len(prices) - 1) skips the "
-                          "last price. I'll fix the bound."), calls=(edit,), delay_s=0.01),
-        Reply(text=_words("Fixed: total() now adds every price, so total([1, 2, 3]) == 6."),
-              delay_s=0.01),
+        Reply(
+            thinking=_words(thinking),
+            signature="demo-signature",
+            text="Let me read app.py.",
+            calls=(read,),
+            delay_s=0.01,
+        ),
+        Reply(
+            text=_words(
+                "The loop stops one element early: range(len(prices) - 1) skips the "
+                "last price. I'll fix the bound."
+            ),
+            calls=(edit,),
+            delay_s=0.01,
+        ),
+        Reply(
+            text=_words("Fixed: total() now adds every price, so total([1, 2, 3]) == 6."),
+            delay_s=0.01,
+        ),
         Reply(text=_words(LONG_ANSWER), delay_s=LONG_ANSWER_DELAY_S, fault=Hang(120)),
-        Reply(text=_words("You're welcome! The history I was given includes the fix and the "
-                          "interrupted explanation, so we can pick up from there."), delay_s=0.01),
+        Reply(
+            text=_words(
+                "You're welcome! The history I was given includes the fix and the "
+                "interrupted explanation, so we can pick up from there."
+            ),
+            delay_s=0.01,
+        ),
     ]
 
 
@@ -305,14 +342,16 @@ def _path_line(style: Style, result: dict[str, Any]) -> str:
     return f"  {style.dim('stop:')} {paint(stop)}   {style.dim('turn states:')} {path}"
 
 
-async def _prompt(link: AgentLink, viewer: Viewer, session: str, text: str,
-                  cancel_after: float | None = None) -> None:
+async def _prompt(
+    link: AgentLink, viewer: Viewer, session: str, text: str, cancel_after: float | None = None
+) -> None:
     """One turn, printed as it streams; with `cancel_after`, the user presses Stop then."""
     style, out = viewer.style, viewer.out
     out.line(f"\n  {style.bold('you:')} {text}")
     viewer.stopped = False
-    _, asking = await link.start_request("session/prompt", {
-        "sessionId": session, "prompt": [{"type": "text", "text": text}]})
+    _, asking = await link.start_request(
+        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": text}]}
+    )
     if cancel_after is not None:
         await asyncio.sleep(cancel_after)
         out.line(f"\n    {style.yellow('■')} the user presses Stop: session/cancel")
@@ -342,31 +381,51 @@ async def run_demo(provider: str, style: Style) -> int:
     from acp_fsm.devkit.provider import ScriptedProvider
 
     # The agents have exited (`_running`) before their home and project are removed.
-    with (tempfile.TemporaryDirectory(prefix="acp-fsm-demo-") as project_dir,
-          tempfile.TemporaryDirectory(prefix="acp-fsm-demo-home-") as home):
+    with (
+        tempfile.TemporaryDirectory(prefix="acp-fsm-demo-") as project_dir,
+        tempfile.TemporaryDirectory(prefix="acp-fsm-demo-home-") as home,
+    ):
         project = Path(project_dir)
         _write_project(project)
         viewer = Viewer(project, style)
         async with ScriptedProvider(*_script(provider)) as server:
-            env = dict(os.environ, ACP_FSM_PROVIDER=provider, ACP_FSM_HOME=home,
-                       ACP_FSM_LOG_LEVEL="warning", ACP_FSM_MAX_RETRIES="0")
+            env = dict(
+                os.environ,
+                ACP_FSM_PROVIDER=provider,
+                ACP_FSM_HOME=home,
+                ACP_FSM_LOG_LEVEL="warning",
+                ACP_FSM_MAX_RETRIES="0",
+            )
             if provider == "openai":
                 env.update(OPENAI_BASE_URL=server.openai_base_url, OPENAI_API_KEY="sk-demo")
             else:
-                env.update(ANTHROPIC_BASE_URL=server.anthropic_base_url,
-                           ANTHROPIC_API_KEY="sk-ant-demo")
-            viewer.out.line(style.bold("acp-fsm demo") + style.dim(
-                f" — offline: a scripted {provider}-format model on {server.url}"))
+                env.update(
+                    ANTHROPIC_BASE_URL=server.anthropic_base_url, ANTHROPIC_API_KEY="sk-ant-demo"
+                )
+            viewer.out.line(
+                style.bold("acp-fsm demo")
+                + style.dim(f" — offline: a scripted {provider}-format model on {server.url}")
+            )
             viewer.out.line(style.dim(f"  project {project}"))
             session = await _first_process(viewer, env)
             await _second_process(viewer, env, session)
         fixed = FIXED_LINE in (project / "app.py").read_text(encoding="utf-8")
-        viewer.out.line("\n" + (style.green("app.py is fixed on disk.") if fixed
-                                else style.red("app.py was not changed.")))
+        viewer.out.line(
+            "\n"
+            + (
+                style.green("app.py is fixed on disk.")
+                if fixed
+                else style.red("app.py was not changed.")
+            )
+        )
         for problem in viewer.invalid:
             viewer.out.line(style.red(f"invalid: {problem}"))
-        viewer.out.line(style.dim(f"{viewer.checked} messages of the agent checked against its "
-                                  f"schemas, {len(viewer.invalid)} invalid"))
+        viewer.out.line(
+            style.dim(
+                f"{viewer.checked} messages of the agent checked against its "
+                f"schemas, {len(viewer.invalid)} invalid"
+            )
+        )
     return 0 if fixed and not viewer.invalid else 1
 
 
@@ -374,26 +433,39 @@ async def _first_process(viewer: Viewer, env: dict[str, str]) -> str:
     style, out = viewer.style, viewer.out
     started = time.perf_counter()
     async with _running(viewer, env) as agent:
-        info = await agent.call("initialize", {
-            "protocolVersion": 1,
-            "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True},
-                                   "terminal": False},
-            "clientInfo": {"name": "acp-fsm-demo", "version": "1"}})
+        info = await agent.call(
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientCapabilities": {
+                    "fs": {"readTextFile": True, "writeTextFile": True},
+                    "terminal": False,
+                },
+                "clientInfo": {"name": "acp-fsm-demo", "version": "1"},
+            },
+        )
         elapsed = (time.perf_counter() - started) * 1000
         agent_info = info["agentInfo"]
-        out.line(f"  {style.dim('initialize:')} protocol v{info['protocolVersion']}, "
-                 f"{agent_info['name']} {agent_info['version']} "
-                 f"{style.dim(f'(spawn to answer: {elapsed:.0f} ms)')}")
-        session = await agent.call("session/new", {"cwd": str(viewer.project),
-                                                   "mcpServers": []})
+        out.line(
+            f"  {style.dim('initialize:')} protocol v{info['protocolVersion']}, "
+            f"{agent_info['name']} {agent_info['version']} "
+            f"{style.dim(f'(spawn to answer: {elapsed:.0f} ms)')}"
+        )
+        session = await agent.call("session/new", {"cwd": str(viewer.project), "mcpServers": []})
         session_id: str = session["sessionId"]
         out.line(f"  {style.dim('session/new:')} {session_id}")
         _section(viewer, "turn 1: a bug fix with two tool calls and a permission prompt")
-        await _prompt(agent, viewer, session_id,
-                      "total() in app.py returns the wrong sum. Please fix it.")
+        await _prompt(
+            agent, viewer, session_id, "total() in app.py returns the wrong sum. Please fix it."
+        )
         _section(viewer, "turn 2: a long answer, cancelled midway")
-        await _prompt(agent, viewer, session_id,
-                      "Explain off-by-one errors in detail.", cancel_after=CANCEL_AFTER_S)
+        await _prompt(
+            agent,
+            viewer,
+            session_id,
+            "Explain off-by-one errors in detail.",
+            cancel_after=CANCEL_AFTER_S,
+        )
         code = await _close(agent)
         out.line(f"\n  {style.dim(f'the editor closes the agent (exit code {code})')}")
     return session_id
@@ -403,15 +475,20 @@ async def _second_process(viewer: Viewer, env: dict[str, str], session_id: str) 
     style, out = viewer.style, viewer.out
     _section(viewer, "a new agent process: session/load replays the conversation")
     async with _running(viewer, env) as agent:
-        await agent.call("initialize", {
-            "protocolVersion": 1,
-            "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}}})
+        await agent.call(
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}},
+            },
+        )
         listed = await agent.call("session/list", {"cwd": str(viewer.project)})
         titles = [s.get("title", "") for s in listed["sessions"]]
         out.line(f"  {style.dim('session/list:')} {titles}")
         viewer.replaying = True
-        await agent.call("session/load", {"sessionId": session_id, "cwd": str(viewer.project),
-                                          "mcpServers": []})
+        await agent.call(
+            "session/load", {"sessionId": session_id, "cwd": str(viewer.project), "mcpServers": []}
+        )
         viewer.replaying = False
         out.line(f"  {style.dim('replayed:')} {_summarise_replay(viewer.replayed)}")
         _section(viewer, "turn 3: the conversation goes on")
@@ -436,24 +513,38 @@ async def run_live(style: Style) -> int:
     except ConfigError as exc:
         print(style.red(f"configuration error: {exc}"))
         return 2
-    if not config.api_key and ("api.openai.com" in config.base_url
-                               or "api.anthropic.com" in config.base_url):
-        print(style.red("--live needs ANTHROPIC_API_KEY or OPENAI_API_KEY (or a local "
-                        "OPENAI_BASE_URL)"))
+    if not config.api_key and (
+        "api.openai.com" in config.base_url or "api.anthropic.com" in config.base_url
+    ):
+        print(
+            style.red(
+                "--live needs ANTHROPIC_API_KEY or OPENAI_API_KEY (or a local OPENAI_BASE_URL)"
+            )
+        )
         return 2
     with tempfile.TemporaryDirectory(prefix="acp-fsm-live-") as project_dir:
         project = Path(project_dir)
         _write_project(project)
         viewer = Viewer(project, style)
-        viewer.out.line(style.bold("acp-fsm demo --live")
-                        + style.dim(f" — {describe_provider(config)}"))
+        viewer.out.line(
+            style.bold("acp-fsm demo --live") + style.dim(f" — {describe_provider(config)}")
+        )
         async with _running(viewer, dict(os.environ)) as agent:
-            await agent.call("initialize", {"protocolVersion": 1, "clientCapabilities": {
-                "fs": {"readTextFile": True, "writeTextFile": True}}})
+            await agent.call(
+                "initialize",
+                {
+                    "protocolVersion": 1,
+                    "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}},
+                },
+            )
             session = await agent.call("session/new", {"cwd": str(project), "mcpServers": []})
             try:
-                await _prompt(agent, viewer, session["sessionId"],
-                              "total() in app.py returns the wrong sum. Find the bug and fix it.")
+                await _prompt(
+                    agent,
+                    viewer,
+                    session["sessionId"],
+                    "total() in app.py returns the wrong sum. Find the bug and fix it.",
+                )
             except RemoteError as exc:
                 viewer.out.line(style.red(f"the turn failed: {exc.message}"))
                 return 1
@@ -462,10 +553,15 @@ async def run_live(style: Style) -> int:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="acp-fsm demo", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--provider", choices=("openai", "anthropic"), default="anthropic",
-                        help="the wire format the scripted model speaks (default anthropic)")
-    parser.add_argument("--live", action="store_true",
-                        help="use the provider configured in the environment instead")
+    parser.add_argument(
+        "--provider",
+        choices=("openai", "anthropic"),
+        default="anthropic",
+        help="the wire format the scripted model speaks (default anthropic)",
+    )
+    parser.add_argument(
+        "--live", action="store_true", help="use the provider configured in the environment instead"
+    )
     parser.add_argument("--no-color", action="store_true", help="plain output")
     args = parser.parse_args(argv)
     from acp_fsm import logs

@@ -38,8 +38,9 @@ def edges(spec: MachineSpec) -> list[tuple[str, str, str]]:
     for row in spec.rows:
         label = row.trigger.value + (f" [{row.guard.name}]" if row.guard else "")
         sources = list(row.sources)
-        covered = [(name, members) for name, members in spec.groups.items()
-                   if set(members) <= set(sources)]
+        covered = [
+            (name, members) for name, members in spec.groups.items() if set(members) <= set(sources)
+        ]
         if covered:
             name, members = max(covered, key=lambda group: len(group[1]))
             drawn.append((name, row.dest.value, label))
@@ -82,8 +83,9 @@ def to_svg(spec: MachineSpec) -> bytes | None:
         import pygraphviz
     except ImportError:
         return None
-    graph = pygraphviz.AGraph(directed=True, strict=False, rankdir="LR", label=spec.name,
-                              fontname="Helvetica")
+    graph = pygraphviz.AGraph(
+        directed=True, strict=False, rankdir="LR", label=spec.name, fontname="Helvetica"
+    )
     graph.node_attr.update(shape="box", style="rounded", fontname="Helvetica")
     graph.edge_attr.update(fontname="Helvetica", fontsize="10")
     graph.add_node("__start__", label="", shape="circle", style="filled", width="0.2")
@@ -91,8 +93,9 @@ def to_svg(spec: MachineSpec) -> bytes | None:
         final = state in spec.final
         graph.add_node(state.value, peripheries=2 if final else 1)
     for name, members in spec.groups.items():
-        graph.add_subgraph([s.value for s in members], name=f"cluster_{name}", label=name,
-                           style="rounded,dashed")
+        graph.add_subgraph(
+            [s.value for s in members], name=f"cluster_{name}", label=name, style="rounded,dashed"
+        )
     graph.graph_attr["compound"] = "true"
     graph.add_edge("__start__", spec.initial.value)
     for source, dest, label in edges(spec):
@@ -108,8 +111,7 @@ def to_svg(spec: MachineSpec) -> bytes | None:
 
 def embedded(specs: list[MachineSpec]) -> str:
     """The block the project README holds between its markers."""
-    blocks = "".join(f"\n**{spec.name}**\n\n```mermaid\n{to_mermaid(spec)}```\n"
-                     for spec in specs)
+    blocks = "".join(f"\n**{spec.name}**\n\n```mermaid\n{to_mermaid(spec)}```\n" for spec in specs)
     return f"{START}\n{blocks}{END}"
 
 
@@ -160,12 +162,17 @@ def write(out: Path) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="acp-fsm diagrams",
-                                     description="Generate the state diagrams from the machines.")
-    parser.add_argument("--check", action="store_true",
-                        help="exit 1 if the committed diagrams differ from the machines")
-    parser.add_argument("--out", type=Path, default=DIAGRAMS,
-                        help="the diagrams folder (default: ./diagrams)")
+    parser = argparse.ArgumentParser(
+        prog="acp-fsm diagrams", description="Generate the state diagrams from the machines."
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 if the committed diagrams differ from the machines",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=DIAGRAMS, help="the diagrams folder (default: ./diagrams)"
+    )
     args = parser.parse_args(argv)
     if args.check:
         stale = stale_files(args.out)

@@ -26,8 +26,7 @@ HEADER = '''"""ACP's payloads as TypedDicts, generated from `schemas/acp.json` b
 from __future__ import annotations
 
 from typing import Any, Literal, Required, TypeAlias, TypedDict'''
-_SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
-            "null": "None"}
+_SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 
 
 class _Module:
@@ -44,8 +43,7 @@ class _Module:
         if "properties" in schema:
             self.object_class(name, schema, doc)
         elif members is not None:
-            variants = [self.variant(name, member, index)
-                        for index, member in enumerate(members)]
+            variants = [self.variant(name, member, index) for index, member in enumerate(members)]
             self.aliases[name] = (" | ".join(dict.fromkeys(variants)), doc)
         else:
             self.aliases[name] = (type_of(schema), doc)
@@ -56,8 +54,7 @@ class _Module:
         fields = []
         for field, spec in schema.get("properties", {}).items():
             kind = type_of(spec)
-            fields.append(f"{field}: Required[{kind}]" if field in required
-                          else f"{field}: {kind}")
+            fields.append(f"{field}: Required[{kind}]" if field in required else f"{field}: {kind}")
         self.classes[name] = (bases or ["TypedDict"], fields, doc)
 
     def variant(self, union: str, member: dict[str, Any], index: int) -> str:
@@ -85,8 +82,9 @@ class _Module:
         lines.append("\n")
         for name, (kind, doc) in self.aliases.items():
             if doc:
-                lines.extend(textwrap.wrap(f"{name}: {doc}", 96, initial_indent="# ",
-                                           subsequent_indent="# "))
+                lines.extend(
+                    textwrap.wrap(f"{name}: {doc}", 96, initial_indent="# ", subsequent_indent="# ")
+                )
             lines.append(f"{name}: TypeAlias = {kind!r}")
         return "\n".join(lines).rstrip() + "\n"
 
@@ -142,8 +140,7 @@ def camel(tag: str) -> str:
 def _docstring(text: str) -> str:
     """`text` as a class's docstring, wrapped to the line length."""
     text = text.replace("\\", "\\\\").replace('"""', "'''")
-    wrapped = textwrap.wrap(f'"""{text}"""', 92, initial_indent="    ",
-                            subsequent_indent="    ")
+    wrapped = textwrap.wrap(f'"""{text}"""', 92, initial_indent="    ", subsequent_indent="    ")
     return "\n".join(wrapped)
 
 
@@ -157,16 +154,23 @@ def generate() -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m acp_fsm.devkit.typegen",
-                                     description="Generate ACP's TypedDicts from its schema.")
-    parser.add_argument("--check", action="store_true",
-                        help=f"exit 1 if {TARGET.name} differs from what the schema generates")
+    parser = argparse.ArgumentParser(
+        prog="python -m acp_fsm.devkit.typegen",
+        description="Generate ACP's TypedDicts from its schema.",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help=f"exit 1 if {TARGET.name} differs from what the schema generates",
+    )
     args = parser.parse_args(argv)
     expected = generate()
     if args.check:
         if not TARGET.exists() or TARGET.read_text(encoding="utf-8") != expected:
-            print(f"stale: {TARGET} (regenerate with: python -m acp_fsm.devkit.typegen)",
-                  file=sys.stderr)
+            print(
+                f"stale: {TARGET} (regenerate with: python -m acp_fsm.devkit.typegen)",
+                file=sys.stderr,
+            )
             return 1
         print(f"{TARGET.name} matches schemas/acp.json")
         return 0

@@ -90,8 +90,9 @@ class McpConnection:
         self._ready.add_done_callback(_retrieved)
         self._runner = asyncio.create_task(self._run(), name=f"mcp server {self.spec.name}")
         try:
-            await asyncio.wait_for(asyncio.shield(self._ready),
-                                   max(0.0, timeout_s if left_s is None else left_s))
+            await asyncio.wait_for(
+                asyncio.shield(self._ready), max(0.0, timeout_s if left_s is None else left_s)
+            )
         except asyncio.CancelledError:  # the session closed meanwhile
             await self.close()
             raise
@@ -99,8 +100,11 @@ class McpConnection:
             # Stopped in the background: the answer does not wait (the watcher kills the
             # group should the agent exit first).
             self._closing = asyncio.create_task(self.close())
-            reason = (f"did not start within {timeout_s:g} s" if isinstance(exc, TimeoutError)
-                      else f"could not be started: {describe(exc)}")
+            reason = (
+                f"did not start within {timeout_s:g} s"
+                if isinstance(exc, TimeoutError)
+                else f"could not be started: {describe(exc)}"
+            )
             raise McpUnavailable(self._why(reason)) from None
 
     async def refresh_tools(self) -> None:
@@ -111,16 +115,22 @@ class McpConnection:
             return
         self.stale = False
         try:
-            self.tools = await asyncio.wait_for(_list_tools(session),
-                                                environment.mcp_startup_timeout_ms() / 1000)
+            self.tools = await asyncio.wait_for(
+                _list_tools(session), environment.mcp_startup_timeout_ms() / 1000
+            )
         except Exception as exc:
             log.warning("mcp_tools_not_listed", server=self.spec.name, error=describe(exc))
         else:
             log.info("mcp_tools_changed", server=self.spec.name, tools=len(self.tools))
 
-    async def call(self, name: str, arguments: dict[str, Any], token: CancellationToken,
-                   timeout_s: float | None,
-                   on_progress: ProgressFnT | None = None) -> types.CallToolResult:
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        token: CancellationToken,
+        timeout_s: float | None,
+        on_progress: ProgressFnT | None = None,
+    ) -> types.CallToolResult:
         """Call tool `name`. The turn's token stops the wait at once (the SDK then tells the
         server `notifications/cancelled`): `Cancelled`. `McpCallFailed` for an MCP error or no
         answer within `timeout_s`; `McpUnavailable` when the server is gone. The server's
@@ -129,11 +139,13 @@ class McpConnection:
         if session is None or self.lost is not None:
             raise McpUnavailable(self._why(self.lost or "is not running"))
         call: asyncio.Future[types.CallToolResult] = asyncio.ensure_future(
-            session.call_tool(name, arguments, progress_callback=on_progress))
+            session.call_tool(name, arguments, progress_callback=on_progress)
+        )
         fired: asyncio.Future[Any] = asyncio.ensure_future(token.wait())
         try:
-            await asyncio.wait({call, fired}, timeout=timeout_s or None,
-                               return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                {call, fired}, timeout=timeout_s or None, return_when=asyncio.FIRST_COMPLETED
+            )
         except asyncio.CancelledError:
             self._abandon(call)
             raise
@@ -143,8 +155,9 @@ class McpConnection:
             self._abandon(call)
             if token.is_cancelled:
                 raise Cancelled(token.reason or "cancelled")
-            raise McpCallFailed(f"{name} on MCP server {self.spec.name!r} did not answer "
-                                f"within {timeout_s:g} s")
+            raise McpCallFailed(
+                f"{name} on MCP server {self.spec.name!r} did not answer within {timeout_s:g} s"
+            )
         try:
             return call.result()
         except MCPError as exc:
@@ -183,8 +196,11 @@ class McpConnection:
         try:
             async with AsyncExitStack() as stack:
                 read, write = await self._connect(stack)
-                session = await stack.enter_async_context(ClientSession(
-                    read, write, client_info=CLIENT_INFO, message_handler=self._on_message))
+                session = await stack.enter_async_context(
+                    ClientSession(
+                        read, write, client_info=CLIENT_INFO, message_handler=self._on_message
+                    )
+                )
                 await session.initialize()
                 self.tools = await _list_tools(session)
                 self._session = session
@@ -209,17 +225,20 @@ class McpConnection:
             client: AbstractAsyncContextManager[Any]
             if spec.transport == "sse":
                 # The SDK drops a stream quiet for 5 min; a server between two turns may be.
-                client = sse_client(spec.url, headers=dict(spec.headers),
-                                    sse_read_timeout=SSE_QUIET_S)
+                client = sse_client(
+                    spec.url, headers=dict(spec.headers), sse_read_timeout=SSE_QUIET_S
+                )
             else:
-                http = httpx2.AsyncClient(headers=dict(spec.headers),
-                                          timeout=httpx2.Timeout(HTTP_TIMEOUT_S,
-                                                                 read=SSE_QUIET_S))
+                http = httpx2.AsyncClient(
+                    headers=dict(spec.headers),
+                    timeout=httpx2.Timeout(HTTP_TIMEOUT_S, read=SSE_QUIET_S),
+                )
                 stack.push_async_callback(http.aclose)
                 client = streamable_http_client(spec.url, http_client=http)
             return await stack.enter_async_context(client)
-        params = StdioServerParameters(command=spec.command, args=list(spec.args),
-                                       env=dict(spec.env), cwd=self._cwd)
+        params = StdioServerParameters(
+            command=spec.command, args=list(spec.args), env=dict(spec.env), cwd=self._cwd
+        )
         read_fd, write_fd = os.pipe()
         errlog = os.fdopen(write_fd, "w")
         try:
@@ -233,7 +252,8 @@ class McpConnection:
         if self._group is not None:  # killed with the agent, even by kill -9
             REAPER.started(self._group)
         transport, _ = await asyncio.get_running_loop().connect_read_pipe(
-            lambda: _StderrLines(self), os.fdopen(read_fd, "rb", buffering=0))
+            lambda: _StderrLines(self), os.fdopen(read_fd, "rb", buffering=0)
+        )
         stack.callback(transport.close)
         return streams
 
@@ -256,8 +276,7 @@ class McpConnection:
 
     def _why(self, reason: str) -> str:
         said = " | ".join(self._stderr)
-        return f"MCP server {self.spec.name!r} {reason}" + (f"; its stderr: {said}" if said
-                                                           else "")
+        return f"MCP server {self.spec.name!r} {reason}" + (f"; its stderr: {said}" if said else "")
 
 
 class _StderrLines(asyncio.Protocol):

@@ -53,8 +53,7 @@ class McpServers:
         return f"<McpServers {len(self._running)} of {len(self.specs)} running>"
 
     @classmethod
-    def of(cls, entries: list[dict[str, Any]] | tuple[dict[str, Any], ...],
-           cwd: str) -> McpServers:
+    def of(cls, entries: list[dict[str, Any]] | tuple[dict[str, Any], ...], cwd: str) -> McpServers:
         """The servers of `entries`, not started yet."""
         return cls(server_specs(entries), cwd)
 
@@ -93,8 +92,10 @@ class McpServers:
         for name, connection in self._running.items():
             if connection.lost is not None and name not in self._told:
                 self._told.add(name)
-                self._notices.append(f"MCP server {name!r} {connection.lost}. Its tools are "
-                                     "no longer available in this session.")
+                self._notices.append(
+                    f"MCP server {name!r} {connection.lost}. Its tools are "
+                    "no longer available in this session."
+                )
         notices, self._notices = self._notices, []
         return notices
 
@@ -166,6 +167,9 @@ def _sdk_import() -> asyncio.Future[Any]:
     session's servers wait for the same import; it ends on its own (its token never fires)."""
     global _sdk
     if _sdk is None:
-        _sdk = asyncio.ensure_future(run_blocking(CancellationToken("the MCP SDK's import"),
-                                                  importlib.import_module, SDK_MODULE))
+        _sdk = asyncio.ensure_future(
+            run_blocking(
+                CancellationToken("the MCP SDK's import"), importlib.import_module, SDK_MODULE
+            )
+        )
     return _sdk

@@ -32,15 +32,25 @@ def server_specs(entries: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> 
     """The servers of `mcpServers` (already checked against the schema)."""
     specs = []
     for entry in entries:
-        pairs = {key: tuple((p["name"], p["value"]) for p in entry.get(key) or ())
-                 for key in ("env", "headers")}
+        pairs = {
+            key: tuple((p["name"], p["value"]) for p in entry.get(key) or ())
+            for key in ("env", "headers")
+        }
         transport = entry.get("type") or "stdio"
         if transport == "stdio":
-            specs.append(ServerSpec(entry["name"], "stdio", command=entry["command"],
-                                    args=tuple(entry.get("args") or ()), env=pairs["env"]))
+            specs.append(
+                ServerSpec(
+                    entry["name"],
+                    "stdio",
+                    command=entry["command"],
+                    args=tuple(entry.get("args") or ()),
+                    env=pairs["env"],
+                )
+            )
         else:
-            specs.append(ServerSpec(entry["name"], transport, url=entry["url"],
-                                    headers=pairs["headers"]))
+            specs.append(
+                ServerSpec(entry["name"], transport, url=entry["url"], headers=pairs["headers"])
+            )
     return specs
 
 

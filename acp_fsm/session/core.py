@@ -69,9 +69,15 @@ log = structlog.get_logger("session")
 class Session:
     """One conversation, open in this process."""
 
-    def __init__(self, server: Server, store: Store, record: SessionRecord,
-                 messages: list[Message], synced_seq: int = 0,
-                 chosen: Settings | None = None) -> None:
+    def __init__(
+        self,
+        server: Server,
+        store: Store,
+        record: SessionRecord,
+        messages: list[Message],
+        synced_seq: int = 0,
+        chosen: Settings | None = None,
+    ) -> None:
         self.server = server
         self.id = record.id
         self.cwd = Path(record.cwd)
@@ -106,15 +112,15 @@ class Session:
 
     # ------------------------------------------------------------------- turns
 
-    def start_turn(self, prompt: list[dict[str, Any]]
-                   ) -> Coroutine[Any, Any, acp.PromptResponse]:
+    def start_turn(self, prompt: list[dict[str, Any]]) -> Coroutine[Any, Any, acp.PromptResponse]:
         """Synchronously refuse a second prompt, check and convert this one, and take the
         token (a cancel read right after the prompt reaches this turn); then the coroutine that
         runs the turn and gives the prompt's answer."""
         if self.turn is not None:
             raise InvalidRequest(
                 f"Invalid Request: session {self.id} is already running a prompt; wait for its "
-                "response or send session/cancel")
+                "response or send session/cancel"
+            )
         limits.check_nesting("prompt", prompt)  # refused now, never answered unstored
         parts = to_parts(prompt)
         body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in parts]}
@@ -130,8 +136,9 @@ class Session:
         self.turn = Turn(self, self.token, commands.parse(prompt))
         return self._run_turn(self.turn, body, parts)
 
-    async def _run_turn(self, turn: Turn, body: dict[str, Any],
-                        parts: tuple[UserPart, ...]) -> acp.PromptResponse:
+    async def _run_turn(
+        self, turn: Turn, body: dict[str, Any], parts: tuple[UserPart, ...]
+    ) -> acp.PromptResponse:
         try:
             turn.provider = found = await credentials.read()
             self.options.provider = found.config
@@ -151,12 +158,14 @@ class Session:
             if not turn.done.done():
                 turn.done.set_result(None)
 
-    async def _converse(self, turn: Turn, body: dict[str, Any],
-                        parts: tuple[UserPart, ...]) -> acp.PromptResponse:
+    async def _converse(
+        self, turn: Turn, body: dict[str, Any], parts: tuple[UserPart, ...]
+    ) -> acp.PromptResponse:
         await self.journal.write("user", body, wait=True)  # not stored: not in the conversation
         self.conversation.append(UserMessage(parts))
-        if self.title is None and (title := title_of(
-                body["prompt"], clean=redact.configured().scrub_text)):
+        if self.title is None and (
+            title := title_of(body["prompt"], clean=redact.configured().scrub_text)
+        ):
             self.title = title
             self.journal.set_title_soon(title)
             self.send_update(updates.session_info(title, updates.iso_time(time.time())))
@@ -173,8 +182,10 @@ class Session:
             self.lease.release()
             await self.settle()
         # _meta (ACP extensibility): how the turn machine got there, for tools and demos.
-        return {"stopReason": stop_reason,
-                "_meta": {"acpFsm": {"statePath": turn.path, "modelCalls": turn.requests}}}
+        return {
+            "stopReason": stop_reason,
+            "_meta": {"acpFsm": {"statePath": turn.path, "modelCalls": turn.requests}},
+        }
 
     async def _claim(self) -> None:
         """Take the session's turn lease, then catch up with what another process wrote since
@@ -210,8 +221,10 @@ class Session:
             return TOOLS
         from acp_fsm.tools.mcp import McpTool  # a server runs: the SDK is loaded
 
-        return {**TOOLS, **{name: McpTool(server, tool, name)
-                            for name, (server, tool) in offered.items()}}
+        return {
+            **TOOLS,
+            **{name: McpTool(server, tool, name) for name, (server, tool) in offered.items()},
+        }
 
     def take_notices(self) -> list[str]:
         """What the user is still to be told: what `tell_once` was given, and news of the
@@ -226,8 +239,7 @@ class Session:
             self._told.add(notice)
             self._notices.append(notice)
 
-    async def connect_mcp(self, entries: list[dict[str, Any]] | tuple[dict[str, Any], ...]
-                          ) -> None:
+    async def connect_mcp(self, entries: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> None:
         """Start the editor's MCP servers (after stopping those of an earlier connect). A
         session without servers imports nothing of MCP."""
         await self.close_mcp()
@@ -270,8 +282,7 @@ class Session:
         tool call is an HTTP 400 from both providers."""
         messages, added = self.conversation.for_model()
         if added:
-            log.warning("transcript_repaired", session_id=self.id,
-                        calls=[r.call_id for r in added])
+            log.warning("transcript_repaired", session_id=self.id, calls=[r.call_id for r in added])
         return messages
 
     async def compact_to(self, messages: list[Message], body: dict[str, Any]) -> None:
@@ -285,8 +296,14 @@ class Session:
         answer): a load shows it again."""
         await self.journal.write("notice", {"text": text}, wait=True)
 
-    async def add_assistant(self, message: AssistantMessage, stop_reason: str,
-                            views: dict[str, dict[str, Any]], *, wait: bool = True) -> None:
+    async def add_assistant(
+        self,
+        message: AssistantMessage,
+        stop_reason: str,
+        views: dict[str, dict[str, Any]],
+        *,
+        wait: bool = True,
+    ) -> None:
         body = transcript.assistant_body(message, stop_reason, views)
         written = self.journal.queue("assistant", body, required=wait)
         self.conversation.append(message)  # once queued: the store and the conversation agree
@@ -309,10 +326,12 @@ class Session:
             return  # committed before anything went on (see `Journal.commit`): not stored
         self.journal.rewrite(written.result(), {**body, "stopReason": transcript.CANCELLED})
 
-    async def add_result(self, result: ToolResultPart, view: dict[str, Any], *,
-                         wait: bool = True) -> None:
-        written = self.journal.queue("tool_result", transcript.result_body(result, view),
-                              required=wait)
+    async def add_result(
+        self, result: ToolResultPart, view: dict[str, Any], *, wait: bool = True
+    ) -> None:
+        written = self.journal.queue(
+            "tool_result", transcript.result_body(result, view), required=wait
+        )
         self.conversation.add_result(result)  # once queued, as above
         if wait:
             await self.journal.commit("tool_result", written)
@@ -340,9 +359,12 @@ class Session:
         sender = self._text_senders.get(kind)
         if sender is None:
             sender = self._text_senders[kind] = self.server.conn.notifier(
-                "session/update", lambda text: {
+                "session/update",
+                lambda text: {
                     "sessionId": self.id,
-                    "update": updates.chunk(kind, updates.text_content(text))})
+                    "update": updates.chunk(kind, updates.text_content(text)),
+                },
+            )
         return sender
 
     @property

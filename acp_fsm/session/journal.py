@@ -21,8 +21,9 @@ class Journal:
     that this process's conversation reflects; `on_gone` drops the session once the store
     says another process deleted it."""
 
-    def __init__(self, store: Store, session_id: str, synced_seq: int,
-                 on_gone: Callable[[], None]) -> None:
+    def __init__(
+        self, store: Store, session_id: str, synced_seq: int, on_gone: Callable[[], None]
+    ) -> None:
         self.store = store
         self.session_id = session_id
         self.synced_seq = synced_seq
@@ -34,16 +35,18 @@ class Journal:
     def __repr__(self) -> str:
         return f"<Journal {self.session_id} synced={self.synced_seq}>"
 
-    async def write(self, kind: str, body: dict[str, Any], wait: bool, *,
-                    synced: bool = True) -> None:
+    async def write(
+        self, kind: str, body: dict[str, Any], wait: bool, *, synced: bool = True
+    ) -> None:
         """Store an entry: committed before returning with `wait` (something the client is
         about to be told is done), else queued in order; `settle` waits for those."""
         written = self.queue(kind, body, required=wait, synced=synced)
         if wait:
             await self.commit(kind, written)
 
-    def queue(self, kind: str, body: dict[str, Any], *, required: bool = False,
-              synced: bool = True) -> asyncio.Future[int] | None:
+    def queue(
+        self, kind: str, body: dict[str, Any], *, required: bool = False, synced: bool = True
+    ) -> asyncio.Future[int] | None:
         """Queue an entry; its write's future. When the store refuses it (closed at shutdown,
         or the body cannot be stored), that is logged, and raised (`refused`) when the entry
         is `required`: nothing is told done that is not stored. A `synced` write (under the
@@ -94,8 +97,7 @@ class Journal:
         if isinstance(exc, SessionGone):
             self._on_gone()
             return deleted(self.session_id)
-        return InternalError(f"Internal error: the {kind} entry could not be stored: "
-                             f"{exc.public}")
+        return InternalError(f"Internal error: the {kind} entry could not be stored: {exc.public}")
 
     async def settle(self) -> None:
         """Wait until everything queued is committed (failures are logged where they

@@ -46,13 +46,18 @@ class TurnLease:
         owner = leases.new_owner()
         claim = await claim_or_not_found(self.store, self.session_id, owner, self._on_gone)
         deadline = time.monotonic() + REPAIR_WAIT_S
-        while (claim.holder is not None and leases.purpose(claim.holder) == leases.REPAIR
-               and time.monotonic() < deadline):
+        while (
+            claim.holder is not None
+            and leases.purpose(claim.holder) == leases.REPAIR
+            and time.monotonic() < deadline
+        ):
             await asyncio.sleep(REPAIR_POLL_S)
             claim = await claim_or_not_found(self.store, self.session_id, owner, self._on_gone)
         if claim.holder is not None:
-            raise InvalidRequest(f"Invalid Request: session {self.session_id} is running a "
-                                 f"prompt in {holder(claim.holder)}; wait for it to finish")
+            raise InvalidRequest(
+                f"Invalid Request: session {self.session_id} is running a "
+                f"prompt in {holder(claim.holder)}; wait for it to finish"
+            )
         self._owner = owner
         self._heartbeat = asyncio.ensure_future(self._renew(owner))
         return claim
@@ -76,8 +81,9 @@ class TurnLease:
             release_soon(self.store, self.session_id, owner)
 
 
-async def claim_or_not_found(store: Store, session_id: str, owner: str,
-                             on_gone: Callable[[], None]) -> Claim:
+async def claim_or_not_found(
+    store: Store, session_id: str, owner: str, on_gone: Callable[[], None]
+) -> Claim:
     try:
         return await store.claim_turn(session_id, owner)
     except SessionGone:
@@ -90,12 +96,14 @@ def release_soon(store: Store, session_id: str, owner: str) -> None:
     anything queued later, a next claim included). One that fails (the store was locked) is
     tried again a moment later, until the store is closed: a live process's lease never
     expires on its own."""
+
     def retry_if_failed(done: asyncio.Future[None]) -> None:
         if done.cancelled() or done.exception() is None:
             return
         log.warning("lease_not_released", error=str(done.exception()))
-        asyncio.get_running_loop().call_later(leases.HEARTBEAT_S, release_soon, store,
-                                              session_id, owner)
+        asyncio.get_running_loop().call_later(
+            leases.HEARTBEAT_S, release_soon, store, session_id, owner
+        )
 
     with contextlib.suppress(StoreError):  # closed: the process exits, and its leases too
         store.release_turn_soon(session_id, owner).add_done_callback(retry_if_failed)

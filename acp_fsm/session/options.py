@@ -25,8 +25,12 @@ class Options:
     last read (session/new, load, resume, each prompt; None when it is not usable), whose
     models the model option offers."""
 
-    def __init__(self, journal: Journal, send_update: Callable[[acp.SessionUpdate], None],
-                 chosen: Settings | None = None) -> None:
+    def __init__(
+        self,
+        journal: Journal,
+        send_update: Callable[[acp.SessionUpdate], None],
+        chosen: Settings | None = None,
+    ) -> None:
         self._journal = journal
         self._send_update = send_update
         self.settings = chosen or Settings()
@@ -54,8 +58,9 @@ class Options:
         else:
             from acp_fsm.models import CATALOG
 
-            options = settings.config_options(self.settings, config.provider,
-                                              self.model(config), CATALOG.models(config))
+            options = settings.config_options(
+                self.settings, config.provider, self.model(config), CATALOG.models(config)
+            )
         self._told = options
         return options
 
@@ -72,8 +77,7 @@ class Options:
             return
         current = self.config_options()
         if current != told:
-            self._send_update({"sessionUpdate": "config_option_update",
-                               "configOptions": current})
+            self._send_update({"sessionUpdate": "config_option_update", "configOptions": current})
 
     async def set_option(self, config_id: str, value: object) -> list[acp.SessionConfigOption]:
         """`session/set_config_option`: stored, then in effect from the next model call."""
@@ -82,30 +86,34 @@ class Options:
         if value != current:
             await self._choose(config_id, value)
             if config_id == settings.MODE:  # clients of the older API follow the mode too
-                self._send_update({"sessionUpdate": "current_mode_update",
-                                   "currentModeId": value})
+                self._send_update({"sessionUpdate": "current_mode_update", "currentModeId": value})
         return self.config_options()
 
     async def set_mode(self, mode_id: str) -> None:
         """`session/set_mode`, the older way to choose the mode."""
         if mode_id not in settings.MODES:
-            raise InvalidParams(f"Invalid params: modeId: unknown mode {limits.echo(mode_id)}; "
-                                f"expected one of {', '.join(settings.MODES)}")
+            raise InvalidParams(
+                f"Invalid params: modeId: unknown mode {limits.echo(mode_id)}; "
+                f"expected one of {', '.join(settings.MODES)}"
+            )
         if mode_id != self.settings.mode:
             await self._choose(settings.MODE, mode_id)
-            self._send_update({"sessionUpdate": "config_option_update",
-                               "configOptions": self.config_options()})
+            self._send_update(
+                {"sessionUpdate": "config_option_update", "configOptions": self.config_options()}
+            )
 
     async def _choose(self, config_id: str, value: str) -> None:
         """Store one choice, then apply it to the settings as they are then (two choices
         made at once each keep theirs). Not under the turn lease: it does not count as
         catching up with the store (`synced=False`), so another process's turn written
         meanwhile is still read at the next prompt."""
-        await self._journal.write("settings", settings.entry_body(config_id, value), wait=True,
-                                  synced=False)
+        await self._journal.write(
+            "settings", settings.entry_body(config_id, value), wait=True, synced=False
+        )
         self.settings = self.settings.chosen(config_id, value)
-        log.info("settings_changed", session_id=self._journal.session_id, option=config_id,
-                 value=value)
+        log.info(
+            "settings_changed", session_id=self._journal.session_id, option=config_id, value=value
+        )
 
     def adopt(self, chosen: Settings) -> None:
         """Settings read from the store (another process chose): announced if they differ."""
@@ -114,8 +122,10 @@ class Options:
         mode_changed = chosen.mode != self.settings.mode
         self.settings = chosen
         if self._told is not None:
-            self._send_update({"sessionUpdate": "config_option_update",
-                               "configOptions": self.config_options()})
+            self._send_update(
+                {"sessionUpdate": "config_option_update", "configOptions": self.config_options()}
+            )
         if mode_changed:
-            self._send_update({"sessionUpdate": "current_mode_update",
-                               "currentModeId": chosen.mode})
+            self._send_update(
+                {"sessionUpdate": "current_mode_update", "currentModeId": chosen.mode}
+            )

@@ -86,15 +86,25 @@ class Sessions:
     def find(self, session_id: str) -> Session | None:
         return self._open.get(session_id)
 
-    async def new(self, cwd: str, additional: list[str], mcp_servers: list[dict[str, Any]],
-                  provider: ProviderConfig | None) -> Session:
+    async def new(
+        self,
+        cwd: str,
+        additional: list[str],
+        mcp_servers: list[dict[str, Any]],
+        provider: ProviderConfig | None,
+    ) -> Session:
         """A new session, working with `provider` (the configuration in force, as read)."""
         check_session(cwd, additional, mcp_servers)
         now = time.time()
         stored = tuple(redact.without_pair_values(entry) for entry in mcp_servers)  # no secrets
-        record = SessionRecord(id=f"sess_{uuid.uuid4().hex}", cwd=cwd,
-                               additional_directories=tuple(additional),
-                               mcp_servers=stored, created_at=now, updated_at=now)
+        record = SessionRecord(
+            id=f"sess_{uuid.uuid4().hex}",
+            cwd=cwd,
+            additional_directories=tuple(additional),
+            mcp_servers=stored,
+            created_at=now,
+            updated_at=now,
+        )
         store = await self.store()
         await store.create_session(record)
         session = Session(self._server, store, record, [])
@@ -109,8 +119,9 @@ class Sessions:
         log.info("session_created", session_id=record.id, cwd=cwd)
         return session
 
-    async def restore(self, session_id: str, cwd: str, mcp_servers: list[Any],
-                      replay: bool) -> Session:
+    async def restore(
+        self, session_id: str, cwd: str, mcp_servers: list[Any], replay: bool
+    ) -> Session:
         """`session/load` (replay=True) or `session/resume`: the session, re-bound if it is
         already open here (a cancel after the load still reaches its running turn)."""
         check_session(cwd, [], mcp_servers)
@@ -135,8 +146,9 @@ class Sessions:
             with paused_collector():  # thousands of objects at once (acp_fsm.bulk)
                 entries, messages, last = await self._read(store, session_id)
             # ACP gives the working directory again: the project may have moved since.
-            session = Session(self._server, store, replace(record, cwd=cwd), messages, last,
-                              settings_of(entries))
+            session = Session(
+                self._server, store, replace(record, cwd=cwd), messages, last, settings_of(entries)
+            )
             self._open[session_id] = session
         else:
             entries = await store.entries(session_id)
@@ -150,8 +162,7 @@ class Sessions:
                     await session.keep_pace()
         return session
 
-    async def _read(self, store: Store, session_id: str
-                    ) -> tuple[list[Entry], list[Message], int]:
+    async def _read(self, store: Store, session_id: str) -> tuple[list[Entry], list[Message], int]:
         """A session's entries and conversation, repaired where a crash left a tool call
         without its result: under the turn lease, so no live process's running turn is ever
         repaired and two loads never repair the same call twice. When another process holds
@@ -161,8 +172,7 @@ class Sessions:
         if not transcript.needs_repair(messages):  # the usual case: no lease taken at all
             return entries, messages, last
         owner = leases.new_owner(leases.REPAIR)
-        claim = await claim_or_not_found(store, session_id, owner,
-                                           lambda: self.forget(session_id))
+        claim = await claim_or_not_found(store, session_id, owner, lambda: self.forget(session_id))
         if claim.holder is not None:  # its turn is still writing the results
             return entries, messages, last
         try:
@@ -215,8 +225,9 @@ class Sessions:
     async def shutdown(self) -> None:
         """The connection closed: let every cancelled turn drain and persist (bounded by
         `SHUTDOWN_GRACE_S`, so the process exits in time), then close the store."""
-        await asyncio.gather(*(self._stop(s, "shutdown", SHUTDOWN_GRACE_S)
-                               for s in self._open.values()))
+        await asyncio.gather(
+            *(self._stop(s, "shutdown", SHUTDOWN_GRACE_S) for s in self._open.values())
+        )
         if self._store is not None:
             await self._store.close()
 
@@ -230,21 +241,27 @@ class Sessions:
 
 def check_session(cwd: str, additional: list[str], mcp_servers: list[Any]) -> None:
     """What a session keeps, stores and lists again: absolute paths, within the limits."""
-    limits.check_count("additionalDirectories", additional, limits.MAX_DIRECTORIES,
-                       "MAX_DIRECTORIES")
+    limits.check_count(
+        "additionalDirectories", additional, limits.MAX_DIRECTORIES, "MAX_DIRECTORIES"
+    )
     limits.check_count("mcpServers", mcp_servers, limits.MAX_MCP_SERVERS, "MAX_MCP_SERVERS")
     limits.check_nesting("mcpServers", mcp_servers)
-    for name, value in [("cwd", cwd)] + [(f"additionalDirectories[{i}]", d)
-                                          for i, d in enumerate(additional)]:
+    for name, value in [("cwd", cwd)] + [
+        (f"additionalDirectories[{i}]", d) for i, d in enumerate(additional)
+    ]:
         limits.check_path(name, value)
         if not Path(value).is_absolute():
-            raise InvalidParams(f"Invalid params: {name}: must be an absolute path, got "
-                                f"{limits.echo(value)}")
+            raise InvalidParams(
+                f"Invalid params: {name}: must be an absolute path, got {limits.echo(value)}"
+            )
 
 
 def info(record: SessionRecord) -> acp.SessionInfo:
-    info: acp.SessionInfo = {"sessionId": record.id, "cwd": record.cwd,
-                            "updatedAt": updates.iso_time(record.updated_at)}
+    info: acp.SessionInfo = {
+        "sessionId": record.id,
+        "cwd": record.cwd,
+        "updatedAt": updates.iso_time(record.updated_at),
+    }
     if record.title:
         info["title"] = record.title
     return info

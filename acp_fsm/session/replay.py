@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 log = structlog.get_logger("session")
 
 
-async def rebuild(store: Store, session_id: str, entries: list[Entry], *, repair: bool = True
-                   ) -> tuple[list[Message], int]:
+async def rebuild(
+    store: Store, session_id: str, entries: list[Entry], *, repair: bool = True
+) -> tuple[list[Message], int]:
     """The conversation from stored entries, and the seq of the last entry it reflects. With
     `repair`, a tool call a crash or a cancel left without its result gets a synthetic one,
     stored too; never while another live process runs a turn of the session (its calls are
@@ -28,8 +29,7 @@ async def rebuild(store: Store, session_id: str, entries: list[Entry], *, repair
     last = entries[-1].seq if entries else 0
     messages: list[Message] = []
     # What comes before the last compaction is not in the conversation any more.
-    start = next((i for i in range(len(entries) - 1, -1, -1)
-                  if entries[i].kind == "compaction"), 0)
+    start = next((i for i in range(len(entries) - 1, -1, -1) if entries[i].kind == "compaction"), 0)
     for entry in entries[start:]:
         if entry.kind == "user":
             messages.append(transcript.user_from_body(entry.body))
@@ -47,11 +47,15 @@ async def rebuild(store: Store, session_id: str, entries: list[Entry], *, repair
     fixed, added = transcript.repair(messages)
     for result in added:
         content: list[acp.ToolCallContent] = [updates.text_block(result.content)]
-        last = await store.append(session_id, "tool_result", transcript.result_body(
-            result, updates.final_view("failed", content)))
+        last = await store.append(
+            session_id,
+            "tool_result",
+            transcript.result_body(result, updates.final_view("failed", content)),
+        )
     if added:
-        log.warning("transcript_repaired_on_load", session_id=session_id,
-                    calls=[r.call_id for r in added])
+        log.warning(
+            "transcript_repaired_on_load", session_id=session_id, calls=[r.call_id for r in added]
+        )
     return fixed, last
 
 
@@ -75,14 +79,19 @@ def replay_updates(entries: list[Any]) -> list[acp.SessionUpdate]:
             views = body.get("views") or {}
             for part in body["parts"]:
                 if part["type"] == "text" and part["text"]:
-                    out.append(updates.chunk("agent_message_chunk",
-                                             updates.text_content(part["text"])))
+                    out.append(
+                        updates.chunk("agent_message_chunk", updates.text_content(part["text"]))
+                    )
                 elif part["type"] == "thinking" and part["text"]:
-                    out.append(updates.chunk("agent_thought_chunk",
-                                             updates.text_content(part["text"])))
+                    out.append(
+                        updates.chunk("agent_thought_chunk", updates.text_content(part["text"]))
+                    )
                 elif part["type"] == "tool_call":
-                    view = views.get(part["id"]) or {"title": part["name"], "kind": "other",
-                                                     "rawInput": part.get("arguments") or {}}
+                    view = views.get(part["id"]) or {
+                        "title": part["name"],
+                        "kind": "other",
+                        "rawInput": part.get("arguments") or {},
+                    }
                     out.append(updates.tool_call(part["id"], view))
                     if part["name"] == updates.PLAN_TOOL:
                         plans[part["id"]] = (part.get("arguments") or {}).get("entries") or []
@@ -93,9 +102,14 @@ def replay_updates(entries: list[Any]) -> list[acp.SessionUpdate]:
                 # a terminal belongs to the connection that ran it (sessions stored before
                 # its output was kept): the result the model read holds the output instead
                 content = [updates.text_block(body["content"])]
-            out.append(updates.tool_call_update(
-                body["callId"], view.get("status", "failed"), content=content,
-                locations=view.get("locations")))
+            out.append(
+                updates.tool_call_update(
+                    body["callId"],
+                    view.get("status", "failed"),
+                    content=content,
+                    locations=view.get("locations"),
+                )
+            )
             if body["callId"] in plans and view.get("status") == "completed":
                 out.append(updates.plan(plans[body["callId"]]))
     return out

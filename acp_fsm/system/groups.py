@@ -81,8 +81,13 @@ async def settle(future: asyncio.Future[None], seconds: float) -> bool:
     return future.done()
 
 
-async def stop_group(pgid: int, exited: asyncio.Future[None], *,
-                     grace: float = KILL_GRACE_SECONDS, reap: float = KILL_GRACE_SECONDS) -> None:
+async def stop_group(
+    pgid: int,
+    exited: asyncio.Future[None],
+    *,
+    grace: float = KILL_GRACE_SECONDS,
+    reap: float = KILL_GRACE_SECONDS,
+) -> None:
     """SIGTERM the command's process group, SIGKILL what is left after `grace` seconds, and
     wait (at most `reap` seconds) until the shell, which leads the group, has exited."""
     if signal_group(pgid, signal.SIGTERM):  # a group of zombies only is seen dead below

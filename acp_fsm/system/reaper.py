@@ -89,11 +89,14 @@ class Reaper:
         null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
         try:
             self._pid = os.posix_spawn(
-                sys.executable, [sys.executable, "-I", "-S", "-c", WATCHER_SOURCE],
+                sys.executable,
+                [sys.executable, "-I", "-S", "-c", WATCHER_SOURCE],
                 os.environ,
-                file_actions=[(os.POSIX_SPAWN_DUP2, read_end, 0),
-                              (os.POSIX_SPAWN_DUP2, null, 1),
-                              (os.POSIX_SPAWN_DUP2, null, 2)],
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, read_end, 0),
+                    (os.POSIX_SPAWN_DUP2, null, 1),
+                    (os.POSIX_SPAWN_DUP2, null, 2),
+                ],
                 setsid=True,
             )
         except OSError as exc:

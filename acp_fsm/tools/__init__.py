@@ -18,8 +18,15 @@ from acp_fsm.tools.write_file import WriteFile
 
 TOOLS: dict[str, Tool] = {
     tool.name: tool
-    for tool in (ReadFile(), WriteFile(), EditFile(), ListDirectory(), SearchFiles(), RunCommand(),
-                 UpdatePlan())
+    for tool in (
+        ReadFile(),
+        WriteFile(),
+        EditFile(),
+        ListDirectory(),
+        SearchFiles(),
+        RunCommand(),
+        UpdatePlan(),
+    )
 }
 
 

@@ -88,13 +88,16 @@ class ClientBridge(Protocol):
     @property
     def has_terminal(self) -> bool: ...
 
-    async def read_text_file(self, path: str, line: int | None = None,
-                             limit: int | None = None) -> str:
+    async def read_text_file(
+        self, path: str, line: int | None = None, limit: int | None = None
+    ) -> str:
         """The editor's text; its failure carries `not_found` True when the editor said
         there is no such file."""
+
     async def write_text_file(self, path: str, content: str) -> None: ...
-    async def create_terminal(self, command: str, args: list[str], cwd: str,
-                              output_byte_limit: int) -> str: ...
+    async def create_terminal(
+        self, command: str, args: list[str], cwd: str, output_byte_limit: int
+    ) -> str: ...
     async def terminal_output(self, terminal_id: str) -> dict[str, Any]: ...
     async def wait_for_terminal_exit(self, terminal_id: str) -> dict[str, Any]: ...
     async def kill_terminal(self, terminal_id: str) -> None: ...
@@ -151,8 +154,9 @@ class Tool(Protocol):
 
     def view(self, args: dict[str, Any], env: ToolEnv) -> ToolCallView: ...
 
-    async def preview(self, args: dict[str, Any], env: ToolEnv,
-                      drafts: Drafts) -> tuple[ToolCallContent, ...]:
+    async def preview(
+        self, args: dict[str, Any], env: ToolEnv, drafts: Drafts
+    ) -> tuple[ToolCallContent, ...]:
         """What the call will change, as ToolCallContent (a `diff` against `drafts` or the
         file), shown before the user is asked; () when there is nothing to show. Records its
         result in `drafts`. Raises `ToolError` when the call cannot work (the model is told,

@@ -151,8 +151,9 @@ class BaseTool:
         """The editor title of a call (override)."""
         return f"{self.name} {self.shown(args, env)}"
 
-    async def preview(self, args: dict[str, Any], env: ToolEnv,
-                      drafts: Drafts) -> tuple[ToolCallContent, ...]:
+    async def preview(
+        self, args: dict[str, Any], env: ToolEnv, drafts: Drafts
+    ) -> tuple[ToolCallContent, ...]:
         """Nothing to show before running (override for tools that change files)."""
         return ()
 

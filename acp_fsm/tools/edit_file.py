@@ -46,8 +46,10 @@ class EditFile(MutatingTool):
 
     def check(self, args: dict[str, Any]) -> str | None:
         if args["old_text"] == "":
-            return "old_text is empty; give the exact text to replace (use write_file to " \
-                   "create or overwrite a whole file)"
+            return (
+                "old_text is empty; give the exact text to replace (use write_file to "
+                "create or overwrite a whole file)"
+            )
         if args["old_text"] == args["new_text"]:
             return "old_text and new_text are the same; there is nothing to change"
         return None
@@ -59,12 +61,18 @@ class EditFile(MutatingTool):
         if text is None:
             raise ToolError(f"File not found: {shown} (use write_file to create a file)")
         secrets = redact.configured()
-        edit = apply_edit(secrets.scrub_text(text), args["old_text"], args["new_text"],
-                          bool(args.get("replace_all", False)), shown)
+        edit = apply_edit(
+            secrets.scrub_text(text),
+            args["old_text"],
+            args["new_text"],
+            bool(args.get("replace_all", False)),
+            shown,
+        )
         return Edit(text, secrets.restore(edit.after, text), edit.count, edit.line)
 
-    async def preview(self, args: dict[str, Any], env: ToolEnv,
-                      drafts: Drafts) -> tuple[ToolCallContent, ...]:
+    async def preview(
+        self, args: dict[str, Any], env: ToolEnv, drafts: Drafts
+    ) -> tuple[ToolCallContent, ...]:
         path, shown = self.target(args, env), self.shown(args, env)
         edit = self._edit(args, await current_text(env, drafts, path, shown, exact=True), shown)
         drafts[path] = edit.after

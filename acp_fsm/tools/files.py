@@ -55,8 +55,10 @@ def require_regular(mode: int, shown: str) -> None:
         return
     if stat.S_ISDIR(mode):
         raise ToolError(f"{shown} is a directory; use list_directory to see its entries")
-    raise ToolError(f"Not a regular file: {shown} is a {kind_of(mode)}; only regular files "
-                    "can be read or changed with this tool")
+    raise ToolError(
+        f"Not a regular file: {shown} is a {kind_of(mode)}; only regular files "
+        "can be read or changed with this tool"
+    )
 
 
 def open_text_file(path: Path, shown: str) -> BinaryIO:
@@ -117,14 +119,21 @@ def editor_serves(capable: bool, path: Path) -> bool:
     return capable and is_utf8(str(path))
 
 
-async def read_from_editor(env: ToolEnv, path: Path, shown: str, on_disk: bool,
-                           line: int | None = None, limit: int | None = None) -> str | None:
+async def read_from_editor(
+    env: ToolEnv,
+    path: Path,
+    shown: str,
+    on_disk: bool,
+    line: int | None = None,
+    limit: int | None = None,
+) -> str | None:
     """The editor's text of `path` (its buffer, saved or not). None when the editor says it
     has no such file and the disk has none either: then it does not exist. Every other
     failure (a timeout, a refusal) raises `ToolError` quoting the editor."""
     try:
-        return await ask_client(env, env.client.read_text_file(str(path), line, limit),
-                                f"read {shown}")
+        return await ask_client(
+            env, env.client.read_text_file(str(path), line, limit), f"read {shown}"
+        )
     except FileMissing as exc:
         if on_disk:
             raise
@@ -172,8 +181,9 @@ def diff_block(path: Path, old_text: str | None, new_text: str) -> ToolCallConte
     return {"type": "diff", "path": str(path), "oldText": old_text, "newText": new_text}
 
 
-async def current_text(env: ToolEnv, drafts: Drafts, path: Path, shown: str, *,
-                       exact: bool) -> str | None:
+async def current_text(
+    env: ToolEnv, drafts: Drafts, path: Path, shown: str, *, exact: bool
+) -> str | None:
     """The text `path` will have when the call runs: an earlier call's draft, else now."""
     if path in drafts:
         return drafts[path]
@@ -189,7 +199,8 @@ def check_as_shown(env: ToolEnv, path: Path, shown: str, text: str | None) -> No
                 raise ToolError(
                     f"{shown} is not as it was when this change was shown for approval (it "
                     "changed since, or a call before this one did not run), so nothing was "
-                    "written. Read it again and redo the change.")
+                    "written. Read it again and redo the change."
+                )
             return
 
 

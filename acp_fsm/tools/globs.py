@@ -32,7 +32,7 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
         if char == "[":
             end = pattern.find("]", i + 2)
             if end != -1:
-                body = pattern[i + 1:end].replace("\\", "\\\\")
+                body = pattern[i + 1 : end].replace("\\", "\\\\")
                 if body.startswith("!"):
                     body = "^" + body[1:]
                 out.append(f"[{body}]")

@@ -48,7 +48,8 @@ class ListDirectory(BaseTool):
         elif len(names) > MAX_LIST_ENTRIES:
             output = "\n".join(names[:MAX_LIST_ENTRIES]) + (
                 f"\n[Showing the first {MAX_LIST_ENTRIES:,} of {len(names):,} entries; use "
-                "search_files with a glob or run_command to look for specific names.]")
+                "search_files with a glob or run_command to look for specific names.]"
+            )
         else:
             output = "\n".join(names)
         return ToolOutcome(output, content=(text_block(output),))

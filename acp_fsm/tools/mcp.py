@@ -53,11 +53,11 @@ class McpTool:
         return None  # the server checks its own arguments, and says what is wrong
 
     def view(self, args: dict[str, Any], env: ToolEnv) -> ToolCallView:
-        return ToolCallView(f"{self.title} ({self.server.spec.name})", self.kind,
-                            raw_input=args)
+        return ToolCallView(f"{self.title} ({self.server.spec.name})", self.kind, raw_input=args)
 
-    async def preview(self, args: dict[str, Any], env: ToolEnv,
-                      drafts: Drafts) -> tuple[ToolCallContent, ...]:
+    async def preview(
+        self, args: dict[str, Any], env: ToolEnv, drafts: Drafts
+    ) -> tuple[ToolCallContent, ...]:
         return ()
 
     def confined(self, args: dict[str, Any], env: ToolEnv) -> bool:
@@ -69,15 +69,29 @@ class McpTool:
     async def run(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         timeout_ms = environment.mcp_call_timeout_ms()
 
-        async def report_progress(progress: float, total: float | None,
-                                  message: str | None) -> None:
-            env.report(({"type": "content", "content": {
-                "type": "text", "text": progress_text(progress, total, message)}},))
+        async def report_progress(
+            progress: float, total: float | None, message: str | None
+        ) -> None:
+            env.report(
+                (
+                    {
+                        "type": "content",
+                        "content": {
+                            "type": "text",
+                            "text": progress_text(progress, total, message),
+                        },
+                    },
+                )
+            )
 
         try:
-            result = await self.server.call(self.tool.name, args, env.token,
-                                            timeout_ms / 1000 if timeout_ms else None,
-                                            on_progress=report_progress)
+            result = await self.server.call(
+                self.tool.name,
+                args,
+                env.token,
+                timeout_ms / 1000 if timeout_ms else None,
+                on_progress=report_progress,
+            )
         except (McpCallFailed, McpUnavailable) as exc:
             return ToolOutcome(str(exc), is_error=True)
         return outcome(result)
@@ -123,13 +137,15 @@ def outcome(result: types.CallToolResult) -> ToolOutcome:
     blocks = [_acp_block(block) for block in result.content]
     texts = [_model_text(block) for block in result.content]
     if result.structured_content is not None and not any(
-            isinstance(block, types.TextContent) for block in result.content):
+        isinstance(block, types.TextContent) for block in result.content
+    ):
         structured = json.dumps(result.structured_content, ensure_ascii=False)
         texts.append(structured)
         blocks.append({"type": "text", "text": structured})
     output = "\n".join(t for t in texts if t) or EMPTY_RESULT
-    content: tuple[ToolCallContent, ...] = tuple({"type": "content", "content": block}
-                                                  for block in blocks)
+    content: tuple[ToolCallContent, ...] = tuple(
+        {"type": "content", "content": block} for block in blocks
+    )
     return ToolOutcome(output, is_error=bool(result.is_error), content=content)
 
 
@@ -137,19 +153,23 @@ def _acp_block(block: Any) -> ContentBlock:
     """An MCP content block as ACP's (the members ACP defines; checked when sent)."""
     data = block.model_dump(by_alias=True, mode="json", exclude_none=True)
     if data["type"] == "resource":
-        resource = {key: data["resource"][key] for key in _RESOURCE_FIELDS
-                    if key in data["resource"]}
+        resource = {
+            key: data["resource"][key] for key in _RESOURCE_FIELDS if key in data["resource"]
+        }
         return cast("ContentBlock", {"type": "resource", "resource": resource})
-    return cast("ContentBlock", {key: data[key] for key in _ACP_FIELDS[data["type"]]
-                                  if key in data})
+    return cast(
+        "ContentBlock", {key: data[key] for key in _ACP_FIELDS[data["type"]] if key in data}
+    )
 
 
 def _model_text(block: Any) -> str:
     if isinstance(block, types.TextContent):
         return block.text
     if isinstance(block, types.ImageContent | types.AudioContent):
-        return (f"[{block.type} {block.mime_type}, {len(block.data):,} base64 characters, "
-                "shown to the user]")
+        return (
+            f"[{block.type} {block.mime_type}, {len(block.data):,} base64 characters, "
+            "shown to the user]"
+        )
     if isinstance(block, types.ResourceLink):
         return f"[resource link: {block.name} <{block.uri}>]"
     resource = block.resource

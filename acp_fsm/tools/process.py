@@ -77,14 +77,13 @@ class OutputCapture:
         start = 0
         while start < min(len(tail), _MAX_CONTINUATION_BYTES) and tail[start] & 0xC0 == 0x80:
             start += 1  # do not show half a character where the cut fell
-        head = secrets.trim(secrets.scrub_text(self._head.decode("utf-8", "ignore")),
-                            start=cut_before, end=True)
+        head = secrets.trim(
+            secrets.scrub_text(self._head.decode("utf-8", "ignore")), start=cut_before, end=True
+        )
         return (
-            head
-            + f"\n[... {self.dropped:,} bytes of output omitted: showing the first "
+            head + f"\n[... {self.dropped:,} bytes of output omitted: showing the first "
             f"{self._head_limit:,} and the last {self._tail_limit:,} bytes ...]\n"
-            + secrets.trim(secrets.scrub_text(tail[start:].decode("utf-8", "replace")),
-                           start=True)
+            + secrets.trim(secrets.scrub_text(tail[start:].decode("utf-8", "replace")), start=True)
         )
 
 
@@ -123,8 +122,9 @@ class _CommandProtocol(asyncio.SubprocessProtocol):
             self.exited.set_result(None)
 
 
-async def run_local(command: str, cwd: Path, seconds: float,
-                    token: CancellationToken) -> LocalResult:
+async def run_local(
+    command: str, cwd: Path, seconds: float, token: CancellationToken
+) -> LocalResult:
     """Run `sh -c command` in `cwd`; stop it after `seconds` or when `token` fires.
 
     Raises `Cancelled` when the token fired, after the group was stopped (SIGKILL follows
@@ -135,9 +135,16 @@ async def run_local(command: str, cwd: Path, seconds: float,
     loop = asyncio.get_running_loop()
     try:
         transport, protocol = await loop.subprocess_exec(
-            lambda: _CommandProtocol(capture), "sh", "-c", command, cwd=cwd,
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            start_new_session=True, env=command_environment(),
+            lambda: _CommandProtocol(capture),
+            "sh",
+            "-c",
+            command,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=command_environment(),
         )
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the command
         reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
@@ -160,8 +167,9 @@ async def run_local(command: str, cwd: Path, seconds: float,
     finally:
         try:
             if quick:  # nobody reads the output: no drain
-                await stop_group(pgid, protocol.exited, grace=CANCEL_KILL_GRACE_SECONDS,
-                                 reap=CANCEL_REAP_SECONDS)
+                await stop_group(
+                    pgid, protocol.exited, grace=CANCEL_KILL_GRACE_SECONDS, reap=CANCEL_REAP_SECONDS
+                )
             else:
                 await stop_group(pgid, protocol.exited)
             REAPER.stopped(pgid)  # SIGKILLed: not when the stop itself was interrupted

@@ -77,15 +77,21 @@ def render_window(lines: list[str], offset: int, want: int, explicit: bool, show
     last = offset + len(kept) - 1
     span = f"lines {offset:,}-{last:,}"
     if cut:
-        note = (f"[Line {last:,} is longer than {MAX_READ_BYTES // 1024} KiB and was cut; the "
-                f"rest of it cannot be read with read_file. Continue with offset={last + 1}.]")
+        note = (
+            f"[Line {last:,} is longer than {MAX_READ_BYTES // 1024} KiB and was cut; the "
+            f"rest of it cannot be read with read_file. Continue with offset={last + 1}.]"
+        )
     elif len(kept) < min(len(lines), want):
-        note = (f"[Output truncated at {MAX_READ_BYTES // 1024} KiB: showing {span}. Call "
-                f"read_file with offset={last + 1} to read on.]")
+        note = (
+            f"[Output truncated at {MAX_READ_BYTES // 1024} KiB: showing {span}. Call "
+            f"read_file with offset={last + 1} to read on.]"
+        )
     elif continues and not explicit:
-        note = (f"[Showing {span}; the file continues (read_file returns at most "
-                f"{MAX_READ_LINES:,} lines when no limit is given). Call read_file with "
-                f"offset={last + 1} to read on.]")
+        note = (
+            f"[Showing {span}; the file continues (read_file returns at most "
+            f"{MAX_READ_LINES:,} lines when no limit is given). Call read_file with "
+            f"offset={last + 1} to read on.]"
+        )
     elif continues:
         note = f"[Showing {span}; the file continues at offset={last + 1}.]"
     else:
@@ -135,8 +141,9 @@ class ReadFile(BaseTool):
             on_disk = await run_blocking(env.token, check_text_file, path, shown)
             text = await read_from_editor(env, path, shown, on_disk, offset, want + 1)
             if text is None:
-                raise FileMissing(f"File not found: {shown} (not on disk, and the editor has "
-                                  "no buffer for it)")
+                raise FileMissing(
+                    f"File not found: {shown} (not on disk, and the editor has no buffer for it)"
+                )
             lines = split_lines(text)[: want + 1]
         else:
             lines = await run_blocking(env.token, read_disk_lines, path, shown, offset, want + 1)

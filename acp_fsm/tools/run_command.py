@@ -56,8 +56,7 @@ def short_command(command: str) -> str:
     return first
 
 
-def status_line(exit_code: int | None, signal_text: str | None,
-                timed_out_ms: int | None) -> str:
+def status_line(exit_code: int | None, signal_text: str | None, timed_out_ms: int | None) -> str:
     """How the command ended, first in what the model reads."""
     if timed_out_ms is not None:
         return f"Timed out after {timed_out_ms} ms; the command was killed."
@@ -81,12 +80,17 @@ async def _cleanup(request: Awaitable[None], what: str, terminal_id: str) -> Non
     try:
         await asyncio.wait_for(request, CLEANUP_TIMEOUT_SECONDS)
     except Exception as exc:
-        log.warning("terminal_cleanup_failed", request=what, terminal_id=terminal_id,
-                    error=str(exc) or type(exc).__name__)
+        log.warning(
+            "terminal_cleanup_failed",
+            request=what,
+            terminal_id=terminal_id,
+            error=str(exc) or type(exc).__name__,
+        )
 
 
-async def _exit_or_timeout(client: ClientBridge, terminal_id: str,
-                           seconds: float) -> dict[str, Any] | None:
+async def _exit_or_timeout(
+    client: ClientBridge, terminal_id: str, seconds: float
+) -> dict[str, Any] | None:
     """The terminal's exit status, or None when it did not exit within `seconds`."""
     try:
         return await asyncio.wait_for(client.wait_for_terminal_exit(terminal_id), seconds)
@@ -122,8 +126,12 @@ class RunCommand(MutatingTool):
     def view(self, args: dict[str, Any], env: ToolEnv) -> ToolCallView:
         """The whole command and where it runs, for the user to judge before allowing it."""
         shown = f"```sh\n{args.get('command', '')}\n```\nin {env.cwd}"
-        return ToolCallView(title=self.title(args, env), kind=self.kind, raw_input=dict(args),
-                            content=(text_block(shown),))
+        return ToolCallView(
+            title=self.title(args, env),
+            kind=self.kind,
+            raw_input=dict(args),
+            content=(text_block(shown),),
+        )
 
     async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         command: str = args["command"]
@@ -146,20 +154,22 @@ class RunCommand(MutatingTool):
         client = env.client
         terminal_id = await ask_client(
             env,
-            client.create_terminal("sh", ["-c", command], str(env.cwd),
-                                   TERMINAL_OUTPUT_BYTE_LIMIT),
+            client.create_terminal("sh", ["-c", command], str(env.cwd), TERMINAL_OUTPUT_BYTE_LIMIT),
             "start a terminal",
         )
         block: ToolCallContentTerminal = {"type": "terminal", "terminalId": terminal_id}
         try:
             env.report((block,))
             exit_status = await ask_client(
-                env, _exit_or_timeout(client, terminal_id, timeout_ms / 1000),
-                "wait for the command")
+                env,
+                _exit_or_timeout(client, terminal_id, timeout_ms / 1000),
+                "wait for the command",
+            )
             if exit_status is None:
                 await _cleanup(client.kill_terminal(terminal_id), "kill", terminal_id)
-            result = await ask_client(env, client.terminal_output(terminal_id),
-                                      "read the terminal output")
+            result = await ask_client(
+                env, client.terminal_output(terminal_id), "read the terminal output"
+            )
         except BaseException:
             # A cancel (phase 2) or a failure: kill and release go out now; the answer to the
             # prompt does not wait for a slow editor to confirm them.
@@ -168,7 +178,8 @@ class RunCommand(MutatingTool):
         # The command is over and its result in hand: a cancel now stops only our wait for the
         # editor's answer to the release, which still goes out (and the result is kept).
         release = asyncio.ensure_future(
-            _cleanup(client.release_terminal(terminal_id), "release", terminal_id))
+            _cleanup(client.release_terminal(terminal_id), "release", terminal_id)
+        )
         with contextlib.suppress(Cancelled):
             await env.token.race(asyncio.shield(release))
         status = dict(exit_status or result.get("exitStatus") or {})
@@ -178,9 +189,13 @@ class RunCommand(MutatingTool):
             timeout_ms if exit_status is None else None,
         )
         if result.get("truncated"):
-            text += (f"\n[The editor kept only the last {TERMINAL_OUTPUT_BYTE_LIMIT:,} bytes of "
-                     "the output.]")
-        output = capped(str(result.get("output") or ""),
-                        cut_before=bool(result.get("truncated"))) or "(no output)"
+            text += (
+                f"\n[The editor kept only the last {TERMINAL_OUTPUT_BYTE_LIMIT:,} bytes of "
+                "the output.]"
+            )
+        output = (
+            capped(str(result.get("output") or ""), cut_before=bool(result.get("truncated")))
+            or "(no output)"
+        )
         # The terminal stays embedded as it is; it will not exist in a reload, its output will.
         return ToolOutcome(f"{text}\n{output}", replay=(text_block(f"{text}\n{output}"),))

@@ -48,10 +48,20 @@ MAX_SEARCH_FILES = 20_000
 # A matching line is shown up to this many characters.
 MAX_MATCH_LINE_CHARS = 300
 # Directories never descended into (version control, dependencies, caches).
-SKIPPED_DIRS = frozenset({
-    ".git", ".hg", ".svn", "node_modules", ".venv", "__pycache__", ".mypy_cache",
-    ".pytest_cache", ".ruff_cache", ".tox",
-})
+SKIPPED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        ".venv",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".tox",
+    }
+)
 # A search still running after this long is killed (a catastrophic pattern can run for ages).
 SEARCH_TIME_LIMIT_SECONDS = 30.0
 # How long a killed worker's exit is awaited; the event loop's child watcher reaps it later.
@@ -154,14 +164,19 @@ def search_tree(request: SearchRequest) -> SearchReport:
             continue  # unreadable, vanished or a dangling link: nothing to search
         if data is None or looks_binary(data):
             continue
-        shown = request.shown_root if single else utf8_text(
-            relative if request.shown_root == "." else f"{request.shown_root}/{relative}")
+        shown = (
+            request.shown_root
+            if single
+            else utf8_text(
+                relative if request.shown_root == "." else f"{request.shown_root}/{relative}"
+            )
+        )
         # Searched as the model is shown files: a pattern must not tell it what a key is.
         for number, line in enumerate(split_lines(scrub(data.decode("utf-8", "replace"))), 1):
             text = line.rstrip("\r\n")
             if regex.search(text) is None:
                 continue
-            entry = f"{shown}:{number}: {text[:request.max_line_chars]}"
+            entry = f"{shown}:{number}: {text[: request.max_line_chars]}"
             report.lines.append(entry)
             report.size += len(entry.encode("utf-8")) + 1
             if len(report.lines) >= request.max_matches:
@@ -185,14 +200,19 @@ def render_report(report: SearchReport, request: SearchRequest) -> str:
     """The text for the model: matching lines, then notes on what was not searched."""
     notes = []
     if report.stopped:
-        notes.append(f"[Search stopped {report.stopped}; narrow the pattern, path or glob to "
-                     "see the rest.]")
+        notes.append(
+            f"[Search stopped {report.stopped}; narrow the pattern, path or glob to see the rest.]"
+        )
     if report.skipped_large:
-        notes.append(f"[Skipped {plural(report.skipped_large, 'file')} larger than "
-                     f"{request.max_file_bytes // 1024} KiB.]")
+        notes.append(
+            f"[Skipped {plural(report.skipped_large, 'file')} larger than "
+            f"{request.max_file_bytes // 1024} KiB.]"
+        )
     if report.skipped_linked:
-        notes.append(f"[Skipped {plural(report.skipped_linked, 'file')} with other hard links, "
-                     "which may lie outside the project; read_file asks before reading one.]")
+        notes.append(
+            f"[Skipped {plural(report.skipped_linked, 'file')} with other hard links, "
+            "which may lie outside the project; read_file asks before reading one.]"
+        )
     body = report.lines or [f"No matches for /{request.pattern}/ in {request.where}."]
     return "\n".join(body + notes)
 
@@ -226,14 +246,22 @@ async def run_search(request: SearchRequest, token: CancellationToken) -> str:
     limit; `Cancelled` (the worker killed) when `token` fires."""
     try:
         worker = await asyncio.create_subprocess_exec(
-            *WORKER_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True, env=command_environment())
+            *WORKER_COMMAND,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env=command_environment(),
+        )
     except OSError as exc:
         raise ToolError(f"Could not start the search: {describe_os_error(exc)}") from exc
     REAPER.started(worker.pid)
     try:
-        stdout, stderr = await token.race(asyncio.wait_for(
-            worker.communicate(request.to_json().encode()), SEARCH_TIME_LIMIT_SECONDS))
+        stdout, stderr = await token.race(
+            asyncio.wait_for(
+                worker.communicate(request.to_json().encode()), SEARCH_TIME_LIMIT_SECONDS
+            )
+        )
     except TimeoutError:
         raise ToolError(
             f"The search took longer than {SEARCH_TIME_LIMIT_SECONDS:g} s and was stopped. The "
@@ -251,8 +279,7 @@ async def run_search(request: SearchRequest, token: CancellationToken) -> str:
     if isinstance(reply, dict) and isinstance(output := reply.get("output"), str):
         return output
     detail = stderr.decode("utf-8", "replace").strip()[-WORKER_ERROR_CHARS:]
-    raise ToolError(f"The search failed (exit status {worker.returncode}): "
-                    f"{detail or 'no answer'}")
+    raise ToolError(f"The search failed (exit status {worker.returncode}): {detail or 'no answer'}")
 
 
 class SearchFiles(BaseTool):
@@ -290,12 +317,19 @@ class SearchFiles(BaseTool):
         shown = self.shown(args, env)
         glob: str | None = args.get("glob")
         request = SearchRequest(
-            root=str(self.target(args, env)), shown_root=shown, pattern=args["pattern"],
-            glob=glob, where=f"{shown} (files matching {glob})" if glob else shown,
-            max_matches=MAX_SEARCH_MATCHES, max_output_bytes=MAX_SEARCH_OUTPUT_BYTES,
-            max_file_bytes=MAX_SEARCH_FILE_BYTES, max_files=MAX_SEARCH_FILES,
-            max_line_chars=MAX_MATCH_LINE_CHARS, time_limit_seconds=SEARCH_TIME_LIMIT_SECONDS,
+            root=str(self.target(args, env)),
+            shown_root=shown,
+            pattern=args["pattern"],
+            glob=glob,
+            where=f"{shown} (files matching {glob})" if glob else shown,
+            max_matches=MAX_SEARCH_MATCHES,
+            max_output_bytes=MAX_SEARCH_OUTPUT_BYTES,
+            max_file_bytes=MAX_SEARCH_FILE_BYTES,
+            max_files=MAX_SEARCH_FILES,
+            max_line_chars=MAX_MATCH_LINE_CHARS,
+            time_limit_seconds=SEARCH_TIME_LIMIT_SECONDS,
             skip_linked=inside_roots(self.target(args, env), env.roots),
-            secrets=tuple(redact.configured()))  # a stored key too
+            secrets=tuple(redact.configured()),
+        )  # a stored key too
         output = await run_search(request, env.token)
         return ToolOutcome(output, content=(text_block(output),))

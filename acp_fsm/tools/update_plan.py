@@ -48,7 +48,8 @@ class UpdatePlan(BaseTool):
 
     async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         entries: list[PlanEntry] = [  # the arguments are valid: the schema's values
-            {"content": entry["content"], "priority": entry["priority"],
-             "status": entry["status"]} for entry in args["entries"]]
+            {"content": entry["content"], "priority": entry["priority"], "status": entry["status"]}
+            for entry in args["entries"]
+        ]
         env.show_plan(entries)
         return ToolOutcome(plan_text(entries))

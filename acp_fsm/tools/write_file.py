@@ -32,8 +32,9 @@ class WriteFile(MutatingTool):
     def title(self, args: dict[str, Any], env: ToolEnv) -> str:
         return f"Write {self.shown(args, env)}"
 
-    async def preview(self, args: dict[str, Any], env: ToolEnv,
-                      drafts: Drafts) -> tuple[ToolCallContent, ...]:
+    async def preview(
+        self, args: dict[str, Any], env: ToolEnv, drafts: Drafts
+    ) -> tuple[ToolCallContent, ...]:
         path, shown = self.target(args, env), self.shown(args, env)
         old = await current_text(env, drafts, path, shown, exact=False)
         content = redact.configured().restore(args["content"], old)

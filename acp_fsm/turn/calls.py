@@ -46,8 +46,13 @@ class PendingCall:
         """The call's transition by its table (`IllegalTransition` where it has no row)."""
         before = self.state
         self.state = ToolCallState(TOOL_CALL.step(self.state, trigger))
-        log.debug("tool_call_transition", call=self.call.id, trigger=trigger.value,
-                  source=before.value, dest=self.state.value)
+        log.debug(
+            "tool_call_transition",
+            call=self.call.id,
+            trigger=trigger.value,
+            source=before.value,
+            dest=self.state.value,
+        )
 
     def deny(self, reason: str) -> None:
         self.fire(T.DENY)
@@ -58,17 +63,24 @@ def classify(turn: Turn, call: ToolCallPart) -> PendingCall:
     """The call as the turn takes it: denied at once when it cannot run (invalid arguments, an
     unknown tool, Plan mode), allowed when nobody needs to be asked, else pending the user."""
     tool = turn.tools.get(call.name)
-    generic = ToolCallView(title=call.name or "tool call", kind="other",
-                           raw_input=call.arguments)
+    generic = ToolCallView(title=call.name or "tool call", kind="other", raw_input=call.arguments)
     if call.error is not None:
-        return _denied_call(call, tool, generic,
-                            f"Invalid arguments for {call.name}: {call.error}. Call it again "
-                            "with a JSON object that matches the tool's schema.")
+        return _denied_call(
+            call,
+            tool,
+            generic,
+            f"Invalid arguments for {call.name}: {call.error}. Call it again "
+            "with a JSON object that matches the tool's schema.",
+        )
     mode = turn.session.settings.mode
     if tool is None:
         offered = [name for name, t in turn.tools.items() if settings.offered(mode, t.kind)]
-        return _denied_call(call, None, generic, f"Unknown tool {call.name!r}. Available "
-                            f"tools: {', '.join(offered)}.")
+        return _denied_call(
+            call,
+            None,
+            generic,
+            f"Unknown tool {call.name!r}. Available tools: {', '.join(offered)}.",
+        )
     env = turn.env(call.id)
     try:
         problem = tool.validate(call.arguments)
@@ -85,13 +97,15 @@ def classify(turn: Turn, call: ToolCallPart) -> PendingCall:
         return _denied_call(call, tool, view, _planning(call.name))
     pending = PendingCall(call, tool, view, confined=confined)
     if not remembered(turn, pending) and (
-            not asks or settings.runs_unasked(mode, tool.kind, confined)):
+        not asks or settings.runs_unasked(mode, tool.kind, confined)
+    ):
         pending.fire(T.ALLOW)
     return pending
 
 
-def _denied_call(call: ToolCallPart, tool: Tool | None, view: ToolCallView,
-                 reason: str) -> PendingCall:
+def _denied_call(
+    call: ToolCallPart, tool: Tool | None, view: ToolCallView, reason: str
+) -> PendingCall:
     pending = PendingCall(call, tool, view)
     pending.deny(reason)
     return pending
@@ -111,24 +125,30 @@ def remembered(turn: Turn, pc: PendingCall) -> bool:
     return True
 
 
-async def answer(turn: Turn, pc: PendingCall, outcome: ToolOutcome, trigger: ToolCallTrigger,
-                 *, wait: bool = True) -> acp.SessionUpdateToolCallUpdate:
+async def answer(
+    turn: Turn,
+    pc: PendingCall,
+    outcome: ToolOutcome,
+    trigger: ToolCallTrigger,
+    *,
+    wait: bool = True,
+) -> acp.SessionUpdateToolCallUpdate:
     """Close the call with `outcome` by `trigger`: committed, then told in its final update
     (commit, then tell: a crash one instant later must not lose what the editor was shown as
     done). Without `wait` the result is only queued and the update returned, not sent: the
     caller sends it once the store has caught up (`close_open`). A result too large for the
     store or the window is cut down first (`results.bounded`)."""
     closed = ToolCallState(TOOL_CALL.step(pc.state, trigger))  # refused here if illegal
-    outcome = results.bounded(outcome, compaction.result_chars(
-        window(turn), turn.config().max_tokens))
+    outcome = results.bounded(
+        outcome, compaction.result_chars(window(turn), turn.config().max_tokens)
+    )
     output = outcome.output or "(no output)"
     status = ACP_STATUS[closed]
     content = list(outcome.content) or [updates.text_block(output)]
     locations = list(outcome.locations) if outcome.locations is not None else None
     result = ToolResultPart(pc.call.id, output, outcome.is_error)
     stored = content if outcome.replay is None else list(outcome.replay)
-    await turn.session.add_result(result, updates.final_view(status, stored, locations),
-                                  wait=wait)
+    await turn.session.add_result(result, updates.final_view(status, stored, locations), wait=wait)
     pc.fire(trigger)
     pc.result = result
     live = content if outcome.replay is None else None  # None: the editor keeps its view
@@ -138,13 +158,16 @@ async def answer(turn: Turn, pc: PendingCall, outcome: ToolOutcome, trigger: Too
     return update
 
 
-async def close_open(turn: Turn, wording: Callable[[PendingCall], str],
-                     trigger: ToolCallTrigger) -> None:
+async def close_open(
+    turn: Turn, wording: Callable[[PendingCall], str], trigger: ToolCallTrigger
+) -> None:
     """Give every open call a synthetic result (a cancel, a failure) by `trigger`: all queued
     at once, then told together once committed (one wait, not one per call)."""
-    told = [await answer(turn, pc, ToolOutcome(wording(pc), is_error=True), trigger,
-                         wait=False)
-            for pc in turn.calls if pc.is_open]
+    told = [
+        await answer(turn, pc, ToolOutcome(wording(pc), is_error=True), trigger, wait=False)
+        for pc in turn.calls
+        if pc.is_open
+    ]
     if told:
         await turn.session.settle()
     for update in told:
@@ -154,13 +177,19 @@ async def close_open(turn: Turn, wording: Callable[[PendingCall], str],
 def denied(tool: str, *, always: bool) -> str:
     """The result of a call the user rejected."""
     if always:
-        return (f"Denied by the user: they chose to always reject {tool} in this session, so "
-                "the call was not run.")
-    return (f"Denied by the user: they rejected this {tool} call, so it was not run. Do not "
-            "retry it unless they ask.")
+        return (
+            f"Denied by the user: they chose to always reject {tool} in this session, so "
+            "the call was not run."
+        )
+    return (
+        f"Denied by the user: they rejected this {tool} call, so it was not run. Do not "
+        "retry it unless they ask."
+    )
 
 
 def _planning(tool: str) -> str:
-    return (f"Not run: the session is in Plan mode, where only read-only tools are available, "
-            f"so this {tool} call was refused. Answer with a plan instead; the user switches "
-            "mode to carry it out.")
+    return (
+        f"Not run: the session is in Plan mode, where only read-only tools are available, "
+        f"so this {tool} call was refused. Answer with a plan instead; the user switches "
+        "mode to carry it out."
+    )

@@ -30,9 +30,13 @@ async def compact(turn: Turn) -> TurnTrigger:
     room = reserve(model_request, turn.config())
     drift = turn.session.context_drift
     before = compaction.estimate(model_request) + drift
-    parts = compaction.split(list(model_request.messages), size, room,
-                             on_demand=turn.command is not None,
-                             budget=compaction.kept_budget(model_request, size, room, drift))
+    parts = compaction.split(
+        list(model_request.messages),
+        size,
+        room,
+        on_demand=turn.command is not None,
+        budget=compaction.kept_budget(model_request, size, room, drift),
+    )
     turn.send_as_is = True
     if parts is None:
         if turn.command is not None:
@@ -45,14 +49,21 @@ async def compact(turn: Turn) -> TurnTrigger:
     if turn.command is None:
         text += "\n\n"  # the model's answer follows
     await turn.session.compact_to(messages, compaction.to_body(summary, parts.kept, text))
-    log.info("context_compacted", before=before, after=after, summarised=len(parts.older),
-             kept=len(parts.kept), dropped=dropped)
+    log.info(
+        "context_compacted",
+        before=before,
+        after=after,
+        summarised=len(parts.older),
+        kept=len(parts.kept),
+        dropped=dropped,
+    )
     turn.update(updates.chunk("agent_message_chunk", updates.text_content(text)))
     return TurnTrigger.COMPACTED
 
 
-async def _summary(turn: Turn, model_request: ModelRequest, older: list[Message], size: int,
-                   room: int) -> tuple[str | None, str | None]:
+async def _summary(
+    turn: Turn, model_request: ModelRequest, older: list[Message], size: int, room: int
+) -> tuple[str | None, str | None]:
     """The summary the model writes of `older` (a model call of the turn: counted), or None
     and why there is none. No call is made when the system prompt and the tools alone pass
     the threshold (it could not make the conversation fit, and would be made again at every
@@ -64,8 +75,9 @@ async def _summary(turn: Turn, model_request: ModelRequest, older: list[Message]
     turn.requests += 1
     finished: Finished | None = None
     try:
-        async with open_call(turn, compaction.summary_request(model_request, older, focus,
-                                                              size)) as summary_stream:
+        async with open_call(
+            turn, compaction.summary_request(model_request, older, focus, size)
+        ) as summary_stream:
             async for event in summary_stream:
                 if isinstance(event, Finished):
                     finished = event

@@ -16,8 +16,11 @@ if TYPE_CHECKING:
 
 async def drain(turn: Turn) -> TurnTrigger:
     turn.session.mark_cancelled()
-    await close_open(turn, lambda pc: (transcript.INTERRUPTED
-                                       if pc.state == ToolCallState.RUNNING
-                                       else transcript.NOT_STARTED),
-                     ToolCallTrigger.CANCEL)
+    await close_open(
+        turn,
+        lambda pc: (
+            transcript.INTERRUPTED if pc.state == ToolCallState.RUNNING else transcript.NOT_STARTED
+        ),
+        ToolCallTrigger.CANCEL,
+    )
     return TurnTrigger.DRAINED

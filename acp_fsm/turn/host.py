@@ -68,12 +68,19 @@ class Host(Protocol):
     def tell_once(self, notice: str) -> None:
         """Have the user told `notice` with the next ones, unless the session already did."""
 
-    async def add_assistant(self, message: AssistantMessage, stop_reason: str,
-                            views: dict[str, dict[str, Any]], *, wait: bool = True) -> None:
+    async def add_assistant(
+        self,
+        message: AssistantMessage,
+        stop_reason: str,
+        views: dict[str, dict[str, Any]],
+        *,
+        wait: bool = True,
+    ) -> None:
         """Store the model's message (and its tool calls' views)."""
 
-    async def add_result(self, result: ToolResultPart, view: dict[str, Any], *,
-                         wait: bool = True) -> None:
+    async def add_result(
+        self, result: ToolResultPart, view: dict[str, Any], *, wait: bool = True
+    ) -> None:
         """Store a tool call's result."""
 
     def mark_cancelled(self) -> None:
@@ -111,9 +118,14 @@ class Host(Protocol):
 class TurnEnv:
     """The `ToolEnv` of one turn."""
 
-    def __init__(self, session: Host, token: CancellationToken, client: Client,
-                 report: Callable[[tuple[acp.ToolCallContent, ...]], None],
-                 previewed: tuple[acp.ToolCallContent, ...] = ()) -> None:
+    def __init__(
+        self,
+        session: Host,
+        token: CancellationToken,
+        client: Client,
+        report: Callable[[tuple[acp.ToolCallContent, ...]], None],
+        previewed: tuple[acp.ToolCallContent, ...] = (),
+    ) -> None:
         self._session = session
         self._token = token
         self._client = client

@@ -47,23 +47,33 @@ async def request(turn: Turn) -> ModelRequest:
     system = await instructions(turn)
     if chosen.mode == settings.PLAN:
         system = f"{system}\n\n{settings.PLAN_NOTE}"
-    return ModelRequest(model=model, messages=turn.session.messages_for_model(),
-                        system=system, memo=turn.session.conversation.memo,
-                        tools=tuple(ToolSpec(t.name, t.description, t.input_schema)
-                                    for t in turn.tools.values()
-                                    if settings.offered(chosen.mode, t.kind)),
-                        # never more than half the window: a server that counts the answer's
-                        # room in (vLLM) refuses the request otherwise
-                        max_tokens=min(config.max_tokens, max(1, window(turn) // 2)),
-                        reasoning=settings.thought_level(chosen, config.provider, model))
+    return ModelRequest(
+        model=model,
+        messages=turn.session.messages_for_model(),
+        system=system,
+        memo=turn.session.conversation.memo,
+        tools=tuple(
+            ToolSpec(t.name, t.description, t.input_schema)
+            for t in turn.tools.values()
+            if settings.offered(chosen.mode, t.kind)
+        ),
+        # never more than half the window: a server that counts the answer's
+        # room in (vLLM) refuses the request otherwise
+        max_tokens=min(config.max_tokens, max(1, window(turn) // 2)),
+        reasoning=settings.thought_level(chosen, config.provider, model),
+    )
 
 
 def open_call(turn: Turn, model_request: ModelRequest) -> ModelStream:
     """Start a model call of the turn (secrets scrubbed from what is sent)."""
     secrets = redact.configured()
-    return open_stream(model_request, turn.token, turn.config(),
-                       scrub=secrets.scrub if secrets else None,
-                       close_later=turn.session.after_answer)
+    return open_stream(
+        model_request,
+        turn.token,
+        turn.config(),
+        scrub=secrets.scrub if secrets else None,
+        close_later=turn.session.after_answer,
+    )
 
 
 def reserve(model_request: ModelRequest, config: ProviderConfig) -> int:
@@ -76,9 +86,14 @@ def reserve(model_request: ModelRequest, config: ProviderConfig) -> int:
 
 def log_usage(finished: Finished, call: str) -> Usage:
     usage = finished.usage
-    log.info("model_usage", call=call, input_tokens=usage.input_tokens,
-             output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens,
-             cache_write_tokens=usage.cache_write_tokens)
+    log.info(
+        "model_usage",
+        call=call,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+    )
     return usage
 
 
@@ -101,8 +116,12 @@ def window_known(turn: Turn) -> bool:
     config = turn.config()
     session = turn.session
     learned = session.context_window is not None and not session.window_guessed
-    return (config.window_set or config.official or learned
-            or CATALOG.window(config, session.model(config)) is not None)
+    return (
+        config.window_set
+        or config.official
+        or learned
+        or CATALOG.window(config, session.model(config)) is not None
+    )
 
 
 def learn_window(turn: Turn, exc: ProviderError, estimate: int, room: int) -> None:
@@ -122,5 +141,11 @@ def learn_window(turn: Turn, exc: ProviderError, estimate: int, room: int) -> No
     if maximum is not None or not known:
         session.context_window = maximum or min(window(turn), estimate)
         session.window_guessed = maximum is None
-    log.info("context_exceeded", error=str(exc), estimate=estimate, prompt=prompt,
-             maximum=maximum, window=window(turn))
+    log.info(
+        "context_exceeded",
+        error=str(exc),
+        estimate=estimate,
+        prompt=prompt,
+        maximum=maximum,
+        window=window(turn),
+    )

@@ -35,14 +35,14 @@ async def ask_permissions(turn: Turn) -> TurnTrigger:
 async def _ask(turn: Turn, pc: PendingCall) -> None:
     params = {
         "sessionId": turn.session.id,
-        "toolCall": updates.tool_call_fields(pc.call.id, updates.view_body(pc.view),
-                                             pc.preview),
+        "toolCall": updates.tool_call_fields(pc.call.id, updates.view_body(pc.view), pc.preview),
         "options": PERMISSION_OPTIONS,
     }
     pc.fire(ToolCallTrigger.ASK)
     try:
         answer = await turn.session.server.call_client(
-            "session/request_permission", params, token=turn.token)
+            "session/request_permission", params, token=turn.token
+        )
     except OutboundCancelled:
         raise Cancelled(turn.token.reason or "cancelled") from None
     except OutboundError as exc:
@@ -52,8 +52,10 @@ async def _ask(turn: Turn, pc: PendingCall) -> None:
     if outcome["outcome"] == "cancelled":
         if turn.token.is_cancelled:
             raise Cancelled(turn.token.reason or "cancelled")
-        pc.deny(f"The permission request for this {pc.call.name} call was cancelled by the "
-                "client, so the call was not run.")
+        pc.deny(
+            f"The permission request for this {pc.call.name} call was cancelled by the "
+            "client, so the call was not run."
+        )
         return
     kind = _KINDS.get(outcome["optionId"])
     if kind is None:
@@ -71,6 +73,8 @@ async def _ask(turn: Turn, pc: PendingCall) -> None:
 
 def _unanswered(tool: str, exc: OutboundError) -> str:
     if isinstance(exc, OutboundTimeout):
-        return (f"No response from the user: the permission request for this {tool} call "
-                "timed out, so the call was not run.")
+        return (
+            f"No response from the user: the permission request for this {tool} call "
+            "timed out, so the call was not run."
+        )
     return f"The permission request failed ({exc}), so this {tool} call was not run."

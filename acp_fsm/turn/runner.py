@@ -57,8 +57,9 @@ WORK: dict[TurnState, Work] = {
 class Turn:
     """One prompt turn: its machine's state, and what the work of its states shares."""
 
-    def __init__(self, session: Host, token: CancellationToken,
-                 command: Command | None = None) -> None:
+    def __init__(
+        self, session: Host, token: CancellationToken, command: Command | None = None
+    ) -> None:
         self.session = session
         self.token = token
         self.command = command  # a slash command the prompt runs instead of a model turn
@@ -81,8 +82,10 @@ class Turn:
         }
 
     def __repr__(self) -> str:
-        return (f"<Turn {self.session.id} {self.state} requests={self.requests} "
-                f"calls={len(self.calls)} token={self.token!r}>")
+        return (
+            f"<Turn {self.session.id} {self.state} requests={self.requests} "
+            f"calls={len(self.calls)} token={self.token!r}>"
+        )
 
     # ------------------------------------------------------------------ driving
 
@@ -90,8 +93,9 @@ class Turn:
         before = self.state
         self.state = TurnState(TURN.step(self.state, trigger, self._guards))
         self.path.append(self.state.value)
-        log.debug("turn_transition", trigger=trigger.value, source=before.value,
-                  dest=self.state.value)
+        log.debug(
+            "turn_transition", trigger=trigger.value, source=before.value, dest=self.state.value
+        )
 
     def _needs_permission(self) -> bool:
         """Guard of `tools_requested`: some call waits for the user's answer."""
@@ -109,8 +113,12 @@ class Turn:
         while self.state not in FINAL:
             await self._step()
         await self.session.record_turn_end(self.stop_reason_now)
-        log.info("turn_finished", state=self.state.value, path=" → ".join(self.path),
-                 requests=self.requests)
+        log.info(
+            "turn_finished",
+            state=self.state.value,
+            path=" → ".join(self.path),
+            requests=self.requests,
+        )
         if self.state == TurnState.FAILED:
             assert self.error is not None
             raise self.error
@@ -161,6 +169,7 @@ class Turn:
 
     def env(self, call_id: str, previewed: tuple[acp.ToolCallContent, ...] = ()) -> TurnEnv:
         """What the tool of call `call_id` sees of the turn."""
+
         def report(content: tuple[acp.ToolCallContent, ...]) -> None:
             self.update(updates.tool_call_update(call_id, "in_progress", content=list(content)))
 

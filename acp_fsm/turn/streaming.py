@@ -69,11 +69,13 @@ async def stream(turn: Turn) -> TurnTrigger:
         await turn.token.race(described)
     await turn.token.race(aiohttp_imported())  # the first call's, off the loop
     model_request = await request(turn)
-    estimate = compaction.estimate(model_request,
-                                   turn.session.conversation.size(model_request.messages))
+    estimate = compaction.estimate(
+        model_request, turn.session.conversation.size(model_request.messages)
+    )
     room = reserve(model_request, config)
     if not turn.send_as_is and compaction.too_full(
-            estimate + turn.session.context_drift, window(turn), room):
+        estimate + turn.session.context_drift, window(turn), room
+    ):
         return TurnTrigger.COMPACT
     turn.requests += 1
     finished = await _streamed(turn, model_request, estimate, room)
@@ -90,8 +92,9 @@ async def stream(turn: Turn) -> TurnTrigger:
     return await _finish(turn, finished)
 
 
-async def _streamed(turn: Turn, model_request: ModelRequest, estimate: int,
-                    room: int) -> Finished | None:
+async def _streamed(
+    turn: Turn, model_request: ModelRequest, estimate: int, room: int
+) -> Finished | None:
     """Stream the call to the editor; its end, or None when the provider refused it as over
     the window before anything streamed (a compaction may help)."""
     model_stream = open_call(turn, model_request)
@@ -111,8 +114,9 @@ async def _streamed(turn: Turn, model_request: ModelRequest, estimate: int,
                 if session.behind:  # the provider waits too
                     await session.keep_pace(turn.token)
     except Cancelled as cancelled:  # in the stream, or while the editor was behind
-        partial = (cancelled.partial if isinstance(cancelled, StreamCancelled)
-                   else model_stream.partial)
+        partial = (
+            cancelled.partial if isinstance(cancelled, StreamCancelled) else model_stream.partial
+        )
         await keep_partial(turn, partial, transcript.CANCELLED)
         raise
     except ProviderError as exc:
@@ -172,8 +176,9 @@ async def _preview(turn: Turn) -> None:
             return
 
 
-async def keep_partial(turn: Turn, partial: AssistantMessage, stop_reason: str, *,
-                       wait: bool = False) -> None:
+async def keep_partial(
+    turn: Turn, partial: AssistantMessage, stop_reason: str, *, wait: bool = False
+) -> None:
     """Store what was streamed before a cancel or failure (no tool calls: unanswered calls of
     a cut message are dropped, complete ones are never run)."""
     kept = AssistantMessage(tuple(p for p in partial.parts if not isinstance(p, ToolCallPart)))
@@ -190,7 +195,8 @@ def _overflowed(turn: Turn, exc: ProviderError, estimate: int, room: int) -> boo
         return False
     if exc.error_type == EMPTY_STREAM:
         near = estimate + turn.session.context_drift >= NEAR_WINDOW * compaction.usable(
-            window(turn), room)
+            window(turn), room
+        )
         if window_known(turn) and not near:
             return False
     elif not exc.context_exceeded:
@@ -199,8 +205,9 @@ def _overflowed(turn: Turn, exc: ProviderError, estimate: int, room: int) -> boo
     return True
 
 
-def _failure(turn: Turn, exc: ProviderError, model_request: ModelRequest,
-             estimate: int) -> InternalError:
+def _failure(
+    turn: Turn, exc: ProviderError, model_request: ModelRequest, estimate: int
+) -> InternalError:
     """The error a failed model call answers the prompt with: one short line, the provider's
     whole message in its data; for a request over the window, what to do."""
     message = str(exc)
@@ -213,8 +220,7 @@ def _failure(turn: Turn, exc: ProviderError, model_request: ModelRequest,
 def _empty_answer(stop: StopReason) -> str:
     """What the user is told of an answer with no text and no tool call."""
     if stop is StopReason.MAX_TOKENS:
-        return ("The model reached its output limit (ACP_FSM_MAX_TOKENS) before writing any "
-                "answer.")
+        return "The model reached its output limit (ACP_FSM_MAX_TOKENS) before writing any answer."
     return "The model returned an empty answer (no text and no tool call)."
 
 
@@ -222,15 +228,24 @@ def _too_long(exc: ProviderError, sizes: tuple[int, int, int], compacted: bool) 
     """What happened when a request was refused as over the window, and what to do; `sizes`
     are the request's tokens, those of its system prompt and tools, and the window."""
     estimate, fixed, size = sizes
-    what = ("Local servers such as llama-cpp-python answer so when a request is longer than "
-            "their context window. " if exc.error_type == EMPTY_STREAM else "")
+    what = (
+        "Local servers such as llama-cpp-python answer so when a request is longer than "
+        "their context window. "
+        if exc.error_type == EMPTY_STREAM
+        else ""
+    )
     after = "even after compacting, " if compacted else ""
-    alone = (f"; the system prompt and the tools alone take about {fixed:,} of them"
-             if fixed * 2 > size else "")
-    return (f"{what}The request ({after}about {estimate:,} tokens with the system prompt and "
-            f"the tools) did not fit a context window of {size:,} tokens{alone}: run "
-            "/compact to summarise more of the conversation, or set ACP_FSM_CONTEXT_WINDOW to "
-            "the model's real context size (and start a local server with a larger one)")
+    alone = (
+        f"; the system prompt and the tools alone take about {fixed:,} of them"
+        if fixed * 2 > size
+        else ""
+    )
+    return (
+        f"{what}The request ({after}about {estimate:,} tokens with the system prompt and "
+        f"the tools) did not fit a context window of {size:,} tokens{alone}: run "
+        "/compact to summarise more of the conversation, or set ACP_FSM_CONTEXT_WINDOW to "
+        "the model's real context size (and start a local server with a larger one)"
+    )
 
 
 def _error_data(exc: ProviderError) -> dict[str, Any]:

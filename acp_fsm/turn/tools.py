@@ -34,8 +34,7 @@ async def run_tools(turn: Turn) -> TurnTrigger:
         if not pc.is_open:
             continue
         if pc.state != ToolCallState.ALLOWED or pc.tool is None:
-            await answer(turn, pc, ToolOutcome(pc.reason, is_error=True),
-                         ToolCallTrigger.REFUSE)
+            await answer(turn, pc, ToolOutcome(pc.reason, is_error=True), ToolCallTrigger.REFUSE)
             continue
         pc.fire(ToolCallTrigger.START)
         turn.update(updates.tool_call_update(pc.call.id, ACP_STATUS[pc.state]))

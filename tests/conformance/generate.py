@@ -26,8 +26,11 @@ from typing import Any
 
 # Bounds of the integer formats of the ACP schema (serde's names).
 INT_FORMATS = {
-    "uint16": (0, 2**16 - 1), "uint32": (0, 2**32 - 1), "uint64": (0, 2**64 - 1),
-    "int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1),
+    "uint16": (0, 2**16 - 1),
+    "uint32": (0, 2**32 - 1),
+    "uint64": (0, 2**64 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
 }
 FREE_EXAMPLES = 6  # unsteered instances per definition, after the steered ones
 ATTEMPTS = 25  # draws per wanted instance before giving up
@@ -84,7 +87,7 @@ class Generator:
                 children += [f"{pointer}/{key}/{i}" for i in range(len(node.get(key, ())))]
             children += [f"{pointer}/properties/{_escape(k)}" for k in node.get("properties", {})]
             for child in children:
-                self._index(child, _resolve_pointer(node, child[len(pointer):]))
+                self._index(child, _resolve_pointer(node, child[len(pointer) :]))
             if isinstance(node.get("$ref"), str):
                 children.append(self._target(node["$ref"]))
         self.edges[pointer] = [c for c in children if not c.endswith("/not")]
@@ -128,7 +131,8 @@ class Generator:
         check = self._validators.get(name)
         if check is None:
             check = self._validators[name] = self._validator_class(
-                {"$defs": self.doc["$defs"], "$ref": f"#/$defs/{name}"})
+                {"$defs": self.doc["$defs"], "$ref": f"#/$defs/{name}"}
+            )
         return check
 
     def examples(self, name: str, seed: int = 0, free: int = FREE_EXAMPLES) -> Examples:
@@ -146,7 +150,8 @@ class Generator:
                 except Unsatisfiable:
                     continue
                 if (target is None or target in draw.taken) and self.validator(name).is_valid(
-                        instance):
+                    instance
+                ):
                     out.instances.append(instance)
                     out.covered |= draw.taken
                     break
@@ -254,14 +259,18 @@ class _Draw:
         if not allowed:
             raise Unsatisfiable(f"no type satisfies {conj}")
         kind = self.rng.choice(sorted(allowed))
-        if "object" in allowed and any("properties" in n or "required" in n for n in nodes) and (
-                len(allowed) == 1 or self.rng.random() < 0.8 or self.leads(conj)):
+        if (
+            "object" in allowed
+            and any("properties" in n or "required" in n for n in nodes)
+            and (len(allowed) == 1 or self.rng.random() < 0.8 or self.leads(conj))
+        ):
             kind = "object"
         elif "array" in allowed and self.leads(conj):
             kind = "array"
         for pointer, node in zip(conj, nodes, strict=True):
             if isinstance(node.get("type"), list) and self.gen.branch_count(node) == len(
-                    node["type"]):
+                node["type"]
+            ):
                 listed = node["type"]
                 index = listed.index(kind) if kind in listed else listed.index("number")
                 self.taken.add((pointer, index))
@@ -284,8 +293,10 @@ class _Draw:
         for key in sorted(set(props) - required):
             if self.leads(props[key]) or (depth <= DEEP and self.rng.random() < 0.5):
                 keys.append(key)
-        out = {key: self.value(props.get(key, []), depth + 1) if key in props
-               else self._any(depth + 1) for key in keys}
+        out = {
+            key: self.value(props.get(key, []), depth + 1) if key in props else self._any(depth + 1)
+            for key in keys
+        }
         if not closed and depth <= DEEP and self.rng.random() < 0.3:
             # ACP objects are open: an unknown member must be accepted.
             out["extraMember"] = self.value(extra, depth + 1) if extra else self._any(depth + 1)
@@ -300,8 +311,9 @@ class _Draw:
         size = self.rng.randint(low, high)
         if size == 0 and self.leads(items) and high > 0:
             size = 1
-        return [self.value(items, depth + 1) if items else self._any(depth + 1)
-                for _ in range(size)]
+        return [
+            self.value(items, depth + 1) if items else self._any(depth + 1) for _ in range(size)
+        ]
 
     def _scalar(self, kind: str, nodes: list[dict[str, Any]]) -> Any:
         if kind == "null":

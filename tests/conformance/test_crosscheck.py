@@ -25,8 +25,15 @@ from tests.conformance.generate import Examples, Generator, show
 # Official methods the project's index leaves out: agent-initiated, and acp-fsm never sends them.
 UNUSED_OFFICIAL_METHODS = {"elicitation/create", "elicitation/complete"}
 # Unions the suite must be seen to cover branch by branch, in both documents.
-TAGGED_UNIONS = ["ContentBlock", "SessionUpdate", "ToolCallContent", "RequestPermissionOutcome",
-                 "McpServer", "ToolCallStatus", "StopReason"]
+TAGGED_UNIONS = [
+    "ContentBlock",
+    "SessionUpdate",
+    "ToolCallContent",
+    "RequestPermissionOutcome",
+    "McpServer",
+    "ToolCallStatus",
+    "StopReason",
+]
 WRITERS = {"client_to_agent": (CLIENT,), "agent_to_client": (AGENT,), "both": (AGENT, CLIENT)}
 
 
@@ -63,9 +70,12 @@ DRIFT: dict[str, str] = {}  # definition → why it is known to differ (none at 
 
 
 def _pinned(params: list[Any]) -> list[Any]:
-    return [pytest.param(*p.values, id=p.id, marks=pytest.mark.xfail(strict=True,
-                                                                     reason=DRIFT[p.id]))
-            if p.id in DRIFT else p for p in params]
+    return [
+        pytest.param(*p.values, id=p.id, marks=pytest.mark.xfail(strict=True, reason=DRIFT[p.id]))
+        if p.id in DRIFT
+        else p
+        for p in params
+    ]
 
 
 def rejections(examples: Examples, target: Any, source: str, target_label: str) -> list[str]:
@@ -75,46 +85,55 @@ def rejections(examples: Examples, target: Any, source: str, target_label: str) 
         errors = list(target.iter_errors(instance))
         if errors:
             error = best_match(errors)
-            out.append(f"{source} {examples.name} instance rejected by {target_label} "
-                       f"{examples.name} at {error.json_path}: {error.message[:200]}\n"
-                       f"    instance: {show(instance)}")
+            out.append(
+                f"{source} {examples.name} instance rejected by {target_label} "
+                f"{examples.name} at {error.json_path}: {error.message[:200]}\n"
+                f"    instance: {show(instance)}"
+            )
     return out
 
 
 def assert_generated(examples: Examples) -> None:
     assert examples.instances and not examples.missed, (
-        f"could not generate {examples.name} instances taking the branches {examples.missed}")
+        f"could not generate {examples.name} instances taking the branches {examples.missed}"
+    )
 
 
 @pytest.mark.parametrize(("stem", "name"), _pinned(OUTBOUND))
 def test_outbound_instances_validate_under_the_official_schema(
-        stem: str, name: str, own_generators: dict[str, Generator],
-        official_generator: Generator) -> None:
+    stem: str, name: str, own_generators: dict[str, Generator], official_generator: Generator
+) -> None:
     examples = own_generators[stem].examples(name)
     assert_generated(examples)
-    found = rejections(examples, official_generator.validator(name), f"project {stem}.json",
-                       "official")
+    found = rejections(
+        examples, official_generator.validator(name), f"project {stem}.json", "official"
+    )
     assert not found, f"{len(found)} of {len(examples.instances)}:\n" + "\n".join(found[:5])
 
 
 @pytest.mark.parametrize(("stem", "name"), INBOUND)
 def test_official_inbound_instances_validate_under_the_project_schema(
-        stem: str, name: str, own_generators: dict[str, Generator],
-        official_generator: Generator) -> None:
+    stem: str, name: str, own_generators: dict[str, Generator], official_generator: Generator
+) -> None:
     examples = official_generator.examples(name)
     assert_generated(examples)
-    found = rejections(examples, own_generators[stem].validator(name), "official",
-                       f"project {stem}.json")
+    found = rejections(
+        examples, own_generators[stem].validator(name), "official", f"project {stem}.json"
+    )
     assert not found, f"{len(found)} of {len(examples.instances)}:\n" + "\n".join(found[:5])
     # The agent validates with jsonschema-rs (schemas.validate): the same verdicts.
-    refused = [f"{v} in {show(i)}" for i in examples.instances
-               if (v := schemas.validate(f"{stem}.{name}", i)) is not None]
+    refused = [
+        f"{v} in {show(i)}"
+        for i in examples.instances
+        if (v := schemas.validate(f"{stem}.{name}", i)) is not None
+    ]
     assert not refused, "the agent's validator rejects:\n" + "\n".join(refused[:5])
 
 
 @pytest.mark.parametrize("name", TAGGED_UNIONS)
-def test_every_union_branch_is_generated(name: str, own_generators: dict[str, Generator],
-                                         official_generator: Generator) -> None:
+def test_every_union_branch_is_generated(
+    name: str, own_generators: dict[str, Generator], official_generator: Generator
+) -> None:
     """Each branch of the named unions (and each nested one) is taken in both documents."""
     for generator in (own_generators["acp"], official_generator):
         examples = generator.examples(name)
@@ -133,8 +152,9 @@ def test_method_index_agrees_with_the_official_annotations(official: OfficialSch
         for writer in WRITERS[spec.direction]:
             params = official.definition(writer, "params", method)
             if params != spec.params.split(".")[1]:
-                problems.append(f"{method} params by the {writer}: ours {spec.params}, "
-                                f"official {params}")
+                problems.append(
+                    f"{method} params by the {writer}: ours {spec.params}, official {params}"
+                )
             answerer = AGENT if writer == CLIENT else CLIENT
             result = official.definition(answerer, "result", method)
             ours = spec.result.split(".")[1] if spec.result else None
@@ -150,8 +170,9 @@ def test_the_cross_check_catches_an_outbound_drift(official_generator: Generator
     drifted = copy.deepcopy(schemas.load_json("acp.json"))
     drifted["$defs"]["ToolCallStatus"]["enum"].append("cancelled")
     examples = Generator(drifted).examples("SessionNotification")
-    found = rejections(examples, official_generator.validator("SessionNotification"),
-                       "drifted", "official")
+    found = rejections(
+        examples, official_generator.validator("SessionNotification"), "drifted", "official"
+    )
     assert found and all("SessionNotification" in line for line in found)
     assert any('"status": "cancelled"' in line for line in found), found[:3]
 
@@ -162,6 +183,7 @@ def test_the_cross_check_catches_an_inbound_drift(official_generator: Generator)
     union = drifted["$defs"]["RequestPermissionOutcome"]["oneOf"]
     union[:] = [b for b in union if b["properties"]["outcome"]["const"] != "cancelled"]
     examples = official_generator.examples("RequestPermissionResponse")
-    found = rejections(examples, Generator(drifted).validator("RequestPermissionResponse"),
-                       "official", "drifted")
+    found = rejections(
+        examples, Generator(drifted).validator("RequestPermissionResponse"), "official", "drifted"
+    )
     assert any('"outcome": "cancelled"' in line for line in found), found[:3]

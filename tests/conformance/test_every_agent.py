@@ -24,10 +24,15 @@ class Recorded:
 
 
 def update(content: Any) -> Record:
-    params = {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk",
-                                           "content": content}}
-    return Record("notification", "session/update",
-                  {"jsonrpc": "2.0", "method": "session/update", "params": params})
+    params = {
+        "sessionId": "s",
+        "update": {"sessionUpdate": "agent_message_chunk", "content": content},
+    }
+    return Record(
+        "notification",
+        "session/update",
+        {"jsonrpc": "2.0", "method": "session/update", "params": params},
+    )
 
 
 def test_an_invalid_message_fails_the_agents_test(official: OfficialSchema) -> None:

@@ -20,8 +20,15 @@ def schema_check(*args: str, schema: str | None = None) -> subprocess.CompletedP
     env = dict(os.environ)
     if schema is not None:
         env[SCHEMA_ENV] = schema
-    return subprocess.run([sys.executable, "-m", "acp_fsm.devkit.schema_check", *args], env=env,
-                          cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "acp_fsm.devkit.schema_check", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def rows(stdout: str) -> dict[tuple[str, str, str], list[int]]:
@@ -58,13 +65,17 @@ def test_exit_2_when_the_official_schema_is_missing(tmp_path: Path) -> None:
     assert done.stdout == ""
 
 
-@pytest.mark.parametrize(("text", "problem"), [
-    ("{not json", "is not JSON (Expecting property name"),
-    ("[1, 2]", "is not a JSON Schema with $defs"),
-    ('{"$defs": 3}', "is not a JSON Schema with $defs"),
-])
-def test_exit_2_when_the_file_given_is_not_a_schema(tmp_path: Path, text: str,
-                                                     problem: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("{not json", "is not JSON (Expecting property name"),
+        ("[1, 2]", "is not a JSON Schema with $defs"),
+        ('{"$defs": 3}', "is not a JSON Schema with $defs"),
+    ],
+)
+def test_exit_2_when_the_file_given_is_not_a_schema(
+    tmp_path: Path, text: str, problem: str
+) -> None:
     path = tmp_path / "schema.json"
     path.write_text(text, encoding="utf-8")
     done = schema_check("--schema", str(path))
@@ -73,8 +84,9 @@ def test_exit_2_when_the_file_given_is_not_a_schema(tmp_path: Path, text: str,
     assert "pass --schema PATH" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_exit_1_and_failing_rows_on_disagreement(official: OfficialSchema, tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_exit_1_and_failing_rows_on_disagreement(
+    official: OfficialSchema, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Against an official schema that wants a field the agent never sends in a prompt
     response, exactly those messages fail, and say why."""
     drifted = json.loads(json.dumps(official.doc))
@@ -94,9 +106,21 @@ def test_exit_1_and_failing_rows_on_disagreement(official: OfficialSchema, tmp_p
 
 def test_help_says_where_the_official_schema_comes_from(tmp_path: Path) -> None:
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-m", "acp_fsm", "schema-check", "--help"], env=env,
-                          cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
-    for said in ("--schema PATH", f"${SCHEMA_ENV}", "the npm registry",
-                 "@agentclientprotocol/sdk 2.4.0", "checked against pinned hashes",
-                 str(tmp_path / "acp-fsm" / "acp-schema-v1-sdk-2.4.0.json")):
+    done = subprocess.run(
+        [sys.executable, "-m", "acp_fsm", "schema-check", "--help"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    for said in (
+        "--schema PATH",
+        f"${SCHEMA_ENV}",
+        "the npm registry",
+        "@agentclientprotocol/sdk 2.4.0",
+        "checked against pinned hashes",
+        str(tmp_path / "acp-fsm" / "acp-schema-v1-sdk-2.4.0.json"),
+    ):
         assert said in done.stdout, said

@@ -13,7 +13,7 @@ import json
 import socket
 import sys
 import tarfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,8 +58,11 @@ class Registry:
 
     def publish(self, served: bytes, integrity: str | None = None) -> None:
         """Serve `served` as the SDK's tarball, stated with `integrity` (by default its own)."""
-        dist = {"tarball": self.url + TARBALL, "integrity": integrity or sri(served),
-                "shasum": hashlib.sha1(served).hexdigest()}
+        dist = {
+            "tarball": self.url + TARBALL,
+            "integrity": integrity or sri(served),
+            "shasum": hashlib.sha1(served).hexdigest(),
+        }
         document = {"name": "@agentclientprotocol/sdk", "version": SDK_VERSION, "dist": dist}
         self.files = {DOCUMENT: json.dumps(document).encode(), TARBALL: served}
 
@@ -94,8 +97,15 @@ async def schema_check(cache: Path, registry_url: str) -> Done:
     """`acp-fsm schema-check` with no schema given, this cache and this registry."""
     env = agent_env(XDG_CACHE_HOME=str(cache), **{SCHEMA_ENV: None, REGISTRY_ENV: registry_url})
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "acp_fsm", "schema-check", env=env, cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-m",
+        "acp_fsm",
+        "schema-check",
+        env=env,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     try:
         out, err = await asyncio.wait_for(proc.communicate(), RUN_S)
     finally:
@@ -120,12 +130,12 @@ def pinned_schema(official: OfficialSchema) -> bytes:
 
 
 def package(schema: bytes) -> dict[str, bytes]:
-    return {"package/package.json": b'{"name": "@agentclientprotocol/sdk"}',
-            SCHEMA_MEMBER: schema}
+    return {"package/package.json": b'{"name": "@agentclientprotocol/sdk"}', SCHEMA_MEMBER: schema}
 
 
 async def test_fetched_once_checked_cached_and_used(
-        registry: Registry, official: OfficialSchema, tmp_path: Path) -> None:
+    registry: Registry, official: OfficialSchema, tmp_path: Path
+) -> None:
     schema = pinned_schema(official)
     registry.publish(tarball(package(schema)))
     cache = tmp_path / "cache"
@@ -148,24 +158,29 @@ def _not_the_schema() -> dict[str, bytes]:
     return package(b'{"$defs": {}}')
 
 
-TAMPERED = {
+# what the registry serves (the tarball, the integrity it states) and why it is refused
+TAMPERED: dict[str, tuple[Callable[[], tuple[bytes, str | None]], str]] = {
     # the registry states the integrity of one tarball and serves another
-    "tarball": (lambda: (tarball(_not_the_schema()), sri(b"the published tarball")),
-                "does not match the integrity the registry states"),
+    "tarball": (
+        lambda: (tarball(_not_the_schema()), sri(b"the published tarball")),
+        "does not match the integrity the registry states",
+    ),
     # a tarball true to its stated integrity whose schema.json is not the pinned file
     "schema": (lambda: (tarball(_not_the_schema()), None), "is not the official schema"),
     # schema.json as a link out of the package
-    "link": (lambda: (tarball({}, link="../../../../etc/passwd"), None),
-             "is not a regular file"),
-    "missing": (lambda: (tarball({"package/package.json": b"{}"}), None),
-                f"holds no {SCHEMA_MEMBER}"),
+    "link": (lambda: (tarball({}, link="../../../../etc/passwd"), None), "is not a regular file"),
+    "missing": (
+        lambda: (tarball({"package/package.json": b"{}"}), None),
+        f"holds no {SCHEMA_MEMBER}",
+    ),
     "not a tarball": (lambda: (b"<html>502 Bad Gateway</html>", None), "is not a readable .tgz"),
 }
 
 
 @pytest.mark.parametrize("case", list(TAMPERED))
 async def test_a_tampered_package_is_refused_and_nothing_cached(
-        registry: Registry, tmp_path: Path, case: str) -> None:
+    registry: Registry, tmp_path: Path, case: str
+) -> None:
     make, reason = TAMPERED[case]
     served, integrity = make()
     registry.publish(served, integrity)
@@ -191,7 +206,8 @@ async def test_an_unreachable_registry_says_what_to_do(tmp_path: Path) -> None:
 
 
 async def test_a_damaged_cached_copy_is_fetched_again(
-        registry: Registry, official: OfficialSchema, tmp_path: Path) -> None:
+    registry: Registry, official: OfficialSchema, tmp_path: Path
+) -> None:
     """A cached copy that is not the pinned file is never used: it is replaced."""
     schema = pinned_schema(official)
     cached = tmp_path / "cache" / "acp-fsm" / f"acp-schema-v1-sdk-{SDK_VERSION}.json"

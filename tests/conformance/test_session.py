@@ -29,8 +29,13 @@ from acp_fsm.tools import TOOLS
 ROWS = sorted(expected_rows())
 ROW_IDS = [f"{method} {direction}" for method, direction in ROWS]
 # The update kinds ACP v1 agents are expected to stream in any coding session.
-CORE_UPDATE_KINDS = {"user_message_chunk", "agent_message_chunk", "agent_thought_chunk",
-                     "tool_call", "tool_call_update"}
+CORE_UPDATE_KINDS = {
+    "user_message_chunk",
+    "agent_message_chunk",
+    "agent_thought_chunk",
+    "tool_call",
+    "tool_call_update",
+}
 
 
 def records_of(run: SessionRun, method: str, direction: str) -> list[Record]:
@@ -41,8 +46,7 @@ def records_of(run: SessionRun, method: str, direction: str) -> list[Record]:
 
 def failures(records: list[Record], problems: Any) -> str:
     """The failing records (at most 10) with their problems, for an assertion message."""
-    lines = [f"{r.kind} {r.message}\n    -> {found}" for r in records
-             if (found := problems(r))]
+    lines = [f"{r.kind} {r.message}\n    -> {found}" for r in records if (found := problems(r))]
     return "\n".join(lines[:10])
 
 
@@ -50,12 +54,12 @@ def failures(records: list[Record], problems: Any) -> str:
 
 
 @pytest.mark.parametrize(("method", "direction"), ROWS, ids=ROW_IDS)
-def test_official_schema(session_run: SessionRun, official: OfficialSchema, method: str,
-                         direction: str) -> None:
+def test_official_schema(
+    session_run: SessionRun, official: OfficialSchema, method: str, direction: str
+) -> None:
     """Whole message against the official root, payload against the method's definition."""
     checker = Checker(official)
-    bad = failures(records_of(session_run, method, direction),
-                   lambda r: checker.check(r).official)
+    bad = failures(records_of(session_run, method, direction), lambda r: checker.check(r).official)
     assert not bad, bad
 
 
@@ -82,12 +86,10 @@ def test_table(session_run: SessionRun, official: OfficialSchema) -> None:
     assert len(report.rows) >= len(ROWS)
 
 
-def test_client_messages_are_valid_acp(session_run: SessionRun,
-                                       official: OfficialSchema) -> None:
+def test_client_messages_are_valid_acp(session_run: SessionRun, official: OfficialSchema) -> None:
     """What the scripted client sent (deliberate probes aside) is itself valid ACP, so the
     agent is only ever judged on well-formed input."""
-    agent_requests = {r.message["id"]: r.method for r in session_run.records
-                      if r.kind == "request"}
+    agent_requests = {r.message["id"]: r.method for r in session_run.records if r.kind == "request"}
     bad = []
     for sent in session_run.sent:
         message = sent.message
@@ -108,15 +110,25 @@ def test_client_messages_are_valid_acp(session_run: SessionRun,
 def test_the_checker_rejects_non_conforming_messages(official: OfficialSchema) -> None:
     """The check can fail, on both sides: an update without content, a string version."""
     checker = Checker(official)
-    update = {"jsonrpc": "2.0", "method": "session/update",
-              "params": {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk"}}}
+    update = {
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk"}},
+    }
     result = {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "1"}}
-    for record in (Record("notification", "session/update", update),
-                   Record("result", "initialize", result)):
+    for record in (
+        Record("notification", "session/update", update),
+        Record("result", "initialize", result),
+    ):
         verdict = checker.check(record)
         assert verdict.official and verdict.own, verdict
-    unknown = checker.check(Record("request", "fs/delete_file", {
-        "jsonrpc": "2.0", "id": 3, "method": "fs/delete_file", "params": {}}))
+    unknown = checker.check(
+        Record(
+            "request",
+            "fs/delete_file",
+            {"jsonrpc": "2.0", "id": 3, "method": "fs/delete_file", "params": {}},
+        )
+    )
     assert any("no official definition" in p for p in unknown.official), unknown
     assert any("schemas/methods.json" in p for p in unknown.own), unknown
 
@@ -136,9 +148,11 @@ def test_update_kinds_are_exactly_what_the_agent_emits(session_run: SessionRun) 
 
 def test_update_kinds_are_found_in_the_agent_source() -> None:
     """How `emitted_update_kinds` reads the agent: tags built into updates, not tags compared."""
-    source = ('update = {"sessionUpdate": "plan", "entries": []}\n'
-              'send(updates.chunk("agent_message_chunk", block))\n'
-              'if kind == "notice": pass\n')
+    source = (
+        'update = {"sessionUpdate": "plan", "entries": []}\n'
+        'send(updates.chunk("agent_message_chunk", block))\n'
+        'if kind == "notice": pass\n'
+    )
     assert kinds_named_in(source) == {"plan", "agent_message_chunk"}
 
 
@@ -178,8 +192,10 @@ def test_the_mode_is_chosen_both_ways(session_run: SessionRun) -> None:
     options = session_run.steps["set_config_option"]["result"]["configOptions"]
     first = options[0]
     assert (first["id"], first["currentValue"]) == ("mode", "ask")
-    assert "expected one of ask, accept_edits, plan, full_access" in (
-        session_run.steps["set_mode_unknown"]["error"]["message"])
+    assert (
+        "expected one of ask, accept_edits, plan, full_access"
+        in (session_run.steps["set_mode_unknown"]["error"]["message"])
+    )
 
 
 def test_a_failed_model_call_is_an_error_with_data(session_run: SessionRun) -> None:
@@ -193,17 +209,37 @@ def test_unreadable_requests_are_answered_with_a_null_id(session_run: SessionRun
     assert session_run.steps["invalid_request"]["id"] == "probe"
 
 
-@pytest.mark.parametrize("step", ["initialize", "session/new", "list", "list_next", "close",
-                                  "delete", "initialize_reload", "load", "resume", "list_cwd"])
+@pytest.mark.parametrize(
+    "step",
+    [
+        "initialize",
+        "session/new",
+        "list",
+        "list_next",
+        "close",
+        "delete",
+        "initialize_reload",
+        "load",
+        "resume",
+        "list_cwd",
+    ],
+)
 def test_successful_steps(session_run: SessionRun, step: str) -> None:
     assert "result" in session_run.steps[step], session_run.steps[step]
 
 
-@pytest.mark.parametrize(("turn", "stop_reason"), [
-    ("prompt_content", "end_turn"), ("prompt_tools", "end_turn"),
-    ("prompt_terminal_timeout", "end_turn"), ("prompt_cancel", "cancelled"),
-    ("prompt_cancel_permission", "cancelled"), ("prompt_cancel_request", "cancelled"),
-    ("prompt_after_cancels", "end_turn")])
+@pytest.mark.parametrize(
+    ("turn", "stop_reason"),
+    [
+        ("prompt_content", "end_turn"),
+        ("prompt_tools", "end_turn"),
+        ("prompt_terminal_timeout", "end_turn"),
+        ("prompt_cancel", "cancelled"),
+        ("prompt_cancel_permission", "cancelled"),
+        ("prompt_cancel_request", "cancelled"),
+        ("prompt_after_cancels", "end_turn"),
+    ],
+)
 def test_stop_reasons(session_run: SessionRun, turn: str, stop_reason: str) -> None:
     response = session_run.turns[turn].response
     assert response.get("result", {}).get("stopReason") == stop_reason, response
@@ -213,12 +249,16 @@ def test_streamed_text_and_thinking(session_run: SessionRun) -> None:
     updates = session_run.turns["prompt_content"].updates
     # The scenario's MCP server cannot start (its command does not exist): the first prompt
     # says so once, before the model's stream.
-    notices = [u for u in updates if u["sessionUpdate"] == "agent_message_chunk"
-               and u["content"]["text"].startswith("MCP server 'files' could not be started")]
+    notices = [
+        u
+        for u in updates
+        if u["sessionUpdate"] == "agent_message_chunk"
+        and u["content"]["text"].startswith("MCP server 'files' could not be started")
+    ]
     assert len(notices) == 1
     kinds = [u["sessionUpdate"] for u in updates if u is not notices[0]]
-    assert "agent_message_chunk" not in kinds[:updates.index(notices[0])]
-    streamed = kinds[:kinds.index("tool_call")]
+    assert "agent_message_chunk" not in kinds[: updates.index(notices[0])]
+    streamed = kinds[: kinds.index("tool_call")]
     assert "agent_thought_chunk" in streamed and "agent_message_chunk" in streamed
     assert streamed.index("agent_thought_chunk") < streamed.index("agent_message_chunk")
 
@@ -226,16 +266,20 @@ def test_streamed_text_and_thinking(session_run: SessionRun) -> None:
 def test_prompt_content_kinds_are_replayed(session_run: SessionRun) -> None:
     """The first prompt had text, a resource link, an embedded resource and an image; the
     replay of session/load shows each back as a user_message_chunk."""
-    user = [u["content"]["type"] for u in session_run.replay
-            if u["sessionUpdate"] == "user_message_chunk"]
+    user = [
+        u["content"]["type"]
+        for u in session_run.replay
+        if u["sessionUpdate"] == "user_message_chunk"
+    ]
     assert user[:4] == ["text", "resource_link", "resource", "image"]
 
 
 def test_replay_holds_tool_calls_with_their_final_state(session_run: SessionRun) -> None:
     replay = session_run.replay
     calls = {u["toolCallId"] for u in replay if u["sessionUpdate"] == "tool_call"}
-    final = {u["toolCallId"]: u["status"] for u in replay
-             if u["sessionUpdate"] == "tool_call_update"}
+    final = {
+        u["toolCallId"]: u["status"] for u in replay if u["sessionUpdate"] == "tool_call_update"
+    }
     assert calls == set(CALLS)
     assert set(final) == calls
     assert final["call_write"] == "completed" and final["call_edit"] == "failed"
@@ -243,27 +287,47 @@ def test_replay_holds_tool_calls_with_their_final_state(session_run: SessionRun)
 
 def test_tool_call_content_kinds(session_run: SessionRun) -> None:
     """Tool output reached the editor as text, diffs (write/edit) and embedded terminals."""
-    kinds = {block["type"] for turn in session_run.turns.values() for u in turn.updates
-             if u["sessionUpdate"] == "tool_call_update" for block in u.get("content") or ()}
+    kinds = {
+        block["type"]
+        for turn in session_run.turns.values()
+        for u in turn.updates
+        if u["sessionUpdate"] == "tool_call_update"
+        for block in u.get("content") or ()
+    }
     assert kinds == {"content", "diff", "terminal"}
 
 
 def test_each_tool_with_each_permission_answer(session_run: SessionRun) -> None:
     """Every tool that can ask ran through a permission request, answered each way ACP
     allows (update_plan never asks: it changes nothing outside the conversation)."""
-    asked = [r["params"]["toolCall"]["toolCallId"] for r in session_run.editor.received
-             if r["method"] == "session/request_permission"]
+    asked = [
+        r["params"]["toolCall"]["toolCallId"]
+        for r in session_run.editor.received
+        if r["method"] == "session/request_permission"
+    ]
     expected = [call_id for call_id, (_, answer) in CALLS.items() if answer is not None]
     assert asked == expected
     assert {CALLS[call_id][0] for call_id in asked} == set(TOOLS) - {"update_plan"}
     answers = {answer for _, answer in CALLS.values() if answer is not None}
-    assert answers == {"allow_once", "allow_always", "reject_once", "reject_always",
-                       "cancelled", HOLD}
-    statuses = {u["toolCallId"]: u["status"] for turn in session_run.turns.values()
-                for u in turn.updates
-                if u["sessionUpdate"] == "tool_call_update" and "status" in u}
-    allowed = {call_id for call_id, (_, answer) in CALLS.items()
-               if answer in ("allow_once", "allow_always", None)}
+    assert answers == {
+        "allow_once",
+        "allow_always",
+        "reject_once",
+        "reject_always",
+        "cancelled",
+        HOLD,
+    }
+    statuses = {
+        u["toolCallId"]: u["status"]
+        for turn in session_run.turns.values()
+        for u in turn.updates
+        if u["sessionUpdate"] == "tool_call_update" and "status" in u
+    }
+    allowed = {
+        call_id
+        for call_id, (_, answer) in CALLS.items()
+        if answer in ("allow_once", "allow_always", None)
+    }
     assert {c for c, s in statuses.items() if s == "completed"} == allowed
 
 
@@ -282,8 +346,12 @@ def test_editor_files_and_terminals(session_run: SessionRun) -> None:
             by_terminal.setdefault(terminal, []).append(request["method"])
     assert by_terminal == {
         "term-1": ["terminal/wait_for_exit", "terminal/output", "terminal/release"],
-        "term-2": ["terminal/wait_for_exit", "terminal/kill", "terminal/output",
-                   "terminal/release"],
+        "term-2": [
+            "terminal/wait_for_exit",
+            "terminal/kill",
+            "terminal/output",
+            "terminal/release",
+        ],
     }
     written = set(session_run.editor.buffers)
     assert {p.rsplit("/", 1)[1] for p in written} == {"hello.py", "main.py"}
@@ -294,22 +362,29 @@ def test_cancel_request_both_ways(session_run: SessionRun) -> None:
     permission prompt of a cancelled turn). The client's `$/cancel_request` of a prompt ended
     its turn with stopReason cancelled and the session went on working; of another request,
     it got -32800."""
-    cancelled = [r.payload["requestId"] for r in session_run.records
-                 if r.method == "$/cancel_request"]
+    cancelled = [
+        r.payload["requestId"] for r in session_run.records if r.method == "$/cancel_request"
+    ]
     requests = {r.message["id"]: r.method for r in session_run.records if r.kind == "request"}
-    assert [requests[i] for i in cancelled] == ["terminal/wait_for_exit",
-                                                "session/request_permission"]
+    assert [requests[i] for i in cancelled] == [
+        "terminal/wait_for_exit",
+        "session/request_permission",
+    ]
     assert session_run.editor.held == []
     stop = session_run.turns["prompt_cancel_request"].response["result"]["stopReason"]
     assert stop == "cancelled"
     assert session_run.turns["prompt_after_cancels"].response["result"]["stopReason"] == (
-        "end_turn")
+        "end_turn"
+    )
     assert session_run.steps["sleep_cancel_request"]["error"]["code"] == -32800
 
 
 def test_session_cancel_mid_stream(session_run: SessionRun) -> None:
-    chunks = [u for u in session_run.turns["prompt_cancel"].updates
-              if u["sessionUpdate"] == "agent_message_chunk"]
+    chunks = [
+        u
+        for u in session_run.turns["prompt_cancel"].updates
+        if u["sessionUpdate"] == "agent_message_chunk"
+    ]
     assert 1 <= len(chunks) < 60
 
 
@@ -324,22 +399,34 @@ def test_list_pages_with_a_cursor(session_run: SessionRun) -> None:
 
 
 def test_session_new_carried_directories_and_mcp_servers(session_run: SessionRun) -> None:
-    params = next(s.message["params"] for s in session_run.sent
-                  if isinstance(s.message, dict) and s.message.get("method") == "session/new"
-                  and not s.probe)
+    params = next(
+        s.message["params"]
+        for s in session_run.sent
+        if isinstance(s.message, dict) and s.message.get("method") == "session/new" and not s.probe
+    )
     assert params["additionalDirectories"] and params["mcpServers"]
 
 
 def test_resume_does_not_replay(session_run: SessionRun) -> None:
-    resumed = next(s.message["params"]["sessionId"] for s in session_run.sent
-                   if isinstance(s.message, dict) and s.message.get("method") == "session/resume")
-    reloaded = next(i for i, r in enumerate(session_run.records)
-                    if r.message is session_run.steps["initialize_reload"])
+    resumed = next(
+        s.message["params"]["sessionId"]
+        for s in session_run.sent
+        if isinstance(s.message, dict) and s.message.get("method") == "session/resume"
+    )
+    reloaded = next(
+        i
+        for i, r in enumerate(session_run.records)
+        if r.message is session_run.steps["initialize_reload"]
+    )
     # What follows a setup (the session's commands, its options) is not the conversation.
     setup = {"available_commands_update", "config_option_update"}
-    assert not [r for r in session_run.records[reloaded:] if r.method == "session/update"
-                and r.payload["sessionId"] == resumed
-                and r.payload["update"]["sessionUpdate"] not in setup]
+    assert not [
+        r
+        for r in session_run.records[reloaded:]
+        if r.method == "session/update"
+        and r.payload["sessionId"] == resumed
+        and r.payload["update"]["sessionUpdate"] not in setup
+    ]
 
 
 def test_the_agent_stayed_clean(session_run: SessionRun) -> None:
@@ -350,4 +437,3 @@ def test_the_agent_stayed_clean(session_run: SessionRun) -> None:
     assert session_run.schema_violations == []
     assert session_run.editor.unexpected == []
     assert session_run.client_errors == []
-

@@ -13,8 +13,10 @@ from tests.e2e.support import Launcher
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "slow: several agent processes or a deliberate multi-second wait "
-        "(deselect with -m 'not slow')")
+        "markers",
+        "slow: several agent processes or a deliberate multi-second wait "
+        "(deselect with -m 'not slow')",
+    )
 
 
 @pytest.fixture

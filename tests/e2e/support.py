@@ -28,18 +28,29 @@ from tests.harness import AgentProcess, agent_env, wait_until
 API_KEY: Final = "sk-e2e-4f7c-TOP-SECRET-KEY-91d2"
 # Client capabilities: an editor that serves fs/* and terminal/*, and a bare client (disk and
 # local processes).
-EDITOR: Final[dict[str, Any]] = {"fs": {"readTextFile": True, "writeTextFile": True},
-                                 "terminal": True}
-BARE: Final[dict[str, Any]] = {"fs": {"readTextFile": False, "writeTextFile": False},
-                               "terminal": False}
+EDITOR: Final[dict[str, Any]] = {
+    "fs": {"readTextFile": True, "writeTextFile": True},
+    "terminal": True,
+}
+BARE: Final[dict[str, Any]] = {
+    "fs": {"readTextFile": False, "writeTextFile": False},
+    "terminal": False,
+}
 SETTLE_S: Final = 0.15  # how long "nothing else arrives" is watched for
 
 Message = dict[str, Any]
 
 # Session metadata updates, sent besides the conversation: the title (first prompt) and the
 # context-window use after each model call.
-METADATA = frozenset({"session_info_update", "usage_update", "config_option_update",
-                      "current_mode_update", "available_commands_update"})
+METADATA = frozenset(
+    {
+        "session_info_update",
+        "usage_update",
+        "config_option_update",
+        "current_mode_update",
+        "available_commands_update",
+    }
+)
 
 
 # ------------------------------------------------------------------------------ update shapes
@@ -83,8 +94,11 @@ def statuses(updates: list[dict[str, Any]]) -> list[str]:
 
 def content_text(update: dict[str, Any]) -> str:
     """The text of a tool call update's content blocks, joined."""
-    return "".join(block["content"]["text"] for block in update.get("content") or ()
-                   if block["type"] == "content")
+    return "".join(
+        block["content"]["text"]
+        for block in update.get("content") or ()
+        if block["type"] == "content"
+    )
 
 
 # ------------------------------------------------------------------------------------ turns
@@ -159,8 +173,12 @@ class Agent:
 
     def prompt_message(self, session_id: str, prompt: str) -> tuple[str, Message]:
         msg_id = f"prompt-{next(self._ids)}"
-        return msg_id, {"jsonrpc": "2.0", "id": msg_id, "method": "session/prompt",
-                        "params": {"sessionId": session_id, "prompt": [text(prompt)]}}
+        return msg_id, {
+            "jsonrpc": "2.0",
+            "id": msg_id,
+            "method": "session/prompt",
+            "params": {"sessionId": session_id, "prompt": [text(prompt)]},
+        }
 
     async def start_prompt(self, session_id: str, prompt: str) -> PendingTurn:
         msg_id, message = self.prompt_message(session_id, prompt)
@@ -175,15 +193,19 @@ class Agent:
     async def cancel(self, session_id: str) -> None:
         await self.proc.notify("session/cancel", {"sessionId": session_id})
 
-    def updates(self, session_id: str, start: int = 0, end: int | None = None, *,
-                metadata: bool = False) -> list[dict[str, Any]]:
+    def updates(
+        self, session_id: str, start: int = 0, end: int | None = None, *, metadata: bool = False
+    ) -> list[dict[str, Any]]:
         """The `session/update` payloads for `session_id` in `messages[start:end]`: the
         conversation's own (chunks and tool calls), plus session metadata (title, usage)
         when `metadata` is set."""
-        return [m["params"]["update"] for m in self.messages[start:end]
-                if m.get("method") == "session/update"
-                and m["params"]["sessionId"] == session_id
-                and (metadata or m["params"]["update"]["sessionUpdate"] not in METADATA)]
+        return [
+            m["params"]["update"]
+            for m in self.messages[start:end]
+            if m.get("method") == "session/update"
+            and m["params"]["sessionId"] == session_id
+            and (metadata or m["params"]["update"]["sessionUpdate"] not in METADATA)
+        ]
 
     async def assert_quiet_after(self, turn: TurnResult, session_id: str) -> None:
         """Nothing about `session_id` arrives after the response (watched for a moment)."""
@@ -199,8 +221,9 @@ class Agent:
 
     async def wait_request(self, method: str, count: int = 1) -> Message:
         """The `count`-th request of `method` the editor received (waiting for it)."""
-        await wait_until(lambda: len(self.editor.of_method(method)) >= count,
-                         f"request #{count} of {method}")
+        await wait_until(
+            lambda: len(self.editor.of_method(method)) >= count, f"request #{count} of {method}"
+        )
         return self.editor.of_method(method)[count - 1]
 
     async def answer_held(self, request: Message, answer: Any) -> None:
@@ -224,24 +247,30 @@ class Launcher:
         self.agents: list[Agent] = []
 
     def env(self, provider: str, **overrides: str | None) -> dict[str, str]:
-        return agent_env(**{
-            "ACP_FSM_PROVIDER": provider,
-            "OPENAI_BASE_URL": self.server.openai_base_url,
-            "ANTHROPIC_BASE_URL": self.server.anthropic_base_url,
-            "OPENAI_API_KEY": API_KEY,
-            "ANTHROPIC_API_KEY": API_KEY,
-            "ACP_FSM_HOME": str(self.home),
-            "ACP_FSM_MAX_RETRIES": "0",
-            "ACP_FSM_MODEL": None,
-            "ACP_PERMISSION_TIMEOUT_MS": None,
-            "ACP_CLIENT_RPC_TIMEOUT_MS": None,
-            "ACP_FSM_MAX_TURN_REQUESTS": None,
-            **overrides,
-        })
+        return agent_env(
+            **{
+                "ACP_FSM_PROVIDER": provider,
+                "OPENAI_BASE_URL": self.server.openai_base_url,
+                "ANTHROPIC_BASE_URL": self.server.anthropic_base_url,
+                "OPENAI_API_KEY": API_KEY,
+                "ANTHROPIC_API_KEY": API_KEY,
+                "ACP_FSM_HOME": str(self.home),
+                "ACP_FSM_MAX_RETRIES": "0",
+                "ACP_FSM_MODEL": None,
+                "ACP_PERMISSION_TIMEOUT_MS": None,
+                "ACP_CLIENT_RPC_TIMEOUT_MS": None,
+                "ACP_FSM_MAX_TURN_REQUESTS": None,
+                **overrides,
+            }
+        )
 
-    async def start(self, provider: str = "openai", *,
-                    capabilities: dict[str, Any] | None = None,
-                    **env: str | None) -> Agent:
+    async def start(
+        self,
+        provider: str = "openai",
+        *,
+        capabilities: dict[str, Any] | None = None,
+        **env: str | None,
+    ) -> Agent:
         # Held requests stay unanswered when the agent withdraws them: tests answer them late.
         editor = Editor(answer_withdrawn=False)
         proc = await AgentProcess.start(self.env(provider, **env), editor=editor)
@@ -303,9 +332,14 @@ def history(request: RecordedRequest) -> list[dict[str, Any]]:
     Anthropic's cache breakpoints (which move to the last block at every call;
     tests/e2e/test_prompt_cache.py holds where they stand)."""
     messages = [m for m in request.body["messages"] if m.get("role") != "system"]
-    return [dict(m, content=[{k: v for k, v in b.items() if k != "cache_control"}
-                             for b in m["content"]])
-            if isinstance(m.get("content"), list) else m for m in messages]
+    return [
+        dict(
+            m, content=[{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]]
+        )
+        if isinstance(m.get("content"), list)
+        else m
+        for m in messages
+    ]
 
 
 def tool_results(request: RecordedRequest) -> dict[str, tuple[str, bool | None]]:
@@ -378,8 +412,10 @@ def stored(home: Path, session_id: str) -> list[tuple[str, dict[str, Any]]]:
     """The committed transcript of a session, read from the agent's SQLite file."""
     import sqlite3
 
-    with contextlib.closing(sqlite3.connect(f"file:{home / 'sessions.db'}?mode=ro",
-                                            uri=True)) as conn:
-        rows = conn.execute("SELECT kind, body FROM entries WHERE session_id = ? ORDER BY seq",
-                            (session_id,)).fetchall()
+    with contextlib.closing(
+        sqlite3.connect(f"file:{home / 'sessions.db'}?mode=ro", uri=True)
+    ) as conn:
+        rows = conn.execute(
+            "SELECT kind, body FROM entries WHERE session_id = ? ORDER BY seq", (session_id,)
+        ).fetchall()
     return [(kind, json.loads(body)) for kind, body in rows]

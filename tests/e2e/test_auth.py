@@ -31,22 +31,30 @@ KEY = "sk-auth-e2e-7d2c-NOT-A-REAL-KEY"
 EDITOR_KEY = "sk-env-key-of-the-editor-42"  # set in the agent's environment by the editor
 TERMINAL_CLIENT = {"auth": {"terminal": True}}
 # No provider key and no base URL in the agent's environment: the user has set nothing.
-NOTHING_SET = {"OPENAI_API_KEY": None, "ANTHROPIC_API_KEY": None, "OPENAI_BASE_URL": None,
-               "ANTHROPIC_BASE_URL": None}
+NOTHING_SET = {
+    "OPENAI_API_KEY": None,
+    "ANTHROPIC_API_KEY": None,
+    "OPENAI_BASE_URL": None,
+    "ANTHROPIC_BASE_URL": None,
+}
 
 
 def initialized(agent: Agent) -> dict[str, Any]:
     """The agent's `initialize` result."""
-    return next(m["result"] for m in agent.messages
-                if isinstance(m.get("result"), dict) and "protocolVersion" in m["result"])
+    return next(
+        m["result"]
+        for m in agent.messages
+        if isinstance(m.get("result"), dict) and "protocolVersion" in m["result"]
+    )
 
 
 async def new_session(agent: Agent, project: Path) -> dict[str, Any]:
     return dict(await agent.request("session/new", {"cwd": str(project), "mcpServers": []}))
 
 
-def log_in(launch: Launcher, server: ScriptedProvider, method: dict[str, Any],
-           key: str = KEY) -> str:
+def log_in(
+    launch: Launcher, server: ScriptedProvider, method: dict[str, Any], key: str = KEY
+) -> str:
     """What the editor does with a terminal login: run the agent's command with its args in
     a terminal, where the user answers; the screen."""
     terminal = Terminal(method["args"], launch.env("openai", **NOTHING_SET))
@@ -61,7 +69,8 @@ def log_in(launch: Launcher, server: ScriptedProvider, method: dict[str, Any],
 
 
 async def test_a_user_with_nothing_set_logs_in_from_the_editor_and_prompts(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     server.api_key = KEY
     agent = await launch.start("openai", capabilities=TERMINAL_CLIENT, **NOTHING_SET)
     [method] = initialized(agent)["authMethods"]
@@ -77,8 +86,9 @@ async def test_a_user_with_nothing_set_logs_in_from_the_editor_and_prompts(
     created = await new_session(agent, project)  # the same process: no restart
     session = created["result"]["sessionId"]
     (project / "notes.txt").write_text(f"the key is {KEY}\n")
-    server.script(Reply(calls=(Call("r", "read_file", args(path="notes.txt")),)),
-                  Reply(text="done"))
+    server.script(
+        Reply(calls=(Call("r", "read_file", args(path="notes.txt")),)), Reply(text="done")
+    )
     turn = await agent.prompt(session, "read notes.txt")
 
     assert turn.stop_reason == "end_turn"
@@ -90,7 +100,8 @@ async def test_a_user_with_nothing_set_logs_in_from_the_editor_and_prompts(
 
 
 async def test_authenticate_reads_the_credentials_again_and_logout_forgets_them(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     server.api_key = KEY
     agent = await launch.start("openai", **NOTHING_SET)
     [method] = initialized(agent)["authMethods"]
@@ -120,17 +131,19 @@ async def test_authenticate_reads_the_credentials_again_and_logout_forgets_them(
 
 
 async def test_the_environment_takes_precedence_over_what_is_stored(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     server.api_key = KEY
     await asyncio.to_thread(log_in, launch, server, {"args": ["login"]})
     server.api_key = EDITOR_KEY
     await prompts_with_the_editors_key(launch, server, project)
 
 
-async def prompts_with_the_editors_key(launch: Launcher, server: ScriptedProvider,
-                                       project: Path, **env: str | None) -> None:
+async def prompts_with_the_editors_key(
+    launch: Launcher, server: ScriptedProvider, project: Path, **env: str | None
+) -> None:
     """An agent whose environment sets `EDITOR_KEY` (and `env`) prompts with that key."""
-    agent = await launch.start("openai", OPENAI_API_KEY=EDITOR_KEY, **env)
+    agent = await launch.start("openai", capabilities=BARE, OPENAI_API_KEY=EDITOR_KEY, **env)
     session = (await new_session(agent, project))["result"]["sessionId"]
     server.script(Reply(text="hi"))
 
@@ -139,36 +152,51 @@ async def prompts_with_the_editors_key(launch: Launcher, server: ScriptedProvide
 
 
 async def test_the_environment_decides_as_it_would_without_a_stored_key(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """A base URL alone (an Anthropic proxy, say) configures no provider: the stored login
     applies. A key in the environment does, and wins over a stored one of another provider."""
     await asyncio.to_thread(log_in, launch, server, {"args": ["login"]})  # OpenAI-compatible
-    proxied = await launch.start("openai", ACP_FSM_PROVIDER=None,
-                                 ANTHROPIC_BASE_URL="http://127.0.0.1:9", **{
-                                     k: v for k, v in NOTHING_SET.items()
-                                     if k != "ANTHROPIC_BASE_URL"})
+    proxied = await launch.start(
+        "openai",
+        ACP_FSM_PROVIDER=None,
+        ANTHROPIC_BASE_URL="http://127.0.0.1:9",
+        **{k: v for k, v in NOTHING_SET.items() if k != "ANTHROPIC_BASE_URL"},
+    )
     assert "result" in await new_session(proxied, project)
 
-    await prompts_with_the_editors_key(launch, server, project, ACP_FSM_PROVIDER=None,
-                                       ANTHROPIC_API_KEY=None,
-                                       ANTHROPIC_BASE_URL="http://127.0.0.1:9")
+    await prompts_with_the_editors_key(
+        launch,
+        server,
+        project,
+        ACP_FSM_PROVIDER=None,
+        ANTHROPIC_API_KEY=None,
+        ANTHROPIC_BASE_URL="http://127.0.0.1:9",
+    )
 
 
 async def test_a_key_stored_while_a_turn_runs_is_secret_at_once(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     await asyncio.to_thread(log_in, launch, server, {"args": ["login"]})
     agent = await launch.start("openai", **NOTHING_SET)
     session = (await new_session(agent, project))["result"]["sessionId"]
-    await agent.result("session/set_config_option", {
-        "sessionId": session, "configId": "mode", "value": "full_access"})
+    await agent.result(
+        "session/set_config_option",
+        {"sessionId": session, "configId": "mode", "value": "full_access"},
+    )
     later = "sk-second-login-3f9a-NOT-REAL"
     (project / "later.txt").write_text(f"new key {later}\n")
-    server.script(Reply(calls=(Call("c", "run_command", args(
-        command="sleep 1.5; cat later.txt")),)), Reply(text="ok"))
+    server.script(
+        Reply(calls=(Call("c", "run_command", args(command="sleep 1.5; cat later.txt")),)),
+        Reply(text="ok"),
+    )
 
     running = await agent.start_prompt(session, "show it")
-    await wait_until(lambda: "in_progress" in statuses(for_call(
-        agent.updates(session, running.start), "c")), "the command running")
+    await wait_until(
+        lambda: "in_progress" in statuses(for_call(agent.updates(session, running.start), "c")),
+        "the command running",
+    )
     await asyncio.to_thread(log_in, launch, server, {"args": ["login"]}, later)
     turn = await running.result()
 
@@ -179,14 +207,21 @@ async def test_a_key_stored_while_a_turn_runs_is_secret_at_once(
 
 
 async def test_search_files_never_matches_nor_shows_a_stored_key(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     await asyncio.to_thread(log_in, launch, server, {"args": ["login"]})
     agent = await launch.start("openai", **NOTHING_SET)
     session = (await new_session(agent, project))["result"]["sessionId"]
     (project / "env.txt").write_text("x" * 270 + f"TOKEN={KEY}\n")
-    server.script(Reply(calls=(Call("g", "search_files", args(pattern=f"TOKEN={KEY[:12]}")),
-                               Call("t", "search_files", args(pattern="TOKEN=")))),
-                  Reply(text="ok"))
+    server.script(
+        Reply(
+            calls=(
+                Call("g", "search_files", args(pattern=f"TOKEN={KEY[:12]}")),
+                Call("t", "search_files", args(pattern="TOKEN=")),
+            )
+        ),
+        Reply(text="ok"),
+    )
 
     turn = await agent.prompt(session, "search")
 
@@ -200,14 +235,21 @@ def one_sentence(message: str) -> bool:
     return "\n" not in message and message.endswith(".") and ". " not in message
 
 
-@pytest.mark.parametrize(("capabilities", "terminal"), [
-    (TERMINAL_CLIENT, True),
-    ({"_meta": {"terminal-auth": True}}, True),  # as clients said it before ACP had `auth`
-    (BARE, False),  # acpx, avante, acp-client: no terminal login, no "Log in" button
-])
+@pytest.mark.parametrize(
+    ("capabilities", "terminal"),
+    [
+        (TERMINAL_CLIENT, True),
+        ({"_meta": {"terminal-auth": True}}, True),  # as clients said it before ACP had `auth`
+        (BARE, False),  # acpx, avante, acp-client: no terminal login, no "Log in" button
+    ],
+)
 async def test_the_login_message_names_the_login_the_client_was_offered(
-        launch: Launcher, server: ScriptedProvider, project: Path,
-        capabilities: dict[str, Any], terminal: bool) -> None:
+    launch: Launcher,
+    server: ScriptedProvider,
+    project: Path,
+    capabilities: dict[str, Any],
+    terminal: bool,
+) -> None:
     agent = await launch.start("openai", capabilities=capabilities, **NOTHING_SET)
     [method] = initialized(agent)["authMethods"]
     assert (method.get("type") == "terminal") is terminal
@@ -227,7 +269,8 @@ async def test_the_login_message_names_the_login_the_client_was_offered(
 
 @pytest.mark.parametrize("kind", ["named pipe", "link to /dev/zero"])
 async def test_a_credentials_file_that_is_not_a_regular_file_is_refused_at_once(
-        launch: Launcher, server: ScriptedProvider, project: Path, kind: str) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, kind: str
+) -> None:
     """A FIFO would block the read until a writer came (the agent froze); /dev/zero never
     ends (the agent filled its memory). Either is named, like a malformed file."""
     launch.home.mkdir()
@@ -249,18 +292,24 @@ async def test_a_credentials_file_that_is_not_a_regular_file_is_refused_at_once(
     server.script(Reply(text="hi"))
     assert (await keyed.prompt(session, "hello")).stop_reason == "end_turn"
     status = await asyncio.to_thread(
-        subprocess.run, [*agent_command(), "login", "--status"], capture_output=True,
-        text=True, timeout=30, env=launch.env("openai", **NOTHING_SET))
+        subprocess.run,
+        [*agent_command(), "login", "--status"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=launch.env("openai", **NOTHING_SET),
+    )
     assert status.returncode == 1 and f"Note: {stored} is a {what}" in status.stdout
 
 
 async def test_a_stored_key_goes_only_to_the_base_url_it_was_checked_at(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     server.api_key = KEY
     await asyncio.to_thread(log_in, launch, server, {"args": ["login"]})
     async with ScriptedProvider(Reply(text="from elsewhere")) as elsewhere:
         env = {**NOTHING_SET, "OPENAI_BASE_URL": elsewhere.openai_base_url}
-        agent = await launch.start("openai", **env)
+        agent = await launch.start("openai", capabilities=BARE, **env)
         session = (await new_session(agent, project))["result"]["sessionId"]
 
         assert (await agent.prompt(session, "hello")).stop_reason == "end_turn"
@@ -268,7 +317,14 @@ async def test_a_stored_key_goes_only_to_the_base_url_it_was_checked_at(
         assert "authorization" not in request.headers  # the stored key stayed home
         assert KEY not in str(request.headers) and KEY not in request.raw.decode()
         status = await asyncio.to_thread(
-            subprocess.run, [*agent_command(), "login", "--status"], capture_output=True,
-            text=True, timeout=30, env=launch.env("openai", **env))
-        assert (f"belongs to {server.openai_base_url}; it is not used for "
-                f"{elsewhere.openai_base_url} (OPENAI_BASE_URL)") in status.stdout
+            subprocess.run,
+            [*agent_command(), "login", "--status"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=launch.env("openai", **env),
+        )
+        assert (
+            f"belongs to {server.openai_base_url}; it is not used for "
+            f"{elsewhere.openai_base_url} (OPENAI_BASE_URL)"
+        ) in status.stdout

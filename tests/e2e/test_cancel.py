@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -39,9 +40,8 @@ from tests.e2e.support import (
     tool_results,
     unique_sleep,
     user_texts,
-    wait_until,
 )
-from tests.harness import live_processes
+from tests.harness import live_processes, wait_until
 from tests.timing import INTERRUPTED_S
 
 
@@ -56,8 +56,9 @@ async def cancel_and_wait(agent: Agent, pending: PendingTurn) -> TurnResult:
     return turn
 
 
-async def next_prompt_is_accepted(agent: Agent, server: ScriptedProvider, session: str
-                                  ) -> RecordedRequest:
+async def next_prompt_is_accepted(
+    agent: Agent, server: ScriptedProvider, session: str
+) -> RecordedRequest:
     """A follow-up prompt the strict provider answers (it refuses orphaned tool calls)."""
     server.script(Reply(text="all good"))
     turn = await agent.prompt(session, "and now?")
@@ -71,13 +72,15 @@ def cut_tool_reply(provider: str) -> Reply:
     call = Call("cut-1", "read_file", args(path="x.txt"))
     # events before the hang: OpenAI role, 2 texts, call start, call arguments; Anthropic
     # message_start, text block (start, ping, 2 deltas, stop), tool block (start, delta, stop)
-    return Reply(text=("partial ", "answer"), calls=(call,),
-                 fault=Hang(5 if provider == "openai" else 9))
+    return Reply(
+        text=("partial ", "answer"), calls=(call,), fault=Hang(5 if provider == "openai" else 9)
+    )
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
-async def test_cancel_while_streaming(launch: Launcher, server: ScriptedProvider, project: Path,
-                                      provider: str) -> None:
+async def test_cancel_while_streaming(
+    launch: Launcher, server: ScriptedProvider, project: Path, provider: str
+) -> None:
     agent = await launch.start(provider)
     session = await agent.new_session(project)
     server.script(cut_tool_reply(provider))
@@ -89,9 +92,16 @@ async def test_cancel_while_streaming(launch: Launcher, server: ScriptedProvider
     assert turn.updates == message_chunks("partial ", "answer")
     await wait_until(lambda: server.disconnects, "the provider to see the disconnect", 2.0)
     assert stored(launch.home, session)[-2:] == [
-        ("assistant", {"parts": [{"type": "text", "text": "partial answer"}],
-                       "stopReason": "cancelled", "views": {}}),
-        ("turn_end", {"stopReason": "cancelled"})]
+        (
+            "assistant",
+            {
+                "parts": [{"type": "text", "text": "partial answer"}],
+                "stopReason": "cancelled",
+                "views": {},
+            },
+        ),
+        ("turn_end", {"stopReason": "cancelled"}),
+    ]
     request = await next_prompt_is_accepted(agent, server, session)
     assert user_texts(request) == ["first", "and now?"]
     assert tool_call_ids(request) == []  # the call of the cut message is dropped
@@ -100,8 +110,9 @@ async def test_cancel_while_streaming(launch: Launcher, server: ScriptedProvider
     assert "partial answer" in str(kept["content"])
 
 
-async def test_cancel_before_the_response_headers(launch: Launcher, server: ScriptedProvider,
-                                                  project: Path) -> None:
+async def test_cancel_before_the_response_headers(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai")
     session = await agent.new_session(project)
     server.script(Reply(text="late", headers_delay_s=30))
@@ -115,8 +126,9 @@ async def test_cancel_before_the_response_headers(launch: Launcher, server: Scri
     await next_prompt_is_accepted(agent, server, session)
 
 
-async def test_cancel_during_a_retry_backoff(launch: Launcher, server: ScriptedProvider,
-                                             project: Path) -> None:
+async def test_cancel_during_a_retry_backoff(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("anthropic", ACP_FSM_MAX_RETRIES="2")
     session = await agent.new_session(project)
     server.script(HttpError(429, "slow down", headers={"retry-after": "10"}))
@@ -130,13 +142,15 @@ async def test_cancel_during_a_retry_backoff(launch: Launcher, server: ScriptedP
     await next_prompt_is_accepted(agent, server, session)
 
 
-async def test_cancel_while_awaiting_permission(launch: Launcher, server: ScriptedProvider,
-                                                project: Path) -> None:
+async def test_cancel_while_awaiting_permission(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("anthropic")
     agent.editor.permissions.append(HOLD)
     session = await agent.new_session(project)
-    server.script(Reply(text="Writing.", calls=(Call("w1", "write_file",
-                                                     args(path="a.txt", content="x")),)))
+    server.script(
+        Reply(text="Writing.", calls=(Call("w1", "write_file", args(path="a.txt", content="x")),))
+    )
     pending = await agent.start_prompt(session, "write")
     asked = await agent.wait_request("session/request_permission")
 
@@ -155,7 +169,8 @@ async def test_cancel_while_awaiting_permission(launch: Launcher, server: Script
 
 
 async def test_editor_answers_cancelled_then_cancels_in_one_write(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai")
     agent.editor.permissions.append(HOLD)
     session = await agent.new_session(project)
@@ -176,21 +191,28 @@ async def test_editor_answers_cancelled_then_cancels_in_one_write(
     assert tool_results(request) == {"w1": (NOT_STARTED, None)}
 
 
-def lines(*messages: dict[str, object]) -> bytes:
+def lines(*messages: Mapping[str, object]) -> bytes:
     """Messages framed for one write."""
     return b"".join(json.dumps(m).encode() + b"\n" for m in messages)
 
 
-async def test_cancel_while_running_a_local_command(launch: Launcher, server: ScriptedProvider,
-                                                    project: Path) -> None:
+async def test_cancel_while_running_a_local_command(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     (project / "a.txt").write_text("real content\n")
     command = unique_sleep()
     agent = await launch.start("openai")
     agent.editor.permissions.extend(["allow_once", "allow_once"])
     session = await agent.new_session(project)
-    server.script(Reply(calls=(Call("read-1", "read_file", args(path="a.txt")),
-                               Call("run-1", "run_command", args(command=command)),
-                               Call("write-1", "write_file", args(path="b.txt", content="")))))
+    server.script(
+        Reply(
+            calls=(
+                Call("read-1", "read_file", args(path="a.txt")),
+                Call("run-1", "run_command", args(command=command)),
+                Call("write-1", "write_file", args(path="b.txt", content="")),
+            )
+        )
+    )
     pending = await agent.start_prompt(session, "sleep")
     try:
         await wait_until(lambda: live_processes(command), "the command to start")
@@ -201,31 +223,43 @@ async def test_cancel_while_running_a_local_command(launch: Launcher, server: Sc
     finally:
         for pid in live_processes(command):
             os.kill(pid, signal.SIGKILL)
-    paths = {call: statuses(for_call(turn.updates, call))
-                for call in ("read-1", "run-1", "write-1")}
-    assert paths == {"read-1": ["pending", "in_progress", "completed"],
-                        "run-1": ["pending", "in_progress", "failed"],
-                        "write-1": ["pending", "failed"]}
+    paths = {
+        call: statuses(for_call(turn.updates, call)) for call in ("read-1", "run-1", "write-1")
+    }
+    assert paths == {
+        "read-1": ["pending", "in_progress", "completed"],
+        "run-1": ["pending", "in_progress", "failed"],
+        "write-1": ["pending", "failed"],
+    }
     assert content_text(for_call(turn.updates, "run-1")[-1]) == INTERRUPTED
     assert content_text(for_call(turn.updates, "write-1")[-1]) == NOT_STARTED
     assert not (project / "b.txt").exists()
     request = await next_prompt_is_accepted(agent, server, session)
-    assert tool_results(request) == {"read-1": ("real content\n", None),
-                                     "run-1": (INTERRUPTED, None),
-                                     "write-1": (NOT_STARTED, None)}
+    assert tool_results(request) == {
+        "read-1": ("real content\n", None),
+        "run-1": (INTERRUPTED, None),
+        "write-1": (NOT_STARTED, None),
+    }
 
 
 async def test_cancel_in_a_later_model_call_keeps_finished_results(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     (project / "a.txt").write_text("kept\n")
     agent = await launch.start("anthropic")
     session = await agent.new_session(project)
-    server.script(Reply(calls=(Call("read-1", "read_file", args(path="a.txt")),)),
-                  Reply(text=("Having read ", "it"), fault=Hang(4)))
+    server.script(
+        Reply(calls=(Call("read-1", "read_file", args(path="a.txt")),)),
+        Reply(text=("Having read ", "it"), fault=Hang(4)),
+    )
     pending = await agent.start_prompt(session, "read")
-    await wait_until(lambda: len(server.requests) == 2
-                     and agent.updates(session, pending.start)[-1]["sessionUpdate"]
-                     == "agent_message_chunk", "the second model call to stream")
+    await wait_until(
+        lambda: (
+            len(server.requests) == 2
+            and agent.updates(session, pending.start)[-1]["sessionUpdate"] == "agent_message_chunk"
+        ),
+        "the second model call to stream",
+    )
 
     turn = await cancel_and_wait(agent, pending)
 
@@ -237,15 +271,17 @@ async def test_cancel_in_a_later_model_call_keeps_finished_results(
 
 @pytest.mark.parametrize("state", ["awaiting_permission", "running_tools"])
 async def test_a_cancel_marks_the_stored_assistant_message(
-        launch: Launcher, server: ScriptedProvider, project: Path, state: str) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, state: str
+) -> None:
     agent = await launch.start("openai", capabilities=EDITOR)
     agent.editor.permissions.append(HOLD if state == "awaiting_permission" else "allow_once")
     agent.editor.terminal_exit = HOLD
     session = await agent.new_session(project)
     server.script(Reply(calls=(Call("run-1", "run_command", args(command="sleep 30")),)))
     pending = await agent.start_prompt(session, "run")
-    await agent.wait_request("session/request_permission" if state == "awaiting_permission"
-                             else "terminal/wait_for_exit")
+    await agent.wait_request(
+        "session/request_permission" if state == "awaiting_permission" else "terminal/wait_for_exit"
+    )
     await cancel_and_wait(agent, pending)
 
     entries = stored(launch.home, session)
@@ -255,7 +291,8 @@ async def test_a_cancel_marks_the_stored_assistant_message(
 
 
 async def test_cancel_while_running_in_an_editor_terminal(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("anthropic", capabilities=EDITOR)
     agent.editor.permissions.append("allow_once")
     agent.editor.terminal_exit = HOLD
@@ -266,13 +303,17 @@ async def test_cancel_while_running_in_an_editor_terminal(
 
     turn = await cancel_and_wait(agent, pending)
 
-    assert agent.editor.methods() == ["session/request_permission", "terminal/create",
-                                      "terminal/wait_for_exit", "terminal/kill",
-                                      "terminal/release"]
+    assert agent.editor.methods() == [
+        "session/request_permission",
+        "terminal/create",
+        "terminal/wait_for_exit",
+        "terminal/kill",
+        "terminal/release",
+    ]
     for method in ("terminal/kill", "terminal/release"):
-        request = agent.editor.of_method(method)[0]
-        assert request["params"]["terminalId"] == "term-1"
-        assert agent.position(request) < turn.end
+        asked = agent.editor.of_method(method)[0]
+        assert asked["params"]["terminalId"] == "term-1"
+        assert agent.position(asked) < turn.end
     withdrawn = agent.notifications("$/cancel_request", pending.start)
     assert [m["params"] for m in withdrawn] == [{"requestId": waiting["id"]}]
     updates = for_call(turn.updates, "run-1")
@@ -284,7 +325,8 @@ async def test_cancel_while_running_in_an_editor_terminal(
 
 @pytest.mark.slow
 async def test_a_slow_terminal_kill_does_not_delay_the_cancel(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai", capabilities=EDITOR)
     agent.editor.permissions.append("allow_once")
     agent.editor.terminal_exit = HOLD
@@ -298,7 +340,8 @@ async def test_a_slow_terminal_kill_does_not_delay_the_cancel(
 
 
 async def test_cancel_while_the_editor_reads_a_file(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     (project / "a.txt").write_text("a\n")
     agent = await launch.start("openai", capabilities=EDITOR)
     agent.editor.overrides["fs/read_text_file"] = HOLD
@@ -316,8 +359,9 @@ async def test_cancel_while_the_editor_reads_a_file(
     assert tool_results(request) == {"read-1": (INTERRUPTED, None)}
 
 
-async def test_cancel_while_idle_is_a_no_op(launch: Launcher, server: ScriptedProvider,
-                                            project: Path) -> None:
+async def test_cancel_while_idle_is_a_no_op(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai")
     session = await agent.new_session(project)
     server.script(Reply(text="one"), Reply(text=("two", " three"), delay_s=0.05))
@@ -331,8 +375,9 @@ async def test_cancel_while_idle_is_a_no_op(launch: Launcher, server: ScriptedPr
     assert agent.log("cancel_while_idle")
 
 
-async def test_cancel_in_the_same_write_as_its_prompt(launch: Launcher, server: ScriptedProvider,
-                                                      project: Path) -> None:
+async def test_cancel_in_the_same_write_as_its_prompt(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai")
     session = await agent.new_session(project)
     server.fallback = Reply(text="too late", fault=Hang(2))  # if the model call starts at all
@@ -351,8 +396,9 @@ async def test_cancel_in_the_same_write_as_its_prompt(launch: Launcher, server: 
     assert user_texts(request) == ["first\n\nand now?"]  # one user message: roles alternate
 
 
-async def test_two_sessions_one_cancelled(launch: Launcher, server: ScriptedProvider,
-                                          project: Path) -> None:
+async def test_two_sessions_one_cancelled(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     def respond(request: RecordedRequest) -> Reply:
         if user_texts(request)[-1] == "hang":
             return Reply(text="stuck", fault=Hang(2))
@@ -363,8 +409,10 @@ async def test_two_sessions_one_cancelled(launch: Launcher, server: ScriptedProv
     hanging, streaming = await agent.new_session(project), await agent.new_session(project)
     first = await agent.start_prompt(hanging, "hang")
     second = await agent.start_prompt(streaming, "stream")
-    await wait_until(lambda: agent.updates(hanging, first.start)
-                     and agent.updates(streaming, second.start), "both turns to stream")
+    await wait_until(
+        lambda: agent.updates(hanging, first.start) and agent.updates(streaming, second.start),
+        "both turns to stream",
+    )
 
     cancelled = await cancel_and_wait(agent, first)
 
@@ -378,8 +426,9 @@ async def test_two_sessions_one_cancelled(launch: Launcher, server: ScriptedProv
     await next_prompt_is_accepted(agent, server, hanging)
 
 
-async def test_prompt_while_the_turn_runs_is_refused(launch: Launcher, server: ScriptedProvider,
-                                                     project: Path) -> None:
+async def test_prompt_while_the_turn_runs_is_refused(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("anthropic")
     session = await agent.new_session(project)
     server.script(Reply(text=("x", "y", "z"), delay_s=0.1))
@@ -400,7 +449,8 @@ async def test_prompt_while_the_turn_runs_is_refused(launch: Launcher, server: S
 
 
 async def test_cancel_request_for_a_prompt_cancels_its_turn(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """An editor that cancels the prompt request itself ($/cancel_request, as the TS SDK's
     abort signal does) gets stopReason cancelled, never an error (ACP: cancellation)."""
     agent = await launch.start("anthropic")

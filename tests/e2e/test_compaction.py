@@ -7,7 +7,7 @@ provider holds every request to the real APIs' pairing rules."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, TypedDict
 
 import pytest
 
@@ -21,6 +21,7 @@ from acp_fsm.devkit.provider import (
     ScriptedProvider,
 )
 from tests.e2e.support import (
+    BARE,
     Agent,
     Launcher,
     args,
@@ -32,7 +33,15 @@ from tests.e2e.support import (
 )
 from tests.harness import wait_until
 
-TIGHT = {"ACP_FSM_CONTEXT_WINDOW": "8000", "ACP_FSM_MAX_TOKENS": "1000"}
+
+class Limits(TypedDict):
+    """A context window and an output cap (its keys are `Launcher.start`'s overrides)."""
+
+    ACP_FSM_CONTEXT_WINDOW: str
+    ACP_FSM_MAX_TOKENS: str
+
+
+TIGHT: Final[Limits] = {"ACP_FSM_CONTEXT_WINDOW": "8000", "ACP_FSM_MAX_TOKENS": "1000"}
 BIG = "x" * 10_500  # about 3,000 tokens
 SUMMARY = "SUMMARY: the user had the files read; both hold x."
 
@@ -47,29 +56,38 @@ def first_text(request: RecordedRequest) -> str:
 
 
 def notices(updates: list[dict[str, Any]]) -> list[str]:
-    return [u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"
-            and u["content"]["text"].startswith(("Context compacted", "Nothing to compact"))]
+    return [
+        u["content"]["text"]
+        for u in updates
+        if u["sessionUpdate"] == "agent_message_chunk"
+        and u["content"]["text"].startswith(("Context compacted", "Nothing to compact"))
+    ]
 
 
 def read(call_id: str, name: str) -> Reply:
     return Reply(calls=(Call(call_id, "read_file", args(path=name)),))
 
 
-async def start(launch: Launcher, project: Path, provider: str, **env: str
-                ) -> tuple[Agent, str]:
+async def start(launch: Launcher, project: Path, provider: str, **env: str) -> tuple[Agent, str]:
     for name in ("a.txt", "b.txt"):
         (project / name).write_text(BIG)
-    agent = await launch.start(provider, **env)
+    agent = await launch.start(provider, capabilities=BARE, **env)
     return agent, await agent.new_session(project)
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 async def test_a_session_past_the_window_is_compacted_and_goes_on(
-        launch: Launcher, server: ScriptedProvider, project: Path, provider: str) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, provider: str
+) -> None:
     agent, session = await start(launch, project, provider, **TIGHT)
-    server.script(read("a", "a.txt"), Reply(text="a holds x"),
-                  read("b", "b.txt"), Reply(text=SUMMARY), Reply(text="b holds x too"),
-                  Reply(text="still here"))
+    server.script(
+        read("a", "a.txt"),
+        Reply(text="a holds x"),
+        read("b", "b.txt"),
+        Reply(text=SUMMARY),
+        Reply(text="b holds x too"),
+        Reply(text="still here"),
+    )
 
     first = await agent.prompt(session, "read a.txt")
     second = await agent.prompt(session, "read b.txt")
@@ -77,11 +95,18 @@ async def test_a_session_past_the_window_is_compacted_and_goes_on(
 
     assert [t.stop_reason for t in (first, second, third)] == ["end_turn"] * 3
     summary_call, after = server.requests[3], server.requests[4]
-    assert [is_summary_call(r) for r in server.requests] == [False, False, False, True, False,
-                                                              False]
+    assert [is_summary_call(r) for r in server.requests] == [
+        False,
+        False,
+        False,
+        True,
+        False,
+        False,
+    ]
     # The summary call: the older part, the same tools, and no tool may be called.
-    assert summary_call.body["tool_choice"] == ("none" if is_openai(summary_call)
-                                                else {"type": "none"})
+    assert summary_call.body["tool_choice"] == (
+        "none" if is_openai(summary_call) else {"type": "none"}
+    )
     assert summary_call.body["tools"] == server.requests[2].body["tools"]
     assert "read a.txt" in user_texts(summary_call)[0] and tool_call_ids(summary_call) == ["a"]
     # Then the summary and the latest turn, the b call with its result, and nothing older.
@@ -97,26 +122,29 @@ async def test_a_session_past_the_window_is_compacted_and_goes_on(
     # A reload shows the notice where it was, and goes on from the compacted conversation.
     await launch.close(agent)
     other = await launch.start(provider, **TIGHT)
-    await other.result("session/load", {"sessionId": session, "cwd": str(project),
-                                        "mcpServers": []})
+    await other.result(
+        "session/load", {"sessionId": session, "cwd": str(project), "mcpServers": []}
+    )
     replayed = other.updates(session)
     assert notices(replayed) == notices(second.updates)
     server.script(Reply(text="yes"))
     assert (await other.prompt(session, "you remember?")).stop_reason == "end_turn"
     before_reload = history(server.requests[5])
-    assert history(server.requests[-1])[:len(before_reload)] == before_reload
+    assert history(server.requests[-1])[: len(before_reload)] == before_reload
     assert user_texts(server.requests[-1])[-1] == "you remember?"
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 async def test_a_request_the_provider_refuses_as_too_long_is_compacted_and_sent_again(
-        launch: Launcher, server: ScriptedProvider, project: Path, provider: str) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, provider: str
+) -> None:
     """The configured window (the default) is far larger than the provider's: what the
     refusal says of the real one sizes the summary call and the rest of the session."""
     agent, session = await start(launch, project, provider, ACP_FSM_MAX_TOKENS="1000")
     (project / "c.txt").write_text(BIG)
-    server.script(read("a", "a.txt"), read("b", "b.txt"), read("c", "c.txt"),
-                  Reply(text="all hold x"))
+    server.script(
+        read("a", "a.txt"), read("b", "b.txt"), read("c", "c.txt"), Reply(text="all hold x")
+    )
     assert (await agent.prompt(session, "read them")).stop_reason == "end_turn"
     server.context_window = 7000  # the conversation is now far over it
     server.script(Reply(text=SUMMARY), Reply(text="hello"), Reply(text="still fine"))
@@ -136,12 +164,14 @@ async def test_a_request_the_provider_refuses_as_too_long_is_compacted_and_sent_
 
 
 async def test_one_huge_tool_result_is_cut_down_and_the_session_goes_on(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent, session = await start(launch, project, "anthropic", **TIGHT)
     server.context_window = 8000
     (project / "huge.txt").write_text("start\n" + "h" * 40_000 + "\nend")
-    server.script(read("h", "huge.txt"), Reply(text=SUMMARY), Reply(text="it is big"),
-                  Reply(text="yes"))
+    server.script(
+        read("h", "huge.txt"), Reply(text=SUMMARY), Reply(text="it is big"), Reply(text="yes")
+    )
 
     first = await agent.prompt(session, "read huge.txt")
     second = await agent.prompt(session, "still there?")
@@ -155,7 +185,8 @@ async def test_one_huge_tool_result_is_cut_down_and_the_session_goes_on(
 
 
 async def test_compact_on_demand_sends_the_tools_the_transcript_names(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """Anthropic refuses tool_use blocks in a request that declares no tools."""
     agent, session = await start(launch, project, "anthropic")
     server.script(read("a", "a.txt"), Reply(text="x"), Reply(text="two"), Reply(text=SUMMARY))
@@ -172,7 +203,8 @@ async def test_compact_on_demand_sends_the_tools_the_transcript_names(
 
 
 async def test_compact_on_demand_keeps_the_last_turn_and_is_not_a_prompt(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent, session = await start(launch, project, "anthropic")
     server.script(Reply(text="one"), Reply(text="two"), Reply(text=SUMMARY), Reply(text="three"))
     await agent.prompt(session, "first question")
@@ -189,30 +221,41 @@ async def test_compact_on_demand_keeps_the_last_turn_and_is_not_a_prompt(
     assert notice.startswith("Context compacted: 2 earlier messages")
     await agent.prompt(session, "third question")
     after = server.requests[3]
-    assert user_texts(after) == [f"{SUMMARY_HEADER}\n\n{SUMMARY}", "second question",
-                                 "third question"]
+    assert user_texts(after) == [
+        f"{SUMMARY_HEADER}\n\n{SUMMARY}",
+        "second question",
+        "third question",
+    ]
     # announced right after the session/new answer
-    answered = next(i for i, m in enumerate(agent.messages)
-                    if m.get("result", {}).get("sessionId") == session)
+    answered = next(
+        i for i, m in enumerate(agent.messages) if m.get("result", {}).get("sessionId") == session
+    )
     announced = agent.messages[answered + 1]["params"]["update"]
     assert announced["sessionUpdate"] == "available_commands_update"
     assert [c["name"] for c in announced["availableCommands"]] == ["compact"]
 
     await launch.close(agent)
     other = await launch.start("anthropic")
-    await other.result("session/resume", {"sessionId": session, "cwd": str(project),
-                                          "mcpServers": []})
-    await other.result("session/load", {"sessionId": session, "cwd": str(project),
-                                        "mcpServers": []})
+    await other.result(
+        "session/resume", {"sessionId": session, "cwd": str(project), "mcpServers": []}
+    )
+    await other.result(
+        "session/load", {"sessionId": session, "cwd": str(project), "mcpServers": []}
+    )
     replayed = other.updates(session)
     users = [u["content"]["text"] for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
-    assert users == ["first question", "second question", "/compact keep the file names",
-                     "third question"]
+    assert users == [
+        "first question",
+        "second question",
+        "/compact keep the file names",
+        "third question",
+    ]
     assert notices(replayed) == [notice]
 
 
 async def test_compact_with_nothing_to_summarise_says_so(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent, session = await start(launch, project, "openai")
     server.script(Reply(text="one"))
     await agent.prompt(session, "only question")
@@ -223,16 +266,19 @@ async def test_compact_with_nothing_to_summarise_says_so(
     assert len(server.requests) == 1
     await launch.close(agent)
     other = await launch.start("openai")
-    await other.result("session/load", {"sessionId": session, "cwd": str(project),
-                                        "mcpServers": []})
+    await other.result(
+        "session/load", {"sessionId": session, "cwd": str(project), "mcpServers": []}
+    )
     assert notices(other.updates(session)) == [NOTHING_TO_COMPACT]  # the answer, shown again
 
 
 async def test_a_cancel_during_compaction_keeps_the_conversation_whole(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent, session = await start(launch, project, "openai")
-    server.script(Reply(text="one"), Reply(text="two"), Reply(text="SUMM", fault=Hang(1)),
-                  Reply(text="after"))
+    server.script(
+        Reply(text="one"), Reply(text="two"), Reply(text="SUMM", fault=Hang(1)), Reply(text="after")
+    )
     await agent.prompt(session, "first")
     await agent.prompt(session, "second")
 
@@ -247,12 +293,14 @@ async def test_a_cancel_during_compaction_keeps_the_conversation_whole(
 
 
 async def test_a_failed_summary_drops_the_older_part_and_the_session_goes_on(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """No summary, no stop: the older turns are dropped (the last one kept), the user is told
     why, and the next prompts go on from there (before, every later prompt failed too)."""
     agent, session = await start(launch, project, "anthropic")
-    server.script(Reply(text="one"), Reply(text="two"), HttpError(500, "summariser down"),
-                  Reply(text="after"))
+    server.script(
+        Reply(text="one"), Reply(text="two"), HttpError(500, "summariser down"), Reply(text="after")
+    )
     await agent.prompt(session, "first")
     await agent.prompt(session, "second")
 
@@ -265,6 +313,7 @@ async def test_a_failed_summary_drops_the_older_part_and_the_session_goes_on(
     assert user_texts(server.requests[-1]) == [OMITTED, "second", "third"]
     await launch.close(agent)
     other = await launch.start("anthropic")
-    await other.result("session/load", {"sessionId": session, "cwd": str(project),
-                                        "mcpServers": []})
+    await other.result(
+        "session/load", {"sessionId": session, "cwd": str(project), "mcpServers": []}
+    )
     assert notices(other.updates(session)) == [told]  # stored, shown again

@@ -7,16 +7,19 @@ import os
 from pathlib import Path
 
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
-from tests.e2e.support import Launcher, args, tool_results
+from tests.e2e.support import Agent, Launcher, args, tool_results
 
 
-def asked_for(agent: object) -> list[str]:
-    return [r["params"]["toolCall"]["toolCallId"]
-            for r in agent.editor.of_method("session/request_permission")]  # type: ignore[attr-defined]
+def asked_for(agent: Agent) -> list[str]:
+    return [
+        r["params"]["toolCall"]["toolCallId"]
+        for r in agent.editor.of_method("session/request_permission")
+    ]
 
 
 async def test_a_hard_link_into_the_project_is_not_read_without_asking(
-        launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text("SECRET-OUTSIDE-CONTENT\n")
@@ -25,10 +28,16 @@ async def test_a_hard_link_into_the_project_is_not_read_without_asking(
     agent = await launch.start("anthropic")
     agent.editor.permissions.append("reject_once")
     session = await agent.new_session(project)
-    server.script(Reply(calls=(Call("plain", "read_file", args(path="plain.txt")),
-                               Call("linked", "read_file", args(path="linked.txt")),
-                               Call("grep", "search_files", args(pattern="SECRET")))),
-                  Reply(text="done"))
+    server.script(
+        Reply(
+            calls=(
+                Call("plain", "read_file", args(path="plain.txt")),
+                Call("linked", "read_file", args(path="linked.txt")),
+                Call("grep", "search_files", args(pattern="SECRET")),
+            )
+        ),
+        Reply(text="done"),
+    )
 
     assert (await agent.prompt(session, "read them")).stop_reason == "end_turn"
 
@@ -41,18 +50,24 @@ async def test_a_hard_link_into_the_project_is_not_read_without_asking(
 
 
 async def test_always_allow_inside_never_lets_a_call_outside_through(
-        launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     agent = await launch.start("anthropic")
     agent.editor.permissions.extend(["allow_always", "reject_once"])
     session = await agent.new_session(project)
-    server.script(Reply(calls=(Call("in1", "write_file", args(path="a.txt", content="a")),)),
-                  Reply(text="written"),
-                  Reply(calls=(Call("in2", "write_file", args(path="b.txt", content="b")),
-                               Call("out", "write_file",
-                                    args(path=str(outside / "c.txt"), content="c")))),
-                  Reply(text="done"))
+    server.script(
+        Reply(calls=(Call("in1", "write_file", args(path="a.txt", content="a")),)),
+        Reply(text="written"),
+        Reply(
+            calls=(
+                Call("in2", "write_file", args(path="b.txt", content="b")),
+                Call("out", "write_file", args(path=str(outside / "c.txt"), content="c")),
+            )
+        ),
+        Reply(text="done"),
+    )
 
     assert (await agent.prompt(session, "write a")).stop_reason == "end_turn"
     assert (await agent.prompt(session, "write b and c")).stop_reason == "end_turn"

@@ -17,22 +17,26 @@ from tests.e2e.support import (
     content_text,
     for_call,
     stored,
-    wait_until,
 )
+from tests.harness import wait_until
 
 
 def is_update(message: dict[str, Any], **fields: Any) -> bool:
     update = (message.get("params") or {}).get("update") or {}
     return message.get("method") == "session/update" and all(
-        update.get(k) == v for k, v in fields.items())
+        update.get(k) == v for k, v in fields.items()
+    )
 
 
-async def killed_when(launch: Launcher, agent: Agent, session: str, prompt: str,
-                      kill_on: Any) -> None:
+async def killed_when(
+    launch: Launcher, agent: Agent, session: str, prompt: str, kill_on: Any
+) -> None:
     """Prompt, and kill -9 the agent the instant `kill_on` matches what it wrote."""
     agent.proc.kill_on = kill_on
     await agent.start_prompt(session, prompt)
-    await wait_until(lambda: agent.proc.proc.returncode is not None, "the kill")
+    proc = agent.proc.proc
+    assert proc is not None
+    await wait_until(lambda: proc.returncode is not None, "the kill")
     await launch.kill(agent)
 
 
@@ -40,80 +44,118 @@ async def reloaded(launch: Launcher, session: str, project: Path) -> list[dict[s
     """The updates a new process replays for `session`."""
     agent = await launch.start("openai")
     start = len(agent.messages)
-    response = await agent.request("session/load", {"sessionId": session, "cwd": str(project),
-                                                    "mcpServers": []})
+    response = await agent.request(
+        "session/load", {"sessionId": session, "cwd": str(project), "mcpServers": []}
+    )
     assert "result" in response, response
     return agent.updates(session, start)
 
 
 @pytest.mark.parametrize("round_", range(3))
 async def test_a_call_seen_completed_survives_a_kill(
-        launch: Launcher, server: ScriptedProvider, project: Path, round_: int) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, round_: int
+) -> None:
     agent = await launch.start("openai")
     agent.editor.permissions.append("allow_once")
     session = await agent.new_session(project)
-    server.script(Reply(calls=(Call("w1", "write_file", args(path="a.txt", content="x\n")),),
-                        ), Reply(text="done", fault=Hang(0)))
+    server.script(
+        Reply(
+            calls=(Call("w1", "write_file", args(path="a.txt", content="x\n")),),
+        ),
+        Reply(text="done", fault=Hang(0)),
+    )
 
-    await killed_when(launch, agent, session, "write it",
-                      lambda m: is_update(m, toolCallId="w1", status="completed"))
+    await killed_when(
+        launch,
+        agent,
+        session,
+        "write it",
+        lambda m: is_update(m, toolCallId="w1", status="completed"),
+    )
 
     assert (project / "a.txt").read_text() == "x\n"
-    [final] = [u for u in for_call(await reloaded(launch, session, project), "w1")
-               if u["sessionUpdate"] == "tool_call_update"]
+    [final] = [
+        u
+        for u in for_call(await reloaded(launch, session, project), "w1")
+        if u["sessionUpdate"] == "tool_call_update"
+    ]
     assert final["status"] == "completed"
     assert [kind for kind, _ in stored(launch.home, session)].count("tool_result") == 1
 
 
 @pytest.mark.parametrize("round_", range(3))
 async def test_a_message_streamed_to_its_end_survives_a_kill(
-        launch: Launcher, server: ScriptedProvider, project: Path, round_: int) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, round_: int
+) -> None:
     """The end of a message shows as the next thing: here its tool call's announcement."""
     agent = await launch.start("openai")
     session = await agent.new_session(project)
-    server.script(Reply(text=("all ", "of it"), calls=(
-        Call("r1", "read_file", args(path="missing.txt")),)))
+    server.script(
+        Reply(text=("all ", "of it"), calls=(Call("r1", "read_file", args(path="missing.txt")),))
+    )
 
-    await killed_when(launch, agent, session, "read it",
-                      lambda m: is_update(m, sessionUpdate="tool_call", toolCallId="r1"))
+    await killed_when(
+        launch,
+        agent,
+        session,
+        "read it",
+        lambda m: is_update(m, sessionUpdate="tool_call", toolCallId="r1"),
+    )
 
     replayed = await reloaded(launch, session, project)
-    assert {"sessionUpdate": "agent_message_chunk",
-            "content": {"type": "text", "text": "all of it"}} in replayed
+    assert {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": "all of it"},
+    } in replayed
     assert [u["sessionUpdate"] for u in for_call(replayed, "r1")] == [
-        "tool_call", "tool_call_update"]
+        "tool_call",
+        "tool_call_update",
+    ]
 
 
 @pytest.mark.parametrize("stop", ["end_turn", "cancelled"])
 async def test_an_answered_prompt_survives_a_kill(
-        launch: Launcher, server: ScriptedProvider, project: Path, stop: str) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, stop: str
+) -> None:
     agent = await launch.start("openai")
     session = await agent.new_session(project)
     if stop == "end_turn":
         server.script(Reply(text=("the ", "answer")))
-        await killed_when(launch, agent, session, "ask",
-                          lambda m: "result" in m and m["result"].get("stopReason") == stop)
+        await killed_when(
+            launch,
+            agent,
+            session,
+            "ask",
+            lambda m: "result" in m and m["result"].get("stopReason") == stop,
+        )
     else:
         server.script(Reply(text=("the ", "answer"), fault=Hang(3)))  # role, two texts
         agent.proc.kill_on = lambda m: "result" in m and m["result"].get("stopReason") == stop
         pending = await agent.start_prompt(session, "ask")
         await wait_until(lambda: len(agent.updates(session, pending.start)) == 2, "the chunks")
         await agent.cancel(session)
-        await wait_until(lambda: agent.proc.proc.returncode is not None, "the kill")
+        proc = agent.proc.proc
+        assert proc is not None
+        await wait_until(lambda: proc.returncode is not None, "the kill")
         await launch.kill(agent)
 
     replayed = await reloaded(launch, session, project)
-    assert replayed[0] == {"sessionUpdate": "user_message_chunk",
-                           "content": {"type": "text", "text": "ask"}}
-    assert content_text({"content": [{"type": "content", "content": replayed[1]["content"]}]}
-                        ) == "the answer"
+    assert replayed[0] == {
+        "sessionUpdate": "user_message_chunk",
+        "content": {"type": "text", "text": "ask"},
+    }
+    assert (
+        content_text({"content": [{"type": "content", "content": replayed[1]["content"]}]})
+        == "the answer"
+    )
     assert stored(launch.home, session)[-1] == ("turn_end", {"stopReason": stop})
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(8))
 async def test_a_kill_at_any_instant_loses_nothing_the_editor_saw_done(
-        launch: Launcher, server: ScriptedProvider, project: Path, seed: int) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, seed: int
+) -> None:
     """Kill -9 after a random number of the agent's messages in a turn of three writes; every
     call the editor saw completed is stored completed, and an answered prompt is complete."""
     import random
@@ -122,8 +164,9 @@ async def test_a_kill_at_any_instant_loses_nothing_the_editor_saw_done(
     agent = await launch.start("openai")
     agent.editor.permissions.append("allow_always")
     session = await agent.new_session(project)
-    calls = tuple(Call(f"w{i}", "write_file", args(path=f"f{i}.txt", content=f"{i}\n"))
-                  for i in range(3))
+    calls = tuple(
+        Call(f"w{i}", "write_file", args(path=f"f{i}.txt", content=f"{i}\n")) for i in range(3)
+    )
     server.script(Reply(text=("writing ", "three"), calls=calls), Reply(text=("done",)))
     seen: list[dict[str, Any]] = []
     limit = rng.randrange(1, 16)  # a full turn writes about fifteen messages

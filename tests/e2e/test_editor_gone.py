@@ -18,16 +18,17 @@ import pytest
 
 from acp_fsm.devkit.editor import HOLD
 from acp_fsm.devkit.provider import Call, Hang, Reply, ScriptedProvider
-from tests.e2e.support import Agent, Launcher, args, stored, unique_sleep, wait_until
-from tests.harness import live_processes
+from tests.e2e.support import Agent, Launcher, args, stored, unique_sleep
+from tests.harness import live_processes, wait_until
 from tests.timing import INTERRUPTED_S
 
 STATES = ["idle", "streaming", "awaiting_permission", "running_command"]
 WAYS = ["editor_quits", "SIGTERM", "SIGHUP", "SIGINT"]
 
 
-async def enter(state: str, agent: Agent, server: ScriptedProvider, project: Path,
-                session: str, command: str) -> None:
+async def enter(
+    state: str, agent: Agent, server: ScriptedProvider, project: Path, session: str, command: str
+) -> None:
     """Bring the session's turn into `state` (idle: no turn at all)."""
     if state == "idle":
         return
@@ -51,21 +52,23 @@ async def end_editor(agent: Agent, way: str) -> int:
     """Stop the agent as an editor or a terminal does; its exit code."""
     agent.stop_editor()
     agent.killed = True  # the launcher's teardown must not expect a normal close
+    proc = agent.proc.proc
+    assert proc is not None
     agent.proc.close_pipe(2)  # every log line from now on fails
     if way == "editor_quits":
         agent.proc.close_pipe(1)
-        assert agent.proc.proc.stdin is not None
-        agent.proc.proc.stdin.close()
+        assert proc.stdin is not None
+        proc.stdin.close()
     else:
-        agent.proc.proc.send_signal(getattr(signal, way))
-    return await asyncio.wait_for(agent.proc.proc.wait(), INTERRUPTED_S)
+        proc.send_signal(getattr(signal, way))
+    return await asyncio.wait_for(proc.wait(), INTERRUPTED_S)
 
 
 @pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("state", STATES)
 async def test_the_agent_exits_when_its_editor_goes(
-        launch: Launcher, server: ScriptedProvider, project: Path, state: str,
-        way: str) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, state: str, way: str
+) -> None:
     agent = await launch.start("openai")
     session = await agent.new_session(project)
     command = unique_sleep()
@@ -84,13 +87,20 @@ async def test_the_agent_exits_when_its_editor_goes(
     else:
         assert transcript[-1] == ("turn_end", {"stopReason": "cancelled"})
     if state == "streaming":
-        assert ("assistant", {"parts": [{"type": "text", "text": "half an answer"}],
-                              "stopReason": "cancelled", "views": {}}) in transcript
+        assert (
+            "assistant",
+            {
+                "parts": [{"type": "text", "text": "half an answer"}],
+                "stopReason": "cancelled",
+                "views": {},
+            },
+        ) in transcript
 
 
 @pytest.mark.parametrize("background", [False, True])
 async def test_commands_die_with_a_killed_agent(
-        launch: Launcher, server: ScriptedProvider, project: Path, background: bool) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, background: bool
+) -> None:
     """`kill -9` gives the agent no chance to clean up; its commands die all the same, also
     what a command started in the background."""
     first, second = unique_sleep(), unique_sleep()
@@ -103,13 +113,20 @@ async def test_commands_die_with_a_killed_agent(
         await agent.start_prompt(session, "go")
         markers = [first, second] if background else [first]
         # running, and known to the watcher (the shell's own command line holds both markers)
-        await wait_until(lambda: agent.proc.logged("command_started")
-                         and all(live_processes(m) for m in markers), "the commands")
+        await wait_until(
+            lambda: (
+                agent.proc.logged("command_started") and all(live_processes(m) for m in markers)
+            ),
+            "the commands",
+        )
 
         await launch.kill(agent)
 
-        await wait_until(lambda: not any(live_processes(m) for m in markers),
-                         "the commands to die with the agent", INTERRUPTED_S)
+        await wait_until(
+            lambda: not any(live_processes(m) for m in markers),
+            "the commands to die with the agent",
+            INTERRUPTED_S,
+        )
     finally:
         for pid in live_processes(first) + live_processes(second):
             os.kill(pid, signal.SIGKILL)

@@ -25,7 +25,8 @@ def system_of(request: RecordedRequest) -> str:
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 async def test_the_projects_instructions_reach_the_model_and_are_read_each_turn(
-        launch: Launcher, server: ScriptedProvider, project: Path, provider: str) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, provider: str
+) -> None:
     (project / "AGENTS.md").write_text("Answer in French.")
     agent = await launch.start(provider)
     session = await agent.new_session(project)
@@ -44,7 +45,8 @@ async def test_the_projects_instructions_reach_the_model_and_are_read_each_turn(
 
 @pytest.mark.parametrize("head", ["named pipe", "huge"])
 async def test_a_head_that_is_no_ref_is_not_read_and_the_prompt_works(
-        launch: Launcher, server: ScriptedProvider, project: Path, head: str) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, head: str
+) -> None:
     """A FIFO as .git/HEAD froze the agent at the first prompt; a huge one went into every
     request's system prompt."""
     (project / ".git").mkdir()
@@ -65,8 +67,8 @@ async def test_a_head_that_is_no_ref_is_not_read_and_the_prompt_works(
 
 @pytest.mark.parametrize("repository", [True, False])
 async def test_an_instruction_file_leading_outside_is_not_sent_and_said_once(
-        launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path,
-        repository: bool) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path, repository: bool
+) -> None:
     outside = tmp_path / "elsewhere" / "notes.md"
     outside.parent.mkdir()
     outside.write_text("PRIVATE-NOTES-5d1e: not the project's")
@@ -84,7 +86,11 @@ async def test_an_instruction_file_leading_outside_is_not_sent_and_said_once(
     assert all("PRIVATE-NOTES" not in request.raw.decode() for request in server.requests)
     told = [u["content"]["text"] for u in of_kind(first.updates, "agent_message_chunk")]
     where = "the repository" if repository else "the session's directories"
-    assert told == [f"{project / 'AGENTS.md'} was not read: it leads to {outside}, outside "
-                    f"{where}, so its instructions are not followed.\n\n", "first"]
-    assert [u["content"]["text"] for u in of_kind(second.updates, "agent_message_chunk")] \
-        == ["second"]  # once a session, not each turn
+    assert told == [
+        f"{project / 'AGENTS.md'} was not read: it leads to {outside}, outside "
+        f"{where}, so its instructions are not followed.\n\n",
+        "first",
+    ]
+    assert [u["content"]["text"] for u in of_kind(second.updates, "agent_message_chunk")] == [
+        "second"
+    ]  # once a session, not each turn

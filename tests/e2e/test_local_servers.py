@@ -38,13 +38,18 @@ PAGE = "".join(f"line {i}: the quick brown fox jumps over the lazy dog\n" for i 
 
 
 @contextlib.asynccontextmanager
-async def serving(local: LocalServer, tmp_path: Path, *replies: Scripted,
-                  window: int | None = None, models: tuple[str, ...] = (MODEL,),
-                  ) -> AsyncIterator[tuple[ScriptedProvider, Launcher]]:
+async def serving(
+    local: LocalServer,
+    tmp_path: Path,
+    *replies: Scripted,
+    window: int | None = None,
+    models: tuple[str, ...] = (MODEL,),
+) -> AsyncIterator[tuple[ScriptedProvider, Launcher]]:
     """A scripted `local` server with context `window` (its own setting), and a launcher of
     agents pointed at it (no key: local servers need none)."""
-    async with ScriptedProvider(*replies, local=local, context_window=window,
-                                models=models) as server:
+    async with ScriptedProvider(
+        *replies, local=local, context_window=window, models=models
+    ) as server:
         launcher = Launcher(server, tmp_path / "home")
         try:
             yield server, launcher
@@ -58,8 +63,11 @@ def summary_call(request: RecordedRequest) -> bool:
 
 
 def notices(updates: list[dict[str, Any]]) -> list[str]:
-    return [u["content"]["text"] for u in of_kind(updates, "agent_message_chunk")
-            if u["content"]["text"].startswith(("Context compacted", "The model"))]
+    return [
+        u["content"]["text"]
+        for u in of_kind(updates, "agent_message_chunk")
+        if u["content"]["text"].startswith(("Context compacted", "The model"))
+    ]
 
 
 def reader(request: RecordedRequest) -> Reply:
@@ -69,8 +77,7 @@ def reader(request: RecordedRequest) -> Reply:
     last = history(request)[-1]
     if last.get("role") == "tool":
         return Reply(text="I read it.")
-    return Reply(calls=(Call(f"call_{len(history(request))}", "read_file",
-                             args(path="page.txt")),))
+    return Reply(calls=(Call(f"call_{len(history(request))}", "read_file", args(path="page.txt")),))
 
 
 async def test_llama_cpp_python_tool_turns_go_on_turn_after_turn(tmp_path: Path) -> None:
@@ -87,19 +94,22 @@ async def test_llama_cpp_python_tool_turns_go_on_turn_after_turn(tmp_path: Path)
             server.script(Raw((calls,)), Reply(text=f"done: {prompt}"))
             turn = await agent.prompt(session, prompt)
             assert turn.stop_reason == "end_turn"
-            [done] = [u for u in of_kind(turn.updates, "tool_call_update")
-                      if u.get("status") == "completed"]
+            [done] = [
+                u
+                for u in of_kind(turn.updates, "tool_call_update")
+                if u.get("status") == "completed"
+            ]
             assert "the data" in done["content"][0]["content"]["text"]
     assistants = [m for m in history(server.requests[-1]) if m["role"] == "assistant"]
     assert [m["content"] for m in assistants if m.get("tool_calls")] == ["", "", ""]
     assert len(server.requests) == 6 and all(r.body["model"] == MODEL for r in server.requests)
 
 
-async def test_a_long_error_body_reads_as_one_line_with_the_details_in_data(
-        tmp_path: Path) -> None:
+async def test_a_long_error_body_reads_as_one_line_with_the_details_in_data(tmp_path: Path) -> None:
     recorded = (RECORDED / "assistant_content_null.500.json").read_bytes()
-    async with serving(LLAMA_CPP_PYTHON, tmp_path, HttpError(500, body=recorded),
-                       Reply(text="fine")) as (_, launch):
+    async with serving(
+        LLAMA_CPP_PYTHON, tmp_path, HttpError(500, body=recorded), Reply(text="fine")
+    ) as (_, launch):
         agent = await launch.start("openai", OPENAI_API_KEY=None, ACP_FSM_MAX_RETRIES="0")
         session = await agent.new_session(tmp_path)
         failed = await agent.prompt(session, "hi")
@@ -110,10 +120,12 @@ async def test_a_long_error_body_reads_as_one_line_with_the_details_in_data(
     assert "Input should be a valid string" in data["details"] and data["status"] == 500
 
 
-@pytest.mark.parametrize(("window", "page"), [(2600, PAGE[:1500]), (4500, PAGE * 2),
-                                              (6000, PAGE * 2)])
+@pytest.mark.parametrize(
+    ("window", "page"), [(2600, PAGE[:1500]), (4500, PAGE * 2), (6000, PAGE * 2)]
+)
 async def test_an_empty_stream_over_the_window_is_compacted_and_sent_again(
-        tmp_path: Path, window: int, page: str) -> None:
+    tmp_path: Path, window: int, page: str
+) -> None:
     """llama-cpp-python answers a request over its context with `200 OK` and an empty body.
     The agent (its window only assumed) takes it for that, compacts once and sends the
     request again, and the session goes on (before: three tries, then every prompt failed);
@@ -134,8 +146,7 @@ async def test_an_empty_stream_over_the_window_is_compacted_and_sent_again(
     assert estimate_tokens(server.requests[-1].body) < window
 
 
-async def test_an_empty_stream_that_compacting_cannot_fix_says_what_to_do(
-        tmp_path: Path) -> None:
+async def test_an_empty_stream_that_compacting_cannot_fix_says_what_to_do(tmp_path: Path) -> None:
     """The system prompt and the tools alone pass llama-cpp-python's default window."""
     async with serving(LLAMA_CPP_PYTHON, tmp_path, window=800) as (server, launch):
         agent = await launch.start("openai", OPENAI_API_KEY=None)
@@ -153,7 +164,8 @@ async def test_an_empty_stream_that_compacting_cannot_fix_says_what_to_do(
 
 @pytest.mark.parametrize("local", [LLAMA_CPP_PYTHON, LLAMA_CPP])
 async def test_an_empty_answer_is_said_and_the_roles_still_alternate(
-        tmp_path: Path, local: LocalServer) -> None:
+    tmp_path: Path, local: LocalServer
+) -> None:
     """A role chunk and a stop (recorded from llama-cpp-python): the user is told, and the
     next request holds no two user messages in a row (llama.cpp's strict templates answer
     500 "Conversation roles must alternate")."""
@@ -164,22 +176,23 @@ async def test_an_empty_answer_is_said_and_the_roles_still_alternate(
         first = await agent.prompt(session, "hi")
         second = await agent.prompt(session, "are you there?")
     assert first.stop_reason == second.stop_reason == "end_turn"
-    assert notices(first.updates) == ["The model returned an empty answer (no text and no "
-                                      "tool call)."]
+    assert notices(first.updates) == [
+        "The model returned an empty answer (no text and no tool call)."
+    ]
     roles = [m["role"] for m in history(server.requests[-1])]
     assert not any(a == b for a, b in pairwise(roles)), roles
     assert user_texts(server.requests[-1]) == ["hi\n\nare you there?"]
 
 
 async def test_a_window_too_small_for_the_tools_costs_no_summary_call_per_prompt(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """ACP_FSM_CONTEXT_WINDOW set to llama-cpp-python's small context: the system prompt
     and the tools alone pass the threshold, so older turns are dropped without a model call
     (before: a summary call at every prompt, which could never make it fit)."""
     async with serving(LLAMA_CPP_PYTHON, tmp_path, window=3000) as (server, launch):
         server.fallback = Reply(text=PAGE[:2000])  # long answers: older turns to drop
-        agent = await launch.start("openai", OPENAI_API_KEY=None,
-                                   ACP_FSM_CONTEXT_WINDOW="3000")
+        agent = await launch.start("openai", OPENAI_API_KEY=None, ACP_FSM_CONTEXT_WINDOW="3000")
         session = await agent.new_session(tmp_path)
         turns = [await agent.prompt(session, f"question {i}") for i in range(4)]
     assert [t.stop_reason for t in turns] == ["end_turn"] * 4
@@ -206,7 +219,8 @@ async def test_without_a_model_set_the_server_s_first_model_is_used(tmp_path: Pa
 
 @pytest.mark.parametrize("local", [LLAMA_CPP, VLLM, OLLAMA, LM_STUDIO])
 async def test_the_window_a_server_states_keeps_every_request_within_it(
-        tmp_path: Path, local: LocalServer) -> None:
+    tmp_path: Path, local: LocalServer
+) -> None:
     """llama.cpp's /props, vLLM's max_model_len, Ollama's /api/ps and LM Studio's
     /api/v0/models (the last two once the model is loaded): the agent compacts before the
     server would refuse (llama.cpp, vLLM, LM Studio) or cut (Ollama) a request, and vLLM is
@@ -227,9 +241,9 @@ async def test_the_window_a_server_states_keeps_every_request_within_it(
     assert usage and {u["size"] for u in usage} == {window}
 
 
-
 async def test_a_window_the_tools_nearly_fill_still_takes_prompt_after_prompt(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """llama-cpp-python's default context, its size unknown to the agent, a small output
     limit: once the first empty stream has shown the window, what the system prompt and the
     tools leave is all the conversation gets, and the older turns go (seen with the real

@@ -36,13 +36,16 @@ RAW_SERVER = SERVER.with_name("raw_server.py")
 def stdio_server(name: str = "tools", *, marks: Path | None = None) -> dict[str, Any]:
     """The test server over stdio; its command line carries a unique marker (`argv[-1]`)."""
     env = [{"name": "TOOLS_SERVER_MARKS", "value": str(marks)}] if marks else []
-    return {"name": name, "command": sys.executable,
-            "args": [str(SERVER), "stdio", f"marker-{uuid.uuid4().hex}"], "env": env}
+    return {
+        "name": name,
+        "command": sys.executable,
+        "args": [str(SERVER), "stdio", f"marker-{uuid.uuid4().hex}"],
+        "env": env,
+    }
 
 
 async def open_session(agent: Agent, project: Path, *servers: dict[str, Any]) -> str:
-    result = await agent.result("session/new", {"cwd": str(project),
-                                                "mcpServers": list(servers)})
+    result = await agent.result("session/new", {"cwd": str(project), "mcpServers": list(servers)})
     return str(result["sessionId"])
 
 
@@ -56,9 +59,16 @@ def text_block(text: str) -> dict[str, Any]:
     return {"type": "content", "content": {"type": "text", "text": text}}
 
 
-async def one_call(launch: Launcher, server: ScriptedProvider, project: Path, tool: str,
-                   arguments: str = "{}", *, provider: str = "openai",
-                   servers: tuple[dict[str, Any], ...] = ()) -> tuple[Agent, TurnResult]:
+async def one_call(
+    launch: Launcher,
+    server: ScriptedProvider,
+    project: Path,
+    tool: str,
+    arguments: str = "{}",
+    *,
+    provider: str = "openai",
+    servers: tuple[dict[str, Any], ...] = (),
+) -> tuple[Agent, TurnResult]:
     """A session with the test server (or `servers`) whose model calls `tool` once as "c1"
     (the user allows it), then says "done"."""
     agent = await launch.start(provider)
@@ -72,15 +82,17 @@ async def cancel_once(agent: Agent, session: str, prompt: str, status: str) -> T
     """Prompt, cancel once call "c1" has reached `status`; the turn, answered at once
     (`INTERRUPTED_S`: the call itself would take 30 s, or for ever)."""
     pending = await agent.start_prompt(session, prompt)
-    await wait_until(lambda: any(u.get("status") == status
-                                 for u in for_call(agent.updates(session), "c1")),
-                     f"the call to be {status}")
+    await wait_until(
+        lambda: any(u.get("status") == status for u in for_call(agent.updates(session), "c1")),
+        f"the call to be {status}",
+    )
     await agent.cancel(session)
     return await pending.result(timeout=INTERRUPTED_S)
 
 
 async def test_the_model_calls_an_mcp_tool_with_the_users_permission(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent, turn = await one_call(launch, server, project, "mcp__tools__add", args(a=2, b=3))
 
     assert turn.stop_reason == "end_turn"
@@ -97,7 +109,8 @@ async def test_the_model_calls_an_mcp_tool_with_the_users_permission(
 
 
 async def test_a_read_only_tool_runs_without_asking(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent, turn = await one_call(launch, server, project, "mcp__tools__echo", args(text="hi"))
 
     assert agent.editor.of_method("session/request_permission") == []
@@ -108,9 +121,11 @@ async def test_a_read_only_tool_runs_without_asking(
 
 
 async def test_an_error_result_fails_the_call_and_the_model_is_told(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
-    _, turn = await one_call(launch, server, project, "mcp__tools__fail", args(reason="x"),
-                             provider="anthropic")
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    _, turn = await one_call(
+        launch, server, project, "mcp__tools__fail", args(reason="x"), provider="anthropic"
+    )
 
     assert statuses(for_call(turn.updates, "c1"))[-1] == "failed"
     text, is_error = tool_results(server.requests[-1])["c1"]
@@ -118,7 +133,8 @@ async def test_an_error_result_fails_the_call_and_the_model_is_told(
 
 
 async def test_an_image_result_is_shown_and_described_to_the_model(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     _, turn = await one_call(launch, server, project, "mcp__tools__image")
 
     shown = for_call(turn.updates, "c1")[-1]["content"][0]["content"]
@@ -128,7 +144,8 @@ async def test_an_image_result_is_shown_and_described_to_the_model(
 
 
 async def test_a_server_that_cannot_start_is_reported_once_and_the_session_goes_on(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai")
     missing = {"name": "gone", "command": str(project / "no-such-server"), "args": [], "env": []}
     session = await open_session(agent, project, missing, stdio_server())
@@ -146,11 +163,16 @@ async def test_a_server_that_cannot_start_is_reported_once_and_the_session_goes_
 
 
 async def test_a_server_that_never_answers_is_given_up_after_the_startup_timeout(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai", ACP_FSM_MCP_STARTUP_TIMEOUT_MS="400")
     marker = f"silent-{uuid.uuid4().hex}"
-    silent = {"name": "silent", "command": sys.executable,
-              "args": ["-c", "import time; time.sleep(60)", marker], "env": []}
+    silent = {
+        "name": "silent",
+        "command": sys.executable,
+        "args": ["-c", "import time; time.sleep(60)", marker],
+        "env": [],
+    }
     session = await open_session(agent, project, silent)
     server.script(Reply(text="ok"))
 
@@ -161,26 +183,31 @@ async def test_a_server_that_never_answers_is_given_up_after_the_startup_timeout
 
 
 async def test_a_cancel_during_a_slow_call_answers_at_once_and_tells_the_server(
-        launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
     marks = tmp_path / "marks"
     agent = await launch.start("openai")
     agent.editor.permissions.append("allow_once")
     session = await open_session(agent, project, stdio_server(marks=marks))
-    server.script(Reply(calls=(Call("c1", "mcp__tools__slow", args(seconds=30)),)),
-                  Reply(text="after"))
+    server.script(
+        Reply(calls=(Call("c1", "mcp__tools__slow", args(seconds=30)),)), Reply(text="after")
+    )
 
     turn = await cancel_once(agent, session, "slow", "in_progress")
 
     assert turn.stop_reason == "cancelled"
     assert statuses(for_call(turn.updates, "c1"))[-1] == "failed"
-    await wait_until(lambda: marks.exists() and "slow cancelled" in marks.read_text(),
-                     "the server to see notifications/cancelled")
+    await wait_until(
+        lambda: marks.exists() and "slow cancelled" in marks.read_text(),
+        "the server to see notifications/cancelled",
+    )
     await agent.prompt(session, "go on")  # the conversation stays valid for the provider
     assert "c1" in tool_results(server.requests[-1])
 
 
 async def test_a_server_that_dies_loses_its_tools_and_the_session_goes_on(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     _, turn = await one_call(launch, server, project, "mcp__tools__crash")
 
     call = for_call(turn.updates, "c1")
@@ -188,13 +215,15 @@ async def test_a_server_that_dies_loses_its_tools_and_the_session_goes_on(
     text, _ = tool_results(server.requests[-1])["c1"]
     assert "MCP server 'tools'" in text and "crashing now" in text
     assert not any(name.startswith("mcp__tools__") for name in offered(server, -1))
-    notices = [u["content"]["text"] for u in turn.updates
-               if u["sessionUpdate"] == "agent_message_chunk"]
+    notices = [
+        u["content"]["text"] for u in turn.updates if u["sessionUpdate"] == "agent_message_chunk"
+    ]
     assert any("no longer available" in n for n in notices)
 
 
 async def test_servers_stop_with_their_session_and_with_the_agent(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai")
     closed, kept = stdio_server("a"), stdio_server("b")
     first = await open_session(agent, project, closed)
@@ -219,8 +248,13 @@ async def remote_server(request: pytest.FixtureRequest) -> AsyncIterator[tuple[s
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = await asyncio.create_subprocess_exec(
-        sys.executable, str(SERVER), transport, str(port),
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        sys.executable,
+        str(SERVER),
+        transport,
+        str(port),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
 
     def listening() -> bool:
         with socket.socket() as client:
@@ -235,13 +269,18 @@ async def remote_server(request: pytest.FixtureRequest) -> AsyncIterator[tuple[s
 
 
 async def test_a_remote_server_is_used_like_a_stdio_one(
-        launch: Launcher, server: ScriptedProvider, project: Path,
-        remote_server: tuple[str, str]) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, remote_server: tuple[str, str]
+) -> None:
     transport, url = remote_server
-    web = {"type": transport, "name": "web", "url": url,
-           "headers": [{"name": "X-Test", "value": "1"}]}
-    _, turn = await one_call(launch, server, project, "mcp__web__add", args(a=20, b=22),
-                             servers=(stdio_server(), web))  # and a stdio one beside it
+    web = {
+        "type": transport,
+        "name": "web",
+        "url": url,
+        "headers": [{"name": "X-Test", "value": "1"}],
+    }
+    _, turn = await one_call(
+        launch, server, project, "mcp__web__add", args(a=20, b=22), servers=(stdio_server(), web)
+    )  # and a stdio one beside it
 
     assert {"mcp__web__add", "mcp__tools__add"} <= set(offered(server))
 
@@ -257,7 +296,8 @@ def stubborn_server() -> dict[str, Any]:
 
 
 async def test_a_stubborn_server_is_killed_when_its_session_closes(
-        launch: Launcher, project: Path) -> None:
+    launch: Launcher, project: Path
+) -> None:
     agent = await launch.start("openai")
     entry = stubborn_server()
     session = await open_session(agent, project, entry)
@@ -268,8 +308,7 @@ async def test_a_stubborn_server_is_killed_when_its_session_closes(
     assert live_processes(entry["args"][-1]) == []
 
 
-async def test_a_stubborn_server_dies_with_a_killed_agent(
-        launch: Launcher, project: Path) -> None:
+async def test_a_stubborn_server_dies_with_a_killed_agent(launch: Launcher, project: Path) -> None:
     agent = await launch.start("openai")
     entry = stubborn_server()
     await open_session(agent, project, entry)
@@ -277,28 +316,36 @@ async def test_a_stubborn_server_dies_with_a_killed_agent(
 
     await launch.kill(agent)  # kill -9: nothing of the agent runs any more
 
-    await wait_until(lambda: live_processes(entry["args"][-1]) == [],
-                     "the watcher to kill the server")
+    await wait_until(
+        lambda: live_processes(entry["args"][-1]) == [], "the watcher to kill the server"
+    )
 
 
 async def test_progress_is_shown_in_the_tool_call(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     _, turn = await one_call(launch, server, project, "mcp__tools__steps")
 
-    shown = [u["content"][0]["content"]["text"] for u in for_call(turn.updates, "c1")
-             if u.get("content") and u.get("status") != "completed"]
+    shown = [
+        u["content"][0]["content"]["text"]
+        for u in for_call(turn.updates, "c1")
+        if u.get("content") and u.get("status") != "completed"
+    ]
     assert shown == ["step 1 (1/3)", "step 2 (2/3)", "step 3 (3/3)"]
     assert for_call(turn.updates, "c1")[-1]["content"] == [text_block("three steps")]
 
 
 async def test_a_changed_tool_list_is_read_before_the_next_model_call(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai")
     agent.editor.permissions.extend(["allow_once", "allow_once"])
     session = await open_session(agent, project, stdio_server())
-    server.script(Reply(calls=(Call("c1", "mcp__tools__grow", "{}"),)),
-                  Reply(calls=(Call("c2", "mcp__tools__late", args(word="hi")),)),
-                  Reply(text="done"))
+    server.script(
+        Reply(calls=(Call("c1", "mcp__tools__grow", "{}"),)),
+        Reply(calls=(Call("c2", "mcp__tools__late", args(word="hi")),)),
+        Reply(text="done"),
+    )
 
     turn = await agent.prompt(session, "grow")
 
@@ -309,14 +356,21 @@ async def test_a_changed_tool_list_is_read_before_the_next_model_call(
 
 
 async def test_always_allow_is_remembered_per_tool(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai")
     agent.editor.permissions.extend(["allow_always", "allow_once"])
     session = await open_session(agent, project, stdio_server())
-    server.script(Reply(calls=(Call("c1", "mcp__tools__add", args(a=1, b=1)),)),
-                  Reply(calls=(Call("c2", "mcp__tools__add", args(a=2, b=2)),
-                               Call("c3", "mcp__tools__image", "{}"))),
-                  Reply(text="done"))
+    server.script(
+        Reply(calls=(Call("c1", "mcp__tools__add", args(a=1, b=1)),)),
+        Reply(
+            calls=(
+                Call("c2", "mcp__tools__add", args(a=2, b=2)),
+                Call("c3", "mcp__tools__image", "{}"),
+            )
+        ),
+        Reply(text="done"),
+    )
 
     await agent.prompt(session, "twice")
 
@@ -327,12 +381,14 @@ async def test_always_allow_is_remembered_per_tool(
 
 
 async def test_a_call_that_outlasts_its_limit_fails_and_the_turn_goes_on(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai", ACP_FSM_MCP_CALL_TIMEOUT_MS="300")
     agent.editor.permissions.append("allow_once")
     session = await open_session(agent, project, stdio_server())
-    server.script(Reply(calls=(Call("c1", "mcp__tools__slow", args(seconds=30)),)),
-                  Reply(text="done"))
+    server.script(
+        Reply(calls=(Call("c1", "mcp__tools__slow", args(seconds=30)),)), Reply(text="done")
+    )
 
     turn = await agent.prompt(session, "slow")
 
@@ -343,7 +399,8 @@ async def test_a_call_that_outlasts_its_limit_fails_and_the_turn_goes_on(
 
 
 async def test_a_failed_server_is_tried_again_at_the_next_prompt(
-        launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
     script = tmp_path / "server.py"  # missing at first: the server cannot start
     entry = {"name": "later", "command": sys.executable, "args": [str(script)], "env": []}
     agent = await launch.start("openai")
@@ -363,18 +420,21 @@ async def test_a_failed_server_is_tried_again_at_the_next_prompt(
 
 
 async def test_load_and_resume_connect_the_servers_they_pass(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai")
     first, second = stdio_server("a"), stdio_server("b")
     session = await open_session(agent, project, first)
     await agent.result("session/close", {"sessionId": session})
     assert live_processes(first["args"][-1]) == []
 
-    await agent.result("session/load", {"sessionId": session, "cwd": str(project),
-                                        "mcpServers": [second]})
+    await agent.result(
+        "session/load", {"sessionId": session, "cwd": str(project), "mcpServers": [second]}
+    )
     assert len(live_processes(second["args"][-1])) == 1
-    await agent.result("session/resume", {"sessionId": session, "cwd": str(project),
-                                          "mcpServers": [first]})  # open: a new set
+    await agent.result(
+        "session/resume", {"sessionId": session, "cwd": str(project), "mcpServers": [first]}
+    )  # open: a new set
     assert live_processes(second["args"][-1]) == []
     assert len(live_processes(first["args"][-1])) == 1
     server.script(Reply(text="ok"))
@@ -383,13 +443,23 @@ async def test_load_and_resume_connect_the_servers_they_pass(
 
 
 async def test_a_third_party_server_from_pypi_answers_a_scripted_turn(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """`mcp-server-time` (PyPI), as an editor would configure it."""
-    time_server = {"name": "time", "command": sys.executable, "args": ["-m", "mcp_server_time"],
-                   "env": []}
-    agent, turn = await one_call(launch, server, project, "mcp__time__convert_time",
-                                 args(source_timezone="Etc/UTC", time="12:00",
-                                      target_timezone="Asia/Tokyo"), servers=(time_server,))
+    time_server = {
+        "name": "time",
+        "command": sys.executable,
+        "args": ["-m", "mcp_server_time"],
+        "env": [],
+    }
+    agent, turn = await one_call(
+        launch,
+        server,
+        project,
+        "mcp__time__convert_time",
+        args(source_timezone="Etc/UTC", time="12:00", target_timezone="Asia/Tokyo"),
+        servers=(time_server,),
+    )
 
     assert agent.editor.of_method("session/request_permission") == []  # read-only hint
     call = for_call(turn.updates, "c1")
@@ -421,12 +491,17 @@ async def refusing_server(seen: list[dict[str, str]]) -> AsyncIterator[str]:
 
 
 async def test_an_http_server_gets_its_headers_and_a_refusal_is_reported(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     seen: list[dict[str, str]] = []
     async with refusing_server(seen) as url:
         agent = await launch.start("openai")
-        entry = {"type": "http", "name": "guarded", "url": url,
-                 "headers": [{"name": "Authorization", "value": "Bearer t0ken-123"}]}
+        entry = {
+            "type": "http",
+            "name": "guarded",
+            "url": url,
+            "headers": [{"name": "Authorization", "value": "Bearer t0ken-123"}],
+        }
         session = await open_session(agent, project, entry)
         server.script(Reply(text="ok"))
         turn = await agent.prompt(session, "hello")
@@ -438,12 +513,17 @@ async def test_an_http_server_gets_its_headers_and_a_refusal_is_reported(
 
 def raw_server(name: str, modes: str = "", label: str = "") -> dict[str, Any]:
     """The hand-written server (`tests/mcp/raw_server.py`); `args[-1]` is a unique label."""
-    return {"name": name, "command": sys.executable,
-            "args": [str(RAW_SERVER), modes, label or f"{name}-{uuid.uuid4().hex}"], "env": []}
+    return {
+        "name": name,
+        "command": sys.executable,
+        "args": [str(RAW_SERVER), modes, label or f"{name}-{uuid.uuid4().hex}"],
+        "env": [],
+    }
 
 
 async def test_a_cancel_is_not_held_up_by_a_server_that_never_lists_its_tools_again(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai")
     session = await open_session(agent, project, raw_server("raw", "hang_relist"))
     server.script(Reply(calls=(Call("c1", "mcp__raw__changed", "{}"),)), Reply(text="never"))
@@ -455,11 +535,18 @@ async def test_a_cancel_is_not_held_up_by_a_server_that_never_lists_its_tools_ag
 
 
 async def test_the_agent_exits_while_a_session_is_still_starting_its_servers(
-        launch: Launcher, project: Path) -> None:
+    launch: Launcher, project: Path
+) -> None:
     agent = await launch.start("openai")
     entry = raw_server("slow", "slow_stubborn")
-    await agent.proc.send({"jsonrpc": "2.0", "id": "new", "method": "session/new",
-                           "params": {"cwd": str(project), "mcpServers": [entry]}})
+    await agent.proc.send(
+        {
+            "jsonrpc": "2.0",
+            "id": "new",
+            "method": "session/new",
+            "params": {"cwd": str(project), "mcpServers": [entry]},
+        }
+    )
     await wait_until(lambda: live_processes(entry["args"][-1]), "the server to be spawned")
 
     await launch.close(agent)  # stdin closed: an orderly exit, within its grace
@@ -468,16 +555,23 @@ async def test_the_agent_exits_while_a_session_is_still_starting_its_servers(
 
 
 async def test_a_tool_name_keeps_its_server_when_another_server_comes_back(
-        launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
     script = tmp_path / "late.py"  # `a.b` cannot start at first; `a_b` can
-    late = {"name": "a.b", "command": sys.executable,
-            "args": [str(script), "", "from a.b"], "env": []}
+    late = {
+        "name": "a.b",
+        "command": sys.executable,
+        "args": [str(script), "", "from a.b"],
+        "env": [],
+    }
     agent = await launch.start("openai")
     session = await open_session(agent, project, late, raw_server("a_b", label="from a_b"))
-    server.script(Reply(text="one"), Reply(text="two"),
-                  Reply(calls=(Call("c1", "mcp__a_b__ok", "{}"),
-                               Call("c2", "mcp__a_b__ok_2", "{}"))),
-                  Reply(text="done"))
+    server.script(
+        Reply(text="one"),
+        Reply(text="two"),
+        Reply(calls=(Call("c1", "mcp__a_b__ok", "{}"), Call("c2", "mcp__a_b__ok_2", "{}"))),
+        Reply(text="done"),
+    )
     await agent.prompt(session, "hello")  # tries `a.b` again: still missing
     await wait_until(lambda: len(agent.log("mcp_server_failed")) == 2, "the retry to fail")
     script.write_text(RAW_SERVER.read_text())

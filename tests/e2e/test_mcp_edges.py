@@ -28,45 +28,59 @@ from tests.harness import live_processes
 
 def tagged_stdio(transport: str) -> dict[str, Any]:
     """A stdio entry (command, args, env) that also says it is an HTTP or SSE server."""
-    return {"type": transport, "name": "mixed", "command": sys.executable,
-            "args": [str(SERVER), "stdio"], "env": []}
+    return {
+        "type": transport,
+        "name": "mixed",
+        "command": sys.executable,
+        "args": [str(SERVER), "stdio"],
+        "env": [],
+    }
 
 
 @pytest.mark.parametrize("transport", ["http", "sse"])
 async def test_a_stdio_entry_tagged_as_remote_is_refused_naming_the_field(
-        launch: Launcher, server: ScriptedProvider, project: Path, transport: str) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, transport: str
+) -> None:
     agent = await launch.start("openai")
     session = await agent.new_session(project)
     entry = tagged_stdio(transport)
-    setups = [("session/new", {"cwd": str(project), "mcpServers": [entry]}),
-              ("session/load", {"sessionId": session, "cwd": str(project),
-                                "mcpServers": [entry]}),
-              ("session/resume", {"sessionId": session, "cwd": str(project),
-                                  "mcpServers": [entry]})]
+    setups = [
+        ("session/new", {"cwd": str(project), "mcpServers": [entry]}),
+        ("session/load", {"sessionId": session, "cwd": str(project), "mcpServers": [entry]}),
+        ("session/resume", {"sessionId": session, "cwd": str(project), "mcpServers": [entry]}),
+    ]
 
     for method, params in setups:
         answer = await agent.request(method, params)
         assert answer["error"]["code"] == -32602, (method, answer)
-        assert answer["error"]["message"] == ('Invalid params: mcpServers[0]: missing required '
-                                              'property "url"'), method
+        assert answer["error"]["message"] == (
+            'Invalid params: mcpServers[0]: missing required property "url"'
+        ), method
     assert agent.log("handler_failed") == []
 
 
 async def test_the_servers_secrets_are_neither_stored_nor_logged(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     secret = f"s3cret-{uuid.uuid4().hex}"
     seen: list[dict[str, str]] = []
     stdio = stdio_server()
     stdio["env"].append({"name": "TOKEN", "value": secret})
     async with refusing_server(seen) as url:
         agent = await launch.start("openai")  # the tests' agents log at debug level
-        remote = {"type": "http", "name": "guarded", "url": url,
-                  "headers": [{"name": "Authorization", "value": f"Bearer {secret}"}]}
+        remote = {
+            "type": "http",
+            "name": "guarded",
+            "url": url,
+            "headers": [{"name": "Authorization", "value": f"Bearer {secret}"}],
+        }
         session = await open_session(agent, project, remote, stdio)
         server.script(Reply(text="ok"))
         await agent.prompt(session, "hello")
-        await agent.request("session/load", {"sessionId": session, "cwd": str(project),
-                                             "mcpServers": [remote, stdio]})
+        await agent.request(
+            "session/load",
+            {"sessionId": session, "cwd": str(project), "mcpServers": [remote, stdio]},
+        )
         await launch.close(agent)
 
     assert seen[0]["Authorization"] == f"Bearer {secret}"  # the server got the real value
@@ -101,36 +115,52 @@ def contacted(listener: socket.socket) -> bool:
 
 
 async def test_the_start_up_bound_counts_from_the_request_the_sdks_import_included(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """The first session with servers loads the SDK (half a second, seconds on a busy
     machine). That is part of the start-up bound, so a bound shorter than it passes before
     any server is reached, and session/new answers at once, the servers failed."""
     agent = await launch.start("openai", ACP_FSM_MCP_STARTUP_TIMEOUT_MS="1")
     marker = f"never-{uuid.uuid4().hex}"
-    local = {"name": "local", "command": sys.executable,
-             "args": ["-c", "import time; time.sleep(60)", marker], "env": []}
+    local = {
+        "name": "local",
+        "command": sys.executable,
+        "args": ["-c", "import time; time.sleep(60)", marker],
+        "env": [],
+    }
     with silent_listener() as http, silent_listener() as sse:
-        remote = [{"type": kind, "name": f"silent-{kind}", "headers": [],
-                   "url": f"http://127.0.0.1:{port}/{kind}"}
-                  for kind, port in (("http", http.getsockname()[1]),
-                                     ("sse", sse.getsockname()[1]))]
-        answer = await agent.proc.request("session/new", {
-            "cwd": str(project), "mcpServers": [*remote, local]}, wait_s=3)
+        remote = [
+            {
+                "type": kind,
+                "name": f"silent-{kind}",
+                "headers": [],
+                "url": f"http://127.0.0.1:{port}/{kind}",
+            }
+            for kind, port in (("http", http.getsockname()[1]), ("sse", sse.getsockname()[1]))
+        ]
+        answer = await agent.proc.request(
+            "session/new", {"cwd": str(project), "mcpServers": [*remote, local]}, wait_s=3
+        )
 
         assert live_processes(marker) == []  # the bound passed before anything was started
         assert not contacted(http) and not contacted(sse)
         server.script(Reply(text="ok"))
         turn = await agent.prompt(answer["result"]["sessionId"], "hello")
 
-    told = [u["content"]["text"] for u in turn.updates if u["sessionUpdate"] ==
-            "agent_message_chunk"][:3]
+    told = [
+        u["content"]["text"] for u in turn.updates if u["sessionUpdate"] == "agent_message_chunk"
+    ][:3]
     assert [t.split(" did not start within 0.001 s")[0] for t in told] == [
-        "MCP server 'silent-http'", "MCP server 'silent-sse'", "MCP server 'local'"]
+        "MCP server 'silent-http'",
+        "MCP server 'silent-sse'",
+        "MCP server 'local'",
+    ]
 
 
 @pytest.mark.slow
 async def test_a_result_too_large_for_the_store_is_cut_and_the_turn_goes_on(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """A result that would take 68 MiB as stored (structured content: JSON text for the model
     and for the editor): the model reads what its window can take, the editor is shown what
     one result shows, each the start and the end of it with a note of the cut, and it is
@@ -139,9 +169,11 @@ async def test_a_result_too_large_for_the_store_is_cut_and_the_turn_goes_on(
     count = 8_500_000
     agent = await launch.start("openai")
     session = await open_session(agent, project, raw_server("raw"))
-    server.script(Reply(calls=(Call("c1", "mcp__raw__quotes", args(count=count)),)),
-                  Reply(text="SUMMARY: the user asked for quotes."),  # it fills the window
-                  Reply(text="done"))
+    server.script(
+        Reply(calls=(Call("c1", "mcp__raw__quotes", args(count=count)),)),
+        Reply(text="SUMMARY: the user asked for quotes."),  # it fills the window
+        Reply(text="done"),
+    )
 
     turn = await (await agent.start_prompt(session, "quote")).result(timeout=60)
 

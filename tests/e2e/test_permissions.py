@@ -6,9 +6,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from acp_fsm.devkit.editor import HOLD
+from acp_fsm.devkit.editor import HOLD, Choice
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
 from tests.e2e.support import (
+    BARE,
     Agent,
     Launcher,
     args,
@@ -27,23 +28,29 @@ def write(call_id: str, name: str, content: str = "x\n") -> Call:
     return Call(call_id, "write_file", args(path=name, content=content))
 
 
-async def setup(launch: Launcher, project: Path, *answers: str, **env: str) -> tuple[Agent, str]:
-    agent = await launch.start("anthropic", **env)
+async def setup(launch: Launcher, project: Path, *answers: Choice, **env: str) -> tuple[Agent, str]:
+    agent = await launch.start("anthropic", capabilities=BARE, **env)
     agent.editor.permissions.extend(answers)
     return agent, await agent.new_session(project)
 
 
 def asked_for(agent: Agent) -> list[str]:
     """The tool call ids the user was asked about, in order."""
-    return [r["params"]["toolCall"]["toolCallId"]
-            for r in agent.editor.of_method("session/request_permission")]
+    return [
+        r["params"]["toolCall"]["toolCallId"]
+        for r in agent.editor.of_method("session/request_permission")
+    ]
 
 
-async def test_allow_once_asks_every_time(launch: Launcher, server: ScriptedProvider,
-                                          project: Path) -> None:
+async def test_allow_once_asks_every_time(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent, session = await setup(launch, project, "allow_once", "allow_once")
-    server.script(Reply(calls=(write("w1", "a.txt"),)), Reply(calls=(write("w2", "b.txt"),)),
-                  Reply(text="both written"))
+    server.script(
+        Reply(calls=(write("w1", "a.txt"),)),
+        Reply(calls=(write("w2", "b.txt"),)),
+        Reply(text="both written"),
+    )
 
     turn = await agent.prompt(session, "write two files")
 
@@ -52,25 +59,36 @@ async def test_allow_once_asks_every_time(launch: Launcher, server: ScriptedProv
     first = agent.editor.of_method("session/request_permission")[0]["params"]
     path = str(project / "a.txt")
     assert first["sessionId"] == session
-    assert first["toolCall"] == {"toolCallId": "w1", "status": "pending", "title": "Write a.txt",
-                                 "kind": "edit", "rawInput": {"path": "a.txt", "content": "x\n"},
-                                 "content": [{"type": "diff", "path": path, "oldText": None,
-                                              "newText": "x\n"}],
-                                 "locations": [{"path": path}]}
+    assert first["toolCall"] == {
+        "toolCallId": "w1",
+        "status": "pending",
+        "title": "Write a.txt",
+        "kind": "edit",
+        "rawInput": {"path": "a.txt", "content": "x\n"},
+        "content": [{"type": "diff", "path": path, "oldText": None, "newText": "x\n"}],
+        "locations": [{"path": path}],
+    }
     assert [o["optionId"] for o in first["options"]] == OPTION_IDS
     assert [o["kind"] for o in first["options"]] == OPTION_IDS
     assert (project / "a.txt").read_text() == "x\n" and (project / "b.txt").read_text() == "x\n"
     # the permission request comes after the call was announced, and before it runs
-    announced = next(i for i, m in enumerate(agent.messages)
-                     if m.get("params", {}).get("update", {}).get("toolCallId") == "w1")
+    announced = next(
+        i
+        for i, m in enumerate(agent.messages)
+        if m.get("params", {}).get("update", {}).get("toolCallId") == "w1"
+    )
     asked = agent.position(agent.editor.of_method("session/request_permission")[0])
-    started = next(i for i, m in enumerate(agent.messages)
-                   if m.get("params", {}).get("update", {}).get("status") == "in_progress")
+    started = next(
+        i
+        for i, m in enumerate(agent.messages)
+        if m.get("params", {}).get("update", {}).get("status") == "in_progress"
+    )
     assert announced < asked < started
 
 
-async def test_reject_once_tells_the_model(launch: Launcher, server: ScriptedProvider,
-                                           project: Path) -> None:
+async def test_reject_once_tells_the_model(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent, session = await setup(launch, project, "reject_once")
     server.script(Reply(calls=(write("w1", "a.txt"),)), Reply(text="ok, I won't"))
 
@@ -87,12 +105,16 @@ async def test_reject_once_tells_the_model(launch: Launcher, server: ScriptedPro
 
 
 async def test_allow_always_is_remembered_per_tool_and_session(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     (project / "c.txt").write_text("one\n")
     agent, session = await setup(launch, project, "allow_always", "allow_once")
     edit = Call("e1", "edit_file", args(path="c.txt", old_text="one", new_text="two"))
-    server.script(Reply(calls=(write("w1", "a.txt"),)), Reply(calls=(write("w2", "b.txt"), edit)),
-                  Reply(text="done"))
+    server.script(
+        Reply(calls=(write("w1", "a.txt"),)),
+        Reply(calls=(write("w2", "b.txt"), edit)),
+        Reply(text="done"),
+    )
 
     assert (await agent.prompt(session, "write")).stop_reason == "end_turn"
     assert asked_for(agent) == ["w1", "e1"]  # w2 remembered; edit_file is another tool
@@ -111,11 +133,15 @@ async def test_allow_always_is_remembered_per_tool_and_session(
     assert not (project / "e.txt").exists()
 
 
-async def test_reject_always_is_remembered(launch: Launcher, server: ScriptedProvider,
-                                           project: Path) -> None:
+async def test_reject_always_is_remembered(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent, session = await setup(launch, project, "reject_always")
-    server.script(Reply(calls=(write("w1", "a.txt"),)), Reply(calls=(write("w2", "b.txt"),)),
-                  Reply(text="giving up"))
+    server.script(
+        Reply(calls=(write("w1", "a.txt"),)),
+        Reply(calls=(write("w2", "b.txt"),)),
+        Reply(text="giving up"),
+    )
 
     turn = await agent.prompt(session, "write")
 
@@ -130,7 +156,8 @@ async def test_reject_always_is_remembered(launch: Launcher, server: ScriptedPro
 
 
 async def test_client_cancelled_outcome_outside_a_cancel_denies_the_call(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent, session = await setup(launch, project, "cancelled")
     server.script(Reply(calls=(write("w1", "a.txt"),)), Reply(text="understood"))
 
@@ -145,7 +172,8 @@ async def test_client_cancelled_outcome_outside_a_cancel_denies_the_call(
 
 
 async def test_permission_timeout_denies_and_withdraws_the_request(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent, session = await setup(launch, project, HOLD, ACP_PERMISSION_TIMEOUT_MS="300")
     server.script(Reply(calls=(write("w1", "a.txt"),)), Reply(text="no answer then"))
 
@@ -166,18 +194,25 @@ async def test_permission_timeout_denies_and_withdraws_the_request(
     assert (await agent.prompt(session, "hello")).stop_reason == "end_turn"
 
 
-async def test_reads_outside_the_cwd_ask(launch: Launcher, server: ScriptedProvider,
-                                         project: Path, tmp_path: Path) -> None:
+async def test_reads_outside_the_cwd_ask(
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text("top secret\n")
     (project / "link.txt").symlink_to(outside / "secret.txt")
     (project / "inside.txt").write_text("public\n")
     agent, session = await setup(launch, project, "allow_once", "reject_once")
-    server.script(Reply(calls=(Call("up", "read_file", args(path="../outside/secret.txt")),
-                               Call("link", "read_file", args(path="link.txt")),
-                               Call("in", "read_file", args(path="inside.txt")))),
-                  Reply(text="read"))
+    server.script(
+        Reply(
+            calls=(
+                Call("up", "read_file", args(path="../outside/secret.txt")),
+                Call("link", "read_file", args(path="link.txt")),
+                Call("in", "read_file", args(path="inside.txt")),
+            )
+        ),
+        Reply(text="read"),
+    )
 
     turn = await agent.prompt(session, "read them")
 
@@ -194,14 +229,17 @@ async def test_reads_outside_the_cwd_ask(launch: Launcher, server: ScriptedProvi
 
 
 async def test_reads_inside_an_additional_directory_do_not_ask(
-        launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
     extra = tmp_path / "extra"
     extra.mkdir()
     (extra / "lib.txt").write_text("library\n")
     agent = await launch.start("openai")
     session = await agent.new_session(project, extra)
-    server.script(Reply(calls=(Call("lib", "read_file", args(path=str(extra / "lib.txt"))),)),
-                  Reply(text="read"))
+    server.script(
+        Reply(calls=(Call("lib", "read_file", args(path=str(extra / "lib.txt"))),)),
+        Reply(text="read"),
+    )
 
     turn = await agent.prompt(session, "read the library")
 

@@ -8,18 +8,23 @@ from pathlib import Path
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
 from tests.e2e.support import Launcher, args, for_call, statuses, tool_results
 
-PLAN = [{"content": "Read the code", "priority": "high", "status": "completed"},
-        {"content": "Fix the bug", "priority": "medium", "status": "in_progress"}]
+PLAN = [
+    {"content": "Read the code", "priority": "high", "status": "completed"},
+    {"content": "Fix the bug", "priority": "medium", "status": "in_progress"},
+]
 LATER = [dict(PLAN[0]), dict(PLAN[1], status="completed")]
 
 
 async def test_a_plan_is_shown_and_shown_again_by_load(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai")
     session = await agent.new_session(project)
-    server.script(Reply(calls=(Call("p1", "update_plan", args(entries=PLAN)),)),
-                  Reply(calls=(Call("p2", "update_plan", args(entries=LATER)),)),
-                  Reply(text="done"))
+    server.script(
+        Reply(calls=(Call("p1", "update_plan", args(entries=PLAN)),)),
+        Reply(calls=(Call("p2", "update_plan", args(entries=LATER)),)),
+        Reply(text="done"),
+    )
 
     turn = await agent.prompt(session, "plan it")
 
@@ -31,8 +36,9 @@ async def test_a_plan_is_shown_and_shown_again_by_load(
     await launch.close(agent)
 
     other = await launch.start("openai")
-    await other.result("session/load", {"sessionId": session, "cwd": str(project),
-                                        "mcpServers": []})
+    await other.result(
+        "session/load", {"sessionId": session, "cwd": str(project), "mcpServers": []}
+    )
     replayed = other.updates(session)
     kinds = [(u["sessionUpdate"], u.get("toolCallId"), u.get("status")) for u in replayed]
     plans = [u["entries"] for u in replayed if u["sessionUpdate"] == "plan"]

@@ -26,8 +26,8 @@ from tests.e2e.support import (
     stored,
     tool_call_ids,
     tool_results,
-    wait_until,
 )
+from tests.harness import wait_until
 
 
 @contextmanager
@@ -43,7 +43,8 @@ def store_locked(home: Path) -> Iterator[None]:
 
 
 async def test_cancel_while_a_finished_message_waits_for_the_store(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """Commit, then tell: a cancel that lands while the finished message waits for the store
     (another process holds its lock) is answered once the turn's entries are committed, and
     they are all there when the answer comes."""
@@ -53,11 +54,17 @@ async def test_cancel_while_a_finished_message_waits_for_the_store(
     pending = await agent.start_prompt(session, "hi")
     await wait_until(lambda: agent.updates(session, pending.start), "the first chunk")
     with store_locked(launch.home):
-        await wait_until(lambda: any(u["sessionUpdate"] == "usage_update" for u in
-                                     agent.updates(session, pending.start, metadata=True)),
-                         "the end of the stream")
-        await wait_until(lambda: agent.proc.logged("entry_queued", kind="assistant"),
-                         "the assistant message to wait for the lock")
+        await wait_until(
+            lambda: any(
+                u["sessionUpdate"] == "usage_update"
+                for u in agent.updates(session, pending.start, metadata=True)
+            ),
+            "the end of the stream",
+        )
+        await wait_until(
+            lambda: agent.proc.logged("entry_queued", kind="assistant"),
+            "the assistant message to wait for the lock",
+        )
         await agent.cancel(session)
         await asyncio.sleep(SETTLE_S)
         assert not pending.done()  # nothing is answered that a crash could still lose
@@ -68,7 +75,8 @@ async def test_cancel_while_a_finished_message_waits_for_the_store(
 
 
 async def test_a_provider_error_racing_a_cancel_still_answers_cancelled(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai")
     session = await agent.new_session(project)
     server.script(Reply(text=("hello ", "wor"), headers_delay_s=0.3, fault=ErrorEvent(3)))
@@ -76,8 +84,10 @@ async def test_a_provider_error_racing_a_cancel_still_answers_cancelled(
     await wait_until(lambda: server.requests, "the model call")
     with store_locked(launch.home):
         await wait_until(lambda: len(agent.updates(session, pending.start)) >= 2, "two chunks")
-        await wait_until(lambda: agent.proc.logged("entry_queued", kind="assistant"),
-                         "the error, and the partial message waiting for the lock")
+        await wait_until(
+            lambda: agent.proc.logged("entry_queued", kind="assistant"),
+            "the error, and the partial message waiting for the lock",
+        )
         await agent.cancel(session)
         await asyncio.sleep(SETTLE_S)
         assert not pending.done()  # answered once what it wrote is committed
@@ -87,7 +97,8 @@ async def test_a_provider_error_racing_a_cancel_still_answers_cancelled(
 
 
 async def test_a_terminal_created_after_the_cancel_is_killed_and_released(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai", capabilities=EDITOR)
     session = await agent.new_session(project)
     agent.editor.permissions.append("allow_once")
@@ -98,26 +109,36 @@ async def test_a_terminal_created_after_the_cancel_is_killed_and_released(
     await agent.cancel(session)
     assert (await pending.result()).stop_reason == "cancelled"
     await agent.answer_held(request, {"terminalId": "term-42"})  # it did start one
-    await wait_until(lambda: ("terminal/release", "term-42") in [
-        (r["method"], r["params"].get("terminalId")) for r in agent.editor.received],
-        "the late terminal's release", 3.0)
-    cleanup = [(r["method"], r["params"].get("terminalId")) for r in agent.editor.received
-               if r["method"] in ("terminal/kill", "terminal/release")]
+    await wait_until(
+        lambda: (
+            ("terminal/release", "term-42")
+            in [(r["method"], r["params"].get("terminalId")) for r in agent.editor.received]
+        ),
+        "the late terminal's release",
+        3.0,
+    )
+    cleanup = [
+        (r["method"], r["params"].get("terminalId"))
+        for r in agent.editor.received
+        if r["method"] in ("terminal/kill", "terminal/release")
+    ]
     assert cleanup == [("terminal/kill", "term-42"), ("terminal/release", "term-42")]
     del agent.editor.overrides["terminal/create"]
 
 
 async def test_a_command_may_outlive_the_client_rpc_limit(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """terminal/wait_for_exit is bounded by the command's own timeout_ms, not by
     ACP_CLIENT_RPC_TIMEOUT_MS (editors answer it only when the command ends)."""
     agent = await launch.start("openai", capabilities=EDITOR, ACP_CLIENT_RPC_TIMEOUT_MS="300")
     session = await agent.new_session(project)
     agent.editor.permissions.append("allow_once")
     agent.editor.terminal_exit = HOLD
-    server.script(Reply(calls=(Call("c1", "run_command",
-                                    args(command="make test", timeout_ms=10000)),)),
-                  Reply(text="done"))
+    server.script(
+        Reply(calls=(Call("c1", "run_command", args(command="make test", timeout_ms=10000)),)),
+        Reply(text="done"),
+    )
     pending = await agent.start_prompt(session, "run the tests")
     request = await agent.wait_request("terminal/wait_for_exit")
     await asyncio.sleep(1.0)  # well past the client-RPC limit, well inside timeout_ms
@@ -130,14 +151,17 @@ async def test_a_command_may_outlive_the_client_rpc_limit(
 
 
 async def test_made_up_tool_call_ids_are_unique_in_the_session(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     (project / "a.txt").write_text("A\n")
     (project / "b.txt").write_text("B\n")
     agent = await launch.start("openai")
     session = await agent.new_session(project)
-    server.script(Reply(calls=(Call("", "read_file", args(path="a.txt")),)),  # no ids sent
-                  Reply(calls=(Call("", "read_file", args(path="b.txt")),)),
-                  Reply(text="done"))
+    server.script(
+        Reply(calls=(Call("", "read_file", args(path="a.txt")),)),  # no ids sent
+        Reply(calls=(Call("", "read_file", args(path="b.txt")),)),
+        Reply(text="done"),
+    )
     turn = await agent.prompt(session, "read both")
     announced = [u["toolCallId"] for u in turn.updates if u["sessionUpdate"] == "tool_call"]
     assert len(announced) == 2 and len(set(announced)) == 2
@@ -145,13 +169,20 @@ async def test_made_up_tool_call_ids_are_unique_in_the_session(
 
 
 async def test_arguments_a_tool_cannot_describe_are_the_models_error(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai")
     session = await agent.new_session(project)
-    server.script(Reply(text="Let me look.",
-                        calls=(Call("c1", "read_file", json.dumps({"path": "src/a\u0000.py"})),
-                               Call("c2", "search_files", args(pattern="a{4294967296}")))),
-                  Reply(text="Sorry."))
+    server.script(
+        Reply(
+            text="Let me look.",
+            calls=(
+                Call("c1", "read_file", json.dumps({"path": "src/a\u0000.py"})),
+                Call("c2", "search_files", args(pattern="a{4294967296}")),
+            ),
+        ),
+        Reply(text="Sorry."),
+    )
     turn = await agent.prompt(session, "look")
     assert turn.stop_reason == "end_turn"
     results = tool_results(server.requests[-1])

@@ -23,8 +23,9 @@ from tests.e2e.support import (
 )
 
 
-async def run_calls(agent: Agent, server: ScriptedProvider, session: str, *calls: Call
-                    ) -> tuple[list[dict[str, Any]], dict[str, tuple[str, bool | None]]]:
+async def run_calls(
+    agent: Agent, server: ScriptedProvider, session: str, *calls: Call
+) -> tuple[list[dict[str, Any]], dict[str, tuple[str, bool | None]]]:
     """One turn in which the model makes `calls`, then says "done": the turn's updates and
     the tool results the model was sent."""
     server.script(Reply(calls=calls), Reply(text="done"))
@@ -35,7 +36,8 @@ async def run_calls(agent: Agent, server: ScriptedProvider, session: str, *calls
 
 
 async def test_a_null_result_is_success_where_the_result_carries_nothing(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """Toad, CodeCompanion and avante answer a successful write (and terminal/release) with
     `"result": null`: the write happened, so the call completed."""
     (project / "code.py").write_text("x = 1\n")
@@ -45,11 +47,14 @@ async def test_a_null_result_is_success_where_the_result_carries_nothing(
     session = await agent.new_session(project)
 
     updates, results = await run_calls(
-        agent, server, session,
+        agent,
+        server,
+        session,
         Call("w1", "write_file", args(path="new.txt", content="hello\n")),
         Call("e1", "edit_file", args(path="code.py", old_text="x = 1", new_text="x = 2")),
         Call("w2", "write_file", args(path="more.txt", content="more\n")),
-        Call("r1", "run_command", args(command="echo hi")))
+        Call("r1", "run_command", args(command="echo hi")),
+    )
 
     for call_id in ("w1", "e1", "w2", "r1"):
         assert statuses(for_call(updates, call_id))[-1] == "completed", call_id
@@ -63,7 +68,8 @@ async def test_a_null_result_is_success_where_the_result_carries_nothing(
 
 
 async def test_a_null_result_where_data_is_required_is_refused_as_such(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """A read must carry `content` and a permission answer its `outcome`: `null` is no
     answer, and says so; it is our check that failed, not an error the editor reported."""
     (project / "a.txt").write_text("a\n")
@@ -72,9 +78,13 @@ async def test_a_null_result_where_data_is_required_is_refused_as_such(
     agent.editor.permissions.append("allow_once")
     session = await agent.new_session(project)
 
-    _, results = await run_calls(agent, server, session,
-                                 Call("r1", "read_file", args(path="a.txt")),
-                                 Call("w1", "write_file", args(path="b.txt", content="b")))
+    _, results = await run_calls(
+        agent,
+        server,
+        session,
+        Call("r1", "read_file", args(path="a.txt")),
+        Call("w1", "write_file", args(path="b.txt", content="b")),
+    )
 
     read, read_error = results["r1"]
     assert read_error is True
@@ -88,17 +98,20 @@ async def test_a_null_result_where_data_is_required_is_refused_as_such(
 
 
 async def test_an_editor_error_is_quoted_with_its_data(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """acpx refuses a write with -32603 "Internal error" and the reason in `data.details`;
     the model and the user must see that reason."""
     agent = await launch.start("anthropic", capabilities=EDITOR)
     agent.editor.overrides["fs/write_text_file"] = EditorError(
-        -32603, "Internal error", {"details": "Permission denied for fs/write_text_file"})
+        -32603, "Internal error", {"details": "Permission denied for fs/write_text_file"}
+    )
     agent.editor.permissions.append("allow_once")
     session = await agent.new_session(project)
 
-    updates, results = await run_calls(agent, server, session,
-                                       Call("w1", "write_file", args(path="a.txt", content="a")))
+    updates, results = await run_calls(
+        agent, server, session, Call("w1", "write_file", args(path="a.txt", content="a"))
+    )
 
     text, is_error = results["w1"]
     assert is_error is True
@@ -109,20 +122,23 @@ async def test_an_editor_error_is_quoted_with_its_data(
 
 
 async def test_an_unsaved_buffer_is_read_though_the_disk_has_no_such_file(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("anthropic", capabilities=EDITOR)
     agent.editor.buffers[str(project / "draft.md")] = "# Draft\nunsaved words\n"
     session = await agent.new_session(project)
 
-    _, results = await run_calls(agent, server, session,
-                                 Call("r1", "read_file", args(path="draft.md")))
+    _, results = await run_calls(
+        agent, server, session, Call("r1", "read_file", args(path="draft.md"))
+    )
 
     assert results["r1"] == ("# Draft\nunsaved words\n", False)
     assert not (project / "draft.md").exists()
 
 
 async def test_a_reloaded_session_shows_what_a_terminal_printed(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """The terminal of a command belongs to the connection that ran it; a reload shows the
     command's output and exit status as text instead, bounded."""
     first = await launch.start("anthropic", capabilities=EDITOR)
@@ -136,8 +152,9 @@ async def test_a_reloaded_session_shows_what_a_terminal_printed(
 
     second = await launch.start("anthropic", capabilities=EDITOR)
     start = len(second.messages)
-    assert "result" in await second.request("session/load", {
-        "sessionId": session, "cwd": str(project), "mcpServers": []})
+    assert "result" in await second.request(
+        "session/load", {"sessionId": session, "cwd": str(project), "mcpServers": []}
+    )
     replayed = second.updates(session, start)
 
     assert "terminal" not in str(replayed)
@@ -150,17 +167,23 @@ async def test_a_reloaded_session_shows_what_a_terminal_printed(
 
 
 async def test_an_editor_error_for_a_file_missing_on_disk_is_quoted(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """Only the editor saying "no such file" makes a file missing on disk absent: any other
     failure (here acpx's refusal) is reported as it is, never as "File not found"."""
     agent = await launch.start("anthropic", capabilities=EDITOR)
     agent.editor.overrides["fs/read_text_file"] = EditorError(
-        -32603, "Internal error", {"details": "Permission denied for fs/read_text_file"})
+        -32603, "Internal error", {"details": "Permission denied for fs/read_text_file"}
+    )
     session = await agent.new_session(project)
 
-    _, results = await run_calls(agent, server, session,
-                                 Call("r1", "read_file", args(path="unsaved.py")),
-                                 Call("w1", "write_file", args(path="unsaved.py", content="x")))
+    _, results = await run_calls(
+        agent,
+        server,
+        session,
+        Call("r1", "read_file", args(path="unsaved.py")),
+        Call("w1", "write_file", args(path="unsaved.py", content="x")),
+    )
 
     for call_id in ("r1", "w1"):
         text, is_error = results[call_id]

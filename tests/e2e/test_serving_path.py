@@ -8,24 +8,31 @@ import re
 from pathlib import Path
 
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
-from tests.e2e.support import Launcher, args
+from tests.e2e.support import BARE, Launcher, args
 
 IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \| ( *)(\S+)$", re.MULTILINE)
 
 
-def imported(stderr: bytes) -> set[str]:
+def imported(stderr: bytes | bytearray) -> set[str]:
     return {match[1] for match in IMPORTED.findall(stderr.decode("utf-8", "replace"))}
 
 
-async def served_session(launch: Launcher, server: ScriptedProvider, project: Path,
-                         **env: str | None) -> set[str]:
+async def served_session(
+    launch: Launcher, server: ScriptedProvider, project: Path, **env: str | None
+) -> set[str]:
     """The modules an agent imported over a session with a tool turn, a list and a close."""
     (project / "notes.txt").write_text("hello\n")
-    agent = await launch.start("openai", PYTHONPROFILEIMPORTTIME="1", **env)
+    agent = await launch.start("openai", capabilities=BARE, PYTHONPROFILEIMPORTTIME="1", **env)
     session = await agent.new_session(project)
-    server.script(Reply(calls=(Call("read-1", "read_file", args(path="notes.txt")),
-                               Call("ls-1", "list_directory", args(path=".")))),
-                  Reply(text="done"))
+    server.script(
+        Reply(
+            calls=(
+                Call("read-1", "read_file", args(path="notes.txt")),
+                Call("ls-1", "list_directory", args(path=".")),
+            )
+        ),
+        Reply(text="done"),
+    )
     turn = await agent.prompt(session, "read the notes")
     assert turn.stop_reason == "end_turn"
     listed = await agent.result("session/list", {})
@@ -35,15 +42,17 @@ async def served_session(launch: Launcher, server: ScriptedProvider, project: Pa
     return imported(agent.proc.stderr)
 
 
-async def test_serving_never_imports_the_devkit(launch: Launcher, server: ScriptedProvider,
-                                                project: Path) -> None:
+async def test_serving_never_imports_the_devkit(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     modules = await served_session(launch, server, project, ACP_FSM_DEBUG_METHODS=None)
     assert {"acp_fsm.startup", "acp_fsm.turn", "acp_fsm.tools.read_file"} <= modules
     assert sorted(name for name in modules if name.startswith("acp_fsm.devkit")) == []
 
 
 async def test_the_diagnostic_methods_bring_only_their_own_module(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     modules = await served_session(launch, server, project, ACP_FSM_DEBUG_METHODS="1")
     devkit = sorted(name for name in modules if name.startswith("acp_fsm.devkit"))
     assert devkit == ["acp_fsm.devkit", "acp_fsm.devkit.debug"]

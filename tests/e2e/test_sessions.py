@@ -30,18 +30,19 @@ from tests.e2e.support import (
     tool_results,
     unique_sleep,
     user_texts,
-    wait_until,
 )
-from tests.harness import live_processes
+from tests.harness import live_processes, wait_until
 
 
-async def restore(agent: Agent, method: str, session: str, cwd: Path
-                  ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+async def restore(
+    agent: Agent, method: str, session: str, cwd: Path
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """`session/load` or `session/resume`: the response and the updates sent before it, after
     checking that nothing about the session follows it."""
     start = len(agent.messages)
-    response = await agent.request(method, {"sessionId": session, "cwd": str(cwd),
-                                            "mcpServers": []})
+    response = await agent.request(
+        method, {"sessionId": session, "cwd": str(cwd), "mcpServers": []}
+    )
     end = agent.position(response)
     replayed = agent.updates(session, start, end)
     await asyncio.sleep(SETTLE_S)
@@ -66,9 +67,10 @@ def _merged(live: list[dict[str, Any]]) -> list[dict[str, Any]]:
         kind = update["sessionUpdate"]
         if kind == "tool_call_update" and update.get("status") in (None, "in_progress"):
             continue  # progress, and the change shown before asking, are not history
-        last = expected[-1] if expected else {"sessionUpdate": None}
+        last: dict[str, Any] = expected[-1] if expected else {"sessionUpdate": None}
         if kind in ("agent_message_chunk", "agent_thought_chunk") and (
-                last["sessionUpdate"] == kind):
+            last["sessionUpdate"] == kind
+        ):
             expected[-1] = chunk(kind, last["content"]["text"] + update["content"]["text"])
             continue
         expected.append(update)
@@ -85,40 +87,53 @@ def assert_same(replayed: list[dict[str, Any]], expected: list[dict[str, Any]]) 
 # ------------------------------------------------------------------------------ errors
 
 
-@pytest.mark.parametrize("method", ["session/prompt", "session/load", "session/resume",
-                                    "session/close", "session/delete"])
-async def test_unknown_session_is_resource_not_found(launch: Launcher, project: Path,
-                                                     method: str) -> None:
+@pytest.mark.parametrize(
+    "method",
+    ["session/prompt", "session/load", "session/resume", "session/close", "session/delete"],
+)
+async def test_unknown_session_is_resource_not_found(
+    launch: Launcher, project: Path, method: str
+) -> None:
     agent = await launch.start()
     await agent.proc.notify("session/cancel", {"sessionId": "sess_nope"})  # silently ignored
-    params: dict[str, Any] = {"sessionId": "sess_nope", "cwd": str(project), "mcpServers": [],
-                              "prompt": [{"type": "text", "text": "hi"}]}
-    spec_fields = {"session/prompt": ("sessionId", "prompt"),
-                   "session/close": ("sessionId",), "session/delete": ("sessionId",)}
+    params: dict[str, Any] = {
+        "sessionId": "sess_nope",
+        "cwd": str(project),
+        "mcpServers": [],
+        "prompt": [{"type": "text", "text": "hi"}],
+    }
+    spec_fields = {
+        "session/prompt": ("sessionId", "prompt"),
+        "session/close": ("sessionId",),
+        "session/delete": ("sessionId",),
+    }
     fields = spec_fields.get(method, ("sessionId", "cwd", "mcpServers"))
     response = await agent.request(method, {k: params[k] for k in fields})
     assert response["error"]["code"] == -32002
     assert "sess_nope" in response["error"]["message"]
 
 
-@pytest.mark.parametrize("params", [
-    {"cwd": "project", "mcpServers": []},
-    {"cwd": "/abs", "mcpServers": [], "additionalDirectories": ["rel/dir"]},
-], ids=["cwd", "additionalDirectories"])
-async def test_relative_paths_are_invalid_params(launch: Launcher, params: dict[str, Any]
-                                                 ) -> None:
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"cwd": "project", "mcpServers": []},
+        {"cwd": "/abs", "mcpServers": [], "additionalDirectories": ["rel/dir"]},
+    ],
+    ids=["cwd", "additionalDirectories"],
+)
+async def test_relative_paths_are_invalid_params(launch: Launcher, params: dict[str, Any]) -> None:
     agent = await launch.start()
     response = await agent.request("session/new", params)
     assert response["error"]["code"] == -32602
     assert "absolute" in response["error"]["message"]
 
 
-async def test_load_with_a_relative_cwd_is_invalid_params(launch: Launcher, project: Path
-                                                          ) -> None:
+async def test_load_with_a_relative_cwd_is_invalid_params(launch: Launcher, project: Path) -> None:
     agent = await launch.start()
     session = await agent.new_session(project)
-    response = await agent.request("session/load", {"sessionId": session, "cwd": "project",
-                                                    "mcpServers": []})
+    response = await agent.request(
+        "session/load", {"sessionId": session, "cwd": "project", "mcpServers": []}
+    )
     assert response["error"]["code"] == -32602
 
 
@@ -127,16 +142,25 @@ async def test_load_with_a_relative_cwd_is_invalid_params(launch: Launcher, proj
 
 @pytest.mark.slow
 async def test_load_in_a_new_process_replays_what_was_shown_live(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     (project / "code.py").write_text("x = 1\n")
     first = await launch.start("anthropic")
     first.editor.permissions.extend(["allow_once", "reject_once"])
     session = await first.new_session(project)
     server.script(
-        Reply(thinking=("Reading ", "first."), signature="sig-load", text=("I will ", "look."),
-              calls=(Call("r1", "read_file", args(path="code.py")),)),
-        Reply(text="Editing.", calls=(Call("e1", "edit_file", args(
-            path="code.py", old_text="x = 1", new_text="x = 2")),)),
+        Reply(
+            thinking=("Reading ", "first."),
+            signature="sig-load",
+            text=("I will ", "look."),
+            calls=(Call("r1", "read_file", args(path="code.py")),),
+        ),
+        Reply(
+            text="Editing.",
+            calls=(
+                Call("e1", "edit_file", args(path="code.py", old_text="x = 1", new_text="x = 2")),
+            ),
+        ),
         Reply(calls=(Call("w1", "write_file", args(path="other.py", content="")),)),
         Reply(text=("Done", "!")),
     )
@@ -151,9 +175,18 @@ async def test_load_in_a_new_process_replays_what_was_shown_live(
     assert_restored(response["result"])
     assert_same(replayed, as_replayed(("Fix the bug", live.updates)))
     assert [u["sessionUpdate"] for u in replayed] == [
-        "user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call",
-        "tool_call_update", "agent_message_chunk", "tool_call", "tool_call_update", "tool_call",
-        "tool_call_update", "agent_message_chunk"]
+        "user_message_chunk",
+        "agent_thought_chunk",
+        "agent_message_chunk",
+        "tool_call",
+        "tool_call_update",
+        "agent_message_chunk",
+        "tool_call",
+        "tool_call_update",
+        "tool_call",
+        "tool_call_update",
+        "agent_message_chunk",
+    ]
 
     server.script(Reply(text="You're welcome"))
     turn = await second.prompt(session, "Thanks")
@@ -161,22 +194,31 @@ async def test_load_in_a_new_process_replays_what_was_shown_live(
     assert history(server.requests[-1]) == [
         *before,
         {"role": "assistant", "content": [{"type": "text", "text": "Done!"}]},
-        {"role": "user", "content": [{"type": "text", "text": "Thanks"}]}]
+        {"role": "user", "content": [{"type": "text", "text": "Thanks"}]},
+    ]
 
 
 @pytest.mark.slow
 async def test_a_conversation_cancelled_midway_loads_and_continues(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     (project / "a.txt").write_text("alpha\n")
     first = await launch.start("anthropic", capabilities=EDITOR)
     first.editor.buffers[str(project / "a.txt")] = "alpha (unsaved)\n"
     first.editor.permissions.extend(["allow_once", HOLD])
     first.editor.terminal_exit = HOLD
     session = await first.new_session(project)
-    server.script(Reply(text="Reading.", calls=(Call("r1", "read_file", args(path="a.txt")),)),
-                  Reply(text="Read it."),
-                  Reply(text="Running.", calls=(Call("x1", "run_command", args(command="make")),
-                                                Call("x2", "run_command", args(command="ls")))))
+    server.script(
+        Reply(text="Reading.", calls=(Call("r1", "read_file", args(path="a.txt")),)),
+        Reply(text="Read it."),
+        Reply(
+            text="Running.",
+            calls=(
+                Call("x1", "run_command", args(command="make")),
+                Call("x2", "run_command", args(command="ls")),
+            ),
+        ),
+    )
     one = await first.prompt(session, "read a.txt")
     running = await first.start_prompt(session, "now build")
     await first.wait_request("session/request_permission", 2)  # x1 allowed, x2 asked
@@ -194,15 +236,18 @@ async def test_a_conversation_cancelled_midway_loads_and_continues(
     turn = await second.prompt(session, "go on")
     assert turn.stop_reason == "end_turn", turn.response
     sent = history(server.requests[-1])
-    assert sent[:len(before)] == before
+    assert sent[: len(before)] == before
     assert tool_results(server.requests[-1]) == {
-        "r1": ("alpha (unsaved)\n", False), "x1": (NOT_STARTED, True),
-        "x2": (NOT_STARTED, True)}
+        "r1": ("alpha (unsaved)\n", False),
+        "x1": (NOT_STARTED, True),
+        "x2": (NOT_STARTED, True),
+    }
     assert user_texts(server.requests[-1]) == ["read a.txt", "now build", "go on"]
 
 
 async def test_load_of_an_open_session_rebinds_its_running_turn(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai")
     session = await agent.new_session(project)
     server.script(Reply(text=("still ", "going"), fault=Hang(3)))
@@ -219,8 +264,9 @@ async def test_load_of_an_open_session_rebinds_its_running_turn(
     assert (await agent.prompt(session, "again")).stop_reason == "end_turn"
 
 
-async def test_resume_restores_without_replay(launch: Launcher, server: ScriptedProvider,
-                                              project: Path) -> None:
+async def test_resume_restores_without_replay(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     first = await launch.start("openai")
     session = await first.new_session(project)
     server.script(Reply(text="Remember 42."))
@@ -237,14 +283,16 @@ async def test_resume_restores_without_replay(launch: Launcher, server: Scripted
     assert history(server.requests[-1]) == [
         {"role": "user", "content": "Remember a number"},
         {"role": "assistant", "content": "Remember 42."},
-        {"role": "user", "content": "Which number?"}]
+        {"role": "user", "content": "Which number?"},
+    ]
 
 
 # ------------------------------------------------------------------------- list, close, delete
 
 
 async def test_list_filters_by_cwd_newest_first_with_titles(
-        launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     agent = await launch.start("openai")
@@ -252,8 +300,11 @@ async def test_list_filters_by_cwd_newest_first_with_titles(
     idle = await agent.new_session(elsewhere)
     gamma = await agent.new_session(project)
     server.fallback = Reply(text="ok")
-    for session, prompt in [(alpha, "Alpha   task\nwith details"), (gamma, "Gamma"),
-                            (alpha, "a later prompt keeps the title")]:
+    for session, prompt in [
+        (alpha, "Alpha   task\nwith details"),
+        (gamma, "Gamma"),
+        (alpha, "a later prompt keeps the title"),
+    ]:
         assert (await agent.prompt(session, prompt)).stop_reason == "end_turn"
 
     listed = (await agent.result("session/list", {}))["sessions"]
@@ -277,8 +328,9 @@ async def test_list_filters_by_cwd_newest_first_with_titles(
     assert (await again.result("session/list", {}))["sessions"] == listed
 
 
-async def test_list_pages_with_a_cursor(launch: Launcher, server: ScriptedProvider,
-                                        project: Path) -> None:
+async def test_list_pages_with_a_cursor(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start()
     server.fallback = Reply(text="ok")
     created = [await agent.new_session(project) for _ in range(53)]
@@ -286,8 +338,9 @@ async def test_list_pages_with_a_cursor(launch: Launcher, server: ScriptedProvid
         assert (await agent.prompt(session, "hi")).stop_reason == "end_turn"
 
     first = await agent.result("session/list", {"cwd": str(project)})
-    second = await agent.result("session/list", {"cwd": str(project),
-                                                 "cursor": first["nextCursor"]})
+    second = await agent.result(
+        "session/list", {"cwd": str(project), "cursor": first["nextCursor"]}
+    )
 
     assert len(first["sessions"]) == 50 and "nextCursor" not in second
     walked = [s["sessionId"] for s in first["sessions"] + second["sessions"]]
@@ -296,8 +349,9 @@ async def test_list_pages_with_a_cursor(launch: Launcher, server: ScriptedProvid
     assert bad["error"]["code"] == -32602
 
 
-async def test_close_cancels_the_running_turn(launch: Launcher, server: ScriptedProvider,
-                                              project: Path) -> None:
+async def test_close_cancels_the_running_turn(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("anthropic")
     session = await agent.new_session(project)
     server.script(Reply(text="thinking aloud", fault=Hang(4)))
@@ -312,12 +366,12 @@ async def test_close_cancels_the_running_turn(launch: Launcher, server: Scripted
     refused = await agent.prompt(session, "still there?")
     assert refused.error["code"] == -32002
     _, replayed = await restore(agent, "session/load", session, project)  # it is still stored
-    assert replayed == [chunk("user_message_chunk", "long task"),
-                        *message_chunks("thinking aloud")]
+    assert replayed == [chunk("user_message_chunk", "long task"), *message_chunks("thinking aloud")]
 
 
-async def test_delete_forgets_the_session(launch: Launcher, server: ScriptedProvider,
-                                          project: Path) -> None:
+async def test_delete_forgets_the_session(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai")
     kept, doomed = await agent.new_session(project), await agent.new_session(project)
     server.script(Reply(text="hi"), Reply(text="bye"))
@@ -329,14 +383,16 @@ async def test_delete_forgets_the_session(launch: Launcher, server: ScriptedProv
     listed = await agent.result("session/list", {})
     assert [s["sessionId"] for s in listed["sessions"]] == [kept]
     assert (await agent.prompt(doomed, "hi")).error["code"] == -32002
-    load = await agent.request("session/load", {"sessionId": doomed, "cwd": str(project),
-                                                "mcpServers": []})
+    load = await agent.request(
+        "session/load", {"sessionId": doomed, "cwd": str(project), "mcpServers": []}
+    )
     assert load["error"]["code"] == -32002
     assert stored(launch.home, doomed) == []
 
 
 async def test_closing_stdin_mid_turn_cancels_persists_and_exits_0(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     first = await launch.start("openai")
     session = await first.new_session(project)
     server.script(Reply(text=("interrupted ", "by exit"), fault=Hang(3)))
@@ -348,8 +404,7 @@ async def test_closing_stdin_mid_turn_cancels_persists_and_exits_0(
     assert (await running.result(timeout=1)).stop_reason == "cancelled"
     second = await launch.start("openai")
     _, replayed = await restore(second, "session/load", session, project)
-    assert replayed == [chunk("user_message_chunk", "long"),
-                        *message_chunks("interrupted by exit")]
+    assert replayed == [chunk("user_message_chunk", "long"), *message_chunks("interrupted by exit")]
 
 
 # ------------------------------------------------------------------------------- kill -9
@@ -357,13 +412,15 @@ async def test_closing_stdin_mid_turn_cancels_persists_and_exits_0(
 
 @pytest.mark.slow
 async def test_kill_during_a_tool_run_then_load_repairs(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     command = unique_sleep()
     first = await launch.start("openai")
     first.editor.permissions.append("allow_once")
     session = await first.new_session(project)
-    server.script(Reply(text="Running.", calls=(Call("run-1", "run_command",
-                                                     args(command=command)),)))
+    server.script(
+        Reply(text="Running.", calls=(Call("run-1", "run_command", args(command=command)),))
+    )
     await first.start_prompt(session, "run it")
     try:
         await wait_until(lambda: live_processes(command), "the command to start")
@@ -376,13 +433,20 @@ async def test_kill_during_a_tool_run_then_load_repairs(
     _, replayed = await restore(second, "session/load", session, project)
 
     assert [(u["sessionUpdate"], u.get("status")) for u in replayed] == [
-        ("user_message_chunk", None), ("agent_message_chunk", None), ("tool_call", "pending"),
-        ("tool_call_update", "failed")]
-    assert replayed[-1]["content"] == [{"type": "content", "content": {"type": "text",
-                                                                      "text": LOST}}]
+        ("user_message_chunk", None),
+        ("agent_message_chunk", None),
+        ("tool_call", "pending"),
+        ("tool_call_update", "failed"),
+    ]
+    assert replayed[-1]["content"] == [
+        {"type": "content", "content": {"type": "text", "text": LOST}}
+    ]
     assert second.log("transcript_repaired_on_load")
-    assert [(kind, body["callId"]) for kind, body in stored(launch.home, session)
-            if kind == "tool_result"] == [("tool_result", "run-1")]
+    assert [
+        (kind, body["callId"])
+        for kind, body in stored(launch.home, session)
+        if kind == "tool_result"
+    ] == [("tool_result", "run-1")]
     server.script(Reply(text="recovered"))
     assert (await second.prompt(session, "what happened?")).stop_reason == "end_turn"
     assert tool_results(server.requests[-1]) == {"run-1": (LOST, None)}
@@ -390,7 +454,8 @@ async def test_kill_during_a_tool_run_then_load_repairs(
 
 @pytest.mark.slow
 async def test_kill_while_streaming_then_load_and_prompt(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     first = await launch.start("anthropic")
     session = await first.new_session(project)
     server.script(Reply(text=("half ", "way"), fault=Hang(4)))
@@ -411,8 +476,8 @@ async def test_kill_while_streaming_then_load_and_prompt(
 @pytest.mark.parametrize("method", ["session/load", "session/resume"])
 @pytest.mark.parametrize("delete_first", [False, True])
 async def test_a_restore_racing_a_delete_leaves_no_zombie(
-        launch: Launcher, server: ScriptedProvider, project: Path, method: str,
-        delete_first: bool) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, method: str, delete_first: bool
+) -> None:
     """Both in one write: they take effect one after the other, and whichever order that is,
     the session is gone afterwards and a prompt for it is -32002, not an internal error."""
     first = await launch.start("openai")
@@ -421,10 +486,18 @@ async def test_a_restore_racing_a_delete_leaves_no_zombie(
     assert (await first.prompt(session, "hello")).stop_reason == "end_turn"
     await launch.close(first)
     agent = await launch.start("openai")
-    restore = {"jsonrpc": "2.0", "id": "restore", "method": method,
-               "params": {"sessionId": session, "cwd": str(project), "mcpServers": []}}
-    delete = {"jsonrpc": "2.0", "id": "delete", "method": "session/delete",
-              "params": {"sessionId": session}}
+    restore = {
+        "jsonrpc": "2.0",
+        "id": "restore",
+        "method": method,
+        "params": {"sessionId": session, "cwd": str(project), "mcpServers": []},
+    }
+    delete = {
+        "jsonrpc": "2.0",
+        "id": "delete",
+        "method": "session/delete",
+        "params": {"sessionId": session},
+    }
     answers = [agent.proc.expect("restore", method), agent.proc.expect("delete")]
     pair = [delete, restore] if delete_first else [restore, delete]
     await agent.proc.send_raw(b"".join(json.dumps(m).encode() + b"\n" for m in pair))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, TypedDict
 
 from acp_fsm.devkit.editor import HOLD
 from acp_fsm.devkit.provider import Call, HttpError, Reply, ScriptedProvider
@@ -24,14 +24,24 @@ from tests.e2e.support import (
 )
 from tests.harness import wait_until
 
-MODELS = {"ACP_FSM_MODEL": "m-one", "ACP_FSM_MODELS": "m-one,m-two"}
+
+class Models(TypedDict):
+    """The environment that offers two models (its keys are `Launcher.start`'s overrides)."""
+
+    ACP_FSM_MODEL: str
+    ACP_FSM_MODELS: str
+
+
+MODELS: Final[Models] = {"ACP_FSM_MODEL": "m-one", "ACP_FSM_MODELS": "m-one,m-two"}
 READ_ONLY_TOOLS = ["list_directory", "read_file", "search_files", "update_plan"]
 
 
 def options_of(result: dict[str, Any]) -> dict[str, tuple[str, list[str]]]:
     """configOptions as id -> (current value, the values offered)."""
-    return {o["id"]: (o["currentValue"], [v["value"] for v in o["options"]])
-            for o in result["configOptions"]}
+    return {
+        o["id"]: (o["currentValue"], [v["value"] for v in o["options"]])
+        for o in result["configOptions"]
+    }
 
 
 def offered_tools(body: dict[str, Any]) -> list[str]:
@@ -40,13 +50,20 @@ def offered_tools(body: dict[str, Any]) -> list[str]:
 
 
 def option_updates(agent: Agent, session: str) -> list[dict[str, Any]]:
-    return [u for u in agent.updates(session, metadata=True)
-            if u["sessionUpdate"] == "config_option_update"]
+    return [
+        u
+        for u in agent.updates(session, metadata=True)
+        if u["sessionUpdate"] == "config_option_update"
+    ]
 
 
 async def choose(agent: Agent, session: str, config_id: str, value: str) -> dict[str, Any]:
-    return dict(await agent.result("session/set_config_option", {
-        "sessionId": session, "configId": config_id, "value": value}))
+    return dict(
+        await agent.result(
+            "session/set_config_option",
+            {"sessionId": session, "configId": config_id, "value": value},
+        )
+    )
 
 
 async def new_session(agent: Agent, project: Path) -> tuple[str, dict[str, Any]]:
@@ -60,22 +77,31 @@ async def test_a_new_session_offers_mode_and_model(launch: Launcher, project: Pa
 
     assert options_of(result) == {
         "mode": ("ask", ["ask", "accept_edits", "plan", "full_access"]),
-        "model": ("m-one", ["m-one", "m-two"])}
+        "model": ("m-one", ["m-one", "m-two"]),
+    }
     assert [o["category"] for o in result["configOptions"]] == ["mode", "model"]
     assert result["modes"]["currentModeId"] == "ask"
     assert [m["id"] for m in result["modes"]["availableModes"]] == [
-        "ask", "accept_edits", "plan", "full_access"]
+        "ask",
+        "accept_edits",
+        "plan",
+        "full_access",
+    ]
     full = next(m for m in result["modes"]["availableModes"] if m["id"] == "full_access")
     assert "without your approval" in full["description"]
 
 
 async def test_the_model_switch_reaches_the_next_model_call_not_the_running_one(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai", **MODELS)
     session, _ = await new_session(agent, project)
     agent.editor.permissions.append(HOLD)
-    server.script(Reply(calls=(Call("w1", "write_file", args(path="a.txt", content="a")),)),
-                  Reply(text="written"), Reply(text="again"))
+    server.script(
+        Reply(calls=(Call("w1", "write_file", args(path="a.txt", content="a")),)),
+        Reply(text="written"),
+        Reply(text="again"),
+    )
 
     running = await agent.start_prompt(session, "write a file")
     held = await agent.wait_request("session/request_permission")
@@ -89,7 +115,8 @@ async def test_the_model_switch_reaches_the_next_model_call_not_the_running_one(
 
 
 async def test_choices_are_stored_and_come_back_with_load_and_resume(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai", **MODELS)
     session, _ = await new_session(agent, project)
     await choose(agent, session, "model", "m-two")
@@ -98,8 +125,9 @@ async def test_choices_are_stored_and_come_back_with_load_and_resume(
 
     for method in ("session/load", "session/resume"):
         other = await launch.start("openai", **MODELS)
-        restored = await other.result(method, {"sessionId": session, "cwd": str(project),
-                                               "mcpServers": []})
+        restored = await other.result(
+            method, {"sessionId": session, "cwd": str(project), "mcpServers": []}
+        )
         assert options_of(restored)["model"][0] == "m-two"
         assert options_of(restored)["mode"][0] == "plan"
         assert restored["modes"]["currentModeId"] == "plan"
@@ -111,16 +139,22 @@ async def test_choices_are_stored_and_come_back_with_load_and_resume(
 
 
 async def test_plan_mode_offers_and_runs_nothing_that_writes(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("anthropic")
     session, _ = await new_session(agent, project)
     await choose(agent, session, "mode", "plan")
     (project / "notes.txt").write_text("todo\n")
-    server.script(Reply(calls=(
-        Call("r1", "read_file", args(path="notes.txt")),
-        Call("w1", "write_file", args(path="plan.txt", content="x")),
-        Call("c1", "run_command", args(command="touch ran.txt")),
-    )), Reply(text="1. do it"))
+    server.script(
+        Reply(
+            calls=(
+                Call("r1", "read_file", args(path="notes.txt")),
+                Call("w1", "write_file", args(path="plan.txt", content="x")),
+                Call("c1", "run_command", args(command="touch ran.txt")),
+            )
+        ),
+        Reply(text="1. do it"),
+    )
 
     turn = await agent.prompt(session, "how would you fix it?")
 
@@ -138,37 +172,51 @@ async def test_plan_mode_offers_and_runs_nothing_that_writes(
 
 
 async def test_accept_edits_writes_without_asking_but_commands_still_ask(
-        launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
     agent = await launch.start("openai")
     session, _ = await new_session(agent, project)
     await choose(agent, session, "mode", "accept_edits")
     agent.editor.permissions.extend(["allow_once", "allow_once"])
     outside = tmp_path / "outside.txt"
-    server.script(Reply(calls=(
-        Call("w1", "write_file", args(path="inside.txt", content="in\n")),
-        Call("c1", "run_command", args(command="echo hi")),
-        Call("w2", "write_file", args(path=str(outside), content="out\n")),
-    )), Reply(text="done"))
+    server.script(
+        Reply(
+            calls=(
+                Call("w1", "write_file", args(path="inside.txt", content="in\n")),
+                Call("c1", "run_command", args(command="echo hi")),
+                Call("w2", "write_file", args(path=str(outside), content="out\n")),
+            )
+        ),
+        Reply(text="done"),
+    )
 
     turn = await agent.prompt(session, "edit and run")
 
     assert turn.stop_reason == "end_turn"
-    asked = [r["params"]["toolCall"]["toolCallId"]
-             for r in agent.editor.of_method("session/request_permission")]
+    asked = [
+        r["params"]["toolCall"]["toolCallId"]
+        for r in agent.editor.of_method("session/request_permission")
+    ]
     assert asked == ["c1", "w2"]  # a command, and a write outside the project
     assert (project / "inside.txt").read_text() == "in\n"
     assert outside.read_text() == "out\n"
 
 
-async def test_full_access_asks_nothing(launch: Launcher, server: ScriptedProvider,
-                                        project: Path) -> None:
+async def test_full_access_asks_nothing(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai")
     session, _ = await new_session(agent, project)
     await choose(agent, session, "mode", "full_access")
-    server.script(Reply(calls=(
-        Call("w1", "write_file", args(path="a.txt", content="a")),
-        Call("c1", "run_command", args(command="touch ran.txt")),
-    )), Reply(text="done"))
+    server.script(
+        Reply(
+            calls=(
+                Call("w1", "write_file", args(path="a.txt", content="a")),
+                Call("c1", "run_command", args(command="touch ran.txt")),
+            )
+        ),
+        Reply(text="done"),
+    )
 
     assert (await agent.prompt(session, "go")).stop_reason == "end_turn"
 
@@ -177,13 +225,13 @@ async def test_full_access_asks_nothing(launch: Launcher, server: ScriptedProvid
 
 
 async def test_each_way_of_choosing_the_mode_announces_it_the_other_way(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai", **MODELS)  # no model list arrives meanwhile
     session, _ = await new_session(agent, project)
 
     start = len(agent.messages)
-    assert await agent.result("session/set_mode", {"sessionId": session,
-                                                   "modeId": "plan"}) == {}
+    assert await agent.result("session/set_mode", {"sessionId": session, "modeId": "plan"}) == {}
     await wait_until(lambda: option_updates(agent, session), "an update")
     [update] = agent.updates(session, start, metadata=True)
     assert update["sessionUpdate"] == "config_option_update"
@@ -194,31 +242,47 @@ async def test_each_way_of_choosing_the_mode_announces_it_the_other_way(
     assert options_of(chosen)["mode"][0] == "accept_edits"
     await wait_until(lambda: agent.updates(session, start, metadata=True), "an update")
     assert agent.updates(session, start, metadata=True) == [
-        {"sessionUpdate": "current_mode_update", "currentModeId": "accept_edits"}]
+        {"sessionUpdate": "current_mode_update", "currentModeId": "accept_edits"}
+    ]
 
 
 async def test_bad_choices_are_refused_and_change_nothing(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai", **MODELS)
     session, _ = await new_session(agent, project)
 
     def failure(response: dict[str, Any]) -> tuple[int, str]:
         return response["error"]["code"], response["error"]["message"]
 
-    code, message = failure(await agent.request("session/set_config_option", {
-        "sessionId": session, "configId": "temperature", "value": "hot"}))
+    code, message = failure(
+        await agent.request(
+            "session/set_config_option",
+            {"sessionId": session, "configId": "temperature", "value": "hot"},
+        )
+    )
     assert code == -32602 and "unknown option 'temperature'" in message and "mode, model" in message
-    code, message = failure(await agent.request("session/set_config_option", {
-        "sessionId": session, "configId": "model", "value": "m-three"}))
+    code, message = failure(
+        await agent.request(
+            "session/set_config_option",
+            {"sessionId": session, "configId": "model", "value": "m-three"},
+        )
+    )
     assert code == -32602 and "expected one of m-one, m-two" in message
-    code, message = failure(await agent.request("session/set_config_option", {
-        "sessionId": session, "configId": "mode", "type": "boolean", "value": True}))
+    code, message = failure(
+        await agent.request(
+            "session/set_config_option",
+            {"sessionId": session, "configId": "mode", "type": "boolean", "value": True},
+        )
+    )
     assert code == -32602 and "not a boolean option" in message
-    code, message = failure(await agent.request("session/set_mode", {
-        "sessionId": session, "modeId": "yolo"}))
+    code, message = failure(
+        await agent.request("session/set_mode", {"sessionId": session, "modeId": "yolo"})
+    )
     assert code == -32602 and "unknown mode 'yolo'" in message
-    code, _ = failure(await agent.request("session/set_mode", {
-        "sessionId": "sess_nope", "modeId": "plan"}))
+    code, _ = failure(
+        await agent.request("session/set_mode", {"sessionId": "sess_nope", "modeId": "plan"})
+    )
     assert code == -32002
 
     server.script(Reply(text="ok"))
@@ -228,11 +292,11 @@ async def test_bad_choices_are_refused_and_change_nothing(
 
 
 async def test_thinking_on_anthropic_streams_thoughts_with_a_budget(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("anthropic", ACP_FSM_MODEL="claude-sonnet-4-5")
     session, result = await new_session(agent, project)
-    assert options_of(result)["thought_level"] == ("default", ["default", "low", "medium",
-                                                               "high"])
+    assert options_of(result)["thought_level"] == ("default", ["default", "low", "medium", "high"])
     server.script(Reply(text="plain"))
     await agent.prompt(session, "no thinking yet")
     assert "thinking" not in server.requests[-1].body
@@ -244,19 +308,24 @@ async def test_thinking_on_anthropic_streams_thoughts_with_a_budget(
     body = server.requests[-1].body
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 12288}
     assert body["max_tokens"] == 8192 + 12288
-    thoughts = [u["content"]["text"] for u in turn.updates
-                if u["sessionUpdate"] == "agent_thought_chunk"]
+    thoughts = [
+        u["content"]["text"] for u in turn.updates if u["sessionUpdate"] == "agent_thought_chunk"
+    ]
     assert thoughts == ["Let me ", "think."]
 
 
 async def test_thinking_switched_on_inside_a_tool_loop_waits_for_the_loop_to_end(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """Anthropic refuses thinking while a tool loop made without it goes on."""
     agent = await launch.start("anthropic", ACP_FSM_MODEL="claude-sonnet-4-5")
     session, _ = await new_session(agent, project)
     agent.editor.permissions.append(HOLD)
-    server.script(Reply(calls=(Call("w1", "write_file", args(path="a.txt", content="a")),)),
-                  Reply(text="written"), Reply(thinking="hm", signature="s", text="next"))
+    server.script(
+        Reply(calls=(Call("w1", "write_file", args(path="a.txt", content="a")),)),
+        Reply(text="written"),
+        Reply(thinking="hm", signature="s", text="next"),
+    )
 
     running = await agent.start_prompt(session, "write")
     held = await agent.wait_request("session/request_permission")
@@ -269,7 +338,8 @@ async def test_thinking_switched_on_inside_a_tool_loop_waits_for_the_loop_to_end
 
 
 async def test_reasoning_effort_on_openai_and_none_for_a_model_without_it(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai", ACP_FSM_MODEL="gpt-5", ACP_FSM_MODELS="gpt-5,gpt-4.1")
     session, result = await new_session(agent, project)
     assert options_of(result)["thought_level"][0] == "default"
@@ -285,7 +355,8 @@ async def test_reasoning_effort_on_openai_and_none_for_a_model_without_it(
 
 
 async def test_the_model_list_comes_from_the_provider_and_is_kept_for_the_next_start(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """A compatible server (the scripted one is not OpenAI's own API): its chat models in its
     own order, the first the default; kept for the next start, which asks the server again
     (it may serve other models by then)."""
@@ -313,14 +384,17 @@ async def test_the_model_list_comes_from_the_provider_and_is_kept_for_the_next_s
 
 
 async def test_the_anthropic_model_list_and_a_failed_listing(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     server.models = ("claude-opus-4-1", "claude-sonnet-4-5")
     agent = await launch.start("anthropic")
     session, _ = await new_session(agent, project)
     await wait_until(lambda: option_updates(agent, session), "the list to arrive")
     [update] = option_updates(agent, session)
-    assert options_of(update)["model"] == ("claude-opus-4-1",  # its first: not Anthropic's
-                                           ["claude-opus-4-1", "claude-sonnet-4-5"])
+    assert options_of(update)["model"] == (
+        "claude-opus-4-1",  # its first: not Anthropic's
+        ["claude-opus-4-1", "claude-sonnet-4-5"],
+    )
     assert "anthropic-version" in server.model_list_requests[0].headers
 
     server.models_error = HttpError(401, "invalid x-api-key")
@@ -333,7 +407,8 @@ async def test_the_anthropic_model_list_and_a_failed_listing(
 
 
 async def test_a_choice_made_in_one_process_never_hides_the_others_turn(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """Two processes with the session open (two editor windows): a choice is stored outside
     any turn, and the next prompt still reads what the other process's turn wrote."""
     first = await launch.start("openai", **MODELS)
@@ -341,8 +416,9 @@ async def test_a_choice_made_in_one_process_never_hides_the_others_turn(
     server.script(Reply(text="1"), Reply(text="2"), Reply(text="3"))
     await first.prompt(session, "first from A")
     second = await launch.start("openai", **MODELS)
-    await second.result("session/load", {"sessionId": session, "cwd": str(project),
-                                         "mcpServers": []})
+    await second.result(
+        "session/load", {"sessionId": session, "cwd": str(project), "mcpServers": []}
+    )
     await second.prompt(session, "second from B")
     await choose(second, session, "model", "m-two")
 
@@ -354,34 +430,44 @@ async def test_a_choice_made_in_one_process_never_hides_the_others_turn(
     assert server.requests[-1].body["model"] == "m-two"  # B's choice, kept beside A's
     assert offered_tools(server.requests[-1].body) == READ_ONLY_TOOLS
     # A's editor is told of B's choice when A catches up
-    told = [m["params"]["update"] for m in first.messages[start:]
-            if m.get("method") == "session/update"
-            and m["params"]["update"]["sessionUpdate"] == "config_option_update"]
+    told = [
+        m["params"]["update"]
+        for m in first.messages[start:]
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "config_option_update"
+    ]
     assert told and options_of(told[-1])["model"][0] == "m-two"
 
 
 async def test_choices_made_at_once_are_all_kept(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai", **MODELS)
     session, _ = await new_session(agent, project)
 
     answers = await asyncio.gather(
-        agent.request("session/set_config_option", {
-            "sessionId": session, "configId": "model", "value": "m-two"}),
-        agent.request("session/set_config_option", {
-            "sessionId": session, "configId": "mode", "value": "plan"}))
+        agent.request(
+            "session/set_config_option",
+            {"sessionId": session, "configId": "model", "value": "m-two"},
+        ),
+        agent.request(
+            "session/set_config_option", {"sessionId": session, "configId": "mode", "value": "plan"}
+        ),
+    )
 
     assert all("result" in a for a in answers)
     await launch.close(agent)
     other = await launch.start("openai", **MODELS)
-    restored = await other.result("session/resume", {"sessionId": session, "cwd": str(project),
-                                                     "mcpServers": []})
+    restored = await other.result(
+        "session/resume", {"sessionId": session, "cwd": str(project), "mcpServers": []}
+    )
     assert options_of(restored)["model"][0] == "m-two"
     assert options_of(restored)["mode"][0] == "plan"
 
 
 async def test_choosing_what_is_already_chosen_changes_and_says_nothing(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai", **MODELS)
     session, _ = await new_session(agent, project)
     start = len(agent.messages)
@@ -396,7 +482,8 @@ async def test_choosing_what_is_already_chosen_changes_and_says_nothing(
 
 
 async def test_without_a_usable_provider_only_the_mode_is_offered(
-        launch: Launcher, project: Path) -> None:
+    launch: Launcher, project: Path
+) -> None:
     agent = await launch.start("openai", ACP_FSM_PROVIDER="bogus")
     _, result = await new_session(agent, project)
     assert [o["id"] for o in result["configOptions"]] == ["mode"]

@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 from acp_fsm.devkit.provider import Reply, ScriptedProvider
-from tests.e2e.support import Launcher, wait_until
+from tests.e2e.support import Launcher
+from tests.harness import wait_until
 from tests.timing import INTERRUPTED_S
 
 CHUNK = "All work and no play. " * 45  # ~1 KB of text per streamed update
@@ -36,10 +37,13 @@ async def stalled(server: ScriptedProvider, quiet_s: float = 0.5) -> bool:
 
 
 async def test_a_stalled_editor_stalls_the_stream_and_a_cancel_still_lands(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai")
     session = await agent.new_session(project)
     server.script(Reply(text=(CHUNK,) * CHUNKS))
+    assert agent.proc.proc is not None
+    # the pipe's transport is private to asyncio's subprocess: no public way to pause reading
     stdout = agent.proc.proc._transport.get_pipe_transport(1)  # type: ignore[attr-defined]
     stdout.pause_reading()  # the editor stops reading
     pending = await agent.start_prompt(session, "talk")

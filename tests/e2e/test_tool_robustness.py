@@ -20,30 +20,34 @@ from tests.e2e.support import (
     args,
     message_chunks,
     tool_results,
-    wait_until,
 )
-from tests.harness import live_processes
+from tests.harness import live_processes, wait_until
 from tests.timing import INTERRUPTED_S
 
 # Backtracks exponentially on `EVIL_LINE`: a single match takes tens of seconds with the GIL
 # held, which in the agent's own process would stop every session.
 CATASTROPHIC = r"(a+)+$"
 EVIL_LINE = "a" * 28 + "!\n"
-FIFO_REFUSED = ("Not a regular file: pipe is a named pipe; only regular files can be read or "
-                "changed with this tool")
+FIFO_REFUSED = (
+    "Not a regular file: pipe is a named pipe; only regular files can be read or "
+    "changed with this tool"
+)
 
 
 def search_workers(agent: Agent) -> list[int]:
     """Live search worker processes `agent` started (children of its process)."""
+
     def parent(pid: int) -> str | None:
         try:
             return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
         except OSError:
             return None  # it just ended
 
+    assert agent.proc.proc is not None
     agent_pid = str(agent.proc.proc.pid)
-    return [pid for pid in live_processes("acp_fsm.tools.search_worker")
-            if parent(pid) == agent_pid]
+    return [
+        pid for pid in live_processes("acp_fsm.tools.search_worker") if parent(pid) == agent_pid
+    ]
 
 
 def kill_all(pids: list[int]) -> None:
@@ -51,25 +55,39 @@ def kill_all(pids: list[int]) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-@pytest.mark.parametrize(("capabilities", "provider"), [
-    pytest.param(EDITOR, "anthropic", id="editor"), pytest.param(BARE, "openai", id="disk")])
+@pytest.mark.parametrize(
+    ("capabilities", "provider"),
+    [pytest.param(EDITOR, "anthropic", id="editor"), pytest.param(BARE, "openai", id="disk")],
+)
 async def test_a_fifo_is_refused_and_the_agent_exits(
-        launch: Launcher, server: ScriptedProvider, project: Path,
-        capabilities: dict[str, object], provider: str) -> None:
+    launch: Launcher,
+    server: ScriptedProvider,
+    project: Path,
+    capabilities: dict[str, object],
+    provider: str,
+) -> None:
     os.mkfifo(project / "pipe")
     agent = await launch.start(provider, capabilities=capabilities)
     session = await agent.new_session(project)
-    server.script(Reply(calls=(Call("read-1", "read_file", args(path="pipe")),
-                               Call("write-1", "write_file", args(path="pipe", content="x")))),
-                  Reply(text="done"))
+    server.script(
+        Reply(
+            calls=(
+                Call("read-1", "read_file", args(path="pipe")),
+                Call("write-1", "write_file", args(path="pipe", content="x")),
+            )
+        ),
+        Reply(text="done"),
+    )
 
     turn = await agent.prompt(session, "read the pipe")
 
     assert turn.stop_reason == "end_turn"
     assert turn.updates[-1] == message_chunks("done")[0]
     is_error = True if provider == "anthropic" else None
-    assert tool_results(server.requests[-1]) == {"read-1": (FIFO_REFUSED, is_error),
-                                                  "write-1": (FIFO_REFUSED, is_error)}
+    assert tool_results(server.requests[-1]) == {
+        "read-1": (FIFO_REFUSED, is_error),
+        "write-1": (FIFO_REFUSED, is_error),
+    }
     # no fs/* request; and a write that cannot work is refused before anyone is asked
     assert agent.editor.methods() == []
     started = time.monotonic()
@@ -78,7 +96,8 @@ async def test_a_fifo_is_refused_and_the_agent_exits(
 
 
 async def test_a_catastrophic_search_leaves_the_agent_responsive_and_cancellable(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     (project / "evil.txt").write_text(EVIL_LINE)
     agent = await launch.start("anthropic")
     session = await agent.new_session(project)
@@ -104,7 +123,8 @@ async def test_a_catastrophic_search_leaves_the_agent_responsive_and_cancellable
 
 
 async def test_stdin_eof_during_a_search_exits_and_stops_the_worker(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     (project / "evil.txt").write_text(EVIL_LINE)
     agent = await launch.start("openai")
     session = await agent.new_session(project)

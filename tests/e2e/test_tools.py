@@ -29,8 +29,9 @@ from tests.e2e.support import (
 MODES = [pytest.param(EDITOR, "anthropic", id="editor"), pytest.param(BARE, "openai", id="disk")]
 
 
-async def one_call(agent: Agent, server: ScriptedProvider, session: str, *calls: Call
-                   ) -> list[dict[str, Any]]:
+async def one_call(
+    agent: Agent, server: ScriptedProvider, session: str, *calls: Call
+) -> list[dict[str, Any]]:
     """Run a turn in which the model makes `calls` then says "done"; the calls' updates."""
     server.script(Reply(text="On it.", calls=calls), Reply(text="done"))
     turn = await agent.prompt(session, f"please use {', '.join(c.name for c in calls)}")
@@ -41,11 +42,22 @@ async def one_call(agent: Agent, server: ScriptedProvider, session: str, *calls:
     return turn.updates[1:-1]
 
 
-def pending(call_id: str, title: str, kind: str, raw_input: dict[str, Any],
-            locations: list[dict[str, Any]] | None,
-            content: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    update = {"sessionUpdate": "tool_call", "toolCallId": call_id, "status": "pending",
-              "title": title, "kind": kind, "rawInput": raw_input}
+def pending(
+    call_id: str,
+    title: str,
+    kind: str,
+    raw_input: dict[str, Any],
+    locations: list[dict[str, Any]] | None,
+    content: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    update: dict[str, Any] = {
+        "sessionUpdate": "tool_call",
+        "toolCallId": call_id,
+        "status": "pending",
+        "title": title,
+        "kind": kind,
+        "rawInput": raw_input,
+    }
     if content is not None:
         update["content"] = content
     if locations is not None:
@@ -64,15 +76,26 @@ def command_view(command: str, cwd: Path) -> list[dict[str, Any]]:
 
 
 def progress(call_id: str, **fields: Any) -> dict[str, Any]:
-    return {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress",
-            **fields}
+    return {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": call_id,
+        "status": "in_progress",
+        **fields,
+    }
 
 
-def final(call_id: str, status: str, content: list[dict[str, Any]] | None,
-          locations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def final(
+    call_id: str,
+    status: str,
+    content: list[dict[str, Any]] | None,
+    locations: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The last update of a call (`content` None: it leaves the content shown as it is)."""
-    update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call_id,
-                              "status": status}
+    update: dict[str, Any] = {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": call_id,
+        "status": status,
+    }
     if content is not None:
         update["content"] = content
     if locations is not None:
@@ -90,16 +113,22 @@ def no_error(provider: str) -> bool | None:
 
 
 @pytest.mark.parametrize(("capabilities", "provider"), MODES)
-async def test_read_file(launch: Launcher, server: ScriptedProvider, project: Path,
-                         capabilities: dict[str, Any], provider: str) -> None:
+async def test_read_file(
+    launch: Launcher,
+    server: ScriptedProvider,
+    project: Path,
+    capabilities: dict[str, Any],
+    provider: str,
+) -> None:
     path = str(project / "notes.txt")
     (project / "notes.txt").write_text("on disk 1\non disk 2\n")
     agent = await launch.start(provider, capabilities=capabilities)
     agent.editor.buffers[path] = "unsaved 1\nunsaved 2\n"
     session = await agent.new_session(project)
 
-    updates = await one_call(agent, server, session,
-                             Call("read-1", "read_file", args(path="notes.txt")))
+    updates = await one_call(
+        agent, server, session, Call("read-1", "read_file", args(path="notes.txt"))
+    )
 
     via_editor = capabilities is EDITOR
     expected = "unsaved 1\nunsaved 2\n" if via_editor else "on disk 1\non disk 2\n"
@@ -110,14 +139,20 @@ async def test_read_file(launch: Launcher, server: ScriptedProvider, project: Pa
         final("read-1", "completed", [text_content(expected)], where),
     ]
     reads = [r["params"] for r in agent.editor.received]
-    assert reads == ([{"sessionId": session, "path": path, "line": 1, "limit": 2001}]
-                     if via_editor else [])
+    assert reads == (
+        [{"sessionId": session, "path": path, "line": 1, "limit": 2001}] if via_editor else []
+    )
     assert result_of(server, "read-1") == (expected, no_error(provider))
 
 
 @pytest.mark.parametrize(("capabilities", "provider"), MODES)
-async def test_write_file(launch: Launcher, server: ScriptedProvider, project: Path,
-                          capabilities: dict[str, Any], provider: str) -> None:
+async def test_write_file(
+    launch: Launcher,
+    server: ScriptedProvider,
+    project: Path,
+    capabilities: dict[str, Any],
+    provider: str,
+) -> None:
     target = project / "notes.txt"
     path = str(target)
     target.write_text("old\n")
@@ -131,17 +166,26 @@ async def test_write_file(launch: Launcher, server: ScriptedProvider, project: P
 
     where = [{"path": path}]
     diff = {"type": "diff", "path": path, "oldText": "old\n", "newText": "new\n"}
-    assert updates == [pending("write-1", "Write notes.txt", "edit", raw, where),
-                       shows("write-1", [diff]),
-                       progress("write-1"),
-                       final("write-1", "completed", [diff], where)]
+    assert updates == [
+        pending("write-1", "Write notes.txt", "edit", raw, where),
+        shows("write-1", [diff]),
+        progress("write-1"),
+        final("write-1", "completed", [diff], where),
+    ]
     asked = agent.editor.of_method("session/request_permission")[0]["params"]["toolCall"]
     assert asked["content"] == [diff]  # the user sees the change before allowing it
     if capabilities is EDITOR:
-        assert agent.editor.methods() == ["fs/read_text_file", "session/request_permission",
-                                          "fs/read_text_file", "fs/write_text_file"]
+        assert agent.editor.methods() == [
+            "fs/read_text_file",
+            "session/request_permission",
+            "fs/read_text_file",
+            "fs/write_text_file",
+        ]
         assert agent.editor.of_method("fs/write_text_file")[0]["params"] == {
-            "sessionId": session, "path": path, "content": "new\n"}
+            "sessionId": session,
+            "path": path,
+            "content": "new\n",
+        }
         assert target.read_text() == "old\n"  # the editor writes, not the agent
     else:
         assert agent.editor.methods() == ["session/request_permission"]
@@ -152,8 +196,13 @@ async def test_write_file(launch: Launcher, server: ScriptedProvider, project: P
 
 
 @pytest.mark.parametrize(("capabilities", "provider"), MODES)
-async def test_edit_file(launch: Launcher, server: ScriptedProvider, project: Path,
-                         capabilities: dict[str, Any], provider: str) -> None:
+async def test_edit_file(
+    launch: Launcher,
+    server: ScriptedProvider,
+    project: Path,
+    capabilities: dict[str, Any],
+    provider: str,
+) -> None:
     target = project / "code.py"
     path = str(target)
     target.write_text("a = 1\nb = 2\n")
@@ -166,18 +215,23 @@ async def test_edit_file(launch: Launcher, server: ScriptedProvider, project: Pa
     updates = await one_call(agent, server, session, Call("edit-1", "edit_file", args(**raw)))
 
     diff = {"type": "diff", "path": path, "oldText": "a = 1\nb = 2\n", "newText": "a = 1\nb = 3\n"}
-    assert updates == [pending("edit-1", "Edit code.py", "edit", raw, [{"path": path}]),
-                       shows("edit-1", [diff]),
-                       progress("edit-1"),
-                       final("edit-1", "completed", [diff], [{"path": path, "line": 2}])]
+    assert updates == [
+        pending("edit-1", "Edit code.py", "edit", raw, [{"path": path}]),
+        shows("edit-1", [diff]),
+        progress("edit-1"),
+        final("edit-1", "completed", [diff], [{"path": path, "line": 2}]),
+    ]
     edited = agent.editor.buffers[path] if capabilities is EDITOR else target.read_text()
     assert edited == "a = 1\nb = 3\n"
     assert result_of(server, "edit-1") == (
-        "Edited code.py: replaced 1 occurrence, first change at line 2.", no_error(provider))
+        "Edited code.py: replaced 1 occurrence, first change at line 2.",
+        no_error(provider),
+    )
 
 
 async def test_run_command_in_the_editor_terminal(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("anthropic", capabilities=EDITOR)
     agent.editor.permissions.append("allow_once")
     agent.editor.terminal_output = "hello\n"
@@ -188,27 +242,39 @@ async def test_run_command_in_the_editor_terminal(
 
     terminal = [{"type": "terminal", "terminalId": "term-1"}]
     shown = command_view("echo hello", project)
-    assert updates == [pending("run-1", "Run `echo hello`", "execute", raw, None, shown),
-                       progress("run-1"),
-                       progress("run-1", content=terminal),  # embedded before the release
-                       final("run-1", "completed", None)]  # and not repeated after it
+    assert updates == [
+        pending("run-1", "Run `echo hello`", "execute", raw, None, shown),
+        progress("run-1"),
+        progress("run-1", content=terminal),  # embedded before the release
+        final("run-1", "completed", None),
+    ]  # and not repeated after it
     asked = agent.editor.of_method("session/request_permission")[0]["params"]["toolCall"]
     assert asked["content"] == shown
-    assert agent.editor.methods() == ["session/request_permission", "terminal/create",
-                                      "terminal/wait_for_exit", "terminal/output",
-                                      "terminal/release"]
+    assert agent.editor.methods() == [
+        "session/request_permission",
+        "terminal/create",
+        "terminal/wait_for_exit",
+        "terminal/output",
+        "terminal/release",
+    ]
     create = agent.editor.of_method("terminal/create")[0]["params"]
     assert {k: create[k] for k in ("sessionId", "command", "args", "cwd")} == {
-        "sessionId": session, "command": "sh", "args": ["-c", "echo hello"],
-        "cwd": str(project)}
+        "sessionId": session,
+        "command": "sh",
+        "args": ["-c", "echo hello"],
+        "cwd": str(project),
+    }
     for method in ("terminal/wait_for_exit", "terminal/output", "terminal/release"):
-        assert agent.editor.of_method(method)[0]["params"] == {"sessionId": session,
-                                                              "terminalId": "term-1"}
+        assert agent.editor.of_method(method)[0]["params"] == {
+            "sessionId": session,
+            "terminalId": "term-1",
+        }
     assert result_of(server, "run-1") == ("Exit code: 0\nhello\n", False)
 
 
 async def test_run_command_as_a_local_process(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai", capabilities=BARE)
     agent.editor.permissions.append("allow_once")
     session = await agent.new_session(project)
@@ -218,22 +284,31 @@ async def test_run_command_as_a_local_process(
 
     output = f"Exit code: 3\n{project}\nto-stderr\n"
     shown = command_view(raw["command"], project)
-    assert updates == [pending("run-1", f"Run `{raw['command']}`", "execute", raw, None, shown),
-                       progress("run-1"),
-                       final("run-1", "completed", [text_content(output)])]
+    assert updates == [
+        pending("run-1", f"Run `{raw['command']}`", "execute", raw, None, shown),
+        progress("run-1"),
+        final("run-1", "completed", [text_content(output)]),
+    ]
     assert result_of(server, "run-1") == (output, None)
 
 
 async def test_list_directory_and_search_files(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     (project / "src").mkdir()
     (project / "src" / "main.py").write_text("import os\nprint('needle here')\n")
     (project / "README").write_text("no match\n")
     agent = await launch.start("anthropic")
     session = await agent.new_session(project)
-    server.script(Reply(calls=(Call("ls-1", "list_directory", args(path=".")),
-                               Call("grep-1", "search_files", args(pattern="need+le")))),
-                  Reply(text="done"))
+    server.script(
+        Reply(
+            calls=(
+                Call("ls-1", "list_directory", args(path=".")),
+                Call("grep-1", "search_files", args(pattern="need+le")),
+            )
+        ),
+        Reply(text="done"),
+    )
 
     turn = await agent.prompt(session, "look around")
 
@@ -241,29 +316,42 @@ async def test_list_directory_and_search_files(
     root = str(project)
     assert [u for u in turn.updates if u["sessionUpdate"] == "tool_call"] == [
         pending("ls-1", "List .", "read", {"path": "."}, [{"path": root}]),
-        pending("grep-1", "Search /need+le/ in .", "search", {"pattern": "need+le"},
-                [{"path": root}])]
+        pending(
+            "grep-1", "Search /need+le/ in .", "search", {"pattern": "need+le"}, [{"path": root}]
+        ),
+    ]
     listing = "README\nsrc/"
     matches = "src/main.py:2: print('needle here')"
-    assert turn.updates[2:] == [progress("ls-1"),
-                                final("ls-1", "completed", [text_content(listing)]),
-                                progress("grep-1"),
-                                final("grep-1", "completed", [text_content(matches)]),
-                                *message_chunks("done")]
+    assert turn.updates[2:] == [
+        progress("ls-1"),
+        final("ls-1", "completed", [text_content(listing)]),
+        progress("grep-1"),
+        final("grep-1", "completed", [text_content(matches)]),
+        *message_chunks("done"),
+    ]
     assert agent.editor.received == []  # reads inside the cwd never ask
-    assert tool_results(server.requests[-1]) == {"ls-1": (listing, False),
-                                                 "grep-1": (matches, False)}
+    assert tool_results(server.requests[-1]) == {
+        "ls-1": (listing, False),
+        "grep-1": (matches, False),
+    }
 
 
 async def test_failing_calls_are_results_and_the_turn_goes_on(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("anthropic")
     session = await agent.new_session(project)
-    server.script(Reply(calls=(Call("miss-1", "read_file", args(path="missing.txt")),
-                               Call("bad-1", "read_file", args(file="x")),
-                               Call("cut-1", "read_file", '{"path": "a'),
-                               Call("fly-1", "fly_to_the_moon", "{}"))),
-                  Reply(text="I see."))
+    server.script(
+        Reply(
+            calls=(
+                Call("miss-1", "read_file", args(path="missing.txt")),
+                Call("bad-1", "read_file", args(file="x")),
+                Call("cut-1", "read_file", '{"path": "a'),
+                Call("fly-1", "fly_to_the_moon", "{}"),
+            )
+        ),
+        Reply(text="I see."),
+    )
 
     turn = await agent.prompt(session, "try things")
 
@@ -280,17 +368,24 @@ async def test_failing_calls_are_results_and_the_turn_goes_on(
     assert turn.updates[-1] == message_chunks("I see.")[0]
 
 
-async def test_editor_failures_are_tool_results(launch: Launcher, server: ScriptedProvider,
-                                                project: Path) -> None:
+async def test_editor_failures_are_tool_results(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """A read the editor leaves unanswered ends at the client-RPC limit and is withdrawn;
     a write whose file the editor cannot show fails before anyone is asked to allow it."""
     (project / "a.txt").write_text("a\n")
     agent = await launch.start("anthropic", capabilities=EDITOR, ACP_CLIENT_RPC_TIMEOUT_MS="300")
     agent.editor.overrides["fs/read_text_file"] = HOLD
     session = await agent.new_session(project)
-    server.script(Reply(calls=(Call("read-1", "read_file", args(path="a.txt")),
-                               Call("write-1", "write_file", args(path="new.txt", content="n")))),
-                  Reply(text="both failed"))
+    server.script(
+        Reply(
+            calls=(
+                Call("read-1", "read_file", args(path="a.txt")),
+                Call("write-1", "write_file", args(path="new.txt", content="n")),
+            )
+        ),
+        Reply(text="both failed"),
+    )
 
     turn = await agent.prompt(session, "go")
 
@@ -309,26 +404,29 @@ async def test_editor_failures_are_tool_results(launch: Launcher, server: Script
     assert statuses(for_call(turn.updates, "write-1")) == ["pending", "failed"]
 
 
-async def test_an_editor_write_error_is_a_tool_result(launch: Launcher, server: ScriptedProvider,
-                                                     project: Path) -> None:
+async def test_an_editor_write_error_is_a_tool_result(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("anthropic", capabilities=EDITOR)
     agent.editor.permissions.append("allow_once")
     agent.editor.overrides["fs/write_text_file"] = EditorError(-32603, "disk full")
     session = await agent.new_session(project)
-    server.script(Reply(calls=(Call("write-1", "write_file", args(path="new.txt", content="n")),
-                               )), Reply(text="it failed"))
+    server.script(
+        Reply(calls=(Call("write-1", "write_file", args(path="new.txt", content="n")),)),
+        Reply(text="it failed"),
+    )
 
     turn = await agent.prompt(session, "go")
 
     text, is_error = tool_results(server.requests[-1])["write-1"]
     assert text.startswith("The editor could not write new.txt") and "disk full" in text
     assert is_error is True
-    assert statuses(for_call(turn.updates, "write-1")) == [
-        "pending", "in_progress", "failed"]
+    assert statuses(for_call(turn.updates, "write-1")) == ["pending", "in_progress", "failed"]
 
 
 async def test_calls_that_build_on_each_other_in_one_message(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """Each call is previewed against the files as the calls before it will leave them (none
     has run yet when the user is asked); after a command, whose effects no preview can show,
     the next call is shown without a diff and runs on what the command left."""
@@ -338,21 +436,31 @@ async def test_calls_that_build_on_each_other_in_one_message(
     session = await agent.new_session(project)
     new, code = str(project / "new.py"), str(project / "code.py")
 
-    updates = await one_call(agent, server, session, *[
-        Call("w1", "write_file", args(path="new.py", content="x = 1\n")),
-        Call("e1", "edit_file", args(path="new.py", old_text="x = 1", new_text="x = 2")),
-        Call("e2", "edit_file", args(path="code.py", old_text="a = 1", new_text="a = 2")),
-        Call("e3", "edit_file", args(path="code.py", old_text="a = 2", new_text="a = 3")),
-        Call("r1", "run_command", args(command="echo 'a = 4' > code.py")),
-        Call("e4", "edit_file", args(path="code.py", old_text="a = 4", new_text="a = 5"))])
+    updates = await one_call(
+        agent,
+        server,
+        session,
+        *[
+            Call("w1", "write_file", args(path="new.py", content="x = 1\n")),
+            Call("e1", "edit_file", args(path="new.py", old_text="x = 1", new_text="x = 2")),
+            Call("e2", "edit_file", args(path="code.py", old_text="a = 1", new_text="a = 2")),
+            Call("e3", "edit_file", args(path="code.py", old_text="a = 2", new_text="a = 3")),
+            Call("r1", "run_command", args(command="echo 'a = 4' > code.py")),
+            Call("e4", "edit_file", args(path="code.py", old_text="a = 4", new_text="a = 5")),
+        ],
+    )
 
-    shown = {u["toolCallId"]: u["content"] for u in updates
-             if u["sessionUpdate"] == "tool_call_update" and "status" not in u}
+    shown = {
+        u["toolCallId"]: u["content"]
+        for u in updates
+        if u["sessionUpdate"] == "tool_call_update" and "status" not in u
+    }
     assert shown == {
         "w1": [{"type": "diff", "path": new, "oldText": None, "newText": "x = 1\n"}],
         "e1": [{"type": "diff", "path": new, "oldText": "x = 1\n", "newText": "x = 2\n"}],
         "e2": [{"type": "diff", "path": code, "oldText": "a = 1\n", "newText": "a = 2\n"}],
-        "e3": [{"type": "diff", "path": code, "oldText": "a = 2\n", "newText": "a = 3\n"}]}
+        "e3": [{"type": "diff", "path": code, "oldText": "a = 2\n", "newText": "a = 3\n"}],
+    }
     for call_id in ("w1", "e1", "e2", "e3", "r1", "e4"):
         assert statuses(for_call(updates, call_id))[-1] == "completed", call_id
     assert (project / "new.py").read_text() == "x = 2\n"

@@ -24,17 +24,21 @@ PROVIDERS = ("openai", "anthropic")
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_plain_turn_streams_thinking_then_text(
-        launch: Launcher, server: ScriptedProvider, project: Path, provider: str) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, provider: str
+) -> None:
     agent = await launch.start(provider)
     session = await agent.new_session(project)
-    server.script(Reply(thinking=("Let me ", "think."), signature="sig-e2e-1",
-                        text=("Hello", ", ", "world")))
+    server.script(
+        Reply(thinking=("Let me ", "think."), signature="sig-e2e-1", text=("Hello", ", ", "world"))
+    )
 
     turn = await agent.prompt(session, "hi there")
 
     assert turn.stop_reason == "end_turn"
-    assert turn.updates == [*thought_chunks("Let me ", "think."),
-                            *message_chunks("Hello", ", ", "world")]
+    assert turn.updates == [
+        *thought_chunks("Let me ", "think."),
+        *message_chunks("Hello", ", ", "world"),
+    ]
     await agent.assert_quiet_after(turn, session)
     assert user_texts(server.requests[0]) == ["hi there"]
     assert len(history(server.requests[0])) == 1
@@ -46,46 +50,70 @@ async def test_plain_turn_streams_thinking_then_text(
     echoed = history(server.requests[1])[1]
     if provider == "anthropic":
         # the thinking block goes back unmodified, with its signature, before the text
-        assert echoed == {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": "Let me think.", "signature": "sig-e2e-1"},
-            {"type": "text", "text": "Hello, world"}]}
+        assert echoed == {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "Let me think.", "signature": "sig-e2e-1"},
+                {"type": "text", "text": "Hello, world"},
+            ],
+        }
     else:
         assert echoed["role"] == "assistant" and echoed["content"] == "Hello, world"
     assert user_texts(server.requests[1]) == ["hi there", "more"]
 
 
 async def test_thinking_before_a_tool_call_goes_back_with_its_signature(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     (project / "a.txt").write_text("A\n")
     agent = await launch.start("anthropic")
     session = await agent.new_session(project)
-    server.script(Reply(thinking="I need the file.", signature="sig-tool",
-                        calls=(Call("r1", "read_file", args(path="a.txt")),)),
-                  Reply(text="It says A."))
+    server.script(
+        Reply(
+            thinking="I need the file.",
+            signature="sig-tool",
+            calls=(Call("r1", "read_file", args(path="a.txt")),),
+        ),
+        Reply(text="It says A."),
+    )
 
     turn = await agent.prompt(session, "what is in a.txt?")
 
     assert turn.stop_reason == "end_turn"
     assert turn.updates[0] == thought_chunks("I need the file.")[0]
     assert history(server.requests[1])[1:] == [
-        {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": "I need the file.", "signature": "sig-tool"},
-            {"type": "tool_use", "id": "r1", "name": "read_file", "input": {"path": "a.txt"}}]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "r1", "content": "A\n", "is_error": False}]}]
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "I need the file.", "signature": "sig-tool"},
+                {"type": "tool_use", "id": "r1", "name": "read_file", "input": {"path": "a.txt"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "r1", "content": "A\n", "is_error": False}
+            ],
+        },
+    ]
 
 
-async def test_prompt_content_reaches_the_model(launch: Launcher, server: ScriptedProvider,
-                                                project: Path) -> None:
+async def test_prompt_content_reaches_the_model(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("anthropic")
     session = await agent.new_session(project)
     server.script(Reply(text="seen"))
-    pixel = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9aw"
-             "AAAABJRU5ErkJggg==")
-    prompt = [{"type": "text", "text": "Look:"},
-              {"type": "resource_link", "uri": "file:///x/y.py", "name": "y.py"},
-              {"type": "resource", "resource": {"uri": "file:///x/z.py", "text": "z = 1"}},
-              {"type": "image", "mimeType": "image/png", "data": pixel}]
+    pixel = (
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9aw"
+        "AAAABJRU5ErkJggg=="
+    )
+    prompt = [
+        {"type": "text", "text": "Look:"},
+        {"type": "resource_link", "uri": "file:///x/y.py", "name": "y.py"},
+        {"type": "resource", "resource": {"uri": "file:///x/z.py", "text": "z = 1"}},
+        {"type": "image", "mimeType": "image/png", "data": pixel},
+    ]
 
     response = await agent.request("session/prompt", {"sessionId": session, "prompt": prompt})
 
@@ -98,10 +126,12 @@ async def test_prompt_content_reaches_the_model(launch: Launcher, server: Script
     assert content[3]["type"] == "image" and content[3]["source"]["data"] == pixel
 
 
-@pytest.mark.parametrize(("stop", "expected"), [(StopReason.MAX_TOKENS, "max_tokens"),
-                                                (StopReason.REFUSAL, "refusal")])
-async def test_model_stop_reasons(launch: Launcher, server: ScriptedProvider, project: Path,
-                                  stop: StopReason, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("stop", "expected"), [(StopReason.MAX_TOKENS, "max_tokens"), (StopReason.REFUSAL, "refusal")]
+)
+async def test_model_stop_reasons(
+    launch: Launcher, server: ScriptedProvider, project: Path, stop: StopReason, expected: str
+) -> None:
     agent = await launch.start("anthropic")
     session = await agent.new_session(project)
     server.script(Reply(text="cut sh", stop=stop), Reply(text="fine"))
@@ -112,26 +142,38 @@ async def test_model_stop_reasons(launch: Launcher, server: ScriptedProvider, pr
 
 
 async def test_max_turn_requests_caps_model_calls(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     (project / "loop.txt").write_text("again\n")
     agent = await launch.start("openai", ACP_FSM_MAX_TURN_REQUESTS="2")
     session = await agent.new_session(project)
-    server.script(*(Reply(calls=(Call(f"call_{n}", "read_file", args(path="loop.txt")),))
-                    for n in range(2)))
+    server.script(
+        *(Reply(calls=(Call(f"call_{n}", "read_file", args(path="loop.txt")),)) for n in range(2))
+    )
 
     turn = await agent.prompt(session, "loop forever")
 
     assert turn.stop_reason == "max_turn_requests"
     assert len(server.requests) == 2
-    statuses = [(u["toolCallId"], u["status"]) for u in turn.updates
-                if u["sessionUpdate"] in ("tool_call", "tool_call_update")]
-    assert statuses == [("call_0", "pending"), ("call_0", "in_progress"),
-                        ("call_0", "completed"), ("call_1", "pending"),
-                        ("call_1", "in_progress"), ("call_1", "completed")]
+    statuses = [
+        (u["toolCallId"], u["status"])
+        for u in turn.updates
+        if u["sessionUpdate"] in ("tool_call", "tool_call_update")
+    ]
+    assert statuses == [
+        ("call_0", "pending"),
+        ("call_0", "in_progress"),
+        ("call_0", "completed"),
+        ("call_1", "pending"),
+        ("call_1", "in_progress"),
+        ("call_1", "completed"),
+    ]
     server.script(Reply(text="stopped"))
     assert (await agent.prompt(session, "ok")).stop_reason == "end_turn"
-    assert tool_results(server.requests[-1]) == {"call_0": ("again\n", None),
-                                                 "call_1": ("again\n", None)}
+    assert tool_results(server.requests[-1]) == {
+        "call_0": ("again\n", None),
+        "call_1": ("again\n", None),
+    }
 
 
 # --------------------------------------------------------------------------- provider failures
@@ -139,7 +181,8 @@ async def test_max_turn_requests_caps_model_calls(
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_unauthorized_is_a_json_rpc_error_without_the_key(
-        launch: Launcher, server: ScriptedProvider, project: Path, provider: str) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, provider: str
+) -> None:
     server.api_key = "sk-the-right-key-0000"
     agent = await launch.start(provider)
     session = await agent.new_session(project)
@@ -147,8 +190,11 @@ async def test_unauthorized_is_a_json_rpc_error_without_the_key(
     failed = await agent.prompt(session, "first")
 
     error = failed.error
-    expected = ("openai HTTP 401 invalid_api_key: Incorrect API key provided"
-                if provider == "openai" else "anthropic HTTP 401 authentication_error: invalid")
+    expected = (
+        "openai HTTP 401 invalid_api_key: Incorrect API key provided"
+        if provider == "openai"
+        else "anthropic HTTP 401 authentication_error: invalid"
+    )
     assert error["message"].startswith(expected), error
     assert error["data"]["status"] == 401
     assert failed.updates == []
@@ -167,12 +213,14 @@ async def test_unauthorized_is_a_json_rpc_error_without_the_key(
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-async def test_rate_limit_is_retried(launch: Launcher, server: ScriptedProvider, project: Path,
-                                     provider: str) -> None:
+async def test_rate_limit_is_retried(
+    launch: Launcher, server: ScriptedProvider, project: Path, provider: str
+) -> None:
     agent = await launch.start(provider, ACP_FSM_MAX_RETRIES="2")
     session = await agent.new_session(project)
-    server.script(HttpError(429, "slow down", headers={"retry-after-ms": "20"}),
-                  Reply(text=("made ", "it")))
+    server.script(
+        HttpError(429, "slow down", headers={"retry-after-ms": "20"}), Reply(text=("made ", "it"))
+    )
     turn = await agent.prompt(session, "hello")
     assert turn.stop_reason == "end_turn"
     assert turn.updates == message_chunks("made ", "it")
@@ -182,19 +230,23 @@ async def test_rate_limit_is_retried(launch: Launcher, server: ScriptedProvider,
 
 # How each failure reads, per provider; the stream faults cut after "Part" (OpenAI: role chunk,
 # "Part"; Anthropic: message_start, block start, ping, "Part").
-FAILURES = {
-    "drop": ({"openai": Drop(2), "anthropic": Drop(4)},
-             "stream connection_error: connection failed"),
-    "error_event": ({"openai": ErrorEvent(2), "anthropic": ErrorEvent(4)},
-                    "stream {type}: Overloaded"),
+FAILURES: dict[str, tuple[dict[str, Drop | ErrorEvent], str]] = {
+    "drop": (
+        {"openai": Drop(2), "anthropic": Drop(4)},
+        "stream connection_error: connection failed",
+    ),
+    "error_event": (
+        {"openai": ErrorEvent(2), "anthropic": ErrorEvent(4)},
+        "stream {type}: Overloaded",
+    ),
 }
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize("failure", sorted(FAILURES))
 async def test_a_broken_stream_fails_the_turn_and_the_next_prompt_works(
-        launch: Launcher, server: ScriptedProvider, project: Path, provider: str,
-        failure: str) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path, provider: str, failure: str
+) -> None:
     agent = await launch.start(provider)
     session = await agent.new_session(project)
     faults, wording = FAILURES[failure]
@@ -214,12 +266,15 @@ async def test_a_broken_stream_fails_the_turn_and_the_next_prompt_works(
 
 
 async def test_a_provider_error_after_tools_keeps_their_results(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     (project / "a.txt").write_text("A\n")
     agent = await launch.start("anthropic")
     session = await agent.new_session(project)
-    server.script(Reply(calls=(Call("r1", "read_file", args(path="a.txt")),)),
-                  HttpError(500, "upstream exploded"))
+    server.script(
+        Reply(calls=(Call("r1", "read_file", args(path="a.txt")),)),
+        HttpError(500, "upstream exploded"),
+    )
 
     failed = await agent.prompt(session, "read")
 
@@ -232,9 +287,15 @@ async def test_a_provider_error_after_tools_keeps_their_results(
 
 
 async def test_no_api_key_for_the_real_endpoint_names_the_variables(
-        launch: Launcher, project: Path) -> None:
-    agent = await launch.start("openai", OPENAI_API_KEY=None, ANTHROPIC_API_KEY=None,
-                               OPENAI_BASE_URL=None, ANTHROPIC_BASE_URL=None)
+    launch: Launcher, project: Path
+) -> None:
+    agent = await launch.start(
+        "openai",
+        OPENAI_API_KEY=None,
+        ANTHROPIC_API_KEY=None,
+        OPENAI_BASE_URL=None,
+        ANTHROPIC_BASE_URL=None,
+    )
     response = await agent.request("session/new", {"cwd": str(project), "mcpServers": []})
     error = response["error"]
     assert error["code"] == -32000  # ACP's auth_required, before anything is typed
@@ -244,21 +305,33 @@ async def test_no_api_key_for_the_real_endpoint_names_the_variables(
 
 
 async def test_title_and_usage_are_reported_before_the_answer(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     agent = await launch.start("openai")
     session = await agent.new_session(project)
     server.script(Reply(text="one"), Reply(text="two"))
-    first = await agent.request("session/prompt", {"sessionId": session, "prompt": [
-        {"type": "text", "text": "  Summarise\n the   project  "}]})
+    first = await agent.request(
+        "session/prompt",
+        {
+            "sessionId": session,
+            "prompt": [{"type": "text", "text": "  Summarise\n the   project  "}],
+        },
+    )
     end = agent.messages.index(first)
-    meta = [u for u in agent.updates(session, 0, end, metadata=True)
-            if u["sessionUpdate"] in ("session_info_update", "usage_update")]
+    meta = [
+        u
+        for u in agent.updates(session, 0, end, metadata=True)
+        if u["sessionUpdate"] in ("session_info_update", "usage_update")
+    ]
     assert meta[0]["sessionUpdate"] == "session_info_update"
     assert meta[0]["title"] == "Summarise the project"
     assert meta[1] == {"sessionUpdate": "usage_update", "used": 19, "size": 128000}
-    second = await agent.request("session/prompt", {"sessionId": session, "prompt": [
-        {"type": "text", "text": "again"}]})
-    kinds = [u["sessionUpdate"] for u in
-             agent.updates(session, end + 1, agent.messages.index(second), metadata=True)]
+    second = await agent.request(
+        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "again"}]}
+    )
+    kinds = [
+        u["sessionUpdate"]
+        for u in agent.updates(session, end + 1, agent.messages.index(second), metadata=True)
+    ]
     assert "session_info_update" not in kinds  # the title is set once
     assert kinds.count("usage_update") == 1

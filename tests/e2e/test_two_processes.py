@@ -28,22 +28,29 @@ TRIES = 30  # prompts raced against a delete (before the fix, 14 of 58 answered 
 
 
 async def load(agent: Agent, session: str, project: Path) -> dict[str, Any]:
-    return await agent.request("session/load", {"sessionId": session, "cwd": str(project),
-                                                "mcpServers": []})
+    return await agent.request(
+        "session/load", {"sessionId": session, "cwd": str(project), "mcpServers": []}
+    )
 
 
 def results_of(home: Path, session: str, call_id: str) -> list[dict[str, Any]]:
-    return [body for kind, body in stored(home, session)
-            if kind == "tool_result" and body["callId"] == call_id]
+    return [
+        body
+        for kind, body in stored(home, session)
+        if kind == "tool_result" and body["callId"] == call_id
+    ]
 
 
 async def test_a_turn_running_in_one_process_is_left_alone_by_another(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     first = await launch.start("openai")
     first.editor.permissions.append(HOLD)
     session = await first.new_session(project)
-    server.script(Reply(calls=(Call("w1", "write_file", args(path="a.txt", content="a")),)),
-                  Reply(text="written"))
+    server.script(
+        Reply(calls=(Call("w1", "write_file", args(path="a.txt", content="a")),)),
+        Reply(text="written"),
+    )
     running = await first.start_prompt(session, "write a")
     asked = await first.wait_request("session/request_permission")
 
@@ -54,8 +61,7 @@ async def test_a_turn_running_in_one_process_is_left_alone_by_another(
     assert refused.error["code"] == -32600
     assert "another acp-fsm process" in refused.error["message"]
 
-    await first.answer_held(asked, {"outcome": {"outcome": "selected",
-                                                "optionId": "allow_once"}})
+    await first.answer_held(asked, {"outcome": {"outcome": "selected", "optionId": "allow_once"}})
     assert (await running.result()).stop_reason == "end_turn"
     [result] = results_of(launch.home, session, "w1")
     assert result["isError"] is False
@@ -63,12 +69,14 @@ async def test_a_turn_running_in_one_process_is_left_alone_by_another(
     server.script(Reply(text="now me"))
     assert (await second.prompt(session, "my turn")).stop_reason == "end_turn"
     assert tool_results(server.requests[-1]) == {"w1": ("Created a.txt (1 line).", None)}
-    assert [m["content"] for m in history(server.requests[-1]) if m["role"] == "assistant"
-            ][-1] == "written"  # the other process's whole turn, caught up
+    assert [m["content"] for m in history(server.requests[-1]) if m["role"] == "assistant"][
+        -1
+    ] == "written"  # the other process's whole turn, caught up
 
 
 async def test_a_turn_whose_process_died_is_repaired_and_taken_over(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     first = await launch.start("openai")
     first.editor.permissions.append(HOLD)
     session = await first.new_session(project)
@@ -87,7 +95,8 @@ async def test_a_turn_whose_process_died_is_repaired_and_taken_over(
 
 
 async def test_a_session_deleted_by_another_process_is_not_found(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     first = await launch.start("openai")
     session = await first.new_session(project)
     server.script(Reply(text="hi"))
@@ -104,22 +113,21 @@ async def test_a_session_deleted_by_another_process_is_not_found(
 
 
 async def test_two_loads_of_a_crashed_turn_repair_it_once(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """avante loads a session in two processes at once: the dead turn is repaired by one."""
     for round_ in range(4):
         first = await launch.start("openai")
         first.editor.permissions.append(HOLD)
         session = await first.new_session(project)
         call_id = f"w{round_}"
-        server.script(Reply(calls=(Call(call_id, "write_file",
-                                        args(path="a.txt", content="a")),)))
+        server.script(Reply(calls=(Call(call_id, "write_file", args(path="a.txt", content="a")),)))
         await first.start_prompt(session, "write a")
         await first.wait_request("session/request_permission")
         await launch.kill(first)
         second, third = await launch.start("openai"), await launch.start("openai")
 
-        loaded = await asyncio.gather(load(second, session, project),
-                                      load(third, session, project))
+        loaded = await asyncio.gather(load(second, session, project), load(third, session, project))
 
         assert all("result" in answer for answer in loaded), loaded
         assert len(results_of(launch.home, session, call_id)) == 1
@@ -128,7 +136,8 @@ async def test_two_loads_of_a_crashed_turn_repair_it_once(
 
 
 async def test_a_load_elsewhere_never_refuses_a_prompt_here(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """avante's two agents: one loads the session while the user prompts in the other. A load
     with nothing to repair takes no lease, so the prompt never sees one."""
     first = await launch.start("openai")
@@ -136,8 +145,9 @@ async def test_a_load_elsewhere_never_refuses_a_prompt_here(
     server.fallback = Reply(text="ok")
     for _ in range(5):
         second = await launch.start("openai")
-        prompted, loaded = await asyncio.gather(first.prompt(session, "go"),
-                                                load(second, session, project))
+        prompted, loaded = await asyncio.gather(
+            first.prompt(session, "go"), load(second, session, project)
+        )
         assert prompted.stop_reason == "end_turn", prompted.response
         assert "result" in loaded
         await launch.close(second)
@@ -145,7 +155,8 @@ async def test_a_load_elsewhere_never_refuses_a_prompt_here(
 
 @pytest.mark.slow
 async def test_a_prompt_racing_a_delete_from_another_process_is_answered_or_not_found(
-        launch: Launcher, server: ScriptedProvider, project: Path) -> None:
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
     """Wherever the delete lands in the turn (before its claim, between the claim and the
     prompt's entry, while the answer streams), the prompt answers or says the session is gone,
     never an internal error. Every other try deletes once the answer has begun to show (the

@@ -47,7 +47,7 @@ def command() -> list[str]:
 
 def log_events(path: Path) -> list[dict[str, Any]]:
     """The JSON log lines an agent wrote to `path`."""
-    events = []
+    events: list[dict[str, Any]] = []
     if not path.exists():
         return events
     for line in path.read_text(errors="replace").splitlines():

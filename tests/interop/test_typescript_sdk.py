@@ -50,16 +50,34 @@ INSTALL: Final = "npm ci --prefix tests/interop/node"
 PROVIDER: Final = "anthropic"
 NODE_TIMEOUT_S: Final = 60.0
 
-PROMPTS: Final = {"read": "What is in notes.txt?", "write": "Please update greeting.txt",
-                  "cancel": "Tell me a long story", "again": "and now?"}
+PROMPTS: Final = {
+    "read": "What is in notes.txt?",
+    "write": "Please update greeting.txt",
+    "cancel": "Tell me a long story",
+    "again": "and now?",
+}
 BUFFER: Final = "unsaved line 1\nunsaved line 2\n"  # the editor's text, not the disk's
-ORDER: Final = ["initialize", "session_new", "read", "write", "cancel", "exit_first",
-                "initialize_again", "load", "after_load", "list", "exit_second", "summary"]
+ORDER: Final = [
+    "initialize",
+    "session_new",
+    "read",
+    "write",
+    "cancel",
+    "exit_first",
+    "initialize_again",
+    "load",
+    "after_load",
+    "list",
+    "exit_second",
+    "summary",
+]
 
 
 def pinned_version() -> str:
-    return json.loads((NODE_DIR / "package.json").read_text())["dependencies"][
-        "@agentclientprotocol/sdk"]
+    version: str = json.loads((NODE_DIR / "package.json").read_text())["dependencies"][
+        "@agentclientprotocol/sdk"
+    ]
+    return version
 
 
 def why_not_runnable() -> str | None:
@@ -76,8 +94,10 @@ def why_not_runnable() -> str | None:
         return f"the TypeScript SDK is not installed: run `{INSTALL}`"
     have = json.loads(installed.read_text())["version"]
     if have != pinned_version():
-        return (f"node_modules has @agentclientprotocol/sdk {have}, package.json pins "
-                f"{pinned_version()}: run `{INSTALL}`")
+        return (
+            f"node_modules has @agentclientprotocol/sdk {have}, package.json pins "
+            f"{pinned_version()}: run `{INSTALL}`"
+        )
     return None
 
 
@@ -103,11 +123,13 @@ class Run:
         point = self.checkpoints.get(name)
         assert point is not None, (
             f"node never reached checkpoint {name!r} (exit {self.returncode})\n"
-            f"stdout:\n{self.stdout[-4000:]}\nstderr:\n{self.stderr[-4000:]}\n"
-            + self.agent_logs())
-        assert point["ok"], (f"checkpoint {name!r} failed: {point.get('error')} "
-                             f"(code {point.get('code')}, data {point.get('data')})\n"
-                             f"{point.get('stack', '')}\n" + self.agent_logs())
+            f"stdout:\n{self.stdout[-4000:]}\nstderr:\n{self.stderr[-4000:]}\n" + self.agent_logs()
+        )
+        assert point["ok"], (
+            f"checkpoint {name!r} failed: {point.get('error')} "
+            f"(code {point.get('code')}, data {point.get('data')})\n"
+            f"{point.get('stack', '')}\n" + self.agent_logs()
+        )
         return point
 
     def agent_logs(self) -> str:
@@ -124,8 +146,10 @@ def script(server: ScriptedProvider) -> None:
         Reply(text="Let me look.", calls=(Call("read-1", "read_file", args(path="notes.txt")),)),
         Reply(text="It has two lines."),
         # write: a write asking permission, then an answer
-        Reply(text="Writing.", calls=(Call("write-1", "write_file", args(
-            path="greeting.txt", content="new\n")),)),
+        Reply(
+            text="Writing.",
+            calls=(Call("write-1", "write_file", args(path="greeting.txt", content="new\n")),),
+        ),
         Reply(text="Done."),
         # cancel: Anthropic events message_start, block start, ping and two text deltas,
         # then silence until the agent goes away
@@ -141,15 +165,26 @@ async def run_node(root: Path) -> Run:
     (project / "notes.txt").write_text("on disk\n")
     (project / "greeting.txt").write_text("old\n")
     logs = [root / "first-agent.log", root / "second-agent.log"]
-    config = {"command": command(), "project": str(project), "logs": [str(p) for p in logs],
-              "buffers": {str(project / "notes.txt"): BUFFER}, "prompts": PROMPTS}
+    config = {
+        "command": command(),
+        "project": str(project),
+        "logs": [str(p) for p in logs],
+        "buffers": {str(project / "notes.txt"): BUFFER},
+        "prompts": PROMPTS,
+    }
     async with ScriptedProvider() as server:
         script(server)
         env = {**environment(server, root / "home", PROVIDER), "NO_COLOR": "1"}
         proc = await asyncio.create_subprocess_exec(
-            shutil.which("node") or "node", str(SCRIPT), json.dumps(config), cwd=NODE_DIR,
-            env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE)
+            shutil.which("node") or "node",
+            str(SCRIPT),
+            json.dumps(config),
+            cwd=NODE_DIR,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         try:
             out, err = await asyncio.wait_for(proc.communicate(), NODE_TIMEOUT_S)
         except TimeoutError:
@@ -165,8 +200,16 @@ async def run_node(root: Path) -> Run:
             continue
         if isinstance(point, dict) and "checkpoint" in point:
             checkpoints.setdefault(point["checkpoint"], point)
-    return Run(checkpoints, stdout, err.decode(errors="replace"), proc.returncode or 0,
-               requests, disconnects, project, logs)
+    return Run(
+        checkpoints,
+        stdout,
+        err.decode(errors="replace"),
+        proc.returncode or 0,
+        requests,
+        disconnects,
+        project,
+        logs,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -183,8 +226,11 @@ def kinds(updates: list[dict[str, Any]]) -> list[str]:
 
 
 def texts(updates: list[dict[str, Any]]) -> list[str]:
-    return [u["content"]["text"] for u in updates
-            if u["sessionUpdate"] == "agent_message_chunk" and u["content"]["type"] == "text"]
+    return [
+        u["content"]["text"]
+        for u in updates
+        if u["sessionUpdate"] == "agent_message_chunk" and u["content"]["type"] == "text"
+    ]
 
 
 def of_call(updates: list[dict[str, Any]], call_id: str) -> list[dict[str, Any]]:
@@ -204,8 +250,11 @@ def summary(updates: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 
 def diffs(update: dict[str, Any]) -> list[tuple[str, str | None, str]]:
-    return [(c["path"], c.get("oldText"), c["newText"]) for c in update.get("content") or ()
-            if c["type"] == "diff"]
+    return [
+        (c["path"], c.get("oldText"), c["newText"])
+        for c in update.get("content") or ()
+        if c["type"] == "diff"
+    ]
 
 
 # -------------------------------------------------------------------------------- tests
@@ -234,7 +283,8 @@ def test_prompt_reads_through_the_client(run: Run) -> None:
     assert point["stopReason"] == "end_turn"
     reads = [params for method, params in point["calls"] if method == "fs/read_text_file"]
     assert [(r["sessionId"], r["path"]) for r in reads] == [
-        (session_id, str(run.project / "notes.txt"))]
+        (session_id, str(run.project / "notes.txt"))
+    ]
     assert tool_results(run.model_call_with_result("read-1"))["read-1"] == BUFFER
     assert texts(point["updates"]) == ["Let me look.", "It has two lines."]
     call = of_call(point["updates"], "read-1")
@@ -243,7 +293,8 @@ def test_prompt_reads_through_the_client(run: Run) -> None:
     # the SDK's ActiveSession saw the same turn, ending with the prompt's stop reason
     assert point["helper"][-1] == "stop:end_turn"
     assert [k for k in point["helper"][:-1] if k != "available_commands_update"] == [
-        k for k in kinds(point["updates"]) if k != "available_commands_update"]
+        k for k in kinds(point["updates"]) if k != "available_commands_update"
+    ]
 
 
 def test_write_with_permission_allow_once(run: Run) -> None:
@@ -265,7 +316,8 @@ def test_write_with_permission_allow_once(run: Run) -> None:
     assert final["status"] == "completed"
     assert diffs(final) == [(path, "old\n", "new\n")]
     assert tool_results(run.model_call_with_result("write-1"))["write-1"].startswith(
-        "Wrote greeting.txt")
+        "Wrote greeting.txt"
+    )
 
 
 def test_cancel_mid_stream(run: Run) -> None:
@@ -296,7 +348,8 @@ def test_load_in_a_new_process_replays(run: Run) -> None:
         ("agent_message_chunk", "partial answer "),
     ]
     assert diffs(of_call(replayed, "write-1")[-1]) == [
-        (str(run.project / "greeting.txt"), "old\n", "new\n")]
+        (str(run.project / "greeting.txt"), "old\n", "new\n")
+    ]
     # the whole replay came before the response; only the session's setup after it
     setup = [u for u in replayed if u["sessionUpdate"] in SETUP_UPDATES]
     assert setup and setup[0]["sessionUpdate"] == "available_commands_update"
@@ -309,7 +362,11 @@ def test_prompt_after_load_carries_the_history(run: Run) -> None:
     assert point["stopReason"] == "end_turn"
     assert texts(point["updates"]) == ["Still here."]
     assert user_texts(run.requests[-1]) == [
-        PROMPTS["read"], PROMPTS["write"], PROMPTS["cancel"], PROMPTS["again"]]
+        PROMPTS["read"],
+        PROMPTS["write"],
+        PROMPTS["cancel"],
+        PROMPTS["again"],
+    ]
 
 
 def test_list_sessions(run: Run) -> None:

@@ -23,8 +23,11 @@ READ_ONLY = {"readOnlyHint": True}
 TOOLS = [
     {"name": "ok", "inputSchema": {"type": "object"}, "annotations": READ_ONLY},
     {"name": "changed", "inputSchema": {"type": "object"}, "annotations": READ_ONLY},
-    {"name": "quotes", "annotations": READ_ONLY,
-     "inputSchema": {"type": "object", "properties": {"count": {"type": "integer"}}}},
+    {
+        "name": "quotes",
+        "annotations": READ_ONLY,
+        "inputSchema": {"type": "object", "properties": {"count": {"type": "integer"}}},
+    },
 ]
 
 
@@ -34,8 +37,13 @@ def send(message: dict[str, object]) -> None:
 
 
 def text(request_id: object, words: str) -> None:
-    send({"jsonrpc": "2.0", "id": request_id,
-          "result": {"content": [{"type": "text", "text": words}]}})
+    send(
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "result": {"content": [{"type": "text", "text": words}]},
+        }
+    )
 
 
 def serve() -> None:
@@ -44,10 +52,17 @@ def serve() -> None:
         message = json.loads(line)
         method, request_id = message.get("method"), message.get("id")
         if method == "initialize":
-            send({"jsonrpc": "2.0", "id": request_id, "result": {
-                "protocolVersion": message["params"]["protocolVersion"],
-                "capabilities": {"tools": {"listChanged": True}},
-                "serverInfo": {"name": "raw", "version": "1"}}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "result": {
+                        "protocolVersion": message["params"]["protocolVersion"],
+                        "capabilities": {"tools": {"listChanged": True}},
+                        "serverInfo": {"name": "raw", "version": "1"},
+                    },
+                }
+            )
         elif method == "tools/list":
             lists += 1
             if lists == 1 or "hang_relist" not in MODES:
@@ -57,8 +72,13 @@ def serve() -> None:
             text(request_id, "changed")
         elif method == "tools/call" and message["params"]["name"] == "quotes":
             quotes = '"' * message["params"]["arguments"]["count"]
-            send({"jsonrpc": "2.0", "id": request_id,
-                  "result": {"content": [], "structuredContent": {"quotes": quotes}}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "result": {"content": [], "structuredContent": {"quotes": quotes}},
+                }
+            )
         elif method == "tools/call":
             text(request_id, LABEL)
         elif request_id is not None:

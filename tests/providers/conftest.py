@@ -29,17 +29,28 @@ API_KEY = "sk-test-7Qv9-DO-NOT-LEAK-3f1a"
 READ_FILE = ToolSpec(
     name="read_file",
     description="Read a text file",
-    input_schema={"type": "object", "properties": {"path": {"type": "string"}},
-                  "required": ["path"]},
+    input_schema={
+        "type": "object",
+        "properties": {"path": {"type": "string"}},
+        "required": ["path"],
+    },
 )
 
 
 def make_config(server: ScriptedProvider, provider: str, **overrides: Any) -> ProviderConfig:
     """A config pointed at `server`, with tiny retry delays."""
     base = server.openai_base_url if provider == "openai" else server.anthropic_base_url
-    config = ProviderConfig(provider=provider, model="m", base_url=base, api_key=API_KEY,
-                            max_retries=2, retry_base_s=0.01, retry_max_s=0.02,
-                            read_timeout_s=5.0, connect_timeout_s=2.0)
+    config = ProviderConfig(
+        provider=provider,
+        model="m",
+        base_url=base,
+        api_key=API_KEY,
+        max_retries=2,
+        retry_base_s=0.01,
+        retry_max_s=0.02,
+        read_timeout_s=5.0,
+        connect_timeout_s=2.0,
+    )
     return config._replace(**overrides)
 
 
@@ -49,13 +60,19 @@ def make_request(*messages: Message, **fields: Any) -> ModelRequest:
     return ModelRequest(**{"model": "m", "messages": history, "tools": (READ_FILE,), **fields})
 
 
-def start_stream(config: ProviderConfig, token: CancellationToken | None = None,
-                 request: ModelRequest | None = None) -> ModelStream:
+def start_stream(
+    config: ProviderConfig,
+    token: CancellationToken | None = None,
+    request: ModelRequest | None = None,
+) -> ModelStream:
     return open_stream(request or make_request(), token or CancellationToken(), config)
 
 
-async def collect(config: ProviderConfig, token: CancellationToken | None = None,
-                  request: ModelRequest | None = None) -> list[Event]:
+async def collect(
+    config: ProviderConfig,
+    token: CancellationToken | None = None,
+    request: ModelRequest | None = None,
+) -> list[Event]:
     """Every event of one successful call."""
     async with start_stream(config, token, request) as stream:
         return [event async for event in stream]

@@ -24,8 +24,9 @@ def test_consecutive_text_deltas_form_one_part() -> None:
     assert builder.text("Hel") == TextDelta("Hel")
     assert builder.text("lo") == TextDelta("lo")
     assert builder.message() == AssistantMessage((TextPart("Hello"),))
-    assert builder.message(StopReason.END_TURN) == AssistantMessage((TextPart("Hello"),),
-                                                                    StopReason.END_TURN)
+    assert builder.message(StopReason.END_TURN) == AssistantMessage(
+        (TextPart("Hello"),), StopReason.END_TURN
+    )
 
 
 def test_closed_blocks_become_separate_parts_and_empty_text_is_dropped() -> None:
@@ -89,7 +90,9 @@ def test_partial_message_drops_unfinished_tool_calls() -> None:
     builder.tool_start(1, "call_2", "read")
     builder.tool_args(1, '{"pa')
     assert builder.message().parts == (
-        TextPart("Reading."), ToolCallPart("call_1", "read", {"path": "a"}, '{"path": "a"}'))
+        TextPart("Reading."),
+        ToolCallPart("call_1", "read", {"path": "a"}, '{"path": "a"}'),
+    )
 
 
 def test_text_after_a_tool_call_is_a_new_part() -> None:
@@ -102,21 +105,30 @@ def test_text_after_a_tool_call_is_a_new_part() -> None:
     assert builder.message().parts == (TextPart("before"), call, TextPart("after"))
 
 
-@pytest.mark.parametrize(("raw", "arguments", "error"), [
-    ('{"a": 1}', {"a": 1}, None),
-    ("", {}, None),
-    ("  \n", {}, None),
-    ("{", {}, "the arguments are not valid JSON (Expecting property name enclosed in double "
-              "quotes: line 1 column 2 (char 1))"),
-    ("[1]", {}, "the arguments must be a JSON object, got list"),
-    ("null", {}, "the arguments must be a JSON object, got NoneType"),
-    ('"text"', {}, "the arguments must be a JSON object, got str"),
-])
-def test_tool_arguments_are_parsed_once_at_the_end(raw: str, arguments: dict[str, object],
-                                                   error: str | None) -> None:
+@pytest.mark.parametrize(
+    ("raw", "arguments", "error"),
+    [
+        ('{"a": 1}', {"a": 1}, None),
+        ("", {}, None),
+        ("  \n", {}, None),
+        (
+            "{",
+            {},
+            "the arguments are not valid JSON (Expecting property name enclosed in double "
+            "quotes: line 1 column 2 (char 1))",
+        ),
+        ("[1]", {}, "the arguments must be a JSON object, got list"),
+        ("null", {}, "the arguments must be a JSON object, got NoneType"),
+        ('"text"', {}, "the arguments must be a JSON object, got str"),
+    ],
+)
+def test_tool_arguments_are_parsed_once_at_the_end(
+    raw: str, arguments: dict[str, object], error: str | None
+) -> None:
     builder = MessageBuilder()
     builder.tool_start(0, "call_1", "read")
     for char in raw:
         builder.tool_args(0, char)
     assert builder.tool_finish(0) == ToolCallFinished(
-        ToolCallPart("call_1", "read", arguments, raw, error))
+        ToolCallPart("call_1", "read", arguments, raw, error)
+    )

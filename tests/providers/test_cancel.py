@@ -65,9 +65,9 @@ class Canceller:
         return time.monotonic() - self.at
 
 
-async def cancel_stream(config: ProviderConfig, canceller: Canceller,
-                        when: Callable[[Event], bool] | None = None
-                        ) -> tuple[list[Event], StreamCancelled, float]:
+async def cancel_stream(
+    config: ProviderConfig, canceller: Canceller, when: Callable[[Event], bool] | None = None
+) -> tuple[list[Event], StreamCancelled, float]:
     """Stream until StreamCancelled (firing the token 50 ms after the first event matching
     `when`, if given); return the events, the exception and the cancel-to-raise latency."""
     events: list[Event] = []
@@ -87,17 +87,22 @@ async def cancel_stream(config: ProviderConfig, canceller: Canceller,
 
 
 async def test_cancel_mid_stream_keeps_text_drops_the_half_streamed_call(
-        server: ScriptedProvider, config: ProviderConfig, provider: str) -> None:
+    server: ScriptedProvider, config: ProviderConfig, provider: str
+) -> None:
     reply = Reply(text=("Hel", "lo"), calls=(Call("call_1", "read_file", ('{"pa', 'th": 1}')),))
     after = events_through(provider, reply, '{"pa')
     server.script(replace(reply, fault=Hang(after)))
     canceller = Canceller(CancellationToken("turn-1"), "user pressed stop")
     events, error, latency = await cancel_stream(
-        config, canceller, lambda e: isinstance(e, ToolCallArgsDelta))
+        config, canceller, lambda e: isinstance(e, ToolCallArgsDelta)
+    )
     assert latency < PROMPT_S
-    assert without_usage(events) == [TextDelta("Hel"), TextDelta("lo"),
-                                     ToolCallStarted("call_1", "read_file"),
-                                     ToolCallArgsDelta("call_1", '{"pa')]
+    assert without_usage(events) == [
+        TextDelta("Hel"),
+        TextDelta("lo"),
+        ToolCallStarted("call_1", "read_file"),
+        ToolCallArgsDelta("call_1", '{"pa'),
+    ]
     assert error.partial == AssistantMessage((TextPart("Hello"),))
     assert isinstance(error, Cancelled)
     assert error.reason == "user pressed stop"
@@ -110,20 +115,23 @@ async def test_cancel_mid_stream_keeps_text_drops_the_half_streamed_call(
 
 
 async def test_cancel_during_thinking_keeps_the_unsigned_thinking(
-        server: ScriptedProvider, config: ProviderConfig, provider: str) -> None:
+    server: ScriptedProvider, config: ProviderConfig, provider: str
+) -> None:
     reply = Reply(thinking=("Let me", " see"), signature="sig-never-sent", text="x")
     server.script(replace(reply, fault=Hang(events_through(provider, reply, " see"))))
     canceller = Canceller(CancellationToken())
     events, error, latency = await cancel_stream(
-        config, canceller, lambda e: e == ThinkingDelta(" see"))
+        config, canceller, lambda e: e == ThinkingDelta(" see")
+    )
     assert latency < PROMPT_S
     assert without_usage(events) == [ThinkingDelta("Let me"), ThinkingDelta(" see")]
     assert error.partial == AssistantMessage((ThinkingPart("Let me see", None),))
 
 
 async def test_cancel_during_back_off(server: ScriptedProvider, config: ProviderConfig) -> None:
-    server.script(HttpError(429, "Rate limited", headers={"retry-after": "30"}),
-                  Reply(text="never"))
+    server.script(
+        HttpError(429, "Rate limited", headers={"retry-after": "30"}), Reply(text="never")
+    )
     canceller = Canceller(CancellationToken())
     started = time.monotonic()
     canceller.fire_in(0.1)
@@ -135,8 +143,9 @@ async def test_cancel_during_back_off(server: ScriptedProvider, config: Provider
     assert server.remaining == 1
 
 
-async def test_cancel_before_the_response_headers(server: ScriptedProvider,
-                                                  config: ProviderConfig) -> None:
+async def test_cancel_before_the_response_headers(
+    server: ScriptedProvider, config: ProviderConfig
+) -> None:
     server.script(Reply(text="late", headers_delay_s=30))
     canceller = Canceller(CancellationToken())
     canceller.fire_in(0.1)
@@ -149,8 +158,9 @@ async def test_cancel_before_the_response_headers(server: ScriptedProvider,
     assert canceller.at is not None and disconnect.time - canceller.at < PROMPT_S
 
 
-async def test_token_cancelled_before_the_call_sends_nothing(server: ScriptedProvider,
-                                                             config: ProviderConfig) -> None:
+async def test_token_cancelled_before_the_call_sends_nothing(
+    server: ScriptedProvider, config: ProviderConfig
+) -> None:
     server.script(Reply(text="never"))
     token = CancellationToken()
     token.cancel("turn over")
@@ -162,7 +172,8 @@ async def test_token_cancelled_before_the_call_sends_nothing(server: ScriptedPro
 
 
 async def test_task_cancellation_propagates_and_closes_the_connection(
-        server: ScriptedProvider, config: ProviderConfig, provider: str) -> None:
+    server: ScriptedProvider, config: ProviderConfig, provider: str
+) -> None:
     reply = Reply(text=("Alpha", "Beta"))
     server.script(replace(reply, fault=Hang(events_through(provider, reply, "Alpha"))))
     stream = start_stream(config)
@@ -186,7 +197,8 @@ async def test_task_cancellation_propagates_and_closes_the_connection(
 
 
 async def test_cancel_after_the_stream_finished_changes_nothing(
-        server: ScriptedProvider, config: ProviderConfig) -> None:
+    server: ScriptedProvider, config: ProviderConfig
+) -> None:
     server.script(Reply(text="done"))
     token = CancellationToken()
     events = await collect(config, token)
@@ -202,8 +214,11 @@ def _cancel_once_headers_arrived(token: CancellationToken) -> None:
     watched: set[asyncio.Task[object]] = set()
 
     def poll() -> None:
-        watched.update(t for t in asyncio.all_tasks()
-                       if type(t.get_coro()).__name__.endswith("RequestContextManager"))
+        watched.update(
+            t
+            for t in asyncio.all_tasks()
+            if type(t.get_coro()).__name__.endswith("RequestContextManager")
+        )
         if any(t.done() for t in watched):
             token.cancel()
         else:
@@ -212,8 +227,9 @@ def _cancel_once_headers_arrived(token: CancellationToken) -> None:
     asyncio.get_running_loop().call_soon(poll)
 
 
-async def test_cancel_as_the_headers_arrive_is_still_prompt(server: ScriptedProvider,
-                                                            provider: str) -> None:
+async def test_cancel_as_the_headers_arrive_is_still_prompt(
+    server: ScriptedProvider, provider: str
+) -> None:
     server.script(Reply(text="x", fault=Hang(0)))
     token = CancellationToken()
     _cancel_once_headers_arrived(token)
@@ -229,7 +245,8 @@ async def test_cancel_as_the_headers_arrive_is_still_prompt(server: ScriptedProv
 
 
 async def test_cancel_during_back_off_reports_only_what_the_caller_saw(
-        server: ScriptedProvider) -> None:
+    server: ScriptedProvider,
+) -> None:
     role, ghost, *_ = render_openai(Reply(text="ghost"))
     error = b'data: {"error":{"message":"boom","type":"server_error","param":null}}\n\n'
     server.script(Raw((role + ghost + error,)), Reply(text="never"))

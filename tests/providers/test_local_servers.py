@@ -48,10 +48,13 @@ async def _client_session() -> AsyncIterator[None]:
     yield
     await http.close_client_session()
 
+
 CALL = ToolCallPart("call_1", "read_file", {"path": "a.txt"}, '{"path": "a.txt"}')
-TOOL_TURN = (UserMessage((TextPart("read a.txt"),)),
-             AssistantMessage((CALL,), StopReason.TOOL_USE),
-             ToolResultsMessage((ToolResultPart("call_1", "hello"),)))
+TOOL_TURN = (
+    UserMessage((TextPart("read a.txt"),)),
+    AssistantMessage((CALL,), StopReason.TOOL_USE),
+    ToolResultsMessage((ToolResultPart("call_1", "hello"),)),
+)
 
 
 def test_an_assistant_message_with_tool_calls_and_no_text_has_an_empty_string() -> None:
@@ -63,37 +66,58 @@ def test_an_assistant_message_with_tool_calls_and_no_text_has_an_empty_string() 
 def test_user_messages_in_a_row_are_merged_so_roles_alternate() -> None:
     """A turn that got no answer, or a compaction's summary before the next prompt: strict
     chat templates refuse two user messages in a row."""
-    sent = convert_messages("system", (
-        UserMessage((TextPart("first"),)), AssistantMessage((TextPart("  "),)),
-        UserMessage((TextPart("second"),)), UserMessage((TextPart("see"), TextPart("this")))))
+    sent = convert_messages(
+        "system",
+        (
+            UserMessage((TextPart("first"),)),
+            AssistantMessage((TextPart("  "),)),
+            UserMessage((TextPart("second"),)),
+            UserMessage((TextPart("see"), TextPart("this"))),
+        ),
+    )
     assert [m["role"] for m in sent] == ["system", "user"]
     assert sent[1]["content"] == "first\n\nsecond\n\nsee\n\nthis"
-    [_, with_image] = convert_messages("system", (
-        UserMessage((TextPart("look"),)), UserMessage((ImagePart("AAAA", "image/png"),))))
+    [_, with_image] = convert_messages(
+        "system", (UserMessage((TextPart("look"),)), UserMessage((ImagePart("AAAA", "image/png"),)))
+    )
     assert with_image["content"] == [
         {"type": "text", "text": "look"},
-        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+    ]
 
 
 async def test_a_tool_turn_is_accepted_by_llama_cpp_python(tmp_path: Path) -> None:
     async with ScriptedProvider(Reply(text="it says hello"), local=LLAMA_CPP_PYTHON) as server:
-        events = await collect(make_config(server, "openai", api_key=None),
-                               request=make_request(*TOOL_TURN))
+        events = await collect(
+            make_config(server, "openai", api_key=None), request=make_request(*TOOL_TURN)
+        )
     assert any(getattr(e, "text", None) == "it says hello" for e in events)
 
 
 async def test_llama_cpp_python_refuses_a_null_content_as_it_really_does() -> None:
     """The scripted server holds the rule (so the agent's tests would catch a regression) and
     words it as the recorded answer does."""
-    body = {"model": "m", "stream": True, "messages": [
-        {"role": "user", "content": "x"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c", "content": "r"}]}
+    body = {
+        "model": "m",
+        "stream": True,
+        "messages": [
+            {"role": "user", "content": "x"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c", "content": "r"},
+        ],
+    }
     recorded = json.loads((RECORDED / "assistant_content_null.500.json").read_bytes())
-    async with ScriptedProvider(local=LLAMA_CPP_PYTHON) as server, aiohttp.ClientSession(
-    ) as client, client.post(f"{server.openai_base_url}/chat/completions",
-                             json=body) as response:
+    async with (
+        ScriptedProvider(local=LLAMA_CPP_PYTHON) as server,
+        aiohttp.ClientSession() as client,
+        client.post(f"{server.openai_base_url}/chat/completions", json=body) as response,
+    ):
         answer = await response.json()
     assert response.status == 500
     assert answer["error"]["type"] == recorded["error"]["type"] == "internal_server_error"
@@ -112,19 +136,33 @@ def test_a_long_error_is_one_short_line_with_the_whole_message_in_details() -> N
     assert short.details is None and short.brief == "Overloaded"
 
 
-@pytest.mark.parametrize(("body", "expected"), [
-    (b'{"object":"error","message":"This model\'s maximum context length is 4096 tokens.",'
-     b'"type":"BadRequestError","param":null,"code":400}',
-     ("BadRequestError", "This model's maximum context length is 4096 tokens.")),  # vLLM
-    (b'{"error":"The number of tokens to keep from the initial prompt is greater than the '
-     b'context length."}', (None, "The number of tokens to keep from the initial prompt is "
-                                  "greater than the context length.")),  # LM Studio
-    (b'{"detail":"Not Found"}', (None, "Not Found")),  # FastAPI
-    (b'{"detail":[{"loc":["body","messages"],"msg":"field required"}]}',
-     (None, '[{"loc": ["body", "messages"], "msg": "field required"}]')),
-])
-def test_the_error_shapes_of_compatible_servers(body: bytes,
-                                                expected: tuple[str | None, str]) -> None:
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            b'{"object":"error","message":"This model\'s maximum context length is 4096 tokens.",'
+            b'"type":"BadRequestError","param":null,"code":400}',
+            ("BadRequestError", "This model's maximum context length is 4096 tokens."),
+        ),  # vLLM
+        (
+            b'{"error":"The number of tokens to keep from the initial prompt is greater than the '
+            b'context length."}',
+            (
+                None,
+                "The number of tokens to keep from the initial prompt is "
+                "greater than the context length.",
+            ),
+        ),  # LM Studio
+        (b'{"detail":"Not Found"}', (None, "Not Found")),  # FastAPI
+        (
+            b'{"detail":[{"loc":["body","messages"],"msg":"field required"}]}',
+            (None, '[{"loc": ["body", "messages"], "msg": "field required"}]'),
+        ),
+    ],
+)
+def test_the_error_shapes_of_compatible_servers(
+    body: bytes, expected: tuple[str | None, str]
+) -> None:
     error = OpenAiWire().parse_error(400, body)
     assert (error.error_type, error.message) == expected
 
@@ -157,17 +195,22 @@ def test_only_the_providers_own_hosts_are_official() -> None:
     assert not official("http://proxy.example/api.openai.com/v1")
 
 
-@pytest.mark.parametrize(("local", "stated"), [
-    (LLAMA_CPP_PYTHON, (None, None)),  # states none: ACP_FSM_CONTEXT_WINDOW is the way
-    (LLAMA_CPP, (6000, 6000)),  # /props, for the one model it serves
-    (VLLM, (6000, 6000)),  # max_model_len of each listed model
-    (OLLAMA, (None, None)),  # /api/ps: loaded models only
-    (LM_STUDIO, (None, None)),  # /api/v0/models: loaded models only
-])
+@pytest.mark.parametrize(
+    ("local", "stated"),
+    [
+        (LLAMA_CPP_PYTHON, (None, None)),  # states none: ACP_FSM_CONTEXT_WINDOW is the way
+        (LLAMA_CPP, (6000, 6000)),  # /props, for the one model it serves
+        (VLLM, (6000, 6000)),  # max_model_len of each listed model
+        (OLLAMA, (None, None)),  # /api/ps: loaded models only
+        (LM_STUDIO, (None, None)),  # /api/v0/models: loaded models only
+    ],
+)
 async def test_what_each_server_states_of_its_window(
-        local: LocalServer, stated: tuple[int | None, int | None]) -> None:
-    async with ScriptedProvider(local=local, context_window=6000,
-                                models=("coder", "tiny")) as server:
+    local: LocalServer, stated: tuple[int | None, int | None]
+) -> None:
+    async with ScriptedProvider(
+        local=local, context_window=6000, models=("coder", "tiny")
+    ) as server:
         config = make_config(server, "openai")
         async with aiohttp.ClientSession() as client:
             info = await probe(client, config, {})

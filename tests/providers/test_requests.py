@@ -36,32 +36,56 @@ from tests.providers.conftest import (
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5Erk"
 HISTORY: tuple[Message, ...] = (
     UserMessage((TextPart("Look at this"), ImagePart(PNG, "image/png"))),
-    AssistantMessage((
-        ThinkingPart("I should read both.", "sig-1"),
-        TextPart("Reading both."),
-        ToolCallPart("call_1", "read_file", {"path": "a.txt"}, '{"path":"a.txt"}'),
-        ToolCallPart("call_2", "read_file", {"path": "b.txt"}),
-    ), StopReason.TOOL_USE),
-    ToolResultsMessage((ToolResultPart("call_1", "alpha"),
-                        ToolResultPart("call_2", "", is_error=True))),
+    AssistantMessage(
+        (
+            ThinkingPart("I should read both.", "sig-1"),
+            TextPart("Reading both."),
+            ToolCallPart("call_1", "read_file", {"path": "a.txt"}, '{"path":"a.txt"}'),
+            ToolCallPart("call_2", "read_file", {"path": "b.txt"}),
+        ),
+        StopReason.TOOL_USE,
+    ),
+    ToolResultsMessage(
+        (ToolResultPart("call_1", "alpha"), ToolResultPart("call_2", "", is_error=True))
+    ),
     UserMessage((TextPart("Also check c.txt"),)),
-    AssistantMessage((ThinkingPart("cut short by a cancel"),
-                      ThinkingPart("", redacted="EmwKAhgBEgy3va3pzix"),
-                      TextPart("Both read.")), StopReason.END_TURN),
+    AssistantMessage(
+        (
+            ThinkingPart("cut short by a cancel"),
+            ThinkingPart("", redacted="EmwKAhgBEgy3va3pzix"),
+            TextPart("Both read."),
+        ),
+        StopReason.END_TURN,
+    ),
     UserMessage((TextPart("Thanks"),)),
 )
 FULL_REQUEST = make_request(*HISTORY, system="Be brief.", max_tokens=1024)
 
 OPENAI_MESSAGES = [
     {"role": "system", "content": "Be brief."},
-    {"role": "user", "content": [
-        {"type": "text", "text": "Look at this"},
-        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}]},
-    {"role": "assistant", "content": "Reading both.", "tool_calls": [
-        {"id": "call_1", "type": "function",
-         "function": {"name": "read_file", "arguments": '{"path":"a.txt"}'}},
-        {"id": "call_2", "type": "function",
-         "function": {"name": "read_file", "arguments": '{"path": "b.txt"}'}}]},
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "Look at this"},
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": "Reading both.",
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path":"a.txt"}'},
+            },
+            {
+                "id": "call_2",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path": "b.txt"}'},
+            },
+        ],
+    },
     {"role": "tool", "tool_call_id": "call_1", "content": "alpha"},
     {"role": "tool", "tool_call_id": "call_2", "content": "(no output)"},
     {"role": "user", "content": "Also check c.txt"},
@@ -69,29 +93,50 @@ OPENAI_MESSAGES = [
     {"role": "user", "content": "Thanks"},
 ]
 ANTHROPIC_MESSAGES = [
-    {"role": "user", "content": [
-        {"type": "text", "text": "Look at this"},
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}]},
-    {"role": "assistant", "content": [
-        {"type": "thinking", "thinking": "I should read both.", "signature": "sig-1"},
-        {"type": "text", "text": "Reading both."},
-        {"type": "tool_use", "id": "call_1", "name": "read_file", "input": {"path": "a.txt"}},
-        {"type": "tool_use", "id": "call_2", "name": "read_file", "input": {"path": "b.txt"}}]},
-    {"role": "user", "content": [  # tool results first, then the user's own words
-        {"type": "tool_result", "tool_use_id": "call_1", "content": "alpha", "is_error": False},
-        {"type": "tool_result", "tool_use_id": "call_2", "content": "(no output)",
-         "is_error": True},
-        {"type": "text", "text": "Also check c.txt"}]},
-    {"role": "assistant", "content": [  # the unsigned thinking block is dropped
-        {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"},
-        {"type": "text", "text": "Both read."}]},
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "Look at this"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "I should read both.", "signature": "sig-1"},
+            {"type": "text", "text": "Reading both."},
+            {"type": "tool_use", "id": "call_1", "name": "read_file", "input": {"path": "a.txt"}},
+            {"type": "tool_use", "id": "call_2", "name": "read_file", "input": {"path": "b.txt"}},
+        ],
+    },
+    {
+        "role": "user",
+        "content": [  # tool results first, then the user's own words
+            {"type": "tool_result", "tool_use_id": "call_1", "content": "alpha", "is_error": False},
+            {
+                "type": "tool_result",
+                "tool_use_id": "call_2",
+                "content": "(no output)",
+                "is_error": True,
+            },
+            {"type": "text", "text": "Also check c.txt"},
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": [  # the unsigned thinking block is dropped
+            {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"},
+            {"type": "text", "text": "Both read."},
+        ],
+    },
     {"role": "user", "content": [{"type": "text", "text": "Thanks"}]},
 ]
 CACHED = {"type": "ephemeral"}  # a prompt-cache breakpoint: after system, tools, conversation
 
 
-async def sent_body(server: ScriptedProvider, config: ProviderConfig,
-                    *messages: Message, **fields: Any) -> dict[str, Any]:
+async def sent_body(
+    server: ScriptedProvider, config: ProviderConfig, *messages: Message, **fields: Any
+) -> dict[str, Any]:
     """Make one successful call and return the JSON body the server received."""
     server.script(Reply(text="ok"))
     await collect(config, request=make_request(*messages, **fields))
@@ -110,9 +155,16 @@ async def test_openai_request_body(server: ScriptedProvider) -> None:
         "stream": True,
         "stream_options": {"include_usage": True},
         "max_tokens": 1024,
-        "tools": [{"type": "function", "function": {
-            "name": "read_file", "description": "Read a text file",
-            "parameters": READ_FILE.input_schema}}],
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "read_file",
+                    "description": "Read a text file",
+                    "parameters": READ_FILE.input_schema,
+                },
+            }
+        ],
     }
 
 
@@ -125,15 +177,27 @@ async def test_anthropic_request_body(server: ScriptedProvider) -> None:
         "max_tokens": 1024,
         "stream": True,
         "system": [{"type": "text", "text": "Be brief.", "cache_control": CACHED}],
-        "messages": [*ANTHROPIC_MESSAGES[:-1], {"role": "user", "content": [
-            {"type": "text", "text": "Thanks", "cache_control": CACHED}]}],
-        "tools": [{"name": "read_file", "description": "Read a text file",
-                   "input_schema": READ_FILE.input_schema, "cache_control": CACHED}],
+        "messages": [
+            *ANTHROPIC_MESSAGES[:-1],
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "Thanks", "cache_control": CACHED}],
+            },
+        ],
+        "tools": [
+            {
+                "name": "read_file",
+                "description": "Read a text file",
+                "input_schema": READ_FILE.input_schema,
+                "cache_control": CACHED,
+            }
+        ],
     }
 
 
-async def test_headers_with_a_key(server: ScriptedProvider, config: ProviderConfig,
-                                  provider: str) -> None:
+async def test_headers_with_a_key(
+    server: ScriptedProvider, config: ProviderConfig, provider: str
+) -> None:
     await sent_body(server, config)
     headers = server.requests[0].headers
     assert headers["Content-Type"] == "application/json"
@@ -156,21 +220,26 @@ async def test_no_auth_header_without_a_key(server: ScriptedProvider, provider: 
     assert "x-api-key" not in headers
 
 
-async def test_no_tools_and_no_system(server: ScriptedProvider, config: ProviderConfig,
-                                      provider: str) -> None:
+async def test_no_tools_and_no_system(
+    server: ScriptedProvider, config: ProviderConfig, provider: str
+) -> None:
     body = await sent_body(server, config, tools=())
     assert "tools" not in body
     assert "system" not in body
     first = body["messages"][0]
-    assert first == ({"role": "user", "content": "hi"} if provider == "openai"
-                     else {"role": "user", "content": [{"type": "text", "text": "hi",
-                                                        "cache_control": CACHED}]})
+    assert first == (
+        {"role": "user", "content": "hi"}
+        if provider == "openai"
+        else {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": CACHED}]}
+    )
 
 
 def test_openai_max_tokens_key_depends_on_the_server() -> None:
     request = make_request(max_tokens=77)
-    for base_url, key in (("https://api.openai.com/v1", "max_completion_tokens"),
-                          ("http://localhost:11434/v1", "max_tokens")):
+    for base_url, key in (
+        ("https://api.openai.com/v1", "max_completion_tokens"),
+        ("http://localhost:11434/v1", "max_tokens"),
+    ):
         config = ProviderConfig(provider="openai", model="m", base_url=base_url)
         url, _, body = OpenAiWire().build(request, config)
         assert url == f"{base_url}/chat/completions"
@@ -180,49 +249,69 @@ def test_openai_max_tokens_key_depends_on_the_server() -> None:
 
 
 async def test_anthropic_empty_assistant_turn_is_dropped_and_users_merged(
-        server: ScriptedProvider) -> None:
+    server: ScriptedProvider,
+) -> None:
     """A turn cancelled during thinking leaves only unsigned thinking: nothing to send; the
     user messages around it merge so roles still alternate (the server would 400 otherwise)."""
     body = await sent_body(
-        server, make_config(server, "anthropic"),
-        UserMessage((TextPart("first"),)), AssistantMessage((ThinkingPart("half"),)),
-        UserMessage((TextPart("second"),)))
-    assert body["messages"] == [{"role": "user", "content": [
-        {"type": "text", "text": "first"},
-        {"type": "text", "text": "second", "cache_control": CACHED}]}]
+        server,
+        make_config(server, "anthropic"),
+        UserMessage((TextPart("first"),)),
+        AssistantMessage((ThinkingPart("half"),)),
+        UserMessage((TextPart("second"),)),
+    )
+    assert body["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "first"},
+                {"type": "text", "text": "second", "cache_control": CACHED},
+            ],
+        }
+    ]
 
 
 async def test_openai_keeps_separate_user_text_parts_apart(server: ScriptedProvider) -> None:
-    body = await sent_body(server, make_config(server, "openai"),
-                           UserMessage((TextPart("Look at this"), TextPart("notes.md"))))
+    body = await sent_body(
+        server,
+        make_config(server, "openai"),
+        UserMessage((TextPart("Look at this"), TextPart("notes.md"))),
+    )
     assert body["messages"][0]["content"] in (
         [{"type": "text", "text": "Look at this"}, {"type": "text", "text": "notes.md"}],
-        "Look at this\nnotes.md", "Look at this\n\nnotes.md")
+        "Look at this\nnotes.md",
+        "Look at this\n\nnotes.md",
+    )
 
 
 # ------------------------------------------------------------------------ pairing rules
 
 ORPHANED_CALL: tuple[Message, ...] = (
     UserMessage((TextPart("read a.txt"),)),
-    AssistantMessage((ToolCallPart("call_1", "read_file", {"path": "a.txt"}),),
-                     StopReason.TOOL_USE),
+    AssistantMessage(
+        (ToolCallPart("call_1", "read_file", {"path": "a.txt"}),), StopReason.TOOL_USE
+    ),
     UserMessage((TextPart("never mind"),)),
 )
 PAIRING_ERRORS = {
-    "openai": ("invalid_request_error",
-               "An assistant message with 'tool_calls' must be followed by tool messages "
-               "responding to each 'tool_call_id'. The following tool_call_ids did not have "
-               "response messages: call_1"),
-    "anthropic": ("invalid_request_error",
-                  "messages.1: `tool_use` ids were found without `tool_result` blocks "
-                  "immediately after: call_1. Each `tool_use` block must have a "
-                  "corresponding `tool_result` block in the next message."),
+    "openai": (
+        "invalid_request_error",
+        "An assistant message with 'tool_calls' must be followed by tool messages "
+        "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+        "response messages: call_1",
+    ),
+    "anthropic": (
+        "invalid_request_error",
+        "messages.1: `tool_use` ids were found without `tool_result` blocks "
+        "immediately after: call_1. Each `tool_use` block must have a "
+        "corresponding `tool_result` block in the next message.",
+    ),
 }
 
 
-async def test_orphaned_tool_call_is_a_400_not_retried(server: ScriptedProvider,
-                                                       config: ProviderConfig,
-                                                       provider: str) -> None:
+async def test_orphaned_tool_call_is_a_400_not_retried(
+    server: ScriptedProvider, config: ProviderConfig, provider: str
+) -> None:
     server.script(Reply(text="never"))
     with pytest.raises(ProviderError) as caught:
         await collect_until_error(start_stream(config, request=make_request(*ORPHANED_CALL)), [])
@@ -233,17 +322,27 @@ async def test_orphaned_tool_call_is_a_400_not_retried(server: ScriptedProvider,
     assert server.remaining == 1  # rejected before a reply was taken
 
 
-async def test_answered_tool_calls_pass_the_pairing_rule(server: ScriptedProvider,
-                                                         config: ProviderConfig,
-                                                         provider: str) -> None:
+async def test_answered_tool_calls_pass_the_pairing_rule(
+    server: ScriptedProvider, config: ProviderConfig, provider: str
+) -> None:
     results = ToolResultsMessage((ToolResultPart("call_1", "contents of a.txt"),))
     body = await sent_body(server, config, *ORPHANED_CALL[:2], results)
     assert body["messages"][-1] == (
         {"role": "tool", "tool_call_id": "call_1", "content": "contents of a.txt"}
-        if provider == "openai" else
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1",
-                                      "content": "contents of a.txt", "is_error": False,
-                                      "cache_control": CACHED}]})
+        if provider == "openai"
+        else {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "call_1",
+                    "content": "contents of a.txt",
+                    "is_error": False,
+                    "cache_control": CACHED,
+                }
+            ],
+        }
+    )
 
 
 def test_anthropic_never_sends_whitespace_only_text() -> None:
@@ -252,8 +351,11 @@ def test_anthropic_never_sends_whitespace_only_text() -> None:
     from acp_fsm.providers.anthropic import convert_messages
     from acp_fsm.providers.types import AssistantMessage, TextPart, UserMessage
 
-    history = (UserMessage((TextPart("hi"),)), AssistantMessage((TextPart("\n\n"),)),
-               UserMessage((TextPart("  "), TextPart("go on"))))
+    history = (
+        UserMessage((TextPart("hi"),)),
+        AssistantMessage((TextPart("\n\n"),)),
+        UserMessage((TextPart("  "), TextPart("go on"))),
+    )
     converted = convert_messages(history)
     assert [m["role"] for m in converted] == ["user"]  # the empty assistant turn is dropped
     assert [b["text"] for b in converted[0]["content"]] == ["hi", "go on"]

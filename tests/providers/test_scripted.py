@@ -33,8 +33,12 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 OPENAI_HEADERS = {"authorization": f"Bearer {API_KEY}"}
 ANTHROPIC_HEADERS = {"x-api-key": API_KEY, "anthropic-version": "2023-06-01"}
 HI = [{"role": "user", "content": "hi"}]
-OPENAI_BODY = {"model": "m", "messages": HI, "stream": True,
-               "stream_options": {"include_usage": True}}
+OPENAI_BODY = {
+    "model": "m",
+    "messages": HI,
+    "stream": True,
+    "stream_options": {"include_usage": True},
+}
 ANTHROPIC_BODY = {"model": "m", "max_tokens": 64, "messages": HI, "stream": True}
 
 
@@ -44,8 +48,13 @@ async def client() -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
-async def post(client: aiohttp.ClientSession, server: ScriptedProvider, path: str,
-               body: Any, headers: dict[str, str]) -> tuple[int, aiohttp.ClientResponse, bytes]:
+async def post(
+    client: aiohttp.ClientSession,
+    server: ScriptedProvider,
+    path: str,
+    body: Any,
+    headers: dict[str, str],
+) -> tuple[int, aiohttp.ClientResponse, bytes]:
     async with client.post(f"{server.url}{path}", json=body, headers=headers) as response:
         return response.status, response, await response.read()
 
@@ -70,21 +79,33 @@ def openai_text(raw: bytes) -> str:
 # ------------------------------------------------------------------------- rendering
 
 
-async def test_openai_stream_rendering(server: ScriptedProvider,
-                                       client: aiohttp.ClientSession) -> None:
-    server.script(Reply(thinking="hmm", text=("Hi", "!"), usage=Usage(10, 3, 4),
-                        calls=(Call("call_1", "read_file", ('{"p', '": 1}')),)))
-    status, response, raw = await post(client, server, OPENAI_PATH, OPENAI_BODY,
-                                       OPENAI_HEADERS)
-    assert (status, response.headers["content-type"]) == (200, "text/event-stream; "
-                                                                "charset=utf-8")
+async def test_openai_stream_rendering(
+    server: ScriptedProvider, client: aiohttp.ClientSession
+) -> None:
+    server.script(
+        Reply(
+            thinking="hmm",
+            text=("Hi", "!"),
+            usage=Usage(10, 3, 4),
+            calls=(Call("call_1", "read_file", ('{"p', '": 1}')),),
+        )
+    )
+    status, response, raw = await post(client, server, OPENAI_PATH, OPENAI_BODY, OPENAI_HEADERS)
+    assert (status, response.headers["content-type"]) == (200, "text/event-stream; charset=utf-8")
     events = [data for _, data in sse_payloads(raw)]
     assert events[-1] == "[DONE]"
     chunks = events[:-1]
     assert {c["id"] for c in chunks} == {chunks[0]["id"]}
     for chunk in chunks:
-        assert set(chunk) == {"id", "object", "created", "model", "system_fingerprint",
-                              "choices", "usage"}
+        assert set(chunk) == {
+            "id",
+            "object",
+            "created",
+            "model",
+            "system_fingerprint",
+            "choices",
+            "usage",
+        }
         assert (chunk["object"], chunk["model"]) == ("chat.completion.chunk", "m")
     deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
     assert deltas == [
@@ -92,8 +113,16 @@ async def test_openai_stream_rendering(server: ScriptedProvider,
         {"reasoning_content": "hmm"},
         {"content": "Hi"},
         {"content": "!"},
-        {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                         "function": {"name": "read_file", "arguments": ""}}]},
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": ""},
+                }
+            ]
+        },
         {"tool_calls": [{"index": 0, "function": {"arguments": '{"p'}}]},
         {"tool_calls": [{"index": 0, "function": {"arguments": '": 1}'}}]},
         {},
@@ -102,14 +131,18 @@ async def test_openai_stream_rendering(server: ScriptedProvider,
     assert finishes == [None] * 7 + ["tool_calls"]
     assert chunks[-1]["choices"] == []
     assert chunks[-1]["usage"] == {
-        "prompt_tokens": 14, "completion_tokens": 3, "total_tokens": 17,
+        "prompt_tokens": 14,
+        "completion_tokens": 3,
+        "total_tokens": 17,
         "prompt_tokens_details": {"cached_tokens": 4, "audio_tokens": 0},
-        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0}}
+        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+    }
     assert all(c["usage"] is None for c in chunks[:-1])
 
 
-async def test_openai_usage_only_when_asked(server: ScriptedProvider,
-                                            client: aiohttp.ClientSession) -> None:
+async def test_openai_usage_only_when_asked(
+    server: ScriptedProvider, client: aiohttp.ClientSession
+) -> None:
     server.script(Reply(text="x"))
     body = {**OPENAI_BODY, "stream_options": {"include_usage": False}}
     _, _, raw = await post(client, server, OPENAI_PATH, body, OPENAI_HEADERS)
@@ -117,75 +150,120 @@ async def test_openai_usage_only_when_asked(server: ScriptedProvider,
     assert all("usage" not in c and c["choices"] for c in chunks)
 
 
-async def test_anthropic_stream_rendering(server: ScriptedProvider,
-                                          client: aiohttp.ClientSession) -> None:
-    server.script(Reply(thinking=("a", "b"), signature="sig", text="Hi",
-                        calls=(Call("toolu_1", "grep", ('{"q"', ': 1}')),),
-                        stop=StopReason.TOOL_USE, usage=Usage(10, 3, 4, 2)))
-    status, response, raw = await post(client, server, "/v1/messages", ANTHROPIC_BODY,
-                                       ANTHROPIC_HEADERS)
-    assert (status, response.headers["content-type"]) == (200, "text/event-stream; "
-                                                                "charset=utf-8")
+async def test_anthropic_stream_rendering(
+    server: ScriptedProvider, client: aiohttp.ClientSession
+) -> None:
+    server.script(
+        Reply(
+            thinking=("a", "b"),
+            signature="sig",
+            text="Hi",
+            calls=(Call("toolu_1", "grep", ('{"q"', ": 1}")),),
+            stop=StopReason.TOOL_USE,
+            usage=Usage(10, 3, 4, 2),
+        )
+    )
+    status, response, raw = await post(
+        client, server, "/v1/messages", ANTHROPIC_BODY, ANTHROPIC_HEADERS
+    )
+    assert (status, response.headers["content-type"]) == (200, "text/event-stream; charset=utf-8")
     assert "request-id" in response.headers
     events = sse_payloads(raw)
     assert all(name == data["type"] for name, data in events)
     start = events[0][1]["message"]
     assert (start["role"], start["content"], start["model"], start["stop_reason"]) == (
-        "assistant", [], "m", None)
-    assert start["usage"] == {"input_tokens": 10, "output_tokens": 1,
-                              "cache_creation_input_tokens": 2, "cache_read_input_tokens": 4}
+        "assistant",
+        [],
+        "m",
+        None,
+    )
+    assert start["usage"] == {
+        "input_tokens": 10,
+        "output_tokens": 1,
+        "cache_creation_input_tokens": 2,
+        "cache_read_input_tokens": 4,
+    }
     assert [data for _, data in events[1:]] == [
-        {"type": "content_block_start", "index": 0,
-         "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+        },
         {"type": "ping"},
-        {"type": "content_block_delta", "index": 0,
-         "delta": {"type": "thinking_delta", "thinking": "a"}},
-        {"type": "content_block_delta", "index": 0,
-         "delta": {"type": "thinking_delta", "thinking": "b"}},
-        {"type": "content_block_delta", "index": 0,
-         "delta": {"type": "signature_delta", "signature": "sig"}},
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": "a"},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": "b"},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "signature_delta", "signature": "sig"},
+        },
         {"type": "content_block_stop", "index": 0},
-        {"type": "content_block_start", "index": 1,
-         "content_block": {"type": "text", "text": ""}},
-        {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta",
-                                                              "text": "Hi"}},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Hi"}},
         {"type": "content_block_stop", "index": 1},
-        {"type": "content_block_start", "index": 2, "content_block": {
-            "type": "tool_use", "id": "toolu_1", "name": "grep", "input": {}}},
-        {"type": "content_block_delta", "index": 2,
-         "delta": {"type": "input_json_delta", "partial_json": '{"q"'}},
-        {"type": "content_block_delta", "index": 2,
-         "delta": {"type": "input_json_delta", "partial_json": ": 1}"}},
+        {
+            "type": "content_block_start",
+            "index": 2,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "grep", "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 2,
+            "delta": {"type": "input_json_delta", "partial_json": '{"q"'},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 2,
+            "delta": {"type": "input_json_delta", "partial_json": ": 1}"},
+        },
         {"type": "content_block_stop", "index": 2},
-        {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-         "usage": {"output_tokens": 3}},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+            "usage": {"output_tokens": 3},
+        },
         {"type": "message_stop"},
     ]
 
 
-async def test_raw_bytes_are_sent_verbatim(server: ScriptedProvider,
-                                           client: aiohttp.ClientSession) -> None:
-    server.script(Raw((b"data:{\"a\"", 0.01, b":1}\r\n\r\n", b": c\r"), content_type="x/y"))
+async def test_raw_bytes_are_sent_verbatim(
+    server: ScriptedProvider, client: aiohttp.ClientSession
+) -> None:
+    server.script(Raw((b'data:{"a"', 0.01, b":1}\r\n\r\n", b": c\r"), content_type="x/y"))
     _, response, raw = await post(client, server, OPENAI_PATH, OPENAI_BODY, OPENAI_HEADERS)
-    assert raw == b"data:{\"a\":1}\r\n\r\n: c\r"
+    assert raw == b'data:{"a":1}\r\n\r\n: c\r'
     assert response.headers["content-type"] == "x/y"
 
 
 # ------------------------------------------------------------------- errors and checks
 
 
-async def test_http_error_shapes(server: ScriptedProvider,
-                                 client: aiohttp.ClientSession) -> None:
-    server.script(HttpError(429, "slow down", code="rate_limit_exceeded",
-                            headers={"retry-after": "3"}),
-                  HttpError(529, "Overloaded"))
-    status, response, raw = await post(client, server, OPENAI_PATH, OPENAI_BODY,
-                                       OPENAI_HEADERS)
+async def test_http_error_shapes(server: ScriptedProvider, client: aiohttp.ClientSession) -> None:
+    server.script(
+        HttpError(429, "slow down", code="rate_limit_exceeded", headers={"retry-after": "3"}),
+        HttpError(529, "Overloaded"),
+    )
+    status, response, raw = await post(client, server, OPENAI_PATH, OPENAI_BODY, OPENAI_HEADERS)
     assert (status, response.headers["retry-after"]) == (429, "3")
-    assert json.loads(raw) == {"error": {"message": "slow down", "type": "requests",
-                                         "param": None, "code": "rate_limit_exceeded"}}
-    status, response, raw = await post(client, server, "/v1/messages", ANTHROPIC_BODY,
-                                       ANTHROPIC_HEADERS)
+    assert json.loads(raw) == {
+        "error": {
+            "message": "slow down",
+            "type": "requests",
+            "param": None,
+            "code": "rate_limit_exceeded",
+        }
+    }
+    status, response, raw = await post(
+        client, server, "/v1/messages", ANTHROPIC_BODY, ANTHROPIC_HEADERS
+    )
     body = json.loads(raw)
     assert status == 529
     assert body["type"] == "error"
@@ -209,54 +287,112 @@ USER = {"role": "user", "content": "go"}
 CALLS = {"role": "assistant", "content": [_tool_use("toolu_1"), _tool_use("toolu_2")]}
 ANTHROPIC_REJECTIONS = [
     ({"x-api-key": API_KEY}, _anthropic(USER), "anthropic-version: header is required"),
-    (ANTHROPIC_HEADERS, {"model": "m", "messages": [USER], "stream": True},
-     "max_tokens: Field required"),
-    (ANTHROPIC_HEADERS, _anthropic({"role": "assistant", "content": "hi"}),
-     'messages: first message must use the "user" role'),
-    (ANTHROPIC_HEADERS, _anthropic(USER, USER),
-     'messages: roles must alternate between "user" and "assistant", but found multiple '
-     '"user" roles in a row'),
-    (ANTHROPIC_HEADERS, _anthropic(USER, CALLS, {"role": "user", "content": [
-        _result("toolu_1")]}),
-     "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: "
-     "toolu_2. Each `tool_use` block must have a corresponding `tool_result` block in the "
-     "next message."),
-    (ANTHROPIC_HEADERS, _anthropic(USER, CALLS, {"role": "user", "content": [
-        {"type": "text", "text": "first"}, _result("toolu_1"), _result("toolu_2")]}),
-     "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: "
-     "toolu_1, toolu_2. Each `tool_use` block must have a corresponding `tool_result` block "
-     "in the next message."),
-    (ANTHROPIC_HEADERS, _anthropic({"role": "user", "content": [_result("toolu_9")]}),
-     "messages.0.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_9. "
-     "Each `tool_result` block must have a corresponding `tool_use` block in the previous "
-     "message."),
-    (ANTHROPIC_HEADERS, _anthropic(USER, CALLS, {"role": "user", "content": [
-        _result("toolu_1"), _result("toolu_2", "")]}),
-     "messages.2.content.1.tool_result.content: a tool_result must not be empty"),
-    (ANTHROPIC_HEADERS, _anthropic(USER, {"role": "assistant", "content": [
-        {"type": "thinking", "thinking": "x"}]}),
-     "messages.1.content.0.thinking.signature: Field required"),
+    (
+        ANTHROPIC_HEADERS,
+        {"model": "m", "messages": [USER], "stream": True},
+        "max_tokens: Field required",
+    ),
+    (
+        ANTHROPIC_HEADERS,
+        _anthropic({"role": "assistant", "content": "hi"}),
+        'messages: first message must use the "user" role',
+    ),
+    (
+        ANTHROPIC_HEADERS,
+        _anthropic(USER, USER),
+        'messages: roles must alternate between "user" and "assistant", but found multiple '
+        '"user" roles in a row',
+    ),
+    (
+        ANTHROPIC_HEADERS,
+        _anthropic(USER, CALLS, {"role": "user", "content": [_result("toolu_1")]}),
+        "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: "
+        "toolu_2. Each `tool_use` block must have a corresponding `tool_result` block in the "
+        "next message.",
+    ),
+    (
+        ANTHROPIC_HEADERS,
+        _anthropic(
+            USER,
+            CALLS,
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "first"},
+                    _result("toolu_1"),
+                    _result("toolu_2"),
+                ],
+            },
+        ),
+        "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: "
+        "toolu_1, toolu_2. Each `tool_use` block must have a corresponding `tool_result` block "
+        "in the next message.",
+    ),
+    (
+        ANTHROPIC_HEADERS,
+        _anthropic({"role": "user", "content": [_result("toolu_9")]}),
+        "messages.0.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_9. "
+        "Each `tool_result` block must have a corresponding `tool_use` block in the previous "
+        "message.",
+    ),
+    (
+        ANTHROPIC_HEADERS,
+        _anthropic(
+            USER, CALLS, {"role": "user", "content": [_result("toolu_1"), _result("toolu_2", "")]}
+        ),
+        "messages.2.content.1.tool_result.content: a tool_result must not be empty",
+    ),
+    (
+        ANTHROPIC_HEADERS,
+        _anthropic(USER, {"role": "assistant", "content": [{"type": "thinking", "thinking": "x"}]}),
+        "messages.1.content.0.thinking.signature: Field required",
+    ),
 ]
 OPENAI_REJECTIONS = [
     ({"messages": HI, "stream": True}, "you must provide a model parameter"),
     ({"model": "m", "stream": True}, "Missing required parameter: 'messages'."),
     ({"model": "m", "messages": HI}, "this scripted provider only streams: set 'stream': true"),
-    ({**OPENAI_BODY, "messages": [*HI, {"role": "tool", "tool_call_id": "call_1",
-                                        "content": "x"}]},
-     "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
-     "message with 'tool_calls'."),
-    ({**OPENAI_BODY, "messages": [*HI, {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "t", "arguments": "{}"}}]}]},
-     "An assistant message with 'tool_calls' must be followed by tool messages responding "
-     "to each 'tool_call_id'. The following tool_call_ids did not have response messages: "
-     "call_1"),
+    (
+        {
+            **OPENAI_BODY,
+            "messages": [*HI, {"role": "tool", "tool_call_id": "call_1", "content": "x"}],
+        },
+        "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+        "message with 'tool_calls'.",
+    ),
+    (
+        {
+            **OPENAI_BODY,
+            "messages": [
+                *HI,
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "t", "arguments": "{}"},
+                        }
+                    ],
+                },
+            ],
+        },
+        "An assistant message with 'tool_calls' must be followed by tool messages responding "
+        "to each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+        "call_1",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("headers", "body", "message"), ANTHROPIC_REJECTIONS)
-async def test_anthropic_request_checks(server: ScriptedProvider,
-                                        client: aiohttp.ClientSession, headers: dict[str, str],
-                                        body: dict[str, Any], message: str) -> None:
+async def test_anthropic_request_checks(
+    server: ScriptedProvider,
+    client: aiohttp.ClientSession,
+    headers: dict[str, str],
+    body: dict[str, Any],
+    message: str,
+) -> None:
     server.script(Reply(text="unused"))
     status, _, raw = await post(client, server, "/v1/messages", body, headers)
     assert status == 400
@@ -265,26 +401,31 @@ async def test_anthropic_request_checks(server: ScriptedProvider,
 
 
 @pytest.mark.parametrize(("body", "message"), OPENAI_REJECTIONS)
-async def test_openai_request_checks(server: ScriptedProvider, client: aiohttp.ClientSession,
-                                     body: dict[str, Any], message: str) -> None:
+async def test_openai_request_checks(
+    server: ScriptedProvider, client: aiohttp.ClientSession, body: dict[str, Any], message: str
+) -> None:
     server.script(Reply(text="unused"))
     status, _, raw = await post(client, server, OPENAI_PATH, body, OPENAI_HEADERS)
     assert status == 400
     error = json.loads(raw)["error"]
     assert (error["message"], error["type"], error["param"]) == (
-        message, "invalid_request_error", None)
+        message,
+        "invalid_request_error",
+        None,
+    )
     assert server.remaining == 1
 
 
-async def test_empty_script_is_a_clear_500(server: ScriptedProvider,
-                                           client: aiohttp.ClientSession) -> None:
+async def test_empty_script_is_a_clear_500(
+    server: ScriptedProvider, client: aiohttp.ClientSession
+) -> None:
     status, _, raw = await post(client, server, OPENAI_PATH, OPENAI_BODY, OPENAI_HEADERS)
     assert status == 500
     assert json.loads(raw)["error"]["message"] == (
         "scripted provider: the script is empty, no reply left for request #1 "
-        "(POST /v1/chat/completions)")
-    status, _, raw = await post(client, server, "/v1/messages", ANTHROPIC_BODY,
-                                ANTHROPIC_HEADERS)
+        "(POST /v1/chat/completions)"
+    )
+    status, _, raw = await post(client, server, "/v1/messages", ANTHROPIC_BODY, ANTHROPIC_HEADERS)
     assert status == 500
     assert json.loads(raw)["error"]["type"] == "api_error"
 
@@ -292,8 +433,9 @@ async def test_empty_script_is_a_clear_500(server: ScriptedProvider,
 # ------------------------------------------------------------ records and dynamic replies
 
 
-async def test_requests_and_served_replies_are_recorded(server: ScriptedProvider,
-                                                        client: aiohttp.ClientSession) -> None:
+async def test_requests_and_served_replies_are_recorded(
+    server: ScriptedProvider, client: aiohttp.ClientSession
+) -> None:
     seen: list[RecordedRequest] = []
 
     def answer(request: RecordedRequest) -> Reply:
@@ -316,8 +458,9 @@ async def test_requests_and_served_replies_are_recorded(server: ScriptedProvider
     assert [s.path for s in server.served] == ["/v1/chat/completions", "/v1/messages"]
 
 
-async def test_fallback_answers_when_the_script_is_empty(server: ScriptedProvider,
-                                                         client: aiohttp.ClientSession) -> None:
+async def test_fallback_answers_when_the_script_is_empty(
+    server: ScriptedProvider, client: aiohttp.ClientSession
+) -> None:
     server.fallback = Reply(text="fallback")
     for _ in range(2):
         _, _, raw = await post(client, server, OPENAI_PATH, OPENAI_BODY, OPENAI_HEADERS)
@@ -325,8 +468,9 @@ async def test_fallback_answers_when_the_script_is_empty(server: ScriptedProvide
 
 
 async def test_hang_until_disconnect_and_stop_is_prompt(client: aiohttp.ClientSession) -> None:
-    server = await ScriptedProvider(Reply(text="x", fault=Hang(1)),
-                                    Reply(text="y", fault=Hang(1))).start()
+    server = await ScriptedProvider(
+        Reply(text="x", fault=Hang(1)), Reply(text="y", fault=Hang(1))
+    ).start()
     async with client.post(f"{server.url}{OPENAI_PATH}", json=OPENAI_BODY) as response:
         await response.content.readuntil(b"\n\n")
         response.close()
@@ -347,8 +491,14 @@ async def test_hang_until_disconnect_and_stop_is_prompt(client: aiohttp.ClientSe
 
 async def test_runnable_demo_serves_both_formats(client: aiohttp.ClientSession) -> None:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "acp_fsm.devkit.provider", "--port", "0",
-        stderr=asyncio.subprocess.PIPE, cwd=PROJECT_ROOT)
+        sys.executable,
+        "-m",
+        "acp_fsm.devkit.provider",
+        "--port",
+        "0",
+        stderr=asyncio.subprocess.PIPE,
+        cwd=PROJECT_ROOT,
+    )
     assert process.stderr is not None
     try:
         async with asyncio.timeout(15):
@@ -360,8 +510,10 @@ async def test_runnable_demo_serves_both_formats(client: aiohttp.ClientSession) 
         for _ in range(2):
             async with client.post(f"{base}/chat/completions", json=OPENAI_BODY) as response:
                 texts.append(openai_text(await response.read()))
-        assert texts == ["Hello! I am a scripted model running offline.",
-                         "(scripted) You said: hi"]  # then the echo fallback
+        assert texts == [
+            "Hello! I am a scripted model running offline.",
+            "(scripted) You said: hi",
+        ]  # then the echo fallback
     finally:
         process.send_signal(signal.SIGINT)
         async with asyncio.timeout(10):

@@ -67,23 +67,28 @@ def test_empty_chunks_are_harmless() -> None:
     assert decode([b"", SAMPLE[:40], b"", SAMPLE[40:], b""]) == EXPECTED
 
 
-@pytest.mark.parametrize(("stream", "expected"), [
-    (b"data: a\r\n\r\n", [SseEvent("message", "a")]),
-    (b"data: a\r\r", [SseEvent("message", "a")]),
-    (b"data: a\n\n", [SseEvent("message", "a")]),
-    (b"data: a\n", []),  # no blank line: the event is discarded at the end
-    (b"data: a", []),
-    (b"event: x\ndata: a\n\n", [SseEvent("x", "a")]),
-    (b"event: x\n\ndata: a\n\n", [SseEvent("message", "a")]),  # type reset without data
-    (b"data:a\ndata:\ndata: b\n\n", [SseEvent("message", "a\n\nb")]),
-    (b"DATA: a\n\n", []),  # field names are case-sensitive
-    (b"data : a\n\n", []),  # "data " is another field
-    (b"\xef\xbb\xbf\xef\xbb\xbfdata: a\n\n", []),  # only one BOM is stripped
-    (b"data: \xff\xfe\n\n", [SseEvent("message", "\ufffd\ufffd")]),
-    (b"id: 1\ndata: a\n\nid\ndata: b\n\n", [SseEvent("message", "a", "1"),
-                                            SseEvent("message", "b", "")]),
-    (b"retry: 10\ndata: a\n\n", [SseEvent("message", "a", None, 10)]),
-])
+@pytest.mark.parametrize(
+    ("stream", "expected"),
+    [
+        (b"data: a\r\n\r\n", [SseEvent("message", "a")]),
+        (b"data: a\r\r", [SseEvent("message", "a")]),
+        (b"data: a\n\n", [SseEvent("message", "a")]),
+        (b"data: a\n", []),  # no blank line: the event is discarded at the end
+        (b"data: a", []),
+        (b"event: x\ndata: a\n\n", [SseEvent("x", "a")]),
+        (b"event: x\n\ndata: a\n\n", [SseEvent("message", "a")]),  # type reset without data
+        (b"data:a\ndata:\ndata: b\n\n", [SseEvent("message", "a\n\nb")]),
+        (b"DATA: a\n\n", []),  # field names are case-sensitive
+        (b"data : a\n\n", []),  # "data " is another field
+        (b"\xef\xbb\xbf\xef\xbb\xbfdata: a\n\n", []),  # only one BOM is stripped
+        (b"data: \xff\xfe\n\n", [SseEvent("message", "\ufffd\ufffd")]),
+        (
+            b"id: 1\ndata: a\n\nid\ndata: b\n\n",
+            [SseEvent("message", "a", "1"), SseEvent("message", "b", "")],
+        ),
+        (b"retry: 10\ndata: a\n\n", [SseEvent("message", "a", None, 10)]),
+    ],
+)
 def test_field_rules(stream: bytes, expected: list[SseEvent]) -> None:
     assert decode([stream]) == expected
     assert decode(stream[i : i + 1] for i in range(len(stream))) == expected
@@ -113,15 +118,35 @@ def test_oversized_event_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
         SseDecoder().feed(b"data: 12345678\ndata: 12345678\n")
     with pytest.raises(SseError, match="event larger than 16 characters"):
         SseDecoder().feed(b"data: " + b"x" * 40)  # a line still waiting for its end
-    assert SseDecoder().feed(b"data: 1234567\n\ndata: 1234567\n\n") == [
-        SseEvent("message", "1234567")] * 2  # the limit is per event
+    assert (
+        SseDecoder().feed(b"data: 1234567\n\ndata: 1234567\n\n")
+        == [SseEvent("message", "1234567")] * 2
+    )  # the limit is per event
 
 
-SSE_TOKENS = st.sampled_from([
-    b"data:", b"data: ", b"event: x", b"id: 1", b"id", b"retry: 5", b":c", b"\n", b"\r",
-    b"\r\n", b"\n\n", b"\xc3\xa9", b"\xf0\x9f", b"\x8e\x89", b"\xef\xbb\xbf", b"x", b" ",
-    b"\x00", b"\xff",
-])
+SSE_TOKENS = st.sampled_from(
+    [
+        b"data:",
+        b"data: ",
+        b"event: x",
+        b"id: 1",
+        b"id",
+        b"retry: 5",
+        b":c",
+        b"\n",
+        b"\r",
+        b"\r\n",
+        b"\n\n",
+        b"\xc3\xa9",
+        b"\xf0\x9f",
+        b"\x8e\x89",
+        b"\xef\xbb\xbf",
+        b"x",
+        b" ",
+        b"\x00",
+        b"\xff",
+    ]
+)
 STREAMS = st.one_of(st.binary(max_size=200), st.lists(SSE_TOKENS, max_size=60).map(b"".join))
 
 
@@ -145,13 +170,16 @@ def test_any_bytes_give_events_or_sse_error(data: bytes, cuts: list[int]) -> Non
     assert all(isinstance(event, SseEvent) for event in events)
 
 
-@pytest.mark.parametrize("data", [
-    '{"choices":[{"delta":{"content":"tok "}}]}',
-    '{"a":1,"a":2}',  # the last of duplicate members wins in both readers
-    '[1e-400, -0, 1.5, "\\u00e9\\ud83c\\udf89"]',
-    '{"x": NaN, "y": -Infinity, "z": 1e400}',  # orjson refuses these; Python's json reads them
-    '"\\ud800"',  # a lone surrogate: the same
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        '{"choices":[{"delta":{"content":"tok "}}]}',
+        '{"a":1,"a":2}',  # the last of duplicate members wins in both readers
+        '[1e-400, -0, 1.5, "\\u00e9\\ud83c\\udf89"]',
+        '{"x": NaN, "y": -Infinity, "z": 1e400}',  # orjson refuses these; Python's json reads them
+        '"\\ud800"',  # a lone surrogate: the same
+    ],
+)
 def test_event_data_reads_as_pythons_json_reads_it(data: str) -> None:
     parsed = sse.json_data(SseEvent("message", data))
     assert repr(parsed) == repr(json.loads(data))

@@ -15,13 +15,16 @@ import signal
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.tools import TOOLS
 from acp_fsm.tools.base import ToolOutcome
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent, ToolCallContentDiff
 
 
 class EditorError(Exception):
@@ -61,8 +64,14 @@ class Terminal:
 class Editor:
     """An in-memory ACP client: buffers by absolute path, terminals backed by subprocesses."""
 
-    def __init__(self, *, read: bool = False, write: bool = False, terminal: bool = False,
-                 fail_create: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        read: bool = False,
+        write: bool = False,
+        terminal: bool = False,
+        fail_create: bool = False,
+    ) -> None:
         self.can_read_files = read
         self.can_write_files = write
         self.has_terminal = terminal
@@ -75,8 +84,9 @@ class Editor:
         self.waiting = asyncio.Event()  # set once an agent waits for a terminal to exit
         self._reaping: list[asyncio.Future[None]] = []
 
-    async def read_text_file(self, path: str, line: int | None = None,
-                             limit: int | None = None) -> str:
+    async def read_text_file(
+        self, path: str, line: int | None = None, limit: int | None = None
+    ) -> str:
         self.calls.append(("read", path, line, limit))
         if path in self.unreadable:
             raise EditorError(f"cannot open {path}")
@@ -91,21 +101,27 @@ class Editor:
                 raise EditorError(f"cannot open {path}") from exc
         lines = text.splitlines(keepends=True)
         start = (line or 1) - 1
-        return "".join(lines[start: start + limit if limit else None])
+        return "".join(lines[start : start + limit if limit else None])
 
     async def write_text_file(self, path: str, content: str) -> None:
         self.calls.append(("write", path))
         self.buffers[path] = content
 
-    async def create_terminal(self, command: str, args: list[str], cwd: str,
-                              output_byte_limit: int) -> str:
+    async def create_terminal(
+        self, command: str, args: list[str], cwd: str, output_byte_limit: int
+    ) -> str:
         self.calls.append(("create", command, tuple(args), cwd, output_byte_limit))
         if self.fail_create:
             raise EditorError("terminals are disabled")
         process = await asyncio.create_subprocess_exec(
-            command, *args, cwd=cwd, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True)
+            command,
+            *args,
+            cwd=cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
         terminal_id = f"term-{len(self.terminals) + 1}"
         terminal = Terminal(process, output_byte_limit)
         terminal.reader = asyncio.create_task(terminal.pump())
@@ -132,8 +148,11 @@ class Editor:
         if terminal.process.returncode is not None and terminal.reader is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(terminal.reader), 1)
-        return {"output": terminal.output.decode("utf-8", "replace"),
-                "truncated": terminal.truncated, "exitStatus": terminal.exit_status()}
+        return {
+            "output": terminal.output.decode("utf-8", "replace"),
+            "truncated": terminal.truncated,
+            "exitStatus": terminal.exit_status(),
+        }
 
     async def kill_terminal(self, terminal_id: str) -> None:
         self.calls.append(("kill", terminal_id))
@@ -189,15 +208,15 @@ class Env:
     client: Editor
     roots: tuple[Path, ...] = ()
     token: CancellationToken = field(default_factory=CancellationToken)
-    previewed: tuple[dict[str, Any], ...] = ()
+    previewed: tuple[ToolCallContent, ...] = ()
 
     def __post_init__(self) -> None:
         self.roots = self.roots or (self.cwd,)
 
-    def report(self, content: tuple[dict[str, Any], ...]) -> None:
+    def report(self, content: tuple[ToolCallContent, ...]) -> None:
         self.client.calls.append(("report", content))
 
-    def show_plan(self, entries: list[dict[str, Any]]) -> None:
+    def show_plan(self, entries: list[PlanEntry]) -> None:
         self.client.calls.append(("plan", entries))
 
 
@@ -206,6 +225,12 @@ async def call(env: Env, name: str, **args: Any) -> ToolOutcome:
     outcome = await TOOLS[name].run(args, env)
     assert outcome.output.strip(), f"{name} returned an empty output"
     return outcome
+
+
+def diff_block(block: ToolCallContent) -> ToolCallContentDiff:
+    """`block`, which must be a `diff` (narrowed so its diff fields can be read)."""
+    assert block["type"] == "diff", block
+    return block
 
 
 def assert_strict_json(value: Any) -> None:

@@ -71,16 +71,19 @@ async def test_list_errors_and_empty(env: Env, project: Path) -> None:
 
 
 async def test_search_reports_relative_paths_and_lines(env: Env, project: Path) -> None:
-    _tree(project, {
-        "src/app.py": "import os\n# TODO: fix\nx = 1  # TODO later\n",
-        "README.md": "nothing\nTODO: docs\n",
-        ".git/config": "TODO in git\n",
-        "node_modules/m/index.js": "TODO in deps\n",
-        ".venv/lib.py": "TODO\n",
-        "__pycache__/a.pyc": "TODO\n",
-        "image.png": b"\x89PNG\x00TODO",
-        "big.log": "TODO\n" + "x" * MAX_SEARCH_FILE_BYTES,
-    })
+    _tree(
+        project,
+        {
+            "src/app.py": "import os\n# TODO: fix\nx = 1  # TODO later\n",
+            "README.md": "nothing\nTODO: docs\n",
+            ".git/config": "TODO in git\n",
+            "node_modules/m/index.js": "TODO in deps\n",
+            ".venv/lib.py": "TODO\n",
+            "__pycache__/a.pyc": "TODO\n",
+            "image.png": b"\x89PNG\x00TODO",
+            "big.log": "TODO\n" + "x" * MAX_SEARCH_FILE_BYTES,
+        },
+    )
     outcome = await call(env, "search_files", pattern=r"TODO\b")
     assert outcome.output.splitlines() == [
         "README.md:2: TODO: docs",
@@ -113,18 +116,30 @@ async def test_search_a_single_file(env: Env, project: Path) -> None:
 
 
 async def test_search_with_globs(env: Env, project: Path) -> None:
-    _tree(project, {
-        "a.py": "hit\n", "src/b.py": "hit\n", "src/c.ts": "hit\n", "src/deep/d.ts": "hit\n",
-        "src/e.tsx": "hit\n", "lib/f.ts": "hit\n",
-    })
+    _tree(
+        project,
+        {
+            "a.py": "hit\n",
+            "src/b.py": "hit\n",
+            "src/c.ts": "hit\n",
+            "src/deep/d.ts": "hit\n",
+            "src/e.tsx": "hit\n",
+            "lib/f.ts": "hit\n",
+        },
+    )
     by_name = await call(env, "search_files", pattern="hit", glob="*.py")
     assert [line.split(":")[0] for line in by_name.output.splitlines()] == ["a.py", "src/b.py"]
     by_path = await call(env, "search_files", pattern="hit", glob="src/**/*.ts")
     assert [line.split(":")[0] for line in by_path.output.splitlines()] == [
-        "src/c.ts", "src/deep/d.ts"]
+        "src/c.ts",
+        "src/deep/d.ts",
+    ]
     braces = await call(env, "search_files", pattern="hit", path="src", glob="*.{ts,tsx}")
     assert [line.split(":")[0] for line in braces.output.splitlines()] == [
-        "src/c.ts", "src/e.tsx", "src/deep/d.ts"]
+        "src/c.ts",
+        "src/e.tsx",
+        "src/deep/d.ts",
+    ]
 
 
 async def test_search_no_match_and_caps(env: Env, project: Path) -> None:
@@ -137,8 +152,9 @@ async def test_search_no_match_and_caps(env: Env, project: Path) -> None:
     assert f"stopped at {MAX_SEARCH_MATCHES} matches" in lines[-1]
 
 
-async def test_search_output_byte_cap(env: Env, project: Path,
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_search_output_byte_cap(
+    env: Env, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(search_files, "MAX_SEARCH_OUTPUT_BYTES", 1024)
     _tree(project, {"a.txt": ("hit " + "y" * 200 + "\n") * 20})
     outcome = await call(env, "search_files", pattern="hit")
@@ -168,20 +184,34 @@ def test_the_worker_answers_one_json_object(project: Path) -> None:
     key = "sk-worker-0123456789"
     _tree(project, {"a.txt": f"hit\nmiss\n{'x' * 70}hit {key} and more\n"})
     request = SearchRequest(
-        root=str(project), shown_root=".", pattern="hit", glob=None, where=".",
-        max_matches=MAX_SEARCH_MATCHES, max_output_bytes=1024, max_file_bytes=1024,
-        max_files=10, max_line_chars=80, time_limit_seconds=5, secrets=(key,))
-    done = subprocess.run(WORKER_COMMAND, capture_output=True, check=True,
-                          input=request.to_json().encode())
+        root=str(project),
+        shown_root=".",
+        pattern="hit",
+        glob=None,
+        where=".",
+        max_matches=MAX_SEARCH_MATCHES,
+        max_output_bytes=1024,
+        max_file_bytes=1024,
+        max_files=10,
+        max_line_chars=80,
+        time_limit_seconds=5,
+        secrets=(key,),
+    )
+    done = subprocess.run(
+        WORKER_COMMAND, capture_output=True, check=True, input=request.to_json().encode()
+    )
     assert json.loads(done.stdout) == {
-        "output": f"a.txt:1: hit\na.txt:3: {'x' * 70}hit [redac"}  # cut: no piece of the key
+        "output": f"a.txt:1: hit\na.txt:3: {'x' * 70}hit [redac"
+    }  # cut: no piece of the key
     oracle = SearchRequest(**{**asdict(request), "pattern": "sk-worker-0"})
-    done = subprocess.run(WORKER_COMMAND, capture_output=True, check=True,
-                          input=oracle.to_json().encode())  # a key is not searchable
+    done = subprocess.run(
+        WORKER_COMMAND, capture_output=True, check=True, input=oracle.to_json().encode()
+    )  # a key is not searchable
     assert json.loads(done.stdout) == {"output": "No matches for /sk-worker-0/ in .."}
     assert done.stderr == b""
-    missing = SearchRequest(**{**asdict(request), "root": str(project / "nope"),
-                               "shown_root": "nope"})
+    missing = SearchRequest(
+        **{**asdict(request), "root": str(project / "nope"), "shown_root": "nope"}
+    )
     assert answer(missing) == {"error": "Path not found: nope"}
 
 
@@ -198,7 +228,8 @@ def _workers(project: Path) -> list[int]:
 
 
 async def test_a_catastrophic_pattern_leaves_the_loop_running_and_is_cancellable(
-        env: Env, project: Path) -> None:
+    env: Env, project: Path
+) -> None:
     _tree(project, {"evil.txt": EVIL_LINE})
     ticks = 0
 
@@ -228,7 +259,8 @@ async def test_a_catastrophic_pattern_leaves_the_loop_running_and_is_cancellable
 
 
 async def test_a_search_over_the_time_limit_is_an_error(
-        env: Env, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env: Env, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(search_files, "SEARCH_TIME_LIMIT_SECONDS", 0.5)
     _tree(project, {"evil.txt": EVIL_LINE})
     started = time.monotonic()
@@ -240,12 +272,14 @@ async def test_a_search_over_the_time_limit_is_an_error(
     assert _workers(project) == []
 
 
-@pytest.mark.parametrize(("pattern", "reason"), [
-    ("a{4294967296}", "the repetition number is too large"),
-    ("(" * 5000 + ")" * 5000, "it is nested too deeply"),
-])
-async def test_patterns_re_cannot_compile_are_invalid(env: Env, pattern: str,
-                                                      reason: str) -> None:
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        ("a{4294967296}", "the repetition number is too large"),
+        ("(" * 5000 + ")" * 5000, "it is nested too deeply"),
+    ],
+)
+async def test_patterns_re_cannot_compile_are_invalid(env: Env, pattern: str, reason: str) -> None:
     problem = search_files.SearchFiles().validate({"pattern": pattern})
     assert problem == f"Invalid regular expression {pattern!r}: {reason}"
     outcome = await call(env, "search_files", pattern=pattern)
@@ -274,16 +308,14 @@ LATIN1_NAME = os.fsdecode(b"caf\xe9")
 SHOWN_NAME = "caf\\xe9"
 
 
-async def test_names_that_are_not_utf8_are_listed_as_valid_utf8(env: Env,
-                                                                project: Path) -> None:
+async def test_names_that_are_not_utf8_are_listed_as_valid_utf8(env: Env, project: Path) -> None:
     _tree(project, {f"{LATIN1_NAME}.txt": "", f"{LATIN1_NAME}/x": ""})
     outcome = await call(env, "list_directory", path=".")
     assert outcome.output.splitlines() == [f"{SHOWN_NAME}.txt", f"{SHOWN_NAME}/"]
     assert_strict_json([outcome.output, outcome.content])
 
 
-async def test_names_that_are_not_utf8_are_searched_as_valid_utf8(env: Env,
-                                                                  project: Path) -> None:
+async def test_names_that_are_not_utf8_are_searched_as_valid_utf8(env: Env, project: Path) -> None:
     _tree(project, {f"{LATIN1_NAME}/{LATIN1_NAME}.txt": "hit\n"})
     outcome = await call(env, "search_files", pattern="hit")
     assert outcome.output == f"{SHOWN_NAME}/{SHOWN_NAME}.txt:1: hit"
@@ -293,8 +325,9 @@ async def test_names_that_are_not_utf8_are_searched_as_valid_utf8(env: Env,
     assert_strict_json([outcome.output, outcome.content, below.output])
 
 
-async def test_a_title_through_a_link_to_a_latin1_name_is_valid_utf8(env: Env,
-                                                                     project: Path) -> None:
+async def test_a_title_through_a_link_to_a_latin1_name_is_valid_utf8(
+    env: Env, project: Path
+) -> None:
     _tree(project, {f"{LATIN1_NAME}.txt": "text\n"})
     (project / "link.txt").symlink_to(project / f"{LATIN1_NAME}.txt")
     view = TOOLS["read_file"].view({"path": "link.txt"}, env)
@@ -308,23 +341,26 @@ async def test_a_title_through_a_link_to_a_latin1_name_is_valid_utf8(env: Env,
 # ------------------------------------------------------------------------------ globs
 
 
-@pytest.mark.parametrize(("pattern", "path", "expected"), [
-    ("*.py", "a.py", True),
-    ("*.py", "a.pyc", False),
-    ("src/*.py", "src/a.py", True),
-    ("src/*.py", "src/sub/a.py", False),
-    ("src/**/*.py", "src/a.py", True),
-    ("src/**/*.py", "src/x/y/a.py", True),
-    ("src/**", "src/x/y/a.py", True),
-    ("**/test_*.py", "tests/unit/test_a.py", True),
-    ("test_?.py", "test_a.py", True),
-    ("test_?.py", "test_ab.py", False),
-    ("[ab]*.c", "b1.c", True),
-    ("[!ab]*.c", "b1.c", False),
-    ("*.{ts,tsx}", "x.tsx", True),
-    ("./src/*.ts", "src/a.ts", True),
-    ("a+b(1).txt", "a+b(1).txt", True),
-])
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        ("*.py", "a.py", True),
+        ("*.py", "a.pyc", False),
+        ("src/*.py", "src/a.py", True),
+        ("src/*.py", "src/sub/a.py", False),
+        ("src/**/*.py", "src/a.py", True),
+        ("src/**/*.py", "src/x/y/a.py", True),
+        ("src/**", "src/x/y/a.py", True),
+        ("**/test_*.py", "tests/unit/test_a.py", True),
+        ("test_?.py", "test_a.py", True),
+        ("test_?.py", "test_ab.py", False),
+        ("[ab]*.c", "b1.c", True),
+        ("[!ab]*.c", "b1.c", False),
+        ("*.{ts,tsx}", "x.tsx", True),
+        ("./src/*.ts", "src/a.ts", True),
+        ("a+b(1).txt", "a+b(1).txt", True),
+    ],
+)
 def test_glob_matching(pattern: str, path: str, expected: bool) -> None:
     assert GlobFilter(pattern).matches(path) is expected
 

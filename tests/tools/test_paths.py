@@ -62,8 +62,7 @@ def test_additional_roots(project: Path, tmp_path: Path) -> None:
     assert inside_roots(path, [project, extra])
 
 
-def test_display_is_relative_inside_cwd_and_absolute_outside(project: Path,
-                                                             tmp_path: Path) -> None:
+def test_display_is_relative_inside_cwd_and_absolute_outside(project: Path, tmp_path: Path) -> None:
     assert display(project.resolve() / "src" / "a.py", project) == "src/a.py"
     assert display(project.resolve(), project) == "."
     assert display(tmp_path.resolve() / "b.py", project) == str(tmp_path.resolve() / "b.py")
@@ -86,8 +85,9 @@ def _args(template: dict[str, str], path: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("name", sorted(READ_ONLY))
-def test_read_only_tools_ask_only_outside_the_roots(name: str, project: Path,
-                                                    tmp_path: Path) -> None:
+def test_read_only_tools_ask_only_outside_the_roots(
+    name: str, project: Path, tmp_path: Path
+) -> None:
     extra = tmp_path / "extra"
     extra.mkdir()
     os.symlink(tmp_path, project / "escape")
@@ -114,12 +114,15 @@ def test_writing_tools_always_ask(name: str, project: Path) -> None:
 # ------------------------------------------------------------------ unusable and odd paths
 
 
-@pytest.mark.parametrize(("raw", "shown"), [
-    ("plain", "plain"),
-    ("caf\u00e9", "caf\u00e9"),
-    (os.fsdecode(b"caf\xe9"), "caf\\xe9"),  # a file name's byte that is not UTF-8
-    ("a\ud800b", "a\\xed\\xa0\\x80b"),  # a lone surrogate from anywhere else
-])
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("plain", "plain"),
+        ("caf\u00e9", "caf\u00e9"),
+        (os.fsdecode(b"caf\xe9"), "caf\\xe9"),  # a file name's byte that is not UTF-8
+        ("a\ud800b", "a\\xed\\xa0\\x80b"),  # a lone surrogate from anywhere else
+    ],
+)
 def test_utf8_text(raw: str, shown: str) -> None:
     assert utf8_text(raw) == shown
     assert is_utf8(shown)
@@ -134,13 +137,17 @@ def test_paths_the_file_system_cannot_take_still_resolve(raw: str, project: Path
 
 
 @pytest.mark.parametrize("name", sorted(READ_ONLY.keys() | {"write_file", "edit_file"}))
-@pytest.mark.parametrize(("raw", "reason"), [
-    ("a\0b", "path contains a NUL byte, which no file name can contain"),
-    ("a\ud800b", "path is not valid Unicode text (it contains a lone surrogate)"),
-    (os.fsdecode(b"caf\xe9"), "path is not valid Unicode text (it contains a lone surrogate)"),
-])
-def test_unusable_paths_are_invalid_and_views_survive_them(name: str, raw: str, reason: str,
-                                                           project: Path) -> None:
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("a\0b", "path contains a NUL byte, which no file name can contain"),
+        ("a\ud800b", "path is not valid Unicode text (it contains a lone surrogate)"),
+        (os.fsdecode(b"caf\xe9"), "path is not valid Unicode text (it contains a lone surrogate)"),
+    ],
+)
+def test_unusable_paths_are_invalid_and_views_survive_them(
+    name: str, raw: str, reason: str, project: Path
+) -> None:
     env = Env(cwd=project, client=Editor())
     args = {**READ_ONLY, **ALWAYS_ASKS}[name] | {"path": raw}
     tool = TOOLS[name]

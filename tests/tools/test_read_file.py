@@ -141,19 +141,23 @@ async def test_editor_read_failure_is_an_error_outcome(editor_env: Env, project:
 # ---------------------------------------------------- special files and blocking file systems
 
 
-async def test_a_fifo_is_refused_without_opening_it(env: Env, editor_env: Env,
-                                                    project: Path) -> None:
+async def test_a_fifo_is_refused_without_opening_it(
+    env: Env, editor_env: Env, project: Path
+) -> None:
     os.mkfifo(project / "pipe")
     for session in (env, editor_env):
         outcome = await asyncio.wait_for(call(session, "read_file", path="pipe"), 2)
         assert outcome.is_error
-        assert outcome.output == ("Not a regular file: pipe is a named pipe; only regular "
-                                  "files can be read or changed with this tool")
+        assert outcome.output == (
+            "Not a regular file: pipe is a named pipe; only regular "
+            "files can be read or changed with this tool"
+        )
     assert editor_env.client.calls == []  # refused before the editor was asked
 
 
 async def test_a_fifo_swapped_in_after_the_check_does_not_block(
-        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The type check and the open are two steps: a FIFO can take the file's place between
     them. The open does not wait for a writer and what it opened is checked again."""
     (project / "file.txt").write_text("text\n")
@@ -168,11 +172,13 @@ async def test_a_fifo_swapped_in_after_the_check_does_not_block(
     monkeypatch.setattr(os, "stat", stale_stat)
     with pytest.raises(ToolError, match="Not a regular file: pipe is a named pipe"):
         await asyncio.wait_for(
-            run_blocking(CancellationToken(), open_text_file, project / "pipe", "pipe"), 2)
+            run_blocking(CancellationToken(), open_text_file, project / "pipe", "pipe"), 2
+        )
 
 
 async def test_cancel_does_not_wait_for_a_blocked_read(
-        env: Env, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env: Env, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A read stuck in the kernel (here: a FIFO opened the blocking way) cannot be stopped;
     the cancel is answered at once and the stuck daemon thread is left behind."""
     fifo = project / "pipe"
@@ -194,8 +200,7 @@ async def test_cancel_does_not_wait_for_a_blocked_read(
     with pytest.raises(Cancelled):
         await task
     assert time.monotonic() - fired < INTERRUPTED_S  # else blocked for good
-    (stuck,) = [t for t in set(threading.enumerate()) - before
-                if t.name == BLOCKING_THREAD_NAME]
+    (stuck,) = [t for t in set(threading.enumerate()) - before if t.name == BLOCKING_THREAD_NAME]
     assert stuck.is_alive() and stuck.daemon
     os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # a writer comes: the thread ends
     stuck.join(2)
@@ -220,6 +225,11 @@ def test_an_abandoned_blocking_call_does_not_keep_the_process_alive(project: Pat
         "        print('cancelled')\n"
         "asyncio.run(main())\n"
     )
-    done = subprocess.run([sys.executable, "-c", script, str(fifo)], capture_output=True,
-                          stdin=subprocess.DEVNULL, timeout=10, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(fifo)],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        timeout=10,
+        check=True,
+    )
     assert done.stdout == b"cancelled\n"

@@ -16,11 +16,24 @@ from acp_fsm.tools import TOOLS, tool_specs
 from acp_fsm.tools.base import ToolCallView, ToolOutcome
 from tests.tools.conftest import Editor, Env, assert_strict_json
 
-NAMES = ["read_file", "write_file", "edit_file", "list_directory", "search_files", "run_command",
-         "update_plan"]
-KINDS = {"read_file": "read", "write_file": "edit", "edit_file": "edit",
-         "list_directory": "read", "search_files": "search", "run_command": "execute",
-         "update_plan": "think"}
+NAMES = [
+    "read_file",
+    "write_file",
+    "edit_file",
+    "list_directory",
+    "search_files",
+    "run_command",
+    "update_plan",
+]
+KINDS = {
+    "read_file": "read",
+    "write_file": "edit",
+    "edit_file": "edit",
+    "list_directory": "read",
+    "search_files": "search",
+    "run_command": "execute",
+    "update_plan": "think",
+}
 
 
 def test_registry_order_and_kinds() -> None:
@@ -56,26 +69,53 @@ def test_required_arguments() -> None:
     }
 
 
-@pytest.mark.parametrize(("name", "args", "title", "location"), [
-    ("read_file", {"path": "src/app.py"}, "Read src/app.py", ("src/app.py", 1)),
-    ("read_file", {"path": "src/app.py", "offset": 10, "limit": 5},
-     "Read src/app.py (lines 10-14)", ("src/app.py", 10)),
-    ("read_file", {"path": "./src/../app.py", "offset": 7}, "Read app.py (from line 7)",
-     ("app.py", 7)),
-    ("write_file", {"path": "src/app.py", "content": "x"}, "Write src/app.py",
-     ("src/app.py", None)),
-    ("edit_file", {"path": "src/app.py", "old_text": "a", "new_text": "b"}, "Edit src/app.py",
-     ("src/app.py", None)),
-    ("list_directory", {"path": "."}, "List .", (".", None)),
-    ("search_files", {"pattern": "TODO", "path": "src"}, "Search /TODO/ in src",
-     ("src", None)),
-    ("search_files", {"pattern": "TODO", "glob": "*.py"}, "Search /TODO/ in . (*.py)",
-     (".", None)),
-    ("run_command", {"command": "pytest -q"}, "Run `pytest -q`", None),
-    ("run_command", {"command": "echo a\necho b"}, "Run `echo a…`", None),
-])
-def test_views(name: str, args: dict[str, Any], title: str,
-               location: tuple[str, int | None] | None, project: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "args", "title", "location"),
+    [
+        ("read_file", {"path": "src/app.py"}, "Read src/app.py", ("src/app.py", 1)),
+        (
+            "read_file",
+            {"path": "src/app.py", "offset": 10, "limit": 5},
+            "Read src/app.py (lines 10-14)",
+            ("src/app.py", 10),
+        ),
+        (
+            "read_file",
+            {"path": "./src/../app.py", "offset": 7},
+            "Read app.py (from line 7)",
+            ("app.py", 7),
+        ),
+        (
+            "write_file",
+            {"path": "src/app.py", "content": "x"},
+            "Write src/app.py",
+            ("src/app.py", None),
+        ),
+        (
+            "edit_file",
+            {"path": "src/app.py", "old_text": "a", "new_text": "b"},
+            "Edit src/app.py",
+            ("src/app.py", None),
+        ),
+        ("list_directory", {"path": "."}, "List .", (".", None)),
+        ("search_files", {"pattern": "TODO", "path": "src"}, "Search /TODO/ in src", ("src", None)),
+        (
+            "search_files",
+            {"pattern": "TODO", "glob": "*.py"},
+            "Search /TODO/ in . (*.py)",
+            (".", None),
+        ),
+        ("run_command", {"command": "pytest -q"}, "Run `pytest -q`", None),
+        ("run_command", {"command": "echo a\necho b"}, "Run `echo a…`", None),
+    ],
+)
+def test_views(
+    name: str,
+    args: dict[str, Any],
+    title: str,
+    location: tuple[str, int | None] | None,
+    project: Path,
+) -> None:
     env = Env(cwd=project, client=Editor())
     view = TOOLS[name].view(args, env)
     assert view.title == title
@@ -143,25 +183,53 @@ def test_arguments_are_checked_by_the_compiled_schema() -> None:
 ODD_TEXT = st.one_of(
     st.text(max_size=12),
     st.text(st.characters(categories=["Cs", "Cc", "Zs", "Lo"]), max_size=8),
-    st.sampled_from(["", "\0", "a\0b", "..", "/", "~", "\ud800", os.fsdecode(b"caf\xe9"),
-                     "a{4294967296}", "(" * 3000 + ")" * 3000, "{" * 3000 + "}", "[", "*.{py"]),
+    st.sampled_from(
+        [
+            "",
+            "\0",
+            "a\0b",
+            "..",
+            "/",
+            "~",
+            "\ud800",
+            os.fsdecode(b"caf\xe9"),
+            "a{4294967296}",
+            "(" * 3000 + ")" * 3000,
+            "{" * 3000 + "}",
+            "[",
+            "*.{py",
+        ]
+    ),
 )
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False,
-                                                          allow_infinity=False) | ODD_TEXT,
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | ODD_TEXT,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(ODD_TEXT, inner, max_size=3),
     max_leaves=6,
 )
 PROPERTY_ENV = Env(cwd=Path("/nonexistent/acp-fsm-project"), client=Editor())
 
 
-PLAN_ENTRIES = st.lists(st.fixed_dictionaries({
-    "content": ODD_TEXT, "priority": st.sampled_from(["high", "medium", "low"]),
-    "status": st.sampled_from(["pending", "in_progress", "completed"])}) | JSON_VALUES,
-    max_size=3)
+PLAN_ENTRIES = st.lists(
+    st.fixed_dictionaries(
+        {
+            "content": ODD_TEXT,
+            "priority": st.sampled_from(["high", "medium", "low"]),
+            "status": st.sampled_from(["pending", "in_progress", "completed"]),
+        }
+    )
+    | JSON_VALUES,
+    max_size=3,
+)
 BY_TYPE: dict[str, st.SearchStrategy[Any]] = {
-    "string": ODD_TEXT, "integer": st.integers(), "boolean": st.booleans(),
-    "array": PLAN_ENTRIES}
+    "string": ODD_TEXT,
+    "integer": st.integers(),
+    "boolean": st.booleans(),
+    "array": PLAN_ENTRIES,
+}
 
 
 def _arguments(name: str) -> st.SearchStrategy[dict[str, Any]]:
@@ -171,8 +239,9 @@ def _arguments(name: str) -> st.SearchStrategy[dict[str, Any]]:
     types = {key: BY_TYPE[prop["type"]] for key, prop in schema["properties"].items()}
     required = {key: types.pop(key) for key in schema["required"]}
     keys = st.sampled_from(sorted(schema["properties"])) | ODD_TEXT
-    return (st.fixed_dictionaries(required, optional=types)
-            | st.dictionaries(keys, JSON_VALUES | ODD_TEXT, max_size=4))
+    return st.fixed_dictionaries(required, optional=types) | st.dictionaries(
+        keys, JSON_VALUES | ODD_TEXT, max_size=4
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -191,15 +260,25 @@ def test_validate_view_and_permission_never_raise(name: str, data: st.DataObject
 def test_views_and_outcomes_hold_only_valid_utf8() -> None:
     """Whatever a tool (or the turn) builds them from, e.g. a file name that is not UTF-8."""
     name = os.fsdecode(b"caf\xe9")
-    view = ToolCallView(title=f"Read {name}", kind="read", locations=({"path": f"/p/{name}"},),
-                        raw_input={"path": name, name: [name, "\ud800"]})
-    assert view == ToolCallView(title="Read caf\\xe9", kind="read",
-                                locations=({"path": "/p/caf\\xe9"},),
-                                raw_input={"path": "caf\\xe9",
-                                           "caf\\xe9": ["caf\\xe9", "\\xed\\xa0\\x80"]})
-    outcome = ToolOutcome(name, content=({"type": "content",
-                                          "content": {"type": "text", "text": name}},),
-                          locations=({"path": name, "line": 1},))
+    view = ToolCallView(
+        title=f"Read {name}",
+        kind="read",
+        locations=({"path": f"/p/{name}"},),
+        raw_input={"path": name, name: [name, "\ud800"]},
+    )
+    assert view == ToolCallView(
+        title="Read caf\\xe9",
+        kind="read",
+        locations=({"path": "/p/caf\\xe9"},),
+        raw_input={"path": "caf\\xe9", "caf\\xe9": ["caf\\xe9", "\\xed\\xa0\\x80"]},
+    )
+    outcome = ToolOutcome(
+        name,
+        content=({"type": "content", "content": {"type": "text", "text": name}},),
+        locations=({"path": name, "line": 1},),
+    )
     assert outcome.output == "caf\\xe9"
-    assert outcome.content[0]["content"]["text"] == "caf\\xe9"
+    block = outcome.content[0]
+    assert block["type"] == "content" and block["content"]["type"] == "text"
+    assert block["content"]["text"] == "caf\\xe9"
     assert outcome.locations == ({"path": "caf\\xe9", "line": 1},)

@@ -29,7 +29,8 @@ async def _pids(path: Path, count: int) -> list[int]:
     """The pids a command wrote to `path`, once it wrote `count` of them."""
     pids: list[int] = await wait_until(
         lambda: (found := _read_pids(path)) and len(found) >= count and found,
-        f"the command to write {count} pids to {path}")
+        f"the command to write {count} pids to {path}",
+    )
     return pids
 
 
@@ -39,7 +40,8 @@ async def test_success_output_and_content(env: Env, project: Path) -> None:
     assert not outcome.is_error
     assert outcome.output == "Exit code: 0\nmarker.txt\ndone\n"
     assert outcome.content == (
-        {"type": "content", "content": {"type": "text", "text": outcome.output}},)
+        {"type": "content", "content": {"type": "text", "text": outcome.output}},
+    )
 
 
 async def test_nonzero_exit_is_not_an_error(env: Env) -> None:
@@ -58,8 +60,9 @@ async def test_killed_by_signal(env: Env) -> None:
     assert outcome.output.startswith("Killed by signal SIGTERM")
 
 
-async def test_never_writes_to_the_agent_stdout(env: Env,
-                                                capfd: pytest.CaptureFixture[str]) -> None:
+async def test_never_writes_to_the_agent_stdout(
+    env: Env, capfd: pytest.CaptureFixture[str]
+) -> None:
     outcome = await call(env, "run_command", command="echo to-stdout; echo to-stderr >&2")
     captured = capfd.readouterr()
     assert "to-stdout" not in captured.out and "to-stderr" not in captured.err
@@ -69,8 +72,10 @@ async def test_never_writes_to_the_agent_stdout(env: Env,
 async def test_output_keeps_head_and_tail(env: Env) -> None:
     total = 200_000
     outcome = await call(
-        env, "run_command",
-        command=f"printf START; head -c {total} /dev/zero | tr '\\0' x; printf END")
+        env,
+        "run_command",
+        command=f"printf START; head -c {total} /dev/zero | tr '\\0' x; printf END",
+    )
     text = outcome.output
     head, tail = process.OUTPUT_HEAD_BYTES, process.OUTPUT_TAIL_BYTES
     assert text.startswith("Exit code: 0\nSTART")
@@ -90,9 +95,12 @@ def test_capture_does_not_show_half_a_character() -> None:
 async def test_timeout_kills_the_whole_group(env: Env, project: Path) -> None:
     pidfile = project / "pids"
     started = time.monotonic()
-    outcome = await call(env, "run_command",
-                         command=f"echo $$ > {pidfile}; sleep 30 & echo $! >> {pidfile}; wait",
-                         timeout_ms=300)
+    outcome = await call(
+        env,
+        "run_command",
+        command=f"echo $$ > {pidfile}; sleep 30 & echo $! >> {pidfile}; wait",
+        timeout_ms=300,
+    )
     assert time.monotonic() - started < 3
     assert not outcome.is_error
     assert outcome.output.startswith("Timed out after 300 ms; the command was killed.")
@@ -103,8 +111,9 @@ async def test_timeout_kills_the_whole_group(env: Env, project: Path) -> None:
 
 async def test_background_children_are_stopped_after_exit(env: Env, project: Path) -> None:
     pidfile = project / "pids"
-    outcome = await call(env, "run_command",
-                         command=f"sleep 30 >/dev/null 2>&1 & echo $! > {pidfile}; echo ok")
+    outcome = await call(
+        env, "run_command", command=f"sleep 30 >/dev/null 2>&1 & echo $! > {pidfile}; echo ok"
+    )
     assert outcome.output.startswith("Exit code: 0\n[Processes the command left running")
     (child,) = await _pids(pidfile, 1)
     assert not alive(child)
@@ -112,9 +121,13 @@ async def test_background_children_are_stopped_after_exit(env: Env, project: Pat
 
 async def test_cancel_mid_run_is_fast_and_leaves_no_process(env: Env, project: Path) -> None:
     pidfile = project / "pids"
-    task = asyncio.create_task(call(
-        env, "run_command",
-        command=f"echo $$ > {pidfile}; sleep 30 & echo $! >> {pidfile}; wait"))
+    task = asyncio.create_task(
+        call(
+            env,
+            "run_command",
+            command=f"echo $$ > {pidfile}; sleep 30 & echo $! >> {pidfile}; wait",
+        )
+    )
     shell, child = await _pids(pidfile, 2)
     fired = time.monotonic()
     env.token.cancel()
@@ -157,12 +170,12 @@ async def test_a_process_that_left_the_group_does_not_hang_the_call(env: Env) ->
         os.kill(escaped, signal.SIGKILL)
 
 
-async def test_cancel_of_a_command_that_ignores_sigterm_is_quick(env: Env,
-                                                                 project: Path) -> None:
+async def test_cancel_of_a_command_that_ignores_sigterm_is_quick(env: Env, project: Path) -> None:
     """SIGKILL follows SIGTERM after a short grace on a cancel (the answer waits for it)."""
     pidfile = project / "pids"
-    task = asyncio.create_task(call(
-        env, "run_command", command=f"trap '' TERM; echo $$ > {pidfile}; sleep 30.0417"))
+    task = asyncio.create_task(
+        call(env, "run_command", command=f"trap '' TERM; echo $$ > {pidfile}; sleep 30.0417")
+    )
     (shell,) = await _pids(pidfile, 1)
     await wait_until(lambda: live_processes("sleep 30.0417"), "the shell to start sleep")
     fired = time.monotonic()

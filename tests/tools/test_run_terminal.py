@@ -19,20 +19,29 @@ async def test_create_report_wait_output_release(editor_env: Env, project: Path)
     editor = editor_env.client
     outcome = await call(editor_env, "run_command", command="echo hi; echo oops >&2; exit 4")
     assert editor.names() == ["create", "report", "wait", "output", "release"]
-    assert editor.calls[0] == ("create", "sh", ("-c", "echo hi; echo oops >&2; exit 4"),
-                               str(project), TERMINAL_OUTPUT_BYTE_LIMIT)
+    assert editor.calls[0] == (
+        "create",
+        "sh",
+        ("-c", "echo hi; echo oops >&2; exit 4"),
+        str(project),
+        TERMINAL_OUTPUT_BYTE_LIMIT,
+    )
     block = {"type": "terminal", "terminalId": "term-1"}
     assert editor.calls[1] == ("report", (block,))
     assert not outcome.is_error
     assert outcome.output == "Exit code: 4\nhi\noops\n"
     # the terminal stays as the editor shows it; a reload shows the output instead
-    assert outcome.replay == ({"type": "content", "content": {
-        "type": "text", "text": "Exit code: 4\nhi\noops\n"}},)
+    assert outcome.replay == (
+        {"type": "content", "content": {"type": "text", "text": "Exit code: 4\nhi\noops\n"}},
+    )
 
 
 async def test_editor_truncation_is_reported(editor_env: Env) -> None:
-    outcome = await call(editor_env, "run_command",
-                         command=f"head -c {TERMINAL_OUTPUT_BYTE_LIMIT * 2} /dev/zero | tr '\\0' y")
+    outcome = await call(
+        editor_env,
+        "run_command",
+        command=f"head -c {TERMINAL_OUTPUT_BYTE_LIMIT * 2} /dev/zero | tr '\\0' y",
+    )
     assert "editor kept only the last" in outcome.output
     assert outcome.output.endswith("y" * 100)
 
@@ -40,8 +49,7 @@ async def test_editor_truncation_is_reported(editor_env: Env) -> None:
 async def test_timeout_kills_then_reads_then_releases(editor_env: Env, project: Path) -> None:
     editor = editor_env.client
     started = time.monotonic()
-    outcome = await call(editor_env, "run_command", command="echo begin; sleep 30",
-                         timeout_ms=200)
+    outcome = await call(editor_env, "run_command", command="echo begin; sleep 30", timeout_ms=200)
     assert time.monotonic() - started < 3
     assert editor.names() == ["create", "report", "wait", "kill", "output", "release"]
     assert outcome.output.startswith("Timed out after 200 ms; the command was killed.")

@@ -7,9 +7,11 @@ from pathlib import Path
 from acp_fsm.tools import TOOLS
 from tests.tools.conftest import Editor, Env, call
 
-PLAN = [{"content": "Read the code", "priority": "high", "status": "completed"},
-        {"content": "Fix the bug", "priority": "medium", "status": "in_progress"},
-        {"content": "Write a test", "priority": "low", "status": "pending"}]
+PLAN = [
+    {"content": "Read the code", "priority": "high", "status": "completed"},
+    {"content": "Fix the bug", "priority": "medium", "status": "in_progress"},
+    {"content": "Write a test", "priority": "low", "status": "pending"},
+]
 
 
 async def test_the_whole_plan_is_shown_and_read_back(tmp_path: Path) -> None:
@@ -17,8 +19,9 @@ async def test_the_whole_plan_is_shown_and_read_back(tmp_path: Path) -> None:
     outcome = await call(env, "update_plan", entries=PLAN)
     assert not outcome.is_error
     assert env.client.calls == [("plan", PLAN)]
-    assert outcome.output == ("Plan updated:\n[x] Read the code (high)\n"
-                              "[~] Fix the bug (medium)\n[ ] Write a test (low)")
+    assert outcome.output == (
+        "Plan updated:\n[x] Read the code (high)\n[~] Fix the bug (medium)\n[ ] Write a test (low)"
+    )
 
 
 async def test_an_empty_plan_clears_it(tmp_path: Path) -> None:
@@ -29,8 +32,10 @@ async def test_an_empty_plan_clears_it(tmp_path: Path) -> None:
 
 def test_bad_entries_are_refused_before_anything_is_shown() -> None:
     tool = TOOLS["update_plan"]
-    assert tool.validate({"entries": [{"content": "x", "priority": "urgent",
-                                       "status": "pending"}]}) is not None
+    assert (
+        tool.validate({"entries": [{"content": "x", "priority": "urgent", "status": "pending"}]})
+        is not None
+    )
     assert tool.validate({"entries": [{"content": "x", "priority": "low"}]}) is not None
     assert tool.validate({"entries": [dict(PLAN[0], extra=1)]}) is not None
     assert tool.validate({"entries": PLAN}) is None

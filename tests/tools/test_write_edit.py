@@ -11,7 +11,7 @@ import pytest
 
 from acp_fsm.tools import TOOLS
 from acp_fsm.tools.common import ToolError
-from tests.tools.conftest import Env, call
+from tests.tools.conftest import Env, call, diff_block
 
 
 def _mode(path: Path) -> int:
@@ -27,8 +27,9 @@ async def test_write_creates_file_and_parents(env: Env, project: Path) -> None:
     assert not outcome.is_error
     assert target.read_text() == "a = 1\nb = 2\n"
     assert "Created src/pkg/new.py (2 lines)" in outcome.output
-    assert outcome.content == ({"type": "diff", "path": str(target), "oldText": None,
-                                "newText": "a = 1\nb = 2\n"},)
+    assert outcome.content == (
+        {"type": "diff", "path": str(target), "oldText": None, "newText": "a = 1\nb = 2\n"},
+    )
     assert outcome.locations == ({"path": str(target)},)
 
 
@@ -46,8 +47,9 @@ async def test_overwrite_keeps_mode_and_shows_old_text(env: Env, project: Path) 
     outcome = await call(env, "write_file", path="run.sh", content="echo new\n")
     assert target.read_text() == "echo new\n"
     assert _mode(target) == 0o750
-    assert outcome.content == ({"type": "diff", "path": str(target), "oldText": "echo old\n",
-                                "newText": "echo new\n"},)
+    assert outcome.content == (
+        {"type": "diff", "path": str(target), "oldText": "echo old\n", "newText": "echo new\n"},
+    )
     assert "was 1 line" in outcome.output
 
 
@@ -57,11 +59,12 @@ async def test_write_through_symlink_updates_the_target(env: Env, project: Path)
     outcome = await call(env, "write_file", path="alias.txt", content="new")
     assert (project / "alias.txt").is_symlink()
     assert (project / "real.txt").read_text() == "new"
-    assert outcome.content[0]["path"] == str(project / "real.txt")
+    assert diff_block(outcome.content[0])["path"] == str(project / "real.txt")
 
 
 async def test_failed_replace_leaves_original_and_no_temp_file(
-        env: Env, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env: Env, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = project / "keep.txt"
     target.write_text("original\n")
     before = sorted(os.listdir(project))
@@ -78,7 +81,8 @@ async def test_failed_replace_leaves_original_and_no_temp_file(
 
 
 async def test_failed_write_midway_leaves_no_temp_file(
-        env: Env, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env: Env, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def broken_fsync(fd: int) -> None:
         raise OSError(5, "Input/output error")
 
@@ -101,7 +105,7 @@ async def test_write_through_the_editor(editor_env: Env, project: Path) -> None:
     outcome = await call(editor_env, "write_file", path="a.txt", content="new\n")
     assert editor_env.client.buffers[str(target)] == "new\n"
     assert target.read_text() == "disk\n"  # the editor owns the write
-    assert outcome.content[0]["oldText"] == "buffer\n"
+    assert diff_block(outcome.content[0])["oldText"] == "buffer\n"
     assert editor_env.client.names() == ["read", "write"]
 
 
@@ -111,43 +115,44 @@ async def test_write_new_file_through_the_editor(editor_env: Env, project: Path)
     target = str(project / "brand" / "new.txt")
     outcome = await call(editor_env, "write_file", path="brand/new.txt", content="hi")
     assert editor_env.client.calls == [("read", target, None, None), ("write", target)]
-    assert outcome.content[0]["oldText"] is None
+    assert diff_block(outcome.content[0])["oldText"] is None
     assert outcome.output.startswith("Created brand/new.txt")
 
 
-async def test_an_unsaved_buffer_missing_on_disk_is_the_file(editor_env: Env,
-                                                             project: Path) -> None:
+async def test_an_unsaved_buffer_missing_on_disk_is_the_file(
+    editor_env: Env, project: Path
+) -> None:
     """A new buffer the user has open but never saved: read, edited and overwritten as the
     file it is, never refused because the disk does not have it."""
     target = str(project / "draft.md")
     editor_env.client.buffers[target] = "# Draft\ntodo\n"
     read = await call(editor_env, "read_file", path="draft.md")
     assert read.output == "# Draft\ntodo\n" and not read.is_error
-    edited = await call(editor_env, "edit_file", path="draft.md", old_text="todo",
-                        new_text="done")
+    edited = await call(editor_env, "edit_file", path="draft.md", old_text="todo", new_text="done")
     assert not edited.is_error, edited.output
     assert editor_env.client.buffers[target] == "# Draft\ndone\n"
     written = await call(editor_env, "write_file", path="draft.md", content="new\n")
-    assert written.content[0]["oldText"] == "# Draft\ndone\n"
+    assert diff_block(written.content[0])["oldText"] == "# Draft\ndone\n"
     assert not (project / "draft.md").exists()  # the editor owns it
 
 
 async def test_missing_everywhere_is_file_not_found(editor_env: Env, project: Path) -> None:
     read = await call(editor_env, "read_file", path="nowhere.txt")
     assert read.is_error and read.output.startswith("File not found: nowhere.txt")
-    edited = await call(editor_env, "edit_file", path="nowhere.txt", old_text="a",
-                        new_text="b")
+    edited = await call(editor_env, "edit_file", path="nowhere.txt", old_text="a", new_text="b")
     assert edited.is_error and edited.output.startswith("File not found: nowhere.txt")
 
 
-async def test_edit_preview_is_the_diff_and_refuses_what_cannot_apply(env: Env,
-                                                                      project: Path) -> None:
+async def test_edit_preview_is_the_diff_and_refuses_what_cannot_apply(
+    env: Env, project: Path
+) -> None:
     (project / "c.py").write_text("a = 1\n")
     edit = TOOLS["edit_file"]
     drafts: dict[Path, str] = {}
     shown = await edit.preview({"path": "c.py", "old_text": "1", "new_text": "2"}, env, drafts)
-    assert shown == ({"type": "diff", "path": str(project / "c.py"), "oldText": "a = 1\n",
-                      "newText": "a = 2\n"},)
+    assert shown == (
+        {"type": "diff", "path": str(project / "c.py"), "oldText": "a = 1\n", "newText": "a = 2\n"},
+    )
     assert drafts == {project / "c.py": "a = 2\n"}
     with pytest.raises(ToolError, match="old_text was not found"):
         await edit.preview({"path": "c.py", "old_text": "9", "new_text": "2"}, env, {})
@@ -159,20 +164,25 @@ async def test_previews_build_on_the_calls_before_them(env: Env, project: Path) 
     the calls before it leave, though none has run yet."""
     drafts: dict[Path, str] = {}
     path = project / "n.py"
-    write = await TOOLS["write_file"].preview({"path": "n.py", "content": "x = 1\n"}, env,
-                                              drafts)
+    write = await TOOLS["write_file"].preview({"path": "n.py", "content": "x = 1\n"}, env, drafts)
     first = await TOOLS["edit_file"].preview(
-        {"path": "n.py", "old_text": "x = 1", "new_text": "x = 2"}, env, drafts)
+        {"path": "n.py", "old_text": "x = 1", "new_text": "x = 2"}, env, drafts
+    )
     second = await TOOLS["edit_file"].preview(
-        {"path": "n.py", "old_text": "x = 2", "new_text": "x = 3"}, env, drafts)
-    assert [block["oldText"] for (block,) in (write, first, second)] == [
-        None, "x = 1\n", "x = 2\n"]
+        {"path": "n.py", "old_text": "x = 2", "new_text": "x = 3"}, env, drafts
+    )
+    assert [diff_block(block)["oldText"] for (block,) in (write, first, second)] == [
+        None,
+        "x = 1\n",
+        "x = 2\n",
+    ]
     assert drafts == {path: "x = 3\n"}
     assert not path.exists()
 
 
 async def test_a_file_changed_since_its_diff_was_shown_is_not_written(
-        env: Env, project: Path) -> None:
+    env: Env, project: Path
+) -> None:
     """The user approved a change to the text the diff showed; if the file holds something
     else by the time the call runs, nothing is written."""
     target = project / "c.py"
@@ -198,14 +208,16 @@ async def test_edit_replaces_the_single_occurrence(env: Env, project: Path) -> N
     old = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
     target.write_text(old)
     target.chmod(0o640)
-    outcome = await call(env, "edit_file", path="app.py", old_text="    return 2\n",
-                         new_text="    return 3\n")
+    outcome = await call(
+        env, "edit_file", path="app.py", old_text="    return 2\n", new_text="    return 3\n"
+    )
     new = old.replace("return 2", "return 3")
     assert not outcome.is_error
     assert target.read_text() == new
     assert _mode(target) == 0o640
-    assert outcome.content == ({"type": "diff", "path": str(target), "oldText": old,
-                                "newText": new},)
+    assert outcome.content == (
+        {"type": "diff", "path": str(target), "oldText": old, "newText": new},
+    )
     assert outcome.locations == ({"path": str(target), "line": 6},)
     assert "replaced 1 occurrence" in outcome.output
 
@@ -223,15 +235,15 @@ async def test_edit_zero_occurrences(env: Env, project: Path) -> None:
     assert (project / "a.txt").read_text() == "hello\n"
 
 
-async def test_edit_many_occurrences_needs_context_or_replace_all(env: Env,
-                                                                  project: Path) -> None:
+async def test_edit_many_occurrences_needs_context_or_replace_all(env: Env, project: Path) -> None:
     (project / "a.txt").write_text("x = 1\nx = 1\nx = 1\n")
     outcome = await call(env, "edit_file", path="a.txt", old_text="x = 1", new_text="x = 2")
     assert outcome.is_error
     assert "3 times" in outcome.output and "replace_all" in outcome.output
     assert (project / "a.txt").read_text() == "x = 1\nx = 1\nx = 1\n"
-    done = await call(env, "edit_file", path="a.txt", old_text="x = 1", new_text="x = 2",
-                      replace_all=True)
+    done = await call(
+        env, "edit_file", path="a.txt", old_text="x = 1", new_text="x = 2", replace_all=True
+    )
     assert not done.is_error and "replaced 3 occurrences" in done.output
     assert (project / "a.txt").read_text() == "x = 2\nx = 2\nx = 2\n"
 
@@ -248,8 +260,7 @@ async def test_edit_rejects_empty_and_identical_text(env: Env, project: Path) ->
 
 async def test_edit_keeps_crlf_line_endings(env: Env, project: Path) -> None:
     (project / "dos.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
-    outcome = await call(env, "edit_file", path="dos.txt", old_text="one\ntwo\n",
-                         new_text="1\n2\n")
+    outcome = await call(env, "edit_file", path="dos.txt", old_text="one\ntwo\n", new_text="1\n2\n")
     assert not outcome.is_error
     assert (project / "dos.txt").read_bytes() == b"1\r\n2\r\nthree\r\n"
 
@@ -265,18 +276,19 @@ async def test_edit_through_the_editor_uses_the_buffer(editor_env: Env, project:
     target = project / "a.py"
     target.write_text("print('disk')\n")
     editor_env.client.buffers[str(target)] = "print('unsaved')\n"
-    outcome = await call(editor_env, "edit_file", path="a.py", old_text="unsaved",
-                         new_text="edited")
+    outcome = await call(
+        editor_env, "edit_file", path="a.py", old_text="unsaved", new_text="edited"
+    )
     assert not outcome.is_error
     assert editor_env.client.buffers[str(target)] == "print('edited')\n"
     assert target.read_text() == "print('disk')\n"
-    assert outcome.content[0]["oldText"] == "print('unsaved')\n"
-    assert editor_env.client.calls == [("read", str(target), None, None),
-                                       ("write", str(target))]
+    assert diff_block(outcome.content[0])["oldText"] == "print('unsaved')\n"
+    assert editor_env.client.calls == [("read", str(target), None, None), ("write", str(target))]
 
 
-async def test_edit_failed_atomic_write_keeps_file(env: Env, project: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_edit_failed_atomic_write_keeps_file(
+    env: Env, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (project / "a.txt").write_text("keep me\n")
 
     def broken_replace(src: str, dst: str) -> None:
@@ -298,8 +310,9 @@ CHANGES = {
 
 
 @pytest.mark.parametrize("name", sorted(CHANGES))
-async def test_a_fifo_is_neither_opened_nor_replaced(name: str, env: Env, editor_env: Env,
-                                                     project: Path) -> None:
+async def test_a_fifo_is_neither_opened_nor_replaced(
+    name: str, env: Env, editor_env: Env, project: Path
+) -> None:
     os.mkfifo(project / "pipe")
     for session in (env, editor_env):
         outcome = await asyncio.wait_for(call(session, name, path="pipe", **CHANGES[name]), 2)

@@ -22,5 +22,17 @@ from acp_fsm.devkit.editor.link import (
     result_of,
 )
 
-__all__ = ["AGENT_COMMAND", "HOLD", "AgentLink", "Choice", "Editor", "EditorError", "Message",
-           "NoAnswer", "Record", "Sent", "permission_outcome", "result_of"]
+__all__ = [
+    "AGENT_COMMAND",
+    "HOLD",
+    "AgentLink",
+    "Choice",
+    "Editor",
+    "EditorError",
+    "Message",
+    "NoAnswer",
+    "Record",
+    "Sent",
+    "permission_outcome",
+    "result_of",
+]

@@ -132,8 +132,11 @@ class Editor:
     def _answer(self, method: str, params: dict[str, Any]) -> Any:
         if method == "session/request_permission":
             choice = self._permission(params)
-            return choice if choice is None or isinstance(choice, _Hold) else (
-                permission_outcome(choice))
+            return (
+                choice
+                if choice is None or isinstance(choice, _Hold)
+                else (permission_outcome(choice))
+            )
         if method == "fs/read_text_file":
             return self._read(params)
         if method == "fs/write_text_file":
@@ -158,7 +161,7 @@ class Editor:
             except (OSError, UnicodeError) as exc:
                 reason = getattr(exc, "strerror", None) or str(exc)
                 return EditorError(-32002, f"Resource not found: {path} ({reason})")
-        lines = content.splitlines(keepends=True)[int(params.get("line") or 1) - 1:]
+        lines = content.splitlines(keepends=True)[int(params.get("line") or 1) - 1 :]
         limit = params.get("limit")
         return {"content": "".join(lines if limit is None else lines[:limit])}
 

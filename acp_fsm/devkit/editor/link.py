@@ -28,8 +28,12 @@ AGENT_COMMAND: Final = (sys.executable, "-m", "acp_fsm")
 READ_LIMIT: Final = 64 * 1024 * 1024  # longest line read from the agent (its own limit)
 TIMEOUT_S: Final = 10.0  # any single wait for the agent
 # The member that carries the payload of a message, by its kind.
-PAYLOAD: Final = {"request": "params", "notification": "params", "result": "result",
-                   "error": "error"}
+PAYLOAD: Final = {
+    "request": "params",
+    "notification": "params",
+    "result": "result",
+    "error": "error",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +75,16 @@ class AgentLink:
     `write` takes the bytes for the agent's stdin; a link made without `proc` reads only what
     is handed to `receive`, so a client can be tested without a process."""
 
-    def __init__(self, write: Callable[[bytes], object], *,
-                 proc: asyncio.subprocess.Process | None = None, editor: Editor | None = None,
-                 watch: Callable[[Message], None] | None = None,
-                 records: list[Record] | None = None, sent: list[Sent] | None = None) -> None:
+    def __init__(
+        self,
+        write: Callable[[bytes], object],
+        *,
+        proc: asyncio.subprocess.Process | None = None,
+        editor: Editor | None = None,
+        watch: Callable[[Message], None] | None = None,
+        records: list[Record] | None = None,
+        sent: list[Sent] | None = None,
+    ) -> None:
         self.proc = proc
         self.editor = editor
         self.watch = watch  # called with every message read, before it is answered
@@ -96,24 +106,43 @@ class AgentLink:
         self._methods: dict[tuple[str, Any], str] = {}
         self._ids = itertools.count(1)
         self._changed = asyncio.Event()
-        self._readers = [] if proc is None else [asyncio.create_task(self._read_stdout()),
-                                                 asyncio.create_task(self._read_stderr())]
+        self._readers = (
+            []
+            if proc is None
+            else [
+                asyncio.create_task(self._read_stdout()),
+                asyncio.create_task(self._read_stderr()),
+            ]
+        )
 
     @classmethod
-    async def spawn(cls, env: Mapping[str, str], *args: str,
-                    command: Sequence[str] = AGENT_COMMAND, limit: int = READ_LIMIT,
-                    **options: Any) -> Self:
+    async def spawn(
+        cls,
+        env: Mapping[str, str],
+        *args: str,
+        command: Sequence[str] = AGENT_COMMAND,
+        limit: int = READ_LIMIT,
+        **options: Any,
+    ) -> Self:
         """Start the agent (`command` and `args`) with `env`; `options` as for the link."""
         proc = await asyncio.create_subprocess_exec(
-            *command, *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env=dict(env), limit=limit)
+            *command,
+            *args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=dict(env),
+            limit=limit,
+        )
         assert proc.stdin is not None
         return cls(proc.stdin.write, proc=proc, **options)
 
     def __repr__(self) -> str:
         pid = "no process" if self.proc is None else f"pid={self.proc.pid}"
-        return (f"<AgentLink {pid} messages={len(self.messages)} "
-                f"pending={sum(not f.done() for f in self._pending.values())} eof={self.eof}>")
+        return (
+            f"<AgentLink {pid} messages={len(self.messages)} "
+            f"pending={sum(not f.done() for f in self._pending.values())} eof={self.eof}>"
+        )
 
     # ---------------------------------------------------------------------------- reading
 
@@ -171,8 +200,11 @@ class AgentLink:
             answer = self.editor.answer(request)
         except Exception as exc:  # a bug of the scripted editor: reported, and answered
             self.editor_errors.append(f"{request.get('method')}: {type(exc).__name__}: {exc}")
-            answer = {"jsonrpc": "2.0", "id": request.get("id"), "error": {
-                "code": -32603, "message": "the scripted editor failed"}}
+            answer = {
+                "jsonrpc": "2.0",
+                "id": request.get("id"),
+                "error": {"code": -32603, "message": "the scripted editor failed"},
+            }
         self._write_now(answer)
 
     def _record_answer(self, message: Message) -> None:
@@ -202,8 +234,7 @@ class AgentLink:
         for line in self.stderr.decode("utf-8", "replace").splitlines():
             with contextlib.suppress(ValueError):
                 entry = json.loads(line)
-                if isinstance(entry, dict) and "event" in entry and event in (
-                        None, entry["event"]):
+                if isinstance(entry, dict) and "event" in entry and event in (None, entry["event"]):
                     found.append(entry)
         return found
 
@@ -214,8 +245,13 @@ class AgentLink:
     def stderr_tail(self, size: int = 1500) -> str:
         return self.stderr.decode("utf-8", "replace")[-size:]
 
-    async def wait_for(self, what: str, predicate: Callable[[Message], bool], start: int = 0,
-                       wait_s: float = TIMEOUT_S) -> Message:
+    async def wait_for(
+        self,
+        what: str,
+        predicate: Callable[[Message], bool],
+        start: int = 0,
+        wait_s: float = TIMEOUT_S,
+    ) -> Message:
         """The first message from index `start` on that satisfies `predicate`."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_s
@@ -226,8 +262,10 @@ class AgentLink:
                 return found
             remaining = deadline - loop.time()
             if self.eof or remaining <= 0:
-                raise NoAnswer(f"{'the agent exited' if self.eof else 'timed out'} waiting "
-                               f"for {what}; stderr: {self.stderr_tail()}")
+                raise NoAnswer(
+                    f"{'the agent exited' if self.eof else 'timed out'} waiting "
+                    f"for {what}; stderr: {self.stderr_tail()}"
+                )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
 
@@ -263,8 +301,9 @@ class AgentLink:
             self._methods[key] = method
         return future
 
-    async def start_request(self, method: str, params: Any = None, *, msg_id: Any = None,
-                            probe: bool = False) -> tuple[Any, asyncio.Future[Message]]:
+    async def start_request(
+        self, method: str, params: Any = None, *, msg_id: Any = None, probe: bool = False
+    ) -> tuple[Any, asyncio.Future[Message]]:
         """Send a request; its id and the future of the whole response."""
         msg_id = next(self._ids) if msg_id is None else msg_id
         future = self.expect(msg_id, method)
@@ -274,17 +313,26 @@ class AgentLink:
         await self.send(message, probe=probe)
         return msg_id, future
 
-    async def response(self, future: asyncio.Future[Message], what: str,
-                       wait_s: float = TIMEOUT_S) -> Message:
+    async def response(
+        self, future: asyncio.Future[Message], what: str, wait_s: float = TIMEOUT_S
+    ) -> Message:
         """The awaited response (NoAnswer after `wait_s` seconds)."""
         try:
             return await asyncio.wait_for(future, wait_s)
         except TimeoutError:
-            raise NoAnswer(f"no response to {what} within {wait_s} s; "
-                           f"stderr: {self.stderr_tail()}") from None
+            raise NoAnswer(
+                f"no response to {what} within {wait_s} s; stderr: {self.stderr_tail()}"
+            ) from None
 
-    async def request(self, method: str, params: Any = None, *, msg_id: Any = None,
-                      probe: bool = False, wait_s: float = TIMEOUT_S) -> Message:
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        msg_id: Any = None,
+        probe: bool = False,
+        wait_s: float = TIMEOUT_S,
+    ) -> Message:
         """Send a request and return the agent's whole response."""
         _, future = await self.start_request(method, params, msg_id=msg_id, probe=probe)
         return await self.response(future, method, wait_s)
@@ -321,8 +369,9 @@ class AgentLink:
             code = await asyncio.wait_for(self.proc.wait(), wait_s)
             await self.ended(wait_s)
         except TimeoutError:
-            raise NoAnswer(f"the agent did not exit within {wait_s} s of its stdin "
-                           "closing") from None
+            raise NoAnswer(
+                f"the agent did not exit within {wait_s} s of its stdin closing"
+            ) from None
         return code
 
     async def ended(self, wait_s: float = TIMEOUT_S) -> None:
@@ -351,8 +400,7 @@ def result_of(response: Message, method: str = "") -> Any:
     """The result of a response; its error raised as RemoteError."""
     if "error" in response:
         error = response["error"]
-        raise RemoteError(error.get("code", 0), error.get("message", ""), error.get("data"),
-                          method)
+        raise RemoteError(error.get("code", 0), error.get("message", ""), error.get("data"), method)
     return response.get("result")
 
 

@@ -74,8 +74,32 @@ from acp_fsm.devkit.provider.script import (
 from acp_fsm.devkit.provider.server import OPENAI_PATH, SHUTDOWN_TIMEOUT_S, ScriptedProvider
 from acp_fsm.devkit.provider.wire import render_anthropic, render_openai
 
-__all__ = ["DEFAULT_MODELS", "DEFAULT_USAGE", "LLAMA_CPP", "LLAMA_CPP_PYTHON", "LM_STUDIO",
-           "LOCAL_SERVERS", "MODELS_PATH", "OLLAMA", "OPENAI_PATH", "SHUTDOWN_TIMEOUT_S", "VLLM",
-           "Call", "Disconnect", "Drop", "ErrorEvent", "Hang", "HttpError", "LocalServer", "Raw",
-           "RecordedRequest", "Reply", "Scripted", "ScriptedProvider", "Truncate",
-           "estimate_tokens", "render_anthropic", "render_openai"]
+__all__ = [
+    "DEFAULT_MODELS",
+    "DEFAULT_USAGE",
+    "LLAMA_CPP",
+    "LLAMA_CPP_PYTHON",
+    "LM_STUDIO",
+    "LOCAL_SERVERS",
+    "MODELS_PATH",
+    "OLLAMA",
+    "OPENAI_PATH",
+    "SHUTDOWN_TIMEOUT_S",
+    "VLLM",
+    "Call",
+    "Disconnect",
+    "Drop",
+    "ErrorEvent",
+    "Hang",
+    "HttpError",
+    "LocalServer",
+    "Raw",
+    "RecordedRequest",
+    "Reply",
+    "Scripted",
+    "ScriptedProvider",
+    "Truncate",
+    "estimate_tokens",
+    "render_anthropic",
+    "render_openai",
+]

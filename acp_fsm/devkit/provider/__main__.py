@@ -34,26 +34,36 @@ def _echo(request: RecordedRequest) -> Reply:
 
 
 DEMO_SCRIPT: tuple[Scripted, ...] = (
-    Reply(thinking=("The user greets me. ", "I should answer briefly."), signature="sig-demo",
-          text=("Hello! ", "I am a scripted model ", "running offline."), delay_s=0.05),
+    Reply(
+        thinking=("The user greets me. ", "I should answer briefly."),
+        signature="sig-demo",
+        text=("Hello! ", "I am a scripted model ", "running offline."),
+        delay_s=0.05,
+    ),
 )
 
 
 async def _serve_forever(host: str, port: int) -> None:
     server = await ScriptedProvider(*DEMO_SCRIPT, fallback=_echo).start(host, port)
     try:
-        print(f"scripted provider on {server.url}\n"
-              f"  OPENAI_BASE_URL={server.openai_base_url}\n"
-              f"  ANTHROPIC_BASE_URL={server.anthropic_base_url}\n"
-              "Ctrl-C to stop.", file=sys.stderr, flush=True)
+        print(
+            f"scripted provider on {server.url}\n"
+            f"  OPENAI_BASE_URL={server.openai_base_url}\n"
+            f"  ANTHROPIC_BASE_URL={server.anthropic_base_url}\n"
+            "Ctrl-C to stop.",
+            file=sys.stderr,
+            flush=True,
+        )
         await asyncio.Event().wait()
     finally:
         await server.stop()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m acp_fsm.devkit.provider",
-                                     description="Serve a scripted OpenAI/Anthropic endpoint.")
+    parser = argparse.ArgumentParser(
+        prog="python -m acp_fsm.devkit.provider",
+        description="Serve a scripted OpenAI/Anthropic endpoint.",
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args(argv)

@@ -58,8 +58,7 @@ class LocalServer:
         return {"object": "list", "data": [self._entry(m, window) for m in models]}
 
     def _entry(self, model: str, window: int | None) -> dict[str, Any]:
-        return {"id": model, "object": "model", "created": int(time.time()),
-                "owned_by": self.name}
+        return {"id": model, "object": "model", "created": int(time.time()), "owned_by": self.name}
 
     def endpoints(self) -> Mapping[str, Describe]:
         """The server's own GET endpoints that state its window."""
@@ -73,10 +72,15 @@ class LlamaCppPython(LocalServer):
 
     def check(self, body: dict[str, Any], models: Sequence[str]) -> None:
         for index, message in enumerate(body.get("messages") or ()):
-            if (isinstance(message, dict) and message.get("role") == "assistant"
-                    and "content" in message and not isinstance(message["content"], str)):
-                raise Rejection(HttpError(500, _validation_dump(index, message),
-                                          "internal_server_error"))
+            if (
+                isinstance(message, dict)
+                and message.get("role") == "assistant"
+                and "content" in message
+                and not isinstance(message["content"], str)
+            ):
+                raise Rejection(
+                    HttpError(500, _validation_dump(index, message), "internal_server_error")
+                )
 
     def overflow(self, body: dict[str, Any], prompt: int, window: int) -> Scripted | None:
         # It counts the prompt alone (max_tokens is cut to what is left), and raises inside
@@ -98,7 +102,7 @@ def _llama_cpp_python_chunk(event: bytes, calls: dict[int, tuple[str, str]]) -> 
     text = event.decode()
     if not text.startswith("data: {"):
         return event
-    chunk = json.loads(text[len("data: "):])
+    chunk = json.loads(text[len("data: ") :])
     for choice in chunk.get("choices") or ():
         delta = choice.get("delta") or {}
         if delta.get("role"):
@@ -116,22 +120,34 @@ def _validation_dump(index: int, message: dict[str, Any]) -> str:
     loc = f"('body', 'messages', {index}, 'ChatCompletionRequest"
 
     def role(kind: str) -> str:
-        return (f"  {{'type': 'literal_error', 'loc': {loc}{kind}Message', 'role'), 'msg': "
-                f"\"Input should be '{kind.lower()}'\", 'input': 'assistant', 'ctx': "
-                f"{{'expected': \"'{kind.lower()}'\"}}}}")
+        return (
+            f"  {{'type': 'literal_error', 'loc': {loc}{kind}Message', 'role'), 'msg': "
+            f"\"Input should be '{kind.lower()}'\", 'input': 'assistant', 'ctx': "
+            f"{{'expected': \"'{kind.lower()}'\"}}}}"
+        )
 
     def missing(kind: str, field: str) -> str:
-        return (f"  {{'type': 'missing', 'loc': {loc}{kind}Message', '{field}'), 'msg': "
-                f"'Field required', 'input': {message!r}}}")
+        return (
+            f"  {{'type': 'missing', 'loc': {loc}{kind}Message', '{field}'), 'msg': "
+            f"'Field required', 'input': {message!r}}}"
+        )
 
-    lines = [role("System"), role("User"),
-             f"  {{'type': 'string_type', 'loc': {loc}AssistantMessage', 'content'), 'msg': "
-             "'Input should be a valid string', 'input': None}",
-             role("Tool"), missing("Tool", "tool_call_id"), role("Function"),
-             missing("Function", "name")]
-    return (f"{len(lines)} validation errors:\n" + "\n".join(lines)
-            + '\n\n  File "llama_cpp/server/app.py", line 376, in create_chat_completion\n'
-            "    POST /v1/chat/completions")
+    lines = [
+        role("System"),
+        role("User"),
+        f"  {{'type': 'string_type', 'loc': {loc}AssistantMessage', 'content'), 'msg': "
+        "'Input should be a valid string', 'input': None}",
+        role("Tool"),
+        missing("Tool", "tool_call_id"),
+        role("Function"),
+        missing("Function", "name"),
+    ]
+    return (
+        f"{len(lines)} validation errors:\n"
+        + "\n".join(lines)
+        + '\n\n  File "llama_cpp/server/app.py", line 376, in create_chat_completion\n'
+        "    POST /v1/chat/completions"
+    )
 
 
 class LlamaCpp(LocalServer):
@@ -142,32 +158,46 @@ class LlamaCpp(LocalServer):
     def check(self, body: dict[str, Any], models: Sequence[str]) -> None:
         """With `--jinja`, a strict chat template (Gemma's, Mistral's) raises when two
         messages of the same role follow each other, and the server answers 500."""
-        roles = [m.get("role") for m in body.get("messages") or () if isinstance(m, dict)
-                 and m.get("role") != "system"]
+        roles = [
+            m.get("role")
+            for m in body.get("messages") or ()
+            if isinstance(m, dict) and m.get("role") != "system"
+        ]
         if any(a == b == "user" for a, b in itertools.pairwise(roles)):
-            error = {"code": 500, "message": "Conversation roles must alternate "
-                     "user/assistant/user/assistant/...", "type": "server_error"}
+            error = {
+                "code": 500,
+                "message": "Conversation roles must alternate user/assistant/user/assistant/...",
+                "type": "server_error",
+            }
             raise Rejection(HttpError(500, body=json_text({"error": error}).encode()))
 
     def overflow(self, body: dict[str, Any], prompt: int, window: int) -> Scripted | None:
         if prompt < window:
             return None
-        error = {"code": 400, "message": f"request ({prompt} tokens) exceeds the available "
-                 f"context size ({window} tokens), try increasing it",
-                 "type": "exceed_context_size_error", "n_prompt_tokens": prompt,
-                 "n_ctx": window}
+        error = {
+            "code": 400,
+            "message": f"request ({prompt} tokens) exceeds the available "
+            f"context size ({window} tokens), try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": prompt,
+            "n_ctx": window,
+        }
         return HttpError(400, body=json_text({"error": error}).encode())
 
     def _entry(self, model: str, window: int | None) -> dict[str, Any]:
-        return {**super()._entry(model, window),
-                "meta": {"vocab_type": 2, "n_vocab": 262144, "n_ctx_train": 32768}}
+        return {
+            **super()._entry(model, window),
+            "meta": {"vocab_type": 2, "n_vocab": 262144, "n_ctx_train": 32768},
+        }
 
     def endpoints(self) -> Mapping[str, Describe]:
-        def props(models: Sequence[str], window: int | None, loaded: set[str]
-                  ) -> dict[str, Any]:
-            return {"default_generation_settings": {"n_ctx": window, "temperature": 0.8},
-                    "total_slots": 1, "model_path": f"/models/{models[0]}.gguf",
-                    "build_info": "b6000-scripted"}
+        def props(models: Sequence[str], window: int | None, loaded: set[str]) -> dict[str, Any]:
+            return {
+                "default_generation_settings": {"n_ctx": window, "temperature": 0.8},
+                "total_slots": 1,
+                "model_path": f"/models/{models[0]}.gguf",
+                "build_info": "b6000-scripted",
+            }
 
         return {"/props": props}
 
@@ -181,16 +211,28 @@ class Vllm(LocalServer):
         limit = _limit(body)
         if prompt + limit <= window:
             return None
-        message = (f"This model's maximum context length is {window} tokens. However, you "
-                   f"requested {prompt + limit} tokens ({prompt} in the messages, {limit} in "
-                   "the completion). Please reduce the length of the messages or completion.")
-        error = {"object": "error", "message": message, "type": "BadRequestError",
-                 "param": None, "code": 400}
+        message = (
+            f"This model's maximum context length is {window} tokens. However, you "
+            f"requested {prompt + limit} tokens ({prompt} in the messages, {limit} in "
+            "the completion). Please reduce the length of the messages or completion."
+        )
+        error = {
+            "object": "error",
+            "message": message,
+            "type": "BadRequestError",
+            "param": None,
+            "code": 400,
+        }
         return HttpError(400, body=json_text(error).encode())
 
     def _entry(self, model: str, window: int | None) -> dict[str, Any]:
-        return {**super()._entry(model, window), "root": model, "parent": None,
-                "max_model_len": window, "permission": []}
+        return {
+            **super()._entry(model, window),
+            "root": model,
+            "parent": None,
+            "max_model_len": window,
+            "permission": [],
+        }
 
 
 class Ollama(LocalServer):
@@ -202,16 +244,38 @@ class Ollama(LocalServer):
     def check(self, body: dict[str, Any], models: Sequence[str]) -> None:
         model = body.get("model")
         if model not in models:
-            raise Rejection(HttpError(404, body=json_text({"error": {
-                "message": f'model "{model}" not found, try pulling it first',
-                "type": "api_error", "param": None, "code": None}}).encode()))
+            raise Rejection(
+                HttpError(
+                    404,
+                    body=json_text(
+                        {
+                            "error": {
+                                "message": f'model "{model}" not found, try pulling it first',
+                                "type": "api_error",
+                                "param": None,
+                                "code": None,
+                            }
+                        }
+                    ).encode(),
+                )
+            )
 
     def endpoints(self) -> Mapping[str, Describe]:
-        def running(models: Sequence[str], window: int | None, loaded: set[str]
-                    ) -> dict[str, Any]:
-            return {"models": [{"name": m, "model": m, "size": 492523008, "size_vram": 0,
-                                "details": {"format": "gguf", "family": "qwen2"},
-                                "context_length": window} for m in models if m in loaded]}
+        def running(models: Sequence[str], window: int | None, loaded: set[str]) -> dict[str, Any]:
+            return {
+                "models": [
+                    {
+                        "name": m,
+                        "model": m,
+                        "size": 492523008,
+                        "size_vram": 0,
+                        "details": {"format": "gguf", "family": "qwen2"},
+                        "context_length": window,
+                    }
+                    for m in models
+                    if m in loaded
+                ]
+            }
 
         return {"/api/ps": running}
 
@@ -225,20 +289,32 @@ class LmStudio(LocalServer):
     def overflow(self, body: dict[str, Any], prompt: int, window: int) -> Scripted | None:
         if prompt <= window:
             return None
-        error = (f"Trying to keep the first {prompt} tokens when context the overflows. "
-                 f"However, the model is loaded with context length of only {window} tokens, "
-                 "which is not enough. Try to load the model with a larger context length, or "
-                 "provide a shorter input")
+        error = (
+            f"Trying to keep the first {prompt} tokens when context the overflows. "
+            f"However, the model is loaded with context length of only {window} tokens, "
+            "which is not enough. Try to load the model with a larger context length, or "
+            "provide a shorter input"
+        )
         return Raw((sse({"error": error}),))
 
     def endpoints(self) -> Mapping[str, Describe]:
-        def models_v0(models: Sequence[str], window: int | None, loaded: set[str]
-                      ) -> dict[str, Any]:
-            return {"object": "list", "data": [
-                {"id": m, "object": "model", "type": "llm", "state":
-                 "loaded" if m in loaded else "not-loaded", "max_context_length": 131072,
-                 **({"loaded_context_length": window} if m in loaded else {})}
-                for m in models]}
+        def models_v0(
+            models: Sequence[str], window: int | None, loaded: set[str]
+        ) -> dict[str, Any]:
+            return {
+                "object": "list",
+                "data": [
+                    {
+                        "id": m,
+                        "object": "model",
+                        "type": "llm",
+                        "state": "loaded" if m in loaded else "not-loaded",
+                        "max_context_length": 131072,
+                        **({"loaded_context_length": window} if m in loaded else {}),
+                    }
+                    for m in models
+                ],
+            }
 
         return {"/api/v0/models": models_v0}
 
@@ -250,5 +326,12 @@ OLLAMA = Ollama()
 LM_STUDIO = LmStudio()
 LOCAL_SERVERS = (LLAMA_CPP_PYTHON, LLAMA_CPP, VLLM, OLLAMA, LM_STUDIO)
 
-__all__ = ["LLAMA_CPP", "LLAMA_CPP_PYTHON", "LM_STUDIO", "LOCAL_SERVERS", "OLLAMA", "VLLM",
-           "LocalServer"]
+__all__ = [
+    "LLAMA_CPP",
+    "LLAMA_CPP_PYTHON",
+    "LM_STUDIO",
+    "LOCAL_SERVERS",
+    "OLLAMA",
+    "VLLM",
+    "LocalServer",
+]

@@ -28,9 +28,13 @@ def _created(index: int) -> int:
 
 def openai_models(ids: Sequence[str], query: Mapping[str, str]) -> dict[str, Any]:
     """OpenAI's `{"object": "list", "data": [...]}`, unpaged (the query is ignored)."""
-    return {"object": "list", "data": [
-        {"id": model, "object": "model", "created": _created(i), "owned_by": "system"}
-        for i, model in enumerate(ids)]}
+    return {
+        "object": "list",
+        "data": [
+            {"id": model, "object": "model", "created": _created(i), "owned_by": "system"}
+            for i, model in enumerate(ids)
+        ],
+    }
 
 
 def display_name(model_id: str) -> str:
@@ -59,12 +63,21 @@ def anthropic_models(ids: Sequence[str], query: Mapping[str, str]) -> dict[str, 
     else:
         start, end = 0, min(limit, len(ids))
         has_more = end < len(ids)
-    data = [{"type": "model", "id": ids[i], "display_name": display_name(ids[i]),
-             "created_at": datetime.fromtimestamp(_created(i), UTC).strftime(
-                 "%Y-%m-%dT%H:%M:%SZ")} for i in range(start, end)]
-    return {"data": data, "has_more": has_more,
-            "first_id": data[0]["id"] if data else None,
-            "last_id": data[-1]["id"] if data else None}
+    data = [
+        {
+            "type": "model",
+            "id": ids[i],
+            "display_name": display_name(ids[i]),
+            "created_at": datetime.fromtimestamp(_created(i), UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        for i in range(start, end)
+    ]
+    return {
+        "data": data,
+        "has_more": has_more,
+        "first_id": data[0]["id"] if data else None,
+        "last_id": data[-1]["id"] if data else None,
+    }
 
 
 def _page_size(raw: str | None) -> int:
@@ -73,8 +86,9 @@ def _page_size(raw: str | None) -> int:
     try:
         limit = int(raw)
     except ValueError:
-        raise reject("limit: Input should be a valid integer, unable to parse string as an "
-                     "integer") from None
+        raise reject(
+            "limit: Input should be a valid integer, unable to parse string as an integer"
+        ) from None
     if limit < 1:
         raise reject("limit: Input should be greater than or equal to 1")
     if limit > MAX_PAGE:

@@ -22,8 +22,13 @@ class Rejection(Exception):
         self.error = error
 
 
-def reject(message: str, status: int = 400, error_type: str = "invalid_request_error",
-           code: str | None = None, param: str | None = None) -> Rejection:
+def reject(
+    message: str,
+    status: int = 400,
+    error_type: str = "invalid_request_error",
+    code: str | None = None,
+    param: str | None = None,
+) -> Rejection:
     return Rejection(HttpError(status, message, error_type, code, param=param))
 
 
@@ -49,9 +54,11 @@ def estimate_tokens(body: Any) -> int:
 
 
 def _openai_unanswered(ids: Sequence[str]) -> str:
-    return ("An assistant message with 'tool_calls' must be followed by tool messages "
-            "responding to each 'tool_call_id'. The following tool_call_ids did not have "
-            f"response messages: {', '.join(ids)}")
+    return (
+        "An assistant message with 'tool_calls' must be followed by tool messages "
+        "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+        f"response messages: {', '.join(ids)}"
+    )
 
 
 OPENAI_TOOL_CHOICES = ("none", "auto", "required")
@@ -62,8 +69,11 @@ def _invalid_value(param: str, value: Any, supported: Sequence[str]) -> Rejectio
     """OpenAI's message for a value outside an enum: "Supported values are: 'a', 'b', and 'c'."""
     quoted = [f"'{v}'" for v in supported]
     listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])}, and {quoted[-1]}"
-    return reject(f"Invalid value: '{value}'. Supported values are: {listed}.",
-                  code="invalid_value", param=param)
+    return reject(
+        f"Invalid value: '{value}'. Supported values are: {listed}.",
+        code="invalid_value",
+        param=param,
+    )
 
 
 class OpenAiRules:
@@ -73,14 +83,20 @@ class OpenAiRules:
     def authenticate(self, headers: Mapping[str, str], key: str) -> None:
         auth = headers.get("authorization", "")
         if not auth:
-            raise reject("You didn't provide an API key. You need to provide your API key in "
-                          "an Authorization header using Bearer auth (i.e. Authorization: "
-                          "Bearer YOUR_KEY).", 401)
+            raise reject(
+                "You didn't provide an API key. You need to provide your API key in "
+                "an Authorization header using Bearer auth (i.e. Authorization: "
+                "Bearer YOUR_KEY).",
+                401,
+            )
         given = auth.removeprefix("Bearer ")
         if given != key:
-            raise reject(f"Incorrect API key provided: {_mask(given)}. You can find your API "
-                          "key at https://platform.openai.com/account/api-keys.", 401,
-                          code="invalid_api_key")
+            raise reject(
+                f"Incorrect API key provided: {_mask(given)}. You can find your API "
+                "key at https://platform.openai.com/account/api-keys.",
+                401,
+                code="invalid_api_key",
+            )
 
     def check_headers(self, headers: Mapping[str, str]) -> None:
         """Chat Completions needs no header but the key."""
@@ -92,8 +108,9 @@ class OpenAiRules:
             raise reject("you must provide a model parameter")
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
-            raise reject("Missing required parameter: 'messages'.",
-                          code="missing_required_parameter")
+            raise reject(
+                "Missing required parameter: 'messages'.", code="missing_required_parameter"
+            )
         if body.get("stream") is not True:
             raise reject("this scripted provider only streams: set 'stream': true")
         self._check_pairing(messages)
@@ -107,8 +124,10 @@ class OpenAiRules:
             if role == "tool":
                 call_id = message.get("tool_call_id")
                 if call_id not in pending:
-                    raise reject("Invalid parameter: messages with role 'tool' must be a "
-                                  "response to a preceeding message with 'tool_calls'.")
+                    raise reject(
+                        "Invalid parameter: messages with role 'tool' must be a "
+                        "response to a preceeding message with 'tool_calls'."
+                    )
                 pending.remove(call_id)
                 continue
             if pending:
@@ -124,16 +143,21 @@ class OpenAiRules:
         choice = body.get("tool_choice")
         if choice is not None:
             if not body.get("tools"):
-                raise reject("Invalid value for 'tool_choice': 'tool_choice' is only allowed "
-                             "when 'tools' are specified.", param="tool_choice")
+                raise reject(
+                    "Invalid value for 'tool_choice': 'tool_choice' is only allowed "
+                    "when 'tools' are specified.",
+                    param="tool_choice",
+                )
             if isinstance(choice, dict):
                 if choice.get("type") != "function":
                     raise _invalid_value("tool_choice.type", choice.get("type"), ("function",))
                 function = choice.get("function")
                 if not isinstance(function, dict) or not function.get("name"):
-                    raise reject("Missing required parameter: 'tool_choice.function.name'.",
-                                 code="missing_required_parameter",
-                                 param="tool_choice.function.name")
+                    raise reject(
+                        "Missing required parameter: 'tool_choice.function.name'.",
+                        code="missing_required_parameter",
+                        param="tool_choice.function.name",
+                    )
             elif choice not in OPENAI_TOOL_CHOICES:
                 raise _invalid_value("tool_choice", choice, OPENAI_TOOL_CHOICES)
         effort = body.get("reasoning_effort")
@@ -146,44 +170,58 @@ class OpenAiRules:
         limit = body.get("max_completion_tokens", body.get("max_tokens"))
         if _is_int(limit):
             over = prompt + limit > window
-            detail = (f"you requested {prompt + limit} tokens ({prompt} in the messages, "
-                      f"{limit} in the completion). Please reduce the length of the messages "
-                      "or completion.")
+            detail = (
+                f"you requested {prompt + limit} tokens ({prompt} in the messages, "
+                f"{limit} in the completion). Please reduce the length of the messages "
+                "or completion."
+            )
         else:
             over = prompt > window
-            detail = (f"your messages resulted in {prompt} tokens. Please reduce the length of "
-                      "the messages.")
+            detail = (
+                f"your messages resulted in {prompt} tokens. Please reduce the length of "
+                "the messages."
+            )
         if over:
-            raise reject(f"This model's maximum context length is {window} tokens. However, "
-                         f"{detail}", code="context_length_exceeded", param="messages")
+            raise reject(
+                f"This model's maximum context length is {window} tokens. However, {detail}",
+                code="context_length_exceeded",
+                param="messages",
+            )
 
 
 # ------------------------------------------------------------------------------- Anthropic
 
 
 def _anthropic_unanswered(index: int, ids: Sequence[str]) -> str:
-    return (f"messages.{index}: `tool_use` ids were found without `tool_result` blocks "
-            f"immediately after: {', '.join(ids)}. Each `tool_use` block must have a "
-            "corresponding `tool_result` block in the next message.")
+    return (
+        f"messages.{index}: `tool_use` ids were found without `tool_result` blocks "
+        f"immediately after: {', '.join(ids)}. Each `tool_use` block must have a "
+        "corresponding `tool_result` block in the next message."
+    )
 
 
 MAX_CACHE_BREAKPOINTS = 4
 MIN_THINKING_BUDGET = 1024
 ANTHROPIC_TOOL_CHOICES = ("auto", "any", "tool", "none")
-THINKING_DOCS = ("Please consult our documentation at "
-                 "https://docs.claude.com/en/docs/build-with-claude/extended-thinking")
+THINKING_DOCS = (
+    "Please consult our documentation at "
+    "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+)
 
 
 def _tagged(field: str, value: Any, tags: Sequence[str]) -> str:
     """The `type` of a tagged-union field, refused the way the API's validator words it."""
     if not isinstance(value, dict):
-        raise reject(f"{field}: Input should be a valid dictionary or object to extract fields "
-                     "from")
+        raise reject(
+            f"{field}: Input should be a valid dictionary or object to extract fields from"
+        )
     tag = value.get("type")
     if tag not in tags:
         expected = ", ".join(f"'{t}'" for t in tags)
-        raise reject(f"{field}: Input tag '{tag}' found using 'type' does not match any of the "
-                     f"expected tags: {expected}")
+        raise reject(
+            f"{field}: Input tag '{tag}' found using 'type' does not match any of the "
+            f"expected tags: {expected}"
+        )
     return str(tag)
 
 
@@ -248,16 +286,19 @@ class AnthropicRules:
         if prompt > window:
             raise reject(f"prompt is too long: {prompt} tokens > {window} maximum")
         if prompt + limit > window:
-            raise reject(f"input length and `max_tokens` exceed context limit: {prompt} + "
-                         f"{limit} > {window}, decrease input length or `max_tokens` and try "
-                         "again")
+            raise reject(
+                f"input length and `max_tokens` exceed context limit: {prompt} + "
+                f"{limit} > {window}, decrease input length or `max_tokens` and try "
+                "again"
+            )
 
     @staticmethod
     def _check_tools_defined(body: dict[str, Any]) -> None:
         kinds = {b.get("type") for m in body["messages"] for b in _blocks(m)}
         if kinds & {"tool_use", "tool_result"} and not body.get("tools"):
-            raise reject("Requests which include `tool_use` or `tool_result` blocks must define "
-                         "tools.")
+            raise reject(
+                "Requests which include `tool_use` or `tool_result` blocks must define tools."
+            )
 
     @staticmethod
     def _tool_choice(body: dict[str, Any]) -> str | None:
@@ -276,7 +317,8 @@ class AnthropicRules:
         `max_tokens`; enabled, it forbids forced tool use and a temperature other than 1."""
         thinking = body.get("thinking")
         if thinking is None or _tagged("thinking", thinking, ("enabled", "disabled")) == (
-                "disabled"):
+            "disabled"
+        ):
             return
         if "budget_tokens" not in thinking:
             raise reject("thinking.enabled.budget_tokens: Field required")
@@ -284,16 +326,22 @@ class AnthropicRules:
         if not _is_int(budget):
             raise reject("thinking.enabled.budget_tokens: Input should be a valid integer")
         if budget < MIN_THINKING_BUDGET:
-            raise reject("thinking.enabled.budget_tokens: Input should be greater than or equal "
-                         f"to {MIN_THINKING_BUDGET}")
+            raise reject(
+                "thinking.enabled.budget_tokens: Input should be greater than or equal "
+                f"to {MIN_THINKING_BUDGET}"
+            )
         if body["max_tokens"] <= budget:
-            raise reject("`max_tokens` must be greater than `thinking.budget_tokens`. "
-                         f"{THINKING_DOCS}#max-tokens-and-context-window-size")
+            raise reject(
+                "`max_tokens` must be greater than `thinking.budget_tokens`. "
+                f"{THINKING_DOCS}#max-tokens-and-context-window-size"
+            )
         if tool_choice in ("any", "tool"):
             raise reject("Thinking may not be enabled when tool_choice forces tool use.")
         if body.get("temperature") not in (None, 1):
-            raise reject("`temperature` may only be set to 1 when thinking is enabled. "
-                         f"{THINKING_DOCS}#important-considerations-when-using-extended-thinking")
+            raise reject(
+                "`temperature` may only be set to 1 when thinking is enabled. "
+                f"{THINKING_DOCS}#important-considerations-when-using-extended-thinking"
+            )
         AnthropicRules._check_thinking_loop(body["messages"])
 
     @staticmethod
@@ -307,23 +355,30 @@ class AnthropicRules:
         calls = _blocks(messages[-2])
         first = calls[0].get("type") if calls else None
         if first not in ("thinking", "redacted_thinking"):
-            raise reject(f"messages.{len(messages) - 2}.content.0.type: Expected `thinking` or "
-                         f"`redacted_thinking`, but found `{first}`. When `thinking` is enabled, "
-                         "a final `assistant` message must start with a thinking block "
-                         "(preceeding the lastmost set of `tool_use` and `tool_result` blocks). "
-                         "We recommend you include thinking blocks from previous turns. To "
-                         f"avoid this requirement, disable `thinking`. {THINKING_DOCS}")
+            raise reject(
+                f"messages.{len(messages) - 2}.content.0.type: Expected `thinking` or "
+                f"`redacted_thinking`, but found `{first}`. When `thinking` is enabled, "
+                "a final `assistant` message must start with a thinking block "
+                "(preceeding the lastmost set of `tool_use` and `tool_result` blocks). "
+                "We recommend you include thinking blocks from previous turns. To "
+                f"avoid this requirement, disable `thinking`. {THINKING_DOCS}"
+            )
 
     @staticmethod
     def _check_cache_control(body: dict[str, Any]) -> None:
         """At most 4 cache breakpoints, of type `ephemeral`, none on a thinking block."""
         system = body.get("system")
-        blocks = [*(system if isinstance(system, list) else ()), *(body.get("tools") or ()),
-                  *(b for m in body["messages"] if isinstance(m, dict) for b in _blocks(m))]
+        blocks = [
+            *(system if isinstance(system, list) else ()),
+            *(body.get("tools") or ()),
+            *(b for m in body["messages"] if isinstance(m, dict) for b in _blocks(m)),
+        ]
         marked = [b for b in blocks if isinstance(b, dict) and "cache_control" in b]
         if len(marked) > MAX_CACHE_BREAKPOINTS:
-            raise reject(f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may "
-                         f"be provided. Found {len(marked)}.")
+            raise reject(
+                f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may "
+                f"be provided. Found {len(marked)}."
+            )
         for block in marked:
             if block.get("type") in ("thinking", "redacted_thinking"):
                 raise reject("cache_control cannot be set on thinking blocks")
@@ -341,8 +396,10 @@ class AnthropicRules:
             if i == 0 and role != "user":
                 raise reject('messages: first message must use the "user" role')
             if role == previous:
-                raise reject('messages: roles must alternate between "user" and "assistant", '
-                              f'but found multiple "{role}" roles in a row')
+                raise reject(
+                    'messages: roles must alternate between "user" and "assistant", '
+                    f'but found multiple "{role}" roles in a row'
+                )
             previous = role
 
     @staticmethod
@@ -352,15 +409,18 @@ class AnthropicRules:
             if kind == "thinking" and not block.get("signature"):
                 raise reject(f"messages.{i}.content.{j}.thinking.signature: Field required")
             if kind == "text" and not str(block.get("text", "")).strip():
-                raise reject(f"messages.{i}: text content blocks must contain non-whitespace "
-                              "text")
+                raise reject(f"messages.{i}: text content blocks must contain non-whitespace text")
             if kind == "tool_result" and not block.get("content"):
-                raise reject(f"messages.{i}.content.{j}.tool_result.content: a tool_result "
-                              "must not be empty")
+                raise reject(
+                    f"messages.{i}.content.{j}.tool_result.content: a tool_result must not be empty"
+                )
             if kind in ("thinking", "redacted_thinking", "tool_use") and message["role"] != (
-                    "assistant"):
-                raise reject(f"messages.{i}.content.{j}: `{kind}` blocks are only allowed in "
-                              "assistant messages")
+                "assistant"
+            ):
+                raise reject(
+                    f"messages.{i}.content.{j}: `{kind}` blocks are only allowed in "
+                    "assistant messages"
+                )
 
     @staticmethod
     def _check_results(i: int, message: dict[str, Any], previous: dict[str, Any]) -> None:
@@ -369,9 +429,11 @@ class AnthropicRules:
         for j, block in enumerate(_blocks(message)):
             use_id = str(block.get("tool_use_id"))
             if block.get("type") == "tool_result" and use_id not in ids:
-                raise reject(f"messages.{i}.content.{j}: unexpected `tool_use_id` found in "
-                              f"`tool_result` blocks: {use_id}. Each `tool_result` block must "
-                              "have a corresponding `tool_use` block in the previous message.")
+                raise reject(
+                    f"messages.{i}.content.{j}: unexpected `tool_use_id` found in "
+                    f"`tool_result` blocks: {use_id}. Each `tool_result` block must "
+                    "have a corresponding `tool_use` block in the previous message."
+                )
 
     @staticmethod
     def _check_answered(i: int, message: dict[str, Any], following: dict[str, Any]) -> None:

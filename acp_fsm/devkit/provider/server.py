@@ -87,8 +87,9 @@ class Route:
 
 
 OPENAI_ROUTE = Route(OPENAI_PATH, "x-request-id", OpenAiWire(), OpenAiRules(), openai_models)
-ANTHROPIC_ROUTE = Route(ANTHROPIC_PATH, "request-id", AnthropicWire(), AnthropicRules(),
-                        anthropic_models)
+ANTHROPIC_ROUTE = Route(
+    ANTHROPIC_PATH, "request-id", AnthropicWire(), AnthropicRules(), anthropic_models
+)
 ROUTES = (OPENAI_ROUTE, ANTHROPIC_ROUTE)
 
 
@@ -104,11 +105,17 @@ class ScriptedProvider:
     whose `estimate_tokens` plus its output limit exceeds it, and a reply left at
     `DEFAULT_USAGE` then reports that estimate as its input tokens."""
 
-    def __init__(self, *replies: Scripted | Responder, api_key: str | None = None,
-                 fallback: Scripted | Responder | None = None,
-                 models: Sequence[str] = DEFAULT_MODELS, models_error: HttpError | None = None,
-                 models_delay_s: float = 0.0, context_window: int | None = None,
-                 local: LocalServer | None = None) -> None:
+    def __init__(
+        self,
+        *replies: Scripted | Responder,
+        api_key: str | None = None,
+        fallback: Scripted | Responder | None = None,
+        models: Sequence[str] = DEFAULT_MODELS,
+        models_error: HttpError | None = None,
+        models_delay_s: float = 0.0,
+        context_window: int | None = None,
+        local: LocalServer | None = None,
+    ) -> None:
         self.requests: list[RecordedRequest] = []
         self.model_list_requests: list[RecordedRequest] = []
         self.served: list[Served] = []
@@ -131,8 +138,10 @@ class ScriptedProvider:
 
     def __repr__(self) -> str:
         where = self._url or "stopped"
-        return (f"<ScriptedProvider {where} requests={len(self.requests)} "
-                f"remaining={len(self._script)} disconnects={len(self.disconnects)}>")
+        return (
+            f"<ScriptedProvider {where} requests={len(self.requests)} "
+            f"remaining={len(self._script)} disconnects={len(self.disconnects)}>"
+        )
 
     # ---- script
 
@@ -167,8 +176,9 @@ class ScriptedProvider:
         app.router.add_get(MODELS_PATH, self._models)
         for path, describe in (self.local.endpoints() if self.local else {}).items():
             app.router.add_get(path, self._described(describe))
-        runner = web.AppRunner(app, handler_cancellation=True, access_log=None,
-                               shutdown_timeout=SHUTDOWN_TIMEOUT_S)
+        runner = web.AppRunner(
+            app, handler_cancellation=True, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT_S
+        )
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         await site.start()
@@ -221,8 +231,7 @@ class ScriptedProvider:
                 return self._error_response(route, rejection.error)
             reply = self._next_reply(route, record)
             self.served.append(Served(route.path, reply, time.monotonic()))
-            return await self._respond(request, route, self._charged(reply, prompt),
-                                       record.body)
+            return await self._respond(request, route, self._charged(reply, prompt), record.body)
 
         return handle
 
@@ -238,9 +247,11 @@ class ScriptedProvider:
             route.rules.check_headers(record.headers)
             if self.models_error is not None:
                 return self._error_response(route, self.models_error)
-            listing = (self.local.listing(self.models, self.context_window)
-                       if self.local is not None and route is OPENAI_ROUTE
-                       else route.list_models(self.models, request.query))
+            listing = (
+                self.local.listing(self.models, self.context_window)
+                if self.local is not None and route is OPENAI_ROUTE
+                else route.list_models(self.models, request.query)
+            )
         except Rejection as rejection:
             return self._error_response(route, rejection.error)
         return self._json_response(route, 200, json_text(listing).encode(), {})
@@ -258,6 +269,7 @@ class ScriptedProvider:
 
     def _described(self, describe: Describe) -> Callable[[web.Request], Any]:
         """A local server's own endpoint stating its window."""
+
         async def handle(request: web.Request) -> web.Response:
             await self._record(request, self.model_list_requests)
             body = describe(self.models, self.context_window, self.loaded)
@@ -273,29 +285,39 @@ class ScriptedProvider:
         """With a context window, a reply left at `DEFAULT_USAGE` reports the estimated prompt
         as its input tokens (at most the window, where the prompt was cut to fit it); an
         explicit usage is kept."""
-        if self.context_window is None or not isinstance(reply, Reply) or (
-                reply.usage is not DEFAULT_USAGE):
+        if (
+            self.context_window is None
+            or not isinstance(reply, Reply)
+            or (reply.usage is not DEFAULT_USAGE)
+        ):
             return reply
         counted = min(prompt, self.context_window)
         return replace(reply, usage=DEFAULT_USAGE._replace(input_tokens=counted))
 
-    async def _record(self, request: web.Request, into: list[RecordedRequest]
-                      ) -> RecordedRequest:
+    async def _record(self, request: web.Request, into: list[RecordedRequest]) -> RecordedRequest:
         raw = await request.read()
         try:
             body = json.loads(raw)
         except ValueError:
             body = None
-        record = RecordedRequest(request.path, CIMultiDictProxy(CIMultiDict(request.headers)),
-                                 body, raw, time.monotonic())
+        record = RecordedRequest(
+            request.path,
+            CIMultiDictProxy(CIMultiDict(request.headers)),
+            body,
+            raw,
+            time.monotonic(),
+        )
         into.append(record)
         return record
 
     def _next_reply(self, route: Route, record: RecordedRequest) -> Scripted:
         entry = self._script.popleft() if self._script else self.fallback
         if entry is None:
-            return HttpError(500, f"scripted provider: the script is empty, no reply left for "
-                             f"request #{len(self.requests)} (POST {route.path})")
+            return HttpError(
+                500,
+                f"scripted provider: the script is empty, no reply left for "
+                f"request #{len(self.requests)} (POST {route.path})",
+            )
         return entry if isinstance(entry, Reply | HttpError | Raw) else entry(record)
 
     def _error_response(self, route: Route, error: HttpError) -> web.Response:
@@ -305,22 +327,30 @@ class ScriptedProvider:
         return self._json_response(route, error.status, body, error.headers)
 
     @staticmethod
-    def _json_response(route: Route, status: int, body: bytes, headers: Mapping[str, str]
-                       ) -> web.Response:
-        headers = {"content-type": "application/json",
-                   route.request_id_header: new_id("req_"), **headers}
+    def _json_response(
+        route: Route, status: int, body: bytes, headers: Mapping[str, str]
+    ) -> web.Response:
+        headers = {
+            "content-type": "application/json",
+            route.request_id_header: new_id("req_"),
+            **headers,
+        }
         return web.Response(status=status, body=body, headers=headers)
 
-    async def _respond(self, request: web.Request, route: Route, reply: Scripted, body: Any
-                       ) -> web.StreamResponse:
+    async def _respond(
+        self, request: web.Request, route: Route, reply: Scripted, body: Any
+    ) -> web.StreamResponse:
         if isinstance(reply, HttpError):
             return self._error_response(route, reply)
         if isinstance(reply, Raw):
             parts: Sequence[bytes | float] = reply.parts
             return await self._stream(request, route, parts, reply.status, reply.content_type)
         await self._sleep(reply.headers_delay_s, request.path, 0)
-        rendered = (self.local.render(reply, body) if self.local is not None
-                    and route is OPENAI_ROUTE else route.wire.render(reply, body))
+        rendered = (
+            self.local.render(reply, body)
+            if self.local is not None and route is OPENAI_ROUTE
+            else route.wire.render(reply, body)
+        )
         parts = self._timed(rendered, reply, route)
         return await self._stream(request, route, parts, 200, SSE_CONTENT_TYPE, reply.fault)
 
@@ -339,12 +369,23 @@ class ScriptedProvider:
             timed.append(event)
         return timed
 
-    async def _stream(self, request: web.Request, route: Route, parts: Sequence[bytes | float],
-                      status: int, content_type: str, fault: Fault | None = None
-                      ) -> web.StreamResponse:
-        response = web.StreamResponse(status=status, headers={
-            "content-type": content_type, "cache-control": "no-cache",
-            route.request_id_header: new_id("req_")})
+    async def _stream(
+        self,
+        request: web.Request,
+        route: Route,
+        parts: Sequence[bytes | float],
+        status: int,
+        content_type: str,
+        fault: Fault | None = None,
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(
+            status=status,
+            headers={
+                "content-type": content_type,
+                "cache-control": "no-cache",
+                route.request_id_header: new_id("req_"),
+            },
+        )
         sent = 0
         try:
             await response.prepare(request)

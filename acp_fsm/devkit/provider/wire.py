@@ -40,18 +40,26 @@ _OPENAI_FINISH = {
     StopReason.MAX_TOKENS: "length",
     StopReason.REFUSAL: "content_filter",
 }
-_OPENAI_DEFAULT_TYPES = {400: "invalid_request_error", 401: "invalid_request_error",
-                         403: "permission_denied", 404: "invalid_request_error",
-                         429: "requests"}
+_OPENAI_DEFAULT_TYPES = {
+    400: "invalid_request_error",
+    401: "invalid_request_error",
+    403: "permission_denied",
+    404: "invalid_request_error",
+    429: "requests",
+}
 
 
-def render_openai(reply: Reply, model: str = "scripted", include_usage: bool = True
-                  ) -> list[bytes]:
+def render_openai(reply: Reply, model: str = "scripted", include_usage: bool = True) -> list[bytes]:
     """The SSE events of `reply` as Chat Completions chunks: a role chunk, reasoning, content,
     tool-call fragments (id and name on the first fragment of each index only), the finish
     chunk, the `choices: []` usage chunk (only with include_usage), then `[DONE]`."""
-    base = {"id": new_id("chatcmpl-"), "object": "chat.completion.chunk",
-            "created": int(time.time()), "model": model, "system_fingerprint": "fp_scripted"}
+    base = {
+        "id": new_id("chatcmpl-"),
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": "fp_scripted",
+    }
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
@@ -64,11 +72,17 @@ def render_openai(reply: Reply, model: str = "scripted", include_usage: bool = T
     events += [chunk({"reasoning_content": piece}) for piece in pieces(reply.thinking)]
     events += [chunk({"content": piece}) for piece in pieces(reply.text)]
     for index, call in enumerate(reply.calls):
-        first = {"index": index, "id": call.id, "type": "function",
-                 "function": {"name": call.name, "arguments": ""}}
+        first = {
+            "index": index,
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }
         events.append(chunk({"tool_calls": [first]}))
-        events += [chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-                   for piece in call.fragments]
+        events += [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in call.fragments
+        ]
     events.append(chunk({}, _OPENAI_FINISH[reply.stop_reason]))
     if include_usage and reply.usage is not None:
         events.append(sse({**base, "choices": [], "usage": _openai_usage(reply.usage)}))
@@ -79,11 +93,13 @@ def render_openai(reply: Reply, model: str = "scripted", include_usage: bool = T
 
 def _openai_usage(usage: Usage) -> dict[str, Any]:
     prompt = usage.input_tokens + usage.cache_read_tokens
-    return {"prompt_tokens": prompt, "completion_tokens": usage.output_tokens,
-            "total_tokens": prompt + usage.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens,
-                                      "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0}}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": prompt + usage.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+    }
 
 
 class OpenAiWire:
@@ -95,8 +111,14 @@ class OpenAiWire:
 
     def error_body(self, error: HttpError) -> dict[str, Any]:
         error_type = error.error_type or _OPENAI_DEFAULT_TYPES.get(error.status, "server_error")
-        return {"error": {"message": error.message, "type": error_type, "param": error.param,
-                          "code": error.code}}
+        return {
+            "error": {
+                "message": error.message,
+                "type": error_type,
+                "param": error.param,
+                "code": error.code,
+            }
+        }
 
     def error_event(self, fault: ErrorEvent) -> bytes:
         error = HttpError(200, fault.message, fault.error_type or "server_error")
@@ -105,10 +127,15 @@ class OpenAiWire:
 
 # ------------------------------------------------------------------------------- Anthropic
 
-_ANTHROPIC_DEFAULT_TYPES = {400: "invalid_request_error", 401: "authentication_error",
-                            403: "permission_error", 404: "not_found_error",
-                            413: "request_too_large", 429: "rate_limit_error",
-                            529: "overloaded_error"}
+_ANTHROPIC_DEFAULT_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
 
 
 def render_anthropic(reply: Reply, model: str = "scripted") -> list[bytes]:
@@ -117,25 +144,50 @@ def render_anthropic(reply: Reply, model: str = "scripted") -> list[bytes]:
     `ping` after the first block start, `message_delta` (stop reason, cumulative usage) and
     `message_stop`."""
     usage = reply.usage
-    start_usage: dict[str, Any] = {} if usage is None else {"usage": {
-        "input_tokens": usage.input_tokens, "output_tokens": 1,
-        "cache_creation_input_tokens": usage.cache_write_tokens,
-        "cache_read_input_tokens": usage.cache_read_tokens}}
+    start_usage: dict[str, Any] = (
+        {}
+        if usage is None
+        else {
+            "usage": {
+                "input_tokens": usage.input_tokens,
+                "output_tokens": 1,
+                "cache_creation_input_tokens": usage.cache_write_tokens,
+                "cache_read_input_tokens": usage.cache_read_tokens,
+            }
+        }
+    )
     message: dict[str, Any] = {
-        "id": new_id("msg_"), "type": "message", "role": "assistant", "model": model,
-        "content": [], "stop_reason": None, "stop_sequence": None, **start_usage}
+        "id": new_id("msg_"),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        **start_usage,
+    }
     events = [sse({"type": "message_start", "message": message}, "message_start")]
     for index, (block, deltas) in enumerate(_anthropic_blocks(reply)):
-        events.append(sse({"type": "content_block_start", "index": index,
-                            "content_block": block}, "content_block_start"))
+        events.append(
+            sse(
+                {"type": "content_block_start", "index": index, "content_block": block},
+                "content_block_start",
+            )
+        )
         if index == 0:
             events.append(sse({"type": "ping"}, "ping"))
-        events += [sse({"type": "content_block_delta", "index": index, "delta": delta},
-                        "content_block_delta") for delta in deltas]
-        events.append(sse({"type": "content_block_stop", "index": index},
-                           "content_block_stop"))
-    final: dict[str, Any] = {"type": "message_delta", "delta": {
-        "stop_reason": reply.stop_reason.value, "stop_sequence": None}}
+        events += [
+            sse(
+                {"type": "content_block_delta", "index": index, "delta": delta},
+                "content_block_delta",
+            )
+            for delta in deltas
+        ]
+        events.append(sse({"type": "content_block_stop", "index": index}, "content_block_stop"))
+    final: dict[str, Any] = {
+        "type": "message_delta",
+        "delta": {"stop_reason": reply.stop_reason.value, "stop_sequence": None},
+    }
     if usage is not None:
         final["usage"] = {"output_tokens": usage.output_tokens}
     events.append(sse(final, "message_delta"))

@@ -13,8 +13,12 @@ from acp_fsm import schemas
 from acp_fsm.devkit.editor.link import Record
 from acp_fsm.devkit.schema_check.official import AGENT, OfficialSchema
 
-_OWN_ENVELOPES: Final = {"request": "jsonrpc.Request", "notification": "jsonrpc.Notification",
-                         "result": "jsonrpc.SuccessResponse", "error": "jsonrpc.ErrorResponse"}
+_OWN_ENVELOPES: Final = {
+    "request": "jsonrpc.Request",
+    "notification": "jsonrpc.Notification",
+    "result": "jsonrpc.SuccessResponse",
+    "error": "jsonrpc.ErrorResponse",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +50,12 @@ def own_methods() -> dict[str, OwnMethod]:
     for file_name, stem in (("methods.json", "acp"), ("acp_fsm_methods.json", "acp_fsm")):
         for method, entry in schemas.load_json(file_name).items():
             result = entry.get("result")
-            index[method] = OwnMethod(entry["direction"], entry["kind"],
-                                      f"{stem}.{entry['params']}",
-                                      f"{stem}.{result}" if result else None)
+            index[method] = OwnMethod(
+                entry["direction"],
+                entry["kind"],
+                f"{stem}.{entry['params']}",
+                f"{stem}.{result}" if result else None,
+            )
     return index
 
 
@@ -63,12 +70,16 @@ def own_problems(record: Record) -> list[str]:
         return [*problems, f"no definition of {record.method} in schemas/methods.json"]
     if record.kind in ("request", "notification"):
         if spec.direction == "client_to_agent" or spec.kind != record.kind:
-            return [*problems, f"{record.method} is not an agent-to-client {record.kind} "
-                               "in schemas/methods.json"]
+            return [
+                *problems,
+                f"{record.method} is not an agent-to-client {record.kind} in schemas/methods.json",
+            ]
         ref = spec.params
     elif spec.direction == "agent_to_client" or spec.result is None:
-        return [*problems, f"{record.method} has no result the agent answers with "
-                           "in schemas/methods.json"]
+        return [
+            *problems,
+            f"{record.method} has no result the agent answers with in schemas/methods.json",
+        ]
     else:
         ref = spec.result
     violation = schemas.validate(ref, record.payload)
@@ -93,7 +104,11 @@ class Checker:
         verdict = self._seen.get(key)
         if verdict is None:
             verdict = self._seen[key] = Verdict(
-                tuple(self.official.message_problems(AGENT, record.kind, record.method,
-                                                     record.message)),
-                tuple(own_problems(record)))
+                tuple(
+                    self.official.message_problems(
+                        AGENT, record.kind, record.method, record.message
+                    )
+                ),
+                tuple(own_problems(record)),
+            )
         return verdict

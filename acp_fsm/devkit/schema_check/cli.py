@@ -35,8 +35,10 @@ from acp_fsm.devkit.schema_check.source import (
 def load_official(explicit: str | None) -> OfficialSchema:
     """The official schema to check against (a download is announced on stderr); raises
     `SchemaUnavailable` with what to do instead."""
-    path = official_schema(explicit, note=lambda text: print(
-        f"acp-fsm schema-check: {text}", file=sys.stderr, flush=True))
+    path = official_schema(
+        explicit,
+        note=lambda text: print(f"acp-fsm schema-check: {text}", file=sys.stderr, flush=True),
+    )
     try:
         return OfficialSchema.load(path)
     except OSError as exc:
@@ -50,7 +52,8 @@ def load_official(explicit: str | None) -> OfficialSchema:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="acp-fsm schema-check", formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="acp-fsm schema-check",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
             "Run a scripted session against the agent and check every message it writes\n"
             "against the official ACP schema and the project's own schemas.\n\n"
@@ -60,10 +63,15 @@ def main(argv: list[str] | None = None) -> int:
             "the file checked against pinned hashes, kept in\n"
             f"  {cache_path()}\n"
             "and used offline by later runs. Exit status: 0 all conform, 1 failures or\n"
-            "gaps, 2 no official schema to check against (it says why)."))
-    parser.add_argument("--schema", metavar="PATH",
-                        help=f"the official schema.json to check against (default: "
-                             f"${SCHEMA_ENV}, else the cached copy)")
+            "gaps, 2 no official schema to check against (it says why)."
+        ),
+    )
+    parser.add_argument(
+        "--schema",
+        metavar="PATH",
+        help=f"the official schema.json to check against (default: "
+        f"${SCHEMA_ENV}, else the cached copy)",
+    )
     parser.add_argument("--all", action="store_true", help="print every failure, not 20")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     try:

@@ -44,8 +44,11 @@ def kinds_named_in(source: str) -> set[str]:
     tags, found = update_tags(), set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Dict):
-            values = [v for k, v in zip(node.keys, node.values, strict=True)
-                      if isinstance(k, ast.Constant) and k.value == "sessionUpdate"]
+            values = [
+                v
+                for k, v in zip(node.keys, node.values, strict=True)
+                if isinstance(k, ast.Constant) and k.value == "sessionUpdate"
+            ]
         elif isinstance(node, ast.Call) and _called(node) == "chunk":
             values = list(node.args)
         else:
@@ -75,8 +78,11 @@ def expected_rows() -> set[tuple[str, str]]:
 
 def update_kinds(records: Iterable[Record]) -> set[str]:
     """The kinds of the `session/update` notifications among `records`."""
-    return {r.payload["update"]["sessionUpdate"] for r in records
-            if r.method == "session/update" and r.kind == "notification"}
+    return {
+        r.payload["update"]["sessionUpdate"]
+        for r in records
+        if r.method == "session/update" and r.kind == "notification"
+    }
 
 
 def error_codes(records: Iterable[Record]) -> set[int]:
@@ -87,10 +93,16 @@ def error_codes(records: Iterable[Record]) -> set[int]:
 def coverage_gaps(records: list[Record]) -> list[str]:
     """What the scripted session was meant to exercise and did not."""
     seen = {(r.method, r.direction) for r in records}
-    gaps = [f"no {direction} message of {method}"
-            for method, direction in sorted(expected_rows() - seen)]
-    gaps += [f"no session/update of kind {kind}"
-             for kind in sorted(emitted_update_kinds() - update_kinds(records))]
-    gaps += [f"no error response with code {code}"
-             for code in sorted(PROVOKED_ERRORS - error_codes(records))]
+    gaps = [
+        f"no {direction} message of {method}"
+        for method, direction in sorted(expected_rows() - seen)
+    ]
+    gaps += [
+        f"no session/update of kind {kind}"
+        for kind in sorted(emitted_update_kinds() - update_kinds(records))
+    ]
+    gaps += [
+        f"no error response with code {code}"
+        for code in sorted(PROVOKED_ERRORS - error_codes(records))
+    ]
     return gaps

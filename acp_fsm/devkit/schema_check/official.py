@@ -40,7 +40,8 @@ class OfficialSchema:
         self.defs: dict[str, Any] = doc["$defs"]
         self._validators: dict[str | None, Any] = {}
         results = _direct_refs(self.defs.get("AgentResponse")) | _direct_refs(
-            self.defs.get("ClientResponse"))
+            self.defs.get("ClientResponse")
+        )
         # (writer, "params" | "result", method) -> definition name
         self.index: dict[tuple[str, str, str], str] = {}
         for name, definition in self.defs.items():
@@ -68,9 +69,15 @@ class OfficialSchema:
         if check is None:
             from jsonschema import Draft202012Validator
 
-            schema = self.doc if name is None else {
-                "$schema": self.doc.get("$schema"), "$defs": self.defs,
-                "$ref": f"#/$defs/{name}"}
+            schema = (
+                self.doc
+                if name is None
+                else {
+                    "$schema": self.doc.get("$schema"),
+                    "$defs": self.defs,
+                    "$ref": f"#/$defs/{name}",
+                }
+            )
             check = self._validators[name] = Draft202012Validator(schema)
         return check
 
@@ -79,11 +86,13 @@ class OfficialSchema:
         from jsonschema.exceptions import best_match
 
         label = name or "root"
-        return [f"{label} {_where(best_match([e]))}" for e in self.validator(name).iter_errors(
-            instance)]
+        return [
+            f"{label} {_where(best_match([e]))}" for e in self.validator(name).iter_errors(instance)
+        ]
 
-    def message_problems(self, writer: str, kind: str, method: str | None,
-                         message: dict[str, Any]) -> list[str]:
+    def message_problems(
+        self, writer: str, kind: str, method: str | None, message: dict[str, Any]
+    ) -> list[str]:
         """A whole message against the root, and its params / result / error against the
         definition of its method (extension methods: the root only)."""
         if isinstance(message.get("id"), float):
@@ -100,8 +109,9 @@ class OfficialSchema:
             part = "result" if kind == "result" else "params"
             name = self.definition(writer, part, method)
             if name is None:
-                problems.append(f"no official definition of the {part} of {method} "
-                                f"written by the {writer}")
+                problems.append(
+                    f"no official definition of the {part} of {method} written by the {writer}"
+                )
         if name is not None:
             problems += self.problems(name, payload)
         return problems

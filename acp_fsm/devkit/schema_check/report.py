@@ -48,14 +48,19 @@ class Report:
 
     def table(self) -> str:
         head = ("method", "direction", "kind", "checked", "official", "own")
-        lines = [f"{head[0]:<28} {head[1]:<14} {head[2]:<12} {head[3]:>7} "
-                 f"{head[4]:>8} {head[5]:>5}"]
+        lines = [
+            f"{head[0]:<28} {head[1]:<14} {head[2]:<12} {head[3]:>7} {head[4]:>8} {head[5]:>5}"
+        ]
         for row in sorted(self.rows.values(), key=lambda r: (r.method, r.direction, r.kind)):
-            lines.append(f"{row.method:<28} {row.direction:<14} {row.kind:<12} "
-                         f"{row.checked:>7} {row.official:>8} {row.own:>5}")
+            lines.append(
+                f"{row.method:<28} {row.direction:<14} {row.kind:<12} "
+                f"{row.checked:>7} {row.official:>8} {row.own:>5}"
+            )
         rows = self.rows.values()
-        lines.append(f"{'total':<28} {'':<14} {'':<12} {sum(r.checked for r in rows):>7} "
-                     f"{sum(r.official for r in rows):>8} {sum(r.own for r in rows):>5}")
+        lines.append(
+            f"{'total':<28} {'':<14} {'':<12} {sum(r.checked for r in rows):>7} "
+            f"{sum(r.official for r in rows):>8} {sum(r.own for r in rows):>5}"
+        )
         return "\n".join(lines)
 
 

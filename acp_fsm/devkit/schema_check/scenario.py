@@ -44,10 +44,14 @@ def scripted_editor() -> Editor:
     """The editor of the session: permissions answered per call as `CALLS` says; files from
     its buffers, else the disk; terminals that print "hello" and exit 0, except `sleep`, which
     never exits (its `wait_for_exit` answered -32800 when the agent withdraws it)."""
-    return Editor(permission_for={call_id: answer for call_id, (_, answer) in CALLS.items()
-                                  if answer is not None},
-                  terminal_output="hello\n", terminal_exit={"exitCode": 0, "signal": None},
-                  hang_commands=("sleep",))
+    return Editor(
+        permission_for={
+            call_id: answer for call_id, (_, answer) in CALLS.items() if answer is not None
+        },
+        terminal_output="hello\n",
+        terminal_exit={"exitCode": 0, "signal": None},
+        hang_commands=("sleep",),
+    )
 
 
 @dataclass
@@ -78,8 +82,9 @@ class SessionRun:
         return update_kinds(self.records)
 
 
-PNG_1X1: Final = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAA"
-                  "AASUVORK5CYII=")
+PNG_1X1: Final = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+)
 
 
 def _script(project: Path, outside: Path) -> list[Any]:
@@ -91,21 +96,34 @@ def _script(project: Path, outside: Path) -> list[Any]:
 
     slow = tuple(f"word{i} " for i in range(60))
     return [
-        Reply(thinking=("Let me look ", "at the project first."),
-              text=("I will read the notes, ", "write a module ", "and fix main.py."),
-              calls=(call("call_read", path=str(outside / "notes.txt")),
-                     call("call_write", path="hello.py", content="print('hello')\n"),
-                     call("call_edit", path="main.py", old_text="x = 1", new_text="x = 2"))),
+        Reply(
+            thinking=("Let me look ", "at the project first."),
+            text=("I will read the notes, ", "write a module ", "and fix main.py."),
+            calls=(
+                call("call_read", path=str(outside / "notes.txt")),
+                call("call_write", path="hello.py", content="print('hello')\n"),
+                call("call_edit", path="main.py", old_text="x = 1", new_text="x = 2"),
+            ),
+        ),
         Reply(text="The edit was rejected; the rest is done."),
-        Reply(text="Running the tools.",
-              calls=(call("call_run", command="echo hello"),
-                     call("call_list", path=str(outside)),
-                     call("call_search", pattern="note", path=str(outside)),
-                     call("call_edit2", path=str(project / "main.py"), old_text="x = 1",
-                          new_text="x = 3"),
-                     call("call_plan", entries=[
-                         {"content": "Run the tools", "priority": "high", "status": "completed"},
-                         {"content": "Report", "priority": "low", "status": "pending"}]))),
+        Reply(
+            text="Running the tools.",
+            calls=(
+                call("call_run", command="echo hello"),
+                call("call_list", path=str(outside)),
+                call("call_search", pattern="note", path=str(outside)),
+                call(
+                    "call_edit2", path=str(project / "main.py"), old_text="x = 1", new_text="x = 3"
+                ),
+                call(
+                    "call_plan",
+                    entries=[
+                        {"content": "Run the tools", "priority": "high", "status": "completed"},
+                        {"content": "Report", "priority": "low", "status": "pending"},
+                    ],
+                ),
+            ),
+        ),
         Reply(text="All done."),
         Reply(calls=(call("call_slow", command="sleep 30", timeout_ms=300),)),
         Reply(text="The command timed out."),
@@ -120,12 +138,20 @@ def _script(project: Path, outside: Path) -> list[Any]:
 def agent_env(home: Path, openai_base_url: str) -> dict[str, str]:
     """The agent's environment: the scripted provider, a private store, strict schemas, JSON
     logs, the `_acp_fsm/*` diagnostics; nothing inherited that would configure it otherwise."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ACP_", "OPENAI_", "ANTHROPIC_"))}
-    env.update(ACP_FSM_PROVIDER="openai", OPENAI_BASE_URL=openai_base_url,
-               OPENAI_API_KEY="sk-schema-check", ACP_FSM_HOME=str(home),
-               ACP_FSM_MAX_RETRIES="0", ACP_FSM_STRICT_SCHEMAS="1", ACP_FSM_DEBUG_METHODS="1",
-               ACP_FSM_LOG_FORMAT="json", ACP_FSM_LOG_LEVEL="info")
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("ACP_", "OPENAI_", "ANTHROPIC_"))
+    }
+    env.update(
+        ACP_FSM_PROVIDER="openai",
+        OPENAI_BASE_URL=openai_base_url,
+        OPENAI_API_KEY="sk-schema-check",
+        ACP_FSM_HOME=str(home),
+        ACP_FSM_MAX_RETRIES="0",
+        ACP_FSM_STRICT_SCHEMAS="1",
+        ACP_FSM_DEBUG_METHODS="1",
+        ACP_FSM_LOG_FORMAT="json",
+        ACP_FSM_LOG_LEVEL="info",
+    )
     return env
 
 
@@ -142,8 +168,9 @@ class _Session:
         (self.project / "main.py").write_text("x = 1\n", encoding="utf-8")
         (self.outside / "notes.txt").write_text("a note\nanother note\n", encoding="utf-8")
 
-    async def step(self, link: AgentLink, name: str, method: str, params: Any = None,
-                   **options: Any) -> dict[str, Any]:
+    async def step(
+        self, link: AgentLink, name: str, method: str, params: Any = None, **options: Any
+    ) -> dict[str, Any]:
         response = await link.request(method, params, **options)
         self.run.steps[name] = response
         return response
@@ -155,57 +182,110 @@ class _Session:
         await link.send_raw(data)
         self.run.steps[name] = await link.wait_for(
             f"the answer to {data!r}",
-            lambda m: "method" not in m and m.get("id") in (None, "probe"), start)
+            lambda m: "method" not in m and m.get("id") in (None, "probe"),
+            start,
+        )
 
     async def handshake(self, link: AgentLink) -> None:
         cwd = str(self.project)
-        await self.step(link, "before_initialize", "session/new",
-                        {"cwd": cwd, "mcpServers": []}, probe=True)
-        await self.step(link, "initialize", "initialize", {
-            "protocolVersion": 1,
-            "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True},
-                                   "terminal": True},
-            "clientInfo": {"name": "acp-fsm-schema-check", "version": "1"}})
-        await self.step(link, "initialize_again", "initialize", {"protocolVersion": 1},
-                        probe=True)
+        await self.step(
+            link, "before_initialize", "session/new", {"cwd": cwd, "mcpServers": []}, probe=True
+        )
+        await self.step(
+            link,
+            "initialize",
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientCapabilities": {
+                    "fs": {"readTextFile": True, "writeTextFile": True},
+                    "terminal": True,
+                },
+                "clientInfo": {"name": "acp-fsm-schema-check", "version": "1"},
+            },
+        )
+        await self.step(link, "initialize_again", "initialize", {"protocolVersion": 1}, probe=True)
         await self.step(link, "authenticate", "authenticate", {"methodId": "none"})
         await self.step(link, "unknown_method", "no/such_method", {}, probe=True)
         await self.step(link, "logout", "logout", {})
         await self.probe_line(link, "parse_error", b'{"jsonrpc": "2.0", "id": 1, \n')
-        await self.probe_line(link, "invalid_request",
-                              b'{"jsonrpc": "2.0", "id": "probe", "method": 5}\n')
+        await self.probe_line(
+            link, "invalid_request", b'{"jsonrpc": "2.0", "id": "probe", "method": 5}\n'
+        )
         await self.probe_line(link, "empty_batch", b"[]\n")
-        await self.step(link, "invalid_params", "session/new",
-                        {"cwd": "relative/dir", "mcpServers": []}, probe=True)
-        await self.step(link, "unknown_session", "session/prompt", {
-            "sessionId": "sess_missing", "prompt": [{"type": "text", "text": "hi"}]})
+        await self.step(
+            link,
+            "invalid_params",
+            "session/new",
+            {"cwd": "relative/dir", "mcpServers": []},
+            probe=True,
+        )
+        await self.step(
+            link,
+            "unknown_session",
+            "session/prompt",
+            {"sessionId": "sess_missing", "prompt": [{"type": "text", "text": "hi"}]},
+        )
 
     async def new_session(self, link: AgentLink) -> str:
-        response = await self.step(link, "session/new", "session/new", {
-            "cwd": str(self.project), "additionalDirectories": [str(self.extra)],
-            "mcpServers": [{"name": "files", "command": "/usr/bin/env",
-                            "args": ["mcp-files"], "env": [{"name": "MODE", "value": "ro"}]}]})
+        response = await self.step(
+            link,
+            "session/new",
+            "session/new",
+            {
+                "cwd": str(self.project),
+                "additionalDirectories": [str(self.extra)],
+                "mcpServers": [
+                    {
+                        "name": "files",
+                        "command": "/usr/bin/env",
+                        "args": ["mcp-files"],
+                        "env": [{"name": "MODE", "value": "ro"}],
+                    }
+                ],
+            },
+        )
         if "result" not in response:
             raise ScenarioError(f"session/new failed: {response}")
         session_id = str(response["result"]["sessionId"])
         # Each way of choosing announces the choice the other way (config_option_update,
         # current_mode_update); the mode ends as Ask, so the turns below ask as they did.
-        await self.step(link, "set_mode", "session/set_mode",
-                        {"sessionId": session_id, "modeId": "plan"})
-        await self.step(link, "set_mode_unknown", "session/set_mode",
-                        {"sessionId": session_id, "modeId": "code"})
-        await self.step(link, "set_config_option", "session/set_config_option",
-                        {"sessionId": session_id, "configId": "mode", "value": "ask"})
-        await self.step(link, "set_config_option_unknown", "session/set_config_option",
-                        {"sessionId": session_id, "configId": "model", "value": "fast"})
+        await self.step(
+            link, "set_mode", "session/set_mode", {"sessionId": session_id, "modeId": "plan"}
+        )
+        await self.step(
+            link,
+            "set_mode_unknown",
+            "session/set_mode",
+            {"sessionId": session_id, "modeId": "code"},
+        )
+        await self.step(
+            link,
+            "set_config_option",
+            "session/set_config_option",
+            {"sessionId": session_id, "configId": "mode", "value": "ask"},
+        )
+        await self.step(
+            link,
+            "set_config_option_unknown",
+            "session/set_config_option",
+            {"sessionId": session_id, "configId": "model", "value": "fast"},
+        )
         return session_id
 
-    async def prompt(self, link: AgentLink, name: str, session_id: str, blocks: list[Any],
-                     interrupt: Callable[[Any, int], Awaitable[None]] | None = None) -> Turn:
+    async def prompt(
+        self,
+        link: AgentLink,
+        name: str,
+        session_id: str,
+        blocks: list[Any],
+        interrupt: Callable[[Any, int], Awaitable[None]] | None = None,
+    ) -> Turn:
         """One turn; `interrupt(prompt id, start index)` runs while it streams."""
         start = len(link.messages)
         msg_id, future = await link.start_request(
-            "session/prompt", {"sessionId": session_id, "prompt": blocks})
+            "session/prompt", {"sessionId": session_id, "prompt": blocks}
+        )
         if interrupt is not None:
             await interrupt(msg_id, start)
         response = await link.response(future, f"the prompt of turn {name}")
@@ -217,31 +297,55 @@ class _Session:
 
     async def turns(self, link: AgentLink, session_id: str) -> None:
         text = {"type": "text", "text": "Tidy up the project, please."}
-        await self.prompt(link, "prompt_content", session_id, [
-            text,
-            {"type": "resource_link", "uri": (self.project / "main.py").as_uri(),
-             "name": "main.py", "mimeType": "text/x-python"},
-            {"type": "resource", "resource": {"uri": (self.project / "README.md").as_uri(),
-                                              "mimeType": "text/markdown",
-                                              "text": "# Project\n"}},
-            {"type": "image", "mimeType": "image/png", "data": PNG_1X1},
-        ])
+        await self.prompt(
+            link,
+            "prompt_content",
+            session_id,
+            [
+                text,
+                {
+                    "type": "resource_link",
+                    "uri": (self.project / "main.py").as_uri(),
+                    "name": "main.py",
+                    "mimeType": "text/x-python",
+                },
+                {
+                    "type": "resource",
+                    "resource": {
+                        "uri": (self.project / "README.md").as_uri(),
+                        "mimeType": "text/markdown",
+                        "text": "# Project\n",
+                    },
+                },
+                {"type": "image", "mimeType": "image/png", "data": PNG_1X1},
+            ],
+        )
         await self.prompt(link, "prompt_tools", session_id, [text])
         await self.prompt(link, "prompt_terminal_timeout", session_id, [text])
 
         async def first_chunk(start: int) -> None:
-            await link.wait_for("the first streamed chunk", lambda m: _is_update(
-                m, session_id, "agent_message_chunk"), start)
+            await link.wait_for(
+                "the first streamed chunk",
+                lambda m: _is_update(m, session_id, "agent_message_chunk"),
+                start,
+            )
 
         async def session_cancel(msg_id: Any, start: int) -> None:
             await first_chunk(start)
-            await self.step(link, "prompt_while_running", "session/prompt",
-                            {"sessionId": session_id, "prompt": [text]})
+            await self.step(
+                link,
+                "prompt_while_running",
+                "session/prompt",
+                {"sessionId": session_id, "prompt": [text]},
+            )
             await link.notify("session/cancel", {"sessionId": session_id})
 
         async def cancel_permission(msg_id: Any, start: int) -> None:
-            await link.wait_for("the held permission request", lambda m: m.get(
-                "method") == "session/request_permission", start)
+            await link.wait_for(
+                "the held permission request",
+                lambda m: m.get("method") == "session/request_permission",
+                start,
+            )
             await link.notify("session/cancel", {"sessionId": session_id})
 
         async def cancel_request(msg_id: Any, start: int) -> None:
@@ -249,8 +353,7 @@ class _Session:
             await link.notify("$/cancel_request", {"requestId": msg_id})
 
         await self.prompt(link, "prompt_cancel", session_id, [text], session_cancel)
-        await self.prompt(link, "prompt_cancel_permission", session_id, [text],
-                          cancel_permission)
+        await self.prompt(link, "prompt_cancel_permission", session_id, [text], cancel_permission)
         await self.prompt(link, "prompt_cancel_request", session_id, [text], cancel_request)
         await self.prompt(link, "prompt_after_cancels", session_id, [text])
         await self.prompt(link, "prompt_provider_error", session_id, [text])
@@ -262,58 +365,93 @@ class _Session:
 
     async def sessions(self, link: AgentLink) -> list[str]:
         """Enough sessions for two pages of session/list; close one, delete one."""
-        pending = [await link.start_request("session/new", {
-            "cwd": str(self.extra), "mcpServers": []}) for _ in range(EXTRA_SESSIONS)]
+        pending = [
+            await link.start_request("session/new", {"cwd": str(self.extra), "mcpServers": []})
+            for _ in range(EXTRA_SESSIONS)
+        ]
         created = [await link.response(future, "session/new") for _, future in pending]
         ids = [str(r["result"]["sessionId"]) for r in created if "result" in r]
         if len(ids) != EXTRA_SESSIONS:
             raise ScenarioError(f"session/new failed: {created[0]}")
         # session/list shows only sessions that hold a prompt: give each one
-        prompts = [await link.start_request("session/prompt", {
-            "sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]})
-            for session_id in ids]
+        prompts = [
+            await link.start_request(
+                "session/prompt",
+                {"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]},
+            )
+            for session_id in ids
+        ]
         for _, future in prompts:
             await link.response(future, "a prompt of an extra session")
         first = await self.step(link, "list", "session/list", {})
         cursor = first.get("result", {}).get("nextCursor")
         if not isinstance(cursor, str):
-            raise ScenarioError(f"session/list gave no cursor for {EXTRA_SESSIONS + 1} sessions:"
-                                f" {json.dumps(first)[:300]}")
+            raise ScenarioError(
+                f"session/list gave no cursor for {EXTRA_SESSIONS + 1} sessions:"
+                f" {json.dumps(first)[:300]}"
+            )
         await self.step(link, "list_next", "session/list", {"cursor": cursor})
         await self.step(link, "close", "session/close", {"sessionId": ids[0]})
-        await self.step(link, "prompt_closed", "session/prompt", {
-            "sessionId": ids[0], "prompt": [{"type": "text", "text": "hi"}]})
+        await self.step(
+            link,
+            "prompt_closed",
+            "session/prompt",
+            {"sessionId": ids[0], "prompt": [{"type": "text", "text": "hi"}]},
+        )
         await self.step(link, "delete", "session/delete", {"sessionId": ids[1]})
         await self.step(link, "delete_again", "session/delete", {"sessionId": ids[1]})
         return ids
 
     async def reload(self, link: AgentLink, session_id: str, other: str) -> None:
         """A second process: load with replay, resume, list for one directory."""
-        await self.step(link, "initialize_reload", "initialize", {
-            "protocolVersion": 1, "clientCapabilities": {}})
+        await self.step(
+            link,
+            "initialize_reload",
+            "initialize",
+            {"protocolVersion": 1, "clientCapabilities": {}},
+        )
         start = len(link.messages)
-        response = await self.step(link, "load", "session/load", {
-            "sessionId": session_id, "cwd": str(self.project), "mcpServers": []})
+        response = await self.step(
+            link,
+            "load",
+            "session/load",
+            {"sessionId": session_id, "cwd": str(self.project), "mcpServers": []},
+        )
         end = next(i for i, m in enumerate(link.messages) if m is response)
         self.run.replay = _updates(link.messages[start:end], session_id)
-        await self.step(link, "resume", "session/resume", {
-            "sessionId": other, "cwd": str(self.extra), "mcpServers": []})
-        await self.step(link, "load_unknown", "session/load", {
-            "sessionId": "sess_missing", "cwd": str(self.project), "mcpServers": []})
+        await self.step(
+            link,
+            "resume",
+            "session/resume",
+            {"sessionId": other, "cwd": str(self.extra), "mcpServers": []},
+        )
+        await self.step(
+            link,
+            "load_unknown",
+            "session/load",
+            {"sessionId": "sess_missing", "cwd": str(self.project), "mcpServers": []},
+        )
         await self.step(link, "list_cwd", "session/list", {"cwd": str(self.project)})
 
 
 def _is_update(message: dict[str, Any], session_id: str, kind: str) -> bool:
     params = message.get("params")
-    return (message.get("method") == "session/update" and isinstance(params, dict)
-            and params.get("sessionId") == session_id
-            and params.get("update", {}).get("sessionUpdate") == kind)
+    return (
+        message.get("method") == "session/update"
+        and isinstance(params, dict)
+        and params.get("sessionId") == session_id
+        and params.get("update", {}).get("sessionUpdate") == kind
+    )
 
 
 def _updates(messages: list[dict[str, Any]], session_id: str) -> list[dict[str, Any]]:
-    return [m["params"]["update"] for m in messages
-            if m.get("method") == "session/update" and "id" not in m
-            and m["params"].get("sessionId") == session_id]
+    return [
+        m["params"]["update"]
+        for m in messages
+        if m.get("method") == "session/update"
+        and "id" not in m
+        and m["params"].get("sessionId") == session_id
+    ]
 
 
 async def run_session(workdir: Path) -> SessionRun:
@@ -322,13 +460,13 @@ async def run_session(workdir: Path) -> SessionRun:
 
     run = SessionRun()
     session = _Session(run, workdir)
-    async with ScriptedProvider(*_script(session.project, session.outside),
-                                fallback=Reply(text="Noted.")) as server:
+    async with ScriptedProvider(
+        *_script(session.project, session.outside), fallback=Reply(text="Noted.")
+    ) as server:
         env = agent_env(workdir / "home", server.openai_base_url)
 
         async def in_process(work: Callable[[AgentLink], Awaitable[Any]]) -> Any:
-            link = await AgentLink.spawn(env, editor=run.editor, records=run.records,
-                                         sent=run.sent)
+            link = await AgentLink.spawn(env, editor=run.editor, records=run.records, sent=run.sent)
             try:
                 result = await work(link)
                 run.exit_codes.append(await link.close())

@@ -65,8 +65,9 @@ def cached_schema() -> Path | None:
         return None
 
 
-def official_schema(explicit: str | None = None,
-                    note: Callable[[str], None] = lambda _: None) -> Path:
+def official_schema(
+    explicit: str | None = None, note: Callable[[str], None] = lambda _: None
+) -> Path:
     """The official schema.json: `explicit`, else `$ACP_SCHEMA`, else the cached copy, fetched
     first when absent (`note` is told before the download). Raises `SchemaUnavailable`."""
     given = explicit or os.environ.get(SCHEMA_ENV)
@@ -74,13 +75,17 @@ def official_schema(explicit: str | None = None,
         path = Path(given).expanduser()
         if not path.is_file():
             origin = "--schema" if explicit else SCHEMA_ENV
-            raise SchemaUnavailable(f"no file at {path} (given by {origin}); {PASS_A_PATH}, "
-                                    f"or leave both unset to fetch the official one once")
+            raise SchemaUnavailable(
+                f"no file at {path} (given by {origin}); {PASS_A_PATH}, "
+                f"or leave both unset to fetch the official one once"
+            )
         return path
     cached = cached_schema()
     if cached is None:
-        note(f"fetching the official ACP schema once ({SDK_NAME} {SDK_VERSION} from "
-             f"{registry()}) into {cache_path()}")
+        note(
+            f"fetching the official ACP schema once ({SDK_NAME} {SDK_VERSION} from "
+            f"{registry()}) into {cache_path()}"
+        )
         cached = fetch_schema()
     return cached
 
@@ -96,23 +101,28 @@ def fetch_schema() -> Path:
     tarball_url, integrity = _dist(_get(document_url, DOCUMENT_LIMIT), document_url)
     tarball = _get(tarball_url, TARBALL_LIMIT)
     if not _intact(tarball, integrity):
-        raise SchemaUnavailable(f"the tarball from {tarball_url} does not match the integrity "
-                                f"the registry states ({integrity}): refused, nothing cached; "
-                                f"{PASS_A_PATH}")
+        raise SchemaUnavailable(
+            f"the tarball from {tarball_url} does not match the integrity "
+            f"the registry states ({integrity}): refused, nothing cached; "
+            f"{PASS_A_PATH}"
+        )
     schema = _schema_member(tarball, tarball_url)
     if hashlib.sha256(schema).hexdigest() != SCHEMA_SHA256:
-        raise SchemaUnavailable(f"{SCHEMA_MEMBER} in {tarball_url} is not the official schema "
-                                f"of {SDK_NAME} {SDK_VERSION} (its sha256 differs from the "
-                                f"pinned {SCHEMA_SHA256}): refused, nothing cached; "
-                                f"{PASS_A_PATH}")
+        raise SchemaUnavailable(
+            f"{SCHEMA_MEMBER} in {tarball_url} is not the official schema "
+            f"of {SDK_NAME} {SDK_VERSION} (its sha256 differs from the "
+            f"pinned {SCHEMA_SHA256}): refused, nothing cached; "
+            f"{PASS_A_PATH}"
+        )
     from acp_fsm.system.files import atomic_write
 
     path = cache_path()
     try:
         atomic_write(path, schema.decode("utf-8"))
     except OSError as exc:
-        raise SchemaUnavailable(f"could not write {path}: {exc.strerror or exc}; "
-                                f"{PASS_A_PATH}") from None
+        raise SchemaUnavailable(
+            f"could not write {path}: {exc.strerror or exc}; {PASS_A_PATH}"
+        ) from None
     return path
 
 
@@ -125,15 +135,16 @@ def _get(url: str, limit: int) -> bytes:
         with urlopen(request, timeout=FETCH_TIMEOUT_S) as response:
             body: bytes = response.read(limit + 1)
     except HTTPError as exc:
-        raise SchemaUnavailable(f"could not fetch {url}: HTTP {exc.code} {exc.reason}; "
-                                f"{PASS_A_PATH}") from None
+        raise SchemaUnavailable(
+            f"could not fetch {url}: HTTP {exc.code} {exc.reason}; {PASS_A_PATH}"
+        ) from None
     except (URLError, OSError, http.client.HTTPException, ValueError) as exc:
         reason = exc.reason if isinstance(exc, URLError) else exc
-        raise SchemaUnavailable(f"could not fetch {url}: {reason or type(exc).__name__}; "
-                                f"{PASS_A_PATH}") from None
+        raise SchemaUnavailable(
+            f"could not fetch {url}: {reason or type(exc).__name__}; {PASS_A_PATH}"
+        ) from None
     if len(body) > limit:
-        raise SchemaUnavailable(f"could not fetch {url}: larger than {limit} bytes; "
-                                f"{PASS_A_PATH}")
+        raise SchemaUnavailable(f"could not fetch {url}: larger than {limit} bytes; {PASS_A_PATH}")
     return body
 
 
@@ -145,8 +156,10 @@ def _dist(body: bytes, url: str) -> tuple[str, str]:
     except (ValueError, KeyError, TypeError):
         tarball = integrity = None
     if not isinstance(tarball, str) or not isinstance(integrity, str):
-        raise SchemaUnavailable(f"{url} is not an npm version document with dist.tarball and "
-                                f"dist.integrity; {PASS_A_PATH}")
+        raise SchemaUnavailable(
+            f"{url} is not an npm version document with dist.tarball and "
+            f"dist.integrity; {PASS_A_PATH}"
+        )
     return tarball, integrity
 
 
@@ -154,8 +167,11 @@ def _intact(data: bytes, integrity: str) -> bool:
     """`data` matches one of the sha512 hashes of the Subresource Integrity string (weaker
     algorithms in it are not trusted; none at all fails)."""
     digest = base64.b64encode(hashlib.sha512(data).digest()).decode()
-    stated = [entry.split("?", 1)[0].removeprefix("sha512-") for entry in integrity.split()
-              if entry.startswith("sha512-")]
+    stated = [
+        entry.split("?", 1)[0].removeprefix("sha512-")
+        for entry in integrity.split()
+        if entry.startswith("sha512-")
+    ]
     return any(hmac.compare_digest(digest, value) for value in stated)
 
 
@@ -166,8 +182,10 @@ def _schema_member(tarball: bytes, url: str) -> bytes:
             member = archive.getmember(SCHEMA_MEMBER)
             handle = archive.extractfile(member) if member.isfile() else None
             if handle is None or member.size > SCHEMA_LIMIT:
-                raise SchemaUnavailable(f"{SCHEMA_MEMBER} in {url} is not a regular file of "
-                                        f"at most {SCHEMA_LIMIT} bytes; {PASS_A_PATH}")
+                raise SchemaUnavailable(
+                    f"{SCHEMA_MEMBER} in {url} is not a regular file of "
+                    f"at most {SCHEMA_LIMIT} bytes; {PASS_A_PATH}"
+                )
             return handle.read()
     except KeyError:
         raise SchemaUnavailable(f"{url} holds no {SCHEMA_MEMBER}; {PASS_A_PATH}") from None
