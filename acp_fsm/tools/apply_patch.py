@@ -123,7 +123,15 @@ class ApplyPatch(MutatingTool):
         when any file cannot be changed as the patch says."""
         changes, notes = [], []
         secrets = redact.configured()
-        for op in parse_patch(args["patch"]):
+        ops = parse_patch(args["patch"])
+        targets = [resolve(path, env.cwd) for op in ops for path in _paths(op)]
+        twice = next((path for path in targets if targets.count(path) > 1), None)
+        if twice is not None:  # two spellings of one file (`a.py`, `./a.py`)
+            raise ToolError(
+                f"The patch changes {display(twice, env.cwd)} more than once; give each file "
+                "one entry. Nothing was changed."
+            )
+        for op in ops:
             path = resolve(op.path, env.cwd)
             shown = display(path, env.cwd)
             text = await (

@@ -306,3 +306,20 @@ async def test_a_reload_shows_each_file_of_the_patch_again(
     assert [[(d["path"], d["oldText"], d["newText"]) for d in u["content"]] for u in done] == [
         [(str(project / "a.py"), "a = 1\n", "a = 2\n"), (str(project / "b.py"), None, "b\n")]
     ]
+
+
+async def test_the_model_hears_when_its_edit_breaks_the_file(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    (project / "calc.py").write_text(SOURCE)
+    agent = await launch.start("anthropic")
+    agent.editor.permissions.append("allow_once")
+    session = await agent.new_session(project)
+    raw = {"path": "calc.py", "old_text": "    result = 0\n", "new_text": "    result = (0\n"}
+
+    await one_call(agent, server, session, Call("e1", "edit_file", args(**raw)))
+
+    text, is_error = result_of(server, "e1")
+    assert is_error is False
+    assert (project / "calc.py").read_text() == SOURCE.replace("result = 0", "result = (0")
+    assert "Warning: calc.py no longer parses as Python after this change (line 2:" in text

@@ -207,6 +207,7 @@ async def test_one_file_that_cannot_apply_writes_no_file(env: Env, project: Path
         (("*** Update File: gone.py", "@@", "-x", "+y"), "Cannot update gone.py"),
         (("*** Update File: a.py", "*** Move to: b.py", "@@", "-x", "+y"), "b.py: it exists"),
         (("*** Delete File: a.py", "*** Update File: a.py", "@@", "-x"), "more than once"),
+        (("*** Delete File: a.py", "*** Update File: ./a.py", "@@", "-x"), "a.py more than once"),
     ],
 )
 async def test_changes_that_do_not_fit_the_files_are_refused(
