@@ -45,3 +45,25 @@ async def test_glob_outside_the_project_asks_first(
 
     assert len(agent.editor.of_method("session/request_permission")) == 1
     assert result_of(server, "g1") == (str(outside / "x.txt"), no_error("anthropic"))
+
+
+async def test_search_files_answers_in_the_mode_asked_without_asking(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    (project / "a.py").write_text("TODO one\nTODO two\n")
+    (project / "b.py").write_text("todo three\n")
+    agent = await launch.start("anthropic")
+    session = await agent.new_session(project)
+    calls = (
+        Call("s1", "search_files", args(pattern="todo", case_sensitive=False, output_mode="count")),
+        Call("s2", "search_files", args(pattern="two", context=1)),
+    )
+
+    await one_call(agent, server, session, *calls)
+
+    assert agent.editor.of_method("session/request_permission") == []
+    assert result_of(server, "s1") == (
+        "a.py:2\nb.py:1\n[3 matching lines in 2 files.]",
+        no_error("anthropic"),
+    )
+    assert result_of(server, "s2") == ("a.py-1- TODO one\na.py:2: TODO two", no_error("anthropic"))
