@@ -33,6 +33,7 @@ from typing import Any
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent
 from acp_fsm.tools import TOOLS
+from acp_fsm.tools.background import BackgroundJobs
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = [
@@ -98,6 +99,7 @@ class _Env:
     client: _NoEditor = field(default_factory=_NoEditor)
     token: CancellationToken = field(default_factory=CancellationToken)
     previewed: tuple[ToolCallContent, ...] = ()
+    background: BackgroundJobs = field(default_factory=BackgroundJobs)
 
     @property
     def roots(self) -> tuple[Path, ...]:

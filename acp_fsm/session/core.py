@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from acp_fsm.protocol.connection import Connection
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.session.registry import Sessions
+    from acp_fsm.tools.background import BackgroundJobs
     from acp_fsm.tools.base import Tool
     from acp_fsm.turn import Turn
 
@@ -88,6 +89,7 @@ class Session:
         self.turn: Turn | None = None
         self.always: dict[str, bool] = {}  # tool name → remembered "always" answer
         self.mcp: McpServers | None = None  # the editor's MCP servers, when it passed any
+        self._background: BackgroundJobs | None = None  # made with the first one started
         self._notices: list[str] = []  # for the user, with the next model call's answer
         self._told: set[str] = set()  # notices of `tell_once` given so far
         # Tokens the provider counted beyond the estimate of the last request (see
@@ -248,6 +250,24 @@ class Session:
 
             self.mcp = McpServers.of(entries, str(self.cwd))  # closed by a shutdown meanwhile
             await self.mcp.start()
+
+    @property
+    def background(self) -> BackgroundJobs:
+        """The commands left running by `run_command` (background), stopped with the
+        session; the tools' module is loaded only by a session that starts one."""
+        if self._background is None:
+            from acp_fsm.tools.background import BackgroundJobs
+
+            self._background = BackgroundJobs()
+        return self._background
+
+    def background_summary(self) -> str:
+        """What the system prompt says of the background commands ("" when none)."""
+        return "" if self._background is None else self._background.summary()
+
+    async def stop_background(self) -> None:
+        if self._background is not None:
+            await self._background.stop_all()
 
     async def close_mcp(self) -> None:
         mcp, self.mcp = self.mcp, None

@@ -14,6 +14,7 @@ from acp_fsm import environment
 from acp_fsm.providers.types import ToolSpec
 from acp_fsm.tools.apply_patch import ApplyPatch
 from acp_fsm.tools.base import Tool
+from acp_fsm.tools.command_jobs import CommandOutput, KillCommand
 from acp_fsm.tools.edit_file import EditFile, MultiEdit
 from acp_fsm.tools.glob_files import Glob
 from acp_fsm.tools.list_directory import ListDirectory
@@ -35,6 +36,8 @@ TOOLS: dict[str, Tool] = {
         Glob(),
         SearchFiles(),
         RunCommand(),
+        CommandOutput(),
+        KillCommand(),
         UpdatePlan(),
     )
 }

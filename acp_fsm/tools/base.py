@@ -20,6 +20,7 @@ from acp_fsm.tools.paths import utf8_text
 
 if TYPE_CHECKING:
     from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent, ToolCallLocation
+    from acp_fsm.tools.background import BackgroundJobs
 
 
 def utf8_json(value: Any) -> Any:
@@ -122,6 +123,10 @@ class ToolEnv(Protocol):
     @property
     def previewed(self) -> tuple[ToolCallContent, ...]:
         """What `Tool.preview` showed before the call ran (the diff the user approved)."""
+
+    @property
+    def background(self) -> BackgroundJobs:
+        """The session's background commands."""
 
     def report(self, content: tuple[ToolCallContent, ...]) -> None:
         """Show progress content now (e.g. a terminal block while a command runs)."""

@@ -18,6 +18,7 @@ from acp_fsm.tools.base import Tool
 
 if TYPE_CHECKING:
     from acp_fsm.schemas import acp_types as acp
+    from acp_fsm.tools.background import BackgroundJobs
     from acp_fsm.updates import ChunkKind
 
 
@@ -40,6 +41,13 @@ class Host(Protocol):
     context_drift: int  # tokens the provider counted beyond the last estimate
     context_window: int | None  # the provider's, when it said it is less than configured
     window_guessed: bool  # context_window is only a bound (an empty stream's), not stated
+
+    @property
+    def background(self) -> BackgroundJobs:
+        """The commands still running after their call."""
+
+    def background_summary(self) -> str:
+        """The background commands, for the system prompt ("" when none)."""
 
     @property
     def settings(self) -> settings.Settings:
@@ -151,6 +159,10 @@ class TurnEnv:
     @property
     def previewed(self) -> tuple[acp.ToolCallContent, ...]:
         return self._previewed
+
+    @property
+    def background(self) -> BackgroundJobs:
+        return self._session.background
 
     def report(self, content: tuple[acp.ToolCallContent, ...]) -> None:
         self._report(content)

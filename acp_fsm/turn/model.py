@@ -47,6 +47,9 @@ async def request(turn: Turn) -> ModelRequest:
     system = await instructions(turn)
     if chosen.mode == settings.PLAN:
         system = f"{system}\n\n{settings.PLAN_NOTE}"
+    jobs = turn.session.background_summary()
+    if jobs:
+        system = f"{system}\n\n{jobs}"
     from acp_fsm.tools import edit_style, listed  # loaded with the first model call
 
     style = edit_style(config.provider, model)
