@@ -16,6 +16,7 @@ from acp_fsm.tools.apply_patch import ApplyPatch
 from acp_fsm.tools.base import Tool
 from acp_fsm.tools.command_jobs import CommandOutput, KillCommand
 from acp_fsm.tools.edit_file import EditFile, MultiEdit
+from acp_fsm.tools.fetch_url import FetchUrl
 from acp_fsm.tools.glob_files import Glob
 from acp_fsm.tools.list_directory import ListDirectory
 from acp_fsm.tools.read_file import ReadFile
@@ -38,6 +39,7 @@ TOOLS: dict[str, Tool] = {
         RunCommand(),
         CommandOutput(),
         KillCommand(),
+        FetchUrl(),
         UpdatePlan(),
     )
 }

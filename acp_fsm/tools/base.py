@@ -173,5 +173,7 @@ class Tool(Protocol):
         answer allows only such calls: it never widens the boundary)."""
 
     def needs_permission(self, args: dict[str, Any], env: ToolEnv) -> bool: ...
+    def always_asks(self, args: dict[str, Any], env: ToolEnv) -> bool:
+        """The user is asked in every mode, whatever was answered "always" before."""
 
     async def run(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome: ...

@@ -170,6 +170,10 @@ class BaseTool:
         """Read-only rule: ask exactly when the call is not confined to the roots."""
         return not self.confined(args, env)
 
+    def always_asks(self, args: dict[str, Any], env: ToolEnv) -> bool:
+        """Whether the user is asked in every mode (override; no tool here needs it)."""
+        return False
+
     async def run(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         problem = self.validate(args)
         if problem is not None:
