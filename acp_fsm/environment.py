@@ -74,6 +74,25 @@ def log_format() -> str:
     return "console" if sys.stderr.isatty() else "json"
 
 
+EDIT_TOOLS = ("replace", "patch", "both")
+_warned: set[str] = set()
+
+
+def edit_tools() -> str | None:
+    """Which edit tools the model is given: `ACP_FSM_EDIT_TOOLS` = `replace` (edit_file and
+    multi_edit), `patch` (apply_patch) or `both`; None (unset or unknown: the model decides)."""
+    raw = os.environ.get("ACP_FSM_EDIT_TOOLS", "").strip().lower()
+    if raw in EDIT_TOOLS:
+        return raw
+    if raw and raw not in _warned:
+        _warned.add(raw)
+        print(
+            f"acp-fsm: ignoring ACP_FSM_EDIT_TOOLS={raw!r}: expected replace, patch or both",
+            file=sys.stderr,
+        )
+    return None
+
+
 SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 # Shorter values are not treated as secrets: the dummy keys local servers accept ("sk-x")
 # would match ordinary text.

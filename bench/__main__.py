@@ -18,6 +18,7 @@ SUITE = (
     "shutdown",
     "sessions",
     "long_session",
+    "edits",
 )
 
 

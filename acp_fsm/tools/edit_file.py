@@ -1,13 +1,18 @@
-"""edit_file: replace an exact piece of text in a file, shown to the editor as a diff."""
+"""edit_file and multi_edit: replace pieces of text in a file, shown to the editor as one diff.
+
+The text is found exactly when it can be, else as `acp_fsm.tools.replace` allows (whitespace
+and typographic quotes ignored, a unique place only); the result says when a match was
+inexact, and a failure shows the model what to retry with. multi_edit's replacements apply in
+order, each to the result of the one before, all or none.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from acp_fsm import redact
 from acp_fsm.tools.base import Drafts, ToolEnv, ToolOutcome
-from acp_fsm.tools.common import MutatingTool, ToolError, plural
+from acp_fsm.tools.common import MutatingTool, ToolError
 from acp_fsm.tools.files import (
     check_as_shown,
     current_text,
@@ -15,109 +20,99 @@ from acp_fsm.tools.files import (
     load_text,
     store_text,
 )
+from acp_fsm.tools.replace import (
+    Change,
+    Replacement,
+    apply_edits,
+    replacement_problem,
+    summary,
+)
+from acp_fsm.tools.syntax import syntax_note
 
 if TYPE_CHECKING:
     from acp_fsm.schemas.acp_types import ToolCallContent
 
 
-def first_changed_line(text: str, old_text: str, new_text: str) -> int:
-    """The 1-based line of `text` where replacing the first `old_text` by `new_text` changes
-    something (they may share leading context lines)."""
-    shared = 0
-    for old_char, new_char in zip(old_text, new_text, strict=False):
-        if old_char != new_char:
-            break
-        shared += 1
-    return text.count("\n", 0, text.index(old_text) + shared) + 1
+class ReplacingTool(MutatingTool):
+    """A tool that replaces pieces of one existing file (`replacements` says which)."""
 
-
-class EditFile(MutatingTool):
-    name = "edit_file"
-    description = (
-        "Replace text in an existing file. `old_text` must match the file exactly (read the "
-        "file first) and occur exactly once; include a few surrounding lines to make it unique, "
-        "or set replace_all to change every occurrence. Use write_file to create a file."
-    )
-    arguments = "EditFileArguments"
     kind = "edit"
+
+    def replacements(self, args: dict[str, Any]) -> list[Replacement]:
+        raise NotImplementedError
 
     def title(self, args: dict[str, Any], env: ToolEnv) -> str:
         return f"Edit {self.shown(args, env)}"
 
     def check(self, args: dict[str, Any]) -> str | None:
-        if args["old_text"] == "":
-            return (
-                "old_text is empty; give the exact text to replace (use write_file to "
-                "create or overwrite a whole file)"
-            )
-        if args["old_text"] == args["new_text"]:
-            return "old_text and new_text are the same; there is nothing to change"
+        replacements = self.replacements(args)
+        for number, replacement in enumerate(replacements, 1):
+            problem = replacement_problem(replacement)
+            if problem is not None:
+                return problem if len(replacements) == 1 else f"edit {number}: {problem}"
         return None
 
-    def _edit(self, args: dict[str, Any], text: str | None, shown: str) -> Edit:
-        """The edit applied to the text as the model was shown it (secrets as `[redacted]`:
+    def _change(self, args: dict[str, Any], text: str | None, shown: str) -> Change:
+        """The change applied to the text as the model was shown it (secrets as `[redacted]`:
         its old_text matches there, and a match never tells it what a secret is), the secrets
         then put back where the model kept them."""
         if text is None:
             raise ToolError(f"File not found: {shown} (use write_file to create a file)")
         secrets = redact.configured()
-        edit = apply_edit(
-            secrets.scrub_text(text),
-            args["old_text"],
-            args["new_text"],
-            bool(args.get("replace_all", False)),
-            shown,
-        )
-        return Edit(text, secrets.restore(edit.after, text), edit.count, edit.line)
+        change = apply_edits(secrets.scrub_text(text), self.replacements(args), shown)
+        return Change(text, secrets.restore(change.after, text), change.applied)
 
     async def preview(
         self, args: dict[str, Any], env: ToolEnv, drafts: Drafts
     ) -> tuple[ToolCallContent, ...]:
         path, shown = self.target(args, env), self.shown(args, env)
-        edit = self._edit(args, await current_text(env, drafts, path, shown, exact=True), shown)
-        drafts[path] = edit.after
-        return (diff_block(path, edit.before, edit.after),)
+        text = await current_text(env, drafts, path, shown, exact=True)
+        change = self._change(args, text, shown)
+        drafts[path] = change.after
+        return (diff_block(path, change.before, change.after),)
 
     async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         path, shown = self.target(args, env), self.shown(args, env)
         text = await load_text(env, path, shown, exact=True)  # now, after the approval
         check_as_shown(env, path, shown, text)
-        edit = self._edit(args, text, shown)
-        await store_text(env, path, shown, edit.after)
+        change = self._change(args, text, shown)
+        await store_text(env, path, shown, change.after)
+        note = await syntax_note(env, path, shown, change.before, change.after)
         return ToolOutcome(
-            f"Edited {shown}: replaced {plural(edit.count, 'occurrence')}, first change at line "
-            f"{edit.line}.",
-            content=(diff_block(path, edit.before, edit.after),),
-            locations=({"path": str(path), "line": edit.line},),
+            summary(shown, change) + note,
+            content=(diff_block(path, change.before, change.after),),
+            locations=({"path": str(path), "line": change.line},),
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Edit:
-    before: str
-    after: str
-    count: int  # occurrences replaced
-    line: int  # first changed line
+class EditFile(ReplacingTool):
+    name = "edit_file"
+    description = (
+        "Replace text in an existing file. Copy `old_text` from the file as it is (read it "
+        "first), with enough surrounding lines to occur exactly once, or set replace_all to "
+        "change every occurrence. Whitespace and quote differences are tolerated when the "
+        "place is still unique. For several changes to one file use multi_edit; to create a "
+        "file, write_file."
+    )
+    arguments = "EditFileArguments"
+
+    def replacements(self, args: dict[str, Any]) -> list[Replacement]:
+        return [_replacement(args)]
 
 
-def apply_edit(text: str, old_text: str, new_text: str, replace_all: bool, shown: str) -> Edit:
-    """Replace `old_text` in `text` (once, or every time with `replace_all`); `ToolError` when
-    it does not occur, or occurs more than once without `replace_all`."""
-    count = text.count(old_text)
-    if count == 0 and "\r\n" in text and "\r\n" not in old_text:
-        # The model writes `\n`; match a CRLF file by its own line endings.
-        old_text = old_text.replace("\n", "\r\n")
-        new_text = new_text.replace("\n", "\r\n")
-        count = text.count(old_text)
-    if count == 0:
-        raise ToolError(
-            f"old_text was not found in {shown}. It must match the file exactly, including "
-            "whitespace and indentation; read the file again and copy the text to replace."
-        )
-    if count > 1 and not replace_all:
-        raise ToolError(
-            f"old_text occurs {count} times in {shown}. Include more surrounding lines so it "
-            "occurs once, or set replace_all to true to replace every occurrence."
-        )
-    after = text.replace(old_text, new_text, -1 if replace_all else 1)
-    return Edit(text, after, count, first_changed_line(text, old_text, new_text))
+class MultiEdit(ReplacingTool):
+    name = "multi_edit"
+    description = (
+        "Make several replacements in one existing file in one step: `edits` is a list of "
+        "{old_text, new_text, replace_all?}, applied in order, each to the result of the one "
+        "before (so a later old_text must match the text as the earlier edits left it). "
+        "Either every edit applies or none does. One diff is shown for approval."
+    )
+    arguments = "MultiEditArguments"
+
+    def replacements(self, args: dict[str, Any]) -> list[Replacement]:
+        return [_replacement(edit) for edit in args["edits"]]
+
+
+def _replacement(args: dict[str, Any]) -> Replacement:
+    return Replacement(args["old_text"], args["new_text"], bool(args.get("replace_all", False)))

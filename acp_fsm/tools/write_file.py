@@ -15,9 +15,18 @@ from acp_fsm.tools.files import (
     load_text,
     store_text,
 )
+from acp_fsm.tools.matching import eol_of, with_eol
+from acp_fsm.tools.syntax import syntax_note
 
 if TYPE_CHECKING:
     from acp_fsm.schemas.acp_types import ToolCallContent
+
+
+def new_content(content: str, old: str | None) -> str:
+    """What replaces `old`: `content` with the secrets the model kept as `[redacted]` put
+    back, in the old file's line endings (a CRLF file stays CRLF)."""
+    content = redact.configured().restore(content, old)
+    return content if old is None or "\n" not in old else with_eol(content, eol_of(old))
 
 
 class WriteFile(MutatingTool):
@@ -37,7 +46,7 @@ class WriteFile(MutatingTool):
     ) -> tuple[ToolCallContent, ...]:
         path, shown = self.target(args, env), self.shown(args, env)
         old = await current_text(env, drafts, path, shown, exact=False)
-        content = redact.configured().restore(args["content"], old)
+        content = new_content(args["content"], old)
         drafts[path] = content
         return (diff_block(path, old, content),)
 
@@ -45,7 +54,7 @@ class WriteFile(MutatingTool):
         path, shown = self.target(args, env), self.shown(args, env)
         old = await load_text(env, path, shown, exact=False)
         check_as_shown(env, path, shown, old)
-        content = redact.configured().restore(args["content"], old)  # a kept key stays
+        content = new_content(args["content"], old)
         await store_text(env, path, shown, content)
         lines = plural(count_lines(content), "line")
         if old is None:
@@ -54,6 +63,7 @@ class WriteFile(MutatingTool):
             summary = f"Wrote {shown} ({lines}); the content was already the same."
         else:
             summary = f"Wrote {shown} ({lines}, was {plural(count_lines(old), 'line')})."
+        summary += await syntax_note(env, path, shown, old, content)
         return ToolOutcome(
             summary,
             content=(diff_block(path, old, content),),

@@ -47,6 +47,9 @@ async def request(turn: Turn) -> ModelRequest:
     system = await instructions(turn)
     if chosen.mode == settings.PLAN:
         system = f"{system}\n\n{settings.PLAN_NOTE}"
+    from acp_fsm.tools import edit_style, listed  # loaded with the first model call
+
+    style = edit_style(config.provider, model)
     return ModelRequest(
         model=model,
         messages=turn.session.messages_for_model(),
@@ -55,7 +58,7 @@ async def request(turn: Turn) -> ModelRequest:
         tools=tuple(
             ToolSpec(t.name, t.description, t.input_schema)
             for t in turn.tools.values()
-            if settings.offered(chosen.mode, t.kind)
+            if settings.offered(chosen.mode, t.kind) and listed(t.name, style, window(turn))
         ),
         # never more than half the window: a server that counts the answer's
         # room in (vLLM) refuses the request otherwise

@@ -1,0 +1,276 @@
+"""apply_patch: add, delete, update and move files with one patch in the format OpenAI's models
+are trained on (`patch_format`), shown to the editor as one diff per file.
+
+The whole patch is parsed and every file's new text computed before anything is written; a
+patch that cannot apply anywhere writes nothing and says which file and hunk failed. Writing is
+all or none: files the editor writes go first (undone through it if a later write fails or the
+turn is cancelled meanwhile), then every disk change in one step that restores what it already
+changed when one fails. Deleting a file is a change like any other: asked for, confined to the
+session's roots, shown as a diff to empty text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from acp_fsm import redact
+from acp_fsm.blocking import run_blocking
+from acp_fsm.system.files import atomic_write
+from acp_fsm.tools.base import Drafts, ToolCallView, ToolEnv, ToolOutcome
+from acp_fsm.tools.common import (
+    MutatingTool,
+    ToolError,
+    describe_os_error,
+    linked_elsewhere,
+)
+from acp_fsm.tools.files import (
+    check_as_shown,
+    current_text,
+    diff_block,
+    editor_serves,
+    load_text,
+    store_text,
+)
+from acp_fsm.tools.hunks import apply_hunks
+from acp_fsm.tools.patch_format import FileOp, parse_patch
+from acp_fsm.tools.paths import display, inside_roots, resolve
+from acp_fsm.tools.replace import first_changed_line
+from acp_fsm.tools.syntax import syntax_note
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas.acp_types import ToolCallContent, ToolCallLocation
+
+log = structlog.get_logger("acp.tools")
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """One file as the patch leaves it: `after` None deletes it, `before` None creates it."""
+
+    path: Path
+    shown: str
+    before: str | None
+    after: str | None
+    said: str  # what the result says of it ("updated a.py")
+
+
+def _paths(op: FileOp) -> list[str]:
+    return [op.path] if op.move_to is None else [op.path, op.move_to]
+
+
+class ApplyPatch(MutatingTool):
+    name = "apply_patch"
+    description = (
+        "Change files with a patch: add, delete, update or move several files in one call. "
+        "The patch starts with `*** Begin Patch` and ends with `*** End Patch`; each file is "
+        "`*** Add File: path` (then its lines, each starting with +), `*** Delete File: path`, "
+        "or `*** Update File: path` (optionally followed by `*** Move to: new_path`) with hunks: "
+        "an `@@` line (optionally with a line of the file that comes before the hunk, such as "
+        "its function's `def` line), then the hunk's lines, each starting with ' ' (kept, "
+        "about 3 before and after each change), '-' (removed) or '+' (added). Paths are "
+        "relative to the working directory. Every file applies or none does."
+    )
+    arguments = "ApplyPatchArguments"
+    kind = "edit"
+
+    def check(self, args: dict[str, Any]) -> str | None:
+        try:
+            ops = parse_patch(args["patch"])
+        except ToolError as exc:
+            return str(exc)
+        seen: set[str] = set()
+        for op in ops:
+            for path in _paths(op):
+                if path in seen:
+                    return f"the patch changes {path} more than once; give each file one entry"
+                seen.add(path)
+        return None
+
+    def _ops(self, args: dict[str, Any]) -> list[FileOp]:
+        try:
+            return parse_patch(str(args.get("patch", "")))
+        except ToolError:
+            return []
+
+    def view(self, args: dict[str, Any], env: ToolEnv) -> ToolCallView:
+        paths = [resolve(path, env.cwd) for op in self._ops(args) for path in _paths(op)]
+        shown = ", ".join(display(path, env.cwd) for path in paths[:5])
+        more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+        locations: tuple[ToolCallLocation, ...] = tuple({"path": str(path)} for path in paths)
+        return ToolCallView(
+            title=f"Patch {shown}{more}" if paths else "Apply a patch",
+            kind=self.kind,
+            locations=locations,
+            raw_input=dict(args),
+        )
+
+    def confined(self, args: dict[str, Any], env: ToolEnv) -> bool:
+        paths = [resolve(path, env.cwd) for op in self._ops(args) for path in _paths(op)]
+        return bool(paths) and all(
+            inside_roots(path, env.roots) and not linked_elsewhere(path) for path in paths
+        )
+
+    async def _plan(
+        self, args: dict[str, Any], env: ToolEnv, drafts: Drafts | None
+    ) -> tuple[list[FileChange], list[str]]:
+        """Every file's change, and the notes of hunks that matched inexactly; `ToolError`
+        when any file cannot be changed as the patch says."""
+        changes, notes = [], []
+        secrets = redact.configured()
+        ops = parse_patch(args["patch"])
+        targets = [resolve(path, env.cwd) for op in ops for path in _paths(op)]
+        twice = next((path for path in targets if targets.count(path) > 1), None)
+        if twice is not None:  # two spellings of one file (`a.py`, `./a.py`)
+            raise ToolError(
+                f"The patch changes {display(twice, env.cwd)} more than once; give each file "
+                "one entry. Nothing was changed."
+            )
+        for op in ops:
+            path = resolve(op.path, env.cwd)
+            shown = display(path, env.cwd)
+            text = await (
+                current_text(env, drafts, path, shown, exact=True)
+                if drafts is not None
+                else load_text(env, path, shown, exact=True)
+            )
+            if op.kind == "add":
+                if text is not None:
+                    raise ToolError(
+                        f"Cannot add {shown}: it exists. Use `*** Update File: {op.path}` to "
+                        "change it; nothing was changed."
+                    )
+                content = secrets.restore(op.content, None)
+                changes.append(FileChange(path, shown, None, content, f"added {shown}"))
+                continue
+            if text is None:
+                raise ToolError(
+                    f"Cannot {op.kind} {shown}: there is no such file; nothing was changed."
+                )
+            if op.kind == "delete":
+                changes.append(FileChange(path, shown, text, None, f"deleted {shown}"))
+                continue
+            after, hunk_notes = apply_hunks(secrets.scrub_text(text), op.hunks, shown)
+            after = secrets.restore(after, text)
+            notes += hunk_notes
+            if op.move_to is None:
+                line = first_changed_line(text, after)
+                said = f"updated {shown} (first change at line {line})"
+                changes.append(FileChange(path, shown, text, after, said))
+                continue
+            dest = resolve(op.move_to, env.cwd)
+            dest_shown = display(dest, env.cwd)
+            if await load_text(env, dest, dest_shown, exact=False) is not None:
+                raise ToolError(
+                    f"Cannot move {shown} to {dest_shown}: it exists; nothing was changed."
+                )
+            said = f"moved {shown} to {dest_shown}"
+            changes.append(FileChange(dest, dest_shown, None, after, said))
+            changes.append(FileChange(path, shown, text, None, f"removed {shown} (moved)"))
+        return changes, notes
+
+    async def preview(
+        self, args: dict[str, Any], env: ToolEnv, drafts: Drafts
+    ) -> tuple[ToolCallContent, ...]:
+        changes, _ = await self._plan(args, env, drafts)
+        for change in changes:
+            if change.after is not None:
+                drafts[change.path] = change.after
+            else:
+                drafts.pop(change.path, None)
+        return tuple(diff_block(c.path, c.before, c.after or "") for c in changes)
+
+    async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        changes, notes = await self._plan(args, env, None)  # now, after the approval
+        for change in changes:
+            check_as_shown(env, change.path, change.shown, change.before)
+        await _write_all(env, changes)
+        said = [c.said for c in changes if not c.said.startswith("removed ")]
+        summary = f"Applied the patch: {', '.join(said)}."
+        if notes:
+            summary += f" Not every hunk matched exactly ({'; '.join(notes)}): check the result."
+        for change in changes:
+            if change.after is not None:
+                summary += await syntax_note(
+                    env, change.path, change.shown, change.before, change.after
+                )
+        return ToolOutcome(
+            summary,
+            content=tuple(diff_block(c.path, c.before, c.after or "") for c in changes),
+            locations=tuple({"path": str(c.path)} for c in changes),
+        )
+
+
+# -- writing, all or none ---------------------------------------------------------------------
+
+
+async def _write_all(env: ToolEnv, changes: list[FileChange]) -> None:
+    """Write every change or none: the editor's first, undone if anything after fails (a
+    cancel included); then the disk's in one step, which is not raced with the turn's token
+    (local writes are short, and half a patch is worse than a cancel a moment later)."""
+    through_editor = [
+        c
+        for c in changes
+        if c.after is not None and editor_serves(env.client.can_write_files, c.path)
+    ]
+    on_disk = [c for c in changes if c not in through_editor]
+    written: list[FileChange] = []
+    try:
+        for change in through_editor:
+            assert change.after is not None
+            await store_text(env, change.path, change.shown, change.after)
+            written.append(change)
+        await run_blocking(None, _write_disk, on_disk)
+    except BaseException:
+        await _undo_in_editor(env, written)
+        raise
+
+
+def _write_disk(changes: list[FileChange]) -> None:
+    """Apply `changes` on disk (blocking); when one fails, put back the ones done, then raise
+    `ToolError` naming it."""
+    done: list[FileChange] = []
+    try:
+        for change in changes:
+            if change.after is None:
+                os.unlink(change.path)
+            else:
+                atomic_write(change.path, change.after)
+            done.append(change)
+    except OSError as exc:
+        failed = change
+        for change_done in reversed(done):
+            _restore(change_done)
+        raise ToolError(
+            f"Could not write {failed.shown}: {describe_os_error(exc)}. The files changed "
+            "before it were put back; nothing was changed."
+        ) from exc
+
+
+def _restore(change: FileChange) -> None:
+    try:
+        if change.before is None:
+            os.unlink(change.path)
+        else:
+            atomic_write(change.path, change.before)
+    except OSError as exc:
+        log.warning("patch_restore_failed", path=change.shown, error=describe_os_error(exc))
+
+
+async def _undo_in_editor(env: ToolEnv, written: list[FileChange]) -> None:
+    """Give the editor back the text of the files it wrote for the patch (without the turn's
+    token: the undo must happen even when the turn is being cancelled)."""
+    for change in reversed(written):
+        try:
+            if change.before is None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(change.path)  # a file it saved; an unsaved buffer stays its own
+            else:
+                await env.client.write_text_file(str(change.path), change.before)
+        except Exception as exc:
+            log.warning("patch_undo_failed", path=change.shown, error=str(exc))
