@@ -63,10 +63,22 @@ def edit_style(provider: str | None, model: str) -> str:
     return "replace"
 
 
-def listed(name: str, style: str) -> bool:
-    """Whether a model call lists the tool `name` with the edit tools of `style`. A call to a
-    built-in tool that is not listed still runs (a model switched mid-session may keep using
-    the tools it saw)."""
+# A context window this small (a local server's default, say) gets only the tools a task
+# cannot do without: the specs of the others would take room the conversation needs.
+SMALL_WINDOW_TOKENS = 8192
+ESSENTIAL = frozenset(
+    {"read_file", "write_file", "edit_file", "apply_patch", "list_directory", "search_files",
+     "run_command"}
+)  # fmt: skip
+
+
+def listed(name: str, style: str, window: int | None = None) -> bool:
+    """Whether a model call lists the tool `name` with the edit tools of `style`, in a context
+    window of `window` tokens. A call to a built-in tool that is not listed still runs (a
+    model switched mid-session may keep using the tools it saw)."""
+    small = window is not None and window < SMALL_WINDOW_TOKENS
+    if small and name in TOOLS and name not in ESSENTIAL:
+        return False
     return name not in {"replace": PATCHING, "patch": REPLACING, "both": ()}[style]
 
 

@@ -172,14 +172,15 @@ def search_tree(request: SearchRequest) -> SearchReport:
         for path, relative in walked[: request.max_files]
         if wanted is None or single or wanted.matches(relative)
     ]
+    kinds = {path: _kind(path, request) for path, _ in chosen}
     readable = None
-    if request.ripgrep is not None and chosen:
-        files = [path for path, _ in chosen]
+    if request.ripgrep is not None:  # regular files only: ripgrep would block on a FIFO
+        files = [path for path, kind in kinds.items() if kind == "regular"]
         readable = ripgrep.candidates(
             request.ripgrep, request.pattern, request.case_sensitive, files, request.secrets
         )
     for path, relative in chosen:
-        data = _searchable(path, request, report, readable)
+        data = _searchable(path, kinds[path], report, readable)
         if data is None:
             continue
         shown = (
@@ -200,26 +201,37 @@ def search_tree(request: SearchRequest) -> SearchReport:
     return report
 
 
+def _kind(path: Path, request: SearchRequest) -> str | None:
+    """`regular` for a file to search, `large` or `linked` for one skipped and counted, None
+    for one skipped silently (a FIFO or a device, never opened: a FIFO blocks the open)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None  # vanished or a dangling link
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    if info.st_size > request.max_file_bytes:
+        return "large"
+    if request.skip_linked and info.st_nlink > 1:
+        return "linked"
+    return "regular"
+
+
 def _searchable(
-    path: Path, request: SearchRequest, report: SearchReport, readable: set[Path] | None
+    path: Path, kind: str | None, report: SearchReport, readable: set[Path] | None
 ) -> bytes | None:
     """The bytes of a file to search; None for one that is skipped (counted in `report`) or
     that ripgrep says cannot match (not in `readable`, when there is one)."""
+    if kind == "large":
+        report.skipped_large += 1
+    elif kind == "linked":
+        report.skipped_linked += 1
+    if kind != "regular" or (readable is not None and path not in readable):
+        return None
     try:
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode):
-            return None  # a FIFO or a device: never opened (a FIFO blocks the open)
-        if info.st_size > request.max_file_bytes:
-            report.skipped_large += 1
-            return None
-        if request.skip_linked and info.st_nlink > 1:
-            report.skipped_linked += 1
-            return None
-        if readable is not None and path not in readable:
-            return None
         data = read_regular(path)
     except OSError:
-        return None  # unreadable, vanished or a dangling link: nothing to search
+        return None  # unreadable or vanished: nothing to search
     return None if data is None or looks_binary(data) else data
 
 

@@ -61,7 +61,7 @@ async def request(turn: Turn) -> ModelRequest:
         tools=tuple(
             ToolSpec(t.name, t.description, t.input_schema)
             for t in turn.tools.values()
-            if settings.offered(chosen.mode, t.kind) and listed(t.name, style)
+            if settings.offered(chosen.mode, t.kind) and listed(t.name, style, window(turn))
         ),
         # never more than half the window: a server that counts the answer's
         # room in (vLLM) refuses the request otherwise

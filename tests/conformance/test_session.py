@@ -336,9 +336,10 @@ def test_editor_files_and_terminals(session_run: SessionRun) -> None:
     not exit in time was killed first."""
     methods = Counter(r["method"] for r in session_run.editor.received)
     # reads: call_read; call_write before asking (the diff) and before writing; call_edit
-    # and call_held before asking only (rejected, cancelled); call_edit2 before writing only
-    # (it comes after a command, whose effects no diff could foresee)
-    assert methods["fs/read_text_file"] == 6 and methods["fs/write_text_file"] == 2
+    # and call_held before asking only (rejected, cancelled); call_edit2, call_multi and
+    # call_patch before writing only (they come after a command, whose effects no diff could
+    # foresee); writes: call_write, call_edit2, call_multi, call_patch
+    assert methods["fs/read_text_file"] == 8 and methods["fs/write_text_file"] == 4
     by_terminal: dict[str, list[str]] = {}
     for request in session_run.editor.received:
         terminal = (request.get("params") or {}).get("terminalId")
@@ -354,7 +355,7 @@ def test_editor_files_and_terminals(session_run: SessionRun) -> None:
         ],
     }
     written = set(session_run.editor.buffers)
-    assert {p.rsplit("/", 1)[1] for p in written} == {"hello.py", "main.py"}
+    assert {p.rsplit("/", 1)[1] for p in written} == {"hello.py", "main.py", "patched.py"}
 
 
 def test_cancel_request_both_ways(session_run: SessionRun) -> None:

@@ -30,6 +30,7 @@ from acp_fsm.devkit.provider import (
     ScriptedProvider,
     estimate_tokens,
 )
+from acp_fsm.tools import ESSENTIAL
 from tests.e2e.support import Launcher, args, history, of_kind, user_texts
 
 RECORDED = Path(__file__).parents[1] / "recorded" / "llama-cpp-python"
@@ -245,9 +246,10 @@ async def test_a_window_the_tools_nearly_fill_still_takes_prompt_after_prompt(
     tmp_path: Path,
 ) -> None:
     """llama-cpp-python's default context, its size unknown to the agent, a small output
-    limit: once the first empty stream has shown the window, what the system prompt and the
-    tools leave is all the conversation gets, and the older turns go (seen with the real
-    server: every later prompt was refused, the share kept being larger than that room)."""
+    limit: once the first empty stream has shown the window, the model calls list only the
+    essential tools (all of them would nearly fill it), and what the system prompt and those
+    tools leave is the conversation's (seen with the real server: with every tool listed,
+    every later prompt was refused)."""
     async with serving(LLAMA_CPP_PYTHON, tmp_path, window=2000) as (server, launch):
         server.fallback = Reply(text=PAGE[:400])
         agent = await launch.start("openai", OPENAI_API_KEY=None, ACP_FSM_MAX_TOKENS="512")
@@ -255,4 +257,6 @@ async def test_a_window_the_tools_nearly_fill_still_takes_prompt_after_prompt(
         turns = [await agent.prompt(session, f"question {i}") for i in range(10)]
     assert [t.stop_reason for t in turns] == ["end_turn"] * 10
     assert any(s.reply == Raw(()) for s in server.served), "the test proves nothing"
-    assert not any(summary_call(r) for r in server.requests)
+    names = [{t["function"]["name"] for t in r.body.get("tools") or ()} for r in server.requests]
+    assert names[0] >= ESSENTIAL - {"apply_patch"} | {"glob", "multi_edit", "update_plan"}
+    assert all(listed <= ESSENTIAL for listed in names[1:] if listed)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_fsm.tools import TOOLS, edit_style, listed
+from acp_fsm.tools import ESSENTIAL, SMALL_WINDOW_TOKENS, TOOLS, edit_style, listed
 from acp_fsm.tools.common import ToolError
 from acp_fsm.tools.hunks import apply_hunks
 from acp_fsm.tools.patch_format import parse_patch
@@ -286,3 +286,11 @@ def test_each_style_lists_its_edit_tools(monkeypatch: pytest.MonkeyPatch) -> Non
     assert edit_style("anthropic", "claude") == "patch"
     monkeypatch.setenv("ACP_FSM_EDIT_TOOLS", "sometimes")  # unknown: the model decides
     assert edit_style("openai", "gpt-5") == "patch"
+
+
+def test_a_small_window_lists_only_the_essential_tools() -> None:
+    small = {name for name in TOOLS if listed(name, "replace", SMALL_WINDOW_TOKENS - 1)}
+    assert small == ESSENTIAL - {"apply_patch"}
+    roomy = {name for name in TOOLS if listed(name, "replace", SMALL_WINDOW_TOKENS)}
+    assert roomy == set(TOOLS) - {"apply_patch"}
+    assert listed("mcp__files__read", "replace", 100)  # the editor's servers are the user's choice

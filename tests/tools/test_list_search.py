@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from acp_fsm.protocol.cancel import Cancelled
-from acp_fsm.tools import TOOLS, list_directory, search_files
+from acp_fsm.tools import TOOLS, list_directory, ripgrep, search_files
 from acp_fsm.tools.globs import GlobFilter, compile_glob
 from acp_fsm.tools.search_files import (
     MAX_SEARCH_FILE_BYTES,
@@ -227,6 +227,13 @@ def _workers(project: Path) -> list[int]:
     return live_processes("acp_fsm.tools.search_worker")
 
 
+@pytest.fixture
+def without_ripgrep(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python reads every file (ripgrep would rule the catastrophic line out at once)."""
+    monkeypatch.setattr(ripgrep, "binary", lambda: None)
+
+
+@pytest.mark.usefixtures("without_ripgrep")
 async def test_a_catastrophic_pattern_leaves_the_loop_running_and_is_cancellable(
     env: Env, project: Path
 ) -> None:
@@ -258,6 +265,7 @@ async def test_a_catastrophic_pattern_leaves_the_loop_running_and_is_cancellable
             await ticking
 
 
+@pytest.mark.usefixtures("without_ripgrep")
 async def test_a_search_over_the_time_limit_is_an_error(
     env: Env, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -368,3 +376,15 @@ def test_glob_matching(pattern: str, path: str, expected: bool) -> None:
 def test_unbalanced_brace_is_rejected() -> None:
     with pytest.raises(ValueError, match="unbalanced"):
         compile_glob("*.{a,b")
+
+
+async def test_ripgrep_answers_a_catastrophic_pattern_at_once(env: Env, project: Path) -> None:
+    """With ripgrep the line that would backtrack for ages is never matched by Python: no file
+    can match, so none is read."""
+    if ripgrep.binary() is None:
+        pytest.skip("no rg binary (the `ripgrep` wheel comes with the test extra)")
+    _tree(project, {"evil.txt": EVIL_LINE})
+    started = time.monotonic()
+    outcome = await call(env, "search_files", pattern=CATASTROPHIC)
+    assert outcome.output == f"No matches for /{CATASTROPHIC}/ in .."
+    assert time.monotonic() - started < search_files.SEARCH_TIME_LIMIT_SECONDS

@@ -34,6 +34,9 @@ CALLS: Final[dict[str, tuple[str, Choice | None]]] = {
     "call_list": ("list_directory", "reject_always"),  # outside the roots
     "call_search": ("search_files", "cancelled"),  # outside the roots; the client's own cancel
     "call_edit2": ("edit_file", "allow_once"),
+    "call_multi": ("multi_edit", "allow_once"),
+    "call_patch": ("apply_patch", "allow_once"),
+    "call_glob": ("glob", "reject_once"),  # outside the roots
     "call_slow": ("run_command", None),  # allowed always, earlier in the session
     "call_held": ("write_file", HOLD),  # answered after the agent's $/cancel_request
     "call_plan": ("update_plan", None),  # never asks
@@ -122,6 +125,16 @@ def _script(project: Path, outside: Path) -> list[Any]:
                         {"content": "Report", "priority": "low", "status": "pending"},
                     ],
                 ),
+                call(
+                    "call_multi",
+                    path="hello.py",
+                    edits=[{"old_text": "print(", "new_text": 'print("hi", '}],
+                ),
+                call(
+                    "call_patch",
+                    patch="*** Begin Patch\n*** Add File: patched.py\n+x = 1\n*** End Patch\n",
+                ),
+                call("call_glob", pattern="*.txt", path=str(outside)),
             ),
         ),
         Reply(text="All done."),
