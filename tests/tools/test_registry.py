@@ -26,6 +26,9 @@ NAMES = [
     "glob",
     "search_files",
     "run_command",
+    "command_output",
+    "kill_command",
+    "fetch_url",
     "update_plan",
 ]
 KINDS = {
@@ -38,6 +41,9 @@ KINDS = {
     "glob": "search",
     "search_files": "search",
     "run_command": "execute",
+    "command_output": "read",
+    "kill_command": "execute",
+    "fetch_url": "fetch",
     "update_plan": "think",
 }
 
@@ -74,6 +80,9 @@ def test_required_arguments() -> None:
         "glob": ["pattern"],
         "search_files": ["pattern"],
         "run_command": ["command"],
+        "command_output": ["id"],
+        "kill_command": ["id"],
+        "fetch_url": ["url"],
         "update_plan": ["entries"],
     }
 
