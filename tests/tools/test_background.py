@@ -14,6 +14,7 @@ from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.system.groups import group_alive
 from acp_fsm.tools.background import LocalJob
 from tests.harness import wait_until
+from tests.timing import INTERRUPTED_S
 from tests.tools.conftest import Editor, Env, call
 
 SERVER = f"{sys.executable} -u -c \"print('ready'); import time; time.sleep(60)\""
@@ -95,7 +96,7 @@ async def test_a_cancel_ends_a_wait_at_once_and_leaves_the_command_running(env: 
     env.token.cancel()
     with pytest.raises(Cancelled):
         await waiting
-    assert time.monotonic() - fired < 0.5
+    assert time.monotonic() - fired < INTERRUPTED_S  # not the 30 s wait or page
     assert group_alive(local_job(env).pgid)
     await env.background.stop_all()
 

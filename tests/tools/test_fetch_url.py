@@ -12,6 +12,7 @@ from aiohttp import web
 
 from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.tools.fetch_url import FetchUrl, local_host, private_address
+from tests.timing import INTERRUPTED_S
 from tests.tools.conftest import Env, call
 
 PAGE = """<html><head><title>Guide</title><style>p {color: red}</style></head>
@@ -105,7 +106,7 @@ async def test_a_slow_page_is_cancelled_at_once(env: Env, site: Site) -> None:
     env.token.cancel()
     with pytest.raises(Cancelled):
         await fetching
-    assert time.monotonic() - fired < 0.5
+    assert time.monotonic() - fired < INTERRUPTED_S  # not the 30 s wait or page
 
 
 async def test_what_is_not_text_is_refused(env: Env, site: Site) -> None:
