@@ -378,13 +378,13 @@ def test_unbalanced_brace_is_rejected() -> None:
         compile_glob("*.{a,b")
 
 
-async def test_ripgrep_answers_a_catastrophic_pattern_at_once(env: Env, project: Path) -> None:
+async def test_ripgrep_spares_python_a_catastrophic_pattern(env: Env, project: Path) -> None:
     """With ripgrep the line that would backtrack for ages is never matched by Python: no file
-    can match, so none is read."""
+    can match, so none is read, and the answer is "no matches" rather than the time limit's
+    error (without ripgrep, `test_a_search_over_the_time_limit_is_an_error`)."""
     if ripgrep.binary() is None:
         pytest.skip("no rg binary (the `ripgrep` wheel comes with the test extra)")
     _tree(project, {"evil.txt": EVIL_LINE})
-    started = time.monotonic()
     outcome = await call(env, "search_files", pattern=CATASTROPHIC)
+    assert not outcome.is_error
     assert outcome.output == f"No matches for /{CATASTROPHIC}/ in .."
-    assert time.monotonic() - started < search_files.SEARCH_TIME_LIMIT_SECONDS
