@@ -76,6 +76,7 @@ class Turn:
         self.tools: dict[str, Tool] = {}  # of the current model call
         self.system: str | None = None  # read once a turn (instruction files may change)
         self.send_as_is = False  # the next model call: compacted once, it is not again
+        self.recompacted = False  # this model call: compacted again for a lowered guess
         self._guards: dict[Guard, Callable[[], bool]] = {
             NEEDS_PERMISSION: self._needs_permission,
             ON_DEMAND: lambda: self.command is not None,
