@@ -34,6 +34,7 @@ from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent
 from acp_fsm.tools import TOOLS
 from acp_fsm.tools.background import BackgroundJobs
+from acp_fsm.tools.base import ToolOutcome
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = [
@@ -110,6 +111,9 @@ class _Env:
 
     def show_plan(self, entries: list[PlanEntry]) -> None:
         pass
+
+    async def delegate(self, description: str, prompt: str) -> ToolOutcome:
+        raise AssertionError("no edit delegates")
 
 
 # -- the attempts ---------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from acp_fsm.providers.types import (
     AssistantMessage,
     Message,
     ToolResultPart,
+    Usage,
     UserMessage,
     UserPart,
 )
@@ -98,6 +99,7 @@ class Session:
         # The provider's context window, once it refused a request as longer than it.
         self.context_window: int | None = None
         self.window_guessed = False  # context_window is only a bound an empty stream gave
+        self.spent = Usage()  # the tokens of every model call of the session in this process
         # This turn's last stored assistant message: (its pending or done write, its body).
         self._last_assistant: tuple[asyncio.Future[int], dict[str, Any]] | None = None
         forget = partial(server.sessions.forget, record.id)
@@ -183,11 +185,15 @@ class Session:
             # wrote is durable.
             self.lease.release()
             await self.settle()
-        # _meta (ACP extensibility): how the turn machine got there, for tools and demos.
-        return {
-            "stopReason": stop_reason,
-            "_meta": {"acpFsm": {"statePath": turn.path, "modelCalls": turn.requests}},
+        # _meta (ACP extensibility): how the turn machine got there, and the tokens of the
+        # turn's model calls (its compactions' and subagents' included), and of the session's.
+        meta = {
+            "statePath": turn.path,
+            "modelCalls": turn.requests,
+            "usage": updates.usage_totals(turn.spent),
+            "sessionUsage": updates.usage_totals(self.spent),
         }
+        return {"stopReason": stop_reason, "_meta": {"acpFsm": meta}}
 
     async def _claim(self) -> None:
         """Take the session's turn lease, then catch up with what another process wrote since
@@ -358,6 +364,13 @@ class Session:
 
     async def record_turn_end(self, stop_reason: str) -> None:
         await self.journal.write("turn_end", {"stopReason": stop_reason}, wait=False)
+
+    def count(self, usage: Usage) -> None:
+        self.spent = self.spent.plus(usage)
+
+    def record_subagent(self, body: dict[str, Any]) -> None:
+        """Queued, not waited for: what the editor is told rests on the call's result."""
+        self.journal.queue("subagent", body)
 
     async def settle(self) -> None:
         """Wait until everything queued for this session is committed."""

@@ -22,6 +22,7 @@ from acp_fsm.tools.list_directory import ListDirectory
 from acp_fsm.tools.read_file import ReadFile
 from acp_fsm.tools.run_command import RunCommand
 from acp_fsm.tools.search_files import SearchFiles
+from acp_fsm.tools.task import Task
 from acp_fsm.tools.update_plan import UpdatePlan
 from acp_fsm.tools.write_file import WriteFile
 
@@ -40,6 +41,7 @@ TOOLS: dict[str, Tool] = {
         CommandOutput(),
         KillCommand(),
         FetchUrl(),
+        Task(),
         UpdatePlan(),
     )
 }

@@ -134,6 +134,10 @@ class ToolEnv(Protocol):
     def show_plan(self, entries: list[PlanEntry]) -> None:
         """Show the agent's plan (an ACP `plan` update)."""
 
+    async def delegate(self, description: str, prompt: str) -> ToolOutcome:
+        """Run `prompt` in a subagent (`task`): its report as the outcome, its progress shown
+        in the call meanwhile. Raises `Cancelled` when the token fires."""
+
 
 # Files as the earlier calls of the same assistant message will leave them (absolute path →
 # text), so a call that builds on an earlier one (write a file, then edit it) is previewed
@@ -148,6 +152,8 @@ class Tool(Protocol):
     # Running it may change files in ways no preview can show (a shell command): the calls
     # after it in the same message are not previewed.
     unpredictable: bool
+    # Its calls of one message run at once with each other (`task`), not one after another.
+    concurrent: bool
 
     @property
     def input_schema(self) -> dict[str, Any]:

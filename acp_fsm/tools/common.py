@@ -101,6 +101,7 @@ class BaseTool:
     kind: str
     default_path: str | None = None
     unpredictable = False
+    concurrent = False
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"

@@ -30,6 +30,7 @@ class McpTool:
     """Tool `tool` of the server `server`, shown to the model as `name`."""
 
     unpredictable = True  # it may change anything, files included
+    concurrent = False
 
     def __init__(self, server: McpConnection, tool: types.Tool, name: str) -> None:
         self.server = server

@@ -93,6 +93,6 @@ async def _summary(
         log.warning("summary_failed", error=str(exc))
         return None, f"the summary call failed ({exc})"
     assert finished is not None, "a stream ends with Finished or an exception"
-    log_usage(finished, "summary")
+    log_usage(turn, finished, "summary")
     summary = compaction.summary_of(finished.message)
     return (summary, None) if summary else (None, "the model answered with no summary")

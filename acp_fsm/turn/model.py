@@ -90,8 +90,11 @@ def reserve(model_request: ModelRequest, config: ProviderConfig) -> int:
     return model_request.max_tokens
 
 
-def log_usage(finished: Finished, call: str) -> Usage:
+def log_usage(turn: Turn, finished: Finished, call: str) -> Usage:
+    """A call's tokens: logged, and counted in the turn's and the session's."""
     usage = finished.usage
+    turn.spent = turn.spent.plus(usage)
+    turn.session.count(usage)
     log.info(
         "model_usage",
         call=call,

@@ -84,7 +84,7 @@ async def stream(turn: Turn) -> TurnTrigger:
         return TurnTrigger.COMPACT
     turn.send_as_is = turn.recompacted = False
     CATALOG.after_call(config, model_request.model)
-    usage = log_usage(finished, "turn")
+    usage = log_usage(turn, finished, "turn")
     if usage.input_tokens:
         turn.session.context_drift = max(0, usage.input_tokens - estimate)
     used = usage.input_tokens + usage.output_tokens

@@ -221,6 +221,10 @@ class Env:
     def show_plan(self, entries: list[PlanEntry]) -> None:
         self.client.calls.append(("plan", entries))
 
+    async def delegate(self, description: str, prompt: str) -> ToolOutcome:
+        self.client.calls.append(("delegate", (description, prompt)))
+        return ToolOutcome(f"report on {description}")
+
 
 async def call(env: Env, name: str, **args: Any) -> ToolOutcome:
     """Run tool `name`; every outcome must say something to the model."""

@@ -29,6 +29,7 @@ NAMES = [
     "command_output",
     "kill_command",
     "fetch_url",
+    "task",
     "update_plan",
 ]
 KINDS = {
@@ -44,6 +45,7 @@ KINDS = {
     "command_output": "read",
     "kill_command": "execute",
     "fetch_url": "fetch",
+    "task": "think",
     "update_plan": "think",
 }
 
@@ -83,6 +85,7 @@ def test_required_arguments() -> None:
         "command_output": ["id"],
         "kill_command": ["id"],
         "fetch_url": ["url"],
+        "task": ["description", "prompt"],
         "update_plan": ["entries"],
     }
 

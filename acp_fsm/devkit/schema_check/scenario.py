@@ -41,6 +41,7 @@ CALLS: Final[dict[str, tuple[str, Choice | None]]] = {
     "call_slow": ("run_command", None),  # allowed always, earlier in the session
     "call_held": ("write_file", HOLD),  # answered after the agent's $/cancel_request
     "call_plan": ("update_plan", None),  # never asks
+    "call_task": ("task", None),  # never asks: its subagent cannot
 }
 
 
@@ -137,8 +138,10 @@ def _script(project: Path, outside: Path) -> list[Any]:
                 ),
                 call("call_glob", pattern="*.txt", path=str(outside)),
                 call("call_fetch", url="https://example.com/"),
+                call("call_task", description="Find notes", prompt="Where are the notes?"),
             ),
         ),
+        Reply(text="The notes are in notes.txt."),  # the subagent's report
         Reply(text="All done."),
         Reply(calls=(call("call_slow", command="sleep 30", timeout_ms=300),)),
         Reply(text="The command timed out."),
