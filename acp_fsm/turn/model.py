@@ -45,7 +45,7 @@ async def request(turn: Turn) -> ModelRequest:
     chosen = turn.session.settings
     model = turn.session.model(config)
     system = await instructions(turn)
-    if chosen.mode == settings.PLAN:
+    if chosen.mode == settings.PLAN and not turn.subagent:  # a subagent reports, never plans
         system = f"{system}\n\n{settings.PLAN_NOTE}"
     jobs = turn.session.background_summary()
     if jobs:
