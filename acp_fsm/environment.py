@@ -74,6 +74,22 @@ def log_format() -> str:
     return "console" if sys.stderr.isatty() else "json"
 
 
+DEFAULT_SUBAGENT_MAX_STEPS = 50
+
+
+def subagent_max_steps() -> int:
+    """Model calls a subagent (`task`) may make: `ACP_FSM_SUBAGENT_MAX_STEPS`, default 50
+    (0 is taken as the default)."""
+    return _int_env("ACP_FSM_SUBAGENT_MAX_STEPS", DEFAULT_SUBAGENT_MAX_STEPS) or (
+        DEFAULT_SUBAGENT_MAX_STEPS
+    )
+
+
+def subagent_model() -> str | None:
+    """The model subagents use: `ACP_FSM_SUBAGENT_MODEL`, else None (the session's)."""
+    return os.environ.get("ACP_FSM_SUBAGENT_MODEL", "").strip() or None
+
+
 EDIT_TOOLS = ("replace", "patch", "both")
 _warned: set[str] = set()
 

@@ -33,6 +33,23 @@ paths may be relative to the project. Prefer small, precise edits (edit_file) ov
 whole files. Some calls need the user's permission; when one is denied, do not insist.
 For a task of several steps, keep a plan with update_plan."""
 
+SUBAGENT = """You are a subagent of acp-fsm, a coding agent working inside the user's editor. The
+agent gave you one task; you see nothing of its conversation, and it sees nothing of your work
+but your report. The project is at {cwd}. Investigate with the tools: search_files and glob to
+find, read_file for what matters, in as few calls as you can. You cannot ask the user anything,
+and a call that would need their permission is refused: do what you can without it. Change
+files or run commands only if the task asks for it and the tools allow it. When you are done,
+answer with your report and nothing else: complete but concise, with file paths and line
+numbers for what you found, and say plainly what you could not find out."""
+
+
+def subagent_prompt(main: str, cwd: Path) -> str:
+    """A subagent's system prompt: its own opening, then what the session's system prompt
+    `main` says of the environment and the project's instruction files."""
+    head = BASE.format(cwd=cwd)
+    rest = main[len(head) :] if main.startswith(head) else f"\n\n{main}"
+    return SUBAGENT.format(cwd=cwd) + rest
+
 
 class Instructions(NamedTuple):
     """A project's instruction files, and those it leads to but that were not read."""

@@ -7,6 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from acp_fsm.providers.types import Usage
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.tools.base import ToolCallView
 
@@ -117,6 +118,17 @@ PLAN_TOOL = "update_plan"  # the tool whose calls set the plan (replayed by sess
 def plan(entries: list[acp.PlanEntry]) -> acp.SessionUpdatePlan:
     """The agent's plan, whole (ACP: each `plan` update replaces the one before)."""
     return {"sessionUpdate": "plan", "entries": entries}
+
+
+def usage_totals(usage: Usage) -> dict[str, int]:
+    """Token counts as ACP's (unstable) `Usage` names them."""
+    return {
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "cachedReadTokens": usage.cache_read_tokens,
+        "cachedWriteTokens": usage.cache_write_tokens,
+        "totalTokens": usage.input_tokens + usage.output_tokens,
+    }
 
 
 def usage(used: int, size: int) -> acp.SessionUpdateUsageUpdate:

@@ -33,6 +33,8 @@ from typing import Any
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent
 from acp_fsm.tools import TOOLS
+from acp_fsm.tools.background import BackgroundJobs
+from acp_fsm.tools.base import ToolOutcome
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = [
@@ -98,6 +100,7 @@ class _Env:
     client: _NoEditor = field(default_factory=_NoEditor)
     token: CancellationToken = field(default_factory=CancellationToken)
     previewed: tuple[ToolCallContent, ...] = ()
+    background: BackgroundJobs = field(default_factory=BackgroundJobs)
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -108,6 +111,9 @@ class _Env:
 
     def show_plan(self, entries: list[PlanEntry]) -> None:
         pass
+
+    async def delegate(self, description: str, prompt: str) -> ToolOutcome:
+        raise AssertionError("no edit delegates")
 
 
 # -- the attempts ---------------------------------------------------------------------------

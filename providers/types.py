@@ -153,6 +153,10 @@ class Usage(NamedTuple):
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
 
+    def plus(self, other: Usage) -> Usage:
+        """The counts of both (of two model calls, say)."""
+        return Usage(*(a + b for a, b in zip(self, other, strict=True)))
+
 
 class Finished(NamedTuple):
     """The stream ended normally; `message` is the whole assistant message."""

@@ -29,6 +29,7 @@ from acp_fsm.providers.types import (
     AssistantMessage,
     Message,
     ToolResultPart,
+    Usage,
     UserMessage,
     UserPart,
 )
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from acp_fsm.protocol.connection import Connection
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.session.registry import Sessions
+    from acp_fsm.tools.background import BackgroundJobs
     from acp_fsm.tools.base import Tool
     from acp_fsm.turn import Turn
 
@@ -88,6 +90,7 @@ class Session:
         self.turn: Turn | None = None
         self.always: dict[str, bool] = {}  # tool name → remembered "always" answer
         self.mcp: McpServers | None = None  # the editor's MCP servers, when it passed any
+        self._background: BackgroundJobs | None = None  # made with the first one started
         self._notices: list[str] = []  # for the user, with the next model call's answer
         self._told: set[str] = set()  # notices of `tell_once` given so far
         # Tokens the provider counted beyond the estimate of the last request (see
@@ -96,6 +99,7 @@ class Session:
         # The provider's context window, once it refused a request as longer than it.
         self.context_window: int | None = None
         self.window_guessed = False  # context_window is only a bound an empty stream gave
+        self.spent = Usage()  # the tokens of every model call of the session in this process
         # This turn's last stored assistant message: (its pending or done write, its body).
         self._last_assistant: tuple[asyncio.Future[int], dict[str, Any]] | None = None
         forget = partial(server.sessions.forget, record.id)
@@ -181,11 +185,15 @@ class Session:
             # wrote is durable.
             self.lease.release()
             await self.settle()
-        # _meta (ACP extensibility): how the turn machine got there, for tools and demos.
-        return {
-            "stopReason": stop_reason,
-            "_meta": {"acpFsm": {"statePath": turn.path, "modelCalls": turn.requests}},
+        # _meta (ACP extensibility): how the turn machine got there, and the tokens of the
+        # turn's model calls (its compactions' and subagents' included), and of the session's.
+        meta = {
+            "statePath": turn.path,
+            "modelCalls": turn.requests,
+            "usage": updates.usage_totals(turn.spent),
+            "sessionUsage": updates.usage_totals(self.spent),
         }
+        return {"stopReason": stop_reason, "_meta": {"acpFsm": meta}}
 
     async def _claim(self) -> None:
         """Take the session's turn lease, then catch up with what another process wrote since
@@ -248,6 +256,24 @@ class Session:
 
             self.mcp = McpServers.of(entries, str(self.cwd))  # closed by a shutdown meanwhile
             await self.mcp.start()
+
+    @property
+    def background(self) -> BackgroundJobs:
+        """The commands left running by `run_command` (background), stopped with the
+        session; the tools' module is loaded only by a session that starts one."""
+        if self._background is None:
+            from acp_fsm.tools.background import BackgroundJobs
+
+            self._background = BackgroundJobs()
+        return self._background
+
+    def background_summary(self) -> str:
+        """What the system prompt says of the background commands ("" when none)."""
+        return "" if self._background is None else self._background.summary()
+
+    async def stop_background(self) -> None:
+        if self._background is not None:
+            await self._background.stop_all()
 
     async def close_mcp(self) -> None:
         mcp, self.mcp = self.mcp, None
@@ -338,6 +364,13 @@ class Session:
 
     async def record_turn_end(self, stop_reason: str) -> None:
         await self.journal.write("turn_end", {"stopReason": stop_reason}, wait=False)
+
+    def count(self, usage: Usage) -> None:
+        self.spent = self.spent.plus(usage)
+
+    def record_subagent(self, body: dict[str, Any]) -> None:
+        """Queued, not waited for: what the editor is told rests on the call's result."""
+        self.journal.queue("subagent", body)
 
     async def settle(self) -> None:
         """Wait until everything queued for this session is committed."""

@@ -236,7 +236,7 @@ class Sessions:
         if turn is not None:
             session.cancel(reason)
             await asyncio.wait({turn.done}, timeout=grace)
-        await session.close_mcp()
+        await asyncio.gather(session.close_mcp(), session.stop_background())
 
 
 def check_session(cwd: str, additional: list[str], mcp_servers: list[Any]) -> None:

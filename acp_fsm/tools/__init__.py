@@ -14,12 +14,15 @@ from acp_fsm import environment
 from acp_fsm.providers.types import ToolSpec
 from acp_fsm.tools.apply_patch import ApplyPatch
 from acp_fsm.tools.base import Tool
+from acp_fsm.tools.command_jobs import CommandOutput, KillCommand
 from acp_fsm.tools.edit_file import EditFile, MultiEdit
+from acp_fsm.tools.fetch_url import FetchUrl
 from acp_fsm.tools.glob_files import Glob
 from acp_fsm.tools.list_directory import ListDirectory
 from acp_fsm.tools.read_file import ReadFile
 from acp_fsm.tools.run_command import RunCommand
 from acp_fsm.tools.search_files import SearchFiles
+from acp_fsm.tools.task import Task
 from acp_fsm.tools.update_plan import UpdatePlan
 from acp_fsm.tools.write_file import WriteFile
 
@@ -35,6 +38,10 @@ TOOLS: dict[str, Tool] = {
         Glob(),
         SearchFiles(),
         RunCommand(),
+        CommandOutput(),
+        KillCommand(),
+        FetchUrl(),
+        Task(),
         UpdatePlan(),
     )
 }

@@ -20,6 +20,7 @@ from acp_fsm.tools.paths import utf8_text
 
 if TYPE_CHECKING:
     from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent, ToolCallLocation
+    from acp_fsm.tools.background import BackgroundJobs
 
 
 def utf8_json(value: Any) -> Any:
@@ -123,11 +124,19 @@ class ToolEnv(Protocol):
     def previewed(self) -> tuple[ToolCallContent, ...]:
         """What `Tool.preview` showed before the call ran (the diff the user approved)."""
 
+    @property
+    def background(self) -> BackgroundJobs:
+        """The session's background commands."""
+
     def report(self, content: tuple[ToolCallContent, ...]) -> None:
         """Show progress content now (e.g. a terminal block while a command runs)."""
 
     def show_plan(self, entries: list[PlanEntry]) -> None:
         """Show the agent's plan (an ACP `plan` update)."""
+
+    async def delegate(self, description: str, prompt: str) -> ToolOutcome:
+        """Run `prompt` in a subagent (`task`): its report as the outcome, its progress shown
+        in the call meanwhile. Raises `Cancelled` when the token fires."""
 
 
 # Files as the earlier calls of the same assistant message will leave them (absolute path →
@@ -143,6 +152,8 @@ class Tool(Protocol):
     # Running it may change files in ways no preview can show (a shell command): the calls
     # after it in the same message are not previewed.
     unpredictable: bool
+    # Its calls of one message run at once with each other (`task`), not one after another.
+    concurrent: bool
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -168,5 +179,7 @@ class Tool(Protocol):
         answer allows only such calls: it never widens the boundary)."""
 
     def needs_permission(self, args: dict[str, Any], env: ToolEnv) -> bool: ...
+    def always_asks(self, args: dict[str, Any], env: ToolEnv) -> bool:
+        """The user is asked in every mode, whatever was answered "always" before."""
 
     async def run(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome: ...

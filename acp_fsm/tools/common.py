@@ -101,6 +101,7 @@ class BaseTool:
     kind: str
     default_path: str | None = None
     unpredictable = False
+    concurrent = False
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
@@ -169,6 +170,10 @@ class BaseTool:
     def needs_permission(self, args: dict[str, Any], env: ToolEnv) -> bool:
         """Read-only rule: ask exactly when the call is not confined to the roots."""
         return not self.confined(args, env)
+
+    def always_asks(self, args: dict[str, Any], env: ToolEnv) -> bool:
+        """Whether the user is asked in every mode (override; no tool here needs it)."""
+        return False
 
     async def run(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         problem = self.validate(args)

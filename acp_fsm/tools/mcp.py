@@ -30,6 +30,7 @@ class McpTool:
     """Tool `tool` of the server `server`, shown to the model as `name`."""
 
     unpredictable = True  # it may change anything, files included
+    concurrent = False
 
     def __init__(self, server: McpConnection, tool: types.Tool, name: str) -> None:
         self.server = server
@@ -62,6 +63,9 @@ class McpTool:
 
     def confined(self, args: dict[str, Any], env: ToolEnv) -> bool:
         return True  # nothing to confine it by: "always" is remembered per tool
+
+    def always_asks(self, args: dict[str, Any], env: ToolEnv) -> bool:
+        return False  # the editor configured the server: its calls follow the mode
 
     def needs_permission(self, args: dict[str, Any], env: ToolEnv) -> bool:
         return not self.read_only  # a read-only tool runs without asking, like read_file

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from acp_fsm.protocol.cancel import Cancelled
+from acp_fsm.tools.background import start_in_background
 from acp_fsm.tools.base import ClientBridge, ToolCallView, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import MutatingTool, ask_client
 from acp_fsm.tools.process import OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, OutputCapture, run_local
@@ -105,7 +106,10 @@ class RunCommand(MutatingTool):
         "empty). Returns the exit code, then stdout and stderr together. Long output keeps its "
         f"first {OUTPUT_HEAD_BYTES // 1024} KiB and last {OUTPUT_TAIL_BYTES // 1024} KiB. "
         f"Killed after timeout_ms (default {DEFAULT_TIMEOUT_MS // 1000} s, at most "
-        f"{MAX_TIMEOUT_MS // 1000} s); background processes are stopped when it exits."
+        f"{MAX_TIMEOUT_MS // 1000} s); background processes are stopped when it exits. With "
+        "background true (a dev server, a watcher, a long build) it keeps running: the call "
+        "returns at once with an id (bg_1, ...) and its first output; read more with "
+        "command_output, stop it with kill_command."
     )
     arguments = "RunCommandArguments"
     kind = "execute"
@@ -135,6 +139,8 @@ class RunCommand(MutatingTool):
 
     async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         command: str = args["command"]
+        if args.get("background"):
+            return await start_in_background(command, env)
         timeout_ms = int(args.get("timeout_ms", DEFAULT_TIMEOUT_MS))
         if env.client.has_terminal:
             return await self._in_terminal(command, timeout_ms, env)

@@ -96,6 +96,8 @@ def classify(turn: Turn, call: ToolCallPart) -> PendingCall:
     if not settings.offered(mode, tool.kind):
         return _denied_call(call, tool, view, _planning(call.name))
     pending = PendingCall(call, tool, view, confined=confined)
+    if tool.always_asks(call.arguments, env):
+        return pending  # in every mode, whatever was answered "always"
     if not remembered(turn, pending) and (
         not asks or settings.runs_unasked(mode, tool.kind, confined)
     ):

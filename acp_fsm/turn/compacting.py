@@ -28,15 +28,8 @@ async def compact(turn: Turn) -> TurnTrigger:
     model_request = await request(turn)
     size = window(turn)
     room = reserve(model_request, turn.config())
-    drift = turn.session.context_drift
-    before = compaction.estimate(model_request) + drift
-    parts = compaction.split(
-        list(model_request.messages),
-        size,
-        room,
-        on_demand=turn.command is not None,
-        budget=compaction.kept_budget(model_request, size, room, drift),
-    )
+    before = compaction.estimate(model_request) + turn.session.context_drift
+    parts = cut(turn, model_request)
     turn.send_as_is = True
     if parts is None:
         if turn.command is not None:
@@ -59,6 +52,21 @@ async def compact(turn: Turn) -> TurnTrigger:
     )
     turn.update(updates.chunk("agent_message_chunk", updates.text_content(text)))
     return TurnTrigger.COMPACTED
+
+
+def cut(turn: Turn, model_request: ModelRequest) -> compaction.Compaction | None:
+    """Where a compaction of `model_request` would cut its messages now; None when nothing
+    before the cut would be left to summarise or drop."""
+    size = window(turn)
+    room = reserve(model_request, turn.config())
+    drift = turn.session.context_drift
+    return compaction.split(
+        list(model_request.messages),
+        size,
+        room,
+        on_demand=turn.command is not None,
+        budget=compaction.kept_budget(model_request, size, room, drift),
+    )
 
 
 async def _summary(
@@ -85,6 +93,6 @@ async def _summary(
         log.warning("summary_failed", error=str(exc))
         return None, f"the summary call failed ({exc})"
     assert finished is not None, "a stream ends with Finished or an exception"
-    log_usage(finished, "summary")
+    log_usage(turn, finished, "summary")
     summary = compaction.summary_of(finished.message)
     return (summary, None) if summary else (None, "the model answered with no summary")

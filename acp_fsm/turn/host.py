@@ -3,7 +3,7 @@ the failure that ends it (`TurnFailed`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -13,11 +13,12 @@ from acp_fsm.conversation import Conversation
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.protocol.errors import RpcError
 from acp_fsm.providers.endpoint import ProviderConfig
-from acp_fsm.providers.types import AssistantMessage, Message, ToolResultPart
-from acp_fsm.tools.base import Tool
+from acp_fsm.providers.types import AssistantMessage, Message, ToolResultPart, Usage
+from acp_fsm.tools.base import Tool, ToolOutcome
 
 if TYPE_CHECKING:
     from acp_fsm.schemas import acp_types as acp
+    from acp_fsm.tools.background import BackgroundJobs
     from acp_fsm.updates import ChunkKind
 
 
@@ -40,6 +41,13 @@ class Host(Protocol):
     context_drift: int  # tokens the provider counted beyond the last estimate
     context_window: int | None  # the provider's, when it said it is less than configured
     window_guessed: bool  # context_window is only a bound (an empty stream's), not stated
+
+    @property
+    def background(self) -> BackgroundJobs:
+        """The commands still running after their call."""
+
+    def background_summary(self) -> str:
+        """The background commands, for the system prompt ("" when none)."""
 
     @property
     def settings(self) -> settings.Settings:
@@ -95,6 +103,12 @@ class Host(Protocol):
     async def record_turn_end(self, stop_reason: str) -> None:
         """Store that the turn ended, and why."""
 
+    def count(self, usage: Usage) -> None:
+        """Add a model call's tokens to the session's usage."""
+
+    def record_subagent(self, body: dict[str, Any]) -> None:
+        """Store a subagent's transcript (`turn.subagent`) with the session."""
+
     async def settle(self) -> None:
         """Wait until everything queued is stored."""
 
@@ -124,12 +138,14 @@ class TurnEnv:
         token: CancellationToken,
         client: Client,
         report: Callable[[tuple[acp.ToolCallContent, ...]], None],
+        delegate: Callable[[str, str], Awaitable[ToolOutcome]],
         previewed: tuple[acp.ToolCallContent, ...] = (),
     ) -> None:
         self._session = session
         self._token = token
         self._client = client
         self._report = report
+        self._delegate = delegate
         self._previewed = previewed
 
     @property
@@ -152,8 +168,15 @@ class TurnEnv:
     def previewed(self) -> tuple[acp.ToolCallContent, ...]:
         return self._previewed
 
+    @property
+    def background(self) -> BackgroundJobs:
+        return self._session.background
+
     def report(self, content: tuple[acp.ToolCallContent, ...]) -> None:
         self._report(content)
 
     def show_plan(self, entries: list[acp.PlanEntry]) -> None:
         self._session.send_update(updates.plan(entries))
+
+    async def delegate(self, description: str, prompt: str) -> ToolOutcome:
+        return await self._delegate(description, prompt)

@@ -45,8 +45,11 @@ async def request(turn: Turn) -> ModelRequest:
     chosen = turn.session.settings
     model = turn.session.model(config)
     system = await instructions(turn)
-    if chosen.mode == settings.PLAN:
+    if chosen.mode == settings.PLAN and not turn.subagent:  # a subagent reports, never plans
         system = f"{system}\n\n{settings.PLAN_NOTE}"
+    jobs = turn.session.background_summary()
+    if jobs:
+        system = f"{system}\n\n{jobs}"
     from acp_fsm.tools import edit_style, listed  # loaded with the first model call
 
     style = edit_style(config.provider, model)
@@ -87,8 +90,11 @@ def reserve(model_request: ModelRequest, config: ProviderConfig) -> int:
     return model_request.max_tokens
 
 
-def log_usage(finished: Finished, call: str) -> Usage:
+def log_usage(turn: Turn, finished: Finished, call: str) -> Usage:
+    """A call's tokens: logged, and counted in the turn's and the session's."""
     usage = finished.usage
+    turn.spent = turn.spent.plus(usage)
+    turn.session.count(usage)
     log.info(
         "model_usage",
         call=call,

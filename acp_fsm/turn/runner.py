@@ -33,7 +33,8 @@ from acp_fsm.fsm.turn import (
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.protocol.errors import InternalError, RpcError
 from acp_fsm.providers.endpoint import ProviderConfig
-from acp_fsm.tools.base import Tool
+from acp_fsm.providers.types import Usage
+from acp_fsm.tools.base import Tool, ToolOutcome
 from acp_fsm.turn import compacting, draining, permission, streaming, tools
 from acp_fsm.turn.calls import PendingCall, close_open
 from acp_fsm.turn.host import Host, TurnEnv, TurnFailed
@@ -64,7 +65,10 @@ class Turn:
         self.token = token
         self.command = command  # a slash command the prompt runs instead of a model turn
         self.state = TurnState(TURN.initial)  # moved by `_fire` only
-        self.requests = 0
+        self.requests = 0  # model calls made
+        self.max_requests = tools.max_turn_requests()  # and allowed
+        self.spent = Usage()  # the tokens of its model calls (its subagents' included)
+        self.subagent = False  # a subagent's turn (`turn.subagent`)
         self.calls: list[PendingCall] = []  # of the current assistant message
         self.stop_reason: acp.StopReason = "end_turn"  # when the turn ends done
         self.error: RpcError | None = None
@@ -76,6 +80,7 @@ class Turn:
         self.tools: dict[str, Tool] = {}  # of the current model call
         self.system: str | None = None  # read once a turn (instruction files may change)
         self.send_as_is = False  # the next model call: compacted once, it is not again
+        self.recompacted = False  # this model call: compacted again for a lowered guess
         self._guards: dict[Guard, Callable[[], bool]] = {
             NEEDS_PERMISSION: self._needs_permission,
             ON_DEMAND: lambda: self.command is not None,
@@ -173,7 +178,12 @@ class Turn:
         def report(content: tuple[acp.ToolCallContent, ...]) -> None:
             self.update(updates.tool_call_update(call_id, "in_progress", content=list(content)))
 
-        return TurnEnv(self.session, self.token, self.client, report, previewed)
+        async def delegate(description: str, prompt: str) -> ToolOutcome:
+            from acp_fsm.turn import subagent  # with the first task call
+
+            return await subagent.delegate(self, call_id, description, prompt)
+
+        return TurnEnv(self.session, self.token, self.client, report, delegate, previewed)
 
     def update(self, update: acp.SessionUpdate) -> None:
         self.session.send_update(update)

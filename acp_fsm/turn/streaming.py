@@ -27,6 +27,7 @@ from acp_fsm.providers.types import (
 from acp_fsm.tools.base import Drafts
 from acp_fsm.tools.common import ToolError, describe_os_error
 from acp_fsm.turn.calls import classify
+from acp_fsm.turn.compacting import cut
 from acp_fsm.turn.host import TurnFailed
 from acp_fsm.turn.model import (
     instructions,
@@ -81,9 +82,9 @@ async def stream(turn: Turn) -> TurnTrigger:
     finished = await _streamed(turn, model_request, estimate, room)
     if finished is None:
         return TurnTrigger.COMPACT
-    turn.send_as_is = False
+    turn.send_as_is = turn.recompacted = False
     CATALOG.after_call(config, model_request.model)
-    usage = log_usage(finished, "turn")
+    usage = log_usage(turn, finished, "turn")
     if usage.input_tokens:
         turn.session.context_drift = max(0, usage.input_tokens - estimate)
     used = usage.input_tokens + usage.output_tokens
@@ -120,7 +121,7 @@ async def _streamed(
         await keep_partial(turn, partial, transcript.CANCELLED)
         raise
     except ProviderError as exc:
-        if _overflowed(turn, exc, estimate, room):  # refused whole: nothing streamed
+        if _overflowed(turn, exc, model_request, estimate, room):  # refused whole: nothing streamed
             return None
         await keep_partial(turn, model_stream.partial, "error", wait=True)
         raise TurnFailed(_failure(turn, exc, model_request, estimate)) from None
@@ -186,13 +187,17 @@ async def keep_partial(
         await turn.session.add_assistant(kept, stop_reason, {}, wait=wait)
 
 
-def _overflowed(turn: Turn, exc: ProviderError, estimate: int, room: int) -> bool:
+def _overflowed(
+    turn: Turn, exc: ProviderError, model_request: ModelRequest, estimate: int, room: int
+) -> bool:
     """Whether the call was refused for being over the context window, so that compacting and
     sending it again may help (once a model call: a request sent as it is after a compaction
-    is not compacted again). An empty 200 stream counts when the request was near the window,
-    or the window is only assumed: llama-cpp-python answers so."""
+    is not compacted again, unless the window was only guessed, this refusal lowers the
+    guess, and there is still something to cut; that happens once). An empty 200 stream
+    counts when the request was near the window, or the window is only assumed:
+    llama-cpp-python answers so."""
     if turn.send_as_is:
-        return False
+        return _guessed_too_large(turn, exc, model_request, estimate, room)
     if exc.error_type == EMPTY_STREAM:
         near = estimate + turn.session.context_drift >= NEAR_WINDOW * compaction.usable(
             window(turn), room
@@ -202,6 +207,26 @@ def _overflowed(turn: Turn, exc: ProviderError, estimate: int, room: int) -> boo
     elif not exc.context_exceeded:
         return False
     learn_window(turn, exc, estimate, room)
+    return True
+
+
+def _guessed_too_large(
+    turn: Turn, exc: ProviderError, model_request: ModelRequest, estimate: int, room: int
+) -> bool:
+    """A compacted request refused as too long although it fit the window guessed from an
+    earlier refusal (that request was larger: it listed every tool, say): the guess comes
+    down to this request, and it is compacted again if that can cut anything. Once a model
+    call, so a turn never loops."""
+    refused = exc.error_type == EMPTY_STREAM or exc.context_exceeded
+    session = turn.session
+    if turn.recompacted or not refused or not session.window_guessed:
+        return False
+    if estimate >= window(turn):
+        return False  # it teaches nothing new
+    learn_window(turn, exc, estimate, room)
+    if cut(turn, model_request) is None:
+        return False
+    turn.recompacted = True
     return True
 
 

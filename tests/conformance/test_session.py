@@ -299,7 +299,9 @@ def test_tool_call_content_kinds(session_run: SessionRun) -> None:
 
 def test_each_tool_with_each_permission_answer(session_run: SessionRun) -> None:
     """Every tool that can ask ran through a permission request, answered each way ACP
-    allows (update_plan never asks: it changes nothing outside the conversation)."""
+    allows (update_plan never asks: it changes nothing outside the conversation; nor do
+    command_output and kill_command: starting the command asked; nor does task: its
+    subagent cannot)."""
     asked = [
         r["params"]["toolCall"]["toolCallId"]
         for r in session_run.editor.received
@@ -307,7 +309,8 @@ def test_each_tool_with_each_permission_answer(session_run: SessionRun) -> None:
     ]
     expected = [call_id for call_id, (_, answer) in CALLS.items() if answer is not None]
     assert asked == expected
-    assert {CALLS[call_id][0] for call_id in asked} == set(TOOLS) - {"update_plan"}
+    never = {"update_plan", "command_output", "kill_command", "task"}
+    assert {CALLS[call_id][0] for call_id in asked} == set(TOOLS) - never
     answers = {answer for _, answer in CALLS.values() if answer is not None}
     assert answers == {
         "allow_once",

@@ -249,7 +249,8 @@ async def test_a_window_the_tools_nearly_fill_still_takes_prompt_after_prompt(
     limit: once the first empty stream has shown the window, the model calls list only the
     essential tools (all of them would nearly fill it), and what the system prompt and those
     tools leave is the conversation's (seen with the real server: with every tool listed,
-    every later prompt was refused)."""
+    every later prompt was refused). The guess that first request taught is too large for
+    the lean ones: a compacted request refused brings it down and is compacted once more."""
     async with serving(LLAMA_CPP_PYTHON, tmp_path, window=2000) as (server, launch):
         server.fallback = Reply(text=PAGE[:400])
         agent = await launch.start("openai", OPENAI_API_KEY=None, ACP_FSM_MAX_TOKENS="512")

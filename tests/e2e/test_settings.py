@@ -33,7 +33,10 @@ class Models(TypedDict):
 
 
 MODELS: Final[Models] = {"ACP_FSM_MODEL": "m-one", "ACP_FSM_MODELS": "m-one,m-two"}
-READ_ONLY_TOOLS = ["glob", "list_directory", "read_file", "search_files", "update_plan"]
+READ_ONLY_TOOLS = [
+    "command_output", "glob", "list_directory", "read_file", "search_files", "task",
+    "update_plan"
+]  # fmt: skip
 
 
 def options_of(result: dict[str, Any]) -> dict[str, tuple[str, list[str]]]:

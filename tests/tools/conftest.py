@@ -21,6 +21,7 @@ import pytest
 
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.tools import TOOLS
+from acp_fsm.tools.background import BackgroundJobs
 from acp_fsm.tools.base import ToolOutcome
 
 if TYPE_CHECKING:
@@ -209,6 +210,7 @@ class Env:
     roots: tuple[Path, ...] = ()
     token: CancellationToken = field(default_factory=CancellationToken)
     previewed: tuple[ToolCallContent, ...] = ()
+    background: BackgroundJobs = field(default_factory=BackgroundJobs)
 
     def __post_init__(self) -> None:
         self.roots = self.roots or (self.cwd,)
@@ -218,6 +220,10 @@ class Env:
 
     def show_plan(self, entries: list[PlanEntry]) -> None:
         self.client.calls.append(("plan", entries))
+
+    async def delegate(self, description: str, prompt: str) -> ToolOutcome:
+        self.client.calls.append(("delegate", (description, prompt)))
+        return ToolOutcome(f"report on {description}")
 
 
 async def call(env: Env, name: str, **args: Any) -> ToolOutcome:

@@ -26,6 +26,10 @@ NAMES = [
     "glob",
     "search_files",
     "run_command",
+    "command_output",
+    "kill_command",
+    "fetch_url",
+    "task",
     "update_plan",
 ]
 KINDS = {
@@ -38,6 +42,10 @@ KINDS = {
     "glob": "search",
     "search_files": "search",
     "run_command": "execute",
+    "command_output": "read",
+    "kill_command": "execute",
+    "fetch_url": "fetch",
+    "task": "think",
     "update_plan": "think",
 }
 
@@ -74,6 +82,10 @@ def test_required_arguments() -> None:
         "glob": ["pattern"],
         "search_files": ["pattern"],
         "run_command": ["command"],
+        "command_output": ["id"],
+        "kill_command": ["id"],
+        "fetch_url": ["url"],
+        "task": ["description", "prompt"],
         "update_plan": ["entries"],
     }
 

@@ -37,9 +37,11 @@ CALLS: Final[dict[str, tuple[str, Choice | None]]] = {
     "call_multi": ("multi_edit", "allow_once"),
     "call_patch": ("apply_patch", "allow_once"),
     "call_glob": ("glob", "reject_once"),  # outside the roots
+    "call_fetch": ("fetch_url", "reject_once"),  # a page is outside the project
     "call_slow": ("run_command", None),  # allowed always, earlier in the session
     "call_held": ("write_file", HOLD),  # answered after the agent's $/cancel_request
     "call_plan": ("update_plan", None),  # never asks
+    "call_task": ("task", None),  # never asks: its subagent cannot
 }
 
 
@@ -135,8 +137,11 @@ def _script(project: Path, outside: Path) -> list[Any]:
                     patch="*** Begin Patch\n*** Add File: patched.py\n+x = 1\n*** End Patch\n",
                 ),
                 call("call_glob", pattern="*.txt", path=str(outside)),
+                call("call_fetch", url="https://example.com/"),
+                call("call_task", description="Find notes", prompt="Where are the notes?"),
             ),
         ),
+        Reply(text="The notes are in notes.txt."),  # the subagent's report
         Reply(text="All done."),
         Reply(calls=(call("call_slow", command="sleep 30", timeout_ms=300),)),
         Reply(text="The command timed out."),

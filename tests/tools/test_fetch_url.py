@@ -1,0 +1,155 @@
+"""fetch_url against a local aiohttp server: HTML to Markdown, text and JSON as they are,
+redirects bounded and checked hop by hop, a huge page cut, a slow one cancelled, no keys sent."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+from acp_fsm.protocol.cancel import Cancelled
+from acp_fsm.tools.fetch_url import FetchUrl, local_host, private_address
+from tests.timing import INTERRUPTED_S
+from tests.tools.conftest import Env, call
+
+PAGE = """<html><head><title>Guide</title><style>p {color: red}</style></head>
+<body><h1>Install</h1><p>Run <code>pip install x</code>, then see
+<a href="/next">the next page</a>.</p><script>alert('no')</script>
+<ul><li>one</li><li>two</li></ul></body></html>"""
+
+
+class Site:
+    def __init__(self) -> None:
+        self.headers: list[dict[str, str]] = []
+        self.url = ""
+
+    async def page(self, request: web.Request) -> web.StreamResponse:
+        self.headers.append(dict(request.headers))
+        name = request.match_info["name"]
+        if name == "html":
+            return web.Response(text=PAGE, content_type="text/html")
+        if name == "json":
+            return web.json_response({"a": [1, 2]})
+        if name == "text":
+            return web.Response(text="plain text\n")
+        if name == "loop":
+            raise web.HTTPFound("/loop")
+        if name == "huge":
+            return web.Response(text="x" * 300_000)
+        if name == "image":
+            return web.Response(body=b"\x89PNG", content_type="image/png")
+        if name == "elsewhere":  # to another name of this machine
+            raise web.HTTPFound(self.url.replace("127.0.0.1", "localhost") + "/text")
+        if name == "slow":
+            await asyncio.sleep(30)
+        if name == "missing":
+            return web.Response(status=404, text="no such page")
+        return web.Response(text="?")
+
+
+@pytest.fixture
+async def site() -> AsyncIterator[Site]:
+    site = Site()
+    app = web.Application()
+    app.router.add_get("/{name}", site.page)
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    tcp = web.TCPSite(runner, "127.0.0.1", 0)
+    await tcp.start()
+    port = runner.addresses[0][1]
+    site.url = f"http://127.0.0.1:{port}"
+    yield site
+    await runner.cleanup()
+
+
+async def test_html_becomes_markdown_without_scripts_or_styles(env: Env, site: Site) -> None:
+    outcome = await call(env, "fetch_url", url=f"{site.url}/html")
+    assert not outcome.is_error, outcome.output
+    text = outcome.output
+    assert "# Install" in text
+    assert "[the next page](/next)" in text
+    assert "- one\n- two" in text
+    assert "alert" not in text and "color: red" not in text
+    assert text.startswith("# Guide")
+
+
+async def test_text_and_json_come_as_they_are(env: Env, site: Site) -> None:
+    assert (await call(env, "fetch_url", url=f"{site.url}/text")).output == "plain text\n"
+    assert (await call(env, "fetch_url", url=f"{site.url}/json")).output == '{"a": [1, 2]}'
+
+
+async def test_a_status_other_than_200_is_said_first(env: Env, site: Site) -> None:
+    outcome = await call(env, "fetch_url", url=f"{site.url}/missing")
+    assert outcome.output == f"{site.url}/missing answered 404.\n\nno such page"
+
+
+async def test_a_redirect_loop_stops(env: Env, site: Site) -> None:
+    outcome = await call(env, "fetch_url", url=f"{site.url}/loop")
+    assert outcome.is_error and "more than 5 redirects" in outcome.output
+    assert len(site.headers) == 6
+
+
+async def test_a_huge_page_is_cut_with_a_note(env: Env, site: Site) -> None:
+    outcome = await call(env, "fetch_url", url=f"{site.url}/huge", max_chars=1000)
+    body, note = outcome.output.split("\n\n")
+    assert body == "x" * 1000
+    assert note == "[The page was cut at 1,000 characters of 300,000.]"
+
+
+async def test_a_slow_page_is_cancelled_at_once(env: Env, site: Site) -> None:
+    fetching = asyncio.create_task(call(env, "fetch_url", url=f"{site.url}/slow"))
+    await asyncio.sleep(0.3)
+    fired = time.monotonic()
+    env.token.cancel()
+    with pytest.raises(Cancelled):
+        await fetching
+    assert time.monotonic() - fired < INTERRUPTED_S  # not the 30 s wait or page
+
+
+async def test_what_is_not_text_is_refused(env: Env, site: Site) -> None:
+    outcome = await call(env, "fetch_url", url=f"{site.url}/image")
+    assert outcome.is_error and "not a text page (image/png)" in outcome.output
+
+
+async def test_a_hop_to_another_private_host_is_refused(env: Env, site: Site) -> None:
+    outcome = await call(env, "fetch_url", url=f"{site.url}/elsewhere")
+    assert outcome.is_error
+    assert "localhost resolves to" in outcome.output and "user's approval" in outcome.output
+
+
+async def test_the_request_carries_none_of_the_agents_keys(
+    env: Env, site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-never-sent-0123456789")
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # not used: trust_env is off
+    await call(env, "fetch_url", url=f"{site.url}/text")
+    sent = site.headers[-1]
+    assert "Authorization" not in sent and "Cookie" not in sent
+    assert not any("sk-never-sent" in value for value in sent.values())
+    assert sent["User-Agent"].startswith("acp-fsm")
+
+
+@pytest.mark.parametrize(
+    ("host", "local"),
+    [
+        ("127.0.0.1", True), ("10.1.2.3", True), ("192.168.0.1", True), ("169.254.1.1", True),
+        ("[::1]", True), ("localhost", True), ("printer.local", True), ("intranet", True),
+        ("example.com", False), ("93.184.216.34", False), ("[2606:4700::1111]", False),
+    ],
+)  # fmt: skip
+def test_the_users_own_machine_and_network_are_told_apart(host: str, local: bool) -> None:
+    assert local_host(host) is local
+    assert FetchUrl().always_asks({"url": f"http://{host}/x"}, None) is local  # type: ignore[arg-type]
+
+
+def test_private_addresses() -> None:
+    assert private_address("::ffff:10.0.0.1") and private_address("fe80::1%eth0")
+    assert not private_address("8.8.8.8") and not private_address("not an address")
+
+
+async def test_only_http_and_https_are_fetched(env: Env) -> None:
+    outcome = await call(env, "fetch_url", url="file:///etc/passwd")
+    assert outcome.is_error and "only http and https" in outcome.output
