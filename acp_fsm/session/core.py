@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 
 from acp_fsm import credentials, limits, redact, transcript, updates
+from acp_fsm.blocking import Shared
 from acp_fsm.conversation import Conversation
+from acp_fsm.library import EMPTY, Library, scan
 from acp_fsm.prompt import title_of, to_parts
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.protocol.errors import InvalidRequest
@@ -67,6 +69,9 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("session")
 
+# The user's commands and skills, read once for the sessions that ask at once in a directory.
+_SCAN = Shared(scan)
+
 
 class Session:
     """One conversation, open in this process."""
@@ -109,6 +114,8 @@ class Session:
         self.lease = TurnLease(store, record.id, forget)
         self.options = Options(self.journal, self.send_update, chosen)
         self._text_senders: dict[str, Callable[[str], object]] = {}  # see `text_sender`
+        self.library: Library = EMPTY  # the user's commands and skills, as last read
+        self._reading: asyncio.Task[None] | None = None  # the first read (`read_library_soon`)
 
     def __repr__(self) -> str:
         turn = self.turn.state if self.turn is not None else "idle"
@@ -165,6 +172,14 @@ class Session:
     async def _converse(
         self, turn: Turn, body: dict[str, Any], parts: tuple[UserPart, ...]
     ) -> acp.PromptResponse:
+        await self.read_library(turn.token)
+        from acp_fsm import commands
+
+        found = commands.expanded(body["prompt"], parts, self.library)
+        if found is not None:  # the user's command: the model reads it, the user sees theirs
+            parts = found
+            body = {**body, "parts": [transcript.part_to_json(p) for p in parts]}
+            limits.check_stored("prompt", body)
         await self.journal.write("user", body, wait=True)  # not stored: not in the conversation
         self.conversation.append(UserMessage(parts))
         if self.title is None and (
@@ -279,6 +294,31 @@ class Session:
         mcp, self.mcp = self.mcp, None
         if mcp is not None:
             await mcp.close()
+
+    # ------------------------------------------------------ commands and skills
+
+    def read_library_soon(self) -> None:
+        """Read the user's commands and skills now, off the answer's path (session setup)."""
+        if self._reading is None or self._reading.done():
+            self._reading = asyncio.get_running_loop().create_task(self.read_library(None))
+
+    async def read_library(self, token: CancellationToken | None) -> None:
+        """Read the user's commands and skills again (at every prompt: the files may have
+        changed): announced when they differ from what the editor was told, a file that
+        cannot be used named once in the session. A cancel leaves the last read in force."""
+        from acp_fsm import commands
+        from acp_fsm.protocol.cancel import Cancelled
+
+        try:
+            found = await _SCAN(token, self.cwd, commands.RESERVED)
+        except Cancelled:
+            return
+        for problem in found.problems:
+            self.tell_once(problem)
+        changed = (found.commands, found.skills) != (self.library.commands, self.library.skills)
+        self.library = found
+        if changed:
+            self.send_update(commands.announcement(found))
 
     # -------------------------------------------------------------- options
 

@@ -136,6 +136,7 @@ class SubagentHost:
         self.context_window = parent.context_window  # the same server
         self.window_guessed = parent.window_guessed
         self.conversation = Conversation([UserMessage((TextPart(prompt),))])
+        self.library = parent.library
 
     def __repr__(self) -> str:
         return f"<SubagentHost of {self.id} messages={len(self.conversation)}>"

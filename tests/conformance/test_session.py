@@ -301,7 +301,7 @@ def test_each_tool_with_each_permission_answer(session_run: SessionRun) -> None:
     """Every tool that can ask ran through a permission request, answered each way ACP
     allows (update_plan never asks: it changes nothing outside the conversation; nor do
     command_output and kill_command: starting the command asked; nor does task: its
-    subagent cannot)."""
+    subagent cannot; nor does skill: the user's own)."""
     asked = [
         r["params"]["toolCall"]["toolCallId"]
         for r in session_run.editor.received
@@ -309,7 +309,7 @@ def test_each_tool_with_each_permission_answer(session_run: SessionRun) -> None:
     ]
     expected = [call_id for call_id, (_, answer) in CALLS.items() if answer is not None]
     assert asked == expected
-    never = {"update_plan", "command_output", "kill_command", "task"}
+    never = {"update_plan", "command_output", "kill_command", "task", "skill"}
     assert {CALLS[call_id][0] for call_id in asked} == set(TOOLS) - never
     answers = {answer for _, answer in CALLS.values() if answer is not None}
     assert answers == {
