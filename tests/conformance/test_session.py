@@ -441,3 +441,15 @@ def test_the_agent_stayed_clean(session_run: SessionRun) -> None:
     assert session_run.schema_violations == []
     assert session_run.editor.unexpected == []
     assert session_run.client_errors == []
+
+
+def test_the_users_command_and_skill_are_announced(session_run: SessionRun) -> None:
+    """The project's command file and skill reach the editor's menu (and, with the official
+    schema at hand, the announcement is checked against it like every message)."""
+    announced = [
+        [c["name"] for c in r.payload["update"]["availableCommands"]]
+        for r in session_run.records
+        if r.method == "session/update"
+        and r.payload["update"]["sessionUpdate"] == "available_commands_update"
+    ]
+    assert ["compact"] in announced and ["compact", "tidy", "notes"] in announced
