@@ -1,7 +1,9 @@
 """The agent's slash commands: announced with `available_commands_update`, run when a prompt
-starts with one. The built-in ones (`/compact`) are the agent's own; the user's (files, and
-skills invoked by name: `acp_fsm.library`) become the prompt the model receives, the user's
-words stay as typed. Any other text starting with `/` (a path, say) is a prompt."""
+starts with one. Built in: `/compact` (the turn compacts), `/status` and `/mcp` (the agent
+answers itself, no model call), `/init` and `/review` (prompts of the agent's own; `/review`
+turns are read-only). The user's (files, and skills invoked by name: `acp_fsm.library`)
+become the prompt the model receives; the user's words stay as typed. Any other text starting
+with `/` (a path, say) is a prompt."""
 
 from __future__ import annotations
 
@@ -12,15 +14,33 @@ if TYPE_CHECKING:
     from acp_fsm.providers.types import UserPart
     from acp_fsm.schemas.acp_types import AvailableCommand, SessionUpdateAvailableCommandsUpdate
 
-COMPACT = "compact"
-# name -> (description, hint for its input)
-COMMANDS = {
+COMPACT, INIT, REVIEW, STATUS, MCP = "compact", "init", "review", "status", "mcp"
+# name -> (description, hint for its input, None when it takes none)
+COMMANDS: dict[str, tuple[str, str | None]] = {
     COMPACT: (
         "Summarise the conversation so far to free the model's context window; the "
         "latest turns stay as they are",
         "what the summary should keep (optional)",
     ),
+    INIT: (
+        "Study the project and write AGENTS.md (or improve it): how to build, test and "
+        "work in it, for coding agents",
+        "what to stress (optional)",
+    ),
+    REVIEW: (
+        "Review the uncommitted changes (or a git range) and report findings; nothing is "
+        "changed in this turn",
+        "a git range such as main..HEAD (optional)",
+    ),
+    STATUS: (
+        "The session: provider, model, mode, context used, tokens, MCP servers, "
+        "instruction files, skills and background commands",
+        None,
+    ),
+    MCP: ("The session's MCP servers, their state and their tools", None),
 }
+TURN_COMMANDS = frozenset({COMPACT, STATUS, MCP})  # run by the turn machine itself
+REPORTS = frozenset({STATUS, MCP})  # answered by the agent, no model call
 
 
 class Command(NamedTuple):
@@ -34,10 +54,12 @@ RESERVED = frozenset(COMMANDS)  # names a command file cannot take
 def available(library: Library | None = None) -> list[AvailableCommand]:
     """The commands as ACP `AvailableCommand`s: the built-in ones, then the user's commands
     and skills (by name)."""
-    listed: list[AvailableCommand] = [
-        {"name": name, "description": about, "input": {"hint": hint}}
-        for name, (about, hint) in COMMANDS.items()
-    ]
+    listed: list[AvailableCommand] = []
+    for name, (about, hint) in COMMANDS.items():
+        built: AvailableCommand = {"name": name, "description": about}
+        if hint is not None:
+            built["input"] = {"hint": hint}
+        listed.append(built)
     if library is None:
         return listed
     for command in library.commands.values():
@@ -74,9 +96,10 @@ def _split(prompt: list[dict[str, Any]]) -> tuple[str, str] | None:
 
 
 def parse(prompt: list[dict[str, Any]]) -> Command | None:
-    """The built-in command a prompt runs: its first block is text starting with `/<name>`."""
+    """The command the turn machine runs for a prompt (`/compact`, `/status`, `/mcp`): its
+    first block is text starting with `/<name>`."""
     found = _split(prompt)
-    if found is None or found[0] not in COMMANDS:
+    if found is None or found[0] not in TURN_COMMANDS:
         return None
     return Command(*found)
 
@@ -92,6 +115,8 @@ def expanded(
     from acp_fsm.providers.types import TextPart
 
     name, argument = found
+    if name == INIT:
+        return (TextPart(init_prompt(argument)), *parts[1:])
     command = library.commands.get(name)
     skill = library.skills.get(name)
     if command is not None:
@@ -101,3 +126,25 @@ def expanded(
     else:
         return None
     return (TextPart(text), *parts[1:])
+
+
+def reviewing(prompt: list[dict[str, Any]]) -> str | None:
+    """The argument of a `/review` prompt (its range, "" for the uncommitted changes), or None
+    when the prompt is not one."""
+    found = _split(prompt)
+    return found[1] if found is not None and found[0] == REVIEW else None
+
+
+def init_prompt(focus: str) -> str:
+    """What the model is asked by `/init`."""
+    stress = f"\n\nThe user asks you to stress: {focus}" if focus else ""
+    return (
+        "Study this project, then write AGENTS.md at its root, or improve it if it exists: "
+        "the instructions a coding agent needs to work here. Explore first (the top-level "
+        "folders, the README, the build, test and lint configuration, a few central source "
+        "files). Then write, concisely: what the project is; the exact commands to build, "
+        "run, test and lint it; its layout (the main folders and what they hold); the "
+        "conventions its code follows (style, naming, errors, tests); and what an agent must "
+        "not do. Keep what an existing AGENTS.md says that is still true, and never write a "
+        "command you have not found in the project." + stress
+    )

@@ -105,6 +105,7 @@ class Session:
         self.context_window: int | None = None
         self.window_guessed = False  # context_window is only a bound an empty stream gave
         self.spent = Usage()  # the tokens of every model call of the session in this process
+        self.context_used = 0  # tokens of the last model call (what usage_update says)
         # This turn's last stored assistant message: (its pending or done write, its body).
         self._last_assistant: tuple[asyncio.Future[int], dict[str, Any]] | None = None
         forget = partial(server.sessions.forget, record.id)
@@ -173,9 +174,7 @@ class Session:
         self, turn: Turn, body: dict[str, Any], parts: tuple[UserPart, ...]
     ) -> acp.PromptResponse:
         await self.read_library(turn.token)
-        from acp_fsm import commands
-
-        found = commands.expanded(body["prompt"], parts, self.library)
+        found = await self._expanded(turn, body["prompt"], parts)
         if found is not None:  # the user's command: the model reads it, the user sees theirs
             parts = found
             body = {**body, "parts": [transcript.part_to_json(p) for p in parts]}
@@ -297,6 +296,29 @@ class Session:
 
     # ------------------------------------------------------ commands and skills
 
+    async def _expanded(
+        self, turn: Turn, prompt: list[dict[str, Any]], parts: tuple[UserPart, ...]
+    ) -> tuple[UserPart, ...] | None:
+        """What the model receives for a prompt that is a command (`/init`, `/review`, the
+        user's commands and skills), or None: the prompt as it is. A `/review` turn is
+        read-only; its diff is read with git, off the event loop."""
+        from acp_fsm import commands
+
+        scope = commands.reviewing(prompt)
+        if scope is None:
+            return commands.expanded(prompt, parts, self.library)
+        from acp_fsm.blocking import run_blocking
+        from acp_fsm.protocol.cancel import Cancelled
+        from acp_fsm.providers.types import TextPart
+        from acp_fsm.review import review_prompt
+
+        try:
+            text = await run_blocking(turn.token, review_prompt, self.cwd, scope)
+        except Cancelled:
+            return None  # the turn sees its cancel at once
+        turn.read_only = True
+        return (TextPart(text), *parts[1:])
+
     def read_library_soon(self) -> None:
         """Read the user's commands and skills now, off the answer's path (session setup)."""
         if self._reading is None or self._reading.done():
@@ -404,6 +426,9 @@ class Session:
 
     async def record_turn_end(self, stop_reason: str) -> None:
         await self.journal.write("turn_end", {"stopReason": stop_reason}, wait=False)
+
+    def mcp_status(self) -> list[str]:
+        return [] if self.mcp is None else self.mcp.status()
 
     def count(self, usage: Usage) -> None:
         self.spent = self.spent.plus(usage)

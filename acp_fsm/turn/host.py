@@ -43,6 +43,7 @@ class Host(Protocol):
     context_window: int | None  # the provider's, when it said it is less than configured
     window_guessed: bool  # context_window is only a bound (an empty stream's), not stated
     library: Library  # the user's commands and skills, as last read
+    context_used: int  # tokens of the last model call (prompt and answer), 0 before any
 
     @property
     def background(self) -> BackgroundJobs:
@@ -104,6 +105,13 @@ class Host(Protocol):
 
     async def record_turn_end(self, stop_reason: str) -> None:
         """Store that the turn ended, and why."""
+
+    @property
+    def spent(self) -> Usage:
+        """The tokens of every model call of the session in this process."""
+
+    def mcp_status(self) -> list[str]:
+        """A line per MCP server of the session: its state and its tools."""
 
     def count(self, usage: Usage) -> None:
         """Add a model call's tokens to the session's usage."""

@@ -47,7 +47,7 @@ async def request(turn: Turn) -> ModelRequest:
     chosen = turn.session.settings
     model = turn.session.model(config)
     system = await instructions(turn)
-    if chosen.mode == settings.PLAN:
+    if turn.mode == settings.PLAN and not turn.read_only:
         system = f"{system}\n\n{settings.PLAN_NOTE}"
     jobs = turn.session.background_summary()
     if jobs:
@@ -65,7 +65,7 @@ async def request(turn: Turn) -> ModelRequest:
         tools=tuple(
             ToolSpec(t.name, t.description, t.input_schema)
             for t in turn.tools.values()
-            if settings.offered(chosen.mode, t.kind)
+            if settings.offered(turn.mode, t.kind)
             and listed(t.name, style, window(turn))
             and (skills or t.name != SKILL_TOOL)
         ),

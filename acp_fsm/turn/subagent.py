@@ -137,6 +137,7 @@ class SubagentHost:
         self.window_guessed = parent.window_guessed
         self.conversation = Conversation([UserMessage((TextPart(prompt),))])
         self.library = parent.library
+        self.context_used = 0
 
     def __repr__(self) -> str:
         return f"<SubagentHost of {self.id} messages={len(self.conversation)}>"
@@ -184,6 +185,13 @@ class SubagentHost:
 
     def count(self, usage: Usage) -> None:
         self._parent.count(usage)
+
+    @property
+    def spent(self) -> Usage:
+        return self._parent.spent
+
+    def mcp_status(self) -> list[str]:
+        return self._parent.mcp_status()
 
     def record_subagent(self, body: dict[str, Any]) -> None:
         raise AssertionError("a subagent starts no subagent")
