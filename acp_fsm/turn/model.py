@@ -47,7 +47,8 @@ async def request(turn: Turn) -> ModelRequest:
     chosen = turn.session.settings
     model = turn.session.model(config)
     system = await instructions(turn)
-    if turn.mode == settings.PLAN and not turn.read_only:
+    # a read-only turn (/review) and a subagent report, never plan
+    if turn.mode == settings.PLAN and not turn.read_only and not turn.subagent:
         system = f"{system}\n\n{settings.PLAN_NOTE}"
     jobs = turn.session.background_summary()
     if jobs:

@@ -69,6 +69,7 @@ class Turn:
         self.requests = 0  # model calls made
         self.max_requests = tools.max_turn_requests()  # and allowed
         self.spent = Usage()  # the tokens of its model calls (its subagents' included)
+        self.subagent = False  # a subagent's turn (`turn.subagent`)
         self.calls: list[PendingCall] = []  # of the current assistant message
         self.stop_reason: acp.StopReason = "end_turn"  # when the turn ends done
         self.error: RpcError | None = None

@@ -31,6 +31,7 @@ from acp_fsm.providers.types import (
     Message,
     TextPart,
     ToolResultPart,
+    ToolResultsMessage,
     Usage,
     UserMessage,
 )
@@ -51,8 +52,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("turn")
 
-# Tool kinds a subagent has outside Full access: those that change nothing.
-SUBAGENT_KINDS = settings.READ_ONLY_KINDS | {"fetch"}
 # Never a subagent's: another subagent, and the session's plan (the main model keeps it).
 NOT_DELEGATED = frozenset({TASK_TOOL, PLAN_TOOL})
 # Progress lines the call shows at most (the latest; a note counts the others).
@@ -69,22 +68,25 @@ class Progress:
 
     def __init__(self, show: Callable[[tuple[acp.ToolCallContent, ...]], None]) -> None:
         self._show = show
-        self._lines: dict[str, str] = {}  # call id -> its line, in order
+        self._lines: list[str] = []
+        self._at: dict[str, int] = {}  # call id -> its line (the latest call of that id)
 
     def seen(self, update: acp.SessionUpdate) -> None:
         """Follow one of the subagent's updates (the others are its own business)."""
         if update["sessionUpdate"] == "tool_call":
-            self._lines[update["toolCallId"]] = f"• {update['title']}"
+            self._at[update["toolCallId"]] = len(self._lines)
+            self._lines.append(f"• {update['title']}")
         elif update["sessionUpdate"] == "tool_call_update" and update.get("status") == "failed":
             call = update["toolCallId"]
-            if call in self._lines and not self._lines[call].endswith(" (failed)"):
-                self._lines[call] += " (failed)"
+            at = self._at.get(call)
+            if at is not None and not self._lines[at].endswith(" (failed)"):
+                self._lines[at] += " (failed)"
         else:
             return
         self._show(self.content())
 
     def content(self, report: str | None = None) -> tuple[acp.ToolCallContent, ...]:
-        lines = list(self._lines.values())
+        lines = self._lines
         if len(lines) > MAX_LINES:
             lines = [f"… {len(lines) - MAX_LINES + 1:,} earlier calls", *lines[-MAX_LINES + 1 :]]
         blocks = [updates.text_block("\n".join(lines))] if lines else []
@@ -124,8 +126,11 @@ class _Unasking:
 class SubagentHost:
     """The `Host` of a subagent's turn (see the module's docstring)."""
 
-    def __init__(self, parent: Host, progress: Progress, prompt: str) -> None:
+    def __init__(
+        self, parent: Host, progress: Progress, prompt: str, *, read_only: bool = False
+    ) -> None:
         self._parent = parent
+        self._read_only = read_only  # a read-only turn's (/review): never more than reads
         self._progress = progress
         self._server = _Unasking(parent.server)
         self.id = parent.id
@@ -133,9 +138,13 @@ class SubagentHost:
         self.roots = parent.roots
         self.always = parent.always  # the user's answers hold (a subagent never adds one)
         self.context_drift = 0
-        self.context_window = parent.context_window  # the same server
-        self.window_guessed = parent.window_guessed
-        self.conversation = Conversation([UserMessage((TextPart(prompt),))])
+        own_model = environment.subagent_model()  # else what the session learned holds
+        self.context_window = None if own_model else parent.context_window
+        self.window_guessed = False if own_model else parent.window_guessed
+        self.task = UserMessage((TextPart(prompt),))
+        self.conversation = Conversation([self.task])
+        self.transcript: list[Message] = [self.task]  # all of it, compactions or not
+        self.compactions = 0
         self.library = parent.library
         self.context_used = 0
 
@@ -163,12 +172,18 @@ class SubagentHost:
 
     async def tools(self) -> dict[str, Tool]:
         found = await self._parent.tools()
-        everything = self.settings.mode == settings.FULL_ACCESS
-        return {
-            name: tool
-            for name, tool in found.items()
-            if name not in NOT_DELEGATED and (everything or tool.kind in SUBAGENT_KINDS)
-        }
+        return {name: tool for name, tool in found.items() if self._delegated(name, tool)}
+
+    def _delegated(self, name: str, tool: Tool) -> bool:
+        """Whether the subagent has `tool`: in Full access, all but `NOT_DELEGATED`;
+        otherwise those that change nothing, and a page fetcher the user chose to always
+        allow (a subagent cannot ask, and a fetch asks in the other modes)."""
+        if name in NOT_DELEGATED:
+            return False
+        everything = self.settings.mode == settings.FULL_ACCESS and not self._read_only
+        if everything or tool.kind in settings.READ_ONLY_KINDS:
+            return True
+        return tool.kind == "fetch" and self.always.get(name) is True
 
     def tell_once(self, notice: str) -> None:
         self._parent.tell_once(notice)
@@ -212,16 +227,26 @@ class SubagentHost:
         wait: bool = True,
     ) -> None:
         self.conversation.append(message)
+        self.transcript.append(message)
 
     async def add_result(
         self, result: ToolResultPart, view: dict[str, Any], *, wait: bool = True
     ) -> None:
         self.conversation.add_result(result)
+        self.transcript.append(ToolResultsMessage((result,)))
 
     def mark_cancelled(self) -> None:
         pass  # kept as it was streamed; the whole is stored when the subagent ends
 
     async def compact_to(self, messages: list[Message], body: dict[str, Any]) -> None:
+        """The conversation compacted, the task's prompt kept word for word in front (it
+        is the subagent's whole task)."""
+        self.compactions += 1
+        first = messages[0] if messages else None
+        if isinstance(first, UserMessage):
+            messages = [UserMessage((*self.task.parts, *first.parts)), *messages[1:]]
+        else:
+            messages = [self.task, *messages]
         self.conversation.replace(messages)
         self.context_drift = 0
 
@@ -254,11 +279,13 @@ async def delegate(parent: Turn, call_id: str, description: str, prompt: str) ->
         parent.update(updates.tool_call_update(call_id, "in_progress", content=list(content)))
 
     progress = Progress(show)
-    host = SubagentHost(parent.session, progress, prompt)
+    host = SubagentHost(parent.session, progress, prompt, read_only=parent.read_only)
     sub = Turn(host, parent.token)
     sub.provider = parent.provider
     sub.system = subagent_prompt(await instructions(parent), parent.session.cwd)
     sub.max_requests = environment.subagent_max_steps()
+    sub.subagent = True
+    sub.read_only = parent.read_only
     stop: acp.StopReason | None = None
     try:
         stop = await sub.run()
@@ -274,7 +301,10 @@ async def delegate(parent: Turn, call_id: str, description: str, prompt: str) ->
                 "stopReason": stop or sub.stop_reason_now,
                 "modelCalls": sub.requests,
                 "usage": updates.usage_totals(sub.spent),
-                "messages": [transcript.message_to_json(m) for m in host.conversation],
+                "compactions": host.compactions,
+                "messages": [
+                    transcript.message_to_json(m) for m in transcript.group_results(host.transcript)
+                ],
             }
         )
         log.info("subagent_finished", call=call_id, stop=stop, requests=sub.requests)

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from acp_fsm.devkit.provider import Call, Hang, Reply, ScriptedProvider
-from acp_fsm.devkit.provider.script import DEFAULT_USAGE, RecordedRequest, Scripted
+from acp_fsm.devkit.provider.script import DEFAULT_USAGE, HttpError, RecordedRequest, Scripted
+from acp_fsm.settings import PLAN_NOTE
 from tests.e2e.support import (
     Launcher,
     args,
@@ -25,6 +26,7 @@ from tests.e2e.support import (
     tool_results,
     user_texts,
 )
+from tests.e2e.test_compaction import BIG, TIGHT, is_summary_call
 from tests.e2e.test_instructions import system_of
 from tests.e2e.test_sessions import restore
 from tests.harness import wait_until
@@ -55,7 +57,7 @@ def delegating(*files: str, sub: Callable[[RecordedRequest], Scripted] = reader)
     def respond(request: RecordedRequest) -> Scripted:
         if is_subagent(request):
             return sub(request)
-        if tool_results(request):
+        if {f"t-{name}" for name in files} <= set(tool_results(request)):
             return Reply(text="all done")
         calls = tuple(
             Call(f"t-{name}", "task", args(description=f"look at {name}", prompt=f"read {name}"))
@@ -228,3 +230,83 @@ async def test_in_full_access_a_subagent_has_every_tool_but_task(
     sub = next(r for r in server.requests if is_subagent(r))
     assert {"write_file", "run_command", "read_file"} <= names(sub)
     assert not names(sub) & {"task", "update_plan"}
+
+
+@pytest.mark.parametrize("summarised", [True, False])
+async def test_a_subagent_that_compacts_keeps_its_task_and_its_whole_transcript(
+    launch: Launcher, server: ScriptedProvider, project: Path, summarised: bool
+) -> None:
+    """Its prompt is its task: kept word for word in front of every compaction (the summary
+    call failing included); the stored transcript holds every read, not the compacted form."""
+    for name in "abcd":
+        (project / f"{name}.txt").write_text(BIG)
+    task = "read a.txt, b.txt, c.txt and d.txt and say what they hold"
+
+    def respond(request: RecordedRequest) -> Scripted:
+        if is_summary_call(request):
+            return Reply(text="SUMMARY: files read") if summarised else HttpError(400, "no")
+        if not is_subagent(request):
+            if tool_results(request):
+                return Reply(text="done")
+            return Reply(calls=(Call("t1", "task", args(description="read all", prompt=task)),))
+        done = sum(1 for r in server.requests if is_subagent(r) and not is_summary_call(r))
+        if done <= 4:
+            name = "abcd"[done - 1]
+            return Reply(calls=(Call(f"r{name}", "read_file", args(path=f"{name}.txt")),))
+        return Reply(text="they all hold x")
+
+    server.fallback = respond
+    agent = await launch.start("anthropic", **TIGHT)
+    session = await agent.new_session(project)
+    turn = await agent.prompt(session, "go")
+
+    assert turn.stop_reason == "end_turn"
+    assert tool_results(server.requests[-1])["t1"][0] == "they all hold x"
+    subs = [r for r in server.requests if is_subagent(r) and not is_summary_call(r)]
+    assert len(subs) == 5
+    assert any(is_summary_call(r) for r in server.requests), "the test proves nothing"
+    assert all(user_texts(r)[0].startswith(task) for r in subs)
+    await launch.close(agent)
+    kept = [body for kind, body in stored(launch.home, session) if kind == "subagent"]
+    assert kept[0]["compactions"] >= 1
+    roles = [m["role"] for m in kept[0]["messages"]]
+    assert roles == ["user"] + ["assistant", "results"] * 4 + ["assistant"]
+
+
+async def test_in_plan_mode_a_subagent_reports_and_gets_no_plan_note(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    (project / "a.py").write_text("x = 1\n")
+    server.fallback = delegating("a.py")
+    agent = await launch.start("anthropic")
+    session = await agent.new_session(project)
+    await agent.result("session/set_mode", {"sessionId": session, "modeId": "plan"})
+    assert (await agent.prompt(session, "plan it")).stop_reason == "end_turn"
+    sub = next(r for r in server.requests if is_subagent(r))
+    main = next(r for r in server.requests if not is_subagent(r))
+    assert PLAN_NOTE in system_of(main) and PLAN_NOTE not in system_of(sub)
+
+
+async def test_a_subagent_fetches_pages_only_once_the_user_always_allows_it(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """It cannot ask, and a fetch asks in Ask mode: without an "always allow" the subagent
+    is not offered fetch_url at all."""
+    (project / "a.py").write_text("x = 1\n")
+    server.fallback = delegating("a.py")
+    agent = await launch.start("anthropic")
+    session = await agent.new_session(project)
+    assert (await agent.prompt(session, "look")).stop_reason == "end_turn"
+    assert "fetch_url" not in names(next(r for r in server.requests if is_subagent(r)))
+
+    agent.editor.permissions.append("allow_always")
+    server.fallback = None
+    server.script(
+        Reply(calls=(Call("f1", "fetch_url", args(url="http://acp-fsm-test.invalid/")),)),
+        Reply(text="ok"),
+    )
+    assert (await agent.prompt(session, "fetch")).stop_reason == "end_turn"
+    (project / "b.py").write_text("y = 2\n")
+    server.fallback = delegating("b.py")
+    assert (await agent.prompt(session, "look again")).stop_reason == "end_turn"
+    assert "fetch_url" in names([r for r in server.requests if is_subagent(r)][-1])
