@@ -47,9 +47,9 @@ async def request(turn: Turn) -> ModelRequest:
     chosen = turn.session.settings
     model = turn.session.model(config)
     system = await instructions(turn)
-    # a read-only turn (/review) and a subagent report, never plan
-    if turn.mode == settings.PLAN and not turn.read_only and not turn.subagent:
-        system = f"{system}\n\n{settings.PLAN_NOTE}"
+    # what the mode allows; a read-only turn (/review) and a subagent are told their own
+    if not turn.read_only and not turn.subagent:
+        system = f"{system}\n\n{settings.MODE_NOTES[turn.mode]}"
     jobs = turn.session.background_summary()
     if jobs:
         system = f"{system}\n\n{jobs}"
