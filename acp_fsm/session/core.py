@@ -158,6 +158,7 @@ class Session:
                 raise found.refusal(self.server.client)
             await self._claim()
             try:
+                await self.read_library(turn.token)  # the files may have changed
                 if turn.command is not None:  # shown again by a load, never sent to a model
                     await self.journal.write("command", {"prompt": body["prompt"]}, wait=True)
                     return await self._finish(turn)
@@ -173,7 +174,6 @@ class Session:
     async def _converse(
         self, turn: Turn, body: dict[str, Any], parts: tuple[UserPart, ...]
     ) -> acp.PromptResponse:
-        await self.read_library(turn.token)
         found = await self._expanded(turn, body["prompt"], parts)
         if found is not None:  # the user's command: the model reads it, the user sees theirs
             parts = found

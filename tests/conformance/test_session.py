@@ -452,4 +452,5 @@ def test_the_users_command_and_skill_are_announced(session_run: SessionRun) -> N
         if r.method == "session/update"
         and r.payload["update"]["sessionUpdate"] == "available_commands_update"
     ]
-    assert ["compact"] in announced and ["compact", "tidy", "notes"] in announced
+    built_in = ["compact", "init", "review", "status", "mcp"]
+    assert built_in in announced and [*built_in, "tidy", "notes"] in announced
