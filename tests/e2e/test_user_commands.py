@@ -17,7 +17,6 @@ from tests.e2e.test_instructions import system_of
 from tests.e2e.test_sessions import restore
 from tests.harness import wait_until
 
-
 BUILT_IN = list(COMMANDS)
 
 
