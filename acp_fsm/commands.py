@@ -80,6 +80,7 @@ def available(library: Library | None = None) -> list[AvailableCommand]:
 
 
 def announcement(library: Library | None = None) -> SessionUpdateAvailableCommandsUpdate:
+    """The `available_commands_update` of the commands now."""
     return {"sessionUpdate": "available_commands_update", "availableCommands": available(library)}
 
 
