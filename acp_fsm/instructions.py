@@ -59,12 +59,25 @@ answer with your report and nothing else: complete but concise, with file paths 
 numbers for what you found, and say plainly what you could not find out."""
 
 
+# The opening of a window too small for BASE's guidance (a local server's default, say): the
+# room goes to the conversation, as with the tools (`acp_fsm.tools.SMALL_WINDOW_TOKENS`).
+BRIEF = """You are acp-fsm, a coding agent in the user's editor, working on the project at {cwd}.
+Use the tools to read, search and change files and run commands. Read before you change; make
+small, precise edits; run the project's tests when it has them. When the user denies a call,
+do not retry it. Never claim a change you did not make. Answer concisely."""
+
+
+def reopened(main: str, cwd: Path, opening: str) -> str:
+    """The system prompt `main` with `opening` (a template of `{cwd}`) in place of BASE's."""
+    head = BASE.format(cwd=cwd)
+    rest = main[len(head) :] if main.startswith(head) else f"\n\n{main}"
+    return opening.format(cwd=cwd) + rest
+
+
 def subagent_prompt(main: str, cwd: Path) -> str:
     """A subagent's system prompt: its own opening, then what the session's system prompt
     `main` says of the environment and the project's instruction files."""
-    head = BASE.format(cwd=cwd)
-    rest = main[len(head) :] if main.startswith(head) else f"\n\n{main}"
-    return SUBAGENT.format(cwd=cwd) + rest
+    return reopened(main, cwd, SUBAGENT)
 
 
 class Instructions(NamedTuple):

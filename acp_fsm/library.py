@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -22,6 +23,9 @@ from acp_fsm.front_matter import FrontMatterError, split, text_field
 MAX_FILE_BYTES = 256 * 1024  # a command or a skill larger than this is not one
 MAX_FILES = 500  # command files read per folder (the rest are named as skipped)
 MAX_DESCRIPTION_CHARS = 200  # of a command's description (ACP shows it in a menu)
+MAX_HINT_CHARS = 120  # of a command's input hint
+MAX_NAME = 64
+COMMAND_NAME = re.compile(rf"(?=.{{1,{MAX_NAME}}}$)[A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)*")
 SKILL_FILE = "SKILL.md"
 SKILL_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 MAX_SKILL_NAME = 64
@@ -64,8 +68,9 @@ class Skill:
 
     name: str
     description: str
-    folder: Path
+    folder: Path  # resolved
     body: str
+    files: tuple[str, ...] = ()  # its other files, relative to the folder (read by the scan)
 
     @property
     def summary(self) -> str:
@@ -75,7 +80,7 @@ class Skill:
     def loaded(self) -> str:
         """What the model reads when it loads the skill: its instructions, and where its
         other files are."""
-        files = _skill_files(self.folder)
+        files = self.files
         where = f"The skill's folder is {self.folder}"
         if files:
             listed = ", ".join(files[:MAX_LISTED_FILES])
@@ -126,15 +131,23 @@ def skills_prompt(skills: dict[str, Skill]) -> str:
     return "\n".join(lines)
 
 
-def places(cwd: Path, kind: str) -> list[Path]:
-    """Where `kind` (`commands` or `skills`) are read from, first wins."""
+class Place(NamedTuple):
+    folder: Path
+    within: Path | None  # a project place: nothing read may lie outside this (resolved)
+
+
+def places(cwd: Path, kind: str) -> list[Place]:
+    """Where `kind` (`commands` or `skills`) are read from, first wins. What the project
+    holds (a checkout anyone may have written) is read only where it resolves inside the
+    project; the user's own folders may link anywhere."""
     home = Path.home()
     config = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    project = _resolved(cwd)
     return [
-        cwd / ".claude" / kind,
-        cwd / ".agents" / kind,
-        config / "acp-fsm" / kind,
-        home / ".claude" / kind,
+        Place(cwd / ".claude" / kind, project),
+        Place(cwd / ".agents" / kind, project),
+        Place(config / "acp-fsm" / kind, None),
+        Place(home / ".claude" / kind, None),
     ]
 
 
@@ -143,8 +156,8 @@ def scan(cwd: Path, reserved: frozenset[str] = frozenset()) -> Library:
     commands) are not taken by a file."""
     problems: list[str] = []
     commands: dict[str, UserCommand] = {}
-    for folder in places(cwd, "commands"):
-        for command in _commands_in(folder, problems):
+    for place in places(cwd, "commands"):
+        for command in _commands_in(place, problems):
             if command.name in reserved:
                 problems.append(
                     f"The command file {command.path} is skipped: /{command.name} is built in."
@@ -152,24 +165,27 @@ def scan(cwd: Path, reserved: frozenset[str] = frozenset()) -> Library:
             else:
                 commands.setdefault(command.name, command)
     skills: dict[str, Skill] = {}
-    for folder in places(cwd, "skills"):
-        for skill in _skills_in(folder, problems):
+    for place in places(cwd, "skills"):
+        for skill in _skills_in(place, problems):
             skills.setdefault(skill.name, skill)
     return Library(commands, skills, tuple(problems))
 
 
-def _commands_in(folder: Path, problems: list[str]) -> list[UserCommand]:
+def _commands_in(place: Place, problems: list[str]) -> list[UserCommand]:
     found: list[UserCommand] = []
-    files = _markdown_files(folder)
+    files = _markdown_files(place, problems)
     for path in files[:MAX_FILES]:
-        name = ":".join(path.relative_to(folder).with_suffix("").parts)
-        if not name or any(c.isspace() for c in name):
-            problems.append(f"The command file {path} is skipped: its name has spaces.")
+        name = ":".join(path.relative_to(place.folder).with_suffix("").parts)
+        if COMMAND_NAME.fullmatch(name) is None:
+            problems.append(
+                f"The command file {path} is skipped: a command's name is made of letters, "
+                f"digits, '.', '_' and '-' (at most {MAX_NAME} characters)."
+            )
             continue
         try:
-            document = split(_read(path))
-            description = text_field(document.fields, "description")
-            hint = text_field(document.fields, "argument-hint")
+            document = split(_read(path, place))
+            description = text_field(document, "description", MAX_DESCRIPTION_CHARS)
+            hint = text_field(document, "argument-hint", MAX_HINT_CHARS)
         except (OSError, UnicodeDecodeError, FrontMatterError) as exc:
             problems.append(f"The command file {path} is skipped: {_why(exc)}.")
             continue
@@ -177,28 +193,34 @@ def _commands_in(folder: Path, problems: list[str]) -> list[UserCommand]:
         if not body:
             problems.append(f"The command file {path} is skipped: it has no prompt.")
             continue
-        about = description or _first_line(body)
-        found.append(UserCommand(name, _cut(about, MAX_DESCRIPTION_CHARS), hint, body, path))
+        about = description or _cut(_first_line(body), MAX_DESCRIPTION_CHARS)
+        found.append(UserCommand(name, about, hint, body, path))
     if len(files) > MAX_FILES:
         problems.append(
-            f"Only the first {MAX_FILES} command files of {folder} are read "
+            f"Only the first {MAX_FILES} command files of {place.folder} are read "
             f"({len(files) - MAX_FILES} more are skipped)."
         )
     return found
 
 
-def _skills_in(folder: Path, problems: list[str]) -> list[Skill]:
+def _skills_in(place: Place, problems: list[str]) -> list[Skill]:
     found: list[Skill] = []
+    if not _usable_folder(place, problems):
+        return found
     try:
-        children = sorted(p for p in folder.iterdir() if (p / SKILL_FILE).is_file())
-    except OSError:
+        children = sorted(place.folder.iterdir())
+    except OSError as exc:
+        problems.append(f"The skills of {place.folder} are not read: {_why(exc)}.")
         return found
     for child in children[:MAX_FILES]:
         path = child / SKILL_FILE
         try:
-            document = split(_read(path))
-            name = text_field(document.fields, "name")
-            description = text_field(document.fields, "description")
+            if not path.is_file():
+                continue
+            document = split(_read(path, place))
+            name = text_field(document, "name", MAX_SKILL_NAME + 1)
+            description = text_field(document, "description", MAX_SKILL_DESCRIPTION + 1)
+            files = _skill_files(child)
         except (OSError, UnicodeDecodeError, FrontMatterError) as exc:
             problems.append(f"The skill {path} is skipped: {_why(exc)}.")
             continue
@@ -207,7 +229,8 @@ def _skills_in(folder: Path, problems: list[str]) -> list[Skill]:
             problems.append(f"The skill {path} is skipped: {problem}.")
             continue
         assert name is not None and description is not None
-        found.append(Skill(name, description, child, document.body.strip()))
+        folder = _resolved(child)
+        found.append(Skill(name, description, folder, document.body.strip(), files))
     return found
 
 
@@ -226,10 +249,27 @@ def _skill_problem(name: str | None, description: str | None) -> str | None:
     return None
 
 
-def _markdown_files(folder: Path) -> list[Path]:
-    """The `.md` files under `folder`, sorted, symlinked folders not followed."""
+def _usable_folder(place: Place, problems: list[str]) -> bool:
+    """Whether `place` is a folder to read (a project's one that links out of the project
+    is not, and is named)."""
+    if not place.folder.is_dir():
+        return False
+    if place.within is not None and not _inside(place.folder, place.within):
+        problems.append(f"{place.folder} is skipped: it links out of the project.")
+        return False
+    return True
+
+
+def _markdown_files(place: Place, problems: list[str]) -> list[Path]:
+    """The `.md` files under the place's folder, sorted; linked folders are not followed."""
+    if not _usable_folder(place, problems):
+        return []
+
+    def failed(exc: OSError) -> None:
+        problems.append(f"{exc.filename} is not read: {_why(exc)}.")
+
     found: list[Path] = []
-    for root, dirs, files in os.walk(folder):
+    for root, dirs, files in os.walk(place.folder, onerror=failed):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         found += (Path(root) / f for f in sorted(files) if f.endswith(".md"))
         if len(found) > MAX_FILES:
@@ -237,8 +277,9 @@ def _markdown_files(folder: Path) -> list[Path]:
     return found
 
 
-def _skill_files(folder: Path) -> list[str]:
-    """The files of a skill's folder but its SKILL.md, relative to it, sorted."""
+def _skill_files(folder: Path) -> tuple[str, ...]:
+    """The files of a skill's folder but its SKILL.md, relative to it, sorted (at most
+    `MAX_FILES`)."""
     found: list[str] = []
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -246,17 +287,35 @@ def _skill_files(folder: Path) -> list[str]:
             relative = (Path(root) / name).relative_to(folder).as_posix()
             if relative != SKILL_FILE and not name.startswith("."):
                 found.append(relative)
-        if len(found) > MAX_FILES:
+        if len(found) >= MAX_FILES:
             break
-    return found
+    return tuple(found[:MAX_FILES])
 
 
-def _read(path: Path) -> str:
-    with path.open("rb") as handle:
+def _read(path: Path, place: Place) -> str:
+    """A command's or skill's text: a regular file (never a FIFO, a device or a link to the
+    agent's own input), inside the project for a project place, at most MAX_FILE_BYTES."""
+    if place.within is not None and not _inside(path, place.within):
+        raise FrontMatterError("it links out of the project")
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise FrontMatterError("it is not a regular file")
         data = handle.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise FrontMatterError(f"it is larger than {MAX_FILE_BYTES // 1024} KB")
     return data.decode("utf-8")
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a loop of links
+        return path.absolute()
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return _resolved(path).is_relative_to(root)
 
 
 def _why(exc: Exception) -> str:

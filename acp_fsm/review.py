@@ -7,8 +7,16 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from acp_fsm.redact import command_environment
+
 MAX_DIFF_CHARS = 200_000  # of the diff in the prompt (the rest is cut, with a note)
+MAX_NEW_FILES = 200  # new files named in the prompt
 GIT_TIMEOUT_S = 20.0
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's tree of no files
+# A checkout's own configuration runs nothing here: no fsmonitor, hooks, external diff or
+# textconv driver (a repository anyone wrote must not run code on a read-only turn).
+_SAFE = ("-c", "core.fsmonitor=", "-c", "core.hooksPath=/dev/null", "-c", "diff.external=")
+_DIFF = ("diff", "--no-color", "--no-ext-diff", "--no-textconv")
 
 
 class _GitFailed(Exception):
@@ -18,8 +26,9 @@ class _GitFailed(Exception):
 def _git(cwd: Path, *args: str) -> str:
     try:
         done = subprocess.run(
-            ["git", *args],
+            ["git", *_SAFE, *args],
             cwd=cwd,
+            env={**command_environment(), "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"},
             capture_output=True,
             text=True,
             errors="replace",
@@ -35,6 +44,14 @@ def _git(cwd: Path, *args: str) -> str:
     return done.stdout
 
 
+def _has_commits(cwd: Path) -> bool:
+    try:
+        _git(cwd, "rev-parse", "--verify", "--quiet", "HEAD")
+    except _GitFailed:
+        return False
+    return True
+
+
 def review_prompt(cwd: Path, argument: str) -> str:
     """What the model is asked to review: the uncommitted changes (staged or not, and the
     names of new files) or the range `argument`, with the diff."""
@@ -43,11 +60,12 @@ def review_prompt(cwd: Path, argument: str) -> str:
         if what.startswith("-") or any(c.isspace() for c in what):
             raise _GitFailed(f"{what!r} is not a git range (such as main..HEAD)")
         if what:
-            diff = _git(cwd, "diff", "--no-color", what, "--")
+            diff = _git(cwd, *_DIFF, what, "--")
             new = ""
             subject = f"the changes of {what}"
         else:
-            diff = _git(cwd, "diff", "--no-color", "HEAD", "--")
+            base = "HEAD" if _has_commits(cwd) else EMPTY_TREE
+            diff = _git(cwd, *_DIFF, base, "--")
             new = _git(cwd, "ls-files", "--others", "--exclude-standard")
             subject = "the uncommitted changes"
     except _GitFailed as failure:
@@ -59,9 +77,13 @@ def review_prompt(cwd: Path, argument: str) -> str:
         return f"The user asked for a review of {subject} in {cwd}: there are none. Say so."
     cut = ""
     if len(diff) > MAX_DIFF_CHARS:
-        cut = f"\n[The diff was cut at {MAX_DIFF_CHARS:,} characters of {len(diff):,}.]"
-        diff = diff[:MAX_DIFF_CHARS]
-    untracked = f"\n\nNew files, not in the diff (read them):\n{new.strip()}" if new.strip() else ""
+        kept = diff[:MAX_DIFF_CHARS].rsplit("\n", 1)[0] + "\n"  # whole lines
+        cut = f"\n[The diff was cut at {len(kept):,} characters of {len(diff):,}.]"
+        diff = kept
+    names = new.splitlines()
+    if len(names) > MAX_NEW_FILES:
+        names = [*names[:MAX_NEW_FILES], f"… and {len(names) - MAX_NEW_FILES:,} more"]
+    untracked = "\n\nNew files, not in the diff (read them):\n" + "\n".join(names) if names else ""
     return (
         f"Review {subject} of the repository in {cwd}. This turn is read-only: read the "
         "surrounding code where it matters, change nothing. Report findings, the most "

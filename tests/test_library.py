@@ -3,12 +3,13 @@ front matter, argument substitution, names, limits and what is skipped."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from acp_fsm import commands
-from acp_fsm.front_matter import FrontMatterError, split
+from acp_fsm.front_matter import FrontMatterError, split, text_field
 from acp_fsm.library import MAX_FILE_BYTES, UserCommand, scan, skills_prompt
 from acp_fsm.providers.types import TextPart
 
@@ -18,15 +19,42 @@ def command(body: str) -> UserCommand:
 
 
 def test_front_matter_and_body() -> None:
-    assert split("---\ndescription: Hi\n---\nBody\n") == ({"description": "Hi"}, "Body\n")
-    assert split("\ufeff---\n---\nBody") == ({}, "Body")
-    assert split("No fence\n---\n") == ({}, "No fence\n---\n")
+    assert split("---\ndescription: Hi\n---\nBody\n")[:2] == ({"description": "Hi"}, "Body\n")
+    assert split("\ufeff---\n---\nBody")[:2] == ({}, "Body")
+    assert split("No fence\n---\n")[:2] == ({}, "No fence\n---\n")
     with pytest.raises(FrontMatterError, match="no closing"):
         split("---\ndescription: x\n")
-    with pytest.raises(FrontMatterError, match=r"not valid YAML \(line 3\)"):
-        split("---\ndescription: [x\n---\n")
+    with pytest.raises(FrontMatterError, match=r"not valid YAML \(line \d\)"):
+        split("---\n[x\n---\n")
     with pytest.raises(FrontMatterError, match="not a set of"):
         split("---\n- a\n---\n")
+    deep = "[" * 3000 + "]" * 3000  # the parser's recursion: never an error of the agent's
+    assert text_field(split(f"---\ndescription: {deep}\n---\nx\n"), "description", 9) == "[[[[[[[[…"
+    try:  # read or refused as unreadable, whatever the stack's depth: never another error
+        split(f"---\n{deep}\n---\nx\n")
+    except FrontMatterError as refused:
+        assert "cannot be read" in str(refused) or "not a set of" in str(refused)
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "expected"),
+    [  # as Claude Code's own examples write them
+        ("argument-hint: [message]", "argument-hint", "[message]"),
+        (
+            "argument-hint: [issue-number] [optional-priority]",
+            "argument-hint",
+            "[issue-number] [optional-priority]",
+        ),
+        ("description: Tag: add or remove", "description", "Tag: add or remove"),
+        ("description: 2024-01-01", "description", "2024-01-01"),
+    ],
+)
+def test_front_matter_is_read_as_the_agents_that_wrote_it_meant(
+    line: str, key: str, expected: str
+) -> None:
+    document = split(f"---\n{line}\nother: [x\n---\nBody\n")
+    assert text_field(document, key, 200) == expected
+    assert document.body == "Body\n"
 
 
 @pytest.mark.parametrize(
@@ -55,20 +83,30 @@ def test_a_scan_names_what_it_skips(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     (folder / "latin1.md").write_bytes(b"caf\xe9\n")
     (folder / "huge.md").write_text("x" * (MAX_FILE_BYTES + 1))
     (folder / "two words.md").write_text("x\n")
-    (folder / "list.md").write_text("---\ndescription: [a, b]\n---\nx\n")
+    (folder / "list.md").write_text("---\ndescription: {a: b}\n---\nx\n")
+    (folder / "é.md").write_text("x\n")
+    os.mkfifo(folder / "fifo.md")  # never opened to wait on
+    outside = tmp_path.parent / f"{tmp_path.name}-secret"
+    outside.write_text("secret\n")
+    (folder / "link.md").symlink_to(outside)
+    (folder / "inside.md").symlink_to(folder / "ok.md")
     (folder / ".hidden").mkdir()
     (folder / ".hidden" / "h.md").write_text("hidden\n")
     found = scan(tmp_path, frozenset({"compact"}))
-    assert list(found.commands) == ["ok"] and found.commands["ok"].description == "7"
+    assert list(found.commands) == ["inside", "list", "ok"]
+    assert found.commands["ok"].description == "7"
+    assert found.commands["list"].description == "{a: b}"  # as written
     problems = "\n".join(found.problems)
     for name, why in [
         ("empty.md", "it has no prompt"),
         ("latin1.md", "it is not UTF-8 text"),
         ("huge.md", "it is larger than 256 KB"),
-        ("two words.md", "its name has spaces"),
-        ("list.md", "its 'description' field is not text"),
+        ("two words.md", "a command's name is made of letters, digits"),
+        ("é.md", "a command's name is made of letters, digits"),
+        ("fifo.md", "it is not a regular file"),
+        ("link.md", "it links out of the project"),
     ]:
-        assert f"{folder / name} is skipped: {why}." in problems
+        assert f"{folder / name} is skipped: {why}" in problems
     assert "hidden" not in problems
 
 

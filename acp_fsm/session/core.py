@@ -117,6 +117,7 @@ class Session:
         self._text_senders: dict[str, Callable[[str], object]] = {}  # see `text_sender`
         self.library: Library = EMPTY  # the user's commands and skills, as last read
         self._reading: asyncio.Task[None] | None = None  # the first read (`read_library_soon`)
+        self._announced: list[acp.AvailableCommand] | None = None  # the commands last told
 
     def __repr__(self) -> str:
         turn = self.turn.state if self.turn is not None else "idle"
@@ -337,9 +338,10 @@ class Session:
             return
         for problem in found.problems:
             self.tell_once(problem)
-        changed = (found.commands, found.skills) != (self.library.commands, self.library.skills)
         self.library = found
-        if changed:
+        listed = commands.available(found)
+        if listed != (self._announced or commands.available()):  # setup told the built-ins
+            self._announced = listed
             self.send_update(commands.announcement(found))
 
     # -------------------------------------------------------------- options

@@ -9,7 +9,7 @@ import structlog
 
 from acp_fsm import compaction, redact, settings
 from acp_fsm.blocking import Shared
-from acp_fsm.instructions import system_prompt
+from acp_fsm.instructions import BRIEF, reopened, system_prompt
 from acp_fsm.library import skills_prompt
 from acp_fsm.models import CATALOG
 from acp_fsm.providers import open_stream
@@ -47,13 +47,16 @@ async def request(turn: Turn) -> ModelRequest:
     chosen = turn.session.settings
     model = turn.session.model(config)
     system = await instructions(turn)
+    from acp_fsm.tools import SMALL_WINDOW_TOKENS, edit_style, listed  # with the first call
+
+    if window(turn) < SMALL_WINDOW_TOKENS and not turn.subagent:
+        system = reopened(system, turn.session.cwd, BRIEF)  # the room is the conversation's
     # what the mode allows; a read-only turn (/review) and a subagent are told their own
     if not turn.read_only and not turn.subagent:
         system = f"{system}\n\n{settings.MODE_NOTES[turn.mode]}"
     jobs = turn.session.background_summary()
     if jobs:
         system = f"{system}\n\n{jobs}"
-    from acp_fsm.tools import edit_style, listed  # loaded with the first model call
     from acp_fsm.tools.skill import SKILL_TOOL
 
     style = edit_style(config.provider, model)

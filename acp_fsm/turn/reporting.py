@@ -69,9 +69,8 @@ async def status_report(turn: Turn) -> str:
 def _where(url: str) -> str:
     """The provider's address without any credentials in it."""
     parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return parts._replace(netloc=netloc, query="", fragment="").geturl()
+    netloc = parts.netloc.rpartition("@")[2]  # no user or password
+    return f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else netloc
 
 
 def _listed(items: list[str]) -> str:

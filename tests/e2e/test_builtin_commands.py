@@ -178,3 +178,26 @@ async def test_review_of_a_range_and_of_what_is_no_range(
     assert "'--output=/tmp/x' is not a git range" in user_texts(server.requests[-1])[-1]
     await agent.prompt(session, "/review")
     assert "there are none. Say so." in user_texts(server.requests[-1])[-1]
+
+
+async def test_review_runs_nothing_the_checkout_configures_and_works_before_a_commit(
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
+    """A repository anyone wrote: its fsmonitor hook and external diff never run on a
+    read-only turn; a repository with no commit yet is reviewed all the same."""
+    git(project, "init", "-q")
+    ran = tmp_path / "ran"
+    (project / "first.py").write_text("x = 1\n")
+    git(project, "add", "first.py")
+    git(project, "config", "core.fsmonitor", f"touch {ran}; false")
+    git(project, "config", "diff.external", f"touch {ran}; false")
+    (project / "loose.py").write_text("y = 1\n")
+    server.fallback = Reply(text="ok")
+    agent = await launch.start("anthropic")
+    session = await agent.new_session(project)
+
+    await agent.prompt(session, "/review")
+
+    sent = user_texts(server.requests[-1])[-1]
+    assert "+x = 1" in sent and "New files, not in the diff (read them):\nloose.py" in sent
+    assert not ran.exists()

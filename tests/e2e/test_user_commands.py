@@ -96,7 +96,7 @@ async def test_a_command_is_expanded_for_the_model_and_shown_as_typed(
     launch: Launcher, server: ScriptedProvider, project: Path, places: dict[str, Path]
 ) -> None:
     write(
-        places["claude"] / "commands" / "review.md",
+        places["claude"] / "commands" / "check.md",
         "Review $1 for $2 problems.\nScope: $ARGUMENTS\n",
     )
     write(places["claude"] / "commands" / "plain.md", "Explain the code.\n")
@@ -105,7 +105,7 @@ async def test_a_command_is_expanded_for_the_model_and_shown_as_typed(
     session = await agent.new_session(project)
     await announced(agent, session)
 
-    typed = '/review src/app.py "thread safety"'
+    typed = '/check src/app.py "thread safety"'
     turn = await agent.prompt(session, typed)
     assert turn.stop_reason == "end_turn"
     expected = 'Review src/app.py for thread safety problems.\nScope: src/app.py "thread safety"'
@@ -153,9 +153,7 @@ async def test_a_changed_file_is_announced_and_used_at_the_next_prompt(
 async def test_a_broken_file_is_named_once_and_skipped(
     launch: Launcher, server: ScriptedProvider, project: Path, places: dict[str, Path]
 ) -> None:
-    broken = write(
-        places["claude"] / "commands" / "bad.md", "---\ndescription: [unclosed\n---\nx\n"
-    )
+    broken = write(places["claude"] / "commands" / "bad.md", "---\n[unclosed\n---\nx\n")
     write(places["claude"] / "commands" / "good.md", "Fine.\n")
     write(places["claude"] / "commands" / "compact.md", "Shadowing the built-in.\n")
     server.fallback = Reply(text="ok")
