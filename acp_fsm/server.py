@@ -260,11 +260,10 @@ class AcpServer:
         return session.options.setup_result()
 
     def _after_setup(self, session: Session) -> None:
-        from acp_fsm.commands import available
+        from acp_fsm.commands import announcement
 
-        session.send_update(
-            {"sessionUpdate": "available_commands_update", "availableCommands": available()}
-        )
+        session.send_update(announcement())
+        session.read_library_soon()  # the user's commands and skills: announced again if any
         config = session.provider
         if config is not None:
             from acp_fsm.models import CATALOG

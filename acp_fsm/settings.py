@@ -47,12 +47,32 @@ MODES: dict[str, tuple[str, str]] = {
 }
 # Tool kinds that change nothing: the only ones Plan mode offers.
 READ_ONLY_KINDS = frozenset({"read", "search", "think"})
+# What each mode allows, said at the end of the system prompt (Plan's: `PLAN_NOTE`).
+MODE_NOTES: dict[str, str] = {
+    ASK: (
+        "The session is in Ask mode: every file write and edit, every command and every tool "
+        "that is not read-only waits for the user's approval; reading and searching inside "
+        "the project do not."
+    ),
+    ACCEPT_EDITS: (
+        "The session is in Accept edits mode: file writes and edits inside the project run "
+        "without asking; commands, changes outside the project and other tools still wait "
+        "for the user's approval."
+    ),
+    FULL_ACCESS: (
+        "The session is in Full access mode: every call runs without asking, so nobody checks "
+        "a command before it runs. Before anything destructive or irreversible (deleting "
+        "files, rewriting history, touching what is outside the project), stop and say what "
+        "you would do instead of doing it."
+    ),
+}
 PLAN_NOTE = (
     "The session is in Plan mode: only read-only tools are available. Investigate as "
     "needed, then answer with a concrete plan (steps, files to change, risks). Do not "
     "try to write files or run commands; the user switches mode to carry the plan "
     "out."
 )
+MODE_NOTES[PLAN] = PLAN_NOTE
 
 DEFAULT_LEVEL = "default"
 # provider -> level id -> (name, description)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from acp_fsm.library import EMPTY, Library
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent
 from acp_fsm.tools import TOOLS
@@ -102,8 +103,14 @@ class _Env:
     previewed: tuple[ToolCallContent, ...] = ()
     background: BackgroundJobs = field(default_factory=BackgroundJobs)
 
+    library: Library = EMPTY
+
     @property
     def roots(self) -> tuple[Path, ...]:
+        return (self.cwd,)
+
+    @property
+    def readable(self) -> tuple[Path, ...]:
         return (self.cwd,)
 
     def report(self, content: tuple[ToolCallContent, ...]) -> None:

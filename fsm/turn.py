@@ -2,13 +2,14 @@
 
     idle --start--> streaming --model_done--> done
     idle --compact--> compacting --compacted [on_demand]--> done      (the /compact command)
+    idle --report--> reporting --reported--> done     (/status, /mcp: the agent answers)
     streaming --compact--> compacting --compacted--> streaming       (the context is nearly full)
     streaming --tools_requested [needs_permission]--> awaiting_permission
     streaming --tools_requested--> running_tools
     awaiting_permission --permissions_settled--> running_tools
     running_tools --tools_done--> streaming          (the results feed the next model call)
     running_tools --limit_reached--> done            (ACP_FSM_MAX_TURN_REQUESTS model calls)
-    streaming | compacting | awaiting_permission | running_tools --cancel--> draining
+    streaming | compacting | reporting | awaiting_permission | running_tools --cancel--> draining
     draining --drained--> cancelled
     idle --cancel--> cancelled                       (a cancel before the turn started)
     any working state --fail--> failed               (the transition first, then its effects:
@@ -16,7 +17,7 @@
 
 Each state names the work done while in it (`state_docs`); that work returns the trigger it
 ends with, and the runner (`acp_fsm.turn.runner`) alone fires it: nothing is done inside a
-transition, so a cancel can interrupt any work. The diagram draws the four working states as
+transition, so a cancel can interrupt any work. The diagram draws the five working states as
 one (`working`), with one `cancel` and one `fail` edge.
 """
 
@@ -31,6 +32,7 @@ class TurnState(StrEnum):
     IDLE = "idle"
     STREAMING = "streaming"
     COMPACTING = "compacting"
+    REPORTING = "reporting"
     AWAITING_PERMISSION = "awaiting_permission"
     RUNNING_TOOLS = "running_tools"
     DRAINING = "draining"
@@ -43,6 +45,8 @@ class TurnTrigger(StrEnum):
     START = "start"
     COMPACT = "compact"
     COMPACTED = "compacted"
+    REPORT = "report"
+    REPORTED = "reported"
     TOOLS_REQUESTED = "tools_requested"
     PERMISSIONS_SETTLED = "permissions_settled"
     TOOLS_DONE = "tools_done"
@@ -57,7 +61,7 @@ S, T = TurnState, TurnTrigger
 
 # States in which a cancel interrupts work (phase 1: the stream; phase 2: client requests and
 # running tools), and states whose work is still under way for `fail`.
-CANCELLABLE = (S.STREAMING, S.COMPACTING, S.AWAITING_PERMISSION, S.RUNNING_TOOLS)
+CANCELLABLE = (S.STREAMING, S.COMPACTING, S.REPORTING, S.AWAITING_PERMISSION, S.RUNNING_TOOLS)
 FINAL = (S.CANCELLED, S.DONE, S.FAILED)
 
 NEEDS_PERMISSION = Guard("needs_permission", "some call waits for the user's answer")
@@ -82,6 +86,8 @@ TURN = MachineSpec(
         ),
         Row(T.COMPACTED, S.COMPACTING, S.DONE, guard=ON_DEMAND),
         Row(T.COMPACTED, S.COMPACTING, S.STREAMING),
+        Row(T.REPORT, S.IDLE, S.REPORTING, doc="the prompt is /status or /mcp"),
+        Row(T.REPORTED, S.REPORTING, S.DONE),
         Row(T.CANCEL, S.IDLE, S.CANCELLED, doc="cancelled before it started: nothing to drain"),
         Row(T.TOOLS_REQUESTED, S.STREAMING, S.AWAITING_PERMISSION, guard=NEEDS_PERMISSION),
         Row(T.TOOLS_REQUESTED, S.STREAMING, S.RUNNING_TOOLS),
@@ -99,6 +105,8 @@ TURN = MachineSpec(
         "updates, complete tool calls become tool_call (pending)",
         S.COMPACTING: "one model call summarises the older part of the conversation; the "
         "summary and the latest turns, tool calls with their results, replace it (stored)",
+        S.REPORTING: "the agent answers the command itself (no model call); the answer is "
+        "stored, so a reload shows it",
         S.AWAITING_PERMISSION: "session/request_permission for each call that needs it, bounded "
         "by ACP_PERMISSION_TIMEOUT_MS and the turn's token",
         S.RUNNING_TOOLS: "approved calls run in order (in_progress, then completed or failed); "

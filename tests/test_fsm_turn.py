@@ -30,6 +30,10 @@ EXPECTED: dict[tuple[TurnState, TurnTrigger], TurnState] = {
     (S.COMPACTING, T.COMPACTED): S.STREAMING,  # not on demand: the model call goes on
     (S.COMPACTING, T.CANCEL): S.DRAINING,
     (S.COMPACTING, T.FAIL): S.FAILED,
+    (S.IDLE, T.REPORT): S.REPORTING,  # /status, /mcp
+    (S.REPORTING, T.REPORTED): S.DONE,
+    (S.REPORTING, T.CANCEL): S.DRAINING,
+    (S.REPORTING, T.FAIL): S.FAILED,
     (S.STREAMING, T.TOOLS_REQUESTED): S.RUNNING_TOOLS,  # no call needs the user
     (S.AWAITING_PERMISSION, T.PERMISSIONS_SETTLED): S.RUNNING_TOOLS,
     (S.RUNNING_TOOLS, T.TOOLS_DONE): S.STREAMING,
@@ -84,7 +88,13 @@ def test_the_working_states_are_one_group() -> None:
 
 def test_final_and_cancellable_states() -> None:
     assert set(FINAL) == {S.CANCELLED, S.DONE, S.FAILED}
-    assert set(CANCELLABLE) == {S.STREAMING, S.COMPACTING, S.AWAITING_PERMISSION, S.RUNNING_TOOLS}
+    assert set(CANCELLABLE) == {
+        S.STREAMING,
+        S.COMPACTING,
+        S.REPORTING,
+        S.AWAITING_PERMISSION,
+        S.RUNNING_TOOLS,
+    }
     assert TURN.initial == S.IDLE and TURN.final == FINAL
     for state in FINAL:  # nothing leaves a final state
         assert not [r for r in TURN.rows if state in r.sources]

@@ -90,7 +90,7 @@ def test_the_prompt_names_the_environment_and_quotes_the_files(tmp_path: Path) -
 
     prompt = system_prompt(root, (extra,)).text
 
-    assert f"The project is at {root}." in prompt
+    assert f"on the project at {root}." in prompt
     assert f"- Working directory: {root}" in prompt
     assert f"- Additional directories: {extra}" in prompt
     assert f"- Today's date: {datetime.date.today().isoformat()}" in prompt

@@ -48,6 +48,7 @@ class McpServers:
         self._names: dict[tuple[str, str], str] = {}
         self._taken: set[str] = set()
         self._closed = CancellationToken("mcp servers")  # fired by `close`
+        self._failures: dict[str, str] = {}  # why a server did not start, by name
 
     def __repr__(self) -> str:
         return f"<McpServers {len(self._running)} of {len(self.specs)} running>"
@@ -78,6 +79,23 @@ class McpServers:
                     name = self._names[key] = tool_name(*key, self._taken)
                 offered[name] = (connection, tool)
         return offered
+
+    def status(self) -> list[str]:
+        """A line per server: its transport, its state and, running, its tools."""
+        lines = []
+        for spec in self.specs:
+            connection = self._running.get(spec.name)
+            head = f"{spec.name} ({spec.transport})"
+            if connection is not None and connection.alive:
+                tools = ", ".join(t.name for t in connection.tools) or "no tools"
+                lines.append(f"{head}: running; tools: {tools}")
+            elif connection is not None and connection.lost is not None:
+                lines.append(f"{head}: lost ({connection.lost})")
+            elif spec.name in self._failures:
+                lines.append(f"{head}: failed ({self._failures[spec.name]})")
+            else:
+                lines.append(f"{head}: starting")
+        return lines
 
     def retry(self) -> None:
         """Start again, in the background, each server that failed or was lost."""
@@ -142,6 +160,7 @@ class McpServers:
         old = self._running.pop(spec.name, None)
         self._running[spec.name] = connection
         self._told.discard(spec.name)  # working: a later failure is news again
+        self._failures.pop(spec.name, None)
         if old is not None:
             await old.close()
 
@@ -156,6 +175,7 @@ class McpServers:
     def _failed(self, spec: ServerSpec, reason: str) -> None:
         """`spec` did not start, for `reason`: logged, and told once at the next model call."""
         log.warning("mcp_server_failed", server=spec.name, reason=reason)
+        self._failures[spec.name] = reason
         if spec.name not in self._told:
             self._told.add(spec.name)
             self._notices.append(f"{reason}. Its tools are not available in this session.")

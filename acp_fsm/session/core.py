@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 
 from acp_fsm import credentials, limits, redact, transcript, updates
+from acp_fsm.blocking import Shared
 from acp_fsm.conversation import Conversation
+from acp_fsm.library import EMPTY, Library, scan
 from acp_fsm.prompt import title_of, to_parts
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.protocol.errors import InvalidRequest
@@ -67,6 +69,9 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("session")
 
+# The user's commands and skills, read once for the sessions that ask at once in a directory.
+_SCAN = Shared(scan)
+
 
 class Session:
     """One conversation, open in this process."""
@@ -100,6 +105,7 @@ class Session:
         self.context_window: int | None = None
         self.window_guessed = False  # context_window is only a bound an empty stream gave
         self.spent = Usage()  # the tokens of every model call of the session in this process
+        self.context_used = 0  # tokens of the last model call (what usage_update says)
         # This turn's last stored assistant message: (its pending or done write, its body).
         self._last_assistant: tuple[asyncio.Future[int], dict[str, Any]] | None = None
         forget = partial(server.sessions.forget, record.id)
@@ -109,6 +115,9 @@ class Session:
         self.lease = TurnLease(store, record.id, forget)
         self.options = Options(self.journal, self.send_update, chosen)
         self._text_senders: dict[str, Callable[[str], object]] = {}  # see `text_sender`
+        self.library: Library = EMPTY  # the user's commands and skills, as last read
+        self._reading: asyncio.Task[None] | None = None  # the first read (`read_library_soon`)
+        self._announced: list[acp.AvailableCommand] | None = None  # the commands last told
 
     def __repr__(self) -> str:
         turn = self.turn.state if self.turn is not None else "idle"
@@ -150,6 +159,7 @@ class Session:
                 raise found.refusal(self.server.client)
             await self._claim()
             try:
+                await self.read_library(turn.token)  # the files may have changed
                 if turn.command is not None:  # shown again by a load, never sent to a model
                     await self.journal.write("command", {"prompt": body["prompt"]}, wait=True)
                     return await self._finish(turn)
@@ -165,6 +175,11 @@ class Session:
     async def _converse(
         self, turn: Turn, body: dict[str, Any], parts: tuple[UserPart, ...]
     ) -> acp.PromptResponse:
+        found = await self._expanded(turn, body["prompt"], parts)
+        if found is not None:  # the user's command: the model reads it, the user sees theirs
+            parts = found
+            body = {**body, "parts": [transcript.part_to_json(p) for p in parts]}
+            limits.check_stored("prompt", body)
         await self.journal.write("user", body, wait=True)  # not stored: not in the conversation
         self.conversation.append(UserMessage(parts))
         if self.title is None and (
@@ -280,6 +295,55 @@ class Session:
         if mcp is not None:
             await mcp.close()
 
+    # ------------------------------------------------------ commands and skills
+
+    async def _expanded(
+        self, turn: Turn, prompt: list[dict[str, Any]], parts: tuple[UserPart, ...]
+    ) -> tuple[UserPart, ...] | None:
+        """What the model receives for a prompt that is a command (`/init`, `/review`, the
+        user's commands and skills), or None: the prompt as it is. A `/review` turn is
+        read-only; its diff is read with git, off the event loop."""
+        from acp_fsm import commands
+
+        scope = commands.reviewing(prompt)
+        if scope is None:
+            return commands.expanded(prompt, parts, self.library)
+        from acp_fsm.blocking import run_blocking
+        from acp_fsm.protocol.cancel import Cancelled
+        from acp_fsm.providers.types import TextPart
+        from acp_fsm.review import review_prompt
+
+        try:
+            text = await run_blocking(turn.token, review_prompt, self.cwd, scope)
+        except Cancelled:
+            return None  # the turn sees its cancel at once
+        turn.read_only = True
+        return (TextPart(text), *parts[1:])
+
+    def read_library_soon(self) -> None:
+        """Read the user's commands and skills now, off the answer's path (session setup)."""
+        if self._reading is None or self._reading.done():
+            self._reading = asyncio.get_running_loop().create_task(self.read_library(None))
+
+    async def read_library(self, token: CancellationToken | None) -> None:
+        """Read the user's commands and skills again (at every prompt: the files may have
+        changed): announced when they differ from what the editor was told, a file that
+        cannot be used named once in the session. A cancel leaves the last read in force."""
+        from acp_fsm import commands
+        from acp_fsm.protocol.cancel import Cancelled
+
+        try:
+            found = await _SCAN(token, self.cwd, commands.RESERVED)
+        except Cancelled:
+            return
+        for problem in found.problems:
+            self.tell_once(problem)
+        self.library = found
+        listed = commands.available(found)
+        if listed != (self._announced or commands.available()):  # setup told the built-ins
+            self._announced = listed
+            self.send_update(commands.announcement(found))
+
     # -------------------------------------------------------------- options
 
     @property
@@ -364,6 +428,9 @@ class Session:
 
     async def record_turn_end(self, stop_reason: str) -> None:
         await self.journal.write("turn_end", {"stopReason": stop_reason}, wait=False)
+
+    def mcp_status(self) -> list[str]:
+        return [] if self.mcp is None else self.mcp.status()
 
     def count(self, usage: Usage) -> None:
         self.spent = self.spent.plus(usage)

@@ -22,6 +22,7 @@ from acp_fsm.tools.list_directory import ListDirectory
 from acp_fsm.tools.read_file import ReadFile
 from acp_fsm.tools.run_command import RunCommand
 from acp_fsm.tools.search_files import SearchFiles
+from acp_fsm.tools.skill import LoadSkill
 from acp_fsm.tools.task import Task
 from acp_fsm.tools.update_plan import UpdatePlan
 from acp_fsm.tools.write_file import WriteFile
@@ -42,6 +43,7 @@ TOOLS: dict[str, Tool] = {
         KillCommand(),
         FetchUrl(),
         Task(),
+        LoadSkill(),
         UpdatePlan(),
     )
 }

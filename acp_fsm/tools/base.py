@@ -19,6 +19,7 @@ from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.tools.paths import utf8_text
 
 if TYPE_CHECKING:
+    from acp_fsm.library import Library
     from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent, ToolCallLocation
     from acp_fsm.tools.background import BackgroundJobs
 
@@ -116,6 +117,14 @@ class ToolEnv(Protocol):
     def cwd(self) -> Path: ...
     @property
     def roots(self) -> tuple[Path, ...]: ...  # cwd and the session's additionalDirectories
+    @property
+    def readable(self) -> tuple[Path, ...]:
+        """The roots, and the folders of the session's skills: read without asking."""
+
+    @property
+    def library(self) -> Library:
+        """The user's commands and skills, as last read."""
+
     @property
     def token(self) -> CancellationToken: ...
     @property

@@ -165,7 +165,12 @@ class BaseTool:
         if not isinstance(raw, str) or not raw:
             return False
         path = resolve(raw, env.cwd)
-        return inside_roots(path, env.roots) and not linked_elsewhere(path)
+        return inside_roots(path, self.bounds(env)) and not linked_elsewhere(path)
+
+    def bounds(self, env: ToolEnv) -> tuple[Path, ...]:
+        """The folders a call stays within to be confined: for a tool that changes nothing,
+        the session's roots and its skills' folders."""
+        return env.readable
 
     def needs_permission(self, args: dict[str, Any], env: ToolEnv) -> bool:
         """Read-only rule: ask exactly when the call is not confined to the roots."""
@@ -194,6 +199,9 @@ class BaseTool:
 
 class MutatingTool(BaseTool):
     """A tool that changes files or runs commands: the user is always asked."""
+
+    def bounds(self, env: ToolEnv) -> tuple[Path, ...]:
+        return env.roots  # a skill's folder is for reading
 
     def needs_permission(self, args: dict[str, Any], env: ToolEnv) -> bool:
         return True

@@ -72,7 +72,7 @@ def classify(turn: Turn, call: ToolCallPart) -> PendingCall:
             f"Invalid arguments for {call.name}: {call.error}. Call it again "
             "with a JSON object that matches the tool's schema.",
         )
-    mode = turn.session.settings.mode
+    mode = turn.mode
     if tool is None:
         offered = [name for name, t in turn.tools.items() if settings.offered(mode, t.kind)]
         return _denied_call(
@@ -94,7 +94,7 @@ def classify(turn: Turn, call: ToolCallPart) -> PendingCall:
     if problem is not None:
         return _denied_call(call, tool, generic, f"Invalid arguments for {call.name}: {problem}")
     if not settings.offered(mode, tool.kind):
-        return _denied_call(call, tool, view, _planning(call.name))
+        return _denied_call(call, tool, view, _planning(call.name, turn.read_only))
     pending = PendingCall(call, tool, view, confined=confined)
     if tool.always_asks(call.arguments, env):
         return pending  # in every mode, whatever was answered "always"
@@ -189,7 +189,12 @@ def denied(tool: str, *, always: bool) -> str:
     )
 
 
-def _planning(tool: str) -> str:
+def _planning(tool: str, reviewing: bool) -> str:
+    if reviewing:
+        return (
+            f"Not run: this turn is a /review, where only read-only tools are available, so "
+            f"this {tool} call was refused. Report the change as a finding instead."
+        )
     return (
         f"Not run: the session is in Plan mode, where only read-only tools are available, "
         f"so this {tool} call was refused. Answer with a plan instead; the user switches "

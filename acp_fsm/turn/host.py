@@ -17,6 +17,7 @@ from acp_fsm.providers.types import AssistantMessage, Message, ToolResultPart, U
 from acp_fsm.tools.base import Tool, ToolOutcome
 
 if TYPE_CHECKING:
+    from acp_fsm.library import Library
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.tools.background import BackgroundJobs
     from acp_fsm.updates import ChunkKind
@@ -41,6 +42,8 @@ class Host(Protocol):
     context_drift: int  # tokens the provider counted beyond the last estimate
     context_window: int | None  # the provider's, when it said it is less than configured
     window_guessed: bool  # context_window is only a bound (an empty stream's), not stated
+    library: Library  # the user's commands and skills, as last read
+    context_used: int  # tokens of the last model call (prompt and answer), 0 before any
 
     @property
     def background(self) -> BackgroundJobs:
@@ -103,6 +106,13 @@ class Host(Protocol):
     async def record_turn_end(self, stop_reason: str) -> None:
         """Store that the turn ended, and why."""
 
+    @property
+    def spent(self) -> Usage:
+        """The tokens of every model call of the session in this process."""
+
+    def mcp_status(self) -> list[str]:
+        """A line per MCP server of the session: its state and its tools."""
+
     def count(self, usage: Usage) -> None:
         """Add a model call's tokens to the session's usage."""
 
@@ -155,6 +165,15 @@ class TurnEnv:
     @property
     def roots(self) -> tuple[Path, ...]:
         return self._session.roots
+
+    @property
+    def readable(self) -> tuple[Path, ...]:
+        skills = self._session.library.skills.values()
+        return (*self._session.roots, *(skill.folder for skill in skills))
+
+    @property
+    def library(self) -> Library:
+        return self._session.library
 
     @property
     def token(self) -> CancellationToken:

@@ -9,7 +9,8 @@ import structlog
 
 from acp_fsm import compaction, redact, settings
 from acp_fsm.blocking import Shared
-from acp_fsm.instructions import system_prompt
+from acp_fsm.instructions import BRIEF, reopened, system_prompt
+from acp_fsm.library import skills_prompt
 from acp_fsm.models import CATALOG
 from acp_fsm.providers import open_stream
 from acp_fsm.providers.anthropic import THINKING_BUDGETS
@@ -34,7 +35,8 @@ async def instructions(turn: Turn) -> str:
         prompt = await _SYSTEM_PROMPT(turn.token, turn.session.cwd, turn.session.roots[1:])
         for skipped in prompt.skipped:
             turn.session.tell_once(skipped)
-        turn.system = prompt.text
+        skills = skills_prompt(turn.session.library.skills)
+        turn.system = f"{prompt.text}\n\n{skills}" if skills else prompt.text
     return turn.system
 
 
@@ -45,14 +47,20 @@ async def request(turn: Turn) -> ModelRequest:
     chosen = turn.session.settings
     model = turn.session.model(config)
     system = await instructions(turn)
-    if chosen.mode == settings.PLAN and not turn.subagent:  # a subagent reports, never plans
-        system = f"{system}\n\n{settings.PLAN_NOTE}"
+    from acp_fsm.tools import SMALL_WINDOW_TOKENS, edit_style, listed  # with the first call
+
+    if window(turn) < SMALL_WINDOW_TOKENS and not turn.subagent:
+        system = reopened(system, turn.session.cwd, BRIEF)  # the room is the conversation's
+    # what the mode allows; a read-only turn (/review) and a subagent are told their own
+    if not turn.read_only and not turn.subagent:
+        system = f"{system}\n\n{settings.MODE_NOTES[turn.mode]}"
     jobs = turn.session.background_summary()
     if jobs:
         system = f"{system}\n\n{jobs}"
-    from acp_fsm.tools import edit_style, listed  # loaded with the first model call
+    from acp_fsm.tools.skill import SKILL_TOOL
 
     style = edit_style(config.provider, model)
+    skills = bool(turn.session.library.skills)  # else nothing to load
     return ModelRequest(
         model=model,
         messages=turn.session.messages_for_model(),
@@ -61,7 +69,9 @@ async def request(turn: Turn) -> ModelRequest:
         tools=tuple(
             ToolSpec(t.name, t.description, t.input_schema)
             for t in turn.tools.values()
-            if settings.offered(chosen.mode, t.kind) and listed(t.name, style, window(turn))
+            if settings.offered(turn.mode, t.kind)
+            and listed(t.name, style, window(turn))
+            and (skills or t.name != SKILL_TOOL)
         ),
         # never more than half the window: a server that counts the answer's
         # room in (vLLM) refuses the request otherwise

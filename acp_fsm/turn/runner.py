@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from acp_fsm import credentials, transcript, updates
+from acp_fsm import credentials, settings, transcript, updates
 from acp_fsm.client import Client
-from acp_fsm.commands import Command
+from acp_fsm.commands import REPORTS, Command
 from acp_fsm.fsm.machine import Guard
 from acp_fsm.fsm.tool_call import ToolCallState, ToolCallTrigger
 from acp_fsm.fsm.turn import (
@@ -35,7 +35,7 @@ from acp_fsm.protocol.errors import InternalError, RpcError
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import Usage
 from acp_fsm.tools.base import Tool, ToolOutcome
-from acp_fsm.turn import compacting, draining, permission, streaming, tools
+from acp_fsm.turn import compacting, draining, permission, reporting, streaming, tools
 from acp_fsm.turn.calls import PendingCall, close_open
 from acp_fsm.turn.host import Host, TurnEnv, TurnFailed
 
@@ -49,6 +49,7 @@ Work = Callable[["Turn"], Awaitable[TurnTrigger]]
 WORK: dict[TurnState, Work] = {
     TurnState.STREAMING: streaming.stream,
     TurnState.COMPACTING: compacting.compact,
+    TurnState.REPORTING: reporting.report,
     TurnState.AWAITING_PERMISSION: permission.ask_permissions,
     TurnState.RUNNING_TOOLS: tools.run_tools,
     TurnState.DRAINING: draining.drain,
@@ -80,6 +81,7 @@ class Turn:
         self.tools: dict[str, Tool] = {}  # of the current model call
         self.system: str | None = None  # read once a turn (instruction files may change)
         self.send_as_is = False  # the next model call: compacted once, it is not again
+        self.read_only = False  # this turn has the read-only tools only, whatever the mode
         self.recompacted = False  # this model call: compacted again for a lowered guess
         self._guards: dict[Guard, Callable[[], bool]] = {
             NEEDS_PERMISSION: self._needs_permission,
@@ -102,6 +104,11 @@ class Turn:
             "turn_transition", trigger=trigger.value, source=before.value, dest=self.state.value
         )
 
+    @property
+    def mode(self) -> str:
+        """The mode the turn works in: Plan's tools for a read-only turn (/review)."""
+        return settings.PLAN if self.read_only else self.session.settings.mode
+
     def _needs_permission(self) -> bool:
         """Guard of `tools_requested`: some call waits for the user's answer."""
         return any(pc.state == ToolCallState.PENDING for pc in self.calls)
@@ -114,7 +121,7 @@ class Turn:
         if self.token.is_cancelled:
             self._fire(TurnTrigger.CANCEL)
         else:
-            self._fire(TurnTrigger.START if self.command is None else TurnTrigger.COMPACT)
+            self._fire(self._first_trigger())
         while self.state not in FINAL:
             await self._step()
         await self.session.record_turn_end(self.stop_reason_now)
@@ -128,6 +135,12 @@ class Turn:
             assert self.error is not None
             raise self.error
         return "cancelled" if self.state == TurnState.CANCELLED else self.stop_reason
+
+    def _first_trigger(self) -> TurnTrigger:
+        """A model call, or the command the prompt is (`/compact`, `/status`, `/mcp`)."""
+        if self.command is None:
+            return TurnTrigger.START
+        return TurnTrigger.REPORT if self.command.name in REPORTS else TurnTrigger.COMPACT
 
     async def _step(self) -> None:
         """The work of the state the turn is in, then the transition it ends with: `cancel`

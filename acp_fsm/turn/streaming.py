@@ -89,6 +89,7 @@ async def stream(turn: Turn) -> TurnTrigger:
         turn.session.context_drift = max(0, usage.input_tokens - estimate)
     used = usage.input_tokens + usage.output_tokens
     if used:
+        turn.session.context_used = used
         turn.update(updates.usage(used, window(turn)))
     return await _finish(turn, finished)
 

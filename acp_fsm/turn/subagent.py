@@ -126,8 +126,11 @@ class _Unasking:
 class SubagentHost:
     """The `Host` of a subagent's turn (see the module's docstring)."""
 
-    def __init__(self, parent: Host, progress: Progress, prompt: str) -> None:
+    def __init__(
+        self, parent: Host, progress: Progress, prompt: str, *, read_only: bool = False
+    ) -> None:
         self._parent = parent
+        self._read_only = read_only  # a read-only turn's (/review): never more than reads
         self._progress = progress
         self._server = _Unasking(parent.server)
         self.id = parent.id
@@ -142,6 +145,8 @@ class SubagentHost:
         self.conversation = Conversation([self.task])
         self.transcript: list[Message] = [self.task]  # all of it, compactions or not
         self.compactions = 0
+        self.library = parent.library
+        self.context_used = 0
 
     def __repr__(self) -> str:
         return f"<SubagentHost of {self.id} messages={len(self.conversation)}>"
@@ -175,7 +180,8 @@ class SubagentHost:
         allow (a subagent cannot ask, and a fetch asks in the other modes)."""
         if name in NOT_DELEGATED:
             return False
-        if self.settings.mode == settings.FULL_ACCESS or tool.kind in settings.READ_ONLY_KINDS:
+        everything = self.settings.mode == settings.FULL_ACCESS and not self._read_only
+        if everything or tool.kind in settings.READ_ONLY_KINDS:
             return True
         return tool.kind == "fetch" and self.always.get(name) is True
 
@@ -194,6 +200,13 @@ class SubagentHost:
 
     def count(self, usage: Usage) -> None:
         self._parent.count(usage)
+
+    @property
+    def spent(self) -> Usage:
+        return self._parent.spent
+
+    def mcp_status(self) -> list[str]:
+        return self._parent.mcp_status()
 
     def record_subagent(self, body: dict[str, Any]) -> None:
         raise AssertionError("a subagent starts no subagent")
@@ -266,12 +279,13 @@ async def delegate(parent: Turn, call_id: str, description: str, prompt: str) ->
         parent.update(updates.tool_call_update(call_id, "in_progress", content=list(content)))
 
     progress = Progress(show)
-    host = SubagentHost(parent.session, progress, prompt)
+    host = SubagentHost(parent.session, progress, prompt, read_only=parent.read_only)
     sub = Turn(host, parent.token)
     sub.provider = parent.provider
     sub.system = subagent_prompt(await instructions(parent), parent.session.cwd)
     sub.max_requests = environment.subagent_max_steps()
     sub.subagent = True
+    sub.read_only = parent.read_only
     stop: acp.StopReason | None = None
     try:
         stop = await sub.run()

@@ -301,7 +301,7 @@ def test_each_tool_with_each_permission_answer(session_run: SessionRun) -> None:
     """Every tool that can ask ran through a permission request, answered each way ACP
     allows (update_plan never asks: it changes nothing outside the conversation; nor do
     command_output and kill_command: starting the command asked; nor does task: its
-    subagent cannot)."""
+    subagent cannot; nor does skill: the user's own)."""
     asked = [
         r["params"]["toolCall"]["toolCallId"]
         for r in session_run.editor.received
@@ -309,7 +309,7 @@ def test_each_tool_with_each_permission_answer(session_run: SessionRun) -> None:
     ]
     expected = [call_id for call_id, (_, answer) in CALLS.items() if answer is not None]
     assert asked == expected
-    never = {"update_plan", "command_output", "kill_command", "task"}
+    never = {"update_plan", "command_output", "kill_command", "task", "skill"}
     assert {CALLS[call_id][0] for call_id in asked} == set(TOOLS) - never
     answers = {answer for _, answer in CALLS.values() if answer is not None}
     assert answers == {
@@ -441,3 +441,16 @@ def test_the_agent_stayed_clean(session_run: SessionRun) -> None:
     assert session_run.schema_violations == []
     assert session_run.editor.unexpected == []
     assert session_run.client_errors == []
+
+
+def test_the_users_command_and_skill_are_announced(session_run: SessionRun) -> None:
+    """The project's command file and skill reach the editor's menu (and, with the official
+    schema at hand, the announcement is checked against it like every message)."""
+    announced = [
+        [c["name"] for c in r.payload["update"]["availableCommands"]]
+        for r in session_run.records
+        if r.method == "session/update"
+        and r.payload["update"]["sessionUpdate"] == "available_commands_update"
+    ]
+    built_in = ["compact", "init", "review", "status", "mcp"]
+    assert built_in in announced and [*built_in, "tidy", "notes"] in announced

@@ -255,6 +255,7 @@ class Launcher:
                 "OPENAI_API_KEY": API_KEY,
                 "ANTHROPIC_API_KEY": API_KEY,
                 "ACP_FSM_HOME": str(self.home),
+                "XDG_CONFIG_HOME": str(self.home / "config"),  # no user commands of the machine's
                 "ACP_FSM_MAX_RETRIES": "0",
                 "ACP_FSM_MODEL": None,
                 "ACP_PERMISSION_TIMEOUT_MS": None,

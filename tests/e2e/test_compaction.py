@@ -232,7 +232,13 @@ async def test_compact_on_demand_keeps_the_last_turn_and_is_not_a_prompt(
     )
     announced = agent.messages[answered + 1]["params"]["update"]
     assert announced["sessionUpdate"] == "available_commands_update"
-    assert [c["name"] for c in announced["availableCommands"]] == ["compact"]
+    assert [c["name"] for c in announced["availableCommands"]] == [
+        "compact",
+        "init",
+        "review",
+        "status",
+        "mcp",
+    ]
 
     await launch.close(agent)
     other = await launch.start("anthropic")

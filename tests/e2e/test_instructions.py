@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from acp_fsm.devkit.provider import RecordedRequest, Reply, ScriptedProvider
+from acp_fsm.instructions import BASE
+from acp_fsm.settings import MODE_NOTES, MODES
 from tests.e2e.support import Launcher, of_kind
 
 
@@ -94,3 +96,26 @@ async def test_an_instruction_file_leading_outside_is_not_sent_and_said_once(
     assert [u["content"]["text"] for u in of_kind(second.updates, "agent_message_chunk")] == [
         "second"
     ]  # once a session, not each turn
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+async def test_each_modes_prompt_says_what_the_mode_allows_and_stays_the_same(
+    launch: Launcher, server: ScriptedProvider, tmp_path: Path, mode: str
+) -> None:
+    """The system prompt of a coding agent: how to explore, edit, verify, work with the user
+    and answer; what the mode allows at its end; the same bytes from turn to turn."""
+    project = tmp_path / "project"
+    project.mkdir()
+    server.fallback = Reply(text="ok")
+    agent = await launch.start("anthropic")
+    session = await agent.new_session(project)
+    await agent.result("session/set_mode", {"sessionId": session, "modeId": mode})
+    await agent.prompt(session, "one")
+    await agent.prompt(session, "two")
+    first, second = (system_of(r) for r in server.requests)
+    assert first == second
+    assert first.endswith(MODE_NOTES[mode])
+    assert [note for note in MODE_NOTES.values() if note in first] == [MODE_NOTES[mode]]
+    for part in ("Explore before", "Verify:", "do not retry it", "Never say you changed"):
+        assert part in first
+    assert 1_000 < len(BASE) < 2_000  # as the README states its size

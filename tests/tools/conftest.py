@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from acp_fsm.library import EMPTY, Library
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.tools import TOOLS
 from acp_fsm.tools.background import BackgroundJobs
@@ -211,9 +212,14 @@ class Env:
     token: CancellationToken = field(default_factory=CancellationToken)
     previewed: tuple[ToolCallContent, ...] = ()
     background: BackgroundJobs = field(default_factory=BackgroundJobs)
+    library: Library = EMPTY
 
     def __post_init__(self) -> None:
         self.roots = self.roots or (self.cwd,)
+
+    @property
+    def readable(self) -> tuple[Path, ...]:
+        return (*self.roots, *(skill.folder for skill in self.library.skills.values()))
 
     def report(self, content: tuple[ToolCallContent, ...]) -> None:
         self.client.calls.append(("report", content))

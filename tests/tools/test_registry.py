@@ -30,6 +30,7 @@ NAMES = [
     "kill_command",
     "fetch_url",
     "task",
+    "skill",
     "update_plan",
 ]
 KINDS = {
@@ -46,6 +47,7 @@ KINDS = {
     "kill_command": "execute",
     "fetch_url": "fetch",
     "task": "think",
+    "skill": "read",
     "update_plan": "think",
 }
 
@@ -86,6 +88,7 @@ def test_required_arguments() -> None:
         "kill_command": ["id"],
         "fetch_url": ["url"],
         "task": ["description", "prompt"],
+        "skill": ["name"],
         "update_plan": ["entries"],
     }
 

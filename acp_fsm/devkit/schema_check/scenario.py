@@ -185,6 +185,19 @@ class _Session:
             directory.mkdir(parents=True, exist_ok=True)
         (self.project / "main.py").write_text("x = 1\n", encoding="utf-8")
         (self.outside / "notes.txt").write_text("a note\nanother note\n", encoding="utf-8")
+        # the user's own command and skill: announced with the built-in commands
+        commands = self.project / ".claude" / "commands"
+        commands.mkdir(parents=True, exist_ok=True)
+        (commands / "tidy.md").write_text(
+            "---\ndescription: Tidy a file\nargument-hint: <file>\n---\nTidy $1.\n",
+            encoding="utf-8",
+        )
+        skill = self.project / ".agents" / "skills" / "notes"
+        skill.mkdir(parents=True, exist_ok=True)
+        (skill / "SKILL.md").write_text(
+            "---\nname: notes\ndescription: Keep notes in notes.txt\n---\nAppend a line.\n",
+            encoding="utf-8",
+        )
 
     async def step(
         self, link: AgentLink, name: str, method: str, params: Any = None, **options: Any

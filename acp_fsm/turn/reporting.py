@@ -1,0 +1,77 @@
+"""`reporting`: the agent answers `/status` or `/mcp` itself, from what the session knows (no
+model call); the answer is stored like a notice, so a reload shows it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from acp_fsm import commands, settings
+from acp_fsm.blocking import run_blocking
+from acp_fsm.fsm.turn import TurnTrigger
+from acp_fsm.instructions import project_instructions
+from acp_fsm.turn.model import window
+
+if TYPE_CHECKING:
+    from acp_fsm.turn.runner import Turn
+
+
+async def report(turn: Turn) -> TurnTrigger:
+    assert turn.command is not None
+    if turn.command.name == commands.MCP:
+        text = mcp_report(turn)
+    else:
+        text = await status_report(turn)
+    await turn.tell(text)
+    return TurnTrigger.REPORTED
+
+
+def mcp_report(turn: Turn) -> str:
+    lines = turn.session.mcp_status()
+    if not lines:
+        return "No MCP servers in this session (the editor configures them)."
+    return "MCP servers:\n" + "\n".join(f"- {line}" for line in lines)
+
+
+async def status_report(turn: Turn) -> str:
+    session = turn.session
+    config = turn.config()
+    chosen = session.settings
+    mode = settings.MODES[chosen.mode][0]
+    size = window(turn)
+    used = session.context_used
+    context = (
+        f"{used:,} of {size:,} tokens ({used * 100 // max(1, size)}%)"
+        if used
+        else f"nothing yet, of {size:,} tokens"
+    )
+    spent = session.spent
+    found = await run_blocking(turn.token, project_instructions, session.cwd, session.roots[1:])
+    library = session.library
+    jobs = session.background_summary()
+    lines = [
+        f"Provider: {config.provider} ({_where(config.base_url)})",
+        f"Model: {session.model(config)}",
+        f"Mode: {mode}",
+        f"Thought level: {chosen.thought_level}",
+        f"Context: {context}",
+        f"Tokens so far: {spent.input_tokens:,} in ({spent.cache_read_tokens:,} read from the "
+        f"cache, {spent.cache_write_tokens:,} written to it), {spent.output_tokens:,} out",
+        "MCP servers: " + _listed(session.mcp_status()),
+        "Instruction files: " + _listed([str(path) for path, _ in found.found]),
+        "Commands: " + _listed([f"/{name}" for name in library.commands]),
+        "Skills: " + _listed(list(library.skills)),
+        "Background commands: " + _listed([j.removeprefix("- ") for j in jobs.splitlines()[1:]]),
+    ]
+    return "Status:\n" + "\n".join(f"- {line}" for line in lines)
+
+
+def _where(url: str) -> str:
+    """The provider's address without any credentials in it."""
+    parts = urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]  # no user or password
+    return f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else netloc
+
+
+def _listed(items: list[str]) -> str:
+    return "; ".join(items) if items else "none"
