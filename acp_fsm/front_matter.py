@@ -74,7 +74,9 @@ def text_field(document: Document, key: str, limit: int) -> str | None:
         return None
     if isinstance(value, dict | list):
         value = document.raw.get(key, "")
-    words = " ".join(str(value).split())
-    if len(words) > limit:
-        words = words[: limit - 1].rstrip() + "…"
-    return words or None
+    return shortened(" ".join(str(value).split()), limit) or None
+
+
+def shortened(text: str, limit: int) -> str:
+    """`text`, cut to `limit` characters with an ellipsis when longer."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from acp_fsm.front_matter import FrontMatterError, split, text_field
+from acp_fsm.front_matter import FrontMatterError, shortened, split, text_field
 
 MAX_FILE_BYTES = 256 * 1024  # a command or a skill larger than this is not one
 MAX_FILES = 500  # command files read per folder (the rest are named as skipped)
@@ -75,7 +75,7 @@ class Skill:
     @property
     def summary(self) -> str:
         """Its description, short enough for a menu or a list."""
-        return _cut(self.description, MAX_DESCRIPTION_CHARS)
+        return shortened(self.description, MAX_DESCRIPTION_CHARS)
 
     def loaded(self) -> str:
         """What the model reads when it loads the skill: its instructions, and where its
@@ -193,7 +193,7 @@ def _commands_in(place: Place, problems: list[str]) -> list[UserCommand]:
         if not body:
             problems.append(f"The command file {path} is skipped: it has no prompt.")
             continue
-        about = description or _cut(_first_line(body), MAX_DESCRIPTION_CHARS)
+        about = description or shortened(_first_line(body), MAX_DESCRIPTION_CHARS)
         found.append(UserCommand(name, about, hint, body, path))
     if len(files) > MAX_FILES:
         problems.append(
@@ -329,10 +329,6 @@ def _why(exc: Exception) -> str:
 def _first_line(body: str) -> str:
     line = next((s.strip() for s in body.splitlines() if s.strip()), "")
     return line.lstrip("#").strip()
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _words(argument: str) -> list[str]:

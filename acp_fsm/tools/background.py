@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -25,11 +24,11 @@ import structlog
 
 from acp_fsm import redact
 from acp_fsm.protocol.cancel import CancellationToken
-from acp_fsm.redact import command_environment
 from acp_fsm.system.groups import settle, stop_group
 from acp_fsm.system.reaper import REAPER
 from acp_fsm.tools.base import ToolEnv, ToolOutcome
-from acp_fsm.tools.common import ToolError, ask_client, describe_os_error, plural
+from acp_fsm.tools.common import ToolError, ask_client, plural
+from acp_fsm.tools.process import start_shell
 from acp_fsm.updates import text_block
 
 if TYPE_CHECKING:
@@ -181,24 +180,7 @@ class LocalJob(Job):
     @classmethod
     async def start(cls, job_id: str, command: str, cwd: Path) -> LocalJob:
         unread = _Unread()
-        loop = asyncio.get_running_loop()
-        try:
-            transport, protocol = await loop.subprocess_exec(
-                lambda: _Protocol(unread),
-                "sh",
-                "-c",
-                command,
-                cwd=cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env=command_environment(),
-            )
-        except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the command
-            reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
-            raise ToolError(f"Could not start the command: {reason}") from exc
-        REAPER.started(transport.get_pid())  # dies with the agent, kill -9 included
+        transport, protocol = await start_shell(command, cwd, lambda: _Protocol(unread))
         log.info("background_started", job=job_id, pgid=transport.get_pid())
         return cls(job_id, command, transport, protocol)
 

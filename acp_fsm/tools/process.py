@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import structlog
 
@@ -122,20 +124,19 @@ class _CommandProtocol(asyncio.SubprocessProtocol):
             self.exited.set_result(None)
 
 
-async def run_local(
-    command: str, cwd: Path, seconds: float, token: CancellationToken
-) -> LocalResult:
-    """Run `sh -c command` in `cwd`; stop it after `seconds` or when `token` fires.
+P = TypeVar("P", bound=asyncio.SubprocessProtocol)
 
-    Raises `Cancelled` when the token fired, after the group was stopped (SIGKILL follows
-    SIGTERM after `CANCEL_KILL_GRACE_SECONDS`), and `ToolError` when the shell could not be
-    started.
-    """
-    capture = OutputCapture()
+
+async def start_shell(
+    command: str, cwd: Path, protocol: Callable[[], P]
+) -> tuple[asyncio.SubprocessTransport, P]:
+    """`sh -c command` in `cwd`, leading a process group of its own that the reaper knows
+    (it dies with the agent, kill -9 included), its stdout and stderr together to
+    `protocol`, no stdin, the commands' environment. `ToolError` when it cannot start."""
     loop = asyncio.get_running_loop()
     try:
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _CommandProtocol(capture),
+        transport, started = await loop.subprocess_exec(
+            protocol,
             "sh",
             "-c",
             command,
@@ -149,8 +150,22 @@ async def run_local(
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the command
         reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
         raise ToolError(f"Could not start the command: {reason}") from exc
+    REAPER.started(transport.get_pid())
+    return transport, started
+
+
+async def run_local(
+    command: str, cwd: Path, seconds: float, token: CancellationToken
+) -> LocalResult:
+    """Run `sh -c command` in `cwd`; stop it after `seconds` or when `token` fires.
+
+    Raises `Cancelled` when the token fired, after the group was stopped (SIGKILL follows
+    SIGTERM after `CANCEL_KILL_GRACE_SECONDS`), and `ToolError` when the shell could not be
+    started.
+    """
+    capture = OutputCapture()
+    transport, protocol = await start_shell(command, cwd, lambda: _CommandProtocol(capture))
     pgid = transport.get_pid()  # the shell leads its own group (start_new_session)
-    REAPER.started(pgid)
     log.debug("command_started", pgid=pgid)
     timed_out = False
     stopped_background = False

@@ -24,6 +24,14 @@ def git(cwd: Path, *command: str) -> None:
     )
 
 
+def committed(project: Path, name: str, text: str) -> None:
+    """`project` made a git repository whose one commit holds `name` with `text`."""
+    git(project, "init", "-q")
+    (project / name).write_text(text)
+    git(project, "add", name)
+    git(project, "commit", "-qm", "first")
+
+
 def tool_names(body: dict[str, object]) -> set[str]:
     tools = body.get("tools") or []
     assert isinstance(tools, list)
@@ -126,10 +134,7 @@ async def test_init_asks_the_model_to_write_agents_md_with_permission(
 async def test_review_is_a_read_only_turn_over_the_uncommitted_diff(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
-    git(project, "init", "-q")
-    (project / "app.py").write_text("x = 1\n")
-    git(project, "add", "app.py")
-    git(project, "commit", "-qm", "first")
+    committed(project, "app.py", "x = 1\n")
     (project / "app.py").write_text("x = 2\n")
     (project / "new.py").write_text("y = 1\n")
     server.script(
@@ -161,10 +166,7 @@ async def test_review_is_a_read_only_turn_over_the_uncommitted_diff(
 async def test_review_of_a_range_and_of_what_is_no_range(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
-    git(project, "init", "-q")
-    (project / "a.txt").write_text("one\n")
-    git(project, "add", "a.txt")
-    git(project, "commit", "-qm", "first")
+    committed(project, "a.txt", "one\n")
     (project / "a.txt").write_text("two\n")
     git(project, "commit", "-qam", "second")
     server.fallback = Reply(text="ok")

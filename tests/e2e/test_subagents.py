@@ -18,6 +18,7 @@ from acp_fsm.devkit.provider import Call, Hang, Reply, ScriptedProvider
 from acp_fsm.devkit.provider.script import DEFAULT_USAGE, HttpError, RecordedRequest, Scripted
 from acp_fsm.settings import PLAN_NOTE
 from tests.e2e.support import (
+    Agent,
     Launcher,
     args,
     content_text,
@@ -66,6 +67,18 @@ def delegating(*files: str, sub: Callable[[RecordedRequest], Scripted] = reader)
         return Reply(calls=calls)
 
     return respond
+
+
+async def delegating_in(
+    launch: Launcher, server: ScriptedProvider, project: Path, mode: str
+) -> tuple[Agent, str]:
+    """An agent whose session, in `mode`, will hand a.py to a subagent."""
+    (project / "a.py").write_text("x = 1\n")
+    server.fallback = delegating("a.py")
+    agent = await launch.start("anthropic")
+    session = await agent.new_session(project)
+    await agent.result("session/set_mode", {"sessionId": session, "modeId": mode})
+    return agent, session
 
 
 def names(request: RecordedRequest) -> set[str]:
@@ -220,11 +233,7 @@ async def test_a_subagent_cannot_ask_and_stops_at_its_step_limit(
 async def test_in_full_access_a_subagent_has_every_tool_but_task(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
-    (project / "a.py").write_text("x = 1\n")
-    server.fallback = delegating("a.py")
-    agent = await launch.start("anthropic")
-    session = await agent.new_session(project)
-    await agent.result("session/set_mode", {"sessionId": session, "modeId": "full_access"})
+    agent, session = await delegating_in(launch, server, project, "full_access")
     turn = await agent.prompt(session, "investigate")
     assert turn.stop_reason == "end_turn"
     sub = next(r for r in server.requests if is_subagent(r))
@@ -276,11 +285,7 @@ async def test_a_subagent_that_compacts_keeps_its_task_and_its_whole_transcript(
 async def test_in_plan_mode_a_subagent_reports_and_gets_no_plan_note(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
-    (project / "a.py").write_text("x = 1\n")
-    server.fallback = delegating("a.py")
-    agent = await launch.start("anthropic")
-    session = await agent.new_session(project)
-    await agent.result("session/set_mode", {"sessionId": session, "modeId": "plan"})
+    agent, session = await delegating_in(launch, server, project, "plan")
     assert (await agent.prompt(session, "plan it")).stop_reason == "end_turn"
     sub = next(r for r in server.requests if is_subagent(r))
     main = next(r for r in server.requests if not is_subagent(r))
