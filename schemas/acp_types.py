@@ -461,6 +461,16 @@ class McpServerVariant2(McpServerStdio, total=False):
     type: Any
 
 
+class McpServerAcp(TypedDict, total=False):
+    """An MCP server carried over the ACP connection (the unstable schema's `acp`
+    transport): accepted in the shape session/fork's params allow, then refused, as acp-fsm
+    does not advertise mcpCapabilities.acp."""
+    type: Required[Literal["acp"]]
+    name: Required[str]
+    serverId: Required[str]
+    _meta: dict[str, Any] | None
+
+
 class NewSessionRequest(TypedDict, total=False):
     """Params of session/new."""
     cwd: Required[str]
@@ -575,7 +585,7 @@ class ForkSessionRequest(TypedDict, total=False):
     sessionId: Required[SessionId]
     cwd: Required[str]
     additionalDirectories: list[str]
-    mcpServers: list[McpServer]
+    mcpServers: list[McpServer | McpServerAcp]
     _meta: dict[str, Any] | None
 
 

@@ -295,6 +295,13 @@ def check_session(cwd: str, additional: list[str], mcp_servers: list[Any]) -> No
     )
     limits.check_count("mcpServers", mcp_servers, limits.MAX_MCP_SERVERS, "MAX_MCP_SERVERS")
     limits.check_nesting("mcpServers", mcp_servers)
+    for i, server in enumerate(mcp_servers):
+        if server.get("type") == "acp":  # session/fork's params admit it (the unstable schema)
+            raise InvalidParams(
+                f'Invalid params: mcpServers[{i}]: MCP over the ACP connection (type "acp") '
+                "is not supported (mcpCapabilities.acp is not advertised); give a stdio, http "
+                "or sse server"
+            )
     for name, value in [("cwd", cwd)] + [
         (f"additionalDirectories[{i}]", d) for i, d in enumerate(additional)
     ]:

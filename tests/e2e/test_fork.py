@@ -94,6 +94,18 @@ async def test_a_session_stored_by_another_process_forks_and_an_unknown_one_does
         "session/fork", {"sessionId": source, "cwd": "project", "mcpServers": []}
     )
     assert relative["error"]["code"] == -32602
+    over_acp = await second.request(
+        "session/fork",
+        {
+            "sessionId": source,
+            "cwd": str(project),
+            "mcpServers": [{"type": "acp", "name": "editor", "serverId": "m1"}],
+        },
+    )
+    assert over_acp["error"]["code"] == -32602
+    assert 'mcpServers[0]: MCP over the ACP connection (type "acp")' in over_acp["error"]["message"]
+    listed = await second.result("session/list", {})
+    assert len(listed["sessions"]) == 2  # the source and the one fork: nothing half-made
 
 
 async def test_set_model_is_the_model_option_announced_and_stored(

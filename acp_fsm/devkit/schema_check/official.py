@@ -78,13 +78,22 @@ class OfficialSchema:
         """The definition of the params or result of `method` as `writer` writes them."""
         return self.index.get((writer, part, method))
 
-    def _defining(self, writer: str, part: str, method: str) -> tuple[OfficialSchema, str] | None:
-        """The schema (this one, else the unstable one) that defines `method`'s part."""
-        for schema in (self, self.unstable):
-            name = schema.definition(writer, part, method) if schema is not None else None
-            if schema is not None and name is not None:
+    def defining(self, writer: str, part: str, method: str) -> tuple[OfficialSchema, str] | None:
+        """The schema (this one, else the unstable one) that defines `method`'s part, and the
+        definition's name."""
+        for schema in self.documents():
+            name = schema.definition(writer, part, method)
+            if name is not None:
                 return schema, name
         return None
+
+    def holding(self, name: str) -> OfficialSchema | None:
+        """The schema (this one, else the unstable one) that has definition `name`."""
+        return next((schema for schema in self.documents() if name in schema.defs), None)
+
+    def documents(self) -> list[OfficialSchema]:
+        """This schema, then the unstable one when at hand."""
+        return [self] if self.unstable is None else [self, self.unstable]
 
     def validator(self, name: str | None) -> Any:
         """A Draft 2020-12 validator of definition `name`, or of the root when None."""
@@ -122,21 +131,21 @@ class OfficialSchema:
             # JSON-RPC lets a client pick a fractional id and requires it echoed; ACP's RequestId
             # admits only integers, so the rest of the message is judged with 0 in its place.
             message = {**message, "id": 0}
-        problems = self.problems(None, message)
         payload = message.get(PAYLOAD[kind])
         if kind == "error":
-            return problems + self.problems("Error", payload)
+            return self.problems(None, message) + self.problems("Error", payload)
         if method is None or method.startswith("_") or method in LEGACY:
-            return problems
+            return self.problems(None, message)
         part = "result" if kind == "result" else "params"
-        found = self._defining(writer, part, method)
+        found = self.defining(writer, part, method)
         if found is None:
             return [
-                *problems,
+                *self.problems(None, message),
                 f"no official definition of the {part} of {method} written by the {writer}",
             ]
+        # A method only the unstable schema defines is judged by that schema, root included.
         schema, name = found
-        return problems + schema.problems(name, payload)
+        return schema.problems(None, message) + schema.problems(name, payload)
 
 
 def _other(side: str) -> str:
