@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
+from acp_fsm import environment
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.protocol.errors import OutboundCancelled, OutboundError, RemoteError, ResourceNotFound
 
 if TYPE_CHECKING:
     from acp_fsm.initialize import ClientInfo
+    from acp_fsm.questions import Answer, Question
 
 
 log = structlog.get_logger("acp.client")
@@ -89,6 +91,30 @@ class Client:
     @property
     def has_terminal(self) -> bool:
         return self._server.client is not None and self._server.client.has_terminal
+
+    @property
+    def shows_forms(self) -> bool:
+        return self._server.client is not None and self._server.client.shows_forms
+
+    async def ask(self, question: Question, tool_call: dict[str, Any]) -> Answer:
+        """Ask the user `question` about `tool_call` (an ACP ToolCallUpdate): a form when the
+        editor shows forms, else a permission request offering the choices (`NotAskable`
+        when there are none). Waits as long as a permission prompt may."""
+        from acp_fsm import questions
+
+        waits = environment.client_rpc_timeout_ms(environment.PERMISSION_METHOD)
+        if self.shows_forms:
+            params = questions.form_params(question, tool_call.get("toolCallId"))
+            return questions.form_answer(
+                await self.call(environment.ELICITATION_METHOD, params, timeout_ms=waits)
+            )
+        options = questions.choice_options(question)
+        result = await self.call(
+            environment.PERMISSION_METHOD,
+            {"toolCall": tool_call, "options": options},
+            timeout_ms=waits,
+        )
+        return questions.choice_answer(question, result)
 
     async def call(
         self,

@@ -8,6 +8,7 @@ import sys
 
 DEFAULT_CLIENT_RPC_TIMEOUT_MS = 30_000
 PERMISSION_METHOD = "session/request_permission"
+ELICITATION_METHOD = "elicitation/create"  # a question to the user: waits like a permission
 
 
 def _int_env(name: str, default: int) -> int:
@@ -28,10 +29,12 @@ def client_rpc_timeout_ms(method: str | None = None) -> int:
     """Time limit for an agent→client request, in ms; 0 means wait until cancelled.
 
     `ACP_CLIENT_RPC_TIMEOUT_MS` (default 30000) bounds every request; for permission prompts
-    `ACP_PERMISSION_TIMEOUT_MS` overrides it, because a person may need longer.
+    and questions `ACP_PERMISSION_TIMEOUT_MS` overrides it, because a person may need longer.
     """
     timeout = _int_env("ACP_CLIENT_RPC_TIMEOUT_MS", DEFAULT_CLIENT_RPC_TIMEOUT_MS)
-    if method == PERMISSION_METHOD and os.environ.get("ACP_PERMISSION_TIMEOUT_MS"):
+    if method in (PERMISSION_METHOD, ELICITATION_METHOD) and os.environ.get(
+        "ACP_PERMISSION_TIMEOUT_MS"
+    ):
         return _int_env("ACP_PERMISSION_TIMEOUT_MS", timeout)
     return timeout
 

@@ -103,6 +103,8 @@ class ClientInfo:
             return self.can_read_files
         if method == "fs/write_text_file":
             return self.can_write_files
+        if method == "elicitation/create":
+            return self.shows_forms
         return True
 
     @property
@@ -116,6 +118,12 @@ class ClientInfo:
     @property
     def has_terminal(self) -> bool:
         return self._flag("terminal")
+
+    @property
+    def shows_forms(self) -> bool:
+        """It advertised `elicitation.form` (an object: ACP's capabilities are present or not)."""
+        elicitation = self.capabilities.get("elicitation")
+        return isinstance(elicitation, dict) and isinstance(elicitation.get("form"), dict)
 
     @property
     def offers_terminal_login(self) -> bool:

@@ -11,6 +11,7 @@ turn.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from collections.abc import Callable, Coroutine
 from functools import partial
@@ -24,7 +25,7 @@ from acp_fsm.blocking import Shared
 from acp_fsm.conversation import Conversation
 from acp_fsm.library import EMPTY, Library, scan
 from acp_fsm.prompt import title_of, to_parts
-from acp_fsm.protocol.cancel import CancellationToken
+from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.protocol.errors import InvalidRequest
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import (
@@ -269,8 +270,31 @@ class Session:
         if entries:
             from acp_fsm.mcp.servers import McpServers
 
-            self.mcp = McpServers.of(entries, str(self.cwd))  # closed by a shutdown meanwhile
+            # closed by a shutdown meanwhile
+            self.mcp = McpServers.of(entries, str(self.cwd), self.relay_form)
             await self.mcp.start()
+
+    async def relay_form(
+        self, server: str, message: str, requested: dict[str, Any], call_id: str | None
+    ) -> tuple[str, dict[str, Any] | None]:
+        """An MCP server's form, asked of the user as the model's questions are (bounded by
+        the running turn's token); its answer as MCP's (action, content). Raises with the
+        reason when the editor cannot show it."""
+        from acp_fsm import questions
+        from acp_fsm.client import Client
+
+        question = questions.form_question(message, requested)
+        said = " ".join(message.split())[:200]
+        tool_call = {
+            "toolCallId": call_id or f"mcp_form_{secrets.token_hex(6)}",
+            "title": f"MCP server {server} asks: {said}",
+            "kind": "other",
+        }
+        try:
+            answer = await Client(self.server, self.id, self.token).ask(question, tool_call)
+        except Cancelled:
+            return questions.CANCEL, None
+        return answer.action, answer.content if answer.action == questions.ACCEPT else None
 
     @property
     def background(self) -> BackgroundJobs:

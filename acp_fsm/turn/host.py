@@ -150,7 +150,9 @@ class TurnEnv:
         report: Callable[[tuple[acp.ToolCallContent, ...]], None],
         delegate: Callable[[str, str], Awaitable[ToolOutcome]],
         previewed: tuple[acp.ToolCallContent, ...] = (),
+        call_id: str = "",
     ) -> None:
+        self.call_id = call_id
         self._session = session
         self._token = token
         self._client = client

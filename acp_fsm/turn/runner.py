@@ -196,7 +196,7 @@ class Turn:
 
             return await subagent.delegate(self, call_id, description, prompt)
 
-        return TurnEnv(self.session, self.token, self.client, report, delegate, previewed)
+        return TurnEnv(self.session, self.token, self.client, report, delegate, previewed, call_id)
 
     def update(self, update: acp.SessionUpdate) -> None:
         self.session.send_update(update)

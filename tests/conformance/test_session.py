@@ -303,7 +303,7 @@ def test_each_tool_with_each_permission_answer(session_run: SessionRun) -> None:
     """Every tool that can ask ran through a permission request, answered each way ACP
     allows (update_plan never asks: it changes nothing outside the conversation; nor do
     command_output and kill_command: starting the command asked; nor does task: its
-    subagent cannot; nor does skill: the user's own)."""
+    subagent cannot; nor does skill: the user's own; nor does ask_user: it asks a question)."""
     asked = [
         r["params"]["toolCall"]["toolCallId"]
         for r in session_run.editor.received
@@ -311,7 +311,7 @@ def test_each_tool_with_each_permission_answer(session_run: SessionRun) -> None:
     ]
     expected = [call_id for call_id, (_, answer) in CALLS.items() if answer is not None]
     assert asked == expected
-    never = {"update_plan", "command_output", "kill_command", "task", "skill"}
+    never = {"update_plan", "command_output", "kill_command", "task", "skill", "ask_user"}
     assert {CALLS[call_id][0] for call_id in asked} == set(TOOLS) - never
     answers = {answer for _, answer in CALLS.values() if answer is not None}
     assert answers == {

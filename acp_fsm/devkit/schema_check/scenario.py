@@ -42,7 +42,10 @@ CALLS: Final[dict[str, tuple[str, Choice | None]]] = {
     "call_held": ("write_file", HOLD),  # answered after the agent's $/cancel_request
     "call_plan": ("update_plan", None),  # never asks
     "call_task": ("task", None),  # never asks: its subagent cannot
+    "call_ask": ("ask_user", None),  # a question: a form (`elicitation/create`), not a permission
 }
+# The editor's answer to the question's form.
+FORM_ANSWER: Final = {"action": "accept", "content": {"answer": "Report"}}
 
 
 def scripted_editor() -> Editor:
@@ -56,6 +59,7 @@ def scripted_editor() -> Editor:
         terminal_output="hello\n",
         terminal_exit={"exitCode": 0, "signal": None},
         hang_commands=("sleep",),
+        overrides={"elicitation/create": FORM_ANSWER},
     )
 
 
@@ -138,6 +142,7 @@ def _script(project: Path, outside: Path) -> list[Any]:
                 ),
                 call("call_glob", pattern="*.txt", path=str(outside)),
                 call("call_fetch", url="https://example.com/"),
+                call("call_ask", question="Which step next?", options=["Report", "Stop"]),
                 call("call_task", description="Find notes", prompt="Where are the notes?"),
             ),
         ),
@@ -231,6 +236,7 @@ class _Session:
                 "clientCapabilities": {
                     "fs": {"readTextFile": True, "writeTextFile": True},
                     "terminal": True,
+                    "elicitation": {"form": {}},
                 },
                 "clientInfo": {"name": "acp-fsm-schema-check", "version": "1"},
             },
