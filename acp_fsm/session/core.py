@@ -11,9 +11,11 @@ turn.
 from __future__ import annotations
 
 import asyncio
+import collections
 import secrets
 import time
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -26,7 +28,6 @@ from acp_fsm.conversation import Conversation
 from acp_fsm.library import EMPTY, Library, scan
 from acp_fsm.prompt import title_of, to_parts
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
-from acp_fsm.protocol.errors import InvalidRequest
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import (
     AssistantMessage,
@@ -74,6 +75,14 @@ log = structlog.get_logger("session")
 _SCAN = Shared(scan)
 
 
+@dataclass(slots=True)
+class Queued:
+    """A prompt sent while a turn ran: `ready` once it is its turn."""
+
+    ready: asyncio.Future[None]
+    cancelled: bool = False  # a cancel came while it waited: answered without running
+
+
 class Session:
     """One conversation, open in this process."""
 
@@ -119,6 +128,7 @@ class Session:
         self.library: Library = EMPTY  # the user's commands and skills, as last read
         self._reading: asyncio.Task[None] | None = None  # the first read (`read_library_soon`)
         self._announced: list[acp.AvailableCommand] | None = None  # the commands last told
+        self._queued: collections.deque[Queued] = collections.deque()  # prompts sent meanwhile
 
     def __repr__(self) -> str:
         turn = self.turn.state if self.turn is not None else "idle"
@@ -127,18 +137,24 @@ class Session:
     # ------------------------------------------------------------------- turns
 
     def start_turn(self, prompt: list[dict[str, Any]]) -> Coroutine[Any, Any, acp.PromptResponse]:
-        """Synchronously refuse a second prompt, check and convert this one, and take the
-        token (a cancel read right after the prompt reaches this turn); then the coroutine that
-        runs the turn and gives the prompt's answer."""
-        if self.turn is not None:
-            raise InvalidRequest(
-                f"Invalid Request: session {self.id} is already running a prompt; wait for its "
-                "response or send session/cancel"
-            )
+        """Synchronously check and convert the prompt, and take the token (a cancel read right
+        after the prompt reaches this turn); then the coroutine that runs the turn and gives
+        the prompt's answer. A prompt sent while a turn runs (or others wait) is queued: it
+        runs after them, in order (a cancel meanwhile answers it `cancelled`, unrun)."""
         limits.check_nesting("prompt", prompt)  # refused now, never answered unstored
         parts = to_parts(prompt)
         body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in parts]}
         limits.check_stored("prompt", body)
+        if self.turn is not None or self._queued:
+            waiting = Queued(asyncio.get_running_loop().create_future())
+            self._queued.append(waiting)
+            log.info("prompt_queued", session_id=self.id, ahead=len(self._queued))
+            return self._after(waiting, body, parts)
+        return self._begin(body, parts)
+
+    def _begin(
+        self, body: dict[str, Any], parts: tuple[UserPart, ...]
+    ) -> Coroutine[Any, Any, acp.PromptResponse]:
         # Imported at the first prompt: the turn brings the tools and the providers, which
         # `initialize` and `session/new` do not need (startup budget, see bench/startup.py).
         from acp_fsm import commands
@@ -147,8 +163,36 @@ class Session:
         self._last_assistant = None  # only this turn's own message may be marked cancelled
         if self.mcp is not None:
             self.mcp.retry()  # a server that failed or was lost: its next use tries again
-        self.turn = Turn(self, self.token, commands.parse(prompt))
+        self.turn = Turn(self, self.token, commands.parse(body["prompt"]))
         return self._run_turn(self.turn, body, parts)
+
+    async def _after(
+        self, waiting: Queued, body: dict[str, Any], parts: tuple[UserPart, ...]
+    ) -> acp.PromptResponse:
+        """A queued prompt: its turn once those before it ended (it stays first in the queue
+        until it starts, so no later prompt overtakes it)."""
+        try:
+            await waiting.ready
+        except BaseException:  # the request was dropped (the connection closed)
+            self._leave(waiting)
+            raise
+        if waiting.cancelled:
+            self._leave(waiting)
+            return {"stopReason": "cancelled"}
+        self._queued.remove(waiting)
+        return await self._begin(body, parts)
+
+    def _leave(self, waiting: Queued) -> None:
+        """`waiting` will not run: out of the queue, and the next one's turn if it was first."""
+        first = bool(self._queued) and self._queued[0] is waiting
+        self._queued.remove(waiting)
+        if first and self.turn is None:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        """The turn ended: the first queued prompt may start."""
+        if self._queued and not self._queued[0].ready.done():
+            self._queued[0].ready.set_result(None)
 
     async def _run_turn(
         self, turn: Turn, body: dict[str, Any], parts: tuple[UserPart, ...]
@@ -172,6 +216,7 @@ class Session:
             self.token = CancellationToken(f"session {self.id}")  # never reused by a later turn
             if not turn.done.done():
                 turn.done.set_result(None)
+            self._hand_over()
 
     async def _converse(
         self, turn: Turn, body: dict[str, Any], parts: tuple[UserPart, ...]
@@ -228,9 +273,13 @@ class Session:
             raise
 
     def cancel(self, reason: str = "session/cancel") -> bool:
-        """Fire the running turn's token; False (and nothing fired) when idle."""
+        """Fire the running turn's token and cancel every queued prompt; False (and nothing
+        fired) when idle."""
+        for waiting in self._queued:
+            waiting.cancelled = True
         if self.turn is None:
-            return False
+            self._hand_over()  # between two turns: the first queued one answers now
+            return bool(self._queued)
         self.token.cancel(reason)
         return True
 

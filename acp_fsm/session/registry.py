@@ -242,7 +242,8 @@ class Sessions:
             session.options.announce()
 
     def cancel_all(self, reason: str) -> None:
-        """Fire the token of every running turn (the connection is closing)."""
+        """Fire the token of every running turn and cancel the queued prompts (the
+        connection is closing)."""
         for session in self._open.values():
             session.cancel(reason)
 
@@ -257,8 +258,8 @@ class Sessions:
 
     async def _stop(self, session: Session, reason: str, grace: float = CLOSE_GRACE_S) -> None:
         turn = session.turn
+        session.cancel(reason)  # the running turn and the queued prompts
         if turn is not None:
-            session.cancel(reason)
             await asyncio.wait({turn.done}, timeout=grace)
         await asyncio.gather(session.close_mcp(), session.stop_background())
 

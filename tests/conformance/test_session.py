@@ -168,7 +168,6 @@ STEP_ERRORS = {
     "empty_batch": -32600,
     "invalid_params": -32602,
     "unknown_session": -32002,
-    "prompt_while_running": -32600,
     "prompt_provider_error": -32603,
     "sleep_cancel_request": -32800,
     "prompt_closed": -32002,
@@ -228,6 +227,13 @@ def test_unreadable_requests_are_answered_with_a_null_id(session_run: SessionRun
 )
 def test_successful_steps(session_run: SessionRun, step: str) -> None:
     assert "result" in session_run.steps[step], session_run.steps[step]
+
+
+def test_a_prompt_while_a_turn_runs_is_queued_and_cancelled_with_it(
+    session_run: SessionRun,
+) -> None:
+    queued = session_run.steps["prompt_queued"]
+    assert queued["result"]["stopReason"] == "cancelled", queued
 
 
 @pytest.mark.parametrize(

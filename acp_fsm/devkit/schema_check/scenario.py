@@ -369,13 +369,12 @@ class _Session:
 
         async def session_cancel(msg_id: Any, start: int) -> None:
             await first_chunk(start)
-            await self.step(
-                link,
-                "prompt_while_running",
-                "session/prompt",
-                {"sessionId": session_id, "prompt": [text]},
+            # A prompt while the turn runs is queued; the cancel cancels it too.
+            _, queued = await link.start_request(
+                "session/prompt", {"sessionId": session_id, "prompt": [text]}
             )
             await link.notify("session/cancel", {"sessionId": session_id})
+            self.run.steps["prompt_queued"] = await link.response(queued, "the queued prompt")
 
         async def cancel_permission(msg_id: Any, start: int) -> None:
             await link.wait_for(
