@@ -3,12 +3,15 @@ turns kept as they are (`acp_fsm.compaction`), stored, then told to the user."""
 
 from __future__ import annotations
 
+import secrets
+from asyncio import CancelledError
 from typing import TYPE_CHECKING
 
 import structlog
 
 from acp_fsm import compaction, updates
 from acp_fsm.fsm.turn import TurnTrigger
+from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.types import Finished, Message, ModelRequest
 from acp_fsm.turn.model import log_usage, open_call, request, reserve, window
@@ -35,7 +38,16 @@ async def compact(turn: Turn) -> TurnTrigger:
         if turn.command is not None:
             await turn.tell(compaction.NOTHING_TO_COMPACT)
         return TurnTrigger.COMPACTED
-    summary, dropped = await _summary(turn, model_request, parts.older, size, room)
+    shown = _shown_as_compaction(turn)  # else as text, once it is done
+    if shown is not None:
+        turn.update(updates.compaction_update(shown, "in_progress"))
+    try:
+        summary, dropped = await _summary(turn, model_request, parts.older, size, room)
+    except BaseException as exc:
+        if shown is not None:
+            ended = "cancelled" if isinstance(exc, Cancelled | CancelledError) else "failed"
+            turn.update(updates.compaction_update(shown, ended))
+        raise
     messages = compaction.replaced(summary, parts.kept)
     after = compaction.estimate(model_request._replace(messages=tuple(messages)))
     text = compaction.notice(before, after, len(parts.older), dropped)
@@ -50,8 +62,22 @@ async def compact(turn: Turn) -> TurnTrigger:
         kept=len(parts.kept),
         dropped=dropped,
     )
-    turn.update(updates.chunk("agent_message_chunk", updates.text_content(text)))
+    if shown is None:
+        turn.update(updates.chunk("agent_message_chunk", updates.text_content(text)))
+    else:
+        if summary:
+            turn.update(updates.compaction_summary(shown, summary))
+        turn.update(updates.compaction_update(shown, "completed"))
     return TurnTrigger.COMPACTED
+
+
+def _shown_as_compaction(turn: Turn) -> str | None:
+    """A new compaction id when the client follows compactions (`session.compaction`): it is
+    shown as `compaction_update`s instead of a line of text."""
+    client = turn.session.server.client
+    if client is None or not client.follows_compaction:
+        return None
+    return f"compaction_{secrets.token_hex(6)}"
 
 
 def cut(turn: Turn, model_request: ModelRequest) -> compaction.Compaction | None:

@@ -202,8 +202,13 @@ class Turn:
         self.session.send_update(update)
 
     def notify(self, text: str) -> None:
-        """Tell the user something apart from the model's answer that follows."""
-        self.update(updates.chunk("agent_message_chunk", updates.text_content(text + "\n\n")))
+        """Tell the user something apart from the model's answer that follows: a `notice`
+        for a client that shows them, else text before the answer."""
+        client = self.session.server.client
+        if client is not None and client.shows_notices:
+            self.update(updates.notice(text))
+        else:
+            self.update(updates.chunk("agent_message_chunk", updates.text_content(text + "\n\n")))
 
     async def tell(self, text: str) -> None:
         """Tell the user something of the turn that is not the model's (stored: a load shows

@@ -246,6 +246,7 @@ def test_a_prompt_while_a_turn_runs_is_queued_and_cancelled_with_it(
         ("prompt_cancel_permission", "cancelled"),
         ("prompt_cancel_request", "cancelled"),
         ("prompt_after_cancels", "end_turn"),
+        ("prompt_compact", "end_turn"),
     ],
 )
 def test_stop_reasons(session_run: SessionRun, turn: str, stop_reason: str) -> None:
@@ -256,19 +257,26 @@ def test_stop_reasons(session_run: SessionRun, turn: str, stop_reason: str) -> N
 def test_streamed_text_and_thinking(session_run: SessionRun) -> None:
     updates = session_run.turns["prompt_content"].updates
     # The scenario's MCP server cannot start (its command does not exist): the first prompt
-    # says so once, before the model's stream.
+    # says so once, before the model's stream, as a notice (the client shows them).
     notices = [
         u
         for u in updates
-        if u["sessionUpdate"] == "agent_message_chunk"
-        and u["content"]["text"].startswith("MCP server 'files' could not be started")
+        if u["sessionUpdate"] == "notice"
+        and u["title"].startswith("MCP server 'files' could not be started")
     ]
-    assert len(notices) == 1
+    assert len(notices) == 1 and notices[0]["severity"] == "warning"
     kinds = [u["sessionUpdate"] for u in updates if u is not notices[0]]
     assert "agent_message_chunk" not in kinds[: updates.index(notices[0])]
     streamed = kinds[: kinds.index("tool_call")]
     assert "agent_thought_chunk" in streamed and "agent_message_chunk" in streamed
     assert streamed.index("agent_thought_chunk") < streamed.index("agent_message_chunk")
+
+
+def test_the_compaction_is_shown_as_compaction_updates(session_run: SessionRun) -> None:
+    updates = session_run.turns["prompt_compact"].updates
+    kinds = [u["sessionUpdate"] for u in updates]
+    assert kinds == ["compaction_update", "compaction_summary_chunk", "compaction_update"]
+    assert [updates[0]["status"], updates[2]["status"]] == ["in_progress", "completed"]
 
 
 def test_prompt_content_kinds_are_replayed(session_run: SessionRun) -> None:

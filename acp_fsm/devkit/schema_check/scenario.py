@@ -154,6 +154,7 @@ def _script(project: Path, outside: Path) -> list[Any]:
         Reply(text="Writing it.", calls=(call("call_held", path="later.py", content="later\n"),)),
         Reply(text=slow, delay_s=0.05),  # cancelled by $/cancel_request
         Reply(text="Still here."),
+        Reply(text="SUMMARY: the tools ran; the notes are in notes.txt."),  # /compact
         HttpError(500, "the scripted model is down"),  # the prompt fails (error with data)
     ]
 
@@ -237,6 +238,8 @@ class _Session:
                     "fs": {"readTextFile": True, "writeTextFile": True},
                     "terminal": True,
                     "elicitation": {"form": {}},
+                    # notices (its MCP server fails) and compactions (/compact) as updates
+                    "session": {"notices": {}, "compaction": {}},
                 },
                 "clientInfo": {"name": "acp-fsm-schema-check", "version": "1"},
             },
@@ -392,6 +395,9 @@ class _Session:
         await self.prompt(link, "prompt_cancel_permission", session_id, [text], cancel_permission)
         await self.prompt(link, "prompt_cancel_request", session_id, [text], cancel_request)
         await self.prompt(link, "prompt_after_cancels", session_id, [text])
+        await self.prompt(
+            link, "prompt_compact", session_id, [{"type": "text", "text": "/compact"}]
+        )
         await self.prompt(link, "prompt_provider_error", session_id, [text])
         # A request the agent stops on `$/cancel_request` is answered -32800. Its prompts stop
         # themselves (stopReason cancelled), so the diagnostic `_acp_fsm/sleep` shows that error.
