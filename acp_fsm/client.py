@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -96,19 +97,24 @@ class Client:
     def shows_forms(self) -> bool:
         return self._server.client is not None and self._server.client.shows_forms
 
-    async def ask(self, question: Question, tool_call: dict[str, Any]) -> Answer:
-        """Ask the user `question` about `tool_call` (an ACP ToolCallUpdate): a form when the
-        editor shows forms, else a permission request offering the choices (`NotAskable`
-        when there are none). Waits as long as a permission prompt may."""
+    async def ask(self, question: Question, call_id: str | None, title: str) -> Answer:
+        """Ask the user `question`, about tool call `call_id` when there is one: a form when
+        the editor shows forms, else a permission request offering the choices (`NotAskable`
+        when there are none; it shows `title`). Waits as long as a permission prompt may."""
         from acp_fsm import questions
 
         waits = environment.client_rpc_timeout_ms(environment.PERMISSION_METHOD)
         if self.shows_forms:
-            params = questions.form_params(question, tool_call.get("toolCallId"))
+            params = questions.form_params(question, call_id)
             return questions.form_answer(
                 await self.call(environment.ELICITATION_METHOD, params, timeout_ms=waits)
             )
         options = questions.choice_options(question)
+        # A permission request is about a tool call (its title patched to the question); a
+        # question of no call gets an id of its own.
+        tool_call: dict[str, Any] = {"toolCallId": call_id, "title": title}
+        if call_id is None:
+            tool_call.update(toolCallId=f"question_{secrets.token_hex(6)}", kind="other")
         result = await self.call(
             environment.PERMISSION_METHOD,
             {"toolCall": tool_call, "options": options},

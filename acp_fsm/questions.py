@@ -108,7 +108,7 @@ def form_question(message: str, requested: dict[str, Any]) -> Question:
 
 def _field(name: str, prop: Any) -> dict[str, Any]:
     kind = prop.get("type") if isinstance(prop, dict) else None
-    if kind not in _KEYS:
+    if not isinstance(kind, str) or kind not in _KEYS:
         raise NotAskable(f"the form's field {name!r} is of a type ACP's forms do not have")
     assert isinstance(prop, dict)
     field = {"type": kind, **{k: prop[k] for k in _KEYS[kind] if prop.get(k) is not None}}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import secrets
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -77,10 +76,17 @@ _SCAN = Shared(scan)
 
 @dataclass(slots=True)
 class Queued:
-    """A prompt sent while a turn ran: `ready` once it is its turn."""
+    """A prompt sent while a turn ran: `ready` once it is its turn, or once it is cancelled
+    (then answered at once, without running)."""
 
+    prompt: list[dict[str, Any]]
     ready: asyncio.Future[None]
-    cancelled: bool = False  # a cancel came while it waited: answered without running
+    cancelled: bool = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if not self.ready.done():
+            self.ready.set_result(None)
 
 
 class Session:
@@ -146,7 +152,7 @@ class Session:
         body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in parts]}
         limits.check_stored("prompt", body)
         if self.turn is not None or self._queued:
-            waiting = Queued(asyncio.get_running_loop().create_future())
+            waiting = Queued(prompt, asyncio.get_running_loop().create_future())
             self._queued.append(waiting)
             log.info("prompt_queued", session_id=self.id, ahead=len(self._queued))
             return self._after(waiting, body, parts)
@@ -164,6 +170,7 @@ class Session:
         if self.mcp is not None:
             self.mcp.retry()  # a server that failed or was lost: its next use tries again
         self.turn = Turn(self, self.token, commands.parse(body["prompt"]))
+        self.turn.prompt = body["prompt"]  # the request's own list (`cancel_prompt`)
         return self._run_turn(self.turn, body, parts)
 
     async def _after(
@@ -273,13 +280,25 @@ class Session:
             raise
 
     def cancel(self, reason: str = "session/cancel") -> bool:
-        """Fire the running turn's token and cancel every queued prompt; False (and nothing
-        fired) when idle."""
+        """Fire the running turn's token and cancel every queued prompt (each answers
+        `cancelled` now); False (and nothing fired) when idle."""
+        queued = bool(self._queued)
         for waiting in self._queued:
-            waiting.cancelled = True
+            waiting.cancel()
         if self.turn is None:
-            self._hand_over()  # between two turns: the first queued one answers now
-            return bool(self._queued)
+            return queued
+        self.token.cancel(reason)
+        return True
+
+    def cancel_prompt(self, prompt: list[dict[str, Any]], reason: str) -> bool:
+        """`$/cancel_request` for the prompt `prompt` (the request's own list): that one
+        alone, queued or running; False when it is neither."""
+        waiting = next((w for w in self._queued if w.prompt is prompt), None)
+        if waiting is not None:
+            waiting.cancel()
+            return True
+        if self.turn is None or self.turn.prompt is not prompt:
+            return False
         self.token.cancel(reason)
         return True
 
@@ -333,14 +352,9 @@ class Session:
         from acp_fsm.client import Client
 
         question = questions.form_question(message, requested)
-        said = " ".join(message.split())[:200]
-        tool_call = {
-            "toolCallId": call_id or f"mcp_form_{secrets.token_hex(6)}",
-            "title": f"MCP server {server} asks: {said}",
-            "kind": "other",
-        }
+        title = f"MCP server {server} asks: {' '.join(message.split())[:200]}"
         try:
-            answer = await Client(self.server, self.id, self.token).ask(question, tool_call)
+            answer = await Client(self.server, self.id, self.token).ask(question, call_id, title)
         except Cancelled:
             return questions.CANCEL, None
         return answer.action, answer.content if answer.action == questions.ACCEPT else None

@@ -58,11 +58,11 @@ class AskUser(BaseTool):
         options = tuple(args.get("options") or ())
         multi = bool(args.get("multi_select"))
         question = ask_user_question(args["question"].strip(), options, multi)
-        tool_call = {"toolCallId": env.call_id, "title": self.title(args, env), "kind": self.kind}
         forms = env.client.shows_forms
         if not options and not forms:
             return ToolOutcome(NO_FREE_TEXT, is_error=True)
-        answer = await ask_client(env, env.client.ask(question, tool_call), "ask the question")
+        asking = env.client.ask(question, env.call_id, self.title(args, env))
+        answer = await ask_client(env, asking, "ask the question")
         single_only = multi and not forms
         if answer.action == DECLINE:
             return ToolOutcome("The user declined to answer.")

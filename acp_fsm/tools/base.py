@@ -94,7 +94,7 @@ class ClientBridge(Protocol):
     def shows_forms(self) -> bool:
         """The editor shows forms (`elicitation.form`)."""
 
-    async def ask(self, question: Question, tool_call: dict[str, Any]) -> Answer:
+    async def ask(self, question: Question, call_id: str | None, title: str) -> Answer:
         """Ask the user (`acp_fsm.client.Client.ask`)."""
 
     async def read_text_file(

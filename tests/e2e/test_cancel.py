@@ -490,3 +490,23 @@ async def test_cancel_request_for_a_prompt_cancels_its_turn(
     await agent.assert_quiet_after(turn, session)
     request = await next_prompt_is_accepted(agent, server, session)
     assert user_texts(request) == ["first", "and now?"]
+
+
+async def test_a_cancel_request_for_a_queued_prompt_cancels_it_alone(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    server.script(Reply(text=("x", "y", "z"), delay_s=0.1), Reply(text="third"))
+    running = await agent.start_prompt(session, "first")
+    await wait_until(lambda: agent.updates(session, running.start), "the first chunk")
+    second = await agent.start_prompt(session, "second")
+    third = await agent.start_prompt(session, "third")
+
+    await agent.proc.notify("$/cancel_request", {"requestId": second.msg_id})
+
+    assert (await second.result()).stop_reason == "cancelled"
+    assert not running.done()  # answered at once, the running turn going on
+    assert (await running.result()).stop_reason == "end_turn"
+    assert (await third.result()).stop_reason == "end_turn"
+    assert [user_texts(r) for r in server.requests] == [["first"], ["first", "third"]]

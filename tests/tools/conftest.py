@@ -88,7 +88,7 @@ class Editor:
         self.waiting = asyncio.Event()  # set once an agent waits for a terminal to exit
         self._reaping: list[asyncio.Future[None]] = []
 
-    async def ask(self, question: Question, tool_call: dict[str, Any]) -> Answer:
+    async def ask(self, question: Question, call_id: str | None, title: str) -> Answer:
         raise NotAskable("this in-memory editor asks nothing")
 
     async def read_text_file(
