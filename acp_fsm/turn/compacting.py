@@ -11,7 +11,7 @@ from acp_fsm import compaction, updates
 from acp_fsm.fsm.turn import TurnTrigger
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.types import Finished, Message, ModelRequest
-from acp_fsm.turn.model import log_usage, open_call, request, reserve, window
+from acp_fsm.turn.model import charge, open_call, request, reserve, window
 
 if TYPE_CHECKING:
     from acp_fsm.turn.runner import Turn
@@ -93,6 +93,6 @@ async def _summary(
         log.warning("summary_failed", error=str(exc))
         return None, f"the summary call failed ({exc})"
     assert finished is not None, "a stream ends with Finished or an exception"
-    log_usage(turn, finished, "summary")
+    await charge(turn, finished, model_request.model, "summary")
     summary = compaction.summary_of(finished.message)
     return (summary, None) if summary else (None, "the model answered with no summary")
