@@ -93,6 +93,13 @@ def subagent_model() -> str | None:
     return os.environ.get("ACP_FSM_SUBAGENT_MODEL", "").strip() or None
 
 
+def prices_file() -> str | None:
+    """The JSON file of model prices that replace and add to genai-prices' (`ACP_FSM_PRICES`,
+    schemas/prices.json), else None."""
+    path = os.environ.get("ACP_FSM_PRICES", "").strip()
+    return os.path.expanduser(path) if path else None
+
+
 EDIT_TOOLS = ("replace", "patch", "both")
 _warned: set[str] = set()
 

@@ -131,9 +131,17 @@ def usage_totals(usage: Usage) -> dict[str, int]:
     }
 
 
-def usage(used: int, size: int) -> acp.SessionUpdateUsageUpdate:
-    """Context-window use after a model call (ACP UsageUpdate)."""
-    return {"sessionUpdate": "usage_update", "used": used, "size": size}
+def usage(used: int, size: int, cost: acp.Cost | None = None) -> acp.SessionUpdateUsageUpdate:
+    """Context-window use after a model call, and the session's cost so far when it is known
+    (ACP UsageUpdate)."""
+    update: acp.SessionUpdateUsageUpdate = {
+        "sessionUpdate": "usage_update",
+        "used": used,
+        "size": size,
+    }
+    if cost is not None:
+        update["cost"] = cost
+    return update
 
 
 def notice(title: str, severity: str = "warning") -> acp.SessionUpdateNotice:

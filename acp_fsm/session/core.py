@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from acp_fsm import credentials, limits, redact, transcript, updates
+from acp_fsm import credentials, limits, pricing, redact, transcript, updates
 from acp_fsm.blocking import Shared
 from acp_fsm.conversation import Conversation
 from acp_fsm.library import EMPTY, Library, scan
@@ -100,6 +100,7 @@ class Session:
         messages: list[Message],
         synced_seq: int = 0,
         chosen: Settings | None = None,
+        cost: pricing.Cost | None = pricing.NOTHING,
     ) -> None:
         self.server = server
         self.id = record.id
@@ -121,6 +122,8 @@ class Session:
         self.context_window: int | None = None
         self.window_guessed = False  # context_window is only a bound an empty stream gave
         self.spent = Usage()  # the tokens of every model call of the session in this process
+        # What every model call of the session cost, stored ones included (None: unknown).
+        self.cost = cost
         self.context_used = 0  # tokens of the last model call (what usage_update says)
         # This turn's last stored assistant message: (its pending or done write, its body).
         self._last_assistant: tuple[asyncio.Future[int], dict[str, Any]] | None = None
@@ -253,14 +256,17 @@ class Session:
             # wrote is durable.
             self.lease.release()
             await self.settle()
-        # _meta (ACP extensibility): how the turn machine got there, and the tokens of the
-        # turn's model calls (its compactions' and subagents' included), and of the session's.
+        # _meta (ACP extensibility): how the turn machine got there, the tokens of the turn's
+        # model calls (its compactions' and subagents' included) and of the session's, and
+        # what the session's calls cost when that is known.
         meta = {
             "statePath": turn.path,
             "modelCalls": turn.requests,
             "usage": updates.usage_totals(turn.spent),
             "sessionUsage": updates.usage_totals(self.spent),
         }
+        if (cost := pricing.to_acp(self.cost)) is not None:
+            meta["sessionCost"] = cost
         return {"stopReason": stop_reason, "_meta": {"acpFsm": meta}}
 
     async def _claim(self) -> None:
@@ -274,6 +280,7 @@ class Session:
                 messages, self.journal.synced_seq = await rebuild(store, self.id, entries)
                 self.conversation.replace(messages)
                 self.options.adopt(settings_of(entries))
+                self.cost = pricing.cost_of(entries)
                 log.info("session_caught_up", session_id=self.id, taken_over=claim.taken_over)
         except BaseException:
             self.lease.release()
@@ -519,8 +526,12 @@ class Session:
     def mcp_status(self) -> list[str]:
         return [] if self.mcp is None else self.mcp.status()
 
-    def count(self, usage: Usage) -> None:
-        self.spent = self.spent.plus(usage)
+    def count(self, charge: pricing.Charge) -> None:
+        """A model call's tokens and cost, added to the session's and stored: queued, not
+        waited for (committed with the message the call ends with, queued after it)."""
+        self.spent = self.spent.plus(charge.usage)
+        self.cost = pricing.added(self.cost, charge.cost)
+        self.journal.queue(pricing.USAGE_ENTRY, charge.body())
 
     def record_subagent(self, body: dict[str, Any]) -> None:
         """Queued, not waited for: what the editor is told rests on the call's result."""

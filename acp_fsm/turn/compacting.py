@@ -14,7 +14,7 @@ from acp_fsm.fsm.turn import TurnTrigger
 from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.types import Finished, Message, ModelRequest
-from acp_fsm.turn.model import log_usage, open_call, request, reserve, window
+from acp_fsm.turn.model import charge, open_call, request, reserve, window
 
 if TYPE_CHECKING:
     from acp_fsm.turn.runner import Turn
@@ -43,17 +43,17 @@ async def compact(turn: Turn) -> TurnTrigger:
         turn.update(updates.compaction_update(shown, "in_progress"))
     try:
         summary, dropped = await _summary(turn, model_request, parts.older, size, room)
+        messages = compaction.replaced(summary, parts.kept)
+        after = compaction.estimate(model_request._replace(messages=tuple(messages)))
+        text = compaction.notice(before, after, len(parts.older), dropped)
+        if turn.command is None:
+            text += "\n\n"  # the model's answer follows
+        await turn.session.compact_to(messages, compaction.to_body(summary, parts.kept, text))
     except BaseException as exc:
         if shown is not None:
             ended = "cancelled" if isinstance(exc, Cancelled | CancelledError) else "failed"
             turn.update(updates.compaction_update(shown, ended))
         raise
-    messages = compaction.replaced(summary, parts.kept)
-    after = compaction.estimate(model_request._replace(messages=tuple(messages)))
-    text = compaction.notice(before, after, len(parts.older), dropped)
-    if turn.command is None:
-        text += "\n\n"  # the model's answer follows
-    await turn.session.compact_to(messages, compaction.to_body(summary, parts.kept, text))
     log.info(
         "context_compacted",
         before=before,
@@ -119,6 +119,6 @@ async def _summary(
         log.warning("summary_failed", error=str(exc))
         return None, f"the summary call failed ({exc})"
     assert finished is not None, "a stream ends with Finished or an exception"
-    log_usage(turn, finished, "summary")
+    await charge(turn, finished, model_request.model, "summary")
     summary = compaction.summary_of(finished.message)
     return (summary, None) if summary else (None, "the model answered with no summary")

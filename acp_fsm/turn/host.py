@@ -18,6 +18,7 @@ from acp_fsm.tools.base import Tool, ToolOutcome
 
 if TYPE_CHECKING:
     from acp_fsm.library import Library
+    from acp_fsm.pricing import Charge, Cost
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.tools.background import BackgroundJobs
     from acp_fsm.updates import ChunkKind
@@ -113,8 +114,12 @@ class Host(Protocol):
     def mcp_status(self) -> list[str]:
         """A line per MCP server of the session: its state and its tools."""
 
-    def count(self, usage: Usage) -> None:
-        """Add a model call's tokens to the session's usage."""
+    @property
+    def cost(self) -> Cost | None:
+        """What every model call of the session cost so far (None: unknown)."""
+
+    def count(self, charge: Charge) -> None:
+        """Add a model call's tokens and cost to the session's, and store them."""
 
     def record_subagent(self, body: dict[str, Any]) -> None:
         """Store a subagent's transcript (`turn.subagent`) with the session."""

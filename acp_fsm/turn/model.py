@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from acp_fsm import compaction, redact, settings
+from acp_fsm import compaction, pricing, redact, settings
 from acp_fsm.blocking import Shared
 from acp_fsm.instructions import BRIEF, reopened, system_prompt
 from acp_fsm.library import skills_prompt
@@ -83,6 +83,7 @@ async def request(turn: Turn) -> ModelRequest:
 def open_call(turn: Turn, model_request: ModelRequest) -> ModelStream:
     """Start a model call of the turn (secrets scrubbed from what is sent)."""
     secrets = redact.configured()
+    pricing.start()  # its table, for when the call ends
     return open_stream(
         model_request,
         turn.token,
@@ -100,18 +101,23 @@ def reserve(model_request: ModelRequest, config: ProviderConfig) -> int:
     return model_request.max_tokens
 
 
-def log_usage(turn: Turn, finished: Finished, call: str) -> Usage:
-    """A call's tokens: logged, and counted in the turn's and the session's."""
+async def charge(turn: Turn, finished: Finished, model: str, call: str) -> Usage:
+    """A call's tokens, and what they cost at `model`'s prices: logged, counted in the turn's
+    and the session's, and stored with the session (acp_fsm.pricing)."""
     usage = finished.usage
+    prices = await pricing.table()  # loaded by now: the call's start asked for it
+    cost = prices.cost(usage, model, turn.config().base_url)
     turn.spent = turn.spent.plus(usage)
-    turn.session.count(usage)
+    turn.session.count(pricing.Charge(call, turn.subagent, model, usage, cost))
     log.info(
         "model_usage",
         call=call,
+        model=model,
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
+        cost=None if cost is None else round(cost.amount, pricing.DIGITS),
     )
     return usage
 

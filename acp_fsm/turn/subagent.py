@@ -46,6 +46,7 @@ from acp_fsm.updates import PLAN_TOOL
 if TYPE_CHECKING:
     from acp_fsm.client import ClientChannel
     from acp_fsm.initialize import ClientInfo
+    from acp_fsm.pricing import Charge, Cost
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.settings import Settings
     from acp_fsm.tools.background import BackgroundJobs
@@ -199,8 +200,12 @@ class SubagentHost:
     async def keep_pace(self, token: CancellationToken | None = None) -> None:
         await self._parent.keep_pace(token)
 
-    def count(self, usage: Usage) -> None:
-        self._parent.count(usage)
+    def count(self, charge: Charge) -> None:
+        self._parent.count(charge)
+
+    @property
+    def cost(self) -> Cost | None:
+        return self._parent.cost
 
     @property
     def spent(self) -> Usage:

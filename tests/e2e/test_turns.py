@@ -325,6 +325,7 @@ async def test_title_and_usage_are_reported_before_the_answer(
     ]
     assert meta[0]["sessionUpdate"] == "session_info_update"
     assert meta[0]["title"] == "Summarise the project"
+    assert meta[1].pop("cost")["currency"] == "USD"  # gpt-5's price: tests/e2e/test_cost.py
     assert meta[1] == {"sessionUpdate": "usage_update", "used": 19, "size": 128000}
     second = await agent.request(
         "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "again"}]}
