@@ -90,6 +90,12 @@ def subagent_model() -> str | None:
     return os.environ.get("ACP_FSM_SUBAGENT_MODEL", "").strip() or None
 
 
+def title_model() -> str | None:
+    """The model that makes session titles: `ACP_FSM_TITLE_MODEL`, else None (the
+    session's)."""
+    return os.environ.get("ACP_FSM_TITLE_MODEL", "").strip() or None
+
+
 EDIT_TOOLS = ("replace", "patch", "both")
 _warned: set[str] = set()
 

@@ -37,6 +37,7 @@ from acp_fsm.providers.types import (
 )
 from acp_fsm.session.journal import Journal
 from acp_fsm.session.lease import TurnLease
+from acp_fsm.session.naming import Naming
 from acp_fsm.session.options import Options
 from acp_fsm.session.replay import rebuild, settings_of
 from acp_fsm.settings import Settings
@@ -89,7 +90,8 @@ class Session:
         self.id = record.id
         self.cwd = Path(record.cwd)
         self.roots = (self.cwd, *(Path(d) for d in record.additional_directories))
-        self.title = record.title
+        self.title = record.title  # the first prompt's words, until a model makes one
+        self.naming = Naming(self, record.model_title)
         self.conversation = Conversation(messages)
         self.token = CancellationToken(f"session {record.id}")
         self.turn: Turn | None = None
@@ -188,7 +190,11 @@ class Session:
             self.title = title
             self.journal.set_title_soon(title)
             self.send_update(updates.session_info(title, updates.iso_time(time.time())))
-        return await self._finish(turn)
+        answer = await self._finish(turn)
+        if answer["stopReason"] != "cancelled":  # a completed turn: a title can be made
+            config = turn.config()
+            self.after_answer(lambda: self.naming.start(config))
+        return answer
 
     async def _finish(self, turn: Turn) -> acp.PromptResponse:
         """Run the turn; its answer once all it wrote is stored."""

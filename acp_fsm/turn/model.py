@@ -105,6 +105,12 @@ def log_usage(turn: Turn, finished: Finished, call: str) -> Usage:
     usage = finished.usage
     turn.spent = turn.spent.plus(usage)
     turn.session.count(usage)
+    log_tokens(usage, call)
+    return usage
+
+
+def log_tokens(usage: Usage, call: str) -> None:
+    """The log line of a model call's tokens (`call` says which call: "turn", "summary"…)."""
     log.info(
         "model_usage",
         call=call,
@@ -113,7 +119,6 @@ def log_usage(turn: Turn, finished: Finished, call: str) -> Usage:
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
     )
-    return usage
 
 
 def window(turn: Turn) -> int:
