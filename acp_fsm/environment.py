@@ -100,6 +100,12 @@ def prices_file() -> str | None:
     return os.path.expanduser(path) if path else None
 
 
+def title_model() -> str | None:
+    """The model that makes session titles: `ACP_FSM_TITLE_MODEL`, else None (the
+    session's)."""
+    return os.environ.get("ACP_FSM_TITLE_MODEL", "").strip() or None
+
+
 EDIT_TOOLS = ("replace", "patch", "both")
 _warned: set[str] = set()
 

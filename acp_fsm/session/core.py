@@ -38,6 +38,7 @@ from acp_fsm.providers.types import (
 )
 from acp_fsm.session.journal import Journal
 from acp_fsm.session.lease import TurnLease
+from acp_fsm.session.naming import Naming
 from acp_fsm.session.options import Options
 from acp_fsm.session.replay import rebuild, settings_of
 from acp_fsm.settings import Settings
@@ -106,7 +107,8 @@ class Session:
         self.id = record.id
         self.cwd = Path(record.cwd)
         self.roots = (self.cwd, *(Path(d) for d in record.additional_directories))
-        self.title = record.title
+        self.title = record.title  # the first prompt's words, until a model makes one
+        self.naming = Naming(self, record.model_title)
         self.conversation = Conversation(messages)
         self.token = CancellationToken(f"session {record.id}")
         self.turn: Turn | None = None
@@ -244,7 +246,11 @@ class Session:
             self.title = title
             self.journal.set_title_soon(title)
             self.send_update(updates.session_info(title, updates.iso_time(time.time())))
-        return await self._finish(turn)
+        answer = await self._finish(turn)
+        if answer["stopReason"] != "cancelled":  # a completed turn: a title can be made
+            config = turn.config()
+            self.after_answer(lambda: self.naming.start(config))
+        return answer
 
     async def _finish(self, turn: Turn) -> acp.PromptResponse:
         """Run the turn; its answer once all it wrote is stored."""
@@ -531,7 +537,9 @@ class Session:
         waited for (committed with the message the call ends with, queued after it)."""
         self.spent = self.spent.plus(charge.usage)
         self.cost = pricing.added(self.cost, charge.cost)
-        self.journal.queue(pricing.USAGE_ENTRY, charge.body())
+        # Moved past only under the lease: a title call's, between turns, may follow another
+        # process's entries, which a catch-up must still read.
+        self.journal.queue(pricing.USAGE_ENTRY, charge.body(), synced=self.lease.held)
 
     def record_subagent(self, body: dict[str, Any]) -> None:
         """Queued, not waited for: what the editor is told rests on the call's result."""

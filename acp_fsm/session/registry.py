@@ -120,7 +120,9 @@ class Sessions:
         if source is None:
             raise ResourceNotFound(f"Session not found: {limits.echo(source_id)}")
         copied = completed(await store.entries(source_id))
-        record = _record(cwd, additional, mcp_servers, source.title)
+        record = replace(
+            _record(cwd, additional, mcp_servers, source.title), model_title=source.model_title
+        )
         await store.create_session(record)
         await asyncio.gather(*(store.append_soon(record.id, e.kind, e.body) for e in copied))
         with paused_collector():
@@ -270,7 +272,9 @@ class Sessions:
         session.cancel(reason)  # the running turn and the queued prompts
         if turn is not None:
             await asyncio.wait({turn.done}, timeout=grace)
-        await asyncio.gather(session.close_mcp(), session.stop_background())
+        await asyncio.gather(
+            session.close_mcp(), session.stop_background(), session.naming.stop(reason, grace)
+        )
 
 
 def _record(

@@ -20,6 +20,7 @@ from acp_fsm.providers.types import Finished, ModelRequest, ToolSpec, Usage
 
 if TYPE_CHECKING:
     from acp_fsm.providers.stream import ModelStream
+    from acp_fsm.turn.host import Host
     from acp_fsm.turn.runner import Turn
 
 log = structlog.get_logger("turn")
@@ -105,10 +106,19 @@ async def charge(turn: Turn, finished: Finished, model: str, call: str) -> Usage
     """A call's tokens, and what they cost at `model`'s prices: logged, counted in the turn's
     and the session's, and stored with the session (acp_fsm.pricing)."""
     usage = finished.usage
-    prices = await pricing.table()  # loaded by now: the call's start asked for it
-    cost = prices.cost(usage, model, turn.config().base_url)
     turn.spent = turn.spent.plus(usage)
-    turn.session.count(pricing.Charge(call, turn.subagent, model, usage, cost))
+    await bill(turn.session, usage, model, turn.config().base_url, call, subagent=turn.subagent)
+    return usage
+
+
+async def bill(
+    host: Host, usage: Usage, model: str, base_url: str, call: str, *, subagent: bool = False
+) -> None:
+    """What a call of `model` cost: logged, counted in the session's and stored (`call` says
+    which call it was: "turn", "summary", "title"…)."""
+    prices = await pricing.table()  # loaded by now: the call's start asked for it
+    cost = prices.cost(usage, model, base_url)
+    host.count(pricing.Charge(call, subagent, model, usage, cost))
     log.info(
         "model_usage",
         call=call,
@@ -119,7 +129,6 @@ async def charge(turn: Turn, finished: Finished, model: str, call: str) -> Usage
         cache_write_tokens=usage.cache_write_tokens,
         cost=None if cost is None else round(cost.amount, pricing.DIGITS),
     )
-    return usage
 
 
 def window(turn: Turn) -> int:

@@ -159,6 +159,11 @@ def _script(project: Path, outside: Path) -> list[Any]:
     ]
 
 
+# The title call after the first turn is made with a model of its own, answered on the
+# scripted server's lane for it (`ScriptedProvider.lanes`): the session's script stays whole.
+TITLE_MODEL = "schema-check-title-model"
+
+
 def agent_env(home: Path, openai_base_url: str) -> dict[str, str]:
     """The agent's environment: the scripted provider, a private store, strict schemas, JSON
     logs, the `_acp_fsm/*` diagnostics; nothing inherited that would configure it otherwise."""
@@ -175,6 +180,7 @@ def agent_env(home: Path, openai_base_url: str) -> dict[str, str]:
         ACP_FSM_DEBUG_METHODS="1",
         ACP_FSM_LOG_FORMAT="json",
         ACP_FSM_LOG_LEVEL="info",
+        ACP_FSM_TITLE_MODEL=TITLE_MODEL,
     )
     return env
 
@@ -515,7 +521,9 @@ async def run_session(workdir: Path) -> SessionRun:
     run = SessionRun()
     session = _Session(run, workdir)
     async with ScriptedProvider(
-        *_script(session.project, session.outside), fallback=Reply(text="Noted.")
+        *_script(session.project, session.outside),
+        fallback=Reply(text="Noted."),
+        lanes={TITLE_MODEL: Reply(text="Schema check session")},
     ) as server:
         env = agent_env(workdir / "home", server.openai_base_url)
 
