@@ -256,6 +256,7 @@ class Launcher:
         self.server = server
         self.home = home
         self.agents: list[Agent] = []
+        self.defaults: dict[str, str | None] = {}  # a test module's environment for all
 
     def env(self, provider: str, **overrides: str | None) -> dict[str, str]:
         return agent_env(
@@ -273,6 +274,7 @@ class Launcher:
                 "ACP_CLIENT_RPC_TIMEOUT_MS": None,
                 "ACP_FSM_MAX_TURN_REQUESTS": None,
                 **title_lane(self.server),
+                **self.defaults,
                 **overrides,
             }
         )

@@ -21,6 +21,7 @@ from acp_fsm.providers.types import Usage
 from tests.e2e.support import Agent, Launcher, TurnResult, of_kind, stored
 from tests.e2e.test_compaction import SUMMARY, is_summary_call
 from tests.e2e.test_subagents import delegating, is_subagent
+from tests.harness import TITLE_MODEL
 
 # A call's tokens as the scripted provider streams them: `input_tokens` are the uncached
 # prompt tokens (OpenAI's prompt_tokens adds the cache reads; it has no cache writes).
@@ -59,8 +60,22 @@ def listed(model: str, usage: Usage) -> float:
     return float(calc_price(counts, model).total_price)
 
 
+# The title call of every session (tests.harness.title_lane) is free: the amounts here are
+# the turns' own.
+FREE_TITLES = {TITLE_MODEL: {"input": 0, "output": 0}}
+
+
+@pytest.fixture
+def launch(launch: Launcher, tmp_path: Path) -> Launcher:
+    launch.defaults["ACP_FSM_PRICES"] = prices(tmp_path, {}, "titles-free.json")
+    return launch
+
+
 def prices(tmp_path: Path, table: Any, name: str = "prices.json") -> str:
+    """A prices file of `table` (the free title model added to an object's entries)."""
     path = tmp_path / name
+    if isinstance(table, dict):
+        table = {**FREE_TITLES, **table}
     path.write_text(table if isinstance(table, str) else json.dumps(table))
     return str(path)
 
@@ -173,7 +188,10 @@ async def test_a_model_of_unknown_price_has_no_cost(
     [unknown] = agent.log("price_unknown")  # said once
     assert unknown["model"] == "no-such-model-anywhere"
     usage = [b for kind, b in stored(launch.home, session) if kind == "usage"]
-    assert len(usage) == 2 and not any("cost" in b for b in usage)
+    turns = [b for b in usage if b["call"] == "turn"]
+    assert len(turns) == 2 and not any("cost" in b for b in turns)
+    # the title call is priced (free) and stored like the others
+    assert [b["cost"] for b in usage if b["call"] == "title"] == [usd(0)]
 
 
 async def test_a_call_that_reports_no_tokens_makes_the_cost_unknown(
@@ -265,7 +283,7 @@ async def test_a_compactions_summary_call_counts(
     assert session_cost(third) == usd(4 * call)
     assert costs(agent, session) == [usd(call), usd(2 * call), usd(4 * call)]
     kinds = [b["call"] for k, b in stored(launch.home, session) if k == "usage"]
-    assert kinds == ["turn", "turn", "summary", "turn"]
+    assert kinds == ["turn", "title", "turn", "summary", "turn"]  # title: after the first
 
 
 async def test_a_loaded_session_goes_on_from_its_stored_cost(
