@@ -18,7 +18,13 @@ import structlog
 
 from acp_fsm import environment
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
-from acp_fsm.protocol.errors import OutboundCancelled, OutboundError, RemoteError, ResourceNotFound
+from acp_fsm.protocol.errors import (
+    OutboundCancelled,
+    OutboundError,
+    OutboundTimeout,
+    RemoteError,
+    ResourceNotFound,
+)
 
 if TYPE_CHECKING:
     from acp_fsm.initialize import ClientInfo
@@ -48,6 +54,7 @@ class ClientCallError(Exception):
 
     def __init__(self, error: OutboundError) -> None:
         super().__init__(str(error))  # each names the method and quotes the editor's words
+        self.timed_out = isinstance(error, OutboundTimeout)
         self.not_found = isinstance(error, RemoteError) and (
             error.code == NOT_FOUND_CODE or bool(_NOT_FOUND.search(str(error)))
         )
@@ -110,11 +117,15 @@ class Client:
                 await self.call(environment.ELICITATION_METHOD, params, timeout_ms=waits)
             )
         options = questions.choice_options(question)
-        # A permission request is about a tool call (its title patched to the question); a
-        # question of no call gets an id of its own.
-        tool_call: dict[str, Any] = {"toolCallId": call_id, "title": title}
+        # A permission request is about a tool call: the question is shown as its content
+        # (replaced by the call's result when it ends; its title stays its own). A question of
+        # no call gets a call of its own.
+        asked = [{"type": "content", "content": {"type": "text", "text": question.message}}]
+        tool_call: dict[str, Any] = {"toolCallId": call_id, "content": asked}
         if call_id is None:
-            tool_call.update(toolCallId=f"question_{secrets.token_hex(6)}", kind="other")
+            tool_call.update(
+                toolCallId=f"question_{secrets.token_hex(6)}", title=title, kind="other"
+            )
         result = await self.call(
             environment.PERMISSION_METHOD,
             {"toolCall": tool_call, "options": options},

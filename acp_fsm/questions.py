@@ -111,9 +111,13 @@ def _field(name: str, prop: Any) -> dict[str, Any]:
     if not isinstance(kind, str) or kind not in _KEYS:
         raise NotAskable(f"the form's field {name!r} is of a type ACP's forms do not have")
     assert isinstance(prop, dict)
-    field = {"type": kind, **{k: prop[k] for k in _KEYS[kind] if prop.get(k) is not None}}
-    if "title" not in field and isinstance(prop.get("description"), str):
-        field["title"] = prop["description"]
+    field: dict[str, Any] = {"type": kind}
+    for key in _KEYS[kind]:  # each kept only when ACP's form schema admits its value
+        if prop.get(key) is not None and _admitted({**field, key: prop[key]}):
+            field[key] = prop[key]
+    if isinstance(prop.get("description"), str):  # not ACP's, but editors may show it
+        field["description"] = prop["description"]
+        field.setdefault("title", prop["description"])
     names, values = prop.get("enumNames"), field.get("enum")
     if isinstance(names, list) and isinstance(values, list) and len(names) == len(values):
         field["oneOf"] = [
@@ -123,6 +127,12 @@ def _field(name: str, prop: Any) -> dict[str, Any]:
     if field.get("format") not in _FORMATS:
         field.pop("format", None)
     return field
+
+
+def _admitted(field: dict[str, Any]) -> bool:
+    from acp_fsm import schemas
+
+    return schemas.validate("acp.ElicitationPropertySchema", field) is None
 
 
 def _choices(field: dict[str, Any]) -> tuple[str, ...]:

@@ -107,6 +107,7 @@ class _Env:
     token: CancellationToken = field(default_factory=CancellationToken)
     previewed: tuple[ToolCallContent, ...] = ()
     call_id: str = "bench"
+    asks_user: bool = False
     background: BackgroundJobs = field(default_factory=BackgroundJobs)
 
     library: Library = EMPTY

@@ -70,7 +70,8 @@ class McpConnection:
     def __init__(self, spec: ServerSpec, cwd: str, elicit: Elicit | None = None) -> None:
         self.spec = spec
         self._elicit = elicit
-        self._calling: list[str] = []  # the ids of the tool calls waiting on it
+        # The tool calls waiting on it, by id (None: a subagent's, which cannot ask the user).
+        self._calling: list[str | None] = []
         self.tools: list[types.Tool] = []
         self.lost: str | None = None  # why it stopped working, once it has
         self.stale = False  # it said its tools changed (`notifications/tools/list_changed`)
@@ -142,6 +143,8 @@ class McpConnection:
         on_progress: ProgressFnT | None = None,
         call_id: str | None = None,
     ) -> types.CallToolResult:
+        # `call_id`: the editor's id of the call (a form the server sends meanwhile is about
+        # it), None for a call that cannot ask the user (a subagent's).
         """Call tool `name`. The turn's token stops the wait at once (the SDK then tells the
         server `notifications/cancelled`): `Cancelled`. `McpCallFailed` for an MCP error or no
         answer within `timeout_s`; `McpUnavailable` when the server is gone. The server's
@@ -153,8 +156,7 @@ class McpConnection:
             session.call_tool(name, arguments, progress_callback=on_progress)
         )
         fired: asyncio.Future[Any] = asyncio.ensure_future(token.wait())
-        if call_id is not None:
-            self._calling.append(call_id)
+        self._calling.append(call_id)
         try:
             await asyncio.wait(
                 {call, fired}, timeout=timeout_s or None, return_when=asyncio.FIRST_COMPLETED
@@ -164,8 +166,7 @@ class McpConnection:
             raise
         finally:
             fired.cancel()
-            if call_id is not None:
-                self._calling.remove(call_id)
+            self._calling.remove(call_id)
         if not call.done():
             self._abandon(call)
             if token.is_cancelled:
@@ -290,6 +291,11 @@ class McpConnection:
                 code=types.INVALID_REQUEST, message="acp-fsm relays only forms to the editor"
             )
         calling = self._calling[-1] if self._calling else None
+        if self._calling and calling is None:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message="the tool call is a subagent's, and a subagent cannot ask the user",
+            )
         try:
             action, content = await self._elicit(
                 self.spec.name, params.message, dict(params.requested_schema), calling

@@ -27,6 +27,7 @@ from acp_fsm.conversation import Conversation
 from acp_fsm.library import EMPTY, Library, scan
 from acp_fsm.prompt import title_of, to_parts
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
+from acp_fsm.protocol.errors import ResourceNotFound
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import (
     AssistantMessage,
@@ -113,6 +114,7 @@ class Session:
         self.token = CancellationToken(f"session {record.id}")
         self.turn: Turn | None = None
         self.always: dict[str, bool] = {}  # tool name → remembered "always" answer
+        self.asks_user = True  # its calls may ask the user (`Host`)
         self.mcp: McpServers | None = None  # the editor's MCP servers, when it passed any
         self._background: BackgroundJobs | None = None  # made with the first one started
         self._notices: list[str] = []  # for the user, with the next model call's answer
@@ -140,6 +142,7 @@ class Session:
         self._reading: asyncio.Task[None] | None = None  # the first read (`read_library_soon`)
         self._announced: list[acp.AvailableCommand] | None = None  # the commands last told
         self._queued: collections.deque[Queued] = collections.deque()  # prompts sent meanwhile
+        self.closing = False  # closed, deleted or shut down: no prompt is taken any more
 
     def __repr__(self) -> str:
         turn = self.turn.state if self.turn is not None else "idle"
@@ -152,6 +155,8 @@ class Session:
         after the prompt reaches this turn); then the coroutine that runs the turn and gives
         the prompt's answer. A prompt sent while a turn runs (or others wait) is queued: it
         runs after them, in order (a cancel meanwhile answers it `cancelled`, unrun)."""
+        if self.closing:
+            raise ResourceNotFound(f"Session not found: {self.id} is being closed")
         limits.check_nesting("prompt", prompt)  # refused now, never answered unstored
         parts = to_parts(prompt)
         body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in parts]}
@@ -362,7 +367,7 @@ class Session:
         the running turn's token); its answer as MCP's (action, content). Raises with the
         reason when the editor cannot show it."""
         from acp_fsm import questions
-        from acp_fsm.client import Client
+        from acp_fsm.client import Client, ClientCallError
 
         question = questions.form_question(message, requested)
         title = f"MCP server {server} asks: {' '.join(message.split())[:200]}"
@@ -370,6 +375,10 @@ class Session:
             answer = await Client(self.server, self.id, self.token).ask(question, call_id, title)
         except Cancelled:
             return questions.CANCEL, None
+        except ClientCallError as exc:
+            if exc.timed_out:  # no answer in time: the user dismissed it, as MCP sees it
+                return questions.CANCEL, None
+            raise
         return answer.action, answer.content if answer.action == questions.ACCEPT else None
 
     @property

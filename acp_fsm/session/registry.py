@@ -269,6 +269,7 @@ class Sessions:
 
     async def _stop(self, session: Session, reason: str, grace: float = CLOSE_GRACE_S) -> None:
         turn = session.turn
+        session.closing = True  # no prompt is taken from now on, queued or not
         session.cancel(reason)  # the running turn and the queued prompts
         if turn is not None:
             await asyncio.wait({turn.done}, timeout=grace)

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from acp_fsm.client import ClientCallError
 from acp_fsm.questions import ACCEPT, DECLINE, FIELD, ask_user_question
 from acp_fsm.tools.base import ToolCallView, ToolEnv, ToolOutcome
-from acp_fsm.tools.common import BaseTool, ask_client
+from acp_fsm.tools.common import BaseTool
 
 ASK_USER_TOOL = "ask_user"
 TITLE_CHARS = 200
+NO_ANSWER = (
+    "The user did not answer in time; the question was withdrawn. Go on without the answer "
+    "if you can, or ask again in your reply and end the turn."
+)
 NO_FREE_TEXT = (
     "This editor cannot show a question with a typed answer (it does not support forms), so "
     "the user was not asked. Give options to choose from, or ask in your reply and end the turn."
@@ -61,8 +66,15 @@ class AskUser(BaseTool):
         forms = env.client.shows_forms
         if not options and not forms:
             return ToolOutcome(NO_FREE_TEXT, is_error=True)
-        asking = env.client.ask(question, env.call_id, self.title(args, env))
-        answer = await ask_client(env, asking, "ask the question")
+        try:
+            answer = await env.token.race(
+                env.client.ask(question, env.call_id, self.title(args, env))
+            )
+        except ClientCallError as exc:
+            env.token.raise_if_cancelled()
+            if exc.timed_out:  # withdrawn: the user may be away
+                return ToolOutcome(NO_ANSWER)
+            return ToolOutcome(f"The editor could not ask the question: {exc}", is_error=True)
         single_only = multi and not forms
         if answer.action == DECLINE:
             return ToolOutcome("The user declined to answer.")

@@ -125,6 +125,10 @@ class ToolEnv(Protocol):
         """The id of the call (the editor's tool call)."""
 
     @property
+    def asks_user(self) -> bool:
+        """The call may ask the user (a subagent's cannot)."""
+
+    @property
     def cwd(self) -> Path: ...
     @property
     def roots(self) -> tuple[Path, ...]: ...  # cwd and the session's additionalDirectories

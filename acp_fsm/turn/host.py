@@ -40,6 +40,7 @@ class Host(Protocol):
     cwd: Path
     roots: tuple[Path, ...]
     always: dict[str, bool]  # tool name -> the user's remembered "always" answer
+    asks_user: bool  # its calls may ask the user (a subagent's may not)
     context_drift: int  # tokens the provider counted beyond the last estimate
     context_window: int | None  # the provider's, when it said it is less than configured
     window_guessed: bool  # context_window is only a bound (an empty stream's), not stated
@@ -168,6 +169,10 @@ class TurnEnv:
     @property
     def cwd(self) -> Path:
         return self._session.cwd
+
+    @property
+    def asks_user(self) -> bool:
+        return self._session.asks_user
 
     @property
     def roots(self) -> tuple[Path, ...]:

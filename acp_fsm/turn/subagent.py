@@ -139,6 +139,7 @@ class SubagentHost:
         self.cwd = parent.cwd
         self.roots = parent.roots
         self.always = parent.always  # the user's answers hold (a subagent never adds one)
+        self.asks_user = False
         self.context_drift = 0
         own_model = environment.subagent_model()  # else what the session learned holds
         self.context_window = None if own_model else parent.context_window

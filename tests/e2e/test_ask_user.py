@@ -226,7 +226,9 @@ async def test_without_forms_an_mcp_choice_is_asked_with_permission_options(
     await mcp_turn(agent, server, project, "paint")
 
     asked = agent.editor.of_method("session/request_permission")[-1]["params"]
-    assert asked["toolCall"]["toolCallId"] == "c1"
+    assert asked["toolCall"]["toolCallId"] == "c1" and "title" not in asked["toolCall"]
+    (shown,) = asked["toolCall"]["content"]  # the question, where the call's result will be
+    assert shown["content"]["text"] == "Which colour should I paint it?"
     assert [o["name"] for o in asked["options"]] == ["red", "green", "blue", "Don't answer"]
     assert "painted green" in tool_results(server.requests[-1])["c1"][0]
 
@@ -241,3 +243,49 @@ async def test_without_forms_an_mcp_form_of_several_fields_is_the_servers_error(
     result, _ = tool_results(server.requests[-1])["c1"]
     assert "not a choice" in result, result
     assert len(agent.editor.of_method("session/request_permission")) == 1  # the call's own
+
+
+async def test_a_subagents_mcp_call_cannot_ask_the_user(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    from acp_fsm.devkit.provider import RecordedRequest
+    from tests.e2e.test_mcp import open_session, stdio_server
+    from tests.e2e.test_subagents import is_subagent
+
+    def respond(request: RecordedRequest) -> Any:
+        if is_subagent(request):
+            if not tool_results(request):
+                return Reply(calls=(Call("sub-paint", "mcp__tools__paint", "{}"),))
+            return Reply(text="sub: " + next(iter(tool_results(request).values()))[0])
+        if "t1" in tool_results(request):
+            return Reply(text="all done")
+        return Reply(calls=(Call("t1", "task", args(description="paint", prompt="paint it")),))
+
+    server.fallback = respond
+    agent = await launch.start("anthropic", capabilities=FORMS)
+    session = await open_session(agent, project, stdio_server())
+    await agent.result("session/set_mode", {"sessionId": session, "modeId": "full_access"})
+
+    await agent.prompt(session, "go")
+
+    assert agent.editor.of_method("elicitation/create") == []
+    report, _ = tool_results(server.requests[-1])["t1"]
+    assert "a subagent cannot ask the user" in report, report
+
+
+async def test_an_unanswered_question_is_withdrawn_and_the_model_told(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    agent = await launch.start("openai", capabilities=FORMS, ACP_PERMISSION_TIMEOUT_MS="300")
+    session = await agent.new_session(project)
+    agent.editor.overrides["elicitation/create"] = HOLD
+    server.script(ask(question="Still there?"), Reply(text="ok"))
+
+    turn = await agent.prompt(session, "go")
+
+    (question,) = agent.editor.held
+    withdrawn = agent.notifications("$/cancel_request", turn.start)
+    assert [m["params"] for m in withdrawn] == [{"requestId": question["id"]}]
+    text, is_error = tool_results(server.requests[-1])["q1"]
+    assert text.startswith("The user did not answer in time") and not is_error
+    assert statuses(for_call(turn.updates, "q1"))[-1] == "completed"

@@ -4,6 +4,7 @@ history that the strict provider accepts on the next prompt."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -510,3 +511,30 @@ async def test_a_cancel_request_for_a_queued_prompt_cancels_it_alone(
     assert (await running.result()).stop_reason == "end_turn"
     assert (await third.result()).stop_reason == "end_turn"
     assert [user_texts(r) for r in server.requests] == [["first"], ["first", "third"]]
+
+
+async def test_prompts_sent_while_a_session_closes_are_refused_and_never_run(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    agent = await launch.start("anthropic")
+    session = await agent.new_session(project)
+    server.script(Reply(text=["stuck", " more"], fault=Hang(after=4)))
+    running = await agent.start_prompt(session, "first")
+    await wait_until(lambda: agent.updates(session, running.start), "the first chunk")
+    queued = await agent.start_prompt(session, "queued")
+
+    _, closing = await agent.proc.start_request("session/close", {"sessionId": session})
+    during = []
+    while not closing.done():  # a prompt every few ms until the close is answered
+        during.append(await agent.start_prompt(session, "during the close"))
+        await asyncio.sleep(0.003)
+
+    assert "result" in await closing
+    assert (await running.result()).stop_reason == "cancelled"
+    assert (await queued.result()).stop_reason == "cancelled"
+    for pending in during:  # cancelled if queued before the close began, else refused
+        answer = (await pending.result()).response
+        assert answer.get("result") == {"stopReason": "cancelled"} or (
+            answer["error"]["code"] == -32002
+        ), answer
+    assert len(server.requests) == 1  # none of them ran

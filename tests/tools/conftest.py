@@ -217,6 +217,7 @@ class Env:
     token: CancellationToken = field(default_factory=CancellationToken)
     previewed: tuple[ToolCallContent, ...] = ()
     call_id: str = "call_1"
+    asks_user: bool = True
     background: BackgroundJobs = field(default_factory=BackgroundJobs)
     library: Library = EMPTY
 
