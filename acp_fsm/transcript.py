@@ -51,6 +51,8 @@ def part_to_json(part: Any) -> dict[str, Any]:
             body["signature"] = part.signature
         if part.redacted is not None:
             body["redacted"] = part.redacted
+        if part.item is not None:
+            body["item"] = part.item
         return body
     if isinstance(part, ToolCallPart):
         body = {
@@ -73,7 +75,9 @@ def part_from_json(body: dict[str, Any]) -> Any:
     if kind == "image":
         return ImagePart(body["data"], body["mimeType"])
     if kind == "thinking":
-        return ThinkingPart(body["text"], body.get("signature"), body.get("redacted"))
+        return ThinkingPart(
+            body["text"], body.get("signature"), body.get("redacted"), body.get("item")
+        )
     if kind == "tool_call":
         return ToolCallPart(
             body["id"],

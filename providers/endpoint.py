@@ -9,6 +9,11 @@ from typing import NamedTuple
 
 OPENAI = "openai"
 ANTHROPIC = "anthropic"
+# OpenAI's two APIs (ACP_FSM_OPENAI_API; ACP_FSM_PROVIDER=openai-responses is OpenAI on the
+# Responses API): Chat Completions, and Responses (reasoning kept between calls).
+CHAT = "chat"
+RESPONSES = "responses"
+OPENAI_RESPONSES = "openai-responses"
 DEFAULT_MODELS = {ANTHROPIC: "claude-sonnet-4-5", OPENAI: "gpt-5"}
 # Context window assumed for usage reports when ACP_FSM_CONTEXT_WINDOW is not set.
 DEFAULT_CONTEXT_WINDOWS = {ANTHROPIC: 200_000, OPENAI: 128_000}
@@ -39,6 +44,7 @@ class ProviderConfig(NamedTuple):
     retry_max_s: float = 8.0
     window_set: bool = False  # context_window is the user's (ACP_FSM_CONTEXT_WINDOW)
     model_set: bool = False  # model is the user's (ACP_FSM_MODEL), not the provider default
+    api: str = CHAT  # OpenAI's API: CHAT or RESPONSES (ACP_FSM_OPENAI_API)
 
     @property
     def official(self) -> bool:
@@ -77,8 +83,15 @@ def load_config(env: Mapping[str, str] | None = None) -> ProviderConfig:
     provider = env.get("ACP_FSM_PROVIDER", "").strip().lower()
     if not provider:
         provider = ANTHROPIC if env.get("ANTHROPIC_API_KEY") else OPENAI
+    api = env.get("ACP_FSM_OPENAI_API", "").strip().lower() or CHAT
+    if provider == OPENAI_RESPONSES:
+        provider, api = OPENAI, RESPONSES
     if provider not in DEFAULT_MODELS:
-        raise ConfigError(f"ACP_FSM_PROVIDER={provider!r}: expected 'openai' or 'anthropic'")
+        raise ConfigError(
+            f"ACP_FSM_PROVIDER={provider!r}: expected 'openai', 'openai-responses' or 'anthropic'"
+        )
+    if api not in (CHAT, RESPONSES):
+        raise ConfigError(f"ACP_FSM_OPENAI_API={api!r}: expected 'chat' or 'responses'")
     base_url = (env.get(URL_VARIABLES[provider]) or DEFAULT_BASE_URLS[provider]).rstrip("/")
     if not base_url.startswith(("http://", "https://")):
         raise ConfigError(f"{URL_VARIABLES[provider]}={base_url!r} is not an http(s) URL")
@@ -96,4 +109,5 @@ def load_config(env: Mapping[str, str] | None = None) -> ProviderConfig:
         connect_timeout_s=_number(env, "ACP_FSM_CONNECT_TIMEOUT_MS", 10_000, minimum=1) / 1000,
         read_timeout_s=_number(env, "ACP_FSM_READ_TIMEOUT_MS", 180_000, minimum=1) / 1000,
         window_set=bool(env.get("ACP_FSM_CONTEXT_WINDOW", "").strip()),
+        api=api if provider == OPENAI else CHAT,
     )

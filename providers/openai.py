@@ -106,7 +106,7 @@ def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
     return content
 
 
-def _arguments(call: ToolCallPart) -> str:
+def arguments_of(call: ToolCallPart) -> str:
     """The call's arguments as sent back: the model's own text when it was valid JSON."""
     return (
         call.raw_arguments
@@ -117,7 +117,7 @@ def _arguments(call: ToolCallPart) -> str:
 
 def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
     calls = [
-        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": _arguments(c)}}
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": arguments_of(c)}}
         for c in message.tool_calls
     ]
     text = "\n\n".join(p.text for p in message.parts if isinstance(p, TextPart) and p.text)
@@ -137,9 +137,7 @@ class OpenAiWire:
     def build(
         self, request: ModelRequest, config: ProviderConfig, scrub: Scrub | None = None
     ) -> tuple[str, dict[str, str], bytes]:
-        headers = {"content-type": "application/json", "accept": "text/event-stream"}
-        if config.api_key:
-            headers["authorization"] = f"Bearer {config.api_key}"
+        headers = bearer_headers(config)
         body: dict[str, Any] = {
             "model": request.model,
             MESSAGES: None,  # spliced in below, encoded once (providers.encoder)
@@ -179,18 +177,40 @@ class OpenAiWire:
         )
 
     def parse_error(self, status: int, body: bytes) -> ProviderError:
-        error_type, message, code = _error_fields(body)
-        retryable = status in RETRYABLE_STATUSES and code != "insufficient_quota"
-        return ProviderError(
-            NAME,
-            message or f"HTTP {status}",
-            status=status,
-            error_type=code or error_type,
-            retryable=retryable,
-        )
+        return http_error(NAME, status, body)
 
     def parser(self) -> OpenAiParser:
         return OpenAiParser()
+
+
+def bearer_headers(config: ProviderConfig) -> dict[str, str]:
+    """The headers of a streamed call to an OpenAI API: JSON in, SSE out, the key as Bearer."""
+    headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    if config.api_key:
+        headers["authorization"] = f"Bearer {config.api_key}"
+    return headers
+
+
+def http_error(name: str, status: int, body: bytes) -> ProviderError:
+    """The error of a non-200 answer from an OpenAI API (or a compatible server's)."""
+    error_type, message, code = _error_fields(body)
+    retryable = status in RETRYABLE_STATUSES and code != "insufficient_quota"
+    return ProviderError(
+        name,
+        message or f"HTTP {status}",
+        status=status,
+        error_type=code or error_type,
+        retryable=retryable,
+    )
+
+
+def stream_error(name: str, payload: dict[str, Any]) -> ProviderError:
+    """The error an error object inside a 200 stream stands for (its message quoted)."""
+    error_type, message, code = _error_fields(json.dumps(payload).encode())
+    kind = code or error_type
+    return ProviderError(
+        name, message or "error in stream", error_type=kind, retryable=kind in TRANSIENT_TYPES
+    )
 
 
 def _error_fields(body: bytes) -> tuple[str | None, str, str | None]:
@@ -241,14 +261,7 @@ class OpenAiParser:
         if not isinstance(chunk, dict):
             return []
         if "error" in chunk:
-            error_type, message, code = _error_fields(json.dumps(chunk).encode())
-            kind = code or error_type
-            raise ProviderError(
-                NAME,
-                message or "error in stream",
-                error_type=kind,
-                retryable=kind in TRANSIENT_TYPES,
-            )
+            raise stream_error(NAME, chunk)
         events: list[Event] = []
         for choice in chunk.get("choices") or ():
             if isinstance(choice, dict) and choice.get("index", 0) == 0:

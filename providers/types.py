@@ -38,11 +38,14 @@ class ImagePart(NamedTuple):
 
 class ThinkingPart(NamedTuple):
     """Model reasoning. Anthropic requires it echoed back unmodified: `signature` for a thinking
-    block, `redacted` (opaque data) for a redacted_thinking block."""
+    block, `redacted` (opaque data) for a redacted_thinking block; `item` is the OpenAI
+    Responses API's reasoning item as received (its JSON, with `encrypted_content`), sent back
+    in place so the model goes on with its reasoning."""
 
     text: str
     signature: str | None = None
     redacted: str | None = None
+    item: str | None = None
 
 
 class ToolCallPart(NamedTuple):

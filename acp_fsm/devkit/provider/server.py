@@ -31,6 +31,7 @@ from acp_fsm.devkit.provider.rules import (
     AnthropicRules,
     OpenAiRules,
     Rejection,
+    ResponsesRules,
     estimate_tokens,
 )
 from acp_fsm.devkit.provider.script import (
@@ -50,9 +51,16 @@ from acp_fsm.devkit.provider.script import (
     Scripted,
     Served,
 )
-from acp_fsm.devkit.provider.wire import AnthropicWire, OpenAiWire, json_text, new_id
+from acp_fsm.devkit.provider.wire import (
+    AnthropicWire,
+    OpenAiWire,
+    ResponsesWire,
+    json_text,
+    new_id,
+)
 
 OPENAI_PATH = "/v1/chat/completions"
+RESPONSES_PATH = "/v1/responses"
 ANTHROPIC_PATH = "/v1/messages"
 # The largest request body taken (aiohttp's default, 1 MiB, is far less than the real APIs
 # take: a long session's request passes it).
@@ -91,6 +99,15 @@ ANTHROPIC_ROUTE = Route(
     ANTHROPIC_PATH, "request-id", AnthropicWire(), AnthropicRules(), anthropic_models
 )
 ROUTES = (OPENAI_ROUTE, ANTHROPIC_ROUTE)
+
+
+def responses_route() -> Route:
+    """The Responses API, one per server: its rules check that what its wire served comes
+    back (the reasoning item of each function call)."""
+    wire = ResponsesWire()
+    return Route(
+        RESPONSES_PATH, "x-request-id", wire, ResponsesRules(wire.reasoning_of), openai_models
+    )
 
 
 class ScriptedProvider:
@@ -178,7 +195,7 @@ class ScriptedProvider:
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> ScriptedProvider:
         app = web.Application(client_max_size=MAX_BODY_BYTES)
-        for route in ROUTES:
+        for route in (*ROUTES, responses_route()):
             app.router.add_post(route.path, self._handler(route))
         app.router.add_get(MODELS_PATH, self._models)
         for path, describe in (self.local.endpoints() if self.local else {}).items():

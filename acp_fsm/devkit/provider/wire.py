@@ -226,3 +226,153 @@ class AnthropicWire:
     def error_event(self, fault: ErrorEvent) -> bytes:
         error = {"type": fault.error_type or "overloaded_error", "message": fault.message}
         return sse({"type": "error", "error": error}, "error")
+
+
+# ---------------------------------------------------------------------------- Responses
+
+
+def render_responses(
+    reply: Reply, model: str = "scripted", reasoning_of: dict[str, str] | None = None
+) -> list[bytes]:
+    """The SSE events of `reply` as the Responses API streams them: `response.created`, then
+    per output item (a reasoning item with its summary and `encrypted_content`, a message, each
+    function call) `response.output_item.added`, its deltas and `response.output_item.done`,
+    then `response.completed` (or `response.incomplete` at max_tokens) with the usage.
+    `reasoning_of` learns which reasoning item each function call came with (what the rules
+    check comes back)."""
+    response: dict[str, Any] = {
+        "id": new_id("resp_"),
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "in_progress",
+        "model": model,
+        "output": [],
+        "usage": None,
+    }
+    seq = count()
+
+    def event(kind: str, **fields: Any) -> bytes:
+        return sse({"type": kind, "sequence_number": next(seq), **fields}, kind)
+
+    events = [event("response.created", response=response)]
+    output: list[dict[str, Any]] = []
+
+    def item(index: int, done: dict[str, Any], added: dict[str, Any], deltas: list[bytes]) -> None:
+        events.append(event("response.output_item.added", output_index=index, item=added))
+        events.extend(deltas)
+        events.append(event("response.output_item.done", output_index=index, item=done))
+        output.append(done)
+
+    thinking = pieces(reply.thinking)
+    reasoning_id = new_id("rs_") if thinking or reply.signature else None
+    if reasoning_id is not None:
+        summary = "".join(thinking)
+        deltas = [
+            event(
+                "response.reasoning_summary_text.delta",
+                item_id=reasoning_id,
+                output_index=0,
+                summary_index=0,
+                delta=piece,
+            )
+            for piece in thinking
+        ]
+        done = {
+            "id": reasoning_id,
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": summary}] if summary else [],
+            "encrypted_content": reply.signature or f"gAAAA{reasoning_id}encrypted",
+        }
+        item(len(output), done, {**done, "summary": [], "encrypted_content": None}, deltas)
+    text = pieces(reply.text)
+    if text:
+        message_id = new_id("msg_")
+        index = len(output)
+        deltas = [
+            event(
+                "response.output_text.delta",
+                item_id=message_id,
+                output_index=index,
+                content_index=0,
+                delta=piece,
+            )
+            for piece in text
+        ]
+        part = {"type": "output_text", "text": "".join(text), "annotations": []}
+        done = {
+            "id": message_id,
+            "type": "message",
+            "status": "completed",
+            "role": "assistant",
+            "content": [part],
+        }
+        item(index, done, {**done, "status": "in_progress", "content": []}, deltas)
+    for call in reply.calls:
+        call_item = new_id("fc_")
+        index = len(output)
+        deltas = [
+            event(
+                "response.function_call_arguments.delta",
+                item_id=call_item,
+                output_index=index,
+                delta=piece,
+            )
+            for piece in call.fragments
+        ]
+        done = {
+            "id": call_item,
+            "type": "function_call",
+            "status": "completed",
+            "call_id": call.id,
+            "name": call.name,
+            "arguments": "".join(call.fragments),
+        }
+        item(index, done, {**done, "status": "in_progress", "arguments": ""}, deltas)
+        if reasoning_of is not None and reasoning_id is not None:
+            reasoning_of[call.id] = reasoning_id
+    incomplete = reply.stop_reason is StopReason.MAX_TOKENS
+    final = {
+        **response,
+        "status": "incomplete" if incomplete else "completed",
+        "output": output,
+        "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+        "usage": None if reply.usage is None else _responses_usage(reply.usage),
+    }
+    events.append(
+        event("response.incomplete" if incomplete else "response.completed", response=final)
+    )
+    return events
+
+
+def _responses_usage(usage: Usage) -> dict[str, Any]:
+    prompt = usage.input_tokens + usage.cache_read_tokens
+    return {
+        "input_tokens": prompt,
+        "input_tokens_details": {"cached_tokens": usage.cache_read_tokens},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": prompt + usage.output_tokens,
+    }
+
+
+class ResponsesWire:
+    """The Responses API; `reasoning_of` (shared with its rules) maps each function call's
+    `call_id` to the reasoning item it came with."""
+
+    def __init__(self) -> None:
+        self.reasoning_of: dict[str, str] = {}
+
+    def render(self, reply: Reply, body: dict[str, Any]) -> list[bytes]:
+        return render_responses(reply, str(body.get("model")), self.reasoning_of)
+
+    def error_body(self, error: HttpError) -> dict[str, Any]:
+        return OpenAiWire().error_body(error)
+
+    def error_event(self, fault: ErrorEvent) -> bytes:
+        error = {
+            "type": "error",
+            "code": fault.error_type or "server_error",
+            "message": fault.message,
+            "param": None,
+        }
+        return sse(error, "error")

@@ -1,0 +1,260 @@
+"""OpenAI Responses API, streaming (`POST /responses`; also vLLM, Ollama and other servers
+that serve it): the API GPT-5 and the codex models are at their best on.
+
+Nothing is stored on OpenAI's side (`store: false`): the model's reasoning comes back as
+reasoning items with their `encrypted_content`, kept on the assistant message
+(`ThinkingPart.item`, stored with the transcript) and sent back in place, before the items of
+their response, so a tool loop goes on with the reasoning of its first call.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from acp_fsm.providers.assemble import MessageBuilder
+from acp_fsm.providers.encoder import Encoder, Scrub, encoder_of, splice
+from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.errors import ProviderError
+from acp_fsm.providers.openai import (
+    EMPTY_RESULT,
+    arguments_of,
+    bearer_headers,
+    http_error,
+    stream_error,
+)
+from acp_fsm.providers.sse import SseEvent, json_data
+from acp_fsm.providers.types import (
+    AssistantMessage,
+    Event,
+    Finished,
+    ImagePart,
+    Message,
+    ModelRequest,
+    StopReason,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    Usage,
+    UserMessage,
+)
+
+NAME = "openai"
+WIRE = "openai-responses"  # the key of this wire's encoder in a request's memo
+INPUT = "input"  # the body's key of the conversation's items
+# Why a response is incomplete (`incomplete_details.reason`) as a stop reason.
+INCOMPLETE_REASONS = {
+    "max_output_tokens": StopReason.MAX_TOKENS,
+    "content_filter": StopReason.REFUSAL,
+}
+
+
+def convert_items(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """The neutral transcript as Responses input items (the reference for the encoder)."""
+    return [item for message in messages for item in _convert(message)]
+
+
+def _convert(message: Message) -> list[dict[str, Any]]:
+    """One neutral message as input items: a user message; an assistant message's parts in
+    order (reasoning items as received, texts as one output message, each tool call a
+    `function_call`); each tool result a `function_call_output`."""
+    if isinstance(message, UserMessage):
+        return [{"type": "message", "role": "user", "content": _user_content(message)}]
+    if isinstance(message, AssistantMessage):
+        return _assistant(message)
+    return [
+        {"type": "function_call_output", "call_id": r.call_id, "output": r.content or EMPTY_RESULT}
+        for r in message.results
+    ]
+
+
+def _never(last: dict[str, Any], wire: dict[str, Any]) -> bool:
+    """Items are never merged: the API takes user messages in a row."""
+    return False
+
+
+def _user_content(message: UserMessage) -> list[dict[str, Any]]:
+    content: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            content.append({"type": "input_text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            url = f"data:{part.mime_type};base64,{part.data}"
+            content.append({"type": "input_image", "image_url": url})
+    return content
+
+
+def _assistant(message: AssistantMessage) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    texts: list[str] = []
+
+    def flush() -> None:
+        text = "\n\n".join(t for t in texts if t)
+        texts.clear()
+        if text.strip():
+            content = [{"type": "output_text", "text": text, "annotations": []}]
+            items.append({"type": "message", "role": "assistant", "content": content})
+
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            texts.append(part.text)
+            continue
+        flush()
+        if isinstance(part, ThinkingPart):
+            if part.item is not None:  # another API's thinking has nothing to send here
+                items.append(json.loads(part.item))
+        elif isinstance(part, ToolCallPart):
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": part.id,
+                    "name": part.name,
+                    "arguments": arguments_of(part),
+                }
+            )
+    flush()
+    return items
+
+
+class ResponsesWire:
+    name = NAME
+
+    def build(
+        self, request: ModelRequest, config: ProviderConfig, scrub: Scrub | None = None
+    ) -> tuple[str, dict[str, str], bytes]:
+        headers = bearer_headers(config)
+        body: dict[str, Any] = {"model": request.model}
+        if request.system:
+            body["instructions"] = request.system
+        body[INPUT] = None  # spliced in below, encoded once (providers.encoder)
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.input_schema,
+                    "strict": False,
+                }
+                for t in request.tools
+            ]
+            if request.answer_only:
+                body["tool_choice"] = "none"
+        body.update(
+            stream=True,
+            store=False,  # nothing kept on OpenAI's side: the reasoning comes back encrypted
+            include=["reasoning.encrypted_content"],
+            max_output_tokens=request.max_tokens,
+        )
+        if request.reasoning:
+            body["reasoning"] = {"effort": request.reasoning, "summary": "auto"}
+        encoded = encoder_of(request, WIRE, lambda: Encoder(_convert, _never)).encode(
+            request.messages, scrub
+        )
+        return f"{config.base_url}/responses", headers, splice(body, encoded.json(), scrub, INPUT)
+
+    def parse_error(self, status: int, body: bytes) -> ProviderError:
+        return http_error(NAME, status, body)
+
+    def parser(self) -> ResponsesParser:
+        return ResponsesParser()
+
+
+class ResponsesParser:
+    """Responses stream events → events. Output items are told apart by `item_id`; a
+    function call's arguments stream by deltas (or come whole in its `.done` item)."""
+
+    def __init__(self) -> None:
+        self.builder = MessageBuilder()
+        self._finish: StopReason | None = None
+        self._usage = Usage()
+        self._streamed: set[str] = set()  # function calls whose arguments came by deltas
+
+    def feed(self, event: SseEvent) -> list[Event]:
+        try:
+            data = json_data(event)
+        except ValueError:
+            raise ProviderError(NAME, f"malformed stream event: {event.data[:200]!r}") from None
+        if not isinstance(data, dict):
+            return []
+        kind = data.get("type") or event.event
+        if kind == "response.output_text.delta":
+            return [self.builder.text(str(data.get("delta") or ""))]
+        if kind == "response.reasoning_summary_text.delta":
+            return [self.builder.thinking(str(data.get("delta") or ""))]
+        if kind == "response.function_call_arguments.delta":
+            key = str(data.get("item_id"))
+            if not self.builder.has_tool(key) or not data.get("delta"):
+                return []
+            self._streamed.add(key)
+            return [self.builder.tool_args(key, str(data["delta"]))]
+        if kind == "response.output_item.added":
+            return self._added(data.get("item") or {})
+        if kind == "response.output_item.done":
+            return self._done(data.get("item") or {})
+        if kind in ("response.completed", "response.incomplete"):
+            return self._completed(data.get("response") or {})
+        if kind == "response.failed":
+            error = (data.get("response") or {}).get("error") or {"message": "response failed"}
+            raise stream_error(NAME, {"error": error})
+        if kind == "error":
+            raise stream_error(NAME, {"error": data.get("error") or data})
+        return []  # response.created, in_progress, content_part.*, *.done texts: nothing new
+
+    def _added(self, item: dict[str, Any]) -> list[Event]:
+        if item.get("type") != "function_call":
+            return []
+        key = str(item.get("id"))
+        return [self.builder.tool_start(key, str(item.get("call_id")), str(item.get("name")))]
+
+    def _done(self, item: dict[str, Any]) -> list[Event]:
+        kind = item.get("type")
+        if kind == "reasoning":
+            self.builder.reasoning_item(json.dumps(item))
+            return []
+        if kind == "message":
+            self.builder.close_block()
+            return []
+        if kind != "function_call":
+            return []
+        key = str(item.get("id"))
+        events: list[Event] = []
+        if not self.builder.has_tool(key):
+            events += self._added(item)
+        if key not in self._streamed and item.get("arguments"):
+            events.append(self.builder.tool_args(key, str(item["arguments"])))
+        finished = self.builder.tool_finish(key)
+        return events if finished is None else [*events, finished]
+
+    def _completed(self, response: dict[str, Any]) -> list[Event]:
+        reason = (response.get("incomplete_details") or {}).get("reason")
+        if response.get("status") == "incomplete" or reason:
+            self._finish = INCOMPLETE_REASONS.get(str(reason), StopReason.MAX_TOKENS)
+        elif self.builder.message().tool_calls:
+            self._finish = StopReason.TOOL_USE
+        else:
+            self._finish = StopReason.END_TURN
+        usage = response.get("usage")
+        if not isinstance(usage, dict):
+            return []
+        # `input_tokens` counts the cached ones too, as `Usage` does; `output_tokens` the
+        # reasoning ones (`output_tokens_details.reasoning_tokens`).
+        details = usage.get("input_tokens_details") or {}
+        self._usage = Usage(
+            input_tokens=int(usage.get("input_tokens") or 0),
+            output_tokens=int(usage.get("output_tokens") or 0),
+            cache_read_tokens=int(details.get("cached_tokens") or 0),
+        )
+        return [self._usage]
+
+    def end(self) -> list[Event]:
+        if self._finish is None:
+            raise ProviderError(
+                NAME,
+                "stream ended before response.completed (truncated)",
+                error_type="truncated",
+                retryable=True,
+            )
+        events: list[Event] = list(self.builder.finish_tools())
+        events.append(Finished(self._finish, self.builder.message(self._finish), self._usage))
+        return events
