@@ -1,0 +1,152 @@
+"""The Responses API adapter against the scripted provider's `/v1/responses`, and that
+route's rules (what the real API refuses), over real HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+
+from acp_fsm.devkit.provider import Call, HttpError, Reply, ScriptedProvider
+from acp_fsm.providers.endpoint import ConfigError, load_config
+from acp_fsm.providers.errors import ProviderError
+from acp_fsm.providers.types import (
+    AssistantMessage,
+    Finished,
+    StopReason,
+    TextPart,
+    ThinkingDelta,
+    ThinkingPart,
+    ToolCallFinished,
+    ToolCallPart,
+    ToolResultPart,
+    ToolResultsMessage,
+    Usage,
+    UserMessage,
+)
+from acp_fsm.transcript import part_from_json, part_to_json
+from tests.providers.conftest import API_KEY, collect, make_config, make_request
+from tests.providers.test_scripted import OPENAI_HEADERS, post, sse_payloads
+
+PATH = "/v1/responses"
+HI = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+def body(*items: dict[str, Any]) -> dict[str, Any]:
+    return {"model": "m", "input": [HI, *items], "stream": True, "store": False}
+
+
+def test_the_provider_names_select_the_api() -> None:
+    env = {"OPENAI_API_KEY": API_KEY}
+    assert load_config({**env, "ACP_FSM_PROVIDER": "openai-responses"}).api == "responses"
+    responses = load_config(
+        {**env, "ACP_FSM_PROVIDER": "openai", "ACP_FSM_OPENAI_API": "responses"}
+    )
+    assert (responses.provider, responses.api) == ("openai", "responses")
+    assert load_config({**env, "ACP_FSM_PROVIDER": "openai"}).api == "chat"
+    with pytest.raises(ConfigError, match="ACP_FSM_OPENAI_API"):
+        load_config({**env, "ACP_FSM_OPENAI_API": "soap"})
+
+
+async def test_reasoning_text_calls_and_usage(server: ScriptedProvider) -> None:
+    server.script(
+        Reply(
+            thinking=("Think", "ing"),
+            text="Reading.",
+            calls=(Call("c1", "read_file", ('{"pa', 'th": "a"}')),),
+            usage=Usage(10, 5, 4),
+        )
+    )
+    config = make_config(server, "openai", api="responses")
+
+    events = await collect(config, request=make_request(max_tokens=99, reasoning="high"))
+
+    sent = server.requests[-1]
+    assert sent.path == PATH
+    assert sent.body["reasoning"] == {"effort": "high", "summary": "auto"}
+    assert sent.body["max_output_tokens"] == 99
+    assert [e.text for e in events if isinstance(e, ThinkingDelta)] == ["Think", "ing"]
+    finished = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert [f.call.arguments for f in finished] == [{"path": "a"}]
+    last = events[-1]
+    assert isinstance(last, Finished) and last.stop_reason is StopReason.TOOL_USE
+    assert last.usage == Usage(input_tokens=14, output_tokens=5, cache_read_tokens=4)
+    thinking, text, call = last.message.parts
+    assert isinstance(thinking, ThinkingPart) and thinking.text == "Thinking"
+    assert thinking.item is not None and json.loads(thinking.item)["encrypted_content"]
+    assert part_from_json(part_to_json(thinking)) == thinking  # stored, loaded the same
+    assert text == TextPart("Reading.") and isinstance(call, ToolCallPart)
+
+
+async def test_the_reasoning_item_goes_back_before_its_calls(server: ScriptedProvider) -> None:
+    config = make_config(server, "openai", api="responses")
+    server.script(Reply(thinking="t", calls=(Call("c1", "read_file", '{"path": "a"}'),)))
+    first = await collect(config)
+    message = first[-1]
+    assert isinstance(message, Finished)
+    results = ToolResultsMessage((ToolResultPart("c1", "A"),))
+    history = (UserMessage((TextPart("hi"),)), message.message, results)
+    server.script(Reply(text="done"))
+
+    await collect(config, request=make_request(*history))
+
+    kinds = [i["type"] for i in server.requests[-1].body["input"]]
+    assert kinds == ["message", "reasoning", "function_call", "function_call_output"]
+    # without it the server refuses the call, as the API does with store: false
+    stripped = AssistantMessage(message.message.parts[1:], message.message.stop_reason)
+    with pytest.raises(ProviderError, match="without its required 'reasoning' item"):
+        await collect(config, request=make_request(history[0], stripped, results))
+
+
+async def test_an_http_error_is_quoted(server: ScriptedProvider) -> None:
+    server.script(HttpError(400, "Unsupported parameter: 'temperature'."))
+    with pytest.raises(ProviderError, match="Unsupported parameter: 'temperature'"):
+        await collect(make_config(server, "openai", api="responses"))
+
+
+async def test_the_stream_ends_with_response_completed(
+    server: ScriptedProvider, client: aiohttp.ClientSession
+) -> None:
+    server.script(Reply(text="hi"))
+    status, _, raw = await post(client, server, PATH, body(), OPENAI_HEADERS)
+    names = [name for name, _ in sse_payloads(raw)]
+    assert status == 200
+    assert names == [
+        "response.created",
+        "response.output_item.added",
+        "response.output_text.delta",
+        "response.output_item.done",
+        "response.completed",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        ([{"type": "bogus"}], "Invalid value: 'bogus'"),
+        (
+            [{"type": "function_call", "call_id": "x", "name": "n", "arguments": "{}"}],
+            "No tool output found for function call x.",
+        ),
+        (
+            [{"type": "function_call_output", "call_id": "y", "output": "o"}],
+            "No tool call found for function call output with call_id y.",
+        ),
+        ([{"type": "reasoning", "id": "rs_1", "summary": []}], "Items are not persisted"),
+    ],
+)
+async def test_what_the_api_refuses(
+    server: ScriptedProvider, client: aiohttp.ClientSession, items: list[Any], message: str
+) -> None:
+    status, _, raw = await post(client, server, PATH, body(*items), OPENAI_HEADERS)
+    assert status == 400
+    assert message in json.loads(raw)["error"]["message"]
