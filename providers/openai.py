@@ -16,7 +16,7 @@ from acp_fsm.providers.encoder import (
     splice,
 )
 from acp_fsm.providers.endpoint import ProviderConfig
-from acp_fsm.providers.errors import ProviderError
+from acp_fsm.providers.errors import ProviderError, truncated
 from acp_fsm.providers.http import RETRYABLE_STATUSES
 from acp_fsm.providers.sse import SseEvent, json_data
 from acp_fsm.providers.types import (
@@ -321,12 +321,7 @@ class OpenAiParser:
 
     def end(self) -> list[Event]:
         if self._finish is None and not self._done:
-            raise ProviderError(
-                NAME,
-                "stream ended before [DONE] and without a finish reason (truncated)",
-                error_type="truncated",
-                retryable=True,
-            )
+            raise truncated(NAME, "[DONE] and without a finish reason")
         events: list[Event] = list(self.builder.finish_tools())
         stop = self._finish
         if stop is None:

@@ -15,7 +15,7 @@ from typing import Any
 from acp_fsm.providers.assemble import MessageBuilder
 from acp_fsm.providers.encoder import Encoder, Scrub, encoder_of, splice
 from acp_fsm.providers.endpoint import ProviderConfig
-from acp_fsm.providers.errors import ProviderError
+from acp_fsm.providers.errors import ProviderError, truncated
 from acp_fsm.providers.openai import (
     EMPTY_RESULT,
     arguments_of,
@@ -249,12 +249,7 @@ class ResponsesParser:
 
     def end(self) -> list[Event]:
         if self._finish is None:
-            raise ProviderError(
-                NAME,
-                "stream ended before response.completed (truncated)",
-                error_type="truncated",
-                retryable=True,
-            )
+            raise truncated(NAME, "response.completed")
         events: list[Event] = list(self.builder.finish_tools())
         events.append(Finished(self._finish, self.builder.message(self._finish), self._usage))
         return events

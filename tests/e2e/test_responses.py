@@ -11,6 +11,7 @@ from acp_fsm.devkit.provider import Call, ErrorEvent, Hang, Reply, ScriptedProvi
 from tests.e2e.support import Launcher, args, message_chunks, thought_chunks
 from tests.e2e.test_cancel import cancel_and_wait, next_prompt_is_accepted
 from tests.e2e.test_sessions import restore
+from tests.e2e.test_settings import choose, new_session
 from tests.harness import wait_until
 
 
@@ -157,3 +158,17 @@ async def test_an_error_event_is_quoted(
     server.script(Reply(text="recovered"))
     turn = await agent.prompt(session, "second")
     assert turn.updates == message_chunks("recovered")
+
+
+async def test_the_thought_level_sets_the_reasoning_effort(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    agent = await launch.start("openai-responses", ACP_FSM_MODEL="gpt-5", ACP_FSM_MODELS="gpt-5")
+    session, _ = await new_session(agent, project)
+    await choose(agent, session, "thought_level", "high")
+    server.script(Reply(thinking="Deep.", text="a"))
+
+    turn = await agent.prompt(session, "reason")
+
+    assert turn.updates == [*thought_chunks("Deep."), *message_chunks("a")]
+    assert server.requests[-1].body["reasoning"] == {"effort": "high", "summary": "auto"}
