@@ -113,6 +113,10 @@ def _assistant(message: AssistantMessage) -> list[dict[str, Any]]:
                 }
             )
     flush()
+    # A reasoning item must be followed by an item of its response (the API refuses it
+    # alone): one a cancel cut off before any text or call goes unsent.
+    while items and items[-1]["type"] == "reasoning":
+        items.pop()
     return items
 
 

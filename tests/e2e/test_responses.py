@@ -172,3 +172,19 @@ async def test_the_thought_level_sets_the_reasoning_effort(
 
     assert turn.updates == [*thought_chunks("Deep."), *message_chunks("a")]
     assert server.requests[-1].body["reasoning"] == {"effort": "high", "summary": "auto"}
+
+
+async def test_a_cancel_after_the_reasoning_leaves_input_the_api_takes(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    agent = await launch.start("openai-responses")
+    session = await agent.new_session(project)
+    # response.created, the reasoning item (added, one summary delta, done), then silence
+    server.script(Reply(thinking="Hmm.", text="never", fault=Hang(4)))
+    pending = await agent.start_prompt(session, "first")
+    await wait_until(lambda: len(agent.updates(session, pending.start)) == 1, "the thought")
+
+    await cancel_and_wait(agent, pending)
+
+    request = await next_prompt_is_accepted(agent, server, session)
+    assert [i["type"] for i in request.body["input"]] == ["message"] * 2

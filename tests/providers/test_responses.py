@@ -142,6 +142,10 @@ async def test_the_stream_ends_with_response_completed(
             "No tool call found for function call output with call_id y.",
         ),
         ([{"type": "reasoning", "id": "rs_1", "summary": []}], "Items are not persisted"),
+        (
+            [{"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "e"}],
+            "of type 'reasoning' was provided without its required following item",
+        ),
     ],
 )
 async def test_what_the_api_refuses(

@@ -202,6 +202,14 @@ RESPONSES_CONTENT = {
 }
 
 
+def _alone(reasoning_id: str) -> Rejection:
+    return reject(
+        f"Item '{reasoning_id}' of type 'reasoning' was provided without its required "
+        "following item.",
+        param="input",
+    )
+
+
 class ResponsesRules(OpenAiRules):
     """The Responses API: a Bearer key; a model, `input` and `stream: true`; known item
     types; every `function_call` answered by a `function_call_output` with its `call_id`
@@ -235,12 +243,18 @@ class ResponsesRules(OpenAiRules):
     def _check_items(self, items: list[Any], *, store: bool) -> None:
         pending: list[str] = []
         reasoned: set[str] = set()  # the reasoning items since the last user message or output
+        follows: str | None = None  # a reasoning item that wants an output item after it
         for index, item in enumerate(items):
             if not isinstance(item, dict):
                 raise reject(f"Invalid type for 'input[{index}]': expected an object.")
             kind = item.get("type", "message" if "role" in item else None)
             if kind not in RESPONSES_ITEM_TYPES:
                 raise _invalid_value(f"input[{index}].type", kind, RESPONSES_ITEM_TYPES)
+            if follows is not None and (
+                kind == "function_call_output" or (kind == "message" and item.get("role") == "user")
+            ):
+                raise _alone(follows)
+            follows = str(item.get("id")) if kind == "reasoning" else None
             if kind == "function_call_output":
                 call_id = item.get("call_id")
                 if call_id not in pending:
@@ -276,6 +290,8 @@ class ResponsesRules(OpenAiRules):
                         param="input",
                     )
                 pending.append(call_id)
+        if follows is not None:
+            raise _alone(follows)
         if pending:
             raise reject(f"No tool output found for function call {pending[0]}.")
 
