@@ -93,7 +93,10 @@ SERVED = _table(
     Served("initialize", trigger=HandshakeTrigger.INITIALIZE),
     Served("authenticate"),
     Served("logout", advertises={("auth", "logout"): {}}),
-    Served("session/new"),
+    Served(
+        "session/new",
+        advertises={("sessionCapabilities", "additionalDirectories"): {}},
+    ),
     Served(
         "session/prompt",
         advertises={
@@ -106,6 +109,8 @@ SERVED = _table(
     Served("session/resume", advertises={("sessionCapabilities", "resume"): {}}),
     Served("session/list", advertises={("sessionCapabilities", "list"): {}}),
     Served("session/close", advertises={("sessionCapabilities", "close"): {}}),
+    Served("session/fork", advertises={("sessionCapabilities", "fork"): {}}),
+    Served("session/set_model"),
     Served("session/delete", advertises={("sessionCapabilities", "delete"): {}}),
     Served("session/set_mode"),
     Served("session/set_config_option"),

@@ -89,6 +89,8 @@ class AcpServer:
             "session/delete": self.on_session_delete,
             "session/set_mode": self.on_session_set_mode,
             "session/set_config_option": self.on_session_set_config_option,
+            "session/set_model": self.on_session_set_model,
+            "session/fork": self.on_session_fork,
         }
 
     def extend(self, specs: dict[str, MethodSpec], handlers: dict[str, Handler]) -> None:
@@ -252,6 +254,19 @@ class AcpServer:
         )
         return {"sessionId": session.id, **self._set_up(session)}
 
+    async def on_session_fork(self, params: dict[str, Any]) -> acp.ForkSessionResponse:
+        found = await credentials.read()
+        if found.needs_login:
+            raise found.refusal(self.client)
+        session = await self.sessions.fork(
+            params["sessionId"],
+            params["cwd"],
+            params.get("additionalDirectories") or [],
+            params.get("mcpServers") or [],
+            found.config,
+        )
+        return {"sessionId": session.id, **self._set_up(session)}
+
     def _set_up(self, session: Session) -> acp.LoadSessionResponse:
         """A session's setup result (its options), and what follows the answer: its slash
         commands, and the provider's model list, fetched if not known and announced if it
@@ -315,6 +330,11 @@ class AcpServer:
                 params["configId"], params.get("value")
             )
         }
+
+    async def on_session_set_model(self, params: dict[str, Any]) -> acp.SetSessionModelResponse:
+        """The older way to choose the model: setting the `model` config option."""
+        await self.sessions.get(params["sessionId"]).options.set_model(params["modelId"])
+        return {}
 
     async def on_session_close(self, params: dict[str, Any]) -> acp.CloseSessionResponse:
         await self.sessions.close(params["sessionId"])

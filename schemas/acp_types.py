@@ -316,6 +316,11 @@ class SessionCloseCapabilities(TypedDict, total=False):
     _meta: dict[str, Any] | None
 
 
+class SessionForkCapabilities(TypedDict, total=False):
+    """Present when the agent supports session/fork."""
+    _meta: dict[str, Any] | None
+
+
 class LogoutCapabilities(TypedDict, total=False):
     """Present when the agent supports logout."""
     _meta: dict[str, Any] | None
@@ -333,6 +338,7 @@ class SessionCapabilities(TypedDict, total=False):
     additionalDirectories: SessionAdditionalDirectoriesCapabilities | None
     resume: SessionResumeCapabilities | None
     close: SessionCloseCapabilities | None
+    fork: SessionForkCapabilities | None
     _meta: dict[str, Any] | None
 
 
@@ -455,6 +461,16 @@ class McpServerVariant2(McpServerStdio, total=False):
     type: Any
 
 
+class McpServerAcp(TypedDict, total=False):
+    """An MCP server carried over the ACP connection (the unstable schema's `acp`
+    transport): accepted in the shape session/fork's params allow, then refused, as acp-fsm
+    does not advertise mcpCapabilities.acp."""
+    type: Required[Literal["acp"]]
+    name: Required[str]
+    serverId: Required[str]
+    _meta: dict[str, Any] | None
+
+
 class NewSessionRequest(TypedDict, total=False):
     """Params of session/new."""
     cwd: Required[str]
@@ -560,6 +576,37 @@ class ResumeSessionResponse(TypedDict, total=False):
     """Result of session/resume."""
     modes: SessionModeState | None
     configOptions: list[SessionConfigOption] | None
+    _meta: dict[str, Any] | None
+
+
+class ForkSessionRequest(TypedDict, total=False):
+    """Params of session/fork (unstable): a new session with a copy of another's
+    conversation."""
+    sessionId: Required[SessionId]
+    cwd: Required[str]
+    additionalDirectories: list[str]
+    mcpServers: list[McpServer | McpServerAcp]
+    _meta: dict[str, Any] | None
+
+
+class ForkSessionResponse(TypedDict, total=False):
+    """Result of session/fork."""
+    sessionId: Required[SessionId]
+    modes: SessionModeState | None
+    configOptions: list[SessionConfigOption] | None
+    _meta: dict[str, Any] | None
+
+
+class SetSessionModelRequest(TypedDict, total=False):
+    """Params of session/set_model (from earlier drafts; served as setting the model config
+    option)."""
+    sessionId: Required[SessionId]
+    modelId: Required[str]
+    _meta: dict[str, Any] | None
+
+
+class SetSessionModelResponse(TypedDict, total=False):
+    """Result of session/set_model."""
     _meta: dict[str, Any] | None
 
 

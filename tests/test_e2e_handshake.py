@@ -77,6 +77,8 @@ async def test_initialize_result_advertises_only_what_is_served(agent: AgentProc
         "resume": {},
         "close": {},
         "delete": {},
+        "fork": {},
+        "additionalDirectories": {},
     }
     assert capabilities["promptCapabilities"] == {
         "image": True,

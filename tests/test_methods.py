@@ -157,6 +157,8 @@ CAPABILITY_METHODS: dict[tuple[str, ...], str] = {
     ("sessionCapabilities", "delete"): "session/delete",
     ("sessionCapabilities", "resume"): "session/resume",
     ("sessionCapabilities", "close"): "session/close",
+    ("sessionCapabilities", "fork"): "session/fork",
+    ("sessionCapabilities", "additionalDirectories"): "session/new",
     ("auth", "logout"): "logout",
 }
 

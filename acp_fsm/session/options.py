@@ -89,6 +89,14 @@ class Options:
                 self._send_update({"sessionUpdate": "current_mode_update", "currentModeId": value})
         return self.config_options()
 
+    async def set_model(self, model_id: str) -> None:
+        """`session/set_model` (from earlier drafts, still called by older clients): the
+        `model` option's checks and storage, announced with `config_option_update`."""
+        before = self.settings.model
+        options = await self.set_option(settings.MODEL, model_id)
+        if self.settings.model != before:
+            self._send_update({"sessionUpdate": "config_option_update", "configOptions": options})
+
     async def set_mode(self, mode_id: str) -> None:
         """`session/set_mode`, the older way to choose the mode."""
         if mode_id not in settings.MODES:

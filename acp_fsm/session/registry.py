@@ -95,28 +95,52 @@ class Sessions:
     ) -> Session:
         """A new session, working with `provider` (the configuration in force, as read)."""
         check_session(cwd, additional, mcp_servers)
-        now = time.time()
-        stored = tuple(redact.without_pair_values(entry) for entry in mcp_servers)  # no secrets
-        record = SessionRecord(
-            id=f"sess_{uuid.uuid4().hex}",
-            cwd=cwd,
-            additional_directories=tuple(additional),
-            mcp_servers=stored,
-            created_at=now,
-            updated_at=now,
-        )
+        record = _record(cwd, additional, mcp_servers)
         store = await self.store()
         await store.create_session(record)
         session = Session(self._server, store, record, [])
+        log.info("session_created", session_id=record.id, cwd=cwd)
+        return await self._opened(session, provider, mcp_servers)
+
+    async def fork(
+        self,
+        source_id: str,
+        cwd: str,
+        additional: list[str],
+        mcp_servers: list[dict[str, Any]],
+        provider: ProviderConfig | None,
+    ) -> Session:
+        """`session/fork`: a new session whose stored conversation is a copy of the source's
+        up to its last completed turn (a turn running now is not copied), with its settings;
+        the source, stored by this process or another, is unchanged."""
+        check_session(cwd, additional, mcp_servers)
+        store = await self.store()
+        source = await store.get_session(source_id)
+        if source is None:
+            raise ResourceNotFound(f"Session not found: {limits.echo(source_id)}")
+        copied = completed(await store.entries(source_id))
+        record = _record(cwd, additional, mcp_servers, source.title)
+        await store.create_session(record)
+        await asyncio.gather(*(store.append_soon(record.id, e.kind, e.body) for e in copied))
+        with paused_collector():
+            entries = await store.entries(record.id)
+            messages, last = await rebuild(store, record.id, entries)
+        session = Session(self._server, store, record, messages, last, settings_of(entries))
+        log.info("session_forked", session_id=record.id, source=source_id, entries=len(copied))
+        return await self._opened(session, provider, mcp_servers)
+
+    async def _opened(
+        self, session: Session, provider: ProviderConfig | None, mcp_servers: list[dict[str, Any]]
+    ) -> Session:
+        """`session`, open here, with its MCP servers started."""
         session.options.provider = provider
-        self._open[record.id] = session  # so that a shutdown meanwhile stops its servers
+        self._open[session.id] = session  # so that a shutdown meanwhile stops its servers
         try:
             await session.connect_mcp(mcp_servers)
         except BaseException:
-            self._open.pop(record.id, None)
+            self._open.pop(session.id, None)
             await session.close_mcp()
             raise
-        log.info("session_created", session_id=record.id, cwd=cwd)
         return session
 
     async def restore(
@@ -239,6 +263,31 @@ class Sessions:
         await asyncio.gather(session.close_mcp(), session.stop_background())
 
 
+def _record(
+    cwd: str, additional: list[str], mcp_servers: list[dict[str, Any]], title: str | None = None
+) -> SessionRecord:
+    """A new session's record (its MCP servers stored without their secrets)."""
+    now = time.time()
+    return SessionRecord(
+        id=f"sess_{uuid.uuid4().hex}",
+        cwd=cwd,
+        additional_directories=tuple(additional),
+        mcp_servers=tuple(redact.without_pair_values(entry) for entry in mcp_servers),
+        title=title,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def completed(entries: list[Entry]) -> list[Entry]:
+    """What a fork copies of a session's entries: those up to its last ended turn, and the
+    settings chosen since (what follows that turn's end belongs to a turn still running, or
+    one that never ended)."""
+    ends = [i for i, entry in enumerate(entries) if entry.kind == "turn_end"]
+    cut = ends[-1] + 1 if ends else 0
+    return entries[:cut] + [e for e in entries[cut:] if e.kind == "settings"]
+
+
 def check_session(cwd: str, additional: list[str], mcp_servers: list[Any]) -> None:
     """What a session keeps, stores and lists again: absolute paths, within the limits."""
     limits.check_count(
@@ -246,6 +295,13 @@ def check_session(cwd: str, additional: list[str], mcp_servers: list[Any]) -> No
     )
     limits.check_count("mcpServers", mcp_servers, limits.MAX_MCP_SERVERS, "MAX_MCP_SERVERS")
     limits.check_nesting("mcpServers", mcp_servers)
+    for i, server in enumerate(mcp_servers):
+        if server.get("type") == "acp":  # session/fork's params admit it (the unstable schema)
+            raise InvalidParams(
+                f'Invalid params: mcpServers[{i}]: MCP over the ACP connection (type "acp") '
+                "is not supported (mcpCapabilities.acp is not advertised); give a stdio, http "
+                "or sse server"
+            )
     for name, value in [("cwd", cwd)] + [
         (f"additionalDirectories[{i}]", d) for i, d in enumerate(additional)
     ]:

@@ -31,9 +31,32 @@ def session_run(tmp_path_factory: pytest.TempPathFactory) -> SessionRun:
     return asyncio.run(run_session(workdir))
 
 
+class OfficialGenerators:
+    """A generator of the official document that has a definition: the stable schema, else
+    the unstable one beside it (methods not yet stable, such as session/fork)."""
+
+    def __init__(self, official: OfficialSchema) -> None:
+        self.official = official
+        self._made: dict[int, Generator] = {}
+
+    def of(self, name: str) -> Generator:
+        schema = self.official.holding(name)
+        assert schema is not None, f"no official schema at hand defines {name}"
+        made = self._made.get(id(schema))
+        if made is None:
+            made = self._made[id(schema)] = Generator(schema.doc)
+        return made
+
+
 @pytest.fixture(scope="session")
-def official_generator(official: OfficialSchema) -> Generator:
-    return Generator(official.doc)
+def official_generators(official: OfficialSchema) -> OfficialGenerators:
+    return OfficialGenerators(official)
+
+
+@pytest.fixture(scope="session")
+def official_generator(official_generators: OfficialGenerators) -> Generator:
+    """The generator of the stable official schema."""
+    return official_generators.of("SessionNotification")
 
 
 @pytest.fixture(scope="session")

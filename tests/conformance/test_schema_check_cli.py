@@ -93,6 +93,8 @@ def test_exit_1_and_failing_rows_on_disagreement(
     drifted["$defs"]["PromptResponse"]["required"] = ["stopReason", "tokenCount"]
     path = tmp_path / "schema.json"
     path.write_text(json.dumps(drifted), encoding="utf-8")
+    if official.unstable is not None:  # session/fork is judged by the unstable schema beside
+        path.with_name("schema.unstable.json").write_text(json.dumps(official.unstable.doc))
     assert main(["--schema", str(path)]) == 1
     out = capsys.readouterr().out
     table = rows(out)
@@ -121,6 +123,6 @@ def test_help_says_where_the_official_schema_comes_from(tmp_path: Path) -> None:
         "the npm registry",
         "@agentclientprotocol/sdk 2.4.0",
         "checked against pinned hashes",
-        str(tmp_path / "acp-fsm" / "acp-schema-v1-sdk-2.4.0.json"),
+        str(tmp_path / "acp-fsm" / "acp-schema-v1-sdk-2.4.0" / "schema.json"),
     ):
         assert said in done.stdout, said

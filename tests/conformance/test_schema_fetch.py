@@ -21,7 +21,13 @@ import pytest
 from aiohttp import web
 
 from acp_fsm.devkit.schema_check import REGISTRY_ENV, SCHEMA_ENV, OfficialSchema
-from acp_fsm.devkit.schema_check.source import SCHEMA_MEMBER, SCHEMA_SHA256, SDK_VERSION
+from acp_fsm.devkit.schema_check.source import (
+    SCHEMA_MEMBER,
+    SCHEMA_SHA256,
+    SDK_VERSION,
+    UNSTABLE_MEMBER,
+    UNSTABLE_SHA256,
+)
 from tests.harness import ROOT, agent_env
 
 DOCUMENT = "/@agentclientprotocol%2fsdk/" + SDK_VERSION  # npm's own form of a scoped name
@@ -120,29 +126,48 @@ def cached_files(cache: Path) -> list[Path]:
     return sorted(p for p in cache.rglob("*") if p.is_file()) if cache.exists() else []
 
 
-def pinned_schema(official: OfficialSchema) -> bytes:
-    """The official schema the tests found, when it is the pinned SDK's (else skip)."""
-    assert official.path is not None
-    schema = official.path.read_bytes()
-    if hashlib.sha256(schema).hexdigest() != SCHEMA_SHA256:
-        pytest.skip(f"{official.path} is not the pinned SDK {SDK_VERSION} schema")
-    return schema
+def cache_dir(cache: Path) -> Path:
+    return cache / "acp-fsm" / f"acp-schema-v1-sdk-{SDK_VERSION}"
 
 
-def package(schema: bytes) -> dict[str, bytes]:
-    return {"package/package.json": b'{"name": "@agentclientprotocol/sdk"}', SCHEMA_MEMBER: schema}
+@dataclass(frozen=True)
+class Pinned:
+    """The pinned SDK's two schemas, as the tests found them."""
+
+    schema: bytes
+    unstable: bytes
+
+
+def pinned_schemas(official: OfficialSchema) -> Pinned:
+    """The official schemas the tests found, when they are the pinned SDK's (else skip)."""
+    found = [official.path, official.unstable.path if official.unstable else None]
+    pins = [SCHEMA_SHA256, UNSTABLE_SHA256]
+    read = [path.read_bytes() if path is not None else b"" for path in found]
+    if [hashlib.sha256(data).hexdigest() for data in read] != pins:
+        pytest.skip(f"{official.path} and the unstable schema are not SDK {SDK_VERSION}'s")
+    return Pinned(*read)
+
+
+def package(schema: bytes, unstable: bytes = b"{}") -> dict[str, bytes]:
+    return {
+        "package/package.json": b'{"name": "@agentclientprotocol/sdk"}',
+        SCHEMA_MEMBER: schema,
+        UNSTABLE_MEMBER: unstable,
+    }
 
 
 async def test_fetched_once_checked_cached_and_used(
     registry: Registry, official: OfficialSchema, tmp_path: Path
 ) -> None:
-    schema = pinned_schema(official)
-    registry.publish(tarball(package(schema)))
+    pinned = pinned_schemas(official)
+    registry.publish(tarball(package(pinned.schema, pinned.unstable)))
     cache = tmp_path / "cache"
     first = await schema_check(cache, registry.url)
     assert first.code == 0, first.stdout[-3000:] + first.stderr[-3000:]
-    cached = cache / "acp-fsm" / f"acp-schema-v1-sdk-{SDK_VERSION}.json"
-    assert cached_files(cache) == [cached] and cached.read_bytes() == schema
+    cached = cache_dir(cache) / "schema.json"
+    unstable = cache_dir(cache) / "schema.unstable.json"
+    assert cached_files(cache) == [cached, unstable]
+    assert cached.read_bytes() == pinned.schema and unstable.read_bytes() == pinned.unstable
     assert f"official schema: {cached}" in first.stdout.splitlines()
     assert "fetching the official ACP schema once" in first.stderr
     assert registry.asked == [DOCUMENT, TARBALL]
@@ -209,14 +234,28 @@ async def test_a_damaged_cached_copy_is_fetched_again(
     registry: Registry, official: OfficialSchema, tmp_path: Path
 ) -> None:
     """A cached copy that is not the pinned file is never used: it is replaced."""
-    schema = pinned_schema(official)
-    cached = tmp_path / "cache" / "acp-fsm" / f"acp-schema-v1-sdk-{SDK_VERSION}.json"
+    pinned = pinned_schemas(official)
+    cached = cache_dir(tmp_path / "cache") / "schema.json"
+    unstable = cached.with_name("schema.unstable.json")
     cached.parent.mkdir(parents=True)
-    cached.write_bytes(schema[: len(schema) // 2])
-    registry.publish(tarball(package(schema)))
+    cached.write_bytes(pinned.schema)  # intact, but its unstable neighbour is cut short
+    unstable.write_bytes(pinned.unstable[: len(pinned.unstable) // 2])
+    registry.publish(tarball(package(pinned.schema, pinned.unstable)))
     done = await schema_check(tmp_path / "cache", registry.url)
     assert done.code == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert registry.asked == [DOCUMENT, TARBALL] and cached.read_bytes() == schema
+    assert registry.asked == [DOCUMENT, TARBALL] and unstable.read_bytes() == pinned.unstable
+
+
+async def test_a_package_whose_unstable_schema_is_not_the_pinned_one_is_refused(
+    registry: Registry, official: OfficialSchema, tmp_path: Path
+) -> None:
+    pinned = pinned_schemas(official)
+    registry.publish(tarball(package(pinned.schema, b'{"$defs": {}}')))
+    cache = tmp_path / "cache"
+    done = await schema_check(cache, registry.url)
+    assert done.code == 2, done.stdout + done.stderr
+    assert f"{UNSTABLE_MEMBER} in " in done.stderr and "is not the official schema" in done.stderr
+    assert cached_files(cache) == []
 
 
 def test_the_pinned_sdk_is_the_one_the_interop_tests_and_ci_use() -> None:

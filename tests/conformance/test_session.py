@@ -222,6 +222,8 @@ def test_unreadable_requests_are_answered_with_a_null_id(session_run: SessionRun
         "load",
         "resume",
         "list_cwd",
+        "fork",
+        "set_model",
     ],
 )
 def test_successful_steps(session_run: SessionRun, step: str) -> None:

@@ -15,6 +15,10 @@ from acp_fsm.devkit.editor.link import PAYLOAD
 
 AGENT: Final = "agent"
 CLIENT: Final = "client"
+UNSTABLE_FILE: Final = "schema.unstable.json"  # beside schema.json, as the SDK ships them
+# Methods the agent serves for older clients that the official schema no longer defines:
+# their messages are checked against the root and the agent's own schema only.
+LEGACY: Final = frozenset({"session/set_model"})
 
 
 def _direct_refs(node: Any) -> set[str]:
@@ -34,9 +38,17 @@ class OfficialSchema:
     call and writes the answer; "protocol" for both). Results are the definitions the
     `AgentResponse` / `ClientResponse` envelopes reference; the others are params."""
 
-    def __init__(self, doc: dict[str, Any], path: Path | None = None) -> None:
+    def __init__(
+        self,
+        doc: dict[str, Any],
+        path: Path | None = None,
+        unstable: OfficialSchema | None = None,
+    ) -> None:
         self.doc = doc
         self.path = path
+        # The unstable schema, when at hand: the definitions of methods not yet stable
+        # (session/fork, say) are read there.
+        self.unstable = unstable
         self.defs: dict[str, Any] = doc["$defs"]
         self._validators: dict[str | None, Any] = {}
         results = _direct_refs(self.defs.get("AgentResponse")) | _direct_refs(
@@ -57,11 +69,31 @@ class OfficialSchema:
 
     @classmethod
     def load(cls, path: Path) -> OfficialSchema:
-        return cls(json.loads(path.read_text(encoding="utf-8")), path)
+        """The schema at `path`, and the unstable one beside it when there is one."""
+        beside = path.with_name(UNSTABLE_FILE)
+        unstable = cls.load(beside) if beside.is_file() and beside != path else None
+        return cls(json.loads(path.read_text(encoding="utf-8")), path, unstable)
 
     def definition(self, writer: str, part: str, method: str) -> str | None:
         """The definition of the params or result of `method` as `writer` writes them."""
         return self.index.get((writer, part, method))
+
+    def defining(self, writer: str, part: str, method: str) -> tuple[OfficialSchema, str] | None:
+        """The schema (this one, else the unstable one) that defines `method`'s part, and the
+        definition's name."""
+        for schema in self.documents():
+            name = schema.definition(writer, part, method)
+            if name is not None:
+                return schema, name
+        return None
+
+    def holding(self, name: str) -> OfficialSchema | None:
+        """The schema (this one, else the unstable one) that has definition `name`."""
+        return next((schema for schema in self.documents() if name in schema.defs), None)
+
+    def documents(self) -> list[OfficialSchema]:
+        """This schema, then the unstable one when at hand."""
+        return [self] if self.unstable is None else [self, self.unstable]
 
     def validator(self, name: str | None) -> Any:
         """A Draft 2020-12 validator of definition `name`, or of the root when None."""
@@ -99,22 +131,21 @@ class OfficialSchema:
             # JSON-RPC lets a client pick a fractional id and requires it echoed; ACP's RequestId
             # admits only integers, so the rest of the message is judged with 0 in its place.
             message = {**message, "id": 0}
-        problems = self.problems(None, message)
         payload = message.get(PAYLOAD[kind])
         if kind == "error":
-            name: str | None = "Error"
-        elif method is None or method.startswith("_"):
-            name = None
-        else:
-            part = "result" if kind == "result" else "params"
-            name = self.definition(writer, part, method)
-            if name is None:
-                problems.append(
-                    f"no official definition of the {part} of {method} written by the {writer}"
-                )
-        if name is not None:
-            problems += self.problems(name, payload)
-        return problems
+            return self.problems(None, message) + self.problems("Error", payload)
+        if method is None or method.startswith("_") or method in LEGACY:
+            return self.problems(None, message)
+        part = "result" if kind == "result" else "params"
+        found = self.defining(writer, part, method)
+        if found is None:
+            return [
+                *self.problems(None, message),
+                f"no official definition of the {part} of {method} written by the {writer}",
+            ]
+        # A method only the unstable schema defines is judged by that schema, root included.
+        schema, name = found
+        return schema.problems(None, message) + schema.problems(name, payload)
 
 
 def _other(side: str) -> str:

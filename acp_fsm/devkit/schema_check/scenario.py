@@ -463,6 +463,18 @@ class _Session:
             {"sessionId": "sess_missing", "cwd": str(self.project), "mcpServers": []},
         )
         await self.step(link, "list_cwd", "session/list", {"cwd": str(self.project)})
+        forked = await self.step(
+            link,
+            "fork",
+            "session/fork",
+            {"sessionId": session_id, "cwd": str(self.project), "mcpServers": []},
+        )
+        await self.step(
+            link,
+            "set_model",
+            "session/set_model",
+            {"sessionId": forked["result"]["sessionId"], "modelId": "gpt-5-mini"},
+        )
 
 
 def _is_update(message: dict[str, Any], session_id: str, kind: str) -> bool:

@@ -2,12 +2,13 @@
 (`--schema`, else `$ACP_SCHEMA`), else a copy in the user's cache, fetched once from the npm
 registry.
 
-The official TypeScript SDK ships the schema as `package/schema/v1/schema.json`. The copy is
+The official TypeScript SDK ships the schema as `package/schema/v1/schema.json`, and the
+methods not yet stable (`session/fork`) in `schema.unstable.json` beside it. The copies are
 taken from the pinned version's tarball after two checks: the tarball against the integrity
-(sha512) the registry states for it, then the file against the sha256 pinned here, so neither a
-damaged download nor a registry serving something else gives the check another schema. Only
-that member is read, never extracted under its own name, and the copy is written atomically: a
-failure leaves nothing in the cache.
+(sha512) the registry states for it, then each file against the sha256 pinned here, so neither
+a damaged download nor a registry serving something else gives the check another schema. Only
+those members are read, never extracted under their own names, and each copy is written
+atomically, `schema.json` last: a failure leaves no usable copy in the cache.
 """
 
 from __future__ import annotations
@@ -34,8 +35,12 @@ DEFAULT_REGISTRY: Final = "https://registry.npmjs.org"
 SDK_NAME: Final = "@agentclientprotocol/sdk"
 SDK_VERSION: Final = "2.4.0"  # the version tests/interop/node pins and .ci/run uses
 SCHEMA_MEMBER: Final = "package/schema/v1/schema.json"
-# sha256 of SCHEMA_MEMBER in SDK_VERSION's tarball: the official ACP v1 schema.json.
+UNSTABLE_MEMBER: Final = "package/schema/v1/schema.unstable.json"
+# sha256 of each member in SDK_VERSION's tarball: the official ACP v1 schema.json, then the
+# unstable one.
 SCHEMA_SHA256: Final = "0d0b1ca83c4872e5473f68926a894c7a8203b59b118e2a79bfe43dd76fbcbc1a"
+UNSTABLE_SHA256: Final = "ce7881d10c854bcac4f0e7d3a9ce4fb0f612ec0a09e64b572940beec4668c189"
+PINNED: Final = {SCHEMA_MEMBER: SCHEMA_SHA256, UNSTABLE_MEMBER: UNSTABLE_SHA256}
 # Bounds on what is read (the real ones: a 3 KB document, a 0.8 MB tarball, a 0.26 MB schema).
 DOCUMENT_LIMIT: Final = 1 << 20
 TARBALL_LIMIT: Final = 64 << 20
@@ -49,20 +54,29 @@ class SchemaUnavailable(Exception):
 
 
 def cache_path() -> Path:
-    """The cached copy: `$XDG_CACHE_HOME/acp-fsm/`, else `~/.cache/acp-fsm/` (an empty or
-    relative XDG_CACHE_HOME counts as unset, as the XDG spec says)."""
+    """The cached schema.json (the unstable one beside it): in `$XDG_CACHE_HOME/acp-fsm/`, else
+    `~/.cache/acp-fsm/` (an empty or relative XDG_CACHE_HOME counts as unset, as the XDG spec
+    says)."""
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     cache = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return cache / "acp-fsm" / f"acp-schema-v1-sdk-{SDK_VERSION}.json"
+    return cache / "acp-fsm" / f"acp-schema-v1-sdk-{SDK_VERSION}" / "schema.json"
+
+
+def _cached(member: str) -> Path:
+    return cache_path().with_name(member.rsplit("/", 1)[1])
 
 
 def cached_schema() -> Path | None:
-    """The cached copy when it is there and is the pinned file, else None."""
-    path = cache_path()
+    """The cached schema.json when it and the unstable one are there and are the pinned files,
+    else None."""
     try:
-        return path if hashlib.sha256(path.read_bytes()).hexdigest() == SCHEMA_SHA256 else None
+        intact = all(
+            hashlib.sha256(_cached(member).read_bytes()).hexdigest() == pinned
+            for member, pinned in PINNED.items()
+        )
     except OSError:
         return None
+    return cache_path() if intact else None
 
 
 def official_schema(
@@ -95,7 +109,7 @@ def registry() -> str:
 
 
 def fetch_schema() -> Path:
-    """Download the pinned SDK's tarball, check it and its schema.json, and cache that file."""
+    """Download the pinned SDK's tarball, check it and its two schemas, and cache them."""
     escaped = SDK_NAME.replace("/", "%2f")  # a scoped name in a registry URL, as npm writes it
     document_url = f"{registry()}/{escaped}/{SDK_VERSION}"
     tarball_url, integrity = _dist(_get(document_url, DOCUMENT_LIMIT), document_url)
@@ -106,24 +120,25 @@ def fetch_schema() -> Path:
             f"the registry states ({integrity}): refused, nothing cached; "
             f"{PASS_A_PATH}"
         )
-    schema = _schema_member(tarball, tarball_url)
-    if hashlib.sha256(schema).hexdigest() != SCHEMA_SHA256:
-        raise SchemaUnavailable(
-            f"{SCHEMA_MEMBER} in {tarball_url} is not the official schema "
-            f"of {SDK_NAME} {SDK_VERSION} (its sha256 differs from the "
-            f"pinned {SCHEMA_SHA256}): refused, nothing cached; "
-            f"{PASS_A_PATH}"
-        )
+    schemas = {member: _schema_member(tarball, tarball_url, member) for member in PINNED}
+    for member, pinned in PINNED.items():
+        if hashlib.sha256(schemas[member]).hexdigest() != pinned:
+            raise SchemaUnavailable(
+                f"{member} in {tarball_url} is not the official schema "
+                f"of {SDK_NAME} {SDK_VERSION} (its sha256 differs from the "
+                f"pinned {pinned}): refused, nothing cached; {PASS_A_PATH}"
+            )
     from acp_fsm.system.files import atomic_write
 
-    path = cache_path()
-    try:
-        atomic_write(path, schema.decode("utf-8"))
-    except OSError as exc:
-        raise SchemaUnavailable(
-            f"could not write {path}: {exc.strerror or exc}; {PASS_A_PATH}"
-        ) from None
-    return path
+    for member, schema in reversed(schemas.items()):  # schema.json last
+        path = _cached(member)
+        try:
+            atomic_write(path, schema.decode("utf-8"))
+        except OSError as exc:
+            raise SchemaUnavailable(
+                f"could not write {path}: {exc.strerror or exc}; {PASS_A_PATH}"
+            ) from None
+    return cache_path()
 
 
 def _get(url: str, limit: int) -> bytes:
@@ -175,19 +190,19 @@ def _intact(data: bytes, integrity: str) -> bool:
     return any(hmac.compare_digest(digest, value) for value in stated)
 
 
-def _schema_member(tarball: bytes, url: str) -> bytes:
-    """The bytes of SCHEMA_MEMBER, a regular file of the gzipped tarball."""
+def _schema_member(tarball: bytes, url: str, name: str) -> bytes:
+    """The bytes of member `name`, a regular file of the gzipped tarball."""
     try:
         with tarfile.open(fileobj=io.BytesIO(tarball), mode="r:gz") as archive:
-            member = archive.getmember(SCHEMA_MEMBER)
+            member = archive.getmember(name)
             handle = archive.extractfile(member) if member.isfile() else None
             if handle is None or member.size > SCHEMA_LIMIT:
                 raise SchemaUnavailable(
-                    f"{SCHEMA_MEMBER} in {url} is not a regular file of "
+                    f"{name} in {url} is not a regular file of "
                     f"at most {SCHEMA_LIMIT} bytes; {PASS_A_PATH}"
                 )
             return handle.read()
     except KeyError:
-        raise SchemaUnavailable(f"{url} holds no {SCHEMA_MEMBER}; {PASS_A_PATH}") from None
+        raise SchemaUnavailable(f"{url} holds no {name}; {PASS_A_PATH}") from None
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         raise SchemaUnavailable(f"{url} is not a readable .tgz ({exc}); {PASS_A_PATH}") from None
