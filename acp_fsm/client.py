@@ -10,16 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import re
+import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
+from acp_fsm import environment
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
-from acp_fsm.protocol.errors import OutboundCancelled, OutboundError, RemoteError, ResourceNotFound
+from acp_fsm.protocol.errors import (
+    OutboundCancelled,
+    OutboundError,
+    OutboundTimeout,
+    RemoteError,
+    ResourceNotFound,
+)
 
 if TYPE_CHECKING:
     from acp_fsm.initialize import ClientInfo
+    from acp_fsm.questions import Answer, Question
 
 
 log = structlog.get_logger("acp.client")
@@ -45,6 +54,7 @@ class ClientCallError(Exception):
 
     def __init__(self, error: OutboundError) -> None:
         super().__init__(str(error))  # each names the method and quotes the editor's words
+        self.timed_out = isinstance(error, OutboundTimeout)
         self.not_found = isinstance(error, RemoteError) and (
             error.code == NOT_FOUND_CODE or bool(_NOT_FOUND.search(str(error)))
         )
@@ -89,6 +99,39 @@ class Client:
     @property
     def has_terminal(self) -> bool:
         return self._server.client is not None and self._server.client.has_terminal
+
+    @property
+    def shows_forms(self) -> bool:
+        return self._server.client is not None and self._server.client.shows_forms
+
+    async def ask(self, question: Question, call_id: str | None, title: str) -> Answer:
+        """Ask the user `question`, about tool call `call_id` when there is one: a form when
+        the editor shows forms, else a permission request offering the choices (`NotAskable`
+        when there are none; it shows `title`). Waits as long as a permission prompt may."""
+        from acp_fsm import questions
+
+        waits = environment.client_rpc_timeout_ms(environment.PERMISSION_METHOD)
+        if self.shows_forms:
+            params = questions.form_params(question, call_id)
+            return questions.form_answer(
+                await self.call(environment.ELICITATION_METHOD, params, timeout_ms=waits)
+            )
+        options = questions.choice_options(question)
+        # A permission request is about a tool call: the question is shown as its content
+        # (replaced by the call's result when it ends; its title stays its own). A question of
+        # no call gets a call of its own.
+        asked = [{"type": "content", "content": {"type": "text", "text": question.message}}]
+        tool_call: dict[str, Any] = {"toolCallId": call_id, "content": asked}
+        if call_id is None:
+            tool_call.update(
+                toolCallId=f"question_{secrets.token_hex(6)}", title=title, kind="other"
+            )
+        result = await self.call(
+            environment.PERMISSION_METHOD,
+            {"toolCall": tool_call, "options": options},
+            timeout_ms=waits,
+        )
+        return questions.choice_answer(question, result)
 
     async def call(
         self,

@@ -8,6 +8,7 @@ import sys
 
 DEFAULT_CLIENT_RPC_TIMEOUT_MS = 30_000
 PERMISSION_METHOD = "session/request_permission"
+ELICITATION_METHOD = "elicitation/create"  # a question to the user: waits like a permission
 
 
 def _int_env(name: str, default: int) -> int:
@@ -28,10 +29,12 @@ def client_rpc_timeout_ms(method: str | None = None) -> int:
     """Time limit for an agent→client request, in ms; 0 means wait until cancelled.
 
     `ACP_CLIENT_RPC_TIMEOUT_MS` (default 30000) bounds every request; for permission prompts
-    `ACP_PERMISSION_TIMEOUT_MS` overrides it, because a person may need longer.
+    and questions `ACP_PERMISSION_TIMEOUT_MS` overrides it, because a person may need longer.
     """
     timeout = _int_env("ACP_CLIENT_RPC_TIMEOUT_MS", DEFAULT_CLIENT_RPC_TIMEOUT_MS)
-    if method == PERMISSION_METHOD and os.environ.get("ACP_PERMISSION_TIMEOUT_MS"):
+    if method in (PERMISSION_METHOD, ELICITATION_METHOD) and os.environ.get(
+        "ACP_PERMISSION_TIMEOUT_MS"
+    ):
         return _int_env("ACP_PERMISSION_TIMEOUT_MS", timeout)
     return timeout
 
@@ -88,6 +91,19 @@ def subagent_max_steps() -> int:
 def subagent_model() -> str | None:
     """The model subagents use: `ACP_FSM_SUBAGENT_MODEL`, else None (the session's)."""
     return os.environ.get("ACP_FSM_SUBAGENT_MODEL", "").strip() or None
+
+
+def prices_file() -> str | None:
+    """The JSON file of model prices that replace and add to genai-prices' (`ACP_FSM_PRICES`,
+    schemas/prices.json), else None."""
+    path = os.environ.get("ACP_FSM_PRICES", "").strip()
+    return os.path.expanduser(path) if path else None
+
+
+def title_model() -> str | None:
+    """The model that makes session titles: `ACP_FSM_TITLE_MODEL`, else None (the
+    session's)."""
+    return os.environ.get("ACP_FSM_TITLE_MODEL", "").strip() or None
 
 
 EDIT_TOOLS = ("replace", "patch", "both")

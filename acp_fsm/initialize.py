@@ -86,6 +86,13 @@ class ClientInfo:
         self.capabilities: dict[str, Any] = params.get("clientCapabilities") or {}
         self.info: dict[str, Any] | None = params.get("clientInfo")
 
+    def _present(self, *path: str) -> bool:
+        """The capability at `path` is an object (ACP's way of saying "supported")."""
+        node: object = self.capabilities
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        return isinstance(node, dict)
+
     def _flag(self, *path: str) -> bool:
         node: object = self.capabilities
         for key in path:
@@ -103,6 +110,8 @@ class ClientInfo:
             return self.can_read_files
         if method == "fs/write_text_file":
             return self.can_write_files
+        if method == "elicitation/create":
+            return self.shows_forms
         return True
 
     @property
@@ -116,6 +125,21 @@ class ClientInfo:
     @property
     def has_terminal(self) -> bool:
         return self._flag("terminal")
+
+    @property
+    def shows_notices(self) -> bool:
+        """It advertised `session.notices`: agent notices go as `notice` updates."""
+        return self._present("session", "notices")
+
+    @property
+    def follows_compaction(self) -> bool:
+        """It advertised `session.compaction`: compactions go as `compaction_update`s."""
+        return self._present("session", "compaction")
+
+    @property
+    def shows_forms(self) -> bool:
+        """It advertised `elicitation.form` (an object: ACP's capabilities are present or not)."""
+        return self._present("elicitation", "form")
 
     @property
     def offers_terminal_login(self) -> bool:

@@ -102,6 +102,10 @@ SERVED = _table(
         advertises={
             ("promptCapabilities", "image"): True,
             ("promptCapabilities", "embeddedContext"): True,
+            # A prompt sent while a turn runs is queued, not refused: said as the adapters of
+            # Claude Code say it, and under our own name.
+            ("_meta", "promptQueueing"): True,
+            ("_meta", "claudeCode", "promptQueueing"): True,
         },
     ),
     Served("session/cancel"),

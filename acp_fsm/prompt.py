@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from acp_fsm.front_matter import shortened
 from acp_fsm.protocol.errors import InvalidParams
 from acp_fsm.providers.types import ImagePart, TextPart, UserPart
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+TITLE_CHARS = 80  # of a session's title (what editors show in a list)
 
 
 def to_parts(blocks: list[dict[str, Any]]) -> tuple[UserPart, ...]:
@@ -58,13 +60,14 @@ def _image(index: int, mime: str, data: Any) -> ImagePart:
 
 
 def title_of(
-    blocks: list[dict[str, Any]], limit: int = 80, clean: Callable[[str], str] = str
+    blocks: list[dict[str, Any]], limit: int = TITLE_CHARS, clean: Callable[[str], str] = str
 ) -> str | None:
     """A session title from the first prompt: its first line of text, `clean`ed (secrets
-    scrubbed: a cut could leave a piece of one), then shortened."""
+    scrubbed: a cut could leave a piece of one), then shortened. It stays the title unless a
+    model makes a better one (`acp_fsm.titles`)."""
     for block in blocks:
         if block.get("type") == "text":
             text = " ".join(clean(block["text"]).split())
             if text:
-                return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+                return shortened(text, limit)
     return None

@@ -153,12 +153,18 @@ class AcpServer:
         return result
 
     def cancel_request(self, request: Request) -> bool:
-        """`$/cancel_request` for a prompt is a cancel of its turn: ACP answers a cancelled prompt
-        with stopReason cancelled, never an error. Other requests are simply stopped."""
+        """`$/cancel_request` for a prompt is a cancel of its turn (or of it alone, queued):
+        ACP answers a cancelled prompt with stopReason cancelled, never an error. Other
+        requests are simply stopped."""
         if request.method != "session/prompt" or not isinstance(request.params, dict):
             return False
         session = self.sessions.find(request.params.get("sessionId", ""))
-        return session is not None and session.cancel("$/cancel_request")
+        prompt = request.params.get("prompt")
+        return (
+            session is not None
+            and isinstance(prompt, list)
+            and session.cancel_prompt(prompt, "$/cancel_request")
+        )
 
     # ------------------------------------------------------ client requests
 

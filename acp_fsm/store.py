@@ -118,10 +118,17 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             heartbeat_at REAL NOT NULL
         )""",
     ),
+    (
+        # 1 once the title is the one a model made of the session (acp_fsm.session.naming):
+        # made once, whichever process has the session open.
+        "ALTER TABLE sessions ADD COLUMN model_title INTEGER NOT NULL DEFAULT 0",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
-_SESSION_COLUMNS = "id, cwd, additional_directories, mcp_servers, title, created_at, updated_at"
+_SESSION_COLUMNS = (
+    "id, cwd, additional_directories, mcp_servers, title, created_at, updated_at, model_title"
+)
 
 T = TypeVar("T")
 
@@ -164,6 +171,7 @@ class SessionRecord:
     title: str | None = None
     created_at: float = 0.0  # unix seconds
     updated_at: float = 0.0
+    model_title: bool = False  # the title is the one a model made (`Store.set_model_title`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,6 +379,7 @@ def _session_from_row(row: tuple[Any, ...]) -> SessionRecord:
         title=row[4],
         created_at=row[5],
         updated_at=row[6],
+        model_title=bool(row[7]),
     )
 
 
@@ -388,19 +397,29 @@ def _session_row(record: SessionRecord) -> tuple[Any, ...]:
         record.title,
         record.created_at,
         record.updated_at,
+        int(record.model_title),
     )
 
 
 def _insert_session(conn: sqlite3.Connection, row: tuple[Any, ...]) -> None:
-    session_id, cwd, directories, servers, title, created_at, updated_at = row
+    session_id, cwd, directories, servers, title, created_at, updated_at, model_title = row
     created_at = created_at or time.time()
     with _transaction(conn):
         if _get_session(conn, session_id) is not None:
             raise StoreError(f"session {session_id!r} already exists")
         conn.execute(
             f"INSERT INTO sessions ({_SESSION_COLUMNS}) "
-            "VALUES (?, ?, CAST(? AS TEXT), CAST(? AS TEXT), ?, ?, ?)",
-            (session_id, cwd, directories, servers, title, created_at, updated_at or created_at),
+            "VALUES (?, ?, CAST(? AS TEXT), CAST(? AS TEXT), ?, ?, ?, ?)",
+            (
+                session_id,
+                cwd,
+                directories,
+                servers,
+                title,
+                created_at,
+                updated_at or created_at,
+                model_title,
+            ),
         )
 
 
@@ -449,6 +468,21 @@ def _set_title(conn: sqlite3.Connection, session_id: str, title: str) -> None:
         )
         if changed.rowcount == 0:
             _check_session(conn, session_id)
+
+
+def _set_model_title(conn: sqlite3.Connection, session_id: str, title: str) -> float | None:
+    with _transaction(conn):
+        changed = conn.execute(
+            "UPDATE sessions SET title = ?, model_title = 1 WHERE id = ? AND model_title = 0",
+            (title, session_id),
+        )
+        if changed.rowcount == 0:
+            _check_session(conn, session_id)
+            return None
+        (updated_at,) = conn.execute(
+            "SELECT updated_at FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+    return float(updated_at)
 
 
 def _check_session(conn: sqlite3.Connection, session_id: str) -> None:
@@ -918,6 +952,16 @@ class Store:
         if self._scrub is not None:
             title = self._scrub(title.encode()).decode()
         await self._call("set_title", lambda conn: _set_title(conn, session_id, title), group=True)
+
+    async def set_model_title(self, session_id: str, title: str) -> float | None:
+        """Replace the title by the one a model made, once a session: the session's
+        `updated_at` (a title is no activity: it stays), or None when a model made its title
+        before, in this process or another. SessionGone when the session is not stored."""
+        if self._scrub is not None:
+            title = self._scrub(title.encode()).decode()
+        return await self._call(
+            "set_model_title", lambda conn: _set_model_title(conn, session_id, title), group=True
+        )
 
     def _encode(self, body: dict[str, Any]) -> bytes:
         data = _encode_body(body)

@@ -131,6 +131,33 @@ def usage_totals(usage: Usage) -> dict[str, int]:
     }
 
 
-def usage(used: int, size: int) -> acp.SessionUpdateUsageUpdate:
-    """Context-window use after a model call (ACP UsageUpdate)."""
-    return {"sessionUpdate": "usage_update", "used": used, "size": size}
+def usage(used: int, size: int, cost: acp.Cost | None = None) -> acp.SessionUpdateUsageUpdate:
+    """Context-window use after a model call, and the session's cost so far when it is known
+    (ACP UsageUpdate)."""
+    update: acp.SessionUpdateUsageUpdate = {
+        "sessionUpdate": "usage_update",
+        "used": used,
+        "size": size,
+    }
+    if cost is not None:
+        update["cost"] = cost
+    return update
+
+
+def notice(title: str, severity: str = "warning") -> acp.SessionUpdateNotice:
+    """A notice for the user apart from the conversation (for clients with session.notices)."""
+    return {"sessionUpdate": "notice", "severity": severity, "title": title}
+
+
+def compaction_update(compaction_id: str, status: str) -> acp.SessionUpdateCompactionUpdate:
+    """A compaction starting or ending (for clients with session.compaction)."""
+    return {"sessionUpdate": "compaction_update", "compactionId": compaction_id, "status": status}
+
+
+def compaction_summary(compaction_id: str, text: str) -> acp.SessionUpdateCompactionSummaryChunk:
+    """A compaction's summary (sent whole, as one chunk)."""
+    return {
+        "sessionUpdate": "compaction_summary_chunk",
+        "compactionId": compaction_id,
+        "content": text_content(text),
+    }

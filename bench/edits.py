@@ -32,6 +32,7 @@ from typing import Any
 
 from acp_fsm.library import EMPTY, Library
 from acp_fsm.protocol.cancel import CancellationToken
+from acp_fsm.questions import Answer, NotAskable, Question
 from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent
 from acp_fsm.tools import TOOLS
 from acp_fsm.tools.background import BackgroundJobs
@@ -65,6 +66,10 @@ class _NoEditor:
     can_read_files = False
     can_write_files = False
     has_terminal = False
+    shows_forms = False
+
+    async def ask(self, question: Question, call_id: str | None, title: str) -> Answer:
+        raise NotAskable("a bench asks nothing")
 
     async def read_text_file(
         self, path: str, line: int | None = None, limit: int | None = None
@@ -101,6 +106,8 @@ class _Env:
     client: _NoEditor = field(default_factory=_NoEditor)
     token: CancellationToken = field(default_factory=CancellationToken)
     previewed: tuple[ToolCallContent, ...] = ()
+    call_id: str = "bench"
+    asks_user: bool = False
     background: BackgroundJobs = field(default_factory=BackgroundJobs)
 
     library: Library = EMPTY

@@ -39,6 +39,7 @@ import orjson
 
 from acp_fsm.devkit.provider import Raw, Reply, ScriptedProvider, render_openai
 from bench.common import INIT, agent_command, agent_env, cpu_ms, table
+from tests.harness import title_lane
 
 WARM_UP = Raw(parts=(b"".join(render_openai(Reply(text="warm"))),))
 CEILING = "bare relay (ceiling)"
@@ -164,6 +165,7 @@ async def measure(
             OPENAI_BASE_URL=server.openai_base_url,
             OPENAI_API_KEY="sk-bench",
             ACP_FSM_HOME=tempfile.mkdtemp(),
+            **title_lane(server),  # the title call after the warm-up takes no stream
         )
         env.pop("ACP_FSM_STRICT_SCHEMAS", None)  # as shipped
         agents = [("acp-fsm", env), (CEILING, env)]

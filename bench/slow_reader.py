@@ -20,7 +20,7 @@ from acp_fsm.devkit.editor import Message
 from acp_fsm.devkit.provider import Reply, ScriptedProvider
 from acp_fsm.protocol.streams import OUTPUT_BUFFER_LIMIT_BYTES
 from bench.common import table
-from tests.harness import AgentProcess, agent_env
+from tests.harness import AgentProcess, agent_env, title_lane
 
 CHUNK = "All work and no play makes a slow editor. " * 24  # ~1 KB per update
 SLOW_READ_S = 0.002  # the slow editor reads for this long ...
@@ -48,6 +48,7 @@ async def one_run(server: ScriptedProvider, chunks: int, reader: str) -> tuple[f
             ACP_FSM_HOME=home,
             ACP_FSM_LOG_LEVEL="warning",
             ACP_FSM_STRICT_SCHEMAS="0",
+            **title_lane(server),  # the title call takes none of the measured replies
         )
         agent = await AgentProcess.start(env)
         try:

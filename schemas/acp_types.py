@@ -263,6 +263,119 @@ class ElicitationCapabilities(TypedDict, total=False):
     _meta: dict[str, Any] | None
 
 
+class EnumOption(TypedDict, total=False):
+    """A choice of a form field: the value sent back and the words shown."""
+    const: Required[str]
+    title: Required[str]
+    _meta: dict[str, Any] | None
+
+
+class StringPropertySchema(TypedDict, total=False):
+    """A text field of a form (a choice when `enum` or `oneOf` lists the values)."""
+    title: str | None
+    minLength: int | None
+    maxLength: int | None
+    pattern: str | None
+    format: Literal["email", "uri", "date", "date-time"] | None
+    default: str | None
+    enum: list[str] | None
+    oneOf: list[EnumOption] | None
+    _meta: dict[str, Any] | None
+
+
+class NumberPropertySchema(TypedDict, total=False):
+    """A number field of a form."""
+    title: str | None
+    minimum: float | None
+    maximum: float | None
+    default: float | None
+    _meta: dict[str, Any] | None
+
+
+class IntegerPropertySchema(TypedDict, total=False):
+    """A whole-number field of a form."""
+    title: str | None
+    minimum: int | None
+    maximum: int | None
+    default: int | None
+    _meta: dict[str, Any] | None
+
+
+class BooleanPropertySchema(TypedDict, total=False):
+    """A yes/no field of a form."""
+    title: str | None
+    default: bool | None
+    _meta: dict[str, Any] | None
+
+
+class MultiSelectItemsString(TypedDict, total=False):
+    type: Required[Literal["string"]]
+    enum: Required[list[str]]
+    _meta: dict[str, Any] | None
+
+
+class MultiSelectItemsVariant1(TypedDict, total=False):
+    anyOf: Required[list[EnumOption]]
+    _meta: dict[str, Any] | None
+
+
+class MultiSelectPropertySchema(TypedDict, total=False):
+    """A multiple-choice field of a form."""
+    title: str | None
+    minItems: int | None
+    maxItems: int | None
+    items: Required[MultiSelectItems]
+    default: list[str] | None
+    _meta: dict[str, Any] | None
+
+
+class ElicitationPropertySchemaString(StringPropertySchema, total=False):
+    type: Required[Literal["string"]]
+
+
+class ElicitationPropertySchemaNumber(NumberPropertySchema, total=False):
+    type: Required[Literal["number"]]
+
+
+class ElicitationPropertySchemaInteger(IntegerPropertySchema, total=False):
+    type: Required[Literal["integer"]]
+
+
+class ElicitationPropertySchemaBoolean(BooleanPropertySchema, total=False):
+    type: Required[Literal["boolean"]]
+
+
+class ElicitationPropertySchemaArray(MultiSelectPropertySchema, total=False):
+    type: Required[Literal["array"]]
+
+
+class ElicitationSchema(TypedDict, total=False):
+    """The fields of a form: a flat object schema."""
+    type: Required[Literal["object"]]
+    title: str | None
+    properties: Required[dict[str, Any]]
+    required: list[str] | None
+    _meta: dict[str, Any] | None
+
+
+class CreateElicitationRequest(TypedDict, total=False):
+    """Params of elicitation/create: ask the user to fill in a form (the only mode acp-fsm
+    sends)."""
+    sessionId: Required[SessionId]
+    toolCallId: ToolCallId | None
+    message: Required[str]
+    mode: Required[Literal["form"]]
+    requestedSchema: Required[ElicitationSchema]
+    _meta: dict[str, Any] | None
+
+
+class CreateElicitationResponse(TypedDict, total=False):
+    """Result of elicitation/create, tagged by `action`: accept (with the form's content),
+    decline or cancel; another action is read as a cancel."""
+    action: Required[str]
+    _meta: dict[str, Any] | None
+
+
 class ClientCapabilities(TypedDict, total=False):
     """What the client offers to the agent."""
     fs: FileSystemCapabilities
@@ -1041,6 +1154,12 @@ RequestPermissionOutcome: TypeAlias = 'RequestPermissionOutcomeCancelled | Reque
 CompactionCapabilities: TypeAlias = 'dict[str, Any]'
 # NoticeCapabilities: Present when the client shows notice updates.
 NoticeCapabilities: TypeAlias = 'dict[str, Any]'
+# MultiSelectItems: The values a multiple choice offers: plain (`enum`) or titled (`anyOf`).
+MultiSelectItems: TypeAlias = 'MultiSelectItemsString | MultiSelectItemsVariant1'
+# ElicitationPropertySchema: One field of a form, tagged by `type`.
+ElicitationPropertySchema: TypeAlias = 'ElicitationPropertySchemaString | ElicitationPropertySchemaNumber | ElicitationPropertySchemaInteger | ElicitationPropertySchemaBoolean | ElicitationPropertySchemaArray'
+# ElicitationContentValue: The value of one field of a filled-in form.
+ElicitationContentValue: TypeAlias = 'str | int | float | bool | list[str]'
 # AuthMethod: An authentication method the agent offers.
 AuthMethod: TypeAlias = 'AuthMethodTerminalVariant | AuthMethodAgent'
 # McpServer: An MCP server the agent should connect to.

@@ -19,9 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from acp_fsm.devkit.editor import AgentLink, Editor
+from acp_fsm.devkit.provider import Reply, ScriptedProvider
 
 READ_LIMIT = 256 * 1024 * 1024
 TIMEOUT = 10.0
+# The agent's title call (`acp_fsm.session.naming`) is made with this model in the tests, which
+# the scripted provider answers on a lane of its own (`title_lane`): it takes none of the
+# replies a test scripts for its turns.
+TITLE_MODEL = "test-title-model"
+MADE_TITLE = "Scripted session title"
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout under test
 
@@ -47,6 +53,13 @@ def agent_env(**overrides: str | None) -> dict[str, str]:
         else:
             env[key] = value
     return env
+
+
+def title_lane(server: ScriptedProvider) -> dict[str, str]:
+    """Give `server` the lane of the title call (unless the test gave it its own answer); the
+    agent's environment that makes the call there."""
+    server.lanes.setdefault(TITLE_MODEL, Reply(text=MADE_TITLE))
+    return {"ACP_FSM_TITLE_MODEL": TITLE_MODEL}
 
 
 class AgentProcess(AgentLink):

@@ -560,9 +560,14 @@ def _interesting(doc: Any) -> tuple[list[Any], list[str]]:
     while todo:
         s = todo.pop()
         if isinstance(s, dict):
+            # (a `properties` object may itself name fields "enum" or "required")
             values += [s["const"]] if "const" in s else []
-            values += s.get("enum", [])
-            names += list(s.get("properties", {})) + s.get("required", [])
+            values += s["enum"] if isinstance(s.get("enum"), list) else []
+            properties, required = s.get("properties"), s.get("required")
+            names += list(properties) if isinstance(properties, dict) else []
+            names += (
+                [n for n in required if isinstance(n, str)] if isinstance(required, list) else []
+            )
             todo += [v for k, v in s.items() if k not in ("const", "enum", "default", "examples")]
         elif isinstance(s, list):
             todo += s

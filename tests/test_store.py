@@ -184,7 +184,9 @@ async def test_session_round_trip(store: Store) -> None:
             "env": [{"name": "A", "value": "é"}],
         },
     )
-    given = SessionRecord("s1", "/work/a", ("/work/b", "/work/ç"), servers, "Title", 10.5, 20.25)
+    given = SessionRecord(
+        "s1", "/work/a", ("/work/b", "/work/ç"), servers, "Title", 10.5, 20.25, model_title=True
+    )
     await store.create_session(given)
     assert await store.get_session("s1") == given
     assert await store.get_session("absent") is None
@@ -227,6 +229,23 @@ async def test_title_is_set_once(store: Store) -> None:
     assert got is not None and got.title == "given"
     with pytest.raises(StoreError, match="no session 'absent'"):
         await store.set_title("absent", "x")
+
+
+async def test_a_model_s_title_replaces_the_first_one_once(store: Store, db: Path) -> None:
+    await store.create_session(record("s", updated_at=100.0))
+    await store.set_title("s", "first prompt")
+    assert await store.set_model_title("s", "Made") == 100.0  # a title is no activity
+    assert await store.set_model_title("s", "Made again") is None
+    await store.set_title("s", "another prompt")
+    got = await store.get_session("s")
+    assert got is not None and (got.title, got.model_title, got.updated_at) == ("Made", True, 100)
+    other = await Store.open(db)  # another process: made once, whoever makes it
+    try:
+        assert await other.set_model_title("s", "Mine") is None
+    finally:
+        await other.close()
+    with pytest.raises(SessionGone, match="no session 'absent'"):
+        await store.set_model_title("absent", "x")
 
 
 async def test_delete_removes_session_and_entries(store: Store, db: Path) -> None:
@@ -806,6 +825,24 @@ async def test_migrations_apply_in_order_and_keep_data(
         await second.close()
     assert sql(db, "PRAGMA user_version") == [(SCHEMA_VERSION + 1,)]
     assert sql(db, "SELECT id, pinned FROM sessions") == [("s", 0)]
+
+
+async def test_a_session_stored_before_model_titles_has_none(db: Path) -> None:
+    db.parent.mkdir()
+    with sqlite3.connect(db) as conn:
+        for statement in (s for step in store_module.MIGRATIONS[:2] for s in step):
+            conn.execute(statement)
+        conn.execute(
+            "INSERT INTO sessions VALUES ('old', '/w', '[]', '[]', 'first prompt', 1.0, 2.0)"
+        )
+        conn.execute("PRAGMA user_version = 2")
+    conn.close()
+    opened = await Store.open(db)
+    try:
+        got = await opened.get_session("old")
+        assert got is not None and (got.title, got.model_title) == ("first prompt", False)
+    finally:
+        await opened.close()
 
 
 async def test_failed_migration_changes_nothing(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -69,6 +69,10 @@ LONG_ANSWER = (
     "A test like total([1, 2, 3]) == 6 catches this bug because it depends on the last price, "
     "which is exactly the one the loop skipped."
 )
+# The title call after the first turn is made with a model of its own, on the scripted server's
+# lane for it (`ScriptedProvider.lanes`): the conversation's script stays whole.
+TITLE_MODEL = "demo-title-model"
+TITLE = "Off-by-one fix in total()"
 LONG_ANSWER_DELAY_S = 0.008  # before each streamed word: the whole answer takes over 1.5 s
 CANCEL_AFTER_S = 0.6
 
@@ -378,7 +382,7 @@ def _summarise_replay(updates: list[dict[str, Any]]) -> str:
 
 
 async def run_demo(provider: str, style: Style) -> int:
-    from acp_fsm.devkit.provider import ScriptedProvider
+    from acp_fsm.devkit.provider import Reply, ScriptedProvider
 
     # The agents have exited (`_running`) before their home and project are removed.
     with (
@@ -388,10 +392,12 @@ async def run_demo(provider: str, style: Style) -> int:
         project = Path(project_dir)
         _write_project(project)
         viewer = Viewer(project, style)
-        async with ScriptedProvider(*_script(provider)) as server:
+        lanes = {TITLE_MODEL: Reply(text=TITLE)}
+        async with ScriptedProvider(*_script(provider), lanes=lanes) as server:
             env = dict(
                 os.environ,
                 ACP_FSM_PROVIDER=provider,
+                ACP_FSM_TITLE_MODEL=TITLE_MODEL,
                 ACP_FSM_HOME=home,
                 ACP_FSM_LOG_LEVEL="warning",
                 ACP_FSM_MAX_RETRIES="0",

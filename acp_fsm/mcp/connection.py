@@ -14,6 +14,7 @@ import asyncio
 import collections
 import os
 import signal
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Any
 
@@ -48,6 +49,13 @@ HTTP_TIMEOUT_S = 30.0
 CLIENT_INFO = types.Implementation(name="acp-fsm", version=__version__)
 
 
+# How a server's form reaches the user: (server name, message, requested schema, the id of
+# the tool call of this server running now, if one is) -> (action, content).
+Elicit = Callable[
+    [str, str, dict[str, Any], str | None], Awaitable[tuple[str, dict[str, Any] | None]]
+]
+
+
 class McpUnavailable(Exception):
     """The server could not be started, or is gone; the message names it and says why."""
 
@@ -59,8 +67,11 @@ class McpCallFailed(Exception):
 class McpConnection:
     """A running MCP server: `start` it, read `tools`, `call` them, `close` it."""
 
-    def __init__(self, spec: ServerSpec, cwd: str) -> None:
+    def __init__(self, spec: ServerSpec, cwd: str, elicit: Elicit | None = None) -> None:
         self.spec = spec
+        self._elicit = elicit
+        # The tool calls waiting on it, by id (None: a subagent's, which cannot ask the user).
+        self._calling: list[str | None] = []
         self.tools: list[types.Tool] = []
         self.lost: str | None = None  # why it stopped working, once it has
         self.stale = False  # it said its tools changed (`notifications/tools/list_changed`)
@@ -130,7 +141,10 @@ class McpConnection:
         token: CancellationToken,
         timeout_s: float | None,
         on_progress: ProgressFnT | None = None,
+        call_id: str | None = None,
     ) -> types.CallToolResult:
+        # `call_id`: the editor's id of the call (a form the server sends meanwhile is about
+        # it), None for a call that cannot ask the user (a subagent's).
         """Call tool `name`. The turn's token stops the wait at once (the SDK then tells the
         server `notifications/cancelled`): `Cancelled`. `McpCallFailed` for an MCP error or no
         answer within `timeout_s`; `McpUnavailable` when the server is gone. The server's
@@ -142,6 +156,7 @@ class McpConnection:
             session.call_tool(name, arguments, progress_callback=on_progress)
         )
         fired: asyncio.Future[Any] = asyncio.ensure_future(token.wait())
+        self._calling.append(call_id)
         try:
             await asyncio.wait(
                 {call, fired}, timeout=timeout_s or None, return_when=asyncio.FIRST_COMPLETED
@@ -151,6 +166,7 @@ class McpConnection:
             raise
         finally:
             fired.cancel()
+            self._calling.remove(call_id)
         if not call.done():
             self._abandon(call)
             if token.is_cancelled:
@@ -198,7 +214,11 @@ class McpConnection:
                 read, write = await self._connect(stack)
                 session = await stack.enter_async_context(
                     ClientSession(
-                        read, write, client_info=CLIENT_INFO, message_handler=self._on_message
+                        read,
+                        write,
+                        client_info=CLIENT_INFO,
+                        message_handler=self._on_message,
+                        elicitation_callback=self._on_elicit if self._elicit else None,
                     )
                 )
                 await session.initialize()
@@ -260,6 +280,30 @@ class McpConnection:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self.stale = True  # listed again before the next model call
+
+    async def _on_elicit(
+        self, context: Any, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        """The server asks the user something: a form goes to the editor (a URL is not
+        relayed); a failure to ask is the server's error."""
+        if not isinstance(params, types.ElicitRequestFormParams) or self._elicit is None:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST, message="acp-fsm relays only forms to the editor"
+            )
+        calling = self._calling[-1] if self._calling else None
+        if self._calling and calling is None:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message="the tool call is a subagent's, and a subagent cannot ask the user",
+            )
+        try:
+            action, content = await self._elicit(
+                self.spec.name, params.message, dict(params.requested_schema), calling
+            )
+        except Exception as exc:
+            log.info("mcp_elicitation_not_relayed", server=self.spec.name, reason=str(exc))
+            return types.ErrorData(code=types.INVALID_REQUEST, message=str(exc))
+        return types.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
 
     def _stderr_line(self, line: str) -> None:
         line = line[:STDERR_LINE_CHARS]

@@ -23,7 +23,7 @@ from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 if TYPE_CHECKING:
     import mcp_types as types
 
-    from acp_fsm.mcp.connection import McpConnection
+    from acp_fsm.mcp.connection import Elicit, McpConnection
 
 log = structlog.get_logger("mcp")
 
@@ -35,9 +35,10 @@ class McpServers:
     """Make with `McpServers.of(entries, cwd)`, then `await start()`; `close` when the session
     ends (also while it starts)."""
 
-    def __init__(self, specs: list[ServerSpec], cwd: str) -> None:
+    def __init__(self, specs: list[ServerSpec], cwd: str, elicit: Elicit | None = None) -> None:
         self.specs = specs
         self._cwd = cwd
+        self._elicit = elicit  # how the servers' forms reach the user
         self._running: dict[str, McpConnection] = {}  # by server name, those that started
         self._notices: list[str] = []
         self._told: set[str] = set()  # servers whose failure the user was told of
@@ -54,9 +55,14 @@ class McpServers:
         return f"<McpServers {len(self._running)} of {len(self.specs)} running>"
 
     @classmethod
-    def of(cls, entries: list[dict[str, Any]] | tuple[dict[str, Any], ...], cwd: str) -> McpServers:
+    def of(
+        cls,
+        entries: list[dict[str, Any]] | tuple[dict[str, Any], ...],
+        cwd: str,
+        elicit: Elicit | None = None,
+    ) -> McpServers:
         """The servers of `entries`, not started yet."""
-        return cls(server_specs(entries), cwd)
+        return cls(server_specs(entries), cwd, elicit)
 
     async def start(self) -> None:
         """Start every server at once, each bounded by the start-up timeout (the SDK's
@@ -148,7 +154,7 @@ class McpServers:
             return  # closed while the SDK was loading: nothing was started
         from acp_fsm.mcp.connection import McpConnection, McpUnavailable  # loaded: no wait
 
-        connection = McpConnection(spec, self._cwd)
+        connection = McpConnection(spec, self._cwd, self._elicit)
         self._starting.add(connection)
         try:
             await connection.start(timeout_s, left_s=deadline - loop.time())

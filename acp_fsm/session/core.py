@@ -11,21 +11,23 @@ turn.
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from acp_fsm import credentials, limits, redact, transcript, updates
+from acp_fsm import credentials, limits, pricing, redact, transcript, updates
 from acp_fsm.blocking import Shared
 from acp_fsm.conversation import Conversation
 from acp_fsm.library import EMPTY, Library, scan
 from acp_fsm.prompt import title_of, to_parts
-from acp_fsm.protocol.cancel import CancellationToken
-from acp_fsm.protocol.errors import InvalidRequest
+from acp_fsm.protocol.cancel import CancellationToken, Cancelled
+from acp_fsm.protocol.errors import ResourceNotFound
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import (
     AssistantMessage,
@@ -37,6 +39,7 @@ from acp_fsm.providers.types import (
 )
 from acp_fsm.session.journal import Journal
 from acp_fsm.session.lease import TurnLease
+from acp_fsm.session.naming import Naming
 from acp_fsm.session.options import Options
 from acp_fsm.session.replay import rebuild, settings_of
 from acp_fsm.settings import Settings
@@ -73,6 +76,21 @@ log = structlog.get_logger("session")
 _SCAN = Shared(scan)
 
 
+@dataclass(slots=True)
+class Queued:
+    """A prompt sent while a turn ran: `ready` once it is its turn, or once it is cancelled
+    (then answered at once, without running)."""
+
+    prompt: list[dict[str, Any]]
+    ready: asyncio.Future[None]
+    cancelled: bool = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if not self.ready.done():
+            self.ready.set_result(None)
+
+
 class Session:
     """One conversation, open in this process."""
 
@@ -84,16 +102,19 @@ class Session:
         messages: list[Message],
         synced_seq: int = 0,
         chosen: Settings | None = None,
+        cost: pricing.Cost | None = pricing.NOTHING,
     ) -> None:
         self.server = server
         self.id = record.id
         self.cwd = Path(record.cwd)
         self.roots = (self.cwd, *(Path(d) for d in record.additional_directories))
-        self.title = record.title
+        self.title = record.title  # the first prompt's words, until a model makes one
+        self.naming = Naming(self, record.model_title)
         self.conversation = Conversation(messages)
         self.token = CancellationToken(f"session {record.id}")
         self.turn: Turn | None = None
         self.always: dict[str, bool] = {}  # tool name → remembered "always" answer
+        self.asks_user = True  # its calls may ask the user (`Host`)
         self.mcp: McpServers | None = None  # the editor's MCP servers, when it passed any
         self._background: BackgroundJobs | None = None  # made with the first one started
         self._notices: list[str] = []  # for the user, with the next model call's answer
@@ -105,6 +126,8 @@ class Session:
         self.context_window: int | None = None
         self.window_guessed = False  # context_window is only a bound an empty stream gave
         self.spent = Usage()  # the tokens of every model call of the session in this process
+        # What every model call of the session cost, stored ones included (None: unknown).
+        self.cost = cost
         self.context_used = 0  # tokens of the last model call (what usage_update says)
         # This turn's last stored assistant message: (its pending or done write, its body).
         self._last_assistant: tuple[asyncio.Future[int], dict[str, Any]] | None = None
@@ -118,6 +141,8 @@ class Session:
         self.library: Library = EMPTY  # the user's commands and skills, as last read
         self._reading: asyncio.Task[None] | None = None  # the first read (`read_library_soon`)
         self._announced: list[acp.AvailableCommand] | None = None  # the commands last told
+        self._queued: collections.deque[Queued] = collections.deque()  # prompts sent meanwhile
+        self.closing = False  # closed, deleted or shut down: no prompt is taken any more
 
     def __repr__(self) -> str:
         turn = self.turn.state if self.turn is not None else "idle"
@@ -126,18 +151,26 @@ class Session:
     # ------------------------------------------------------------------- turns
 
     def start_turn(self, prompt: list[dict[str, Any]]) -> Coroutine[Any, Any, acp.PromptResponse]:
-        """Synchronously refuse a second prompt, check and convert this one, and take the
-        token (a cancel read right after the prompt reaches this turn); then the coroutine that
-        runs the turn and gives the prompt's answer."""
-        if self.turn is not None:
-            raise InvalidRequest(
-                f"Invalid Request: session {self.id} is already running a prompt; wait for its "
-                "response or send session/cancel"
-            )
+        """Synchronously check and convert the prompt, and take the token (a cancel read right
+        after the prompt reaches this turn); then the coroutine that runs the turn and gives
+        the prompt's answer. A prompt sent while a turn runs (or others wait) is queued: it
+        runs after them, in order (a cancel meanwhile answers it `cancelled`, unrun)."""
+        if self.closing:
+            raise ResourceNotFound(f"Session not found: {self.id} is being closed")
         limits.check_nesting("prompt", prompt)  # refused now, never answered unstored
         parts = to_parts(prompt)
         body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in parts]}
         limits.check_stored("prompt", body)
+        if self.turn is not None or self._queued:
+            waiting = Queued(prompt, asyncio.get_running_loop().create_future())
+            self._queued.append(waiting)
+            log.info("prompt_queued", session_id=self.id, ahead=len(self._queued))
+            return self._after(waiting, body, parts)
+        return self._begin(body, parts)
+
+    def _begin(
+        self, body: dict[str, Any], parts: tuple[UserPart, ...]
+    ) -> Coroutine[Any, Any, acp.PromptResponse]:
         # Imported at the first prompt: the turn brings the tools and the providers, which
         # `initialize` and `session/new` do not need (startup budget, see bench/startup.py).
         from acp_fsm import commands
@@ -146,8 +179,37 @@ class Session:
         self._last_assistant = None  # only this turn's own message may be marked cancelled
         if self.mcp is not None:
             self.mcp.retry()  # a server that failed or was lost: its next use tries again
-        self.turn = Turn(self, self.token, commands.parse(prompt))
+        self.turn = Turn(self, self.token, commands.parse(body["prompt"]))
+        self.turn.prompt = body["prompt"]  # the request's own list (`cancel_prompt`)
         return self._run_turn(self.turn, body, parts)
+
+    async def _after(
+        self, waiting: Queued, body: dict[str, Any], parts: tuple[UserPart, ...]
+    ) -> acp.PromptResponse:
+        """A queued prompt: its turn once those before it ended (it stays first in the queue
+        until it starts, so no later prompt overtakes it)."""
+        try:
+            await waiting.ready
+        except BaseException:  # the request was dropped (the connection closed)
+            self._leave(waiting)
+            raise
+        if waiting.cancelled:
+            self._leave(waiting)
+            return {"stopReason": "cancelled"}
+        self._queued.remove(waiting)
+        return await self._begin(body, parts)
+
+    def _leave(self, waiting: Queued) -> None:
+        """`waiting` will not run: out of the queue, and the next one's turn if it was first."""
+        first = bool(self._queued) and self._queued[0] is waiting
+        self._queued.remove(waiting)
+        if first and self.turn is None:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        """The turn ended: the first queued prompt may start."""
+        if self._queued and not self._queued[0].ready.done():
+            self._queued[0].ready.set_result(None)
 
     async def _run_turn(
         self, turn: Turn, body: dict[str, Any], parts: tuple[UserPart, ...]
@@ -171,6 +233,7 @@ class Session:
             self.token = CancellationToken(f"session {self.id}")  # never reused by a later turn
             if not turn.done.done():
                 turn.done.set_result(None)
+            self._hand_over()
 
     async def _converse(
         self, turn: Turn, body: dict[str, Any], parts: tuple[UserPart, ...]
@@ -188,7 +251,11 @@ class Session:
             self.title = title
             self.journal.set_title_soon(title)
             self.send_update(updates.session_info(title, updates.iso_time(time.time())))
-        return await self._finish(turn)
+        answer = await self._finish(turn)
+        if answer["stopReason"] != "cancelled":  # a completed turn: a title can be made
+            config = turn.config()
+            self.after_answer(lambda: self.naming.start(config))
+        return answer
 
     async def _finish(self, turn: Turn) -> acp.PromptResponse:
         """Run the turn; its answer once all it wrote is stored."""
@@ -200,14 +267,17 @@ class Session:
             # wrote is durable.
             self.lease.release()
             await self.settle()
-        # _meta (ACP extensibility): how the turn machine got there, and the tokens of the
-        # turn's model calls (its compactions' and subagents' included), and of the session's.
+        # _meta (ACP extensibility): how the turn machine got there, the tokens of the turn's
+        # model calls (its compactions' and subagents' included) and of the session's, and
+        # what the session's calls cost when that is known.
         meta = {
             "statePath": turn.path,
             "modelCalls": turn.requests,
             "usage": updates.usage_totals(turn.spent),
             "sessionUsage": updates.usage_totals(self.spent),
         }
+        if (cost := pricing.to_acp(self.cost)) is not None:
+            meta["sessionCost"] = cost
         return {"stopReason": stop_reason, "_meta": {"acpFsm": meta}}
 
     async def _claim(self) -> None:
@@ -221,14 +291,31 @@ class Session:
                 messages, self.journal.synced_seq = await rebuild(store, self.id, entries)
                 self.conversation.replace(messages)
                 self.options.adopt(settings_of(entries))
+                self.cost = pricing.cost_of(entries)
                 log.info("session_caught_up", session_id=self.id, taken_over=claim.taken_over)
         except BaseException:
             self.lease.release()
             raise
 
     def cancel(self, reason: str = "session/cancel") -> bool:
-        """Fire the running turn's token; False (and nothing fired) when idle."""
+        """Fire the running turn's token and cancel every queued prompt (each answers
+        `cancelled` now); False (and nothing fired) when idle."""
+        queued = bool(self._queued)
+        for waiting in self._queued:
+            waiting.cancel()
         if self.turn is None:
+            return queued
+        self.token.cancel(reason)
+        return True
+
+    def cancel_prompt(self, prompt: list[dict[str, Any]], reason: str) -> bool:
+        """`$/cancel_request` for the prompt `prompt` (the request's own list): that one
+        alone, queued or running; False when it is neither."""
+        waiting = next((w for w in self._queued if w.prompt is prompt), None)
+        if waiting is not None:
+            waiting.cancel()
+            return True
+        if self.turn is None or self.turn.prompt is not prompt:
             return False
         self.token.cancel(reason)
         return True
@@ -269,8 +356,30 @@ class Session:
         if entries:
             from acp_fsm.mcp.servers import McpServers
 
-            self.mcp = McpServers.of(entries, str(self.cwd))  # closed by a shutdown meanwhile
+            # closed by a shutdown meanwhile
+            self.mcp = McpServers.of(entries, str(self.cwd), self.relay_form)
             await self.mcp.start()
+
+    async def relay_form(
+        self, server: str, message: str, requested: dict[str, Any], call_id: str | None
+    ) -> tuple[str, dict[str, Any] | None]:
+        """An MCP server's form, asked of the user as the model's questions are (bounded by
+        the running turn's token); its answer as MCP's (action, content). Raises with the
+        reason when the editor cannot show it."""
+        from acp_fsm import questions
+        from acp_fsm.client import Client, ClientCallError
+
+        question = questions.form_question(message, requested)
+        title = f"MCP server {server} asks: {' '.join(message.split())[:200]}"
+        try:
+            answer = await Client(self.server, self.id, self.token).ask(question, call_id, title)
+        except Cancelled:
+            return questions.CANCEL, None
+        except ClientCallError as exc:
+            if exc.timed_out:  # no answer in time: the user dismissed it, as MCP sees it
+                return questions.CANCEL, None
+            raise
+        return answer.action, answer.content if answer.action == questions.ACCEPT else None
 
     @property
     def background(self) -> BackgroundJobs:
@@ -432,8 +541,14 @@ class Session:
     def mcp_status(self) -> list[str]:
         return [] if self.mcp is None else self.mcp.status()
 
-    def count(self, usage: Usage) -> None:
-        self.spent = self.spent.plus(usage)
+    def count(self, charge: pricing.Charge) -> None:
+        """A model call's tokens and cost, added to the session's and stored: queued, not
+        waited for (committed with the message the call ends with, queued after it)."""
+        self.spent = self.spent.plus(charge.usage)
+        self.cost = pricing.added(self.cost, charge.cost)
+        # Moved past only under the lease: a title call's, between turns, may follow another
+        # process's entries, which a catch-up must still read.
+        self.journal.queue(pricing.USAGE_ENTRY, charge.body(), synced=self.lease.held)
 
     def record_subagent(self, body: dict[str, Any]) -> None:
         """Queued, not waited for: what the editor is told rests on the call's result."""

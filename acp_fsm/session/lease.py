@@ -38,6 +38,11 @@ class TurnLease:
     def __repr__(self) -> str:
         return f"<TurnLease {self.session_id} held={self._owner is not None}>"
 
+    @property
+    def held(self) -> bool:
+        """This process holds the lease now (its writes are the only ones)."""
+        return self._owner is not None
+
     async def claim(self) -> Claim:
         """Take the lease and keep it renewed; what the store says of the session (how far it
         goes, whether a dead holder's lease was taken over). Refused while another live

@@ -16,6 +16,7 @@ import structlog
 
 from acp_fsm import credentials, leases, limits, redact, transcript, updates
 from acp_fsm.bulk import paused_collector
+from acp_fsm.pricing import cost_of
 from acp_fsm.protocol.errors import InvalidParams, ResourceNotFound
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import Message
@@ -119,13 +120,17 @@ class Sessions:
         if source is None:
             raise ResourceNotFound(f"Session not found: {limits.echo(source_id)}")
         copied = completed(await store.entries(source_id))
-        record = _record(cwd, additional, mcp_servers, source.title)
+        record = replace(
+            _record(cwd, additional, mcp_servers, source.title), model_title=source.model_title
+        )
         await store.create_session(record)
         await asyncio.gather(*(store.append_soon(record.id, e.kind, e.body) for e in copied))
         with paused_collector():
             entries = await store.entries(record.id)
             messages, last = await rebuild(store, record.id, entries)
-        session = Session(self._server, store, record, messages, last, settings_of(entries))
+        session = Session(
+            self._server, store, record, messages, last, settings_of(entries), cost_of(entries)
+        )
         log.info("session_forked", session_id=record.id, source=source_id, entries=len(copied))
         return await self._opened(session, provider, mcp_servers)
 
@@ -171,7 +176,13 @@ class Sessions:
                 entries, messages, last = await self._read(store, session_id)
             # ACP gives the working directory again: the project may have moved since.
             session = Session(
-                self._server, store, replace(record, cwd=cwd), messages, last, settings_of(entries)
+                self._server,
+                store,
+                replace(record, cwd=cwd),
+                messages,
+                last,
+                settings_of(entries),
+                cost_of(entries),
             )
             self._open[session_id] = session
         else:
@@ -242,7 +253,8 @@ class Sessions:
             session.options.announce()
 
     def cancel_all(self, reason: str) -> None:
-        """Fire the token of every running turn (the connection is closing)."""
+        """Fire the token of every running turn and cancel the queued prompts (the
+        connection is closing)."""
         for session in self._open.values():
             session.cancel(reason)
 
@@ -257,10 +269,13 @@ class Sessions:
 
     async def _stop(self, session: Session, reason: str, grace: float = CLOSE_GRACE_S) -> None:
         turn = session.turn
+        session.closing = True  # no prompt is taken from now on, queued or not
+        session.cancel(reason)  # the running turn and the queued prompts
         if turn is not None:
-            session.cancel(reason)
             await asyncio.wait({turn.done}, timeout=grace)
-        await asyncio.gather(session.close_mcp(), session.stop_background())
+        await asyncio.gather(
+            session.close_mcp(), session.stop_background(), session.naming.stop(reason, grace)
+        )
 
 
 def _record(

@@ -13,6 +13,7 @@ import re
 from acp_fsm import environment
 from acp_fsm.providers.types import ToolSpec
 from acp_fsm.tools.apply_patch import ApplyPatch
+from acp_fsm.tools.ask_user import AskUser
 from acp_fsm.tools.base import Tool
 from acp_fsm.tools.command_jobs import CommandOutput, KillCommand
 from acp_fsm.tools.edit_file import EditFile, MultiEdit
@@ -44,6 +45,7 @@ TOOLS: dict[str, Tool] = {
         FetchUrl(),
         Task(),
         LoadSkill(),
+        AskUser(),
         UpdatePlan(),
     )
 }

@@ -20,6 +20,7 @@ from acp_fsm.tools.paths import utf8_text
 
 if TYPE_CHECKING:
     from acp_fsm.library import Library
+    from acp_fsm.questions import Answer, Question
     from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent, ToolCallLocation
     from acp_fsm.tools.background import BackgroundJobs
 
@@ -89,6 +90,12 @@ class ClientBridge(Protocol):
     def can_write_files(self) -> bool: ...
     @property
     def has_terminal(self) -> bool: ...
+    @property
+    def shows_forms(self) -> bool:
+        """The editor shows forms (`elicitation.form`)."""
+
+    async def ask(self, question: Question, call_id: str | None, title: str) -> Answer:
+        """Ask the user (`acp_fsm.client.Client.ask`)."""
 
     async def read_text_file(
         self, path: str, line: int | None = None, limit: int | None = None
@@ -112,6 +119,14 @@ class ClientBridge(Protocol):
 
 class ToolEnv(Protocol):
     """What a running call may use."""
+
+    @property
+    def call_id(self) -> str:
+        """The id of the call (the editor's tool call)."""
+
+    @property
+    def asks_user(self) -> bool:
+        """The call may ask the user (a subagent's cannot)."""
 
     @property
     def cwd(self) -> Path: ...

@@ -95,6 +95,7 @@ class McpTool:
                 env.token,
                 timeout_ms / 1000 if timeout_ms else None,
                 on_progress=report_progress,
+                call_id=env.call_id if env.asks_user else None,
             )
         except (McpCallFailed, McpUnavailable) as exc:
             return ToolOutcome(str(exc), is_error=True)

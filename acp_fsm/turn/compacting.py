@@ -3,15 +3,18 @@ turns kept as they are (`acp_fsm.compaction`), stored, then told to the user."""
 
 from __future__ import annotations
 
+import secrets
+from asyncio import CancelledError
 from typing import TYPE_CHECKING
 
 import structlog
 
 from acp_fsm import compaction, updates
 from acp_fsm.fsm.turn import TurnTrigger
+from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.types import Finished, Message, ModelRequest
-from acp_fsm.turn.model import log_usage, open_call, request, reserve, window
+from acp_fsm.turn.model import charge, open_call, request, reserve, window
 
 if TYPE_CHECKING:
     from acp_fsm.turn.runner import Turn
@@ -35,13 +38,22 @@ async def compact(turn: Turn) -> TurnTrigger:
         if turn.command is not None:
             await turn.tell(compaction.NOTHING_TO_COMPACT)
         return TurnTrigger.COMPACTED
-    summary, dropped = await _summary(turn, model_request, parts.older, size, room)
-    messages = compaction.replaced(summary, parts.kept)
-    after = compaction.estimate(model_request._replace(messages=tuple(messages)))
-    text = compaction.notice(before, after, len(parts.older), dropped)
-    if turn.command is None:
-        text += "\n\n"  # the model's answer follows
-    await turn.session.compact_to(messages, compaction.to_body(summary, parts.kept, text))
+    shown = _shown_as_compaction(turn)  # else as text, once it is done
+    if shown is not None:
+        turn.update(updates.compaction_update(shown, "in_progress"))
+    try:
+        summary, dropped = await _summary(turn, model_request, parts.older, size, room)
+        messages = compaction.replaced(summary, parts.kept)
+        after = compaction.estimate(model_request._replace(messages=tuple(messages)))
+        text = compaction.notice(before, after, len(parts.older), dropped)
+        if turn.command is None:
+            text += "\n\n"  # the model's answer follows
+        await turn.session.compact_to(messages, compaction.to_body(summary, parts.kept, text))
+    except BaseException as exc:
+        if shown is not None:
+            ended = "cancelled" if isinstance(exc, Cancelled | CancelledError) else "failed"
+            turn.update(updates.compaction_update(shown, ended))
+        raise
     log.info(
         "context_compacted",
         before=before,
@@ -50,8 +62,22 @@ async def compact(turn: Turn) -> TurnTrigger:
         kept=len(parts.kept),
         dropped=dropped,
     )
-    turn.update(updates.chunk("agent_message_chunk", updates.text_content(text)))
+    if shown is None:
+        turn.update(updates.chunk("agent_message_chunk", updates.text_content(text)))
+    else:
+        if summary:
+            turn.update(updates.compaction_summary(shown, summary))
+        turn.update(updates.compaction_update(shown, "completed"))
     return TurnTrigger.COMPACTED
+
+
+def _shown_as_compaction(turn: Turn) -> str | None:
+    """A new compaction id when the client follows compactions (`session.compaction`): it is
+    shown as `compaction_update`s instead of a line of text."""
+    client = turn.session.server.client
+    if client is None or not client.follows_compaction:
+        return None
+    return f"compaction_{secrets.token_hex(6)}"
 
 
 def cut(turn: Turn, model_request: ModelRequest) -> compaction.Compaction | None:
@@ -93,6 +119,6 @@ async def _summary(
         log.warning("summary_failed", error=str(exc))
         return None, f"the summary call failed ({exc})"
     assert finished is not None, "a stream ends with Finished or an exception"
-    log_usage(turn, finished, "summary")
+    await charge(turn, finished, model_request.model, "summary")
     summary = compaction.summary_of(finished.message)
     return (summary, None) if summary else (None, "the model answered with no summary")

@@ -18,6 +18,7 @@ from acp_fsm.tools.base import Tool, ToolOutcome
 
 if TYPE_CHECKING:
     from acp_fsm.library import Library
+    from acp_fsm.pricing import Charge, Cost
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.tools.background import BackgroundJobs
     from acp_fsm.updates import ChunkKind
@@ -39,6 +40,7 @@ class Host(Protocol):
     cwd: Path
     roots: tuple[Path, ...]
     always: dict[str, bool]  # tool name -> the user's remembered "always" answer
+    asks_user: bool  # its calls may ask the user (a subagent's may not)
     context_drift: int  # tokens the provider counted beyond the last estimate
     context_window: int | None  # the provider's, when it said it is less than configured
     window_guessed: bool  # context_window is only a bound (an empty stream's), not stated
@@ -113,8 +115,12 @@ class Host(Protocol):
     def mcp_status(self) -> list[str]:
         """A line per MCP server of the session: its state and its tools."""
 
-    def count(self, usage: Usage) -> None:
-        """Add a model call's tokens to the session's usage."""
+    @property
+    def cost(self) -> Cost | None:
+        """What every model call of the session cost so far (None: unknown)."""
+
+    def count(self, charge: Charge) -> None:
+        """Add a model call's tokens and cost to the session's, and store them."""
 
     def record_subagent(self, body: dict[str, Any]) -> None:
         """Store a subagent's transcript (`turn.subagent`) with the session."""
@@ -150,7 +156,9 @@ class TurnEnv:
         report: Callable[[tuple[acp.ToolCallContent, ...]], None],
         delegate: Callable[[str, str], Awaitable[ToolOutcome]],
         previewed: tuple[acp.ToolCallContent, ...] = (),
+        call_id: str = "",
     ) -> None:
+        self.call_id = call_id
         self._session = session
         self._token = token
         self._client = client
@@ -161,6 +169,10 @@ class TurnEnv:
     @property
     def cwd(self) -> Path:
         return self._session.cwd
+
+    @property
+    def asks_user(self) -> bool:
+        return self._session.asks_user
 
     @property
     def roots(self) -> tuple[Path, ...]:

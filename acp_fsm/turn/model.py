@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from acp_fsm import compaction, redact, settings
+from acp_fsm import compaction, pricing, redact, settings
 from acp_fsm.blocking import Shared
 from acp_fsm.instructions import BRIEF, reopened, system_prompt
 from acp_fsm.library import skills_prompt
@@ -20,6 +20,7 @@ from acp_fsm.providers.types import Finished, ModelRequest, ToolSpec, Usage
 
 if TYPE_CHECKING:
     from acp_fsm.providers.stream import ModelStream
+    from acp_fsm.turn.host import Host
     from acp_fsm.turn.runner import Turn
 
 log = structlog.get_logger("turn")
@@ -83,6 +84,7 @@ async def request(turn: Turn) -> ModelRequest:
 def open_call(turn: Turn, model_request: ModelRequest) -> ModelStream:
     """Start a model call of the turn (secrets scrubbed from what is sent)."""
     secrets = redact.configured()
+    pricing.start()  # its table, for when the call ends
     return open_stream(
         model_request,
         turn.token,
@@ -100,20 +102,33 @@ def reserve(model_request: ModelRequest, config: ProviderConfig) -> int:
     return model_request.max_tokens
 
 
-def log_usage(turn: Turn, finished: Finished, call: str) -> Usage:
-    """A call's tokens: logged, and counted in the turn's and the session's."""
+async def charge(turn: Turn, finished: Finished, model: str, call: str) -> Usage:
+    """A call's tokens, and what they cost at `model`'s prices: logged, counted in the turn's
+    and the session's, and stored with the session (acp_fsm.pricing)."""
     usage = finished.usage
     turn.spent = turn.spent.plus(usage)
-    turn.session.count(usage)
+    await bill(turn.session, usage, model, turn.config().base_url, call, subagent=turn.subagent)
+    return usage
+
+
+async def bill(
+    host: Host, usage: Usage, model: str, base_url: str, call: str, *, subagent: bool = False
+) -> None:
+    """What a call of `model` cost: logged, counted in the session's and stored (`call` says
+    which call it was: "turn", "summary", "title"…)."""
+    prices = await pricing.table()  # loaded by now: the call's start asked for it
+    cost = prices.cost(usage, model, base_url)
+    host.count(pricing.Charge(call, subagent, model, usage, cost))
     log.info(
         "model_usage",
         call=call,
+        model=model,
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
+        cost=None if cost is None else round(cost.amount, pricing.DIGITS),
     )
-    return usage
 
 
 def window(turn: Turn) -> int:

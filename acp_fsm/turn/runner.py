@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -65,6 +65,7 @@ class Turn:
         self.session = session
         self.token = token
         self.command = command  # a slash command the prompt runs instead of a model turn
+        self.prompt: list[dict[str, Any]] | None = None  # the request's (a subagent's: None)
         self.state = TurnState(TURN.initial)  # moved by `_fire` only
         self.requests = 0  # model calls made
         self.max_requests = tools.max_turn_requests()  # and allowed
@@ -196,14 +197,19 @@ class Turn:
 
             return await subagent.delegate(self, call_id, description, prompt)
 
-        return TurnEnv(self.session, self.token, self.client, report, delegate, previewed)
+        return TurnEnv(self.session, self.token, self.client, report, delegate, previewed, call_id)
 
     def update(self, update: acp.SessionUpdate) -> None:
         self.session.send_update(update)
 
     def notify(self, text: str) -> None:
-        """Tell the user something apart from the model's answer that follows."""
-        self.update(updates.chunk("agent_message_chunk", updates.text_content(text + "\n\n")))
+        """Tell the user something apart from the model's answer that follows: a `notice`
+        for a client that shows them, else text before the answer."""
+        client = self.session.server.client
+        if client is not None and client.shows_notices:
+            self.update(updates.notice(text))
+        else:
+            self.update(updates.chunk("agent_message_chunk", updates.text_content(text + "\n\n")))
 
     async def tell(self, text: str) -> None:
         """Tell the user something of the turn that is not the model's (stored: a load shows

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import compaction, transcript, updates
+from acp_fsm import compaction, pricing, transcript, updates
 from acp_fsm.fsm.tool_call import ToolCallState
 from acp_fsm.fsm.turn import TurnTrigger
 from acp_fsm.models import CATALOG
@@ -30,9 +30,9 @@ from acp_fsm.turn.calls import classify
 from acp_fsm.turn.compacting import cut
 from acp_fsm.turn.host import TurnFailed
 from acp_fsm.turn.model import (
+    charge,
     instructions,
     learn_window,
-    log_usage,
     open_call,
     request,
     reserve,
@@ -84,13 +84,13 @@ async def stream(turn: Turn) -> TurnTrigger:
         return TurnTrigger.COMPACT
     turn.send_as_is = turn.recompacted = False
     CATALOG.after_call(config, model_request.model)
-    usage = log_usage(turn, finished, "turn")
+    usage = await charge(turn, finished, model_request.model, "turn")
     if usage.input_tokens:
         turn.session.context_drift = max(0, usage.input_tokens - estimate)
     used = usage.input_tokens + usage.output_tokens
     if used:
         turn.session.context_used = used
-        turn.update(updates.usage(used, window(turn)))
+        turn.update(updates.usage(used, window(turn), pricing.to_acp(turn.session.cost)))
     return await _finish(turn, finished)
 
 

@@ -21,7 +21,7 @@ import structlog
 
 from acp_fsm import environment, settings, transcript, updates
 from acp_fsm.conversation import Conversation
-from acp_fsm.environment import PERMISSION_METHOD
+from acp_fsm.environment import ELICITATION_METHOD, PERMISSION_METHOD
 from acp_fsm.instructions import subagent_prompt
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.protocol.errors import OutboundError, RpcError
@@ -35,6 +35,7 @@ from acp_fsm.providers.types import (
     Usage,
     UserMessage,
 )
+from acp_fsm.tools.ask_user import ASK_USER_TOOL
 from acp_fsm.tools.base import Tool, ToolOutcome
 from acp_fsm.tools.task import TASK_TOOL
 from acp_fsm.turn.host import Host
@@ -45,6 +46,7 @@ from acp_fsm.updates import PLAN_TOOL
 if TYPE_CHECKING:
     from acp_fsm.client import ClientChannel
     from acp_fsm.initialize import ClientInfo
+    from acp_fsm.pricing import Charge, Cost
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.settings import Settings
     from acp_fsm.tools.background import BackgroundJobs
@@ -53,7 +55,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("turn")
 
 # Never a subagent's: another subagent, and the session's plan (the main model keeps it).
-NOT_DELEGATED = frozenset({TASK_TOOL, PLAN_TOOL})
+NOT_DELEGATED = frozenset({TASK_TOOL, PLAN_TOOL, ASK_USER_TOOL})  # ask_user: it cannot ask
 # Progress lines the call shows at most (the latest; a note counts the others).
 MAX_LINES = 60
 NO_ASKING = (
@@ -96,7 +98,7 @@ class Progress:
 
 
 class _Unasking:
-    """The editor as a subagent reaches it: everything but permission requests."""
+    """The editor as a subagent reaches it: everything but permission requests and questions."""
 
     def __init__(self, server: ClientChannel) -> None:
         self._server = server
@@ -114,7 +116,7 @@ class _Unasking:
         timeout_ms: int | None = None,
         verbatim: bool = False,
     ) -> asyncio.Future[Any]:
-        if method != PERMISSION_METHOD:
+        if method not in (PERMISSION_METHOD, ELICITATION_METHOD):
             return self._server.call_client(
                 method, params, token=token, timeout_ms=timeout_ms, verbatim=verbatim
             )
@@ -137,6 +139,7 @@ class SubagentHost:
         self.cwd = parent.cwd
         self.roots = parent.roots
         self.always = parent.always  # the user's answers hold (a subagent never adds one)
+        self.asks_user = False
         self.context_drift = 0
         own_model = environment.subagent_model()  # else what the session learned holds
         self.context_window = None if own_model else parent.context_window
@@ -198,8 +201,12 @@ class SubagentHost:
     async def keep_pace(self, token: CancellationToken | None = None) -> None:
         await self._parent.keep_pace(token)
 
-    def count(self, usage: Usage) -> None:
-        self._parent.count(usage)
+    def count(self, charge: Charge) -> None:
+        self._parent.count(charge)
+
+    @property
+    def cost(self) -> Cost | None:
+        return self._parent.cost
 
     @property
     def spent(self) -> Usage:

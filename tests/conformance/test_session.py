@@ -168,7 +168,6 @@ STEP_ERRORS = {
     "empty_batch": -32600,
     "invalid_params": -32602,
     "unknown_session": -32002,
-    "prompt_while_running": -32600,
     "prompt_provider_error": -32603,
     "sleep_cancel_request": -32800,
     "prompt_closed": -32002,
@@ -230,6 +229,13 @@ def test_successful_steps(session_run: SessionRun, step: str) -> None:
     assert "result" in session_run.steps[step], session_run.steps[step]
 
 
+def test_a_prompt_while_a_turn_runs_is_queued_and_cancelled_with_it(
+    session_run: SessionRun,
+) -> None:
+    queued = session_run.steps["prompt_queued"]
+    assert queued["result"]["stopReason"] == "cancelled", queued
+
+
 @pytest.mark.parametrize(
     ("turn", "stop_reason"),
     [
@@ -240,6 +246,7 @@ def test_successful_steps(session_run: SessionRun, step: str) -> None:
         ("prompt_cancel_permission", "cancelled"),
         ("prompt_cancel_request", "cancelled"),
         ("prompt_after_cancels", "end_turn"),
+        ("prompt_compact", "end_turn"),
     ],
 )
 def test_stop_reasons(session_run: SessionRun, turn: str, stop_reason: str) -> None:
@@ -250,19 +257,26 @@ def test_stop_reasons(session_run: SessionRun, turn: str, stop_reason: str) -> N
 def test_streamed_text_and_thinking(session_run: SessionRun) -> None:
     updates = session_run.turns["prompt_content"].updates
     # The scenario's MCP server cannot start (its command does not exist): the first prompt
-    # says so once, before the model's stream.
+    # says so once, before the model's stream, as a notice (the client shows them).
     notices = [
         u
         for u in updates
-        if u["sessionUpdate"] == "agent_message_chunk"
-        and u["content"]["text"].startswith("MCP server 'files' could not be started")
+        if u["sessionUpdate"] == "notice"
+        and u["title"].startswith("MCP server 'files' could not be started")
     ]
-    assert len(notices) == 1
+    assert len(notices) == 1 and notices[0]["severity"] == "warning"
     kinds = [u["sessionUpdate"] for u in updates if u is not notices[0]]
     assert "agent_message_chunk" not in kinds[: updates.index(notices[0])]
     streamed = kinds[: kinds.index("tool_call")]
     assert "agent_thought_chunk" in streamed and "agent_message_chunk" in streamed
     assert streamed.index("agent_thought_chunk") < streamed.index("agent_message_chunk")
+
+
+def test_the_compaction_is_shown_as_compaction_updates(session_run: SessionRun) -> None:
+    updates = session_run.turns["prompt_compact"].updates
+    kinds = [u["sessionUpdate"] for u in updates]
+    assert kinds == ["compaction_update", "compaction_summary_chunk", "compaction_update"]
+    assert [updates[0]["status"], updates[2]["status"]] == ["in_progress", "completed"]
 
 
 def test_prompt_content_kinds_are_replayed(session_run: SessionRun) -> None:
@@ -303,7 +317,7 @@ def test_each_tool_with_each_permission_answer(session_run: SessionRun) -> None:
     """Every tool that can ask ran through a permission request, answered each way ACP
     allows (update_plan never asks: it changes nothing outside the conversation; nor do
     command_output and kill_command: starting the command asked; nor does task: its
-    subagent cannot; nor does skill: the user's own)."""
+    subagent cannot; nor does skill: the user's own; nor does ask_user: it asks a question)."""
     asked = [
         r["params"]["toolCall"]["toolCallId"]
         for r in session_run.editor.received
@@ -311,7 +325,7 @@ def test_each_tool_with_each_permission_answer(session_run: SessionRun) -> None:
     ]
     expected = [call_id for call_id, (_, answer) in CALLS.items() if answer is not None]
     assert asked == expected
-    never = {"update_plan", "command_output", "kill_command", "task", "skill"}
+    never = {"update_plan", "command_output", "kill_command", "task", "skill", "ask_user"}
     assert {CALLS[call_id][0] for call_id in asked} == set(TOOLS) - never
     answers = {answer for _, answer in CALLS.values() if answer is not None}
     assert answers == {

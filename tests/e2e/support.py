@@ -23,7 +23,7 @@ from typing import Any, Final
 from acp_fsm.devkit.editor import Editor
 from acp_fsm.devkit.provider import RecordedRequest, ScriptedProvider
 from tests.conftest import assert_clean
-from tests.harness import AgentProcess, agent_env, wait_until
+from tests.harness import AgentProcess, agent_env, title_lane, wait_until
 
 API_KEY: Final = "sk-e2e-4f7c-TOP-SECRET-KEY-91d2"
 # Client capabilities: an editor that serves fs/* and terminal/*, and a bare client (disk and
@@ -40,8 +40,8 @@ SETTLE_S: Final = 0.15  # how long "nothing else arrives" is watched for
 
 Message = dict[str, Any]
 
-# Session metadata updates, sent besides the conversation: the title (first prompt) and the
-# context-window use after each model call.
+# Session metadata updates, sent besides the conversation: the title (the first prompt's words,
+# then the model's), the context-window use after each model call, the options and commands.
 METADATA = frozenset(
     {
         "session_info_update",
@@ -80,6 +80,12 @@ def text_content(text_value: str) -> dict[str, Any]:
 
 def of_kind(updates: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [u for u in updates if u["sessionUpdate"] == kind]
+
+
+def made_titles(agent: Agent, session_id: str, after: int) -> list[dict[str, Any]]:
+    """The `session_info_update`s of `session_id` after `agent.messages[after]` (the answer
+    of the first completed turn, that the title call follows)."""
+    return of_kind(agent.updates(session_id, after + 1, metadata=True), "session_info_update")
 
 
 def for_call(updates: list[dict[str, Any]], call_id: str) -> list[dict[str, Any]]:
@@ -208,9 +214,14 @@ class Agent:
         ]
 
     async def assert_quiet_after(self, turn: TurnResult, session_id: str) -> None:
-        """Nothing about `session_id` arrives after the response (watched for a moment)."""
+        """Nothing about `session_id` arrives after the response (watched for a moment) but
+        the title a model makes after a first completed turn."""
         await asyncio.sleep(SETTLE_S)
-        late = self.updates(session_id, turn.end + 1, metadata=True)
+        late = [
+            u
+            for u in self.updates(session_id, turn.end + 1, metadata=True)
+            if u["sessionUpdate"] != "session_info_update"
+        ]
         assert late == [], f"updates after the prompt response: {late}"
 
     def notifications(self, method: str, start: int = 0) -> list[Message]:
@@ -245,6 +256,7 @@ class Launcher:
         self.server = server
         self.home = home
         self.agents: list[Agent] = []
+        self.defaults: dict[str, str | None] = {}  # a test module's environment for all
 
     def env(self, provider: str, **overrides: str | None) -> dict[str, str]:
         return agent_env(
@@ -261,6 +273,8 @@ class Launcher:
                 "ACP_PERMISSION_TIMEOUT_MS": None,
                 "ACP_CLIENT_RPC_TIMEOUT_MS": None,
                 "ACP_FSM_MAX_TURN_REQUESTS": None,
+                **title_lane(self.server),
+                **self.defaults,
                 **overrides,
             }
         )

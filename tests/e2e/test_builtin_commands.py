@@ -9,10 +9,11 @@ import subprocess
 from pathlib import Path
 
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
-from tests.e2e.support import Launcher, args, tool_results, user_texts
+from tests.e2e.support import Launcher, args, made_titles, tool_results, user_texts
 from tests.e2e.test_mcp import open_session, stdio_server
 from tests.e2e.test_sessions import restore
 from tests.e2e.test_user_commands import announced, said
+from tests.harness import wait_until
 
 
 def git(cwd: Path, *command: str) -> None:
@@ -61,7 +62,9 @@ async def test_status_is_answered_by_the_agent_and_shown_again_by_a_reload(
     agent = await launch.start("anthropic", ACP_FSM_MODEL="claude-sonnet-4-5")
     session = await agent.new_session(project)
     await announced(agent, session)
-    assert (await agent.prompt(session, "hi")).stop_reason == "end_turn"
+    first = await agent.prompt(session, "hi")
+    assert first.stop_reason == "end_turn"
+    await wait_until(lambda: made_titles(agent, session, first.end), "the model's title")
     calls = len(server.requests)
 
     turn = await agent.prompt(session, "/status")
@@ -75,7 +78,8 @@ async def test_status_is_answered_by_the_agent_and_shown_again_by_a_reload(
         "- Mode: Ask",
         "- Thought level: default",
         "- Context: 19 of 200,000 tokens (0%)",
-        "- Tokens so far: 12 in (0 read from the cache, 0 written to it), 7 out",
+        # the turn's call and the title call
+        "- Tokens so far: 24 in (0 read from the cache, 0 written to it), 14 out",
         "- MCP servers: none",
         f"- Instruction files: {project / 'AGENTS.md'}",
         "- Commands: /ship",

@@ -4,6 +4,7 @@ history that the strict provider accepts on the next prompt."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -426,26 +427,49 @@ async def test_two_sessions_one_cancelled(
     await next_prompt_is_accepted(agent, server, hanging)
 
 
-async def test_prompt_while_the_turn_runs_is_refused(
+async def test_a_prompt_while_the_turn_runs_is_queued_and_answered_after_it(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
     agent = await launch.start("anthropic")
     session = await agent.new_session(project)
-    server.script(Reply(text=("x", "y", "z"), delay_s=0.1))
+    server.script(
+        Reply(text=("x", "y", "z"), delay_s=0.1), Reply(text="second"), Reply(text="third")
+    )
     running = await agent.start_prompt(session, "first")
     await wait_until(lambda: agent.updates(session, running.start), "the first chunk")
 
-    refused = await agent.prompt(session, "second")
+    second = await agent.start_prompt(session, "second")
+    third = await agent.start_prompt(session, "third")
 
-    assert refused.error["code"] == -32600
-    assert session in refused.error["message"] and "already" in refused.error["message"]
-    assert not running.done()
-    turn = await running.result()
-    assert turn.stop_reason == "end_turn"
-    assert turn.updates == message_chunks("x", "y", "z")
-    assert len(server.requests) == 1
+    assert (await running.result()).stop_reason == "end_turn"
+    two, three = await second.result(), await third.result()
+    assert (two.stop_reason, three.stop_reason) == ("end_turn", "end_turn")
+    assert running.done() and two.end < three.end
+    assert [user_texts(r) for r in server.requests] == [
+        ["first"],
+        ["first", "second"],
+        ["first", "second", "third"],
+    ]
+    assert three.updates[-1:] == message_chunks("third")
+
+
+async def test_a_cancel_cancels_the_running_turn_and_every_queued_prompt(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    agent = await launch.start("anthropic")
+    session = await agent.new_session(project)
+    server.script(Reply(text=["stuck", " more"], fault=Hang(after=4)))
+    running = await agent.start_prompt(session, "first")
+    await wait_until(lambda: agent.updates(session, running.start), "the first chunk")
+    queued = [await agent.start_prompt(session, f"queued {i}") for i in range(2)]
+
+    await agent.cancel(session)
+
+    results = [await running.result()] + [await q.result() for q in queued]
+    assert [r.stop_reason for r in results] == ["cancelled"] * 3
+    assert len(server.requests) == 1  # the queued prompts never ran
     request = await next_prompt_is_accepted(agent, server, session)
-    assert user_texts(request) == ["first", "and now?"]
+    assert user_texts(request) == ["first", "and now?"]  # nor were they stored
 
 
 async def test_cancel_request_for_a_prompt_cancels_its_turn(
@@ -467,3 +491,50 @@ async def test_cancel_request_for_a_prompt_cancels_its_turn(
     await agent.assert_quiet_after(turn, session)
     request = await next_prompt_is_accepted(agent, server, session)
     assert user_texts(request) == ["first", "and now?"]
+
+
+async def test_a_cancel_request_for_a_queued_prompt_cancels_it_alone(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    server.script(Reply(text=("x", "y", "z"), delay_s=0.1), Reply(text="third"))
+    running = await agent.start_prompt(session, "first")
+    await wait_until(lambda: agent.updates(session, running.start), "the first chunk")
+    second = await agent.start_prompt(session, "second")
+    third = await agent.start_prompt(session, "third")
+
+    await agent.proc.notify("$/cancel_request", {"requestId": second.msg_id})
+
+    assert (await second.result()).stop_reason == "cancelled"
+    assert not running.done()  # answered at once, the running turn going on
+    assert (await running.result()).stop_reason == "end_turn"
+    assert (await third.result()).stop_reason == "end_turn"
+    assert [user_texts(r) for r in server.requests] == [["first"], ["first", "third"]]
+
+
+async def test_prompts_sent_while_a_session_closes_are_refused_and_never_run(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    agent = await launch.start("anthropic")
+    session = await agent.new_session(project)
+    server.script(Reply(text=["stuck", " more"], fault=Hang(after=4)))
+    running = await agent.start_prompt(session, "first")
+    await wait_until(lambda: agent.updates(session, running.start), "the first chunk")
+    queued = await agent.start_prompt(session, "queued")
+
+    _, closing = await agent.proc.start_request("session/close", {"sessionId": session})
+    during = []
+    while not closing.done():  # a prompt every few ms until the close is answered
+        during.append(await agent.start_prompt(session, "during the close"))
+        await asyncio.sleep(0.003)
+
+    assert "result" in await closing
+    assert (await running.result()).stop_reason == "cancelled"
+    assert (await queued.result()).stop_reason == "cancelled"
+    for pending in during:  # cancelled if queued before the close began, else refused
+        answer = (await pending.result()).response
+        assert answer.get("result") == {"stopReason": "cancelled"} or (
+            answer["error"]["code"] == -32002
+        ), answer
+    assert len(server.requests) == 1  # none of them ran

@@ -133,24 +133,45 @@ async def test_set_model_is_the_model_option_announced_and_stored(
     assert options_of(restored["result"])["model"][0] == "m-two"
 
 
+# What the ACP registry's nightly protocol matrix sends (agentclientprotocol/registry,
+# protocol_matrix.py): its client capabilities, then its probes; a result, -32602 or -32002
+# counts as supported, -32601 as not, -32000 as "auth required".
+MATRIX_CLIENT = {
+    "terminal": True,
+    "fs": {"readTextFile": True, "writeTextFile": True},
+    "_meta": {"terminal_output": True, "terminal-auth": True},
+}
+SUPPORTED = (-32602, -32002)
+
+
 async def test_the_registry_probes_are_answered(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
-    """The ACP registry's nightly matrix: initialize, session/new, then list, fork, resume,
-    set_model and close, each answered (and advertised where ACP has a capability)."""
-    agent = await launch.start("anthropic")
+    """The matrix's sequence with a key configured: initialize, session/new, then list,
+    fork, resume, set_model and close, each supported (and advertised where ACP has a
+    capability)."""
+    agent = await launch.start("anthropic", capabilities=MATRIX_CLIENT)
     initialized = next(
         m["result"] for m in agent.messages if "agentCapabilities" in m.get("result", {})
     )
     capabilities = initialized["agentCapabilities"]["sessionCapabilities"]
     assert {"list", "fork", "resume", "close"} <= set(capabilities)
     session = await agent.new_session(project)
+    answers = {}
     for method, params in [
         ("session/list", {}),
         ("session/fork", {"sessionId": session, "cwd": str(project), "mcpServers": []}),
         ("session/resume", {"sessionId": session, "cwd": str(project), "mcpServers": []}),
-        ("session/set_model", {"sessionId": session, "modelId": "claude-sonnet-4-5"}),
+        ("session/set_model", {"sessionId": session, "modelId": "matrix-model"}),
         ("session/close", {"sessionId": session}),
     ]:
         response = await agent.request(method, params)
-        assert "result" in response, (method, response)
+        answers[method] = "result" if "result" in response else response["error"]["code"]
+    assert answers == {
+        "session/list": "result",
+        "session/fork": "result",
+        "session/resume": "result",
+        "session/set_model": -32602,  # no such model here: the method is served
+        "session/close": "result",
+    }
+    assert set(answers.values()) <= {"result", *SUPPORTED}

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from acp_fsm.devkit.editor import HOLD
-from acp_fsm.devkit.provider import Call, Hang, Reply, ScriptedProvider
+from acp_fsm.devkit.provider import Call, Hang, HttpError, Reply, ScriptedProvider
 from acp_fsm.transcript import LOST, NOT_STARTED
 from tests.e2e.support import (
     EDITOR,
@@ -31,7 +31,7 @@ from tests.e2e.support import (
     unique_sleep,
     user_texts,
 )
-from tests.harness import live_processes, wait_until
+from tests.harness import TITLE_MODEL, live_processes, wait_until
 
 
 async def restore(
@@ -295,6 +295,7 @@ async def test_list_filters_by_cwd_newest_first_with_titles(
 ) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
+    server.lanes[TITLE_MODEL] = HttpError(503, "no titles today")  # the first prompts' words
     agent = await launch.start("openai")
     alpha = await agent.new_session(project)
     idle = await agent.new_session(elsewhere)

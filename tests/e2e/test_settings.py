@@ -34,7 +34,7 @@ class Models(TypedDict):
 
 MODELS: Final[Models] = {"ACP_FSM_MODEL": "m-one", "ACP_FSM_MODELS": "m-one,m-two"}
 READ_ONLY_TOOLS = [
-    "command_output", "glob", "list_directory", "read_file", "search_files", "task",
+    "ask_user", "command_output", "glob", "list_directory", "read_file", "search_files", "task",
     "update_plan"
 ]  # fmt: skip
 

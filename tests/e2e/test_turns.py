@@ -13,11 +13,13 @@ from tests.e2e.support import (
     Launcher,
     args,
     history,
+    made_titles,
     message_chunks,
     thought_chunks,
     tool_results,
     user_texts,
 )
+from tests.harness import MADE_TITLE, wait_until
 
 PROVIDERS = ("openai", "anthropic")
 
@@ -325,7 +327,9 @@ async def test_title_and_usage_are_reported_before_the_answer(
     ]
     assert meta[0]["sessionUpdate"] == "session_info_update"
     assert meta[0]["title"] == "Summarise the project"
+    assert meta[1].pop("cost")["currency"] == "USD"  # gpt-5's price: tests/e2e/test_cost.py
     assert meta[1] == {"sessionUpdate": "usage_update", "used": 19, "size": 128000}
+    await wait_until(lambda: made_titles(agent, session, end), "the model's title")
     second = await agent.request(
         "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "again"}]}
     )
@@ -333,5 +337,6 @@ async def test_title_and_usage_are_reported_before_the_answer(
         u["sessionUpdate"]
         for u in agent.updates(session, end + 1, agent.messages.index(second), metadata=True)
     ]
-    assert "session_info_update" not in kinds  # the title is set once
+    # the model's title follows the first answer, once; the second turn says none
+    assert [u["title"] for u in made_titles(agent, session, end)] == [MADE_TITLE]
     assert kinds.count("usage_update") == 1

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from acp_fsm.devkit.provider import RecordedRequest, ScriptedProvider
 from tests.e2e.support import tool_results as e2e_tool_results
-from tests.harness import agent_command, agent_env
+from tests.harness import agent_command, agent_env, title_lane
 
 API_KEY: Final = "sk-interop-5e1a-NOT-A-REAL-KEY-0c3b"
 # What follows a session's setup answer: its commands, and its options once the model list came.
@@ -37,6 +37,7 @@ def environment(server: ScriptedProvider, home: Path, provider: str) -> dict[str
         ACP_PERMISSION_TIMEOUT_MS=None,
         ACP_CLIENT_RPC_TIMEOUT_MS=None,
         ACP_FSM_MAX_TURN_REQUESTS=None,
+        **title_lane(server),
     )
 
 

@@ -61,7 +61,7 @@ from acp.schema import (
 )
 
 from acp_fsm.devkit.provider import Call, Hang, Reply, ScriptedProvider
-from tests.harness import wait_until
+from tests.harness import MADE_TITLE, wait_until
 from tests.interop.support import (
     SETUP_UPDATES,
     args,
@@ -574,6 +574,12 @@ async def test_list_sessions(
         server.script(Reply(text="Hi."))
         assert (await prompt(running.conn, busy, "Hello there")).stop_reason == "end_turn"
 
+        def titles() -> list[str | None]:
+            updates = editor.session_updates(busy)
+            return [u.title for u in updates if isinstance(u, SessionInfoUpdate)]
+
+        # the first prompt's words, then the title the model made after the answer
+        await wait_until(lambda: titles() == ["Hello there", MADE_TITLE], "the model's title")
         everything = await within(running.conn.list_sessions())
         mine = await within(running.conn.list_sessions(cwd=str(files)))
 
@@ -582,7 +588,7 @@ async def test_list_sessions(
         assert [(s.session_id, s.cwd) for s in everything.sessions] == [(busy, str(files))]
         assert idle not in [s.session_id for s in everything.sessions]
         assert everything.next_cursor is None
-        assert everything.sessions[0].title == "Hello there"
+        assert everything.sessions[0].title == MADE_TITLE
         for listed in everything.sessions:
             assert listed.updated_at is not None
             datetime.fromisoformat(listed.updated_at)

@@ -32,6 +32,7 @@ from acp_fsm.devkit.provider import (
     Reply,
     ScriptedProvider,
 )
+from tests.harness import MADE_TITLE
 from tests.interop.support import (
     SETUP_UPDATES,
     args,
@@ -375,7 +376,7 @@ def test_list_sessions(run: Run) -> None:
     for listing in (point["all"], point["mine"]):
         assert [s["sessionId"] for s in listing["sessions"]] == [session_id]
         assert listing["sessions"][0]["cwd"] == str(run.project)
-        assert listing["sessions"][0]["title"] == PROMPTS["read"]
+        assert listing["sessions"][0]["title"] == MADE_TITLE  # the first process made it
         assert "nextCursor" not in listing
 
 

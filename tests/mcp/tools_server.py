@@ -1,7 +1,8 @@
 """A real MCP server for the tests, written with the SDK's MCPServer:
 `python tests/mcp/tools_server.py [stdio | http PORT | sse PORT]`. Its tools cover what the
 agent must handle: a plain result, a read-only tool, an error result, an image, progress, a
-changing tool list, a slow call that records its own cancellation, and a crash."""
+changing tool list, a slow call that records its own cancellation, questions to the user
+(elicitation: a choice, a form of two fields), and a crash."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Literal
 
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp_types import ToolAnnotations
+from pydantic import BaseModel, Field
 
 app = MCPServer("tools")
 # Where the slow tool notes that it was cancelled (the server's own view of a cancel).
@@ -79,6 +82,31 @@ async def grow(ctx: Context) -> str:
     app.add_tool(late)
     await ctx.session.send_tool_list_changed()
     return "grown"
+
+
+class Colour(BaseModel):
+    colour: Literal["red", "green", "blue"] = Field(description="The colour to paint")
+
+
+class Person(BaseModel):
+    name: str = Field(description="Your name")
+    age: int = Field(description="Your age", ge=0)
+
+
+@app.tool()
+async def paint(ctx: Context) -> str:
+    """Ask the user which colour, then paint."""
+    answer = await ctx.elicit("Which colour should I paint it?", Colour)
+    return f"painted {answer.data.colour}" if answer.action == "accept" else answer.action
+
+
+@app.tool()
+async def register(ctx: Context) -> str:
+    """Ask the user for a name and an age."""
+    answer = await ctx.elicit("Who are you?", Person)
+    if answer.action == "accept":
+        return f"registered {answer.data.name}, {answer.data.age}"
+    return answer.action
 
 
 def _mark(line: str) -> None:

@@ -30,6 +30,7 @@ from tests.providers.test_scripted import (
     ANTHROPIC_HEADERS,
     OPENAI_BODY,
     OPENAI_HEADERS,
+    openai_text,
     post,
     sse_payloads,
 )
@@ -654,3 +655,35 @@ async def test_anthropic_valid_options_are_served(
     server.script(Reply(text="ok"))
     status, _, raw = await post(client, server, ANTHROPIC_PATH, body, ANTHROPIC_HEADERS)
     assert (status, server.remaining) == (200, 0), raw
+
+
+# ---------------------------------------------------------------------------------- lanes
+
+
+async def test_a_lane_answers_its_model_and_takes_nothing_of_the_script(
+    server: ScriptedProvider, client: aiohttp.ClientSession
+) -> None:
+    """Calls for a model of `lanes` get their lane's answer every time, are recorded apart and
+    checked like any call; the script's replies stay for the others."""
+    server.lanes["side"] = lambda request: Reply(text=f"side {len(server.lane_requests)}")
+    server.script(Reply(text="scripted"))
+    side = {**OPENAI_BODY, "model": "side"}
+    for _ in range(2):
+        status, _response, raw = await post(client, server, OPENAI_PATH, side, OPENAI_HEADERS)
+        assert status == 200
+    assert openai_text(raw) == "side 2"
+    status, _response, raw = await post(client, server, OPENAI_PATH, OPENAI_BODY, OPENAI_HEADERS)
+    assert (status, openai_text(raw)) == (200, "scripted")
+    assert [r.body["model"] for r in server.lane_requests] == ["side", "side"]
+    assert [r.body["model"] for r in server.requests] == ["m"]
+    assert len(server.served) == 1 and server.remaining == 0
+
+    server.lanes["side"] = HttpError(503, "lane down")
+    bad = {**ANTHROPIC_BODY, "model": "side", "max_tokens": None}
+    status, _response, raw = await post(client, server, ANTHROPIC_PATH, bad, ANTHROPIC_HEADERS)
+    assert status == 400  # the API's rules hold on a lane too
+    status, _response, raw = await post(
+        client, server, ANTHROPIC_PATH, {**ANTHROPIC_BODY, "model": "side"}, ANTHROPIC_HEADERS
+    )
+    assert status == 503 and b"lane down" in raw
+    assert len(server.lane_requests) == 4 and len(server.requests) == 1

@@ -21,6 +21,7 @@ import pytest
 
 from acp_fsm.library import EMPTY, Library
 from acp_fsm.protocol.cancel import CancellationToken
+from acp_fsm.questions import Answer, NotAskable, Question
 from acp_fsm.tools import TOOLS
 from acp_fsm.tools.background import BackgroundJobs
 from acp_fsm.tools.base import ToolOutcome
@@ -77,6 +78,7 @@ class Editor:
         self.can_read_files = read
         self.can_write_files = write
         self.has_terminal = terminal
+        self.shows_forms = False  # questions are asked through the real agent (tests/e2e)
         self.fail_create = fail_create
         self.buffers: dict[str, str] = {}
         self.unreadable: set[str] = set()  # paths the editor fails to read
@@ -85,6 +87,9 @@ class Editor:
         self.calls: list[tuple[Any, ...]] = []
         self.waiting = asyncio.Event()  # set once an agent waits for a terminal to exit
         self._reaping: list[asyncio.Future[None]] = []
+
+    async def ask(self, question: Question, call_id: str | None, title: str) -> Answer:
+        raise NotAskable("this in-memory editor asks nothing")
 
     async def read_text_file(
         self, path: str, line: int | None = None, limit: int | None = None
@@ -211,6 +216,8 @@ class Env:
     roots: tuple[Path, ...] = ()
     token: CancellationToken = field(default_factory=CancellationToken)
     previewed: tuple[ToolCallContent, ...] = ()
+    call_id: str = "call_1"
+    asks_user: bool = True
     background: BackgroundJobs = field(default_factory=BackgroundJobs)
     library: Library = EMPTY
 

@@ -31,6 +31,7 @@ NAMES = [
     "fetch_url",
     "task",
     "skill",
+    "ask_user",
     "update_plan",
 ]
 KINDS = {
@@ -48,6 +49,7 @@ KINDS = {
     "fetch_url": "fetch",
     "task": "think",
     "skill": "read",
+    "ask_user": "think",
     "update_plan": "think",
 }
 
@@ -89,6 +91,7 @@ def test_required_arguments() -> None:
         "fetch_url": ["url"],
         "task": ["description", "prompt"],
         "skill": ["name"],
+        "ask_user": ["question"],
         "update_plan": ["entries"],
     }
 

@@ -27,10 +27,14 @@ be rejected in production is rejected here:
   (what it refuses, a request over `context_window`, its chunks, its model listing, the
   endpoint where it states its window: `local`).
 
+Model calls for the models named in `lanes` are answered by their lane's entry, never from
+the script (calls a test leaves aside, such as the agent's title call).
+
 Everything is recorded: `requests` (path, headers, parsed body, arrival time; model calls
-only), `model_list_requests` (`GET /v1/models`), `served` (which reply answered which request)
-and `disconnects` (a client that went away mid-response, seen at once thanks to
-`handler_cancellation=True`). Times are `time.monotonic()`.
+only, those of lanes in `lane_requests`), `model_list_requests` (`GET /v1/models`), `served`
+(which reply of the script answered which request) and `disconnects` (a client that went
+away mid-response, seen at once thanks to `handler_cancellation=True`). Times are
+`time.monotonic()`.
 
 Used by the provider tests, by end-to-end tests of the agent (point `OPENAI_BASE_URL` at
 `openai_base_url` or `ANTHROPIC_BASE_URL` at `anthropic_base_url`), by the offline demo and

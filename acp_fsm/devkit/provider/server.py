@@ -97,7 +97,11 @@ class ScriptedProvider:
     """A real HTTP server answering model calls from a script (see the package docstring).
 
     `api_key`, when set, is required (401 in the API's shape otherwise). `fallback` answers
-    when the script is empty; without it an empty script is a 500 saying so.
+    when the script is empty; without it an empty script is a 500 saying so. `lanes` answers
+    the model calls for the models it names, each with its entry (a reply, or a responder),
+    every time and never from the script, so that calls beside the ones a test scripts (the
+    agent's title call) take nothing of it; they are recorded in `lane_requests`, not
+    `requests`, and checked like every call.
 
     `GET /v1/models` lists `models` after sleeping `models_delay_s` (cut short when the server
     stops), or answers `models_error` when set; these requests are recorded in
@@ -115,8 +119,11 @@ class ScriptedProvider:
         models_delay_s: float = 0.0,
         context_window: int | None = None,
         local: LocalServer | None = None,
+        lanes: Mapping[str, Scripted | Responder] | None = None,
     ) -> None:
         self.requests: list[RecordedRequest] = []
+        self.lanes: dict[str, Scripted | Responder] = dict(lanes or {})  # model → its answer
+        self.lane_requests: list[RecordedRequest] = []
         self.model_list_requests: list[RecordedRequest] = []
         self.served: list[Served] = []
         self.disconnects: list[Disconnect] = []
@@ -214,7 +221,10 @@ class ScriptedProvider:
 
     def _handler(self, route: Route) -> Callable[[web.Request], Any]:
         async def handle(request: web.Request) -> web.StreamResponse:
-            record = await self._record(request, self.requests)
+            record = await self._read(request)
+            model = record.body.get("model") if isinstance(record.body, dict) else None
+            lane = self.lanes.get(model) if isinstance(model, str) else None
+            (self.requests if lane is None else self.lane_requests).append(record)
             prompt = estimate_tokens(record.body)
             try:
                 self._authenticate(route, record)
@@ -229,8 +239,11 @@ class ScriptedProvider:
                     route.rules.check_context(record.body, prompt, self.context_window)
             except Rejection as rejection:
                 return self._error_response(route, rejection.error)
-            reply = self._next_reply(route, record)
-            self.served.append(Served(route.path, reply, time.monotonic()))
+            if lane is not None:
+                reply = self._computed(lane, record)
+            else:
+                reply = self._next_reply(route, record)
+                self.served.append(Served(route.path, reply, time.monotonic()))
             return await self._respond(request, route, self._charged(reply, prompt), record.body)
 
         return handle
@@ -295,6 +308,11 @@ class ScriptedProvider:
         return replace(reply, usage=DEFAULT_USAGE._replace(input_tokens=counted))
 
     async def _record(self, request: web.Request, into: list[RecordedRequest]) -> RecordedRequest:
+        record = await self._read(request)
+        into.append(record)
+        return record
+
+    async def _read(self, request: web.Request) -> RecordedRequest:
         raw = await request.read()
         try:
             body = json.loads(raw)
@@ -307,7 +325,6 @@ class ScriptedProvider:
             raw,
             time.monotonic(),
         )
-        into.append(record)
         return record
 
     def _next_reply(self, route: Route, record: RecordedRequest) -> Scripted:
@@ -318,6 +335,10 @@ class ScriptedProvider:
                 f"scripted provider: the script is empty, no reply left for "
                 f"request #{len(self.requests)} (POST {route.path})",
             )
+        return self._computed(entry, record)
+
+    @staticmethod
+    def _computed(entry: Scripted | Responder, record: RecordedRequest) -> Scripted:
         return entry if isinstance(entry, Reply | HttpError | Raw) else entry(record)
 
     def _error_response(self, route: Route, error: HttpError) -> web.Response:

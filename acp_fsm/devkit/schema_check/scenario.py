@@ -42,7 +42,10 @@ CALLS: Final[dict[str, tuple[str, Choice | None]]] = {
     "call_held": ("write_file", HOLD),  # answered after the agent's $/cancel_request
     "call_plan": ("update_plan", None),  # never asks
     "call_task": ("task", None),  # never asks: its subagent cannot
+    "call_ask": ("ask_user", None),  # a question: a form (`elicitation/create`), not a permission
 }
+# The editor's answer to the question's form.
+FORM_ANSWER: Final = {"action": "accept", "content": {"answer": "Report"}}
 
 
 def scripted_editor() -> Editor:
@@ -56,6 +59,7 @@ def scripted_editor() -> Editor:
         terminal_output="hello\n",
         terminal_exit={"exitCode": 0, "signal": None},
         hang_commands=("sleep",),
+        overrides={"elicitation/create": FORM_ANSWER},
     )
 
 
@@ -138,6 +142,7 @@ def _script(project: Path, outside: Path) -> list[Any]:
                 ),
                 call("call_glob", pattern="*.txt", path=str(outside)),
                 call("call_fetch", url="https://example.com/"),
+                call("call_ask", question="Which step next?", options=["Report", "Stop"]),
                 call("call_task", description="Find notes", prompt="Where are the notes?"),
             ),
         ),
@@ -149,8 +154,14 @@ def _script(project: Path, outside: Path) -> list[Any]:
         Reply(text="Writing it.", calls=(call("call_held", path="later.py", content="later\n"),)),
         Reply(text=slow, delay_s=0.05),  # cancelled by $/cancel_request
         Reply(text="Still here."),
+        Reply(text="SUMMARY: the tools ran; the notes are in notes.txt."),  # /compact
         HttpError(500, "the scripted model is down"),  # the prompt fails (error with data)
     ]
+
+
+# The title call after the first turn is made with a model of its own, answered on the
+# scripted server's lane for it (`ScriptedProvider.lanes`): the session's script stays whole.
+TITLE_MODEL = "schema-check-title-model"
 
 
 def agent_env(home: Path, openai_base_url: str) -> dict[str, str]:
@@ -169,6 +180,7 @@ def agent_env(home: Path, openai_base_url: str) -> dict[str, str]:
         ACP_FSM_DEBUG_METHODS="1",
         ACP_FSM_LOG_FORMAT="json",
         ACP_FSM_LOG_LEVEL="info",
+        ACP_FSM_TITLE_MODEL=TITLE_MODEL,
     )
     return env
 
@@ -231,6 +243,9 @@ class _Session:
                 "clientCapabilities": {
                     "fs": {"readTextFile": True, "writeTextFile": True},
                     "terminal": True,
+                    "elicitation": {"form": {}},
+                    # notices (its MCP server fails) and compactions (/compact) as updates
+                    "session": {"notices": {}, "compaction": {}},
                 },
                 "clientInfo": {"name": "acp-fsm-schema-check", "version": "1"},
             },
@@ -363,13 +378,12 @@ class _Session:
 
         async def session_cancel(msg_id: Any, start: int) -> None:
             await first_chunk(start)
-            await self.step(
-                link,
-                "prompt_while_running",
-                "session/prompt",
-                {"sessionId": session_id, "prompt": [text]},
+            # A prompt while the turn runs is queued; the cancel cancels it too.
+            _, queued = await link.start_request(
+                "session/prompt", {"sessionId": session_id, "prompt": [text]}
             )
             await link.notify("session/cancel", {"sessionId": session_id})
+            self.run.steps["prompt_queued"] = await link.response(queued, "the queued prompt")
 
         async def cancel_permission(msg_id: Any, start: int) -> None:
             await link.wait_for(
@@ -387,6 +401,9 @@ class _Session:
         await self.prompt(link, "prompt_cancel_permission", session_id, [text], cancel_permission)
         await self.prompt(link, "prompt_cancel_request", session_id, [text], cancel_request)
         await self.prompt(link, "prompt_after_cancels", session_id, [text])
+        await self.prompt(
+            link, "prompt_compact", session_id, [{"type": "text", "text": "/compact"}]
+        )
         await self.prompt(link, "prompt_provider_error", session_id, [text])
         # A request the agent stops on `$/cancel_request` is answered -32800. Its prompts stop
         # themselves (stopReason cancelled), so the diagnostic `_acp_fsm/sleep` shows that error.
@@ -504,7 +521,9 @@ async def run_session(workdir: Path) -> SessionRun:
     run = SessionRun()
     session = _Session(run, workdir)
     async with ScriptedProvider(
-        *_script(session.project, session.outside), fallback=Reply(text="Noted.")
+        *_script(session.project, session.outside),
+        fallback=Reply(text="Noted."),
+        lanes={TITLE_MODEL: Reply(text="Schema check session")},
     ) as server:
         env = agent_env(workdir / "home", server.openai_base_url)
 
