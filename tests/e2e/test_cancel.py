@@ -427,16 +427,27 @@ async def test_two_sessions_one_cancelled(
     await next_prompt_is_accepted(agent, server, hanging)
 
 
+# A stream that stops after its first words and hangs until it is cancelled.
+STUCK = Reply(text=["stuck", " more"], fault=Hang(after=4))
+
+
+async def streaming(
+    launch: Launcher, server: ScriptedProvider, project: Path, provider: str, *replies: Reply
+) -> tuple[Agent, str, PendingTurn]:
+    """A session whose first prompt ("first") streams the first of `replies`, seen begun."""
+    agent = await launch.start(provider)
+    session = await agent.new_session(project)
+    server.script(*replies)
+    running = await agent.start_prompt(session, "first")
+    await wait_until(lambda: agent.updates(session, running.start), "the first chunk")
+    return agent, session, running
+
+
 async def test_a_prompt_while_the_turn_runs_is_queued_and_answered_after_it(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
-    agent = await launch.start("anthropic")
-    session = await agent.new_session(project)
-    server.script(
-        Reply(text=("x", "y", "z"), delay_s=0.1), Reply(text="second"), Reply(text="third")
-    )
-    running = await agent.start_prompt(session, "first")
-    await wait_until(lambda: agent.updates(session, running.start), "the first chunk")
+    replies = Reply(text=("x", "y", "z"), delay_s=0.1), Reply(text="second"), Reply(text="third")
+    agent, session, running = await streaming(launch, server, project, "anthropic", *replies)
 
     second = await agent.start_prompt(session, "second")
     third = await agent.start_prompt(session, "third")
@@ -456,11 +467,7 @@ async def test_a_prompt_while_the_turn_runs_is_queued_and_answered_after_it(
 async def test_a_cancel_cancels_the_running_turn_and_every_queued_prompt(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
-    agent = await launch.start("anthropic")
-    session = await agent.new_session(project)
-    server.script(Reply(text=["stuck", " more"], fault=Hang(after=4)))
-    running = await agent.start_prompt(session, "first")
-    await wait_until(lambda: agent.updates(session, running.start), "the first chunk")
+    agent, session, running = await streaming(launch, server, project, "anthropic", STUCK)
     queued = [await agent.start_prompt(session, f"queued {i}") for i in range(2)]
 
     await agent.cancel(session)
@@ -496,11 +503,8 @@ async def test_cancel_request_for_a_prompt_cancels_its_turn(
 async def test_a_cancel_request_for_a_queued_prompt_cancels_it_alone(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
-    agent = await launch.start("openai")
-    session = await agent.new_session(project)
-    server.script(Reply(text=("x", "y", "z"), delay_s=0.1), Reply(text="third"))
-    running = await agent.start_prompt(session, "first")
-    await wait_until(lambda: agent.updates(session, running.start), "the first chunk")
+    replies = Reply(text=("x", "y", "z"), delay_s=0.1), Reply(text="third")
+    agent, session, running = await streaming(launch, server, project, "openai", *replies)
     second = await agent.start_prompt(session, "second")
     third = await agent.start_prompt(session, "third")
 
@@ -516,11 +520,7 @@ async def test_a_cancel_request_for_a_queued_prompt_cancels_it_alone(
 async def test_prompts_sent_while_a_session_closes_are_refused_and_never_run(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
-    agent = await launch.start("anthropic")
-    session = await agent.new_session(project)
-    server.script(Reply(text=["stuck", " more"], fault=Hang(after=4)))
-    running = await agent.start_prompt(session, "first")
-    await wait_until(lambda: agent.updates(session, running.start), "the first chunk")
+    agent, session, running = await streaming(launch, server, project, "anthropic", STUCK)
     queued = await agent.start_prompt(session, "queued")
 
     _, closing = await agent.proc.start_request("session/close", {"sessionId": session})
