@@ -270,6 +270,10 @@ def _located(instance: object, path: Iterable[Segment]) -> tuple[tuple[Segment, 
     (jsonschema-rs reports an object's member "0" as the number 0)."""
     typed: list[Segment] = []
     for seg in path:
+        # jsonschema-rs leaves an empty member name ("") out of the path: step into it.
+        while isinstance(instance, dict) and str(seg) not in instance and "" in instance:
+            typed.append("")
+            instance = instance[""]
         if isinstance(instance, dict):
             seg = str(seg)
         typed.append(seg)

@@ -448,6 +448,17 @@ def test_valid_samples_and_a_bad_schema() -> None:
         schemas.compile_schema({"type": "float"})
 
 
+def test_a_violation_under_an_empty_member_name_is_located() -> None:
+    """jsonschema-rs leaves a member named "" out of an error's path; the explanation still
+    finds the value (a prices file may name a model "")."""
+    check = schemas.compile_schema(
+        {"additionalProperties": {"type": "object", "properties": {"a": {"type": "string"}}}}
+    )
+    violation = check({"": {"a": None}})
+    assert violation is not None and violation.path == ("", "a"), violation
+    assert "expected string" in violation.message
+
+
 # ---- runtime API --------------------------------------------------------------------------------
 
 
