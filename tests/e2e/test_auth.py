@@ -24,7 +24,7 @@ from tests.e2e.support import (
     statuses,
     user_texts,
 )
-from tests.harness import agent_command, wait_until
+from tests.harness import agent_command, title_lane, wait_until
 from tests.terminal import Terminal
 
 KEY = "sk-auth-e2e-7d2c-NOT-A-REAL-KEY"
@@ -308,6 +308,7 @@ async def test_a_stored_key_goes_only_to_the_base_url_it_was_checked_at(
     server.api_key = KEY
     await asyncio.to_thread(log_in, launch, server, {"args": ["login"]})
     async with ScriptedProvider(Reply(text="from elsewhere")) as elsewhere:
+        title_lane(elsewhere)  # the session's title call is answered apart there too
         env = {**NOTHING_SET, "OPENAI_BASE_URL": elsewhere.openai_base_url}
         agent = await launch.start("openai", capabilities=BARE, **env)
         session = (await new_session(agent, project))["result"]["sessionId"]
