@@ -85,16 +85,16 @@ THOUGHT_LEVELS: dict[str, dict[str, tuple[str, str]]] = {
     },
     "openai": {
         DEFAULT_LEVEL: ("Default", "The model's own reasoning effort"),
-        "low": ("Low", "reasoning_effort low"),
-        "medium": ("Medium", "reasoning_effort medium"),
-        "high": ("High", "reasoning_effort high"),
+        "low": ("Low", "Reasoning effort low"),
+        "medium": ("Medium", "Reasoning effort medium"),
+        "high": ("High", "Reasoning effort high"),
     },
 }
 # Models that take a thinking budget (Anthropic) or a reasoning effort (OpenAI), by id.
 _THINKS = {
     "anthropic": r"claude-(3-7|(opus|sonnet|haiku)-4|4)",
     # o1-mini and o1-preview take no reasoning_effort; GPT-5's chat models neither
-    "openai": r"(^|/)(o1(?!-mini|-preview)|o[3-9]|gpt-5(?!.*chat))",
+    "openai": r"(^|/)(o1(?!-mini|-preview)|o[3-9]|gpt-5(?!.*chat)|codex)",
 }
 
 
@@ -186,6 +186,14 @@ def _select(
     }
 
 
+def _about(provider: str, model: str) -> str:
+    """What the picker says of a model: which of OpenAI's models are served on the Responses
+    API only (a call of one goes there)."""
+    from acp_fsm.providers.endpoint import OPENAI, responses_only
+
+    return "Responses API only" if provider == OPENAI and responses_only(model) else ""
+
+
 def config_options(
     settings: Settings, provider: str, model: str, models: list[str]
 ) -> list[acp.SessionConfigOption]:
@@ -220,7 +228,7 @@ def _config_options(
             MODEL,
             f"The {provider} model the next model call uses",
             model,
-            [(m, m, "") for m in listed],
+            [(m, m, _about(provider, m)) for m in listed],
         )
     )
     levels = THOUGHT_LEVELS.get(provider)

@@ -51,12 +51,12 @@ def open_stream(
 ) -> ModelStream:
     """Start a streaming model call (configuration from the environment unless given;
     `scrub` filters the encoded request body; `close_later` as in `ModelStream`)."""
-    from acp_fsm.providers.endpoint import load_config
+    from acp_fsm.providers.endpoint import api_of, load_config
     from acp_fsm.providers.stream import ModelStream
 
     config = config or load_config()
     return ModelStream(
-        wire_format(config.provider, config.api),
+        wire_format(config.provider, api_of(config, request.model)),
         request,
         config,
         token,

@@ -14,6 +14,11 @@ ANTHROPIC = "anthropic"
 CHAT = "chat"
 RESPONSES = "responses"
 OPENAI_RESPONSES = "openai-responses"
+API_VARIABLE = "ACP_FSM_OPENAI_API"
+# OpenAI's models served on the Responses API only: the codex models, the -pro ones, deep
+# research (https://platform.openai.com/docs/models); a call of one goes there unless
+# ACP_FSM_OPENAI_API says otherwise.
+RESPONSES_ONLY = r"(^|/)(codex-|gpt-[\d.]+-codex|(o\d|gpt-[\d.]+)-pro\b)|deep-research"
 DEFAULT_MODELS = {ANTHROPIC: "claude-sonnet-4-5", OPENAI: "gpt-5"}
 # Context window assumed for usage reports when ACP_FSM_CONTEXT_WINDOW is not set.
 DEFAULT_CONTEXT_WINDOWS = {ANTHROPIC: 200_000, OPENAI: 128_000}
@@ -45,6 +50,7 @@ class ProviderConfig(NamedTuple):
     window_set: bool = False  # context_window is the user's (ACP_FSM_CONTEXT_WINDOW)
     model_set: bool = False  # model is the user's (ACP_FSM_MODEL), not the provider default
     api: str = CHAT  # OpenAI's API: CHAT or RESPONSES (ACP_FSM_OPENAI_API)
+    api_set: bool = False  # api is the user's, for every model (else by `api_of`)
 
     @property
     def official(self) -> bool:
@@ -83,15 +89,16 @@ def load_config(env: Mapping[str, str] | None = None) -> ProviderConfig:
     provider = env.get("ACP_FSM_PROVIDER", "").strip().lower()
     if not provider:
         provider = ANTHROPIC if env.get("ANTHROPIC_API_KEY") else OPENAI
-    api = env.get("ACP_FSM_OPENAI_API", "").strip().lower() or CHAT
-    if provider == OPENAI_RESPONSES:
+    api = env.get(API_VARIABLE, "").strip().lower() or CHAT
+    responses = provider == OPENAI_RESPONSES
+    if responses:
         provider, api = OPENAI, RESPONSES
     if provider not in DEFAULT_MODELS:
         raise ConfigError(
             f"ACP_FSM_PROVIDER={provider!r}: expected 'openai', 'openai-responses' or 'anthropic'"
         )
     if api not in (CHAT, RESPONSES):
-        raise ConfigError(f"ACP_FSM_OPENAI_API={api!r}: expected 'chat' or 'responses'")
+        raise ConfigError(f"{API_VARIABLE}={api!r}: expected 'chat' or 'responses'")
     base_url = (env.get(URL_VARIABLES[provider]) or DEFAULT_BASE_URLS[provider]).rstrip("/")
     if not base_url.startswith(("http://", "https://")):
         raise ConfigError(f"{URL_VARIABLES[provider]}={base_url!r} is not an http(s) URL")
@@ -110,4 +117,20 @@ def load_config(env: Mapping[str, str] | None = None) -> ProviderConfig:
         read_timeout_s=_number(env, "ACP_FSM_READ_TIMEOUT_MS", 180_000, minimum=1) / 1000,
         window_set=bool(env.get("ACP_FSM_CONTEXT_WINDOW", "").strip()),
         api=api if provider == OPENAI else CHAT,
+        api_set=provider == OPENAI and (responses or bool(env.get(API_VARIABLE, "").strip())),
     )
+
+
+def responses_only(model: str) -> bool:
+    """Whether `model` is one of OpenAI's models served on the Responses API only."""
+    import re  # once: `re` caches the pattern
+
+    return re.search(RESPONSES_ONLY, model) is not None
+
+
+def api_of(config: ProviderConfig, model: str) -> str:
+    """The API a call of `model` goes to: the one the user set, else the Responses API for
+    the models served only there, else Chat Completions."""
+    if config.provider != OPENAI or config.api_set or not responses_only(model):
+        return config.api
+    return RESPONSES

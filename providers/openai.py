@@ -53,6 +53,7 @@ TRANSIENT_TYPES = frozenset(
     }
 )
 EMPTY_RESULT = "(no output)"
+CACHE_KEY = "prompt_cache_key"  # routes a conversation's calls to the cache of its prefix
 MAX_ERROR_CHARS = 4000  # of an error body that is not one of the known shapes
 
 
@@ -164,6 +165,8 @@ class OpenAiWire:
                 body["tool_choice"] = "none"
         if request.reasoning:
             body["reasoning_effort"] = request.reasoning
+        if request.cache_key and config.official:  # compatible servers may refuse the field
+            body[CACHE_KEY] = request.cache_key
         encoded = encoder_of(request, NAME, lambda: Encoder(_convert, _merge)).encode(
             request.messages, scrub
         )
@@ -189,6 +192,13 @@ def bearer_headers(config: ProviderConfig) -> dict[str, str]:
     if config.api_key:
         headers["authorization"] = f"Bearer {config.api_key}"
     return headers
+
+
+def detail(usage: dict[str, Any], section: str, key: str) -> int:
+    """A count of a usage object's details (`prompt_tokens_details.cached_tokens`, say); 0
+    when the server leaves it out."""
+    details = usage.get(section)
+    return int(details.get(key) or 0) if isinstance(details, dict) else 0
 
 
 def http_error(name: str, status: int, body: bytes) -> ProviderError:
@@ -268,11 +278,11 @@ class OpenAiParser:
                 events.extend(self._choice(choice))
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            details = usage.get("prompt_tokens_details") or {}
             self._usage = Usage(
                 input_tokens=int(usage.get("prompt_tokens") or 0),
                 output_tokens=int(usage.get("completion_tokens") or 0),
-                cache_read_tokens=int(details.get("cached_tokens") or 0),
+                cache_read_tokens=detail(usage, "prompt_tokens_details", "cached_tokens"),
+                thought_tokens=detail(usage, "completion_tokens_details", "reasoning_tokens"),
             )
             events.append(self._usage)
         return events

@@ -17,9 +17,11 @@ from acp_fsm.providers.encoder import Encoder, Scrub, encoder_of, splice
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.errors import ProviderError, truncated
 from acp_fsm.providers.openai import (
+    CACHE_KEY,
     EMPTY_RESULT,
     arguments_of,
     bearer_headers,
+    detail,
     http_error,
     stream_error,
 )
@@ -152,6 +154,8 @@ class ResponsesWire:
         )
         if request.reasoning:
             body["reasoning"] = {"effort": request.reasoning, "summary": "auto"}
+        if request.cache_key:
+            body[CACHE_KEY] = request.cache_key
         encoded = encoder_of(request, WIRE, lambda: Encoder(_convert, _never)).encode(
             request.messages, scrub
         )
@@ -242,12 +246,12 @@ class ResponsesParser:
         if not isinstance(usage, dict):
             return []
         # `input_tokens` counts the cached ones too, as `Usage` does; `output_tokens` the
-        # reasoning ones (`output_tokens_details.reasoning_tokens`).
-        details = usage.get("input_tokens_details") or {}
+        # reasoning ones.
         self._usage = Usage(
             input_tokens=int(usage.get("input_tokens") or 0),
             output_tokens=int(usage.get("output_tokens") or 0),
-            cache_read_tokens=int(details.get("cached_tokens") or 0),
+            cache_read_tokens=detail(usage, "input_tokens_details", "cached_tokens"),
+            thought_tokens=detail(usage, "output_tokens_details", "reasoning_tokens"),
         )
         return [self._usage]
 

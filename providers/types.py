@@ -120,6 +120,9 @@ class ModelRequest(NamedTuple):
     # What the wire formats keep of this conversation's earlier requests, to encode only
     # what is new (`providers.encoder`; one per session); None: everything is encoded.
     memo: dict[str, Any] | None = None
+    # Routes the calls of one conversation to the provider's cache of its prefix (OpenAI's
+    # `prompt_cache_key`): the session's id; None: no key is sent.
+    cache_key: str | None = None
 
 
 # ------------------------------------------------------------------------ events
@@ -149,12 +152,15 @@ class ToolCallFinished(NamedTuple):
 
 class Usage(NamedTuple):
     """Token counts so far for this model call (cumulative, not increments). `input_tokens`
-    counts every prompt token, cached ones included, for every provider."""
+    counts every prompt token, cached ones included, for every provider; `output_tokens`
+    every token the model wrote, its reasoning included, of which `thought_tokens` are the
+    reasoning ones where the provider tells (OpenAI's `reasoning_tokens`)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    thought_tokens: int = 0
 
     def plus(self, other: Usage) -> Usage:
         """The counts of both (of two model calls, say)."""

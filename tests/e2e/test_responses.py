@@ -4,14 +4,17 @@ function call sent back without its reasoning item), cancel, reload, errors."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from acp_fsm.devkit.provider import Call, ErrorEvent, Hang, Reply, ScriptedProvider
+from acp_fsm.providers.types import Usage
 from tests.e2e.support import Launcher, args, message_chunks, thought_chunks
 from tests.e2e.test_cancel import cancel_and_wait, next_prompt_is_accepted
 from tests.e2e.test_sessions import restore
 from tests.e2e.test_settings import choose, new_session
+from tests.e2e.test_user_commands import said
 from tests.harness import wait_until
 
 
@@ -188,3 +191,51 @@ async def test_a_cancel_after_the_reasoning_leaves_input_the_api_takes(
 
     request = await next_prompt_is_accepted(agent, server, session)
     assert [i["type"] for i in request.body["input"]] == ["message"] * 2
+
+
+async def test_calls_carry_the_sessions_cache_key_and_reasoning_tokens(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    (project / "a.txt").write_text("alpha\n")
+    agent = await launch.start("openai-responses")
+    session = await agent.new_session(project)
+    spent = Usage(input_tokens=20, output_tokens=9, thought_tokens=6)
+    server.script(
+        Reply(calls=(Call("c1", "read_file", args(path="a.txt")),), usage=spent),
+        Reply(text="alpha", usage=spent),
+    )
+
+    turn = await agent.prompt(session, "read a.txt")
+
+    assert [r.body["prompt_cache_key"] for r in server.requests[-2:]] == [session, session]
+    usage = turn.response["result"]["_meta"]["acpFsm"]["usage"]
+    assert usage["outputTokens"] == 18 and usage["thoughtTokens"] == 12
+    status = said((await agent.prompt(session, "/status")).updates)
+    assert "- Provider: openai, Responses API (http://127.0.0.1:" in status
+    assert re.search(r"\d+ out \(12 of them reasoning\)", status), status  # a title's too
+
+
+async def test_a_model_served_only_on_responses_goes_there_from_a_chat_session(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    agent = await launch.start("openai", ACP_FSM_MODEL="gpt-5", ACP_FSM_MODELS="gpt-5,gpt-5-codex")
+    session, created = await new_session(agent, project)
+    [model] = [o for o in created["configOptions"] if o["id"] == "model"]
+    about = {o["value"]: o.get("description") for o in model["options"]}
+    assert about == {"gpt-5": None, "gpt-5-codex": "Responses API only"}
+    server.script(Reply(text="on chat"), Reply(thinking="Hm.", text="on responses"))
+    assert (await agent.prompt(session, "first")).stop_reason == "end_turn"
+    assert server.requests[-1].path == "/v1/chat/completions"
+
+    await choose(agent, session, "model", "gpt-5-codex")
+    turn = await agent.prompt(session, "second")
+
+    assert turn.updates == [*thought_chunks("Hm."), *message_chunks("on responses")]
+    assert server.requests[-1].path == "/v1/responses"
+    assert kinds(items(server)) == ["message:user", "message:assistant", "message:user"]
+    await choose(agent, session, "model", "gpt-5")  # and back: the reasoning item stays out
+    server.script(Reply(text="chat again"))
+    assert (await agent.prompt(session, "third")).stop_reason == "end_turn"
+    assert [m["role"] for m in server.requests[-1].body["messages"][1:]] == [
+        "user", "assistant", "user", "assistant", "user"
+    ]  # fmt: skip

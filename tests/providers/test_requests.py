@@ -3,6 +3,7 @@ the real APIs enforce (checked by the scripted server with the APIs' own 400).""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -359,3 +360,22 @@ def test_anthropic_never_sends_whitespace_only_text() -> None:
     converted = convert_messages(history)
     assert [m["role"] for m in converted] == ["user"]  # the empty assistant turn is dropped
     assert [b["text"] for b in converted[0]["content"]] == ["hi", "go on"]
+
+
+@pytest.mark.parametrize(
+    ("api", "base_url", "sent"),
+    [
+        ("chat", "https://api.openai.com/v1", "session-1"),
+        ("chat", "http://127.0.0.1:1/v1", None),  # a compatible server may refuse the field
+        ("responses", "http://127.0.0.1:1/v1", "session-1"),  # a field of the API itself
+        ("responses", "https://api.openai.com/v1", "session-1"),
+    ],
+)
+def test_the_prompt_cache_key_is_the_sessions(api: str, base_url: str, sent: str | None) -> None:
+    from acp_fsm.providers import wire_format
+
+    config = ProviderConfig("openai", "m", base_url, api=api)
+    _, _, body = wire_format("openai", api).build(make_request(cache_key="session-1"), config)
+    assert json.loads(body).get("prompt_cache_key") == sent
+    _, _, body = wire_format("openai", api).build(make_request(), config)
+    assert "prompt_cache_key" not in json.loads(body)

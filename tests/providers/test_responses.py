@@ -63,7 +63,7 @@ async def test_reasoning_text_calls_and_usage(server: ScriptedProvider) -> None:
             thinking=("Think", "ing"),
             text="Reading.",
             calls=(Call("c1", "read_file", ('{"pa', 'th": "a"}')),),
-            usage=Usage(10, 5, 4),
+            usage=Usage(10, 5, 4, thought_tokens=3),
         )
     )
     config = make_config(server, "openai", api="responses")
@@ -79,7 +79,9 @@ async def test_reasoning_text_calls_and_usage(server: ScriptedProvider) -> None:
     assert [f.call.arguments for f in finished] == [{"path": "a"}]
     last = events[-1]
     assert isinstance(last, Finished) and last.stop_reason is StopReason.TOOL_USE
-    assert last.usage == Usage(input_tokens=14, output_tokens=5, cache_read_tokens=4)
+    assert last.usage == Usage(
+        input_tokens=14, output_tokens=5, cache_read_tokens=4, thought_tokens=3
+    )
     thinking, text, call = last.message.parts
     assert isinstance(thinking, ThinkingPart) and thinking.text == "Thinking"
     assert thinking.item is not None and json.loads(thinking.item)["encrypted_content"]

@@ -98,7 +98,7 @@ def _openai_usage(usage: Usage) -> dict[str, Any]:
         "completion_tokens": usage.output_tokens,
         "total_tokens": prompt + usage.output_tokens,
         "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens, "audio_tokens": 0},
-        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": usage.thought_tokens, "audio_tokens": 0},
     }
 
 
@@ -350,7 +350,7 @@ def _responses_usage(usage: Usage) -> dict[str, Any]:
         "input_tokens": prompt,
         "input_tokens_details": {"cached_tokens": usage.cache_read_tokens},
         "output_tokens": usage.output_tokens,
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": usage.thought_tokens},
         "total_tokens": prompt + usage.output_tokens,
     }
 
