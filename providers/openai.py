@@ -54,6 +54,7 @@ TRANSIENT_TYPES = frozenset(
 )
 EMPTY_RESULT = "(no output)"
 CACHE_KEY = "prompt_cache_key"  # routes a conversation's calls to the cache of its prefix
+CACHE_KEY_MAX = 64  # characters OpenAI takes in it
 MAX_ERROR_CHARS = 4000  # of an error body that is not one of the known shapes
 
 
@@ -166,7 +167,7 @@ class OpenAiWire:
         if request.reasoning:
             body["reasoning_effort"] = request.reasoning
         if request.cache_key and config.official:  # compatible servers may refuse the field
-            body[CACHE_KEY] = request.cache_key
+            body[CACHE_KEY] = request.cache_key[:CACHE_KEY_MAX]
         encoded = encoder_of(request, NAME, lambda: Encoder(_convert, _merge)).encode(
             request.messages, scrub
         )

@@ -18,6 +18,7 @@ from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.errors import ProviderError, truncated
 from acp_fsm.providers.openai import (
     CACHE_KEY,
+    CACHE_KEY_MAX,
     EMPTY_RESULT,
     arguments_of,
     bearer_headers,
@@ -155,7 +156,7 @@ class ResponsesWire:
         if request.reasoning:
             body["reasoning"] = {"effort": request.reasoning, "summary": "auto"}
         if request.cache_key:
-            body[CACHE_KEY] = request.cache_key
+            body[CACHE_KEY] = request.cache_key[:CACHE_KEY_MAX]
         encoded = encoder_of(request, WIRE, lambda: Encoder(_convert, _never)).encode(
             request.messages, scrub
         )

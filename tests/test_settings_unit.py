@@ -89,6 +89,8 @@ def test_a_usable_cache_file_is_the_list(home: Path) -> None:
         ("openai", "o1-preview", False),
         ("openai", "gpt-5-chat-latest", False),
         ("openai", "gpt-4o", False),
+        ("openai", "codex-mini-latest", True),
+        ("openai", "gpt-5.1-codex-max", True),
         ("other", "o3", False),
     ],
 )

@@ -13,7 +13,7 @@ from acp_fsm.providers.types import Usage
 from tests.e2e.support import Launcher, args, message_chunks, thought_chunks
 from tests.e2e.test_cancel import cancel_and_wait, next_prompt_is_accepted
 from tests.e2e.test_sessions import restore
-from tests.e2e.test_settings import choose, new_session
+from tests.e2e.test_settings import choose, new_session, option_updates
 from tests.e2e.test_user_commands import said
 from tests.harness import wait_until
 
@@ -239,3 +239,42 @@ async def test_a_model_served_only_on_responses_goes_there_from_a_chat_session(
     assert [m["role"] for m in server.requests[-1].body["messages"][1:]] == [
         "user", "assistant", "user", "assistant", "user"
     ]  # fmt: skip
+
+
+async def test_a_subagents_calls_have_a_cache_key_of_their_own(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    agent = await launch.start("openai-responses")
+    session = await agent.new_session(project)
+    server.script(
+        Reply(calls=(Call("t1", "task", args(description="look", prompt="say hi")),)),
+        Reply(thinking="Easy.", text="hi"),  # the subagent's
+        Reply(text="done"),
+    )
+
+    assert (await agent.prompt(session, "delegate")).stop_reason == "end_turn"
+
+    keys = [r.body["prompt_cache_key"] for r in server.requests[-3:]]
+    assert keys == [session, f"{session}:task", session]
+    sub = server.requests[-2].body
+    assert sub["instructions"] != server.requests[-1].body["instructions"]
+    assert kinds(sub["input"]) == ["message:user"]
+
+
+async def test_the_picker_lists_the_servers_models(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    server.models = ("gpt-5-codex", "gpt-5", "text-embedding-3-small")
+    agent = await launch.start("openai-responses")
+    session, _ = await new_session(agent, project)
+
+    await wait_until(lambda: option_updates(agent, session), "the list to arrive")
+    [update] = option_updates(agent, session)
+    [model] = [o for o in update["configOptions"] if o["id"] == "model"]
+    assert [(o["value"], o.get("description")) for o in model["options"]] == [
+        ("gpt-5-codex", "Responses API only"),
+        ("gpt-5", None),
+    ]
+    server.script(Reply(text="ok"))
+    assert (await agent.prompt(session, "hi")).stop_reason == "end_turn"
+    assert server.requests[-1].body["model"] == "gpt-5-codex"  # a server's first: the default

@@ -379,3 +379,5 @@ def test_the_prompt_cache_key_is_the_sessions(api: str, base_url: str, sent: str
     assert json.loads(body).get("prompt_cache_key") == sent
     _, _, body = wire_format("openai", api).build(make_request(), config)
     assert "prompt_cache_key" not in json.loads(body)
+    _, _, body = wire_format("openai", api).build(make_request(cache_key="k" * 80), config)
+    assert json.loads(body).get("prompt_cache_key") == (sent and "k" * 64)  # OpenAI's limit
