@@ -45,6 +45,7 @@ from acp_fsm.providers.types import (
 NAME = "openai"
 WIRE = "openai-responses"  # the key of this wire's encoder in a request's memo
 INPUT = "input"  # the body's key of the conversation's items
+TEXT_DELTAS = ("response.output_text.delta", "response.refusal.delta")
 # Why a response is incomplete (`incomplete_details.reason`) as a stop reason.
 INCOMPLETE_REASONS = {
     "max_output_tokens": StopReason.MAX_TOKENS,
@@ -187,10 +188,12 @@ class ResponsesParser:
         if not isinstance(data, dict):
             return []
         kind = data.get("type") or event.event
-        if kind == "response.output_text.delta":
+        if kind in TEXT_DELTAS:  # a refusal is the answer the user sees
             return [self.builder.text(str(data.get("delta") or ""))]
         if kind == "response.reasoning_summary_text.delta":
             return [self.builder.thinking(str(data.get("delta") or ""))]
+        if kind == "response.reasoning_summary_part.added" and data.get("summary_index"):
+            return [self.builder.thinking("\n\n")]  # the summary's next paragraph
         if kind == "response.function_call_arguments.delta":
             key = str(data.get("item_id"))
             if not self.builder.has_tool(key) or not data.get("delta"):

@@ -107,8 +107,9 @@ async def test_cancel_mid_stream_then_the_next_prompt_is_accepted(
 ) -> None:
     agent = await launch.start("openai-responses")
     session = await agent.new_session(project)
-    # response.created, the message's output_item.added, two text deltas, then silence
-    server.script(Reply(text=("partial ", "answer"), fault=Hang(4)))
+    # response.created, the message's output_item.added, its content part's, two text
+    # deltas, then silence
+    server.script(Reply(text=("partial ", "answer"), fault=Hang(5)))
     pending = await agent.start_prompt(session, "first")
     await wait_until(lambda: len(agent.updates(session, pending.start)) == 2, "two text chunks")
 
@@ -151,7 +152,8 @@ async def test_an_error_event_is_quoted(
 ) -> None:
     agent = await launch.start("openai-responses")
     session = await agent.new_session(project)
-    fault = ErrorEvent(after=3, error_type="invalid_prompt", message="Bad prompt here")
+    # after response.created, the message's item and part, and one delta
+    fault = ErrorEvent(after=4, error_type="invalid_prompt", message="Bad prompt here")
     server.script(Reply(text=("Part", "ial"), fault=fault))
 
     failed = await agent.prompt(session, "first")
@@ -182,8 +184,9 @@ async def test_a_cancel_after_the_reasoning_leaves_input_the_api_takes(
 ) -> None:
     agent = await launch.start("openai-responses")
     session = await agent.new_session(project)
-    # response.created, the reasoning item (added, one summary delta, done), then silence
-    server.script(Reply(thinking="Hmm.", text="never", fault=Hang(4)))
+    # response.created, the reasoning item (added, its summary part with one delta, done),
+    # then silence
+    server.script(Reply(thinking="Hmm.", text="never", fault=Hang(7)))
     pending = await agent.start_prompt(session, "first")
     await wait_until(lambda: len(agent.updates(session, pending.start)) == 1, "the thought")
 

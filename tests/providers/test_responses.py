@@ -13,6 +13,8 @@ import pytest
 from acp_fsm.devkit.provider import Call, HttpError, Reply, ScriptedProvider
 from acp_fsm.providers.endpoint import ConfigError, load_config
 from acp_fsm.providers.errors import ProviderError
+from acp_fsm.providers.responses import ResponsesParser
+from acp_fsm.providers.sse import SseEvent
 from acp_fsm.providers.types import (
     AssistantMessage,
     Finished,
@@ -125,7 +127,10 @@ async def test_the_stream_ends_with_response_completed(
     assert names == [
         "response.created",
         "response.output_item.added",
+        "response.content_part.added",
         "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
         "response.output_item.done",
         "response.completed",
     ]
@@ -156,3 +161,32 @@ async def test_what_the_api_refuses(
     status, _, raw = await post(client, server, PATH, body(*items), OPENAI_HEADERS)
     assert status == 400
     assert message in json.loads(raw)["error"]["message"]
+
+
+def test_a_refusal_is_the_answer() -> None:
+    parser = ResponsesParser()
+    for event in (
+        {"type": "response.output_item.added", "item": {"type": "message", "id": "msg_1"}},
+        {"type": "response.refusal.delta", "item_id": "msg_1", "delta": "I can't "},
+        {"type": "response.refusal.delta", "item_id": "msg_1", "delta": "help with that."},
+        {"type": "response.output_item.done", "item": {"type": "message", "id": "msg_1"}},
+        {"type": "response.completed", "response": {"status": "completed"}},
+    ):
+        parser.feed(SseEvent(str(event["type"]), json.dumps(event)))
+    [finished] = parser.end()
+    assert isinstance(finished, Finished) and finished.stop_reason is StopReason.END_TURN
+    assert finished.message.text == "I can't help with that."
+
+
+def test_the_parts_of_a_reasoning_summary_are_paragraphs() -> None:
+    parser = ResponsesParser()
+    shown: list[str] = []
+    for index, text in enumerate(("**Reading**", "**Answering**")):
+        where = {"item_id": "rs_1", "output_index": 0, "summary_index": index}
+        for event in (
+            {"type": "response.reasoning_summary_part.added", **where},
+            {"type": "response.reasoning_summary_text.delta", **where, "delta": text},
+        ):
+            found = parser.feed(SseEvent(str(event["type"]), json.dumps(event)))
+            shown += [e.text for e in found if isinstance(e, ThinkingDelta)]
+    assert "".join(shown) == "**Reading**\n\n**Answering**"

@@ -236,8 +236,9 @@ def render_responses(
 ) -> list[bytes]:
     """The SSE events of `reply` as the Responses API streams them: `response.created`, then
     per output item (a reasoning item with its summary and `encrypted_content`, a message, each
-    function call) `response.output_item.added`, its deltas and `response.output_item.done`,
-    then `response.completed` (or `response.incomplete` at max_tokens) with the usage.
+    function call) `response.output_item.added`, its part opened, its deltas, its part closed
+    with the whole text (the arguments), and `response.output_item.done`, then
+    `response.completed` (or `response.incomplete` at max_tokens) with the usage.
     `reasoning_of` learns which reasoning item each function call came with (what the rules
     check comes back)."""
     response: dict[str, Any] = {
@@ -263,20 +264,31 @@ def render_responses(
         events.append(event("response.output_item.done", output_index=index, item=done))
         output.append(done)
 
+    def part(
+        kind: str, where: dict[str, Any], body: dict[str, Any], deltas: list[bytes]
+    ) -> list[bytes]:
+        """A part's events (`kind`: "content" or "reasoning_summary"): added, its deltas,
+        its whole text, done."""
+        text = "response.output_text.done" if kind == "content" else f"response.{kind}_text.done"
+        return [
+            event(f"response.{kind}_part.added", **where, part={**body, "text": ""}),
+            *deltas,
+            event(text, **where, text=body["text"]),
+            event(f"response.{kind}_part.done", **where, part=body),
+        ]
+
     thinking = pieces(reply.thinking)
     reasoning_id = new_id("rs_") if thinking or reply.signature else None
     if reasoning_id is not None:
         summary = "".join(thinking)
+        where = {"item_id": reasoning_id, "output_index": 0, "summary_index": 0}
         deltas = [
-            event(
-                "response.reasoning_summary_text.delta",
-                item_id=reasoning_id,
-                output_index=0,
-                summary_index=0,
-                delta=piece,
-            )
+            event("response.reasoning_summary_text.delta", **where, delta=piece)
             for piece in thinking
         ]
+        if summary:
+            summary_part = {"type": "summary_text", "text": summary}
+            deltas = part("reasoning_summary", where, summary_part, deltas)
         done = {
             "id": reasoning_id,
             "type": "reasoning",
@@ -288,36 +300,33 @@ def render_responses(
     if text:
         message_id = new_id("msg_")
         index = len(output)
-        deltas = [
-            event(
-                "response.output_text.delta",
-                item_id=message_id,
-                output_index=index,
-                content_index=0,
-                delta=piece,
-            )
-            for piece in text
-        ]
-        part = {"type": "output_text", "text": "".join(text), "annotations": []}
+        where = {"item_id": message_id, "output_index": index, "content_index": 0}
+        content = {"type": "output_text", "text": "".join(text), "annotations": []}
+        deltas = part(
+            "content",
+            where,
+            content,
+            [event("response.output_text.delta", **where, delta=piece) for piece in text],
+        )
         done = {
             "id": message_id,
             "type": "message",
             "status": "completed",
             "role": "assistant",
-            "content": [part],
+            "content": [content],
         }
         item(index, done, {**done, "status": "in_progress", "content": []}, deltas)
     for call in reply.calls:
         call_item = new_id("fc_")
         index = len(output)
+        where = {"item_id": call_item, "output_index": index}
+        arguments = "".join(call.fragments)
         deltas = [
-            event(
-                "response.function_call_arguments.delta",
-                item_id=call_item,
-                output_index=index,
-                delta=piece,
-            )
-            for piece in call.fragments
+            *(
+                event("response.function_call_arguments.delta", **where, delta=piece)
+                for piece in call.fragments
+            ),
+            event("response.function_call_arguments.done", **where, arguments=arguments),
         ]
         done = {
             "id": call_item,
@@ -325,7 +334,7 @@ def render_responses(
             "status": "completed",
             "call_id": call.id,
             "name": call.name,
-            "arguments": "".join(call.fragments),
+            "arguments": arguments,
         }
         item(index, done, {**done, "status": "in_progress", "arguments": ""}, deltas)
         if reasoning_of is not None and reasoning_id is not None:
