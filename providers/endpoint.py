@@ -15,6 +15,7 @@ CHAT = "chat"
 RESPONSES = "responses"
 OPENAI_RESPONSES = "openai-responses"
 API_VARIABLE = "ACP_FSM_OPENAI_API"
+REASONING = r"(^|/)(o\d|gpt-5(?!.*chat)|codex|gpt-oss)"  # OpenAI's models that reason
 # OpenAI's models served on the Responses API only: the codex models, the -pro ones, deep
 # research (https://platform.openai.com/docs/models); a call of one goes there unless
 # ACP_FSM_OPENAI_API says otherwise.
@@ -126,6 +127,14 @@ def responses_only(model: str) -> bool:
     import re  # once: `re` caches the pattern
 
     return re.search(RESPONSES_ONLY, model) is not None
+
+
+def reasons(model: str) -> bool:
+    """Whether `model` is one of OpenAI's reasoning models (the o-series, GPT-5 but its chat
+    models, codex, gpt-oss)."""
+    import re
+
+    return re.search(REASONING, model) is not None
 
 
 def api_of(config: ProviderConfig, model: str) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from acp_fsm.providers.assemble import MessageBuilder
 from acp_fsm.providers.encoder import Encoder, Scrub, encoder_of, splice
-from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.endpoint import ProviderConfig, reasons
 from acp_fsm.providers.errors import ProviderError, truncated
 from acp_fsm.providers.openai import (
     CACHE_KEY,
@@ -45,6 +45,7 @@ from acp_fsm.providers.types import (
 NAME = "openai"
 WIRE = "openai-responses"  # the key of this wire's encoder in a request's memo
 INPUT = "input"  # the body's key of the conversation's items
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
 TEXT_DELTAS = ("response.output_text.delta", "response.refusal.delta")
 # Why a response is incomplete (`incomplete_details.reason`) as a stop reason.
 INCOMPLETE_REASONS = {
@@ -58,14 +59,14 @@ def convert_items(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     return [item for message in messages for item in _convert(message)]
 
 
-def _convert(message: Message) -> list[dict[str, Any]]:
+def _convert(message: Message, reasoning: bool = True) -> list[dict[str, Any]]:
     """One neutral message as input items: a user message; an assistant message's parts in
-    order (reasoning items as received, texts as one output message, each tool call a
-    `function_call`); each tool result a `function_call_output`."""
+    order (reasoning items as received unless `reasoning` is off, texts as one output
+    message, each tool call a `function_call`); each tool result a `function_call_output`."""
     if isinstance(message, UserMessage):
         return [{"type": "message", "role": "user", "content": _user_content(message)}]
     if isinstance(message, AssistantMessage):
-        return _assistant(message)
+        return _assistant(message, reasoning)
     return [
         {"type": "function_call_output", "call_id": r.call_id, "output": r.content or EMPTY_RESULT}
         for r in message.results
@@ -88,7 +89,13 @@ def _user_content(message: UserMessage) -> list[dict[str, Any]]:
     return content
 
 
-def _assistant(message: AssistantMessage) -> list[dict[str, Any]]:
+def _plain(message: Message) -> list[dict[str, Any]]:
+    """`_convert` without reasoning items: for a model that does not reason (it has no use
+    for them, and its API may not take them), after a switch from one that does."""
+    return _convert(message, reasoning=False)
+
+
+def _assistant(message: AssistantMessage, reasoning: bool) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     texts: list[str] = []
 
@@ -105,7 +112,7 @@ def _assistant(message: AssistantMessage) -> list[dict[str, Any]]:
             continue
         flush()
         if isinstance(part, ThinkingPart):
-            if part.item is not None:  # another API's thinking has nothing to send here
+            if part.item is not None and reasoning:  # another API's thinking: nothing here
                 items.append(json.loads(part.item))
         elif isinstance(part, ToolCallPart):
             items.append(
@@ -148,17 +155,20 @@ class ResponsesWire:
             ]
             if request.answer_only:
                 body["tool_choice"] = "none"
-        body.update(
-            stream=True,
-            store=False,  # nothing kept on OpenAI's side: the reasoning comes back encrypted
-            include=["reasoning.encrypted_content"],
-            max_output_tokens=request.max_tokens,
-        )
+        body.update(stream=True, store=False)  # nothing kept on OpenAI's side
+        # the reasoning comes back encrypted; OpenAI refuses to include it for a model that
+        # does not reason (a compatible server's models are its own)
+        reasoning = reasons(request.model) or not config.official
+        if reasoning:
+            body["include"] = [ENCRYPTED_REASONING]
+        body["max_output_tokens"] = request.max_tokens
         if request.reasoning:
             body["reasoning"] = {"effort": request.reasoning, "summary": "auto"}
         if request.cache_key:
             body[CACHE_KEY] = request.cache_key[:CACHE_KEY_MAX]
-        encoded = encoder_of(request, WIRE, lambda: Encoder(_convert, _never)).encode(
+        # reasoning items go back to a model that reasons only (an encoder for each way)
+        wire, convert = (WIRE, _convert) if reasoning else (f"{WIRE}-plain", _plain)
+        encoded = encoder_of(request, wire, lambda: Encoder(convert, _never)).encode(
             request.messages, scrub
         )
         return f"{config.base_url}/responses", headers, splice(body, encoded.json(), scrub, INPUT)

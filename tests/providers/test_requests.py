@@ -381,3 +381,32 @@ def test_the_prompt_cache_key_is_the_sessions(api: str, base_url: str, sent: str
     assert "prompt_cache_key" not in json.loads(body)
     _, _, body = wire_format("openai", api).build(make_request(cache_key="k" * 80), config)
     assert json.loads(body).get("prompt_cache_key") == (sent and "k" * 64)  # OpenAI's limit
+
+
+@pytest.mark.parametrize(
+    ("model", "base_url", "included"),
+    [
+        ("gpt-5", "https://api.openai.com/v1", True),
+        ("o4-mini", "https://api.openai.com/v1", True),
+        ("gpt-4.1", "https://api.openai.com/v1", False),  # OpenAI refuses it for this model
+        ("gpt-5-chat-latest", "https://api.openai.com/v1", False),
+        ("llama3.2", "http://127.0.0.1:1/v1", True),  # a server's models are its own
+    ],
+)
+def test_encrypted_reasoning_is_asked_of_models_that_reason(
+    model: str, base_url: str, included: bool
+) -> None:
+    from acp_fsm.providers.responses import ResponsesWire
+
+    config = ProviderConfig("openai", model, base_url, api="responses")
+    item = '{"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"}'
+    answered = AssistantMessage((ThinkingPart("", item=item), TextPart("hello")))
+    request = make_request(UserMessage((TextPart("hi"),)), answered, model=model, memo={})
+    sent = json.loads(ResponsesWire().build(request, config)[2])
+    assert ("include" in sent) is included
+    # its reasoning items go back only to a model that reasons
+    assert [i["type"] for i in sent["input"]] == [
+        "message",
+        *(["reasoning"] if included else []),
+        "message",
+    ]
