@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -124,16 +125,12 @@ def load_config(env: Mapping[str, str] | None = None) -> ProviderConfig:
 
 def responses_only(model: str) -> bool:
     """Whether `model` is one of OpenAI's models served on the Responses API only."""
-    import re  # once: `re` caches the pattern
-
     return re.search(RESPONSES_ONLY, model) is not None
 
 
 def reasons(model: str) -> bool:
     """Whether `model` is one of OpenAI's reasoning models (the o-series, GPT-5 but its chat
     models, codex, gpt-oss)."""
-    import re
-
     return re.search(REASONING, model) is not None
 
 
