@@ -40,9 +40,9 @@ Used by the provider tests, by end-to-end tests of the agent (point `OPENAI_BASE
 `openai_base_url` or `ANTHROPIC_BASE_URL` at `anthropic_base_url`), by the offline demo and
 the schema check, and by hand: `python -m acp_fsm.devkit.provider --port 8765`.
 
-Fault replies count *wire events*: `render_openai` / `render_anthropic` return the list of
-events a `Reply` is streamed as, and `Drop(after=n)`, `Hang(n)`, `Truncate(n)` and
-`ErrorEvent(n)` act after the first `n` of them.
+Fault replies count *wire events*: `render_openai` / `render_anthropic` / `render_responses`
+return the list of events a `Reply` is streamed as, and `Drop(after=n)`, `Hang(n)`,
+`Truncate(n)` and `ErrorEvent(n)` act after the first `n` of them.
 
 Modules: `script` (the replies and the records), `wire` (rendering per API), `rules` (what
 each API refuses), `models` (the model listings), `local` (local OpenAI-compatible servers),
@@ -76,7 +76,7 @@ from acp_fsm.devkit.provider.script import (
     Truncate,
 )
 from acp_fsm.devkit.provider.server import OPENAI_PATH, SHUTDOWN_TIMEOUT_S, ScriptedProvider
-from acp_fsm.devkit.provider.wire import render_anthropic, render_openai
+from acp_fsm.devkit.provider.wire import render_anthropic, render_openai, render_responses
 
 __all__ = [
     "DEFAULT_MODELS",
@@ -106,4 +106,5 @@ __all__ = [
     "estimate_tokens",
     "render_anthropic",
     "render_openai",
+    "render_responses",
 ]
