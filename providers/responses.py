@@ -21,6 +21,7 @@ from acp_fsm.providers.openai import (
     arguments_of,
     bearer_headers,
     http_error,
+    made_up_call_id,
     stream_error,
 )
 from acp_fsm.providers.sse import SseEvent, json_data
@@ -206,10 +207,11 @@ class ResponsesParser:
         return []  # response.created, in_progress, content_part.*, *.done texts: nothing new
 
     def _added(self, item: dict[str, Any]) -> list[Event]:
+        """A function call begins; one a server sent without a `call_id` gets a made-up one."""
         if item.get("type") != "function_call":
             return []
-        key = str(item.get("id"))
-        return [self.builder.tool_start(key, str(item.get("call_id")), str(item.get("name")))]
+        key, call_id = str(item.get("id")), str(item.get("call_id") or "") or made_up_call_id()
+        return [self.builder.tool_start(key, call_id, str(item.get("name")))]
 
     def _done(self, item: dict[str, Any]) -> list[Event]:
         kind = item.get("type")
