@@ -43,6 +43,7 @@ from acp_fsm.providers.types import (
 NAME = "openai"
 WIRE = "openai-responses"  # the key of this wire's encoder in a request's memo
 INPUT = "input"  # the body's key of the conversation's items
+SUMMARY_PARTS_APART = "\n\n"  # between the parts of a reasoning summary, as streamed
 # Why a response is incomplete (`incomplete_details.reason`) as a stop reason.
 INCOMPLETE_REASONS = {
     "max_output_tokens": StopReason.MAX_TOKENS,
@@ -187,6 +188,9 @@ class ResponsesParser:
             return [self.builder.text(str(data.get("delta") or ""))]
         if kind == "response.reasoning_summary_text.delta":
             return [self.builder.thinking(str(data.get("delta") or ""))]
+        if kind == "response.reasoning_summary_part.added" and data.get("summary_index"):
+            # A summary's parts are its sections ("**Title**\n\nText"): a blank line apart.
+            return [self.builder.thinking(SUMMARY_PARTS_APART)]
         if kind == "response.function_call_arguments.delta":
             key = str(data.get("item_id"))
             if not self.builder.has_tool(key) or not data.get("delta"):

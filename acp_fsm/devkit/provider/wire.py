@@ -231,13 +231,20 @@ class AnthropicWire:
 # ---------------------------------------------------------------------------- Responses
 
 
+ENCRYPTED_REASONING = "reasoning.encrypted_content"  # what a request `include`s to get it
+
+
 def render_responses(
-    reply: Reply, model: str = "scripted", reasoning_of: dict[str, str] | None = None
+    reply: Reply,
+    model: str = "scripted",
+    reasoning_of: dict[str, str] | None = None,
+    encrypted: bool = True,
 ) -> list[bytes]:
     """The SSE events of `reply` as the Responses API streams them: `response.created`, then
-    per output item (a reasoning item with its summary and `encrypted_content`, a message, each
-    function call) `response.output_item.added`, its deltas and `response.output_item.done`,
-    then `response.completed` (or `response.incomplete` at max_tokens) with the usage.
+    per output item (a reasoning item with its summary, and its `encrypted_content` when
+    `encrypted`: the request's `include` asked for it; a message; each function call)
+    `response.output_item.added`, its deltas and `response.output_item.done`, then
+    `response.completed` (or `response.incomplete` at max_tokens) with the usage.
     `reasoning_of` learns which reasoning item each function call came with (what the rules
     check comes back)."""
     response: dict[str, Any] = {
@@ -281,7 +288,9 @@ def render_responses(
             "id": reasoning_id,
             "type": "reasoning",
             "summary": [{"type": "summary_text", "text": summary}] if summary else [],
-            "encrypted_content": reply.signature or f"gAAAA{reasoning_id}encrypted",
+            "encrypted_content": (reply.signature or f"gAAAA{reasoning_id}encrypted")
+            if encrypted
+            else None,
         }
         item(len(output), done, {**done, "summary": [], "encrypted_content": None}, deltas)
     text = pieces(reply.text)
@@ -363,7 +372,8 @@ class ResponsesWire:
         self.reasoning_of: dict[str, str] = {}
 
     def render(self, reply: Reply, body: dict[str, Any]) -> list[bytes]:
-        return render_responses(reply, str(body.get("model")), self.reasoning_of)
+        encrypted = ENCRYPTED_REASONING in (body.get("include") or ())
+        return render_responses(reply, str(body.get("model")), self.reasoning_of, encrypted)
 
     def error_body(self, error: HttpError) -> dict[str, Any]:
         return OpenAiWire().error_body(error)
