@@ -8,8 +8,10 @@ came before the `session/prompt` response and that nothing came after it. The la
 the history a model call carried, in either wire format, from the scripted provider's records.
 
 `ACP_FSM_TEST_OPENAI_API=responses` in the test run's environment runs every scenario started on
-the `openai` provider on OpenAI's Responses API instead (the agent gets `ACP_FSM_OPENAI_API`);
-the history helpers read a Responses call's `input` items in the Chat Completions shape.
+the `openai` provider on OpenAI's Responses API instead (the agent gets `ACP_FSM_OPENAI_API`),
+the scripted provider answering as a reasoning model (every reply with a reasoning item its
+calls must come back with); the history helpers read a Responses call's `input` items in the
+Chat Completions shape.
 """
 
 from __future__ import annotations
@@ -486,8 +488,9 @@ def user_texts(request: RecordedRequest) -> list[str]:
 def text_events(pieces: int) -> int:
     """The wire events the `openai` provider's route streams up to a text-only reply's first
     `pieces` texts, for a fault's `after`: Chat Completions' role chunk, or the Responses
-    API's `response.created` and the message's `output_item.added`, then a chunk (delta) each."""
-    return pieces + (2 if RESPONSES else 1)
+    API's `response.created`, the reasoning item (added, done) and the message's
+    `output_item.added`, then a chunk (delta) each."""
+    return pieces + (4 if RESPONSES else 1)
 
 
 def args(**arguments: Any) -> str:

@@ -74,10 +74,10 @@ def cut_tool_reply(provider: str) -> Reply:
     """Text and one complete tool call, then silence before the message ends."""
     call = Call("cut-1", "read_file", args(path="x.txt"))
     # events before the hang: OpenAI role, 2 texts, call start, call arguments (Responses:
-    # response.created, the message's added, 2 deltas, done, the call's added, arguments,
-    # done); Anthropic message_start, text block (start, ping, 2 deltas, stop), tool block
-    # (start, delta, stop)
-    after = {"openai": 8 if RESPONSES else 5, "anthropic": 9}[provider]
+    # response.created, the reasoning item's added and done, the message's added, 2 deltas,
+    # done, the call's added, arguments, done); Anthropic message_start, text block (start,
+    # ping, 2 deltas, stop), tool block (start, delta, stop)
+    after = {"openai": 10 if RESPONSES else 5, "anthropic": 9}[provider]
     return Reply(text=("partial ", "answer"), calls=(call,), fault=Hang(after))
 
 
@@ -95,17 +95,14 @@ async def test_cancel_while_streaming(
 
     assert turn.updates == message_chunks("partial ", "answer")
     await wait_until(lambda: server.disconnects, "the provider to see the disconnect", 2.0)
-    assert stored(launch.home, session)[-2:] == [
-        (
-            "assistant",
-            {
-                "parts": [{"type": "text", "text": "partial answer"}],
-                "stopReason": "cancelled",
-                "views": {},
-            },
-        ),
-        ("turn_end", {"stopReason": "cancelled"}),
-    ]
+    (kind, body), end = stored(launch.home, session)[-2:]
+    assert (kind, end) == ("assistant", ("turn_end", {"stopReason": "cancelled"}))
+    reasoned = [p for p in body["parts"] if p["type"] == "thinking"]  # on the Responses API
+    assert body == {
+        "parts": [*reasoned, {"type": "text", "text": "partial answer"}],
+        "stopReason": "cancelled",
+        "views": {},
+    }
     request = await next_prompt_is_accepted(agent, server, session)
     assert user_texts(request) == ["first", "and now?"]
     assert tool_call_ids(request) == []  # the call of the cut message is dropped

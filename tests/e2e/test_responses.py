@@ -4,8 +4,11 @@ function call sent back without its reasoning item), cancel, reload, errors."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from acp_fsm.compaction import SUMMARY_HEADER
 from acp_fsm.devkit.editor import HOLD
@@ -18,6 +21,13 @@ from tests.e2e.test_compaction import start as compaction_start
 from tests.e2e.test_sessions import restore
 from tests.e2e.test_settings import choose, new_session
 from tests.harness import wait_until
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[ScriptedProvider]:
+    """A scripted provider whose replies reason only when they say so (whatever the run)."""
+    async with ScriptedProvider() as provider:
+        yield provider
 
 
 def items(server: ScriptedProvider, index: int = -1) -> list[dict[str, Any]]:

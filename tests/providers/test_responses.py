@@ -136,7 +136,7 @@ async def test_the_parts_of_a_reasoning_summary_stream_a_blank_line_apart(
     parts = ["**Reading**\n\nFirst the file.", "**Answering**\n\nThen the answer."]
     summary = [{"type": "summary_text", "text": text} for text in parts]
     item = {"id": "rs_1", "type": "reasoning", "summary": summary, "encrypted_content": "e"}
-    events = [
+    events: list[dict[str, Any]] = [
         {"type": "response.created", "response": {"id": "resp_1"}},
         {"type": "response.output_item.added", "item": {**item, "summary": []}},
         *(
@@ -150,7 +150,7 @@ async def test_the_parts_of_a_reasoning_summary_stream_a_blank_line_apart(
         {"type": "response.output_item.done", "item": item},
         {"type": "response.completed", "response": {"status": "completed", "output": [item]}},
     ]
-    server.script(Raw(tuple(sse(event, event["type"]) for event in events)))
+    server.script(Raw(tuple(sse(event, str(event["type"])) for event in events)))
 
     found = await collect(make_config(server, "openai", api="responses"))
 

@@ -239,6 +239,7 @@ def render_responses(
     model: str = "scripted",
     reasoning_of: dict[str, str] | None = None,
     encrypted: bool = True,
+    reasons: bool = False,
 ) -> list[bytes]:
     """The SSE events of `reply` as the Responses API streams them: `response.created`, then
     per output item (a reasoning item with its summary, and its `encrypted_content` when
@@ -246,7 +247,8 @@ def render_responses(
     `response.output_item.added`, its deltas and `response.output_item.done`, then
     `response.completed` (or `response.incomplete` at max_tokens) with the usage.
     `reasoning_of` learns which reasoning item each function call came with (what the rules
-    check comes back)."""
+    check comes back). A reply without thinking has no reasoning item, unless `reasons` (a
+    reasoning model's, its summary empty)."""
     response: dict[str, Any] = {
         "id": new_id("resp_"),
         "object": "response",
@@ -271,7 +273,7 @@ def render_responses(
         output.append(done)
 
     thinking = pieces(reply.thinking)
-    reasoning_id = new_id("rs_") if thinking or reply.signature else None
+    reasoning_id = new_id("rs_") if thinking or reply.signature or reasons else None
     if reasoning_id is not None:
         summary = "".join(thinking)
         deltas = [
@@ -284,7 +286,7 @@ def render_responses(
             )
             for piece in thinking
         ]
-        done = {
+        done: dict[str, Any] = {
             "id": reasoning_id,
             "type": "reasoning",
             "summary": [{"type": "summary_text", "text": summary}] if summary else [],
@@ -366,14 +368,16 @@ def _responses_usage(usage: Usage) -> dict[str, Any]:
 
 class ResponsesWire:
     """The Responses API; `reasoning_of` (shared with its rules) maps each function call's
-    `call_id` to the reasoning item it came with."""
+    `call_id` to the reasoning item it came with; with `reasons` every reply has one."""
 
-    def __init__(self) -> None:
+    def __init__(self, reasons: bool = False) -> None:
         self.reasoning_of: dict[str, str] = {}
+        self.reasons = reasons
 
     def render(self, reply: Reply, body: dict[str, Any]) -> list[bytes]:
         encrypted = ENCRYPTED_REASONING in (body.get("include") or ())
-        return render_responses(reply, str(body.get("model")), self.reasoning_of, encrypted)
+        model = str(body.get("model"))
+        return render_responses(reply, model, self.reasoning_of, encrypted, self.reasons)
 
     def error_body(self, error: HttpError) -> dict[str, Any]:
         return OpenAiWire().error_body(error)
