@@ -514,6 +514,17 @@ def unique_sleep() -> str:
 # ---------------------------------------------------------------------------------- storage
 
 
+def unreasoned(entries: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """Stored entries, their assistant messages without thinking parts (the reasoning items
+    of every answer on the Responses run)."""
+    return [
+        (kind, {**body, "parts": [p for p in body["parts"] if p["type"] != "thinking"]})
+        if kind == "assistant"
+        else (kind, body)
+        for kind, body in entries
+    ]
+
+
 def stored(home: Path, session_id: str) -> list[tuple[str, dict[str, Any]]]:
     """The committed transcript of a session, read from the agent's SQLite file."""
     import sqlite3

@@ -18,7 +18,15 @@ import pytest
 
 from acp_fsm.devkit.editor import HOLD
 from acp_fsm.devkit.provider import Call, Hang, Reply, ScriptedProvider
-from tests.e2e.support import Agent, Launcher, args, stored, text_events, unique_sleep
+from tests.e2e.support import (
+    Agent,
+    Launcher,
+    args,
+    stored,
+    text_events,
+    unique_sleep,
+    unreasoned,
+)
 from tests.harness import live_processes, wait_until
 from tests.timing import INTERRUPTED_S
 
@@ -94,7 +102,7 @@ async def test_the_agent_exits_when_its_editor_goes(
                 "stopReason": "cancelled",
                 "views": {},
             },
-        ) in transcript
+        ) in unreasoned(transcript)
 
 
 @pytest.mark.parametrize("background", [False, True])
