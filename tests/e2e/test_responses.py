@@ -1,6 +1,7 @@
 """OpenAI's Responses API through the real process: text and reasoning summaries streamed, a
 tool loop carrying its reasoning items from call to call (the scripted server refuses a
-function call sent back without its reasoning item), cancel, reload, errors."""
+function call sent back without its reasoning item), cancel, compaction, reload and the repair
+of a killed turn each leaving input the API takes, retries and errors."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def summaries(found: list[dict[str, Any]]) -> list[str]:
 
 
 def answered(found: list[dict[str, Any]]) -> dict[str, str]:
-    """call id -> the output sent for it; every call is answered, after it."""
+    """call id -> the output sent for it, every call answered (the server checks where)."""
     calls = [i["call_id"] for i in found if i["type"] == "function_call"]
     outputs = {i["call_id"]: i["output"] for i in found if i["type"] == "function_call_output"}
     assert sorted(calls) == sorted(outputs)
