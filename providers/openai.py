@@ -108,6 +108,11 @@ def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
     return content
 
 
+def made_up_call_id() -> str:
+    """The id of a tool call a server sent without one: unique in the session (ACP)."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
 def arguments_of(call: ToolCallPart) -> str:
     """The call's arguments as sent back: the model's own text when it was valid JSON."""
     return (
@@ -321,7 +326,7 @@ class OpenAiParser:
         events: list[Event] = []
         if key is None or (call_id and call_id != key[1]):
             # A server that sends no id gets a made-up one, unique in the session (ACP).
-            key = (index, call_id or f"call_{uuid.uuid4().hex[:24]}")
+            key = (index, call_id or made_up_call_id())
             self._keys[index] = key
             function = call.get("function") or {}
             events.append(self.builder.tool_start(key, key[1], function.get("name") or ""))

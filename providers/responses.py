@@ -24,6 +24,7 @@ from acp_fsm.providers.openai import (
     bearer_headers,
     detail,
     http_error,
+    made_up_call_id,
     stream_error,
 )
 from acp_fsm.providers.sse import SseEvent, json_data
@@ -47,6 +48,7 @@ WIRE = "openai-responses"  # the key of this wire's encoder in a request's memo
 INPUT = "input"  # the body's key of the conversation's items
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 TEXT_DELTAS = ("response.output_text.delta", "response.refusal.delta")
+SUMMARY_PARTS_APART = "\n\n"  # between the parts of a reasoning summary, as streamed
 # Why a response is incomplete (`incomplete_details.reason`) as a stop reason.
 INCOMPLETE_REASONS = {
     "max_output_tokens": StopReason.MAX_TOKENS,
@@ -203,7 +205,8 @@ class ResponsesParser:
         if kind == "response.reasoning_summary_text.delta":
             return [self.builder.thinking(str(data.get("delta") or ""))]
         if kind == "response.reasoning_summary_part.added" and data.get("summary_index"):
-            return [self.builder.thinking("\n\n")]  # the summary's next paragraph
+            # A summary's parts are its sections ("**Title**\n\nText"): a blank line apart.
+            return [self.builder.thinking(SUMMARY_PARTS_APART)]
         if kind == "response.function_call_arguments.delta":
             key = str(data.get("item_id"))
             if not self.builder.has_tool(key) or not data.get("delta"):
@@ -224,10 +227,11 @@ class ResponsesParser:
         return []  # response.created, in_progress, content_part.*, *.done texts: nothing new
 
     def _added(self, item: dict[str, Any]) -> list[Event]:
+        """A function call begins; one a server sent without a `call_id` gets a made-up one."""
         if item.get("type") != "function_call":
             return []
-        key = str(item.get("id"))
-        return [self.builder.tool_start(key, str(item.get("call_id")), str(item.get("name")))]
+        key, call_id = str(item.get("id")), str(item.get("call_id") or "") or made_up_call_id()
+        return [self.builder.tool_start(key, call_id, str(item.get("name")))]
 
     def _done(self, item: dict[str, Any]) -> list[Event]:
         kind = item.get("type")

@@ -1,21 +1,37 @@
 """OpenAI's Responses API through the real process: text and reasoning summaries streamed, a
 tool loop carrying its reasoning items from call to call (the scripted server refuses a
-function call sent back without its reasoning item), cancel, reload, errors."""
+function call sent back without its reasoning item), cancel, compaction, reload and the repair
+of a killed turn each leaving input the API takes, retries and errors."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from acp_fsm.devkit.provider import Call, ErrorEvent, Hang, Reply, ScriptedProvider
+import pytest
+
+from acp_fsm.compaction import SUMMARY_HEADER
+from acp_fsm.devkit.editor import HOLD
+from acp_fsm.devkit.provider import Call, ErrorEvent, Hang, HttpError, Reply, ScriptedProvider
 from acp_fsm.providers.types import Usage
-from tests.e2e.support import Launcher, args, message_chunks, thought_chunks
+from acp_fsm.transcript import NOT_STARTED
+from tests.e2e.support import API_KEY, Launcher, args, message_chunks, thought_chunks
 from tests.e2e.test_cancel import cancel_and_wait, next_prompt_is_accepted
+from tests.e2e.test_compaction import SUMMARY, TIGHT, is_summary_call, notices, read
+from tests.e2e.test_compaction import start as compaction_start
 from tests.e2e.test_sessions import restore
 from tests.e2e.test_settings import choose, new_session, option_updates
 from tests.e2e.test_user_commands import said
 from tests.harness import wait_until
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[ScriptedProvider]:
+    """A scripted provider whose replies reason only when they say so (whatever the run)."""
+    async with ScriptedProvider() as provider:
+        yield provider
 
 
 def items(server: ScriptedProvider, index: int = -1) -> list[dict[str, Any]]:
@@ -28,6 +44,19 @@ def items(server: ScriptedProvider, index: int = -1) -> list[dict[str, Any]]:
 
 def kinds(found: list[dict[str, Any]]) -> list[str]:
     return [f"{i['type']}:{i.get('role', '')}" for i in found]
+
+
+def summaries(found: list[dict[str, Any]]) -> list[str]:
+    """The summary text of each reasoning item, in order."""
+    return [i["summary"][0]["text"] for i in found if i["type"] == "reasoning"]
+
+
+def answered(found: list[dict[str, Any]]) -> dict[str, str]:
+    """call id -> the output sent for it, every call answered (the server checks where)."""
+    calls = [i["call_id"] for i in found if i["type"] == "function_call"]
+    outputs = {i["call_id"]: i["output"] for i in found if i["type"] == "function_call_output"}
+    assert sorted(calls) == sorted(outputs)
+    return outputs
 
 
 async def test_text_and_reasoning_summary_stream(
@@ -124,6 +153,8 @@ async def test_cancel_mid_stream_then_the_next_prompt_is_accepted(
 async def test_a_reloaded_session_still_sends_its_reasoning_items(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
+    """After a restart and `session/load`, a tool loop: each stored reasoning item goes back
+    before its own response's items, and the new call's with it."""
     (project / "a.txt").write_text("alpha\n")
     first = await launch.start("openai-responses")
     session = await first.new_session(project)
@@ -137,14 +168,24 @@ async def test_a_reloaded_session_still_sends_its_reasoning_items(
 
     second = await launch.start("openai-responses")
     await restore(second, "session/load", session, project)
-    server.script(Reply(text="You're welcome"))
-    turn = await second.prompt(session, "Thanks")
+    server.script(
+        Reply(thinking="Again.", calls=(Call("c2", "read_file", args(path="a.txt")),)),
+        Reply(text="Still alpha"),
+    )
+    turn = await second.prompt(session, "read it again")
 
     assert turn.stop_reason == "end_turn"
     after = items(server)
     assert after[: len(before)] == before  # the first call's reasoning item among them
-    assert kinds(after[len(before) :]) == ["reasoning:", "message:assistant", "message:user"]
-    assert after[len(before)]["summary"][0]["text"] == "Now answer."
+    assert kinds(after[len(before) :]) == [
+        "reasoning:",
+        "message:assistant",
+        "message:user",
+        "reasoning:",
+        "function_call:",
+        "function_call_output:",
+    ]
+    assert summaries(after) == ["Read first.", "Now answer.", "Again."]
 
 
 async def test_an_error_event_is_quoted(
@@ -281,3 +322,151 @@ async def test_the_picker_lists_the_servers_models(
     server.script(Reply(text="ok"))
     assert (await agent.prompt(session, "hi")).stop_reason == "end_turn"
     assert server.requests[-1].body["model"] == "gpt-5-codex"  # a server's first: the default
+
+
+async def test_a_cancel_in_a_later_call_of_a_tool_loop_leaves_input_the_api_takes(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """Cancelled at the permission of its second call's write: the next prompt sends both
+    responses' reasoning items in place, and an output for every call."""
+    (project / "a.txt").write_text("alpha\n")
+    agent = await launch.start("openai-responses")
+    agent.editor.permissions.append(HOLD)
+    session = await agent.new_session(project)
+    write = Call("w1", "write_file", args(path="b.txt", content="beta\n"))
+    server.script(
+        Reply(thinking="Read first.", calls=(Call("r1", "read_file", args(path="a.txt")),)),
+        Reply(thinking="Then write.", text="Writing.", calls=(write,)),
+    )
+    pending = await agent.start_prompt(session, "copy a.txt")
+    asked = await agent.wait_request("session/request_permission")
+
+    await cancel_and_wait(agent, pending)
+
+    await agent.answer_held(asked, {"outcome": {"outcome": "cancelled"}})
+    await next_prompt_is_accepted(agent, server, session)
+    sent = items(server)
+    assert kinds(sent) == [
+        "message:user",
+        "reasoning:",
+        "function_call:",
+        "function_call_output:",
+        "reasoning:",
+        "message:assistant",
+        "function_call:",
+        "function_call_output:",
+        "message:user",
+    ]
+    assert summaries(sent) == ["Read first.", "Then write."]
+    assert answered(sent) == {"r1": "alpha\n", "w1": NOT_STARTED}
+
+
+async def test_a_compaction_leaves_input_the_api_takes(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """The summary call carries the older turns with their reasoning items; after it, only
+    the kept call's reasoning item is sent, before it, and nothing of the summarised turns."""
+    agent, session = await compaction_start(launch, project, "openai-responses", **TIGHT)
+    server.script(
+        Reply(thinking="Read a.", calls=read("a", "a.txt").calls),
+        Reply(thinking="Answer a.", text="a holds x"),
+        Reply(thinking="Read b.", calls=read("b", "b.txt").calls),
+        Reply(text=SUMMARY),
+        Reply(thinking="Answer b.", text="b holds x too"),
+    )
+
+    await agent.prompt(session, "read a.txt")
+    second = await agent.prompt(session, "read b.txt")
+
+    assert second.stop_reason == "end_turn" and notices(second.updates)
+    summary_call, after = items(server, 3), items(server, 4)
+    assert is_summary_call(server.requests[3])
+    assert kinds(summary_call) == [
+        "message:user",
+        "reasoning:",
+        "function_call:",
+        "function_call_output:",
+        "reasoning:",
+        "message:assistant",
+        "message:user",
+        "message:user",
+    ]
+    assert summaries(summary_call) == ["Read a.", "Answer a."]
+    assert kinds(after) == [
+        "message:user",
+        "reasoning:",
+        "function_call:",
+        "function_call_output:",
+    ]
+    assert after[0]["content"][0]["text"].startswith(SUMMARY_HEADER)
+    assert summaries(after) == ["Read b."] and answered(after).keys() == {"b"}
+
+
+async def test_a_kill_mid_tool_call_then_a_reload_sends_a_repaired_loop(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """Killed while its call waits for permission: after `session/load` in a new process the
+    call is answered as interrupted and its reasoning item goes back before it."""
+    first = await launch.start("openai-responses")
+    first.editor.permissions.append(HOLD)
+    session = await first.new_session(project)
+    write = Call("w1", "write_file", args(path="b.txt", content="beta\n"))
+    server.script(Reply(thinking="Write it.", calls=(write,)))
+    await first.start_prompt(session, "write b.txt")
+    await first.wait_request("session/request_permission")
+    await launch.kill(first)
+
+    second = await launch.start("openai-responses")
+    await restore(second, "session/load", session, project)
+    await next_prompt_is_accepted(second, server, session)
+    sent = items(server)
+
+    assert kinds(sent) == [
+        "message:user",
+        "reasoning:",
+        "function_call:",
+        "function_call_output:",
+        "message:user",
+    ]
+    assert summaries(sent) == ["Write it."]
+    assert list(answered(sent)) == ["w1"]
+
+
+async def test_a_server_error_is_retried_and_an_api_error_quoted_without_the_key(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    agent = await launch.start("openai-responses", ACP_FSM_MAX_RETRIES="1")
+    session = await agent.new_session(project)
+    server.script(
+        HttpError(500, "The server had an error", headers={"retry-after-ms": "20"}),
+        Reply(text="made it"),
+        HttpError(400, f"Invalid input for key {API_KEY}.", code="invalid_value", param="input"),
+    )
+
+    retried = await agent.prompt(session, "hello")
+    failed = await agent.prompt(session, "again")
+
+    assert retried.updates == message_chunks("made it")
+    assert server.requests[0].body == server.requests[1].body
+    message = failed.error["message"]
+    assert message.startswith("openai HTTP 400 invalid_value: Invalid input for key [redacted].")
+    assert failed.error["data"]["status"] == 400 and API_KEY not in str(failed.error)
+    assert len(server.requests) == 3  # a 400 is not retried
+
+
+async def test_calls_sent_without_a_call_id_get_made_up_ids_of_their_own(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """A compatible server's function calls without a `call_id`: each gets its own, shown to
+    the editor and sent back with its output."""
+    (project / "a.txt").write_text("A\n")
+    agent = await launch.start("openai-responses")
+    session = await agent.new_session(project)
+    read_a = Call("", "read_file", args(path="a.txt"))
+    server.script(Reply(calls=(read_a, read_a)), Reply(text="done"))
+
+    turn = await agent.prompt(session, "read it twice")
+
+    announced = [u["toolCallId"] for u in turn.updates if u["sessionUpdate"] == "tool_call"]
+    assert len(set(announced)) == 2 and "" not in announced
+    assert answered(items(server)) == dict.fromkeys(announced, "A\n")

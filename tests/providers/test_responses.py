@@ -10,7 +10,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from acp_fsm.devkit.provider import Call, HttpError, Reply, ScriptedProvider
+from acp_fsm.devkit.provider import Call, HttpError, Raw, Reply, ScriptedProvider
+from acp_fsm.devkit.provider.wire import sse
 from acp_fsm.providers.endpoint import ConfigError, load_config
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.responses import ResponsesParser
@@ -136,6 +137,53 @@ async def test_the_stream_ends_with_response_completed(
     ]
 
 
+async def test_the_parts_of_a_reasoning_summary_stream_a_blank_line_apart(
+    server: ScriptedProvider,
+) -> None:
+    parts = ["**Reading**\n\nFirst the file.", "**Answering**\n\nThen the answer."]
+    summary = [{"type": "summary_text", "text": text} for text in parts]
+    item = {"id": "rs_1", "type": "reasoning", "summary": summary, "encrypted_content": "e"}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {"id": "resp_1"}},
+        {"type": "response.output_item.added", "item": {**item, "summary": []}},
+        *(
+            event
+            for index, text in enumerate(parts)
+            for event in (
+                {"type": "response.reasoning_summary_part.added", "summary_index": index},
+                {"type": "response.reasoning_summary_text.delta", "delta": text},
+            )
+        ),
+        {"type": "response.output_item.done", "item": item},
+        {"type": "response.completed", "response": {"status": "completed", "output": [item]}},
+    ]
+    server.script(Raw(tuple(sse(event, str(event["type"])) for event in events)))
+
+    found = await collect(make_config(server, "openai", api="responses"))
+
+    streamed = [e.text for e in found if isinstance(e, ThinkingDelta)]
+    assert streamed == [parts[0], "\n\n", parts[1]]
+    last = found[-1]
+    assert isinstance(last, Finished)
+    [thought] = last.message.parts
+    assert isinstance(thought, ThinkingPart) and thought.text == "\n\n".join(parts)
+    assert thought.item is not None and json.loads(thought.item) == item
+
+
+@pytest.mark.parametrize("include", [["reasoning.encrypted_content"], []])
+async def test_the_encrypted_reasoning_comes_when_it_is_included(
+    server: ScriptedProvider, client: aiohttp.ClientSession, include: list[str]
+) -> None:
+    server.script(Reply(thinking="t", text="hi"))
+    _, _, raw = await post(client, server, PATH, {**body(), "include": include}, OPENAI_HEADERS)
+    [item] = [
+        data["item"]
+        for name, data in sse_payloads(raw)
+        if name == "response.output_item.done" and data["item"]["type"] == "reasoning"
+    ]
+    assert bool(item["encrypted_content"]) == bool(include)
+
+
 @pytest.mark.parametrize(
     ("items", "message"),
     [
@@ -176,17 +224,3 @@ def test_a_refusal_is_the_answer() -> None:
     [finished] = parser.end()
     assert isinstance(finished, Finished) and finished.stop_reason is StopReason.END_TURN
     assert finished.message.text == "I can't help with that."
-
-
-def test_the_parts_of_a_reasoning_summary_are_paragraphs() -> None:
-    parser = ResponsesParser()
-    shown: list[str] = []
-    for index, text in enumerate(("**Reading**", "**Answering**")):
-        where = {"item_id": "rs_1", "output_index": 0, "summary_index": index}
-        for event in (
-            {"type": "response.reasoning_summary_part.added", **where},
-            {"type": "response.reasoning_summary_text.delta", **where, "delta": text},
-        ):
-            found = parser.feed(SseEvent(str(event["type"]), json.dumps(event)))
-            shown += [e.text for e in found if isinstance(e, ThinkingDelta)]
-    assert "".join(shown) == "**Reading**\n\n**Answering**"

@@ -1,7 +1,9 @@
-"""A scripted LLM provider: a real aiohttp server that speaks both streaming wire formats.
+"""A scripted LLM provider: a real aiohttp server that speaks the streaming wire formats.
 
-`ScriptedProvider` serves `POST /v1/chat/completions` (OpenAI Chat Completions) and
-`POST /v1/messages` (Anthropic Messages) from one FIFO script of replies. Each reply describes a
+`ScriptedProvider` serves `POST /v1/chat/completions` (OpenAI Chat Completions),
+`POST /v1/responses` (OpenAI's Responses API: with `reasons`, every reply comes with a
+reasoning item, as a reasoning model's) and `POST /v1/messages` (Anthropic Messages) from one
+FIFO script of replies. Each reply describes a
 model turn neutrally (`Reply`) or an HTTP failure (`HttpError`) or exact bytes (`Raw`), and is
 rendered in the wire format of the route it is served on, byte for byte as the real APIs stream
 it. It also serves `GET /v1/models`, in Anthropic's paged shape when the request carries

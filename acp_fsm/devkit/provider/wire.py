@@ -231,16 +231,25 @@ class AnthropicWire:
 # ---------------------------------------------------------------------------- Responses
 
 
+ENCRYPTED_REASONING = "reasoning.encrypted_content"  # what a request `include`s to get it
+
+
 def render_responses(
-    reply: Reply, model: str = "scripted", reasoning_of: dict[str, str] | None = None
+    reply: Reply,
+    model: str = "scripted",
+    reasoning_of: dict[str, str] | None = None,
+    encrypted: bool = True,
+    reasons: bool = False,
 ) -> list[bytes]:
     """The SSE events of `reply` as the Responses API streams them: `response.created`, then
-    per output item (a reasoning item with its summary and `encrypted_content`, a message, each
-    function call) `response.output_item.added`, its part opened, its deltas, its part closed
-    with the whole text (the arguments), and `response.output_item.done`, then
+    per output item (a reasoning item with its summary, and its `encrypted_content` when
+    `encrypted`: the request's `include` asked for it; a message; each function call)
+    `response.output_item.added`, its part opened, its deltas, its part closed with the whole
+    text (the arguments), and `response.output_item.done`, then
     `response.completed` (or `response.incomplete` at max_tokens) with the usage.
     `reasoning_of` learns which reasoning item each function call came with (what the rules
-    check comes back)."""
+    check comes back). A reply without thinking has no reasoning item, unless `reasons` (a
+    reasoning model's, its summary empty)."""
     response: dict[str, Any] = {
         "id": new_id("resp_"),
         "object": "response",
@@ -278,7 +287,7 @@ def render_responses(
         ]
 
     thinking = pieces(reply.thinking)
-    reasoning_id = new_id("rs_") if thinking or reply.signature else None
+    reasoning_id = new_id("rs_") if thinking or reply.signature or reasons else None
     if reasoning_id is not None:
         summary = "".join(thinking)
         where = {"item_id": reasoning_id, "output_index": 0, "summary_index": 0}
@@ -289,11 +298,13 @@ def render_responses(
         if summary:
             summary_part = {"type": "summary_text", "text": summary}
             deltas = part("reasoning_summary", where, summary_part, deltas)
-        done = {
+        done: dict[str, Any] = {
             "id": reasoning_id,
             "type": "reasoning",
             "summary": [{"type": "summary_text", "text": summary}] if summary else [],
-            "encrypted_content": reply.signature or f"gAAAA{reasoning_id}encrypted",
+            "encrypted_content": (reply.signature or f"gAAAA{reasoning_id}encrypted")
+            if encrypted
+            else None,
         }
         item(len(output), done, {**done, "summary": [], "encrypted_content": None}, deltas)
     text = pieces(reply.text)
@@ -366,13 +377,16 @@ def _responses_usage(usage: Usage) -> dict[str, Any]:
 
 class ResponsesWire:
     """The Responses API; `reasoning_of` (shared with its rules) maps each function call's
-    `call_id` to the reasoning item it came with."""
+    `call_id` to the reasoning item it came with; with `reasons` every reply has one."""
 
-    def __init__(self) -> None:
+    def __init__(self, reasons: bool = False) -> None:
         self.reasoning_of: dict[str, str] = {}
+        self.reasons = reasons
 
     def render(self, reply: Reply, body: dict[str, Any]) -> list[bytes]:
-        return render_responses(reply, str(body.get("model")), self.reasoning_of)
+        encrypted = ENCRYPTED_REASONING in (body.get("include") or ())
+        model = str(body.get("model"))
+        return render_responses(reply, model, self.reasoning_of, encrypted, self.reasons)
 
     def error_body(self, error: HttpError) -> dict[str, Any]:
         return OpenAiWire().error_body(error)
