@@ -53,6 +53,8 @@ def part_to_json(part: Any) -> dict[str, Any]:
             body["redacted"] = part.redacted
         if part.item is not None:
             body["item"] = part.item
+        if part.origin is not None:
+            body["origin"] = part.origin
         return body
     if isinstance(part, ToolCallPart):
         body = {
@@ -76,7 +78,11 @@ def part_from_json(body: dict[str, Any]) -> Any:
         return ImagePart(body["data"], body["mimeType"])
     if kind == "thinking":
         return ThinkingPart(
-            body["text"], body.get("signature"), body.get("redacted"), body.get("item")
+            body["text"],
+            body.get("signature"),
+            body.get("redacted"),
+            body.get("item"),
+            body.get("origin"),
         )
     if kind == "tool_call":
         return ToolCallPart(

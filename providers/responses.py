@@ -10,6 +10,7 @@ their response, so a tool loop goes on with the reasoning of its first call.
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 from acp_fsm.providers.assemble import MessageBuilder
@@ -56,19 +57,26 @@ INCOMPLETE_REASONS = {
 }
 
 
-def convert_items(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
-    """The neutral transcript as Responses input items (the reference for the encoder)."""
-    return [item for message in messages for item in _convert(message)]
+def convert_items(messages: tuple[Message, ...], origin: str | None = None) -> list[dict[str, Any]]:
+    """The neutral transcript as Responses input items for `origin` (the reference for the
+    encoder)."""
+    return [item for message in messages for item in _convert(message, origin)]
 
 
-def _convert(message: Message, reasoning: bool = True) -> list[dict[str, Any]]:
+def origin_of(config: ProviderConfig, model: str) -> str:
+    """Who can read a reasoning item back: the server and the model that made it (another
+    model, or another account's server, refuses its encrypted content)."""
+    return f"{config.base_url} {model}"
+
+
+def _convert(message: Message, origin: str | None = None) -> list[dict[str, Any]]:
     """One neutral message as input items: a user message; an assistant message's parts in
-    order (reasoning items as received unless `reasoning` is off, texts as one output
-    message, each tool call a `function_call`); each tool result a `function_call_output`."""
+    order (the reasoning items `origin` made, as received; texts as one output message; each
+    tool call a `function_call`); each tool result a `function_call_output`."""
     if isinstance(message, UserMessage):
         return [{"type": "message", "role": "user", "content": _user_content(message)}]
     if isinstance(message, AssistantMessage):
-        return _assistant(message, reasoning)
+        return _assistant(message, origin)
     return [
         {"type": "function_call_output", "call_id": r.call_id, "output": r.content or EMPTY_RESULT}
         for r in message.results
@@ -91,13 +99,7 @@ def _user_content(message: UserMessage) -> list[dict[str, Any]]:
     return content
 
 
-def _plain(message: Message) -> list[dict[str, Any]]:
-    """`_convert` without reasoning items: for a model that does not reason (it has no use
-    for them, and its API may not take them), after a switch from one that does."""
-    return _convert(message, reasoning=False)
-
-
-def _assistant(message: AssistantMessage, reasoning: bool) -> list[dict[str, Any]]:
+def _assistant(message: AssistantMessage, origin: str | None) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     texts: list[str] = []
 
@@ -114,7 +116,8 @@ def _assistant(message: AssistantMessage, reasoning: bool) -> list[dict[str, Any
             continue
         flush()
         if isinstance(part, ThinkingPart):
-            if part.item is not None and reasoning:  # another API's thinking: nothing here
+            # another API's thinking, another model's reasoning: nothing it can read
+            if part.item is not None and origin is not None and part.origin == origin:
                 items.append(json.loads(part.item))
         elif isinstance(part, ToolCallPart):
             items.append(
@@ -135,6 +138,9 @@ def _assistant(message: AssistantMessage, reasoning: bool) -> list[dict[str, Any
 
 class ResponsesWire:
     name = NAME
+
+    def __init__(self) -> None:
+        self._origin = ""  # of the reasoning items of the call built (`origin_of`)
 
     def build(
         self, request: ModelRequest, config: ProviderConfig, scrub: Scrub | None = None
@@ -168,26 +174,29 @@ class ResponsesWire:
             body["reasoning"] = {"effort": request.reasoning, "summary": "auto"}
         if request.cache_key:
             body[CACHE_KEY] = request.cache_key[:CACHE_KEY_MAX]
-        # reasoning items go back to a model that reasons only (an encoder for each way)
-        wire, convert = (WIRE, _convert) if reasoning else (f"{WIRE}-plain", _plain)
-        encoded = encoder_of(request, wire, lambda: Encoder(convert, _never)).encode(
-            request.messages, scrub
-        )
+        # reasoning items go back to the model that made them, if it reasons (an encoder for
+        # each: a switch of model leaves the other's items out)
+        origin = origin_of(config, request.model) if reasoning else None
+        encoded = encoder_of(
+            request, f"{WIRE} {origin}", lambda: Encoder(partial(_convert, origin=origin), _never)
+        ).encode(request.messages, scrub)
+        self._origin = origin_of(config, request.model)
         return f"{config.base_url}/responses", headers, splice(body, encoded.json(), scrub, INPUT)
 
     def parse_error(self, status: int, body: bytes) -> ProviderError:
         return http_error(NAME, status, body)
 
     def parser(self) -> ResponsesParser:
-        return ResponsesParser()
+        return ResponsesParser(self._origin)
 
 
 class ResponsesParser:
     """Responses stream events → events. Output items are told apart by `item_id`; a
     function call's arguments stream by deltas (or come whole in its `.done` item)."""
 
-    def __init__(self) -> None:
+    def __init__(self, origin: str = "") -> None:
         self.builder = MessageBuilder()
+        self._origin = origin
         self._finish: StopReason | None = None
         self._usage = Usage()
         self._streamed: set[str] = set()  # function calls whose arguments came by deltas
@@ -236,7 +245,7 @@ class ResponsesParser:
     def _done(self, item: dict[str, Any]) -> list[Event]:
         kind = item.get("type")
         if kind == "reasoning":
-            self.builder.reasoning_item(json.dumps(item))
+            self.builder.reasoning_item(json.dumps(item), self._origin)
             return []
         if kind == "message":
             self.builder.close_block()

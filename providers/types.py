@@ -40,12 +40,14 @@ class ThinkingPart(NamedTuple):
     """Model reasoning. Anthropic requires it echoed back unmodified: `signature` for a thinking
     block, `redacted` (opaque data) for a redacted_thinking block; `item` is the OpenAI
     Responses API's reasoning item as received (its JSON, with `encrypted_content`), sent back
-    in place so the model goes on with its reasoning."""
+    in place so the model goes on with its reasoning; `origin` the server and model that made
+    it (only they can read it back)."""
 
     text: str
     signature: str | None = None
     redacted: str | None = None
     item: str | None = None
+    origin: str | None = None
 
 
 class ToolCallPart(NamedTuple):

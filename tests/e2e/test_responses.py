@@ -470,3 +470,29 @@ async def test_calls_sent_without_a_call_id_get_made_up_ids_of_their_own(
     announced = [u["toolCallId"] for u in turn.updates if u["sessionUpdate"] == "tool_call"]
     assert len(set(announced)) == 2 and "" not in announced
     assert answered(items(server)) == dict.fromkeys(announced, "A\n")
+
+
+async def test_another_model_is_not_sent_the_reasoning_it_cannot_read(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """Encrypted reasoning is readable by the model that made it only (the scripted API, as
+    the real one, refuses it with invalid_encrypted_content): a switch leaves it out, and a
+    switch back sends it again."""
+    (project / "a.txt").write_text("alpha\n")
+    agent = await launch.start("openai-responses", ACP_FSM_MODEL="gpt-5", ACP_FSM_MODELS="gpt-5,o3")
+    session, _ = await new_session(agent, project)
+    server.script(
+        Reply(thinking="Read.", calls=(Call("c1", "read_file", args(path="a.txt")),)),
+        Reply(text="alpha"),
+    )
+    assert (await agent.prompt(session, "read a.txt")).stop_reason == "end_turn"
+
+    await choose(agent, session, "model", "o3")
+    server.script(Reply(thinking="Mine.", text="o3 here"))
+    assert (await agent.prompt(session, "and now?")).stop_reason == "end_turn"
+    assert "reasoning:" not in kinds(items(server))
+
+    await choose(agent, session, "model", "gpt-5")
+    server.script(Reply(text="gpt-5 again"))
+    assert (await agent.prompt(session, "back")).stop_reason == "end_turn"
+    assert kinds(items(server)).count("reasoning:") == 1  # its own, not o3's

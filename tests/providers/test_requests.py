@@ -396,11 +396,12 @@ def test_the_prompt_cache_key_is_the_sessions(api: str, base_url: str, sent: str
 def test_encrypted_reasoning_is_asked_of_models_that_reason(
     model: str, base_url: str, included: bool
 ) -> None:
-    from acp_fsm.providers.responses import ResponsesWire
+    from acp_fsm.providers.responses import ResponsesWire, origin_of
 
     config = ProviderConfig("openai", model, base_url, api="responses")
     item = '{"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"}'
-    answered = AssistantMessage((ThinkingPart("", item=item), TextPart("hello")))
+    made = origin_of(config, model)
+    answered = AssistantMessage((ThinkingPart("", item=item, origin=made), TextPart("hello")))
     request = make_request(UserMessage((TextPart("hi"),)), answered, model=model, memo={})
     sent = json.loads(ResponsesWire().build(request, config)[2])
     assert ("include" in sent) is included

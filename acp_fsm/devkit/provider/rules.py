@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
 from acp_fsm.devkit.provider.script import HttpError
-from acp_fsm.devkit.provider.wire import json_text
+from acp_fsm.devkit.provider.wire import json_text, unsealed
 
 
 class Rejection(Exception):
@@ -214,11 +214,12 @@ class ResponsesRules(OpenAiRules):
     """The Responses API: a Bearer key; a model, `input` and `stream: true`; known item
     types; every `function_call` answered by a `function_call_output` with its `call_id`
     before the next message, every output answering one; with `store: false` a reasoning item
-    sent back whole (`encrypted_content`), and a function call of a response that reasoned
-    sent back after that response's reasoning item (`reasoning_of`, what the wire served:
-    call_id -> reasoning item id)."""
+    sent back whole (`encrypted_content`, readable by the model that made it only), and a
+    function call of a response that reasoned sent back to its model after that response's
+    reasoning item (`reasoning_of`, what the wire served: call_id -> (reasoning item id,
+    model))."""
 
-    def __init__(self, reasoning_of: dict[str, str]) -> None:
+    def __init__(self, reasoning_of: dict[str, tuple[str, str]]) -> None:
         self.reasoning_of = reasoning_of
 
     def validate(self, headers: Mapping[str, str], body: Any) -> None:
@@ -235,12 +236,30 @@ class ResponsesRules(OpenAiRules):
             raise reject("this scripted provider only streams: set 'stream': true")
         if "messages" in body:
             raise reject("Unknown parameter: 'messages'.", code="unknown_parameter")
-        self._check_items(items, store=body.get("store", True) is not False)
+        model = str(body["model"])
+        self._check_items(items, model, store=body.get("store", True) is not False)
+        self._check_sealed(items, model)
         effort = (body.get("reasoning") or {}).get("effort")
         if effort is not None and effort not in REASONING_EFFORTS:
             raise _invalid_value("reasoning.effort", effort, REASONING_EFFORTS)
 
-    def _check_items(self, items: list[Any], *, store: bool) -> None:
+    @staticmethod
+    def _check_sealed(items: list[Any], model: str) -> None:
+        """A reasoning item's encrypted content is readable by the model that made it only
+        (a switch of model mid-conversation is refused so)."""
+        for item in items:
+            content = item.get("encrypted_content") if item.get("type") == "reasoning" else None
+            made_by = unsealed(content) if isinstance(content, str) else None
+            if made_by is not None and made_by != model:
+                raise reject(
+                    "The encrypted content for item "
+                    f"{item.get('id')} could not be verified. Reason: Encrypted content "
+                    "could not be decrypted or parsed.",
+                    code="invalid_encrypted_content",
+                    param="input",
+                )
+
+    def _check_items(self, items: list[Any], model: str, *, store: bool) -> None:
         pending: list[str] = []
         reasoned: set[str] = set()  # the reasoning items since the last user message or output
         follows: str | None = None  # a reasoning item that wants an output item after it
@@ -282,7 +301,9 @@ class ResponsesRules(OpenAiRules):
                 reasoned.add(str(item.get("id")))
             else:
                 call_id = str(item.get("call_id"))
-                wanted = self.reasoning_of.get(call_id)
+                # the reasoning a call came with, wanted back by the model that made both
+                made, by = self.reasoning_of.get(call_id, (None, None))
+                wanted = made if by == model else None
                 if not store and wanted is not None and wanted not in reasoned:
                     raise reject(
                         f"Item '{call_id}' of type 'function_call' was provided without its "

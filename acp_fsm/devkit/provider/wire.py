@@ -232,12 +232,24 @@ class AnthropicWire:
 
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"  # what a request `include`s to get it
+SEALED = "gAAAA|"  # how the scripted encrypted content begins
+
+
+def sealed(reasoning_id: str, model: str) -> str:
+    """The scripted encrypted content of a reasoning item: readable by `model` only, as the
+    real API's (`unsealed`)."""
+    return f"{SEALED}{reasoning_id}|{model}"
+
+
+def unsealed(content: str) -> str | None:
+    """The model a scripted encrypted content was made by (None: not one of ours)."""
+    return content.rsplit("|", 1)[1] if content.startswith(SEALED) else None
 
 
 def render_responses(
     reply: Reply,
     model: str = "scripted",
-    reasoning_of: dict[str, str] | None = None,
+    reasoning_of: dict[str, tuple[str, str]] | None = None,
     encrypted: bool = True,
     reasons: bool = False,
 ) -> list[bytes]:
@@ -247,9 +259,9 @@ def render_responses(
     `response.output_item.added`, its part opened, its deltas, its part closed with the whole
     text (the arguments), and `response.output_item.done`, then
     `response.completed` (or `response.incomplete` at max_tokens) with the usage.
-    `reasoning_of` learns which reasoning item each function call came with (what the rules
-    check comes back). A reply without thinking has no reasoning item, unless `reasons` (a
-    reasoning model's, its summary empty)."""
+    `reasoning_of` learns which reasoning item (of which model) each function call came with
+    (what the rules check comes back). A reply without thinking has no reasoning item,
+    unless `reasons` (a reasoning model's, its summary empty)."""
     response: dict[str, Any] = {
         "id": new_id("resp_"),
         "object": "response",
@@ -302,7 +314,7 @@ def render_responses(
             "id": reasoning_id,
             "type": "reasoning",
             "summary": [{"type": "summary_text", "text": summary}] if summary else [],
-            "encrypted_content": (reply.signature or f"gAAAA{reasoning_id}encrypted")
+            "encrypted_content": (reply.signature or sealed(reasoning_id, model))
             if encrypted
             else None,
         }
@@ -349,7 +361,7 @@ def render_responses(
         }
         item(index, done, {**done, "status": "in_progress", "arguments": ""}, deltas)
         if reasoning_of is not None and reasoning_id is not None:
-            reasoning_of[call.id] = reasoning_id
+            reasoning_of[call.id] = (reasoning_id, model)
     incomplete = reply.stop_reason is StopReason.MAX_TOKENS
     final = {
         **response,
@@ -377,10 +389,11 @@ def _responses_usage(usage: Usage) -> dict[str, Any]:
 
 class ResponsesWire:
     """The Responses API; `reasoning_of` (shared with its rules) maps each function call's
-    `call_id` to the reasoning item it came with; with `reasons` every reply has one."""
+    `call_id` to the reasoning item it came with and the model; with `reasons` every reply
+    has one."""
 
     def __init__(self, reasons: bool = False) -> None:
-        self.reasoning_of: dict[str, str] = {}
+        self.reasoning_of: dict[str, tuple[str, str]] = {}
         self.reasons = reasons
 
     def render(self, reply: Reply, body: dict[str, Any]) -> list[bytes]:
