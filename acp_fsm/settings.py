@@ -186,27 +186,31 @@ def _select(
     }
 
 
-def _about(provider: str, model: str) -> str:
-    """What the picker says of a model: which of OpenAI's models are served on the Responses
-    API only (a call of one goes there)."""
-    from acp_fsm.providers.endpoint import OPENAI, responses_only
-
-    return "Responses API only" if provider == OPENAI and responses_only(model) else ""
+RESPONSES_ONLY = "Responses API only"  # a model whose calls go to OpenAI's Responses API
 
 
 def config_options(
-    settings: Settings, provider: str, model: str, models: list[str]
+    settings: Settings,
+    provider: str,
+    model: str,
+    models: list[str],
+    elsewhere: set[str] | frozenset[str] = frozenset(),
 ) -> list[acp.SessionConfigOption]:
     """The session's ACP `configOptions`: mode, model and, for a model that thinks, the
-    thought level. `model` is the one in use, `models` those the provider offers; without a
+    thought level. `model` is the one in use, `models` those the provider offers (`elsewhere`
+    those served on the Responses API only, whose calls go there, described so); without a
     `provider` (no usable configuration), the mode only. The same choices give the same list,
     made once (a thousand idle sessions keep one, not a thousand): it is never changed."""
-    return _config_options(settings, provider, model, tuple(models))
+    return _config_options(settings, provider, model, tuple(models), frozenset(elsewhere))
 
 
 @lru_cache(maxsize=256)
 def _config_options(
-    settings: Settings, provider: str, model: str, models: tuple[str, ...]
+    settings: Settings,
+    provider: str,
+    model: str,
+    models: tuple[str, ...],
+    elsewhere: frozenset[str],
 ) -> list[acp.SessionConfigOption]:
     options: list[acp.SessionConfigOption] = [
         _select(
@@ -228,7 +232,7 @@ def _config_options(
             MODEL,
             f"The {provider} model the next model call uses",
             model,
-            [(m, m, _about(provider, m)) for m in listed],
+            [(m, m, RESPONSES_ONLY if m in elsewhere else "") for m in listed],
         )
     )
     levels = THOUGHT_LEVELS.get(provider)

@@ -135,8 +135,9 @@ def reasons(model: str) -> bool:
 
 
 def api_of(config: ProviderConfig, model: str) -> str:
-    """The API a call of `model` goes to: the one the user set, else the Responses API for
-    the models served only there, else Chat Completions."""
-    if config.provider != OPENAI or config.api_set or not responses_only(model):
+    """The API a call of `model` goes to: the one the user set, else on OpenAI's own API the
+    Responses API for the models served only there, else Chat Completions (a compatible
+    server, a proxy, serves its models as it says)."""
+    if config.provider != OPENAI or config.api_set or not config.official:
         return config.api
-    return RESPONSES
+    return RESPONSES if responses_only(model) else config.api

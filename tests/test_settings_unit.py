@@ -110,3 +110,12 @@ def test_stored_choices_fold_in_order_and_unknown_values_are_left_out() -> None:
     ]
     assert Settings.folded(bodies) == Settings("m-three", "full_access", "high")
     assert Settings.folded([]) == Settings()
+
+
+def test_the_picker_marks_the_models_whose_calls_go_elsewhere() -> None:
+    options = settings.config_options(
+        settings.Settings(), "openai", "gpt-5", ["gpt-5", "gpt-5-codex"], {"gpt-5-codex"}
+    )
+    [model] = [o for o in options if o["id"] == "model"]
+    about = {o["value"]: o.get("description") for o in model["options"]}
+    assert about == {"gpt-5": None, "gpt-5-codex": "Responses API only"}

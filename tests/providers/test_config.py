@@ -189,6 +189,7 @@ async def test_client_session_does_not_warn_on_fixed_pythons(
         ("gpt-5", {"ACP_FSM_PROVIDER": "openai-responses"}, "responses"),
         ("gpt-5", {"ACP_FSM_OPENAI_API": "responses"}, "responses"),
         ("gpt-5-codex", {"ACP_FSM_PROVIDER": "anthropic"}, "chat"),  # not OpenAI's API at all
+        ("gpt-5-codex", {"OPENAI_BASE_URL": "https://openrouter.ai/api/v1"}, "chat"),  # a proxy's
     ],
 )
 def test_the_api_of_a_model(model: str, env: dict[str, str], api: str) -> None:
