@@ -94,7 +94,8 @@ THOUGHT_LEVELS: dict[str, dict[str, tuple[str, str]]] = {
 _THINKS = {
     "anthropic": r"claude-(3-7|(opus|sonnet|haiku)-4|4)",
     # o1-mini and o1-preview take no reasoning_effort; GPT-5's chat models neither
-    "openai": r"(^|/)(o1(?!-mini|-preview)|o[3-9]|gpt-5(?!.*chat)|codex)",
+    # (gpt-5-pro reasons at `high` only, and takes no other level)
+    "openai": r"(^|/)(o1(?!-mini|-preview)|o[3-9]|gpt-5(?!.*(chat|-pro))|codex)",
 }
 
 

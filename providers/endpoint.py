@@ -17,10 +17,10 @@ RESPONSES = "responses"
 OPENAI_RESPONSES = "openai-responses"
 API_VARIABLE = "ACP_FSM_OPENAI_API"
 REASONING = r"(^|/)(o\d|gpt-5(?!.*chat)|codex|gpt-oss)"  # OpenAI's models that reason
-# OpenAI's models served on the Responses API only: the codex models, the -pro ones, deep
-# research (https://platform.openai.com/docs/models); a call of one goes there unless
+# OpenAI's models served on the Responses API only: the codex models and the -pro ones
+# (https://platform.openai.com/docs/models); a call of one to OpenAI goes there unless
 # ACP_FSM_OPENAI_API says otherwise.
-RESPONSES_ONLY = r"(^|/)(codex-|gpt-[\d.]+-codex|(o\d|gpt-[\d.]+)-pro\b)|deep-research"
+RESPONSES_ONLY = r"(^|/)(codex-|gpt-[\d.]+-codex|(o\d|gpt-[\d.]+)-pro\b)"
 DEFAULT_MODELS = {ANTHROPIC: "claude-sonnet-4-5", OPENAI: "gpt-5"}
 # Context window assumed for usage reports when ACP_FSM_CONTEXT_WINDOW is not set.
 DEFAULT_CONTEXT_WINDOWS = {ANTHROPIC: 200_000, OPENAI: 128_000}
@@ -93,6 +93,11 @@ def load_config(env: Mapping[str, str] | None = None) -> ProviderConfig:
         provider = ANTHROPIC if env.get("ANTHROPIC_API_KEY") else OPENAI
     api = env.get(API_VARIABLE, "").strip().lower() or CHAT
     responses = provider == OPENAI_RESPONSES
+    if responses and api != RESPONSES and env.get(API_VARIABLE, "").strip():
+        raise ConfigError(
+            f"ACP_FSM_PROVIDER=openai-responses with {API_VARIABLE}={api!r}: the provider "
+            "names the Responses API; set ACP_FSM_PROVIDER=openai to choose the API"
+        )
     if responses:
         provider, api = OPENAI, RESPONSES
     if provider not in DEFAULT_MODELS:

@@ -50,6 +50,12 @@ INPUT = "input"  # the body's key of the conversation's items
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 TEXT_DELTAS = ("response.output_text.delta", "response.refusal.delta")
 SUMMARY_PARTS_APART = "\n\n"  # between the parts of a reasoning summary, as streamed
+SUMMARY_PARAM = "reasoning.summary"
+# The thought's deltas: OpenAI's reasoning summary; a compatible server's reasoning itself.
+THOUGHT_DELTAS = ("response.reasoning_summary_text.delta", "response.reasoning_text.delta")
+# The servers that refused to summarise the reasoning (OpenAI, for an organization it has not
+# verified): not asked again in this process.
+_NO_SUMMARIES: set[str] = set()
 # Why a response is incomplete (`incomplete_details.reason`) as a stop reason.
 INCOMPLETE_REASONS = {
     "max_output_tokens": StopReason.MAX_TOKENS,
@@ -141,6 +147,7 @@ class ResponsesWire:
 
     def __init__(self) -> None:
         self._origin = ""  # of the reasoning items of the call built (`origin_of`)
+        self._base = ""  # the base URL of the call built
 
     def build(
         self, request: ModelRequest, config: ProviderConfig, scrub: Scrub | None = None
@@ -170,8 +177,13 @@ class ResponsesWire:
         if reasoning:
             body["include"] = [ENCRYPTED_REASONING]
         body["max_output_tokens"] = request.max_tokens
-        if request.reasoning:
-            body["reasoning"] = {"effort": request.reasoning, "summary": "auto"}
+        self._base = config.base_url
+        settings: dict[str, str] = {"effort": request.reasoning} if request.reasoning else {}
+        summarised = request.reasoning or reasons(request.model)  # a model that reasons
+        if summarised and config.base_url not in _NO_SUMMARIES:  # streamed as the thoughts
+            settings["summary"] = "auto"
+        if settings:
+            body["reasoning"] = settings
         if request.cache_key:
             body[CACHE_KEY] = request.cache_key[:CACHE_KEY_MAX]
         # reasoning items go back to the model that made them, if it reasons (an encoder for
@@ -184,10 +196,36 @@ class ResponsesWire:
         return f"{config.base_url}/responses", headers, splice(body, encoded.json(), scrub, INPUT)
 
     def parse_error(self, status: int, body: bytes) -> ProviderError:
-        return http_error(NAME, status, body)
+        error = http_error(NAME, status, body)
+        if status == 400 and _param_of(body) == SUMMARY_PARAM:
+            # an organization OpenAI has not verified gets no summaries: asked again without
+            _NO_SUMMARIES.add(self._base)
+            error.retryable = True
+        return error
 
     def parser(self) -> ResponsesParser:
         return ResponsesParser(self._origin)
+
+
+def _thoughts(item: dict[str, Any]) -> list[str]:
+    """A reasoning item's texts: its summary's parts, else its reasoning (vLLM and Ollama
+    give gpt-oss's own as `reasoning_text` content)."""
+    for key in ("summary", "content"):
+        texts = [
+            str(p["text"]) for p in item.get(key) or () if isinstance(p, dict) and p.get("text")
+        ]
+        if texts:
+            return texts
+    return []
+
+
+def _param_of(body: bytes) -> str | None:
+    """The `param` an API error object names, if any."""
+    try:
+        error = json.loads(body).get("error")
+    except (ValueError, AttributeError):
+        return None
+    return str(error.get("param")) if isinstance(error, dict) else None
 
 
 class ResponsesParser:
@@ -200,6 +238,7 @@ class ResponsesParser:
         self._finish: StopReason | None = None
         self._usage = Usage()
         self._streamed: set[str] = set()  # function calls whose arguments came by deltas
+        self._thought = False  # the reasoning item under way streamed its thought
 
     def feed(self, event: SseEvent) -> list[Event]:
         try:
@@ -211,7 +250,8 @@ class ResponsesParser:
         kind = data.get("type") or event.event
         if kind in TEXT_DELTAS:  # a refusal is the answer the user sees
             return [self.builder.text(str(data.get("delta") or ""))]
-        if kind == "response.reasoning_summary_text.delta":
+        if kind in THOUGHT_DELTAS:
+            self._thought = True
             return [self.builder.thinking(str(data.get("delta") or ""))]
         if kind == "response.reasoning_summary_part.added" and data.get("summary_index"):
             # A summary's parts are its sections ("**Title**\n\nText"): a blank line apart.
@@ -245,8 +285,12 @@ class ResponsesParser:
     def _done(self, item: dict[str, Any]) -> list[Event]:
         kind = item.get("type")
         if kind == "reasoning":
+            # a server that streamed none of it gets its thought from the item whole
+            said = [] if self._thought else _thoughts(item)
+            shown = [self.builder.thinking(SUMMARY_PARTS_APART.join(said))] if said else []
+            self._thought = False
             self.builder.reasoning_item(json.dumps(item), self._origin)
-            return []
+            return list(shown)
         if kind == "message":
             self.builder.close_block()
             return []

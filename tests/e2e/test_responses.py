@@ -484,3 +484,27 @@ async def test_another_model_is_not_sent_the_reasoning_it_cannot_read(
     server.script(Reply(text="gpt-5 again"))
     assert (await agent.prompt(session, "back")).stop_reason == "end_turn"
     assert kinds(items(server)).count("reasoning:") == 1  # its own, not o3's
+
+
+async def test_summaries_are_asked_for_and_dropped_where_they_are_refused(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """A model that reasons is asked for its summary at the default level; an organization
+    OpenAI has not verified is refused it, and the call is made again without, for good."""
+    agent = await launch.start("openai-responses", ACP_FSM_MODEL="gpt-5", ACP_FSM_MAX_RETRIES="1")
+    session = await agent.new_session(project)
+    refused = HttpError(
+        400,
+        "Your organization must be verified to generate reasoning summaries.",
+        code="unsupported_value",
+        param="reasoning.summary",
+    )
+    server.script(refused, Reply(text="without"), Reply(text="still without"))
+
+    turn = await agent.prompt(session, "hi")
+
+    assert turn.updates == message_chunks("without")
+    first, second = (r.body.get("reasoning") for r in server.requests[-2:])
+    assert first == {"summary": "auto"} and second is None
+    assert (await agent.prompt(session, "again")).stop_reason == "end_turn"
+    assert "reasoning" not in server.requests[-1].body

@@ -197,3 +197,9 @@ def test_the_api_of_a_model(model: str, env: dict[str, str], api: str) -> None:
 
     config = load_config({"ACP_FSM_PROVIDER": "openai", **env})
     assert api_of(config, model) == api
+
+
+def test_the_responses_provider_and_the_chat_api_conflict() -> None:
+    env = {"ACP_FSM_PROVIDER": "openai-responses", "ACP_FSM_OPENAI_API": "chat"}
+    with pytest.raises(ConfigError, match="set ACP_FSM_PROVIDER=openai to choose the API"):
+        load_config(env)

@@ -224,3 +224,33 @@ def test_a_refusal_is_the_answer() -> None:
     [finished] = parser.end()
     assert isinstance(finished, Finished) and finished.stop_reason is StopReason.END_TURN
     assert finished.message.text == "I can't help with that."
+
+
+@pytest.mark.parametrize(
+    ("events", "thought"),
+    [
+        (  # vLLM and Ollama stream gpt-oss's own reasoning
+            [{"type": "response.reasoning_text.delta", "item_id": "rs_1", "delta": "raw"}],
+            "raw",
+        ),
+        ([], "S1\n\nS2"),  # a server that sends the item whole
+    ],
+)
+def test_a_thought_from_a_compatible_server(events: list[dict[str, Any]], thought: str) -> None:
+    summary = [{"type": "summary_text", "text": t} for t in ("S1", "S2")]
+    item = {"type": "reasoning", "id": "rs_1", "summary": [] if events else summary}
+    parser = ResponsesParser()
+    shown: list[str] = []
+    for event in (
+        {"type": "response.output_item.added", "item": {**item, "summary": []}},
+        *events,
+        {"type": "response.output_item.done", "item": item},
+        {"type": "response.completed", "response": {"status": "completed"}},
+    ):
+        found = parser.feed(SseEvent(str(event["type"]), json.dumps(event)))
+        shown += [e.text for e in found if isinstance(e, ThinkingDelta)]
+    [finished] = parser.end()
+    assert "".join(shown) == thought
+    assert isinstance(finished, Finished)
+    [part] = finished.message.parts
+    assert isinstance(part, ThinkingPart) and part.text == thought and part.item is not None
