@@ -122,7 +122,9 @@ def _size(message: Message) -> tuple[int, int]:
         elif isinstance(part, ImagePart):
             images += 1
         elif isinstance(part, ThinkingPart):
+            # a reasoning item's encrypted reasoning is input the model reads again
             chars += len(part.text) + len(part.signature or "") + len(part.redacted or "")
+            chars += len(part.item or "")
         elif isinstance(part, ToolCallPart):
             chars += len(part.name) + len(part.raw_arguments or json.dumps(part.arguments))
     return chars, images

@@ -24,9 +24,13 @@ from acp_fsm.blocking import Shared
 from acp_fsm.protocol.errors import AuthRequired
 from acp_fsm.providers.endpoint import (
     ANTHROPIC,
+    API_VARIABLE,
+    CHAT,
     DEFAULT_BASE_URLS,
     KEY_VARIABLES,
     OPENAI,
+    OPENAI_RESPONSES,
+    RESPONSES,
     URL_VARIABLES,
     ConfigError,
     ProviderConfig,
@@ -69,11 +73,12 @@ class Stored(NamedTuple):
     provider: str  # "anthropic" or "openai"
     api_key: str  # empty for a server that needs none
     base_url: str | None = None  # where it was checked, when not the provider's own API
+    api: str | None = None  # OpenAI's API chosen at login (ACP_FSM_OPENAI_API), if one was
 
     def __repr__(self) -> str:
         return (
             f"Stored({self.provider}, key={'set' if self.api_key else 'none'}, "
-            f"base_url={self.base_url!r})"
+            f"base_url={self.base_url!r}, api={self.api!r})"
         )
 
     @property
@@ -147,7 +152,8 @@ def inspect() -> tuple[Stored | None, str | None]:
         return None, "names no provider and key acp-fsm knows"
     if url is not None and not (isinstance(url, str) and url.startswith(("http://", "https://"))):
         return None, "has a baseUrl that is not an http(s) URL"
-    return Stored(provider, key, url), None
+    api = data.get("api")  # liberal: an API this version does not know is left to the default
+    return Stored(provider, key, url, api if api in (CHAT, RESPONSES) else None), None
 
 
 def learn(stored: Stored | None) -> None:
@@ -167,6 +173,8 @@ def save(stored: Stored) -> Path:
     body = {"provider": stored.provider, "apiKey": stored.api_key}
     if stored.base_url:
         body["baseUrl"] = stored.base_url
+    if stored.api:
+        body["api"] = stored.api
     atomic_write(target, json.dumps(body), mode=FILE_MODE)
     directory = os.open(target.parent, os.O_RDONLY)  # the rename itself survives a crash
     try:
@@ -192,7 +200,7 @@ def configured_provider(env: Mapping[str, str]) -> str | None:
     (a local server needs no key). None: the environment configures none."""
     named = env.get("ACP_FSM_PROVIDER", "").strip().lower()
     if named:
-        return named
+        return OPENAI if named == OPENAI_RESPONSES else named
     if env.get(KEY_VARIABLES[ANTHROPIC]):
         return ANTHROPIC
     if env.get(KEY_VARIABLES[OPENAI]) or env.get(URL_VARIABLES[OPENAI]):
@@ -220,6 +228,8 @@ def environment(env: Mapping[str, str], stored: Stored | None) -> Mapping[str, s
     if provider not in (None, stored.provider) or env.get(KEY_VARIABLES[stored.provider]):
         return env  # the environment's own configuration wins
     env.setdefault("ACP_FSM_PROVIDER", stored.provider)
+    if stored.api:
+        env.setdefault(API_VARIABLE, stored.api)
     if elsewhere(env, stored) is not None:
         return env  # never sent to a server it was not checked with (docs/auth.md)
     if stored.api_key:
@@ -292,8 +302,9 @@ def status() -> tuple[str, bool]:
     else:
         where = "none (the server needs none)"
     url = "" if config.base_url == DEFAULT_BASE_URLS[config.provider] else f" at {config.base_url}"
+    api = " (Responses API)" if config.api == RESPONSES else ""
     return "\n".join(
-        [f"Provider: {config.provider}{url}, model {config.model}. Key: {where}.", *notes]
+        [f"Provider: {config.provider}{api}{url}, model {config.model}. Key: {where}.", *notes]
     ), True
 
 

@@ -32,9 +32,9 @@ TERMINAL_LOGIN: acp.AuthMethodTerminalVariant = {
     "type": "terminal",
     "id": "acp-fsm-login",
     "name": "Log in with an API key",
-    "description": "Runs `acp-fsm login`: choose Anthropic, OpenAI or an OpenAI-compatible "
-    "server and paste a key; it is checked with the provider and stored for "
-    "the agent.",
+    "description": "Runs `acp-fsm login`: choose Anthropic, OpenAI (Chat Completions or "
+    "the Responses API) or an OpenAI-compatible server and paste a key; it is checked "
+    "with the provider and stored for the agent.",
     "args": ["login"],
 }
 API_KEY_LOGIN: acp.AuthMethodAgent = {

@@ -18,10 +18,12 @@ from typing import NamedTuple
 from acp_fsm import credentials
 from acp_fsm.providers.endpoint import (
     ANTHROPIC,
+    CHAT,
     DEFAULT_BASE_URLS,
     DEFAULT_MODELS,
     KEY_VARIABLES,
     OPENAI,
+    RESPONSES,
     URL_VARIABLES,
     ProviderConfig,
 )
@@ -33,11 +35,17 @@ class Choice(NamedTuple):
     label: str
     provider: str  # the wire format
     compatible: bool = False  # a server of the user's, at a base URL they give
+    api: str | None = None  # OpenAI's API the agent is to use (ACP_FSM_OPENAI_API), if chosen
 
 
 CHOICES = {
     "anthropic": Choice("Anthropic", ANTHROPIC),
     "openai": Choice("OpenAI", OPENAI),
+    "openai-responses": Choice(
+        "OpenAI on the Responses API (GPT-5, the codex models; reasoning kept between calls)",
+        OPENAI,
+        api=RESPONSES,
+    ),
     "compatible": Choice(
         "An OpenAI-compatible server (Ollama, vLLM, LiteLLM, a proxy...)", OPENAI, compatible=True
     ),
@@ -66,6 +74,11 @@ def main(argv: list[str]) -> int:
         help="skip the question (compatible: an OpenAI-compatible server)",
     )
     parser.add_argument("--base-url", help="the compatible server's base URL, with /v1")
+    parser.add_argument(
+        "--api",
+        choices=(CHAT, RESPONSES),
+        help="the compatible server's API: Chat Completions (the default) or Responses",
+    )
     args = parser.parse_args(argv)
     if args.status:
         text, usable = credentials.status()
@@ -76,8 +89,11 @@ def main(argv: list[str]) -> int:
             "--base-url is for --provider compatible (for Anthropic or OpenAI set "
             "ANTHROPIC_BASE_URL or OPENAI_BASE_URL)"
         )
+    if args.api and args.provider not in (None, "compatible"):
+        parser.error("--api is for --provider compatible (for OpenAI choose openai-responses)")
     try:
-        return login(args.provider or ("compatible" if args.base_url else None), args.base_url)
+        chosen = args.provider or ("compatible" if args.base_url or args.api else None)
+        return login(chosen, args.base_url, args.api)
     except (KeyboardInterrupt, EOFError):
         print("\nLogin cancelled: nothing was stored.", file=sys.stderr)
         return 1
@@ -101,8 +117,10 @@ def logout() -> int:
     return 0
 
 
-def login(choice_name: str | None, base_url: str | None) -> int:
+def login(choice_name: str | None, base_url: str | None, api: str | None = None) -> int:
     choice = CHOICES[choice_name] if choice_name else _ask_choice()
+    if api is not None:
+        choice = choice._replace(api=api)
     config = _config(choice, base_url)
     key = _read_key(optional=choice.compatible)
     config = config._replace(api_key=key or None)
@@ -110,7 +128,7 @@ def login(choice_name: str | None, base_url: str | None) -> int:
     count = asyncio.run(_check(config))
     default = DEFAULT_BASE_URLS[choice.provider]
     stored = credentials.Stored(
-        choice.provider, key, None if config.base_url == default else config.base_url
+        choice.provider, key, None if config.base_url == default else config.base_url, choice.api
     )
     try:
         path = credentials.save(stored)

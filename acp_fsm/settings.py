@@ -85,16 +85,17 @@ THOUGHT_LEVELS: dict[str, dict[str, tuple[str, str]]] = {
     },
     "openai": {
         DEFAULT_LEVEL: ("Default", "The model's own reasoning effort"),
-        "low": ("Low", "reasoning_effort low"),
-        "medium": ("Medium", "reasoning_effort medium"),
-        "high": ("High", "reasoning_effort high"),
+        "low": ("Low", "Reasoning effort low"),
+        "medium": ("Medium", "Reasoning effort medium"),
+        "high": ("High", "Reasoning effort high"),
     },
 }
 # Models that take a thinking budget (Anthropic) or a reasoning effort (OpenAI), by id.
 _THINKS = {
     "anthropic": r"claude-(3-7|(opus|sonnet|haiku)-4|4)",
     # o1-mini and o1-preview take no reasoning_effort; GPT-5's chat models neither
-    "openai": r"(^|/)(o1(?!-mini|-preview)|o[3-9]|gpt-5(?!.*chat))",
+    # (gpt-5-pro reasons at `high` only, and takes no other level)
+    "openai": r"(^|/)(o1(?!-mini|-preview)|o[3-9]|gpt-5(?!.*(chat|-pro))|codex)",
 }
 
 
@@ -186,19 +187,31 @@ def _select(
     }
 
 
+RESPONSES_ONLY = "Responses API only"  # a model whose calls go to OpenAI's Responses API
+
+
 def config_options(
-    settings: Settings, provider: str, model: str, models: list[str]
+    settings: Settings,
+    provider: str,
+    model: str,
+    models: list[str],
+    elsewhere: set[str] | frozenset[str] = frozenset(),
 ) -> list[acp.SessionConfigOption]:
     """The session's ACP `configOptions`: mode, model and, for a model that thinks, the
-    thought level. `model` is the one in use, `models` those the provider offers; without a
+    thought level. `model` is the one in use, `models` those the provider offers (`elsewhere`
+    those served on the Responses API only, whose calls go there, described so); without a
     `provider` (no usable configuration), the mode only. The same choices give the same list,
     made once (a thousand idle sessions keep one, not a thousand): it is never changed."""
-    return _config_options(settings, provider, model, tuple(models))
+    return _config_options(settings, provider, model, tuple(models), frozenset(elsewhere))
 
 
 @lru_cache(maxsize=256)
 def _config_options(
-    settings: Settings, provider: str, model: str, models: tuple[str, ...]
+    settings: Settings,
+    provider: str,
+    model: str,
+    models: tuple[str, ...],
+    elsewhere: frozenset[str],
 ) -> list[acp.SessionConfigOption]:
     options: list[acp.SessionConfigOption] = [
         _select(
@@ -220,7 +233,7 @@ def _config_options(
             MODEL,
             f"The {provider} model the next model call uses",
             model,
-            [(m, m, "") for m in listed],
+            [(m, m, RESPONSES_ONLY if m in elsewhere else "") for m in listed],
         )
     )
     levels = THOUGHT_LEVELS.get(provider)

@@ -51,6 +51,10 @@ def part_to_json(part: Any) -> dict[str, Any]:
             body["signature"] = part.signature
         if part.redacted is not None:
             body["redacted"] = part.redacted
+        if part.item is not None:
+            body["item"] = part.item
+        if part.origin is not None:
+            body["origin"] = part.origin
         return body
     if isinstance(part, ToolCallPart):
         body = {
@@ -73,7 +77,13 @@ def part_from_json(body: dict[str, Any]) -> Any:
     if kind == "image":
         return ImagePart(body["data"], body["mimeType"])
     if kind == "thinking":
-        return ThinkingPart(body["text"], body.get("signature"), body.get("redacted"))
+        return ThinkingPart(
+            body["text"],
+            body.get("signature"),
+            body.get("redacted"),
+            body.get("item"),
+            body.get("origin"),
+        )
     if kind == "tool_call":
         return ToolCallPart(
             body["id"],

@@ -121,14 +121,18 @@ def plan(entries: list[acp.PlanEntry]) -> acp.SessionUpdatePlan:
 
 
 def usage_totals(usage: Usage) -> dict[str, int]:
-    """Token counts as ACP's (unstable) `Usage` names them."""
-    return {
+    """Token counts as ACP's (unstable) `Usage` names them; the reasoning ones (counted in
+    the output's) when the provider told them."""
+    totals = {
         "inputTokens": usage.input_tokens,
         "outputTokens": usage.output_tokens,
         "cachedReadTokens": usage.cache_read_tokens,
         "cachedWriteTokens": usage.cache_write_tokens,
         "totalTokens": usage.input_tokens + usage.output_tokens,
     }
+    if usage.thought_tokens:
+        totals["thoughtTokens"] = usage.thought_tokens
+    return totals
 
 
 def usage(used: int, size: int, cost: acp.Cost | None = None) -> acp.SessionUpdateUsageUpdate:

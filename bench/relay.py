@@ -1,8 +1,10 @@
 """Relay: a model's streamed deltas -> `session/update` lines, acp-fsm against its ceiling.
 
-The same scripted Chat Completions stream is relayed by acp-fsm and by `bench/bare_relay.py`
-(asyncio + aiohttp + orjson, nothing else), in two modes, alternating the agents within each
-run so that a busy moment hurts both alike:
+The same scripted stream is relayed by acp-fsm and by `bench/bare_relay.py` (asyncio +
+aiohttp + orjson, nothing else), on two wires (`chat`: Chat Completions chunks, acp-fsm with
+`ACP_FSM_PROVIDER=openai`; `responses`: the Responses API's events, with
+`ACP_FSM_PROVIDER=openai-responses`), in two modes, alternating the agents within each run so
+that a busy moment hurts both alike:
 
 - `one write, scan`: the stream rendered once and served in one write (the server is never
   the bottleneck); the client only scans each line for the update's tag.
@@ -20,12 +22,15 @@ what a process pays once (imports, the HTTP client, the store), and reads the ag
 over it (the scheduler's, /proc/PID/task/*/schedstat): wall-clock rates are noisy on a shared
 machine, CPU per update is what the agent costs. The figures to keep are the ratios to the
 ceiling (target >= 0.8): of the rates, and of the CPU per update (ceiling's / acp-fsm's).
-A third argument, another checkout of acp-fsm, adds it as `before` to the same alternation.
-Run: python -m bench.relay [deltas] [runs] [before-checkout]
+A third argument, another checkout of acp-fsm, adds it as `before` to the same alternation;
+`--wire chat` or `--wire responses` runs one wire only (a checkout from before the Responses
+API has only chat).
+Run: python -m bench.relay [deltas] [runs] [before-checkout] [--wire chat|responses]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import statistics
@@ -37,11 +42,16 @@ from dataclasses import dataclass
 
 import orjson
 
-from acp_fsm.devkit.provider import Raw, Reply, ScriptedProvider, render_openai
+from acp_fsm.devkit.provider import (
+    Raw,
+    Reply,
+    ScriptedProvider,
+    render_openai,
+    render_responses,
+)
 from bench.common import INIT, agent_command, agent_env, cpu_ms, table
 from tests.harness import title_lane
 
-WARM_UP = Raw(parts=(b"".join(render_openai(Reply(text="warm"))),))
 CEILING = "bare relay (ceiling)"
 # How the client tells, from one line, whether it is an update and whether it is the answer.
 Reader = Callable[[bytes, bytes], tuple[bool, bool]]
@@ -60,6 +70,22 @@ def parse(line: bytes, prompt_id: bytes) -> tuple[bool, bool]:
     if message.get("method") == "session/update":
         return message["params"]["update"]["sessionUpdate"] == "agent_message_chunk", False
     return False, message.get("id") == prompt_id.decode()
+
+
+@dataclass(frozen=True)
+class Wire:
+    name: str
+    provider: str  # ACP_FSM_PROVIDER, for acp-fsm and the bare relay alike
+    render: Callable[[Reply], list[bytes]]  # a reply's SSE events
+
+    def warm_up(self) -> Raw:
+        return Raw(parts=(b"".join(self.render(Reply(text="warm"))),))
+
+
+WIRES = (
+    Wire("chat", "openai", render_openai),
+    Wire("responses", "openai-responses", render_responses),
+)
 
 
 @dataclass(frozen=True)
@@ -153,15 +179,16 @@ async def one_run(command: list[str], env: dict[str, str], deltas: int, read: Re
     return Sample(updates / elapsed, cpu * 1000 / updates)
 
 
-async def measure(
-    deltas: int, runs: int, before: str | None
-) -> dict[tuple[str, str], list[Sample]]:
-    """Samples by (mode, agent)."""
-    events = render_openai(Reply(text=["tok "] * deltas))
+# Samples by (wire, mode, agent).
+Samples = dict[tuple[str, str, str], list[Sample]]
+
+
+async def measure(deltas: int, runs: int, before: str | None, wires: tuple[Wire, ...]) -> Samples:
+    """Each run: every wire, every mode, every agent, in turn."""
+    events = {wire.name: wire.render(Reply(text=["tok "] * deltas)) for wire in wires}
     async with ScriptedProvider(api_key="sk-bench") as server:
         env = agent_env(
             PYTHONPATH=_root(),
-            ACP_FSM_PROVIDER="openai",
             OPENAI_BASE_URL=server.openai_base_url,
             OPENAI_API_KEY="sk-bench",
             ACP_FSM_HOME=tempfile.mkdtemp(),
@@ -171,20 +198,25 @@ async def measure(
         agents = [("acp-fsm", env), (CEILING, env)]
         if before is not None:
             agents.insert(1, ("acp-fsm before", {**env, "PYTHONPATH": before}))
-        samples: dict[tuple[str, str], list[Sample]] = {}
+        samples: Samples = {}
         for _ in range(runs):
-            for mode in MODES:
-                stream = mode.stream(events)
-                for name, agent_env_ in agents:
-                    command = (
-                        [sys.executable, "-m", "bench.bare_relay"]
-                        if name == CEILING
-                        else agent_command()
-                    )
-                    server.script(WARM_UP, stream)
-                    sample = await one_run(command, agent_env_, deltas, mode.read)
-                    samples.setdefault((mode.name, name), []).append(sample)
+            for wire in wires:
+                for mode in MODES:
+                    stream = mode.stream(events[wire.name])
+                    for name, env_ in agents:
+                        server.script(wire.warm_up(), stream)
+                        sample = await one_run(
+                            _command(name),
+                            {**env_, "ACP_FSM_PROVIDER": wire.provider},
+                            deltas,
+                            mode.read,
+                        )
+                        samples.setdefault((wire.name, mode.name, name), []).append(sample)
     return samples
+
+
+def _command(agent: str) -> list[str]:
+    return [sys.executable, "-m", "bench.bare_relay"] if agent == CEILING else agent_command()
 
 
 def _root() -> str:
@@ -193,40 +225,56 @@ def _root() -> str:
     return str(ROOT)
 
 
-def rows(samples: dict[tuple[str, str], list[Sample]]) -> list[str]:
-    """Per mode: each agent's median and best rate and median CPU per update, then each
-    acp-fsm's ratios to the ceiling."""
+def rows(samples: Samples) -> list[str]:
+    """Per wire and mode: each agent's median and best rate and median CPU per update, then
+    each acp-fsm's ratios to the ceiling."""
     lines = []
-    for mode in MODES:
-        agents = [
-            (name, got) for (mode_name, name), got in samples.items() if mode_name == mode.name
-        ]
-        rate = {name: statistics.median(s.rate for s in got) for name, got in agents}
-        cpu = {name: statistics.median(s.cpu_us for s in got) for name, got in agents}
-        for name, got in agents:
-            lines.append(
-                f"{mode.name:<18} {name:<22} {rate[name]:>10,.0f} "
-                f"{max(s.rate for s in got):>10,.0f} {cpu[name]:>10.1f}"
+    for wire in WIRES:
+        for mode in MODES:
+            lines += _mode_rows(
+                f"{wire.name:<10} {mode.name:<18}",
+                [
+                    (agent, got)
+                    for (w, m, agent), got in samples.items()
+                    if (w, m) == (wire.name, mode.name)
+                ],
             )
-        for name, _ in agents:
-            if name != CEILING:
-                lines.append(
-                    f"{mode.name:<18} {name + ' / ceiling':<22} "
-                    f"{rate[name] / rate[CEILING]:>10.2f} {'':>10} "
-                    f"{cpu[CEILING] / cpu[name]:>10.2f}"
-                )
+    return lines
+
+
+def _mode_rows(label: str, agents: list[tuple[str, list[Sample]]]) -> list[str]:
+    """The rows of one wire and mode (none when it was not run)."""
+    rate = {name: statistics.median(s.rate for s in got) for name, got in agents}
+    cpu = {name: statistics.median(s.cpu_us for s in got) for name, got in agents}
+    lines = [
+        f"{label} {name:<22} {rate[name]:>10,.0f} "
+        f"{max(s.rate for s in got):>10,.0f} {cpu[name]:>10.1f}"
+        for name, got in agents
+    ]
+    lines += [
+        f"{label} {name + ' / ceiling':<22} {rate[name] / rate[CEILING]:>10.2f} {'':>10} "
+        f"{cpu[CEILING] / cpu[name]:>10.2f}"
+        for name, _ in agents
+        if name != CEILING
+    ]
     return lines
 
 
 def main() -> None:
-    deltas = int(sys.argv[1]) if len(sys.argv) > 1 else 20_000
-    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-    before = sys.argv[3] if len(sys.argv) > 3 else None
-    samples = asyncio.run(measure(deltas, runs, before))
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.relay", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("deltas", nargs="?", type=int, default=20_000)
+    parser.add_argument("runs", nargs="?", type=int, default=5)
+    parser.add_argument("before", nargs="?", help="another checkout of acp-fsm")
+    parser.add_argument("--wire", choices=[w.name for w in WIRES], help="this wire only")
+    args = parser.parse_args()
+    wires = tuple(w for w in WIRES if args.wire in (None, w.name))
+    samples = asyncio.run(measure(args.deltas, args.runs, args.before, wires))
     table(
-        f"relay: {deltas:,} deltas -> agent_message_chunk, {runs} runs (updates/s; agent "
-        "CPU µs per update; ratios: of rates, of CPU per update)",
-        f"{'mode':<18} {'agent':<22} {'median':>10} {'best':>10} {'CPU µs':>10}",
+        f"relay: {args.deltas:,} deltas -> agent_message_chunk, {args.runs} runs (updates/s; "
+        "agent CPU µs per update; ratios: of rates, of CPU per update)",
+        f"{'wire':<10} {'mode':<18} {'agent':<22} {'median':>10} {'best':>10} {'CPU µs':>10}",
         rows(samples),
     )
 

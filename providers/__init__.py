@@ -1,4 +1,4 @@
-"""Streaming LLM providers (OpenAI Chat Completions, Anthropic Messages) over aiohttp.
+"""Streaming LLM providers (OpenAI Chat Completions and Responses, Anthropic Messages) over aiohttp.
 
 `open_stream(request, token)` starts one model call and returns a `ModelStream` of neutral
 events (`providers.types`). Adapters (`openai.py`, `anthropic.py`) are pure descriptions of the
@@ -23,9 +23,13 @@ if __name__ != "acp_fsm.providers":  # one name per module (docs/architecture.md
     raise ImportError(f"import acp_fsm.providers, not {__name__}", name=__name__)
 
 
-def wire_format(provider: str) -> WireFormat:
-    from acp_fsm.providers.endpoint import ANTHROPIC, OPENAI
+def wire_format(provider: str, api: str = "chat") -> WireFormat:
+    from acp_fsm.providers.endpoint import ANTHROPIC, OPENAI, RESPONSES
 
+    if provider == OPENAI and api == RESPONSES:
+        from acp_fsm.providers.responses import ResponsesWire
+
+        return ResponsesWire()
     if provider == OPENAI:
         from acp_fsm.providers.openai import OpenAiWire
 
@@ -47,10 +51,15 @@ def open_stream(
 ) -> ModelStream:
     """Start a streaming model call (configuration from the environment unless given;
     `scrub` filters the encoded request body; `close_later` as in `ModelStream`)."""
-    from acp_fsm.providers.endpoint import load_config
+    from acp_fsm.providers.endpoint import api_of, load_config
     from acp_fsm.providers.stream import ModelStream
 
     config = config or load_config()
     return ModelStream(
-        wire_format(config.provider), request, config, token, scrub, close_later=close_later
+        wire_format(config.provider, api_of(config, request.model)),
+        request,
+        config,
+        token,
+        scrub,
+        close_later=close_later,
     )

@@ -17,7 +17,7 @@ from acp_fsm.providers.encoder import (
     splice,
 )
 from acp_fsm.providers.endpoint import ProviderConfig
-from acp_fsm.providers.errors import ProviderError
+from acp_fsm.providers.errors import ProviderError, truncated
 from acp_fsm.providers.http import RETRYABLE_STATUSES
 from acp_fsm.providers.sse import SseEvent, json_data
 from acp_fsm.providers.types import (
@@ -318,12 +318,7 @@ class AnthropicParser:
 
     def end(self) -> list[Event]:
         if not self._done:
-            raise ProviderError(
-                NAME,
-                "stream ended before message_stop (truncated)",
-                error_type="truncated",
-                retryable=True,
-            )
+            raise truncated(NAME, "message_stop")
         stop = self._stop or (
             StopReason.TOOL_USE if self.builder.message().tool_calls else StopReason.END_TURN
         )

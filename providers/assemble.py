@@ -38,6 +38,8 @@ class _Block:
     chunks: list[str] = field(default_factory=list)
     signature: str | None = None
     redacted: str | None = None
+    item: str | None = None
+    origin: str | None = None
     tool_id: str = ""
     tool_name: str = ""
     done: ToolCallPart | None = None  # a finished tool call
@@ -74,6 +76,15 @@ class MessageBuilder:
     def redacted_thinking(self, data: str) -> None:
         block = _Block("thinking", redacted=data, closed=True)
         self._blocks.append(block)
+
+    def reasoning_item(self, item: str, origin: str) -> None:
+        """The Responses API's reasoning item (JSON) ended, made by `origin`: it closes the
+        thinking block its summary streamed into, or is one of its own (no summary)."""
+        last = self._blocks[-1] if self._blocks else None
+        if last is None or last.kind != "thinking" or last.closed:
+            last = _Block("thinking")
+            self._blocks.append(last)
+        last.item, last.origin, last.closed = item, origin, True
 
     def close_block(self) -> None:
         """The current text/thinking block ended; the next delta starts a new part."""
@@ -128,7 +139,15 @@ class MessageBuilder:
                 if text:
                     parts.append(TextPart(text))
             elif block.kind == "thinking":
-                parts.append(ThinkingPart("".join(block.chunks), block.signature, block.redacted))
+                parts.append(
+                    ThinkingPart(
+                        "".join(block.chunks),
+                        block.signature,
+                        block.redacted,
+                        block.item,
+                        block.origin,
+                    )
+                )
             elif block.done is not None:
                 parts.append(block.done)
         return AssistantMessage(tuple(parts), stop_reason)

@@ -165,19 +165,23 @@ def encoder_of(request: ModelRequest, wire: str, make: Callable[[], Encoder]) ->
 
 
 def splice(
-    body: dict[str, Any], messages: list[bytes | bytearray], scrub: Scrub | None = None
+    body: dict[str, Any],
+    messages: list[bytes | bytearray],
+    scrub: Scrub | None = None,
+    key: str = MESSAGES,
 ) -> bytes:
     """`json.dumps(body).encode()` with the JSON `messages` (its pieces, scrubbed) as the
-    value of its `MESSAGES` key, byte for byte what encoding the body whole gives (the same
-    separators, the same key order), the rest scrubbed by `scrub`."""
+    value of its `key` (`MESSAGES`; the Responses API's `input`), byte for byte what encoding
+    the body whole gives (the same separators, the same key order), the rest scrubbed by
+    `scrub`."""
     scrub = scrub or _as_is
     keys = list(body)
-    at = keys.index(MESSAGES)
+    at = keys.index(key)
     before = json.dumps({k: body[k] for k in keys[:at]})[:-1]
     after = {k: body[k] for k in keys[at + 1 :]}
     rest = f", {json.dumps(after)[1:]}" if after else "}"
-    key = f'{before}{", " if at else ""}"{MESSAGES}": '
-    return b"".join((scrub(key.encode()), *messages, scrub(rest.encode())))
+    head = f'{before}{", " if at else ""}"{key}": '
+    return b"".join((scrub(head.encode()), *messages, scrub(rest.encode())))
 
 
 def encode_all(messages: Sequence[Message], convert: Convert, merge: Merge) -> list[Any]:

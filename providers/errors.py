@@ -117,6 +117,17 @@ def empty_stream(provider: str, *, retryable: bool) -> ProviderError:
     )
 
 
+def truncated(provider: str, before: str) -> ProviderError:
+    """The body ended before the event that ends the wire's stream (`before`, as its wire
+    says it): the connection broke, a later attempt may get it all."""
+    return ProviderError(
+        provider,
+        f"stream ended before {before} (truncated)",
+        error_type="truncated",
+        retryable=True,
+    )
+
+
 class StreamCancelled(Cancelled):
     """The turn's token fired mid-stream. `partial` holds what was streamed until then: text
     and thinking are kept; a tool call whose arguments were still streaming is dropped."""

@@ -16,7 +16,7 @@ from acp_fsm.providers.encoder import (
     splice,
 )
 from acp_fsm.providers.endpoint import ProviderConfig
-from acp_fsm.providers.errors import ProviderError
+from acp_fsm.providers.errors import ProviderError, truncated
 from acp_fsm.providers.http import RETRYABLE_STATUSES
 from acp_fsm.providers.sse import SseEvent, json_data
 from acp_fsm.providers.types import (
@@ -53,6 +53,8 @@ TRANSIENT_TYPES = frozenset(
     }
 )
 EMPTY_RESULT = "(no output)"
+CACHE_KEY = "prompt_cache_key"  # routes a conversation's calls to the cache of its prefix
+CACHE_KEY_MAX = 64  # characters OpenAI takes in it
 MAX_ERROR_CHARS = 4000  # of an error body that is not one of the known shapes
 
 
@@ -106,7 +108,12 @@ def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
     return content
 
 
-def _arguments(call: ToolCallPart) -> str:
+def made_up_call_id() -> str:
+    """The id of a tool call a server sent without one: unique in the session (ACP)."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def arguments_of(call: ToolCallPart) -> str:
     """The call's arguments as sent back: the model's own text when it was valid JSON."""
     return (
         call.raw_arguments
@@ -117,7 +124,7 @@ def _arguments(call: ToolCallPart) -> str:
 
 def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
     calls = [
-        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": _arguments(c)}}
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": arguments_of(c)}}
         for c in message.tool_calls
     ]
     text = "\n\n".join(p.text for p in message.parts if isinstance(p, TextPart) and p.text)
@@ -137,9 +144,7 @@ class OpenAiWire:
     def build(
         self, request: ModelRequest, config: ProviderConfig, scrub: Scrub | None = None
     ) -> tuple[str, dict[str, str], bytes]:
-        headers = {"content-type": "application/json", "accept": "text/event-stream"}
-        if config.api_key:
-            headers["authorization"] = f"Bearer {config.api_key}"
+        headers = bearer_headers(config)
         body: dict[str, Any] = {
             "model": request.model,
             MESSAGES: None,  # spliced in below, encoded once (providers.encoder)
@@ -166,6 +171,8 @@ class OpenAiWire:
                 body["tool_choice"] = "none"
         if request.reasoning:
             body["reasoning_effort"] = request.reasoning
+        if request.cache_key and config.official:  # compatible servers may refuse the field
+            body[CACHE_KEY] = request.cache_key[:CACHE_KEY_MAX]
         encoded = encoder_of(request, NAME, lambda: Encoder(_convert, _merge)).encode(
             request.messages, scrub
         )
@@ -179,18 +186,47 @@ class OpenAiWire:
         )
 
     def parse_error(self, status: int, body: bytes) -> ProviderError:
-        error_type, message, code = _error_fields(body)
-        retryable = status in RETRYABLE_STATUSES and code != "insufficient_quota"
-        return ProviderError(
-            NAME,
-            message or f"HTTP {status}",
-            status=status,
-            error_type=code or error_type,
-            retryable=retryable,
-        )
+        return http_error(NAME, status, body)
 
     def parser(self) -> OpenAiParser:
         return OpenAiParser()
+
+
+def bearer_headers(config: ProviderConfig) -> dict[str, str]:
+    """The headers of a streamed call to an OpenAI API: JSON in, SSE out, the key as Bearer."""
+    headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    if config.api_key:
+        headers["authorization"] = f"Bearer {config.api_key}"
+    return headers
+
+
+def detail(usage: dict[str, Any], section: str, key: str) -> int:
+    """A count of a usage object's details (`prompt_tokens_details.cached_tokens`, say); 0
+    when the server leaves it out."""
+    details = usage.get(section)
+    return int(details.get(key) or 0) if isinstance(details, dict) else 0
+
+
+def http_error(name: str, status: int, body: bytes) -> ProviderError:
+    """The error of a non-200 answer from an OpenAI API (or a compatible server's)."""
+    error_type, message, code = _error_fields(body)
+    retryable = status in RETRYABLE_STATUSES and code != "insufficient_quota"
+    return ProviderError(
+        name,
+        message or f"HTTP {status}",
+        status=status,
+        error_type=code or error_type,
+        retryable=retryable,
+    )
+
+
+def stream_error(name: str, payload: dict[str, Any]) -> ProviderError:
+    """The error an error object inside a 200 stream stands for (its message quoted)."""
+    error_type, message, code = _error_fields(json.dumps(payload).encode())
+    kind = code or error_type
+    return ProviderError(
+        name, message or "error in stream", error_type=kind, retryable=kind in TRANSIENT_TYPES
+    )
 
 
 def _error_fields(body: bytes) -> tuple[str | None, str, str | None]:
@@ -241,25 +277,18 @@ class OpenAiParser:
         if not isinstance(chunk, dict):
             return []
         if "error" in chunk:
-            error_type, message, code = _error_fields(json.dumps(chunk).encode())
-            kind = code or error_type
-            raise ProviderError(
-                NAME,
-                message or "error in stream",
-                error_type=kind,
-                retryable=kind in TRANSIENT_TYPES,
-            )
+            raise stream_error(NAME, chunk)
         events: list[Event] = []
         for choice in chunk.get("choices") or ():
             if isinstance(choice, dict) and choice.get("index", 0) == 0:
                 events.extend(self._choice(choice))
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            details = usage.get("prompt_tokens_details") or {}
             self._usage = Usage(
                 input_tokens=int(usage.get("prompt_tokens") or 0),
                 output_tokens=int(usage.get("completion_tokens") or 0),
-                cache_read_tokens=int(details.get("cached_tokens") or 0),
+                cache_read_tokens=detail(usage, "prompt_tokens_details", "cached_tokens"),
+                thought_tokens=detail(usage, "completion_tokens_details", "reasoning_tokens"),
             )
             events.append(self._usage)
         return events
@@ -297,7 +326,7 @@ class OpenAiParser:
         events: list[Event] = []
         if key is None or (call_id and call_id != key[1]):
             # A server that sends no id gets a made-up one, unique in the session (ACP).
-            key = (index, call_id or f"call_{uuid.uuid4().hex[:24]}")
+            key = (index, call_id or made_up_call_id())
             self._keys[index] = key
             function = call.get("function") or {}
             events.append(self.builder.tool_start(key, key[1], function.get("name") or ""))
@@ -308,12 +337,7 @@ class OpenAiParser:
 
     def end(self) -> list[Event]:
         if self._finish is None and not self._done:
-            raise ProviderError(
-                NAME,
-                "stream ended before [DONE] and without a finish reason (truncated)",
-                error_type="truncated",
-                retryable=True,
-            )
+            raise truncated(NAME, "[DONE] and without a finish reason")
         events: list[Event] = list(self.builder.finish_tools())
         stop = self._finish
         if stop is None:

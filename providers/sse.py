@@ -127,7 +127,7 @@ class SseDecoder:
         return events
 
     def _apply(self, lines: list[str], events: list[SseEvent]) -> None:
-        """Apply complete lines; the events they dispatch go to `events`. Data lines and blank
+        """Apply complete lines; the events they dispatch go to `events`. Data, blank and event
         lines (nearly all of a stream) are handled here, in the loop; other fields by
         `_field`."""
         data = self._data
@@ -151,6 +151,8 @@ class SseDecoder:
                     data = self._data = []
                     self._size = 0
                 self._event = ""
+            elif line.startswith("event:"):  # before every event of the Responses and Messages APIs
+                self._event = line[7:] if line[6:7] == " " else line[6:]
             elif line[0] != ":":
                 self._field(line)
 

@@ -212,8 +212,9 @@ class ModelStream:
 
     async def _open(self) -> None:
         """POST the request; retry what may be retried; leave a 200 response in place."""
-        url, headers, body = self._wire.build(self._request, self._config, self._scrub)
         while True:
+            # built again for each attempt: a refusal may have taught the wire to ask otherwise
+            url, headers, body = self._wire.build(self._request, self._config, self._scrub)
             self._attempt += 1
             self._parser = self._wire.parser()
             self._decoder = SseDecoder()

@@ -38,11 +38,16 @@ class ImagePart(NamedTuple):
 
 class ThinkingPart(NamedTuple):
     """Model reasoning. Anthropic requires it echoed back unmodified: `signature` for a thinking
-    block, `redacted` (opaque data) for a redacted_thinking block."""
+    block, `redacted` (opaque data) for a redacted_thinking block; `item` is the OpenAI
+    Responses API's reasoning item as received (its JSON, with `encrypted_content`), sent back
+    in place so the model goes on with its reasoning; `origin` the server and model that made
+    it (only they can read it back)."""
 
     text: str
     signature: str | None = None
     redacted: str | None = None
+    item: str | None = None
+    origin: str | None = None
 
 
 class ToolCallPart(NamedTuple):
@@ -117,6 +122,9 @@ class ModelRequest(NamedTuple):
     # What the wire formats keep of this conversation's earlier requests, to encode only
     # what is new (`providers.encoder`; one per session); None: everything is encoded.
     memo: dict[str, Any] | None = None
+    # Routes the calls of one conversation to the provider's cache of its prefix (OpenAI's
+    # `prompt_cache_key`): the session's id; None: no key is sent.
+    cache_key: str | None = None
 
 
 # ------------------------------------------------------------------------ events
@@ -146,12 +154,15 @@ class ToolCallFinished(NamedTuple):
 
 class Usage(NamedTuple):
     """Token counts so far for this model call (cumulative, not increments). `input_tokens`
-    counts every prompt token, cached ones included, for every provider."""
+    counts every prompt token, cached ones included, for every provider; `output_tokens`
+    every token the model wrote, its reasoning included, of which `thought_tokens` are the
+    reasoning ones where the provider tells (OpenAI's `reasoning_tokens`)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    thought_tokens: int = 0
 
     def plus(self, other: Usage) -> Usage:
         """The counts of both (of two model calls, say)."""

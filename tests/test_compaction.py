@@ -89,6 +89,13 @@ def test_the_estimate_counts_text_tools_and_images() -> None:
     assert compaction.estimate(request) == int(chars / 3.5) + compaction.IMAGE_TOKENS
 
 
+def test_the_estimate_counts_a_reasoning_items_encrypted_reasoning() -> None:
+    item = json.dumps({"type": "reasoning", "encrypted_content": "e" * 7_000})
+    bare = ModelRequest("m", (AssistantMessage((ThinkingPart("t"),)),))
+    kept = ModelRequest("m", (AssistantMessage((ThinkingPart("t", item=item),)),))
+    assert compaction.estimate(kept) - compaction.estimate(bare) >= 2_000
+
+
 def test_too_full_is_a_share_of_the_window_less_the_answer() -> None:
     assert compaction.usable(WINDOW, MAX_TOKENS) == 9_000
     assert compaction.usable(1_000, 8_192) == 500  # the answer takes at most half

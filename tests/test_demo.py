@@ -1,4 +1,4 @@
-"""`acp-fsm demo` runs offline and prints a readable session (both wire formats), in the order
+"""`acp-fsm demo` runs offline and prints a readable session (each wire format), in the order
 the agent's messages arrived, and leaves no temporary files behind."""
 
 from __future__ import annotations
@@ -21,6 +21,12 @@ from tests.harness import agent_command, agent_env
 TIMING_LINE = re.compile(r"    answered \d+\.\d ms after the cancel")
 AGENT_LINE = re.compile(r"  agent(?:, after the cancel)?: (.*)")
 PATH = ["idle", "streaming", "draining", "cancelled"]
+# Where the scripted model serves each provider's wire format.
+ROUTES = {
+    "anthropic": "/v1/messages",
+    "openai": "/v1/chat/completions",
+    "openai-responses": "/v1/responses",
+}
 
 
 def _demo_env(tmp: Path) -> dict[str, str]:
@@ -36,7 +42,7 @@ def _fresh_tmp(tmp_path: Path) -> Path:
     return tmp
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("provider", demo.PROVIDERS)
 def test_demo_runs_offline_and_exits_zero(provider: str, tmp_path: Path) -> None:
     tmp = _fresh_tmp(tmp_path)
     done = subprocess.run(
@@ -62,6 +68,7 @@ def test_demo_runs_offline_and_exits_zero(provider: str, tmp_path: Path) -> None
         "replayed: 2 user_message_chunk",
         "You're welcome!",
         "app.py is fixed on disk.",
+        f"model calls answered: 5 on {ROUTES[provider]}\n",  # all on the wire chosen
     ):
         assert needle in out, needle
     checked = re.search(r"(\d+) messages of the agent checked against its schemas, 0 invalid", out)

@@ -53,8 +53,8 @@ def run(args: list[str], env: dict[str, str], stdin: str = "") -> subprocess.Com
 
 def log_in_at_a_terminal(env: dict[str, str], url: str, key: str) -> Terminal:
     terminal = Terminal(["login"], env)
-    terminal.expect("Provider [1-3")
-    terminal.type("3")
+    terminal.expect("Provider [1-4")
+    terminal.type("4")
     terminal.expect("Base URL of the server")
     terminal.type(url)
     terminal.expect("API key (hidden")
@@ -98,7 +98,7 @@ async def test_a_refused_key_stores_nothing(server: ScriptedProvider, tmp_path: 
 async def test_ctrl_c_stores_nothing(tmp_path: Path) -> None:
     def interrupted() -> tuple[int, str]:
         terminal = Terminal(["login"], env_for(tmp_path))
-        terminal.expect("Provider [1-3")
+        terminal.expect("Provider [1-4")
         terminal.type("1")
         terminal.expect("API key (hidden")
         terminal.interrupt()
@@ -137,6 +137,26 @@ async def test_an_unreachable_server_stores_nothing(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "http://127.0.0.1:9/v1 could not be reached" in done.stderr
     assert stored(tmp_path) is None
+
+
+async def test_a_compatible_server_on_the_responses_api_is_stored_with_it(
+    server: ScriptedProvider, tmp_path: Path
+) -> None:
+    env = env_for(tmp_path)
+    args = ["login", "--api", "responses", "--base-url", server.openai_base_url]
+    done = await asyncio.to_thread(run, args, env, KEY + "\n")
+
+    assert done.returncode == 0, done.stderr
+    assert stored(tmp_path) == {
+        "provider": "openai",
+        "apiKey": KEY,
+        "baseUrl": server.openai_base_url,
+        "api": "responses",
+    }
+    status = await asyncio.to_thread(run, ["login", "--status"], env)
+    assert status.stdout.startswith("Provider: openai (Responses API) at "), status.stdout
+    refused = run(["login", "--provider", "anthropic", "--api", "chat"], env)
+    assert refused.returncode == 2 and "--api is for --provider compatible" in refused.stderr
 
 
 def test_base_url_is_only_for_a_compatible_server(tmp_path: Path) -> None:
@@ -181,10 +201,10 @@ async def test_status_says_where_the_key_comes_from_and_logout_forgets_it(
 async def test_wrong_answers_are_asked_again(server: ScriptedProvider, tmp_path: Path) -> None:
     def session() -> tuple[int, str]:
         terminal = Terminal(["login"], env_for(tmp_path))
-        terminal.expect("Provider [1-3")
+        terminal.expect("Provider [1-4")
         terminal.type("²")  # a digit to str.isdigit, not a number
-        terminal.expect("Please answer a number from 1 to 3.")
-        terminal.type("3")
+        terminal.expect("Please answer a number from 1 to 4.")
+        terminal.type("4")
         terminal.expect("Base URL")
         terminal.type("localhost:8080")
         terminal.expect("'localhost:8080' is not an http(s) URL.")

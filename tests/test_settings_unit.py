@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -89,6 +89,9 @@ def test_a_usable_cache_file_is_the_list(home: Path) -> None:
         ("openai", "o1-preview", False),
         ("openai", "gpt-5-chat-latest", False),
         ("openai", "gpt-4o", False),
+        ("openai", "codex-mini-latest", True),
+        ("openai", "gpt-5.1-codex-max", True),
+        ("openai", "gpt-5-pro", False),  # high only
         ("other", "o3", False),
     ],
 )
@@ -108,3 +111,14 @@ def test_stored_choices_fold_in_order_and_unknown_values_are_left_out() -> None:
     ]
     assert Settings.folded(bodies) == Settings("m-three", "full_access", "high")
     assert Settings.folded([]) == Settings()
+
+
+def test_the_picker_marks_the_models_whose_calls_go_elsewhere() -> None:
+    options = settings.config_options(
+        settings.Settings(), "openai", "gpt-5", ["gpt-5", "gpt-5-codex"], {"gpt-5-codex"}
+    )
+    [model] = [o for o in options if o["id"] == "model"]
+    assert model["type"] == "select"
+    offered = cast(list[dict[str, Any]], model["options"])  # no groups
+    about = {o["value"]: o.get("description") for o in offered}
+    assert about == {"gpt-5": None, "gpt-5-codex": "Responses API only"}

@@ -8,8 +8,9 @@ middle of a long stream, and a reload of the session in a new process with its r
 each turn it prints the path the turn machine took (the agent reports it in the response's
 `_meta`). Its temporary project and home are removed when it ends.
 
-`--provider openai|anthropic` picks the wire format; `--live` runs one prompt against the
-provider configured in the environment instead (an API key is needed).
+`--provider openai|openai-responses|anthropic` picks the wire format (Chat Completions, the
+Responses API, the Messages API); `--live` runs one prompt against the provider configured in
+the environment instead (an API key is needed).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +33,7 @@ from acp_fsm.devkit.editor import AgentLink, Editor, NoAnswer, result_of
 from acp_fsm.protocol.errors import RemoteError
 
 if TYPE_CHECKING:
+    from acp_fsm.devkit.provider import ScriptedProvider
     from acp_fsm.providers.endpoint import ProviderConfig
 
 PROJECT_FILES = {
@@ -73,6 +76,9 @@ LONG_ANSWER = (
 # lane for it (`ScriptedProvider.lanes`): the conversation's script stays whole.
 TITLE_MODEL = "demo-title-model"
 TITLE = "Off-by-one fix in total()"
+# The wire formats the scripted model speaks, by ACP_FSM_PROVIDER: OpenAI's two APIs share its
+# base URL and key.
+PROVIDERS = ("anthropic", "openai", "openai-responses")
 LONG_ANSWER_DELAY_S = 0.008  # before each streamed word: the whole answer takes over 1.5 s
 CANCEL_AFTER_S = 0.6
 
@@ -402,7 +408,8 @@ async def run_demo(provider: str, style: Style) -> int:
                 ACP_FSM_LOG_LEVEL="warning",
                 ACP_FSM_MAX_RETRIES="0",
             )
-            if provider == "openai":
+            env.pop("ACP_FSM_OPENAI_API", None)  # the wire is the one `provider` names
+            if provider.startswith("openai"):
                 env.update(OPENAI_BASE_URL=server.openai_base_url, OPENAI_API_KEY="sk-demo")
             else:
                 env.update(
@@ -415,6 +422,7 @@ async def run_demo(provider: str, style: Style) -> int:
             viewer.out.line(style.dim(f"  project {project}"))
             session = await _first_process(viewer, env)
             await _second_process(viewer, env, session)
+            served = _served(server)
         fixed = FIXED_LINE in (project / "app.py").read_text(encoding="utf-8")
         viewer.out.line(
             "\n"
@@ -426,6 +434,7 @@ async def run_demo(provider: str, style: Style) -> int:
         )
         for problem in viewer.invalid:
             viewer.out.line(style.red(f"invalid: {problem}"))
+        viewer.out.line(style.dim(served))
         viewer.out.line(
             style.dim(
                 f"{viewer.checked} messages of the agent checked against its "
@@ -433,6 +442,13 @@ async def run_demo(provider: str, style: Style) -> int:
             )
         )
     return 0 if fixed and not viewer.invalid else 1
+
+
+def _served(server: ScriptedProvider) -> str:
+    """The model calls of the conversation the scripted model answered, by route (the title
+    call, on its lane, aside)."""
+    paths = Counter(request.path for request in server.requests)
+    return "model calls answered: " + ", ".join(f"{n} on {path}" for path, n in paths.items())
 
 
 async def _first_process(viewer: Viewer, env: dict[str, str]) -> str:
@@ -561,7 +577,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="acp-fsm demo", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--provider",
-        choices=("openai", "anthropic"),
+        choices=PROVIDERS,
         default="anthropic",
         help="the wire format the scripted model speaks (default anthropic)",
     )

@@ -57,9 +57,15 @@ class Options:
             options = settings.config_options(self.settings, "", "", [])
         else:
             from acp_fsm.models import CATALOG
+            from acp_fsm.providers.endpoint import api_of
 
+            models, model = CATALOG.models(config), self.model(config)
             options = settings.config_options(
-                self.settings, config.provider, self.model(config), CATALOG.models(config)
+                self.settings,
+                config.provider,
+                model,
+                models,
+                elsewhere={m for m in (*models, model) if api_of(config, m) != config.api},
             )
         self._told = options
         return options

@@ -67,6 +67,8 @@ async def request(turn: Turn) -> ModelRequest:
         messages=turn.session.messages_for_model(),
         system=system,
         memo=turn.session.conversation.memo,
+        # a subagent's calls share a prefix of their own (its instructions)
+        cache_key=f"{turn.session.id}:task" if turn.subagent else turn.session.id,
         tools=tuple(
             ToolSpec(t.name, t.description, t.input_schema)
             for t in turn.tools.values()
@@ -127,6 +129,7 @@ async def bill(
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
+        thought_tokens=usage.thought_tokens,
         cost=None if cost is None else round(cost.amount, pricing.DIGITS),
     )
 

@@ -10,6 +10,7 @@ from acp_fsm import commands, settings
 from acp_fsm.blocking import run_blocking
 from acp_fsm.fsm.turn import TurnTrigger
 from acp_fsm.instructions import project_instructions
+from acp_fsm.providers.endpoint import RESPONSES, ProviderConfig, api_of
 from acp_fsm.turn.model import window
 
 if TYPE_CHECKING:
@@ -49,14 +50,16 @@ async def status_report(turn: Turn) -> str:
     found = await run_blocking(turn.token, project_instructions, session.cwd, session.roots[1:])
     library = session.library
     jobs = session.background_summary()
+    model = session.model(config)
     lines = [
-        f"Provider: {config.provider} ({_where(config.base_url)})",
-        f"Model: {session.model(config)}",
+        f"Provider: {config.provider}{_api(config, model)} ({_where(config.base_url)})",
+        f"Model: {model}",
         f"Mode: {mode}",
         f"Thought level: {chosen.thought_level}",
         f"Context: {context}",
         f"Tokens so far: {spent.input_tokens:,} in ({spent.cache_read_tokens:,} read from the "
-        f"cache, {spent.cache_write_tokens:,} written to it), {spent.output_tokens:,} out",
+        f"cache, {spent.cache_write_tokens:,} written to it), {spent.output_tokens:,} out"
+        + (f" ({spent.thought_tokens:,} of them reasoning)" if spent.thought_tokens else ""),
         "MCP servers: " + _listed(session.mcp_status()),
         "Instruction files: " + _listed([str(path) for path, _ in found.found]),
         "Commands: " + _listed([f"/{name}" for name in library.commands]),
@@ -75,3 +78,8 @@ def _where(url: str) -> str:
 
 def _listed(items: list[str]) -> str:
     return "; ".join(items) if items else "none"
+
+
+def _api(config: ProviderConfig, model: str) -> str:
+    """Which of OpenAI's APIs the model's calls go to, when it is not Chat Completions."""
+    return ", Responses API" if api_of(config, model) == RESPONSES else ""

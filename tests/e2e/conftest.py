@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from acp_fsm.devkit.provider import ScriptedProvider
-from tests.e2e.support import Launcher
+from tests.e2e.support import RESPONSES, Launcher
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -21,7 +21,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture
 async def server() -> AsyncIterator[ScriptedProvider]:
-    async with ScriptedProvider() as provider:
+    """Run on the Responses API (see tests/e2e/support.py), it answers as a reasoning model."""
+    async with ScriptedProvider(reasons=RESPONSES) as provider:
         yield provider
 
 

@@ -6,6 +6,12 @@ terminals; a request the agent withdraws stays held, for the test to answer late
 Turns are read back from the process's message log, so a test can check exactly which updates
 came before the `session/prompt` response and that nothing came after it. The last helpers read
 the history a model call carried, in either wire format, from the scripted provider's records.
+
+`ACP_FSM_TEST_OPENAI_API=responses` in the test run's environment runs every scenario started on
+the `openai` provider on OpenAI's Responses API instead (the agent gets `ACP_FSM_OPENAI_API`),
+the scripted provider answering as a reasoning model (every reply with a reasoning item its
+calls must come back with); the history helpers read a Responses call's `input` items in the
+Chat Completions shape.
 """
 
 from __future__ import annotations
@@ -37,6 +43,9 @@ BARE: Final[dict[str, Any]] = {
     "terminal": False,
 }
 SETTLE_S: Final = 0.15  # how long "nothing else arrives" is watched for
+# OpenAI's API the `openai` provider's scenarios run on (see the module docstring).
+OPENAI_API: Final = os.environ.get("ACP_FSM_TEST_OPENAI_API") or None
+RESPONSES: Final = OPENAI_API == "responses"
 
 Message = dict[str, Any]
 
@@ -273,6 +282,7 @@ class Launcher:
                 "ACP_PERMISSION_TIMEOUT_MS": None,
                 "ACP_CLIENT_RPC_TIMEOUT_MS": None,
                 "ACP_FSM_MAX_TURN_REQUESTS": None,
+                "ACP_FSM_OPENAI_API": OPENAI_API if provider == "openai" else None,
                 **title_lane(self.server),
                 **self.defaults,
                 **overrides,
@@ -339,13 +349,70 @@ def assert_restored(result: dict[str, Any], mode: str = "ask") -> None:
 
 
 def is_openai(request: RecordedRequest) -> bool:
-    return request.path.endswith("/chat/completions")
+    """A call on either of OpenAI's APIs."""
+    return request.path.endswith(("/chat/completions", "/responses"))
+
+
+def is_responses(request: RecordedRequest) -> bool:
+    return request.path.endswith("/responses")
+
+
+def chat_view(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Responses input items as the Chat Completions messages of the same conversation: an
+    assistant's output messages and function calls in a row one message (its texts joined by a
+    blank line, `""` beside calls), each output a `tool` message, user messages in a row one
+    (plain text a string); reasoning items left out (tests/e2e/test_responses.py holds them)."""
+    messages: list[dict[str, Any]] = []
+    for item in items:
+        kind = item.get("type", "message")
+        last = messages[-1] if messages else {"role": None}
+        if kind == "function_call_output":
+            messages.append(
+                {"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]}
+            )
+        elif kind == "function_call" or item.get("role") == "assistant":
+            if last["role"] != "assistant":
+                last = {"role": "assistant", "content": ""}
+                messages.append(last)
+            _add_output(last, item)
+        elif kind == "message":
+            parts = [_chat_part(part) for part in item["content"]]
+            merged = last["role"] == "user"
+            if merged:
+                parts = [*_chat_parts(messages.pop()["content"]), *parts]
+            plain = (merged or len(parts) == 1) and all(p["type"] == "text" for p in parts)
+            content = "\n\n".join(p["text"] for p in parts) if plain else parts
+            messages.append({"role": item["role"], "content": content})
+    return messages
+
+
+def _add_output(message: dict[str, Any], item: dict[str, Any]) -> None:
+    """An assistant's output message or function call into its Chat message."""
+    if item["type"] == "function_call":
+        function = {"name": item["name"], "arguments": item["arguments"]}
+        call = {"id": item["call_id"], "type": "function", "function": function}
+        message.setdefault("tool_calls", []).append(call)
+        return
+    texts = [message["content"], *(part["text"] for part in item["content"])]
+    message["content"] = "\n\n".join(t for t in texts if t)
+
+
+def _chat_part(part: dict[str, Any]) -> dict[str, Any]:
+    if part["type"] == "input_image":
+        return {"type": "image_url", "image_url": {"url": part["image_url"]}}
+    return {"type": "text", "text": part["text"]}
+
+
+def _chat_parts(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else content
 
 
 def history(request: RecordedRequest) -> list[dict[str, Any]]:
     """The conversation a model call carried (OpenAI's system message left out), without
     Anthropic's cache breakpoints (which move to the last block at every call;
     tests/e2e/test_prompt_cache.py holds where they stand)."""
+    if is_responses(request):
+        return chat_view(request.body["input"])
     messages = [m for m in request.body["messages"] if m.get("role") != "system"]
     return [
         dict(
@@ -355,6 +422,22 @@ def history(request: RecordedRequest) -> list[dict[str, Any]]:
         else m
         for m in messages
     ]
+
+
+def offered_tools(request: RecordedRequest) -> dict[str, Any]:
+    """The tools a model call offered, by name: their parameters' schema."""
+    offered: dict[str, Any] = {}
+    for tool in request.body.get("tools") or ():
+        tool = tool.get("function", tool)  # Chat Completions nests it
+        offered[tool["name"]] = tool.get("parameters", tool.get("input_schema"))
+    return offered
+
+
+def reasoning_effort(request: RecordedRequest) -> str | None:
+    """The reasoning effort an OpenAI call asked for, on either API."""
+    body = request.body
+    effort = body.get("reasoning_effort") or (body.get("reasoning") or {}).get("effort")
+    return None if effort is None else str(effort)
 
 
 def tool_results(request: RecordedRequest) -> dict[str, tuple[str, bool | None]]:
@@ -402,6 +485,14 @@ def user_texts(request: RecordedRequest) -> list[str]:
     return texts
 
 
+def text_events(pieces: int) -> int:
+    """The wire events the `openai` provider's route streams up to a text-only reply's first
+    `pieces` texts, for a fault's `after`: Chat Completions' role chunk, or the Responses
+    API's `response.created`, the reasoning item (added, done), the message's
+    `output_item.added` and its content part's, then a chunk (delta) each."""
+    return pieces + (5 if RESPONSES else 1)
+
+
 def args(**arguments: Any) -> str:
     """Tool call arguments as the model streams them."""
     return json.dumps(arguments)
@@ -421,6 +512,17 @@ def unique_sleep() -> str:
 
 
 # ---------------------------------------------------------------------------------- storage
+
+
+def unreasoned(entries: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """Stored entries, their assistant messages without thinking parts (the reasoning items
+    of every answer on the Responses run)."""
+    return [
+        (kind, {**body, "parts": [p for p in body["parts"] if p["type"] != "thinking"]})
+        if kind == "assistant"
+        else (kind, body)
+        for kind, body in entries
+    ]
 
 
 def stored(home: Path, session_id: str) -> list[tuple[str, dict[str, Any]]]:

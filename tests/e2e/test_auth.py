@@ -53,15 +53,22 @@ async def new_session(agent: Agent, project: Path) -> dict[str, Any]:
 
 
 def log_in(
-    launch: Launcher, server: ScriptedProvider, method: dict[str, Any], key: str = KEY
+    launch: Launcher,
+    server: ScriptedProvider,
+    method: dict[str, Any],
+    key: str = KEY,
+    choice: str = "4",
 ) -> str:
     """What the editor does with a terminal login: run the agent's command with its args in
-    a terminal, where the user answers; the screen."""
-    terminal = Terminal(method["args"], launch.env("openai", **NOTHING_SET))
-    terminal.expect("Provider [1-3")
-    terminal.type("3")
-    terminal.expect("Base URL")
-    terminal.type(server.openai_base_url)
+    a terminal, where the user answers (by default: the compatible server, the scripted
+    one; else OpenAI's `choice`, its base URL the scripted server's); the screen."""
+    env = {**NOTHING_SET, "OPENAI_BASE_URL": None if choice == "4" else server.openai_base_url}
+    terminal = Terminal(method["args"], launch.env("openai", **env))
+    terminal.expect("Provider [1-4")
+    terminal.type(choice)
+    if choice == "4":
+        terminal.expect("Base URL")
+        terminal.type(server.openai_base_url)
     terminal.expect("API key (hidden")
     terminal.type(key)
     assert terminal.finish() == 0, terminal.screen  # exit 0: logged in
@@ -128,6 +135,36 @@ async def test_authenticate_reads_the_credentials_again_and_logout_forgets_them(
     server.script(Reply(text="back"))
     assert (await agent.prompt(session, "logged in again")).stop_reason == "end_turn"
     assert user_texts(server.requests[-1]) == ["logged in again"]  # the refused one: not kept
+
+
+async def test_a_login_to_the_responses_api_makes_the_agent_use_it(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    server.api_key = KEY
+    screen = await asyncio.to_thread(log_in, launch, server, {"args": ["login"]}, choice="3")
+    assert "Logged in to OpenAI on the Responses API" in screen
+    agent = await launch.start("openai", **{**NOTHING_SET, "OPENAI_BASE_URL": None})
+    session = (await new_session(agent, project))["result"]["sessionId"]
+    server.script(Reply(text="hi"))
+
+    assert (await agent.prompt(session, "hello")).stop_reason == "end_turn"
+    assert server.requests[-1].path == "/v1/responses"
+    assert server.requests[-1].headers["authorization"] == f"Bearer {KEY}"
+
+
+async def test_a_key_stored_for_openai_serves_its_responses_api_too(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """ACP_FSM_PROVIDER=openai-responses is OpenAI: the key stored for it is used."""
+    server.api_key = KEY
+    await asyncio.to_thread(log_in, launch, server, {"args": ["login"]})
+    agent = await launch.start("openai-responses", **NOTHING_SET)
+    session = (await new_session(agent, project))["result"]["sessionId"]
+    server.script(Reply(text="hi"))
+
+    assert (await agent.prompt(session, "hello")).stop_reason == "end_turn"
+    assert server.requests[-1].path == "/v1/responses"
+    assert server.requests[-1].headers["authorization"] == f"Bearer {KEY}"
 
 
 async def test_the_environment_takes_precedence_over_what_is_stored(

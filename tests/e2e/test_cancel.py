@@ -26,6 +26,7 @@ from acp_fsm.devkit.provider import (
 from acp_fsm.transcript import INTERRUPTED, NOT_STARTED
 from tests.e2e.support import (
     EDITOR,
+    RESPONSES,
     Agent,
     Launcher,
     PendingTurn,
@@ -37,9 +38,11 @@ from tests.e2e.support import (
     message_chunks,
     statuses,
     stored,
+    text_events,
     tool_call_ids,
     tool_results,
     unique_sleep,
+    unreasoned,
     user_texts,
 )
 from tests.harness import live_processes, wait_until
@@ -71,11 +74,12 @@ async def next_prompt_is_accepted(
 def cut_tool_reply(provider: str) -> Reply:
     """Text and one complete tool call, then silence before the message ends."""
     call = Call("cut-1", "read_file", args(path="x.txt"))
-    # events before the hang: OpenAI role, 2 texts, call start, call arguments; Anthropic
-    # message_start, text block (start, ping, 2 deltas, stop), tool block (start, delta, stop)
-    return Reply(
-        text=("partial ", "answer"), calls=(call,), fault=Hang(5 if provider == "openai" else 9)
-    )
+    # events before the hang: OpenAI role, 2 texts, call start, call arguments (Responses:
+    # response.created, the reasoning item's added and done, the message's added, 2 deltas,
+    # done, the call's added, arguments, done); Anthropic message_start, text block (start,
+    # ping, 2 deltas, stop), tool block (start, delta, stop)
+    after = {"openai": 10 if RESPONSES else 5, "anthropic": 9}[provider]
+    return Reply(text=("partial ", "answer"), calls=(call,), fault=Hang(after))
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
@@ -92,7 +96,7 @@ async def test_cancel_while_streaming(
 
     assert turn.updates == message_chunks("partial ", "answer")
     await wait_until(lambda: server.disconnects, "the provider to see the disconnect", 2.0)
-    assert stored(launch.home, session)[-2:] == [
+    assert unreasoned(stored(launch.home, session))[-2:] == [
         (
             "assistant",
             {
@@ -402,7 +406,7 @@ async def test_two_sessions_one_cancelled(
 ) -> None:
     def respond(request: RecordedRequest) -> Reply:
         if user_texts(request)[-1] == "hang":
-            return Reply(text="stuck", fault=Hang(2))
+            return Reply(text="stuck", fault=Hang(text_events(1)))
         return Reply(text=("b1", "b2", "b3", "b4"), delay_s=0.1)
 
     server.fallback = respond

@@ -17,6 +17,7 @@ from tests.e2e.support import (
     content_text,
     for_call,
     stored,
+    text_events,
 )
 from tests.harness import wait_until
 
@@ -129,7 +130,7 @@ async def test_an_answered_prompt_survives_a_kill(
             lambda m: "result" in m and m["result"].get("stopReason") == stop,
         )
     else:
-        server.script(Reply(text=("the ", "answer"), fault=Hang(3)))  # role, two texts
+        server.script(Reply(text=("the ", "answer"), fault=Hang(text_events(2))))
         agent.proc.kill_on = lambda m: "result" in m and m["result"].get("stopReason") == stop
         pending = await agent.start_prompt(session, "ask")
         await wait_until(lambda: len(agent.updates(session, pending.start)) == 2, "the chunks")

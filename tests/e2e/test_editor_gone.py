@@ -18,7 +18,15 @@ import pytest
 
 from acp_fsm.devkit.editor import HOLD
 from acp_fsm.devkit.provider import Call, Hang, Reply, ScriptedProvider
-from tests.e2e.support import Agent, Launcher, args, stored, unique_sleep
+from tests.e2e.support import (
+    Agent,
+    Launcher,
+    args,
+    stored,
+    text_events,
+    unique_sleep,
+    unreasoned,
+)
 from tests.harness import live_processes, wait_until
 from tests.timing import INTERRUPTED_S
 
@@ -33,7 +41,7 @@ async def enter(
     if state == "idle":
         return
     if state == "streaming":
-        server.script(Reply(text=("half ", "an answer"), fault=Hang(3)))
+        server.script(Reply(text=("half ", "an answer"), fault=Hang(text_events(2))))
         pending = await agent.start_prompt(session, "go")
         await wait_until(lambda: len(agent.updates(session, pending.start)) == 2, "two chunks")
     elif state == "awaiting_permission":
@@ -94,7 +102,7 @@ async def test_the_agent_exits_when_its_editor_goes(
                 "stopReason": "cancelled",
                 "views": {},
             },
-        ) in transcript
+        ) in unreasoned(transcript)
 
 
 @pytest.mark.parametrize("background", [False, True])

@@ -20,6 +20,8 @@ def system_of(request: RecordedRequest) -> str:
     if "system" in body:  # Anthropic: a string, or text blocks
         system = body["system"]
         return system if isinstance(system, str) else "".join(b["text"] for b in system)
+    if "input" in body:  # the Responses API
+        return str(body["instructions"])
     first = body["messages"][0]
     assert first["role"] == "system"
     return str(first["content"])

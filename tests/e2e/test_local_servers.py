@@ -47,11 +47,13 @@ async def serving(
     models: tuple[str, ...] = (MODEL,),
 ) -> AsyncIterator[tuple[ScriptedProvider, Launcher]]:
     """A scripted `local` server with context `window` (its own setting), and a launcher of
-    agents pointed at it (no key: local servers need none)."""
+    agents pointed at it (no key: local servers need none), on Chat Completions in every run
+    (the local servers are scripted on it)."""
     async with ScriptedProvider(
         *replies, local=local, context_window=window, models=models
     ) as server:
         launcher = Launcher(server, tmp_path / "home")
+        launcher.defaults["ACP_FSM_OPENAI_API"] = "chat"
         try:
             yield server, launcher
         finally:

@@ -23,6 +23,7 @@ from tests.e2e.support import (
     TurnResult,
     args,
     for_call,
+    offered_tools,
     statuses,
     tool_results,
 )
@@ -50,9 +51,8 @@ async def open_session(agent: Agent, project: Path, *servers: dict[str, Any]) ->
 
 
 def offered(server: ScriptedProvider, index: int = 0) -> dict[str, dict[str, Any]]:
-    """The tools of a model request (OpenAI format), by name: their parameters."""
-    tools = server.requests[index].body["tools"]
-    return {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+    """The tools of a model request, by name: their parameters."""
+    return offered_tools(server.requests[index])
 
 
 def text_block(text: str) -> dict[str, Any]:

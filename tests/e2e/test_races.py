@@ -24,6 +24,7 @@ from tests.e2e.support import (
     args,
     for_call,
     stored,
+    text_events,
     tool_call_ids,
     tool_results,
 )
@@ -84,7 +85,9 @@ async def test_a_provider_error_racing_a_cancel_still_answers_cancelled(
 ) -> None:
     agent = await launch.start("openai")
     session = await agent.new_session(project)
-    server.script(Reply(text=("hello ", "wor"), headers_delay_s=0.3, fault=ErrorEvent(3)))
+    server.script(
+        Reply(text=("hello ", "wor"), headers_delay_s=0.3, fault=ErrorEvent(text_events(2)))
+    )
     pending = await agent.start_prompt(session, "hi")
     await wait_until(lambda: server.requests, "the model call")
     with store_locked(launch.home):

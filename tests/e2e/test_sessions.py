@@ -27,6 +27,7 @@ from tests.e2e.support import (
     history,
     message_chunks,
     stored,
+    text_events,
     tool_results,
     unique_sleep,
     user_texts,
@@ -250,7 +251,7 @@ async def test_load_of_an_open_session_rebinds_its_running_turn(
 ) -> None:
     agent = await launch.start("openai")
     session = await agent.new_session(project)
-    server.script(Reply(text=("still ", "going"), fault=Hang(3)))
+    server.script(Reply(text=("still ", "going"), fault=Hang(text_events(2))))
     running = await agent.start_prompt(session, "long")
     await wait_until(lambda: len(agent.updates(session, running.start)) == 2, "two chunks")
 
@@ -396,7 +397,7 @@ async def test_closing_stdin_mid_turn_cancels_persists_and_exits_0(
 ) -> None:
     first = await launch.start("openai")
     session = await first.new_session(project)
-    server.script(Reply(text=("interrupted ", "by exit"), fault=Hang(3)))
+    server.script(Reply(text=("interrupted ", "by exit"), fault=Hang(text_events(2))))
     running = await first.start_prompt(session, "long")
     await wait_until(lambda: len(first.updates(session, running.start)) == 2, "two chunks")
 

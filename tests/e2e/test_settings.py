@@ -17,6 +17,7 @@ from tests.e2e.support import (
     args,
     entries,
     for_call,
+    reasoning_effort,
     statuses,
     stored,
     tool_results,
@@ -349,12 +350,12 @@ async def test_reasoning_effort_on_openai_and_none_for_a_model_without_it(
     await choose(agent, session, "thought_level", "high")
     server.script(Reply(text="a"), Reply(text="b"))
     await agent.prompt(session, "reason")
-    assert server.requests[-1].body["reasoning_effort"] == "high"
+    assert reasoning_effort(server.requests[-1]) == "high"
 
     chosen = await choose(agent, session, "model", "gpt-4.1")
     assert "thought_level" not in options_of(chosen)  # the model takes none
     await agent.prompt(session, "plain")
-    assert "reasoning_effort" not in server.requests[-1].body
+    assert reasoning_effort(server.requests[-1]) is None
 
 
 async def test_the_model_list_comes_from_the_provider_and_is_kept_for_the_next_start(

@@ -24,11 +24,13 @@ from tests.e2e.support import (
     Agent,
     Launcher,
     assert_restored,
-    is_openai,
     made_titles,
     of_kind,
+    reasoning_effort,
+    text_events,
     user_texts,
 )
+from tests.e2e.test_instructions import system_of
 from tests.harness import MADE_TITLE, TITLE_MODEL, wait_until
 from tests.timing import INTERRUPTED_S
 
@@ -50,16 +52,13 @@ async def listed_titles(agent: Agent) -> list[str | None]:
 
 
 def limit(request: RecordedRequest) -> int:
-    return int(request.body["max_tokens"])  # compatible servers' name and Anthropic's
+    body = request.body  # compatible servers' name and Anthropic's, or the Responses API's
+    return int(body["max_tokens"] if "max_tokens" in body else body["max_output_tokens"])
 
 
 def title_text(request: RecordedRequest) -> str:
     """The system prompt of a title call, and what it shows of the conversation."""
-    if is_openai(request):
-        [system] = [m["content"] for m in request.body["messages"] if m["role"] == "system"]
-    else:
-        system = "".join(block["text"] for block in request.body["system"])
-    return f"{system}\n{' '.join(user_texts(request))}"
+    return f"{system_of(request)}\n{' '.join(user_texts(request))}"
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -79,7 +78,7 @@ async def test_the_title_model_names_the_session_once_after_its_first_answer(
     [call] = server.lane_requests
     assert call.body["model"] == TITLE_MODEL
     assert "tools" not in call.body and "tool_choice" not in call.body
-    assert "thinking" not in call.body and "reasoning_effort" not in call.body
+    assert "thinking" not in call.body and reasoning_effort(call) is None
     assert limit(call) == TITLE_MAX_TOKENS
     shown = title_text(call)
     assert INSTRUCTIONS in shown and PROMPT in shown and "Looking at the test now." in shown
@@ -129,7 +128,7 @@ async def test_without_a_title_model_the_session_s_model_makes_it(
     assert call.body["model"] == answer.body["model"] == model
     assert "tools" in answer.body and "tools" not in call.body
     assert limit(call) == room
-    assert call.body.get("reasoning_effort") == ("low" if model == "gpt-5" else None)
+    assert reasoning_effort(call) == ("low" if model == "gpt-5" else None)
     assert "thinking" not in call.body
     assert server.lane_requests == []
 
@@ -200,7 +199,7 @@ async def test_only_a_completed_turn_is_followed_by_the_title_call(
     agent = await launch.start("openai")
     session = await agent.new_session(project)
     if ending == "cancelled":
-        server.script(Reply(text=("partial ", "answer"), fault=Hang(3)))
+        server.script(Reply(text=("partial ", "answer"), fault=Hang(text_events(2))))
         pending = await agent.start_prompt(session, PROMPT)
         await wait_until(lambda: agent.updates(session, pending.start), "the first chunk")
         await agent.cancel(session)

@@ -15,6 +15,7 @@ from tests.e2e.support import (
     history,
     made_titles,
     message_chunks,
+    text_events,
     thought_chunks,
     tool_results,
     user_texts,
@@ -230,15 +231,15 @@ async def test_rate_limit_is_retried(
     assert len(server.requests) == 2
 
 
-# How each failure reads, per provider; the stream faults cut after "Part" (OpenAI: role chunk,
-# "Part"; Anthropic: message_start, block start, ping, "Part").
+# How each failure reads, per provider; the stream faults cut after "Part" (OpenAI: `text_events`;
+# Anthropic: message_start, block start, ping, "Part").
 FAILURES: dict[str, tuple[dict[str, Drop | ErrorEvent], str]] = {
     "drop": (
-        {"openai": Drop(2), "anthropic": Drop(4)},
+        {"openai": Drop(text_events(1)), "anthropic": Drop(4)},
         "stream connection_error: connection failed",
     ),
     "error_event": (
-        {"openai": ErrorEvent(2), "anthropic": ErrorEvent(4)},
+        {"openai": ErrorEvent(text_events(1)), "anthropic": ErrorEvent(4)},
         "stream {type}: Overloaded",
     ),
 }

@@ -12,7 +12,7 @@ import pytest
 
 from acp_fsm.commands import COMMANDS
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
-from tests.e2e.support import Agent, Launcher, args, tool_results, user_texts
+from tests.e2e.support import Agent, Launcher, args, offered_tools, tool_results, user_texts
 from tests.e2e.test_instructions import system_of
 from tests.e2e.test_sessions import restore
 from tests.harness import wait_until
@@ -205,7 +205,7 @@ async def test_skills_are_listed_loaded_by_the_tool_and_their_files_read_unasked
     assert turn.stop_reason == "end_turn"
     system = system_of(server.requests[0])
     assert "- release-notes: Write release notes from the git log" in system
-    assert "skill" in {t["function"]["name"] for t in server.requests[0].body["tools"]}
+    assert "skill" in offered_tools(server.requests[0])
     loaded = tool_results(server.requests[-1])["s1"][0]
     assert "Read template.md in this skill's folder" in loaded
     assert f"The skill's folder is {folder}" in loaded and "template.md" in loaded

@@ -173,3 +173,33 @@ async def test_client_session_does_not_warn_on_fixed_pythons(
             http.client_session()
     finally:
         await http.close_client_session()
+
+
+@pytest.mark.parametrize(
+    ("model", "env", "api"),
+    [
+        ("gpt-5-codex", {}, "responses"),  # served on the Responses API only
+        ("gpt-5.1-codex-max", {}, "responses"),
+        ("codex-mini-latest", {}, "responses"),
+        ("o3-pro", {}, "responses"),
+        ("openai/gpt-5-pro", {}, "responses"),
+        ("gpt-5", {}, "chat"),
+        ("o3-mini", {}, "chat"),
+        ("gpt-5-codex", {"ACP_FSM_OPENAI_API": "chat"}, "chat"),  # the user's choice wins
+        ("gpt-5", {"ACP_FSM_PROVIDER": "openai-responses"}, "responses"),
+        ("gpt-5", {"ACP_FSM_OPENAI_API": "responses"}, "responses"),
+        ("gpt-5-codex", {"ACP_FSM_PROVIDER": "anthropic"}, "chat"),  # not OpenAI's API at all
+        ("gpt-5-codex", {"OPENAI_BASE_URL": "https://openrouter.ai/api/v1"}, "chat"),  # a proxy's
+    ],
+)
+def test_the_api_of_a_model(model: str, env: dict[str, str], api: str) -> None:
+    from acp_fsm.providers.endpoint import api_of
+
+    config = load_config({"ACP_FSM_PROVIDER": "openai", **env})
+    assert api_of(config, model) == api
+
+
+def test_the_responses_provider_and_the_chat_api_conflict() -> None:
+    env = {"ACP_FSM_PROVIDER": "openai-responses", "ACP_FSM_OPENAI_API": "chat"}
+    with pytest.raises(ConfigError, match="set ACP_FSM_PROVIDER=openai to choose the API"):
+        load_config(env)

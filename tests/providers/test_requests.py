@@ -3,6 +3,7 @@ the real APIs enforce (checked by the scripted server with the APIs' own 400).""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -359,3 +360,54 @@ def test_anthropic_never_sends_whitespace_only_text() -> None:
     converted = convert_messages(history)
     assert [m["role"] for m in converted] == ["user"]  # the empty assistant turn is dropped
     assert [b["text"] for b in converted[0]["content"]] == ["hi", "go on"]
+
+
+@pytest.mark.parametrize(
+    ("api", "base_url", "sent"),
+    [
+        ("chat", "https://api.openai.com/v1", "session-1"),
+        ("chat", "http://127.0.0.1:1/v1", None),  # a compatible server may refuse the field
+        ("responses", "http://127.0.0.1:1/v1", "session-1"),  # a field of the API itself
+        ("responses", "https://api.openai.com/v1", "session-1"),
+    ],
+)
+def test_the_prompt_cache_key_is_the_sessions(api: str, base_url: str, sent: str | None) -> None:
+    from acp_fsm.providers import wire_format
+
+    config = ProviderConfig("openai", "m", base_url, api=api)
+    _, _, body = wire_format("openai", api).build(make_request(cache_key="session-1"), config)
+    assert json.loads(body).get("prompt_cache_key") == sent
+    _, _, body = wire_format("openai", api).build(make_request(), config)
+    assert "prompt_cache_key" not in json.loads(body)
+    _, _, body = wire_format("openai", api).build(make_request(cache_key="k" * 80), config)
+    assert json.loads(body).get("prompt_cache_key") == (sent and "k" * 64)  # OpenAI's limit
+
+
+@pytest.mark.parametrize(
+    ("model", "base_url", "included"),
+    [
+        ("gpt-5", "https://api.openai.com/v1", True),
+        ("o4-mini", "https://api.openai.com/v1", True),
+        ("gpt-4.1", "https://api.openai.com/v1", False),  # OpenAI refuses it for this model
+        ("gpt-5-chat-latest", "https://api.openai.com/v1", False),
+        ("llama3.2", "http://127.0.0.1:1/v1", True),  # a server's models are its own
+    ],
+)
+def test_encrypted_reasoning_is_asked_of_models_that_reason(
+    model: str, base_url: str, included: bool
+) -> None:
+    from acp_fsm.providers.responses import ResponsesWire, origin_of
+
+    config = ProviderConfig("openai", model, base_url, api="responses")
+    item = '{"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"}'
+    made = origin_of(config, model)
+    answered = AssistantMessage((ThinkingPart("", item=item, origin=made), TextPart("hello")))
+    request = make_request(UserMessage((TextPart("hi"),)), answered, model=model, memo={})
+    sent = json.loads(ResponsesWire().build(request, config)[2])
+    assert ("include" in sent) is included
+    # its reasoning items go back only to a model that reasons
+    assert [i["type"] for i in sent["input"]] == [
+        "message",
+        *(["reasoning"] if included else []),
+        "message",
+    ]

@@ -77,6 +77,9 @@ def test_empty_chunks_are_harmless() -> None:
         (b"data: a", []),
         (b"event: x\ndata: a\n\n", [SseEvent("x", "a")]),
         (b"event: x\n\ndata: a\n\n", [SseEvent("message", "a")]),  # type reset without data
+        (b"event:x\ndata: a\n\n", [SseEvent("x", "a")]),
+        (b"event:  x\ndata: a\n\n", [SseEvent(" x", "a")]),  # one space is taken off
+        (b"event: x\nevent\ndata: a\n\n", [SseEvent("message", "a")]),  # no colon: empty
         (b"data:a\ndata:\ndata: b\n\n", [SseEvent("message", "a\n\nb")]),
         (b"DATA: a\n\n", []),  # field names are case-sensitive
         (b"data : a\n\n", []),  # "data " is another field

@@ -1,7 +1,9 @@
-"""A scripted LLM provider: a real aiohttp server that speaks both streaming wire formats.
+"""A scripted LLM provider: a real aiohttp server that speaks the streaming wire formats.
 
-`ScriptedProvider` serves `POST /v1/chat/completions` (OpenAI Chat Completions) and
-`POST /v1/messages` (Anthropic Messages) from one FIFO script of replies. Each reply describes a
+`ScriptedProvider` serves `POST /v1/chat/completions` (OpenAI Chat Completions),
+`POST /v1/responses` (OpenAI's Responses API: with `reasons`, every reply comes with a
+reasoning item, as a reasoning model's) and `POST /v1/messages` (Anthropic Messages) from one
+FIFO script of replies. Each reply describes a
 model turn neutrally (`Reply`) or an HTTP failure (`HttpError`) or exact bytes (`Raw`), and is
 rendered in the wire format of the route it is served on, byte for byte as the real APIs stream
 it. It also serves `GET /v1/models`, in Anthropic's paged shape when the request carries
@@ -40,9 +42,9 @@ Used by the provider tests, by end-to-end tests of the agent (point `OPENAI_BASE
 `openai_base_url` or `ANTHROPIC_BASE_URL` at `anthropic_base_url`), by the offline demo and
 the schema check, and by hand: `python -m acp_fsm.devkit.provider --port 8765`.
 
-Fault replies count *wire events*: `render_openai` / `render_anthropic` return the list of
-events a `Reply` is streamed as, and `Drop(after=n)`, `Hang(n)`, `Truncate(n)` and
-`ErrorEvent(n)` act after the first `n` of them.
+Fault replies count *wire events*: `render_openai` / `render_anthropic` / `render_responses`
+return the list of events a `Reply` is streamed as, and `Drop(after=n)`, `Hang(n)`,
+`Truncate(n)` and `ErrorEvent(n)` act after the first `n` of them.
 
 Modules: `script` (the replies and the records), `wire` (rendering per API), `rules` (what
 each API refuses), `models` (the model listings), `local` (local OpenAI-compatible servers),
@@ -76,7 +78,7 @@ from acp_fsm.devkit.provider.script import (
     Truncate,
 )
 from acp_fsm.devkit.provider.server import OPENAI_PATH, SHUTDOWN_TIMEOUT_S, ScriptedProvider
-from acp_fsm.devkit.provider.wire import render_anthropic, render_openai
+from acp_fsm.devkit.provider.wire import render_anthropic, render_openai, render_responses
 
 __all__ = [
     "DEFAULT_MODELS",
@@ -106,4 +108,5 @@ __all__ = [
     "estimate_tokens",
     "render_anthropic",
     "render_openai",
+    "render_responses",
 ]

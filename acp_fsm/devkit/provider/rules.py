@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
 from acp_fsm.devkit.provider.script import HttpError
-from acp_fsm.devkit.provider.wire import json_text
+from acp_fsm.devkit.provider.wire import json_text, unsealed
 
 
 class Rejection(Exception):
@@ -43,10 +43,12 @@ def _is_int(value: Any) -> TypeGuard[int]:
 def estimate_tokens(body: Any) -> int:
     """The prompt tokens the scripted provider counts for a request body: ceil(n / 4), where n
     is the number of characters of the compact JSON text (`json_text`) of its `system`,
-    `messages` and `tools`, each counted when present (0 for a body that is not an object)."""
+    `messages` and `tools` (the Responses API's `instructions` and `input`), each counted when
+    present (0 for a body that is not an object)."""
     if not isinstance(body, dict):
         return 0
-    parts = (json_text(body[key]) for key in ("system", "messages", "tools") if key in body)
+    keys = ("system", "instructions", "messages", "input", "tools")
+    parts = (json_text(body[key]) for key in keys if key in body)
     return math.ceil(sum(map(len, parts)) / 4)
 
 
@@ -187,6 +189,150 @@ class OpenAiRules:
                 code="context_length_exceeded",
                 param="messages",
             )
+
+
+# ---------------------------------------------------------------------------- Responses
+
+RESPONSES_ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning")
+RESPONSES_CONTENT = {
+    "user": ("input_text", "input_image"),
+    "system": ("input_text",),
+    "developer": ("input_text",),
+    "assistant": ("output_text", "refusal"),
+}
+
+
+def _alone(reasoning_id: str) -> Rejection:
+    return reject(
+        f"Item '{reasoning_id}' of type 'reasoning' was provided without its required "
+        "following item.",
+        param="input",
+    )
+
+
+class ResponsesRules(OpenAiRules):
+    """The Responses API: a Bearer key; a model, `input` and `stream: true`; known item
+    types; every `function_call` answered by a `function_call_output` with its `call_id`
+    before the next message, every output answering one; with `store: false` a reasoning item
+    sent back whole (`encrypted_content`, readable by the model that made it only), and a
+    function call of a response that reasoned sent back to its model after that response's
+    reasoning item (`reasoning_of`, what the wire served: call_id -> (reasoning item id,
+    model))."""
+
+    def __init__(self, reasoning_of: dict[str, tuple[str, str]]) -> None:
+        self.reasoning_of = reasoning_of
+
+    def validate(self, headers: Mapping[str, str], body: Any) -> None:
+        if not isinstance(body, dict):
+            raise reject("We could not parse the JSON body of your request.")
+        if not body.get("model"):
+            raise reject("Missing required parameter: 'model'.", param="model")
+        items = body.get("input")
+        if isinstance(items, str):
+            items = [{"type": "message", "role": "user", "content": items}]
+        if not isinstance(items, list) or not items:
+            raise reject("Missing required parameter: 'input'.", param="input")
+        if body.get("stream") is not True:
+            raise reject("this scripted provider only streams: set 'stream': true")
+        if "messages" in body:
+            raise reject("Unknown parameter: 'messages'.", code="unknown_parameter")
+        model = str(body["model"])
+        self._check_items(items, model, store=body.get("store", True) is not False)
+        self._check_sealed(items, model)
+        effort = (body.get("reasoning") or {}).get("effort")
+        if effort is not None and effort not in REASONING_EFFORTS:
+            raise _invalid_value("reasoning.effort", effort, REASONING_EFFORTS)
+
+    @staticmethod
+    def _check_sealed(items: list[Any], model: str) -> None:
+        """A reasoning item's encrypted content is readable by the model that made it only
+        (a switch of model mid-conversation is refused so)."""
+        for item in items:
+            content = item.get("encrypted_content") if item.get("type") == "reasoning" else None
+            made_by = unsealed(content) if isinstance(content, str) else None
+            if made_by is not None and made_by != model:
+                raise reject(
+                    "The encrypted content for item "
+                    f"{item.get('id')} could not be verified. Reason: Encrypted content "
+                    "could not be decrypted or parsed.",
+                    code="invalid_encrypted_content",
+                    param="input",
+                )
+
+    def _check_items(self, items: list[Any], model: str, *, store: bool) -> None:
+        pending: list[str] = []
+        reasoned: set[str] = set()  # the reasoning items since the last user message or output
+        follows: str | None = None  # a reasoning item that wants an output item after it
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise reject(f"Invalid type for 'input[{index}]': expected an object.")
+            kind = item.get("type", "message" if "role" in item else None)
+            if kind not in RESPONSES_ITEM_TYPES:
+                raise _invalid_value(f"input[{index}].type", kind, RESPONSES_ITEM_TYPES)
+            if follows is not None and (
+                kind == "function_call_output" or (kind == "message" and item.get("role") == "user")
+            ):
+                raise _alone(follows)
+            follows = str(item.get("id")) if kind == "reasoning" else None
+            if kind == "function_call_output":
+                call_id = item.get("call_id")
+                if call_id not in pending:
+                    raise reject(
+                        f"No tool call found for function call output with call_id {call_id}.",
+                        param="input",
+                    )
+                pending.remove(call_id)
+                reasoned.clear()
+                continue
+            if pending and kind == "message":
+                raise reject(f"No tool output found for function call {pending[0]}.")
+            if kind == "message":
+                self._check_message(index, item)
+                if item.get("role") == "user":
+                    reasoned.clear()
+            elif kind == "reasoning":
+                if not store and not item.get("encrypted_content"):
+                    raise reject(
+                        f"Item with id '{item.get('id')}' not found. Items are not persisted "
+                        "when `store` is set to false. Try again with `store` set to true, or "
+                        "pass the item with its `encrypted_content`.",
+                        param="input",
+                    )
+                reasoned.add(str(item.get("id")))
+            else:
+                call_id = str(item.get("call_id"))
+                # the reasoning a call came with, wanted back by the model that made both
+                made, by = self.reasoning_of.get(call_id, (None, None))
+                wanted = made if by == model else None
+                if not store and wanted is not None and wanted not in reasoned:
+                    raise reject(
+                        f"Item '{call_id}' of type 'function_call' was provided without its "
+                        f"required 'reasoning' item: '{wanted}'.",
+                        param="input",
+                    )
+                pending.append(call_id)
+        if follows is not None:
+            raise _alone(follows)
+        if pending:
+            raise reject(f"No tool output found for function call {pending[0]}.")
+
+    @staticmethod
+    def _check_message(index: int, item: dict[str, Any]) -> None:
+        role = item.get("role")
+        if role not in RESPONSES_CONTENT:
+            raise _invalid_value(f"input[{index}].role", role, tuple(RESPONSES_CONTENT))
+        content = item.get("content")
+        if isinstance(content, str):
+            return
+        for n, part in enumerate(content if isinstance(content, list) else [None]):
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind not in RESPONSES_CONTENT[str(role)]:
+                supported = RESPONSES_CONTENT[str(role)]
+                raise _invalid_value(f"input[{index}].content[{n}].type", kind, supported)
+
+    def check_context(self, body: dict[str, Any], prompt: int, window: int) -> None:
+        """As Chat Completions', with `max_output_tokens` as the output limit."""
+        super().check_context({"max_tokens": body.get("max_output_tokens")}, prompt, window)
 
 
 # ------------------------------------------------------------------------------- Anthropic

@@ -31,6 +31,7 @@ from acp_fsm.devkit.provider.rules import (
     AnthropicRules,
     OpenAiRules,
     Rejection,
+    ResponsesRules,
     estimate_tokens,
 )
 from acp_fsm.devkit.provider.script import (
@@ -50,9 +51,16 @@ from acp_fsm.devkit.provider.script import (
     Scripted,
     Served,
 )
-from acp_fsm.devkit.provider.wire import AnthropicWire, OpenAiWire, json_text, new_id
+from acp_fsm.devkit.provider.wire import (
+    AnthropicWire,
+    OpenAiWire,
+    ResponsesWire,
+    json_text,
+    new_id,
+)
 
 OPENAI_PATH = "/v1/chat/completions"
+RESPONSES_PATH = "/v1/responses"
 ANTHROPIC_PATH = "/v1/messages"
 # The largest request body taken (aiohttp's default, 1 MiB, is far less than the real APIs
 # take: a long session's request passes it).
@@ -93,6 +101,15 @@ ANTHROPIC_ROUTE = Route(
 ROUTES = (OPENAI_ROUTE, ANTHROPIC_ROUTE)
 
 
+def responses_route(reasons: bool = False) -> Route:
+    """The Responses API, one per server: its rules check that what its wire served comes
+    back (the reasoning item of each function call); with `reasons` every reply reasons."""
+    wire = ResponsesWire(reasons)
+    return Route(
+        RESPONSES_PATH, "x-request-id", wire, ResponsesRules(wire.reasoning_of), openai_models
+    )
+
+
 class ScriptedProvider:
     """A real HTTP server answering model calls from a script (see the package docstring).
 
@@ -107,7 +124,9 @@ class ScriptedProvider:
     stops), or answers `models_error` when set; these requests are recorded in
     `model_list_requests`, not `requests`. `context_window`, when set, refuses a model call
     whose `estimate_tokens` plus its output limit exceeds it, and a reply left at
-    `DEFAULT_USAGE` then reports that estimate as its input tokens."""
+    `DEFAULT_USAGE` then reports that estimate as its input tokens. `reasons` gives every
+    reply on the Responses route a reasoning item, as a reasoning model's (its summary empty
+    unless the reply has thinking), which each of its function calls must come back with."""
 
     def __init__(
         self,
@@ -120,6 +139,7 @@ class ScriptedProvider:
         context_window: int | None = None,
         local: LocalServer | None = None,
         lanes: Mapping[str, Scripted | Responder] | None = None,
+        reasons: bool = False,
     ) -> None:
         self.requests: list[RecordedRequest] = []
         self.lanes: dict[str, Scripted | Responder] = dict(lanes or {})  # model → its answer
@@ -135,6 +155,7 @@ class ScriptedProvider:
         self.models_delay_s = models_delay_s
         self.context_window = context_window
         self.local = local
+        self.reasons = reasons
         self.loaded: set[str] = set()  # models a local server has loaded (asked to answer)
         self.truncated: list[RecordedRequest] = []  # prompts cut to fit (Ollama)
         self._script: deque[Scripted | Responder] = deque(replies)
@@ -178,7 +199,7 @@ class ScriptedProvider:
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> ScriptedProvider:
         app = web.Application(client_max_size=MAX_BODY_BYTES)
-        for route in ROUTES:
+        for route in (*ROUTES, responses_route(self.reasons)):
             app.router.add_post(route.path, self._handler(route))
         app.router.add_get(MODELS_PATH, self._models)
         for path, describe in (self.local.endpoints() if self.local else {}).items():

@@ -98,7 +98,7 @@ def _openai_usage(usage: Usage) -> dict[str, Any]:
         "completion_tokens": usage.output_tokens,
         "total_tokens": prompt + usage.output_tokens,
         "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens, "audio_tokens": 0},
-        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": usage.thought_tokens, "audio_tokens": 0},
     }
 
 
@@ -226,3 +226,189 @@ class AnthropicWire:
     def error_event(self, fault: ErrorEvent) -> bytes:
         error = {"type": fault.error_type or "overloaded_error", "message": fault.message}
         return sse({"type": "error", "error": error}, "error")
+
+
+# ---------------------------------------------------------------------------- Responses
+
+
+ENCRYPTED_REASONING = "reasoning.encrypted_content"  # what a request `include`s to get it
+SEALED = "gAAAA|"  # how the scripted encrypted content begins
+
+
+def sealed(reasoning_id: str, model: str) -> str:
+    """The scripted encrypted content of a reasoning item: readable by `model` only, as the
+    real API's (`unsealed`)."""
+    return f"{SEALED}{reasoning_id}|{model}"
+
+
+def unsealed(content: str) -> str | None:
+    """The model a scripted encrypted content was made by (None: not one of ours)."""
+    return content.rsplit("|", 1)[1] if content.startswith(SEALED) else None
+
+
+def render_responses(
+    reply: Reply,
+    model: str = "scripted",
+    reasoning_of: dict[str, tuple[str, str]] | None = None,
+    encrypted: bool = True,
+    reasons: bool = False,
+) -> list[bytes]:
+    """The SSE events of `reply` as the Responses API streams them: `response.created`, then
+    per output item (a reasoning item with its summary, and its `encrypted_content` when
+    `encrypted`: the request's `include` asked for it; a message; each function call)
+    `response.output_item.added`, its part opened, its deltas, its part closed with the whole
+    text (the arguments), and `response.output_item.done`, then
+    `response.completed` (or `response.incomplete` at max_tokens) with the usage.
+    `reasoning_of` learns which reasoning item (of which model) each function call came with
+    (what the rules check comes back). A reply without thinking has no reasoning item,
+    unless `reasons` (a reasoning model's, its summary empty)."""
+    response: dict[str, Any] = {
+        "id": new_id("resp_"),
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "in_progress",
+        "model": model,
+        "output": [],
+        "usage": None,
+    }
+    seq = count()
+
+    def event(kind: str, **fields: Any) -> bytes:
+        return sse({"type": kind, "sequence_number": next(seq), **fields}, kind)
+
+    events = [event("response.created", response=response)]
+    output: list[dict[str, Any]] = []
+
+    def item(index: int, done: dict[str, Any], added: dict[str, Any], deltas: list[bytes]) -> None:
+        events.append(event("response.output_item.added", output_index=index, item=added))
+        events.extend(deltas)
+        events.append(event("response.output_item.done", output_index=index, item=done))
+        output.append(done)
+
+    def part(
+        kind: str, where: dict[str, Any], body: dict[str, Any], deltas: list[bytes]
+    ) -> list[bytes]:
+        """A part's events (`kind`: "content" or "reasoning_summary"): added, its deltas,
+        its whole text, done."""
+        text = "response.output_text.done" if kind == "content" else f"response.{kind}_text.done"
+        return [
+            event(f"response.{kind}_part.added", **where, part={**body, "text": ""}),
+            *deltas,
+            event(text, **where, text=body["text"]),
+            event(f"response.{kind}_part.done", **where, part=body),
+        ]
+
+    thinking = pieces(reply.thinking)
+    reasoning_id = new_id("rs_") if thinking or reply.signature or reasons else None
+    if reasoning_id is not None:
+        summary = "".join(thinking)
+        where = {"item_id": reasoning_id, "output_index": 0, "summary_index": 0}
+        deltas = [
+            event("response.reasoning_summary_text.delta", **where, delta=piece)
+            for piece in thinking
+        ]
+        if summary:
+            summary_part = {"type": "summary_text", "text": summary}
+            deltas = part("reasoning_summary", where, summary_part, deltas)
+        done: dict[str, Any] = {
+            "id": reasoning_id,
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": summary}] if summary else [],
+            "encrypted_content": (reply.signature or sealed(reasoning_id, model))
+            if encrypted
+            else None,
+        }
+        item(len(output), done, {**done, "summary": [], "encrypted_content": None}, deltas)
+    text = pieces(reply.text)
+    if text:
+        message_id = new_id("msg_")
+        index = len(output)
+        where = {"item_id": message_id, "output_index": index, "content_index": 0}
+        content = {"type": "output_text", "text": "".join(text), "annotations": []}
+        deltas = part(
+            "content",
+            where,
+            content,
+            [event("response.output_text.delta", **where, delta=piece) for piece in text],
+        )
+        done = {
+            "id": message_id,
+            "type": "message",
+            "status": "completed",
+            "role": "assistant",
+            "content": [content],
+        }
+        item(index, done, {**done, "status": "in_progress", "content": []}, deltas)
+    for call in reply.calls:
+        call_item = new_id("fc_")
+        index = len(output)
+        where = {"item_id": call_item, "output_index": index}
+        arguments = "".join(call.fragments)
+        deltas = [
+            *(
+                event("response.function_call_arguments.delta", **where, delta=piece)
+                for piece in call.fragments
+            ),
+            event("response.function_call_arguments.done", **where, arguments=arguments),
+        ]
+        done = {
+            "id": call_item,
+            "type": "function_call",
+            "status": "completed",
+            "call_id": call.id,
+            "name": call.name,
+            "arguments": arguments,
+        }
+        item(index, done, {**done, "status": "in_progress", "arguments": ""}, deltas)
+        if reasoning_of is not None and reasoning_id is not None:
+            reasoning_of[call.id] = (reasoning_id, model)
+    incomplete = reply.stop_reason is StopReason.MAX_TOKENS
+    final = {
+        **response,
+        "status": "incomplete" if incomplete else "completed",
+        "output": output,
+        "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+        "usage": None if reply.usage is None else _responses_usage(reply.usage),
+    }
+    events.append(
+        event("response.incomplete" if incomplete else "response.completed", response=final)
+    )
+    return events
+
+
+def _responses_usage(usage: Usage) -> dict[str, Any]:
+    prompt = usage.input_tokens + usage.cache_read_tokens
+    return {
+        "input_tokens": prompt,
+        "input_tokens_details": {"cached_tokens": usage.cache_read_tokens},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": usage.thought_tokens},
+        "total_tokens": prompt + usage.output_tokens,
+    }
+
+
+class ResponsesWire:
+    """The Responses API; `reasoning_of` (shared with its rules) maps each function call's
+    `call_id` to the reasoning item it came with and the model; with `reasons` every reply
+    has one."""
+
+    def __init__(self, reasons: bool = False) -> None:
+        self.reasoning_of: dict[str, tuple[str, str]] = {}
+        self.reasons = reasons
+
+    def render(self, reply: Reply, body: dict[str, Any]) -> list[bytes]:
+        encrypted = ENCRYPTED_REASONING in (body.get("include") or ())
+        model = str(body.get("model"))
+        return render_responses(reply, model, self.reasoning_of, encrypted, self.reasons)
+
+    def error_body(self, error: HttpError) -> dict[str, Any]:
+        return OpenAiWire().error_body(error)
+
+    def error_event(self, fault: ErrorEvent) -> bytes:
+        error = {
+            "type": "error",
+            "code": fault.error_type or "server_error",
+            "message": fault.message,
+            "param": None,
+        }
+        return sse(error, "error")
