@@ -251,6 +251,7 @@ class Context:
     """What one check runs with: its target, and the agents it started."""
 
     target: Target
+    name: str = "check"  # the check's id: its sessions' cwd is a directory of that name
     probes: list[Probe] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)  # measurements for the report
 
@@ -263,9 +264,22 @@ class Context:
                 f"could not start {' '.join(self.target.command)}: {exc.strerror or exc}"
             ) from None
         probe.wait_s, probe.settle_s = self.target.wait_s, self.target.settle_s
-        probe.session_cwd = str(self.target.project)
+        cwd = self.target.project / self.name
+        cwd.mkdir(parents=True, exist_ok=True)
+        probe.session_cwd = str(cwd)
         self.probes.append(probe)
         return probe
+
+    async def restart(self, probe: Probe) -> Probe:
+        """End `probe` as an editor does (stdin closed, the exit awaited), then a fresh agent,
+        initialized (Blocked when the first does not exit)."""
+        try:
+            await probe.close(self.target.wait_s)
+        except NoAnswer as exc:
+            raise Blocked(str(exc)) from None
+        fresh = await self.start()
+        await fresh.initialize()
+        return fresh
 
     async def close(self) -> None:
         for probe in self.probes:

@@ -12,7 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from acp_fsm.devkit.conformance import cancel, handshake, robustness, schema, sessions, transport
+from acp_fsm.devkit.conformance import (
+    advertised,
+    cancel,
+    handshake,
+    robustness,
+    schema,
+    sessions,
+    transport,
+)
 from acp_fsm.devkit.conformance.model import Check, Outcome, Result, Verdict
 from acp_fsm.devkit.conformance.probe import Context, Target
 from acp_fsm.devkit.conformance.script import answer
@@ -25,6 +33,7 @@ GROUPS: Final[dict[str, tuple[Check, ...]]] = {
     "schema": schema.CHECKS,
     "sessions": sessions.CHECKS,
     "cancel": cancel.CHECKS,
+    "advertised": advertised.CHECKS,
     "robustness": robustness.CHECKS,
 }
 CHECK_S: Final = 30.0  # the most one check may take, whatever its waits
@@ -72,7 +81,7 @@ def agent_env(home: Path, server: ScriptedProvider, extra: Mapping[str, str]) ->
 
 async def run_check(check: Check, target: Target) -> Result:
     """One check, its agents ended after it, whatever happened."""
-    ctx = Context(target)
+    ctx = Context(target, check.id)
     started = time.monotonic()
     try:
         outcome, reason = Outcome.PASS, await asyncio.wait_for(check.run(ctx), CHECK_S)

@@ -128,18 +128,23 @@ class Agent:
             return None
         self.log(f"conformance agent: {method}")
         msg_id = message["id"]
-        serve = {
-            "initialize": self.initialize,
-            "session/new": self.new_session,
-            "session/prompt": self.prompt,
-        }.get(method)
+        serve = self.serve(method)
         if serve is None:
             return self.error(msg_id, -32601, f"Method not found: {method}")
         if not self.initialized and method != "initialize":
             return self.before_initialize(message)
-        return serve(msg_id, params)
+        answer: Message | None = serve(msg_id, params)
+        return answer
 
     # --------------------------------------------------------------------------- methods
+
+    def serve(self, method: str) -> Any:
+        """The handler of a method (None: not served)."""
+        return {
+            "initialize": self.initialize,
+            "session/new": self.new_session,
+            "session/prompt": self.prompt,
+        }.get(method)
 
     def initialize(self, msg_id: Any, params: Message) -> Message:
         if self.initialized:
