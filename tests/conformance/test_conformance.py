@@ -148,3 +148,13 @@ def test_a_wrong_command_line_exits_2(argv: list[str]) -> None:
 def test_a_command_that_does_not_start_fails_every_check() -> None:
     status = main(["--only", "robustness", "--", "/nonexistent/acp-agent"])
     assert status == 1
+
+
+async def test_an_agent_that_never_answers_fails_in_bounded_time() -> None:
+    silent = [sys.executable, "-c", "import time; time.sleep(120)"]
+    run = await run_suite(silent, selected(["handshake", "robustness"]), wait_s=1.0)
+    outcomes = {r.check.id: r.outcome for r in run.results}
+    assert outcomes["handshake.before_initialize"] is Outcome.FAIL
+    assert outcomes["handshake.version"] is Outcome.FAIL
+    assert outcomes["robustness.stdin_eof"] is Outcome.SKIPPED  # its initialize never came
+    assert all("within 1 s" in r.reason for r in run.results), [r.reason for r in run.results]

@@ -6,8 +6,7 @@ protocol rule by rule.
   (`Probe`), and what one check runs with (`Context`);
 - `script`: the scripted model server's answers (streamed, or hanging mid-stream);
 - one module per group of checks: `transport`, `handshake`, `schema`, `sessions`, `cancel`,
-  `advertised`,
-  `robustness`;
+  `advertised`, `robustness`;
 - `runner`: the groups (`GROUPS`) and the run (`run_suite`);
 - `render`: the terminal table, JSON and Markdown;
 - `cli`: the command line (`main`).

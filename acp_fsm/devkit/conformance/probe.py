@@ -119,6 +119,17 @@ class Probe(AgentLink):
         await self.until(f"answer to {method}", future.done)
         return future.result()
 
+    async def _drain(self, data: bytes) -> None:
+        """A write the agent does not read (its pipe full) is NoAnswer after `wait_s`."""
+        try:
+            await asyncio.wait_for(super()._drain(data), self.wait_s)
+        except TimeoutError:
+            raise NoAnswer(
+                f"the agent did not read {len(data)} bytes written to it within {self.wait_s:g} s"
+            ) from None
+        except (BrokenPipeError, ConnectionResetError):
+            raise NoAnswer(f"the agent closed its stdin{await self.exit_note()}") from None
+
     async def exit_note(self) -> str:
         if self.proc is None:
             return ""

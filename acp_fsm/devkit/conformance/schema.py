@@ -11,7 +11,7 @@ from typing import Final
 from acp_fsm.devkit.conformance.model import Blocked, Check, Rule, Violation
 from acp_fsm.devkit.conformance.probe import Context, clip
 from acp_fsm.devkit.conformance.script import STREAM_PROMPT
-from acp_fsm.devkit.editor import Record
+from acp_fsm.devkit.editor import NoAnswer, Record
 from acp_fsm.devkit.schema_check.official import AGENT
 
 Select = Callable[[Record], bool]
@@ -21,11 +21,14 @@ async def _session_records(ctx: Context) -> list[Record]:
     """The agent's messages in: a request before initialize, the handshake, an unknown
     method, session/new and a streamed prompt."""
     probe = await ctx.start()
-    await probe.answer("session/new", {"cwd": probe.session_cwd, "mcpServers": []})
-    await probe.initialize()
-    await probe.answer("conformance/no_such_method", {})
-    session_id = await probe.new_session()
-    await probe.prompt(session_id, STREAM_PROMPT)
+    try:
+        await probe.answer("session/new", {"cwd": probe.session_cwd, "mcpServers": []})
+        await probe.initialize()
+        await probe.answer("conformance/no_such_method", {})
+        session_id = await probe.new_session()
+        await probe.prompt(session_id, STREAM_PROMPT)
+    except NoAnswer as exc:  # the checks of those steps report it
+        raise Blocked(f"the session did not run: {exc}") from None
     return probe.records
 
 

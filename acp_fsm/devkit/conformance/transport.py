@@ -6,7 +6,7 @@ import asyncio
 import json
 from typing import Any, Final
 
-from acp_fsm.devkit.conformance.model import Check, Rule, Violation
+from acp_fsm.devkit.conformance.model import Blocked, Check, Rule, Violation
 from acp_fsm.devkit.conformance.probe import INITIALIZE, PING, Context, clip
 from acp_fsm.devkit.conformance.script import STREAM_PROMPT
 
@@ -45,7 +45,10 @@ async def framing(ctx: Context) -> str:
 async def long_line(ctx: Context) -> str:
     probe = await ctx.start()
     padding = "x" * LONG_LINE_BYTES
-    await probe.initialize({**INITIALIZE, "_meta": {"conformancePadding": padding}})
+    try:
+        await probe.initialize({**INITIALIZE, "_meta": {"conformancePadding": padding}})
+    except Blocked as exc:  # the long line is what failed
+        raise Violation(f"a 1 MiB initialize: {exc.reason}") from None
     await probe.serves("after a 1 MiB line")
     return "a 1 MiB initialize is answered and the agent serves on"
 
