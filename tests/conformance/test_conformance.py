@@ -4,7 +4,6 @@ broken agent (`tests/conformance/broken/`) fails exactly the check of the rule i
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -112,23 +111,13 @@ async def test_the_evidence_shows_the_offending_lines(official: OfficialSchema) 
 
 def test_only_runs_the_groups_named(tmp_path: Path) -> None:
     report = tmp_path / "report.json"
-    env_before = dict(os.environ)
-    os.environ["PYTHONPATH"] = str(ROOT)
-    try:
-        status = main(
-            [
-                "--only",
-                "robustness",
-                "handshake",
-                "--json",
-                str(report),
-                "--",
-                *broken("batch_crash"),
-            ]
-        )
-    finally:
-        os.environ.clear()
-        os.environ.update(env_before)
+    status = main(
+        [
+            *("--only", "robustness", "handshake"),
+            *("--json", str(report), "--env", f"PYTHONPATH={ROOT}"),
+            *("--", *broken("batch_crash")),
+        ]
+    )
     assert status == 0  # its violation is in a group left out
     ids = [c["id"] for c in json.loads(report.read_text(encoding="utf-8"))["checks"]]
     assert {i.split(".")[0] for i in ids} == {"robustness", "handshake"}

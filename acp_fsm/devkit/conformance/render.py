@@ -71,8 +71,8 @@ def json_text(run: Run) -> str:
     return json.dumps(as_json(run), indent=2, ensure_ascii=False) + "\n"
 
 
-def _cell(text: str) -> str:
-    return _short(text, 120).replace("|", "\\|")
+def _cell(text: str, width: int = 120) -> str:
+    return _short(text, width).replace("|", "\\|")
 
 
 def markdown(run: Run) -> str:
@@ -91,7 +91,7 @@ def markdown(run: Run) -> str:
         rule = f"{r.check.rule.source}: {r.check.rule.text}"
         outcome = mark.get(r.outcome, r.outcome.value)
         lines.append(
-            f"| {r.check.group} | `{name}` | {outcome} | {_cell(r.reason)} | {_cell(rule)} |"
+            f"| {r.check.group} | `{name}` | {outcome} | {_cell(r.reason)} | {_cell(rule, 400)} |"
         )
     for r in run.results:
         if r.outcome is Outcome.FAIL:

@@ -69,7 +69,9 @@ CHECKS: Final = (
     Check(
         "sessions.updates_precede_response",
         Rule(
-            PROMPT_TURN, "every session/update of a turn comes before the session/prompt response"
+            PROMPT_TURN,
+            "every session/update of a turn (message and thought chunks, tool calls, plans) "
+            "comes before the session/prompt response",
         ),
         updates_precede_response,
     ),
