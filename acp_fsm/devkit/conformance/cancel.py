@@ -40,8 +40,7 @@ async def quiet_after(ctx: Context) -> str:
     if turn.stop_reason != "cancelled":
         raise Blocked("the turn was not answered cancelled (cancel.mid_stream)")
     if turn.late:
-        kinds = ", ".join(m["params"]["update"].get("sessionUpdate", "?") for m in turn.late)
-        raise Violation(f"{len(turn.late)} session/update(s) after the cancelled response: {kinds}")
+        raise Violation(f"the turn was answered cancelled, then {turn.late_kinds()}")
     return "no update after the cancelled response"
 
 

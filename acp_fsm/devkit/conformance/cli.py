@@ -61,9 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     args_in = sys.argv[1:] if argv is None else argv
     parser = _parser()
     if "--" not in args_in:
-        parser.print_usage(sys.stderr)
-        print(f"{PROG}: error: give the agent's command after --", file=sys.stderr)
-        return 2
+        parser.parse_args(args_in)  # --help, or an error in the options
+        parser.error("give the agent's command after --")
     split = args_in.index("--")
     args, command = parser.parse_args(args_in[:split]), args_in[split + 1 :]
     if not command:

@@ -228,12 +228,16 @@ class Turn:
     def stop_reason(self) -> Any:
         return (self.response.get("result") or {}).get("stopReason")
 
+    def late_kinds(self) -> str:
+        """The kinds of the turn's updates after the response, for a reason."""
+        return f"{len(self.late)} session/update(s) after it: {', '.join(map(kind_of, self.late))}"
+
     def text(self) -> str:
         """The text of the agent_message_chunk updates, joined."""
         return "".join(
             str(content.get("text", ""))
             for m in self.updates
-            if m["params"]["update"].get("sessionUpdate") == "agent_message_chunk"
+            if kind_of(m) == "agent_message_chunk"
             and isinstance(content := m["params"]["update"].get("content"), dict)
         )
 
@@ -249,8 +253,13 @@ def is_update(message: Any, session_id: str, kind: str | None = None) -> bool:
     return kind is None or (isinstance(update, dict) and update.get("sessionUpdate") == kind)
 
 
+def kind_of(update: Message) -> str:
+    """The `sessionUpdate` of a session/update notification."""
+    return str(update["params"]["update"].get("sessionUpdate", "?"))
+
+
 def _of_turn(update: Message) -> bool:
-    return update["params"]["update"].get("sessionUpdate") in TURN_KINDS
+    return kind_of(update) in TURN_KINDS
 
 
 def clip(text: str, size: int = LINE_CLIP) -> str:

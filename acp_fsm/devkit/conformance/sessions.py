@@ -7,7 +7,7 @@ import json
 from typing import Final
 
 from acp_fsm.devkit.conformance.model import Check, Rule, Violation
-from acp_fsm.devkit.conformance.probe import Context, Turn, clip
+from acp_fsm.devkit.conformance.probe import Context, Turn, clip, kind_of
 from acp_fsm.devkit.conformance.script import STREAM_PROMPT, STREAMED_TEXT
 
 
@@ -28,9 +28,7 @@ async def new(ctx: Context) -> str:
 
 async def prompt_streams(ctx: Context) -> str:
     turn = await _turn(ctx)
-    chunks = sum(
-        m["params"]["update"].get("sessionUpdate") == "agent_message_chunk" for m in turn.updates
-    )
+    chunks = sum(kind_of(m) == "agent_message_chunk" for m in turn.updates)
     if STREAMED_TEXT not in turn.text():
         raise Violation(
             f"the model's reply ({STREAMED_TEXT!r}) did not reach the client before the "
@@ -42,8 +40,7 @@ async def prompt_streams(ctx: Context) -> str:
 async def updates_precede_response(ctx: Context) -> str:
     turn = await _turn(ctx)
     if turn.late:
-        kinds = ", ".join(m["params"]["update"].get("sessionUpdate", "?") for m in turn.late)
-        raise Violation(f"{len(turn.late)} session/update(s) after the prompt response: {kinds}")
+        raise Violation(f"the prompt was answered, then {turn.late_kinds()}")
     return f"{len(turn.updates)} update(s), all before the response"
 
 
