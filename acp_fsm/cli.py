@@ -76,6 +76,16 @@ def _command(args: list[str]) -> int:
         help="check the agent's messages against the official ACP schema and print a table",
         add_help=False,
     )
+    commands.add_parser(
+        "conformance",
+        help="check any ACP agent against the protocol: "
+        "acp-fsm conformance [--json FILE] [--markdown FILE] [--only GROUP...] -- CMD [ARGS...]",
+        add_help=False,
+    )
+    if args[0] == "conformance":  # everything after it is its own (the agent's command too)
+        from acp_fsm.devkit.conformance import main as conformance
+
+        return conformance(args[1:])
     known, rest = parser.parse_known_args(args)
     if known.command == "diagrams":
         from acp_fsm.devkit.diagrams import main as diagrams

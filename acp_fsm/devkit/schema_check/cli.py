@@ -32,12 +32,11 @@ from acp_fsm.devkit.schema_check.source import (
 )
 
 
-def load_official(explicit: str | None) -> OfficialSchema:
-    """The official schema to check against (a download is announced on stderr); raises
-    `SchemaUnavailable` with what to do instead."""
+def load_official(explicit: str | None, prog: str = "acp-fsm schema-check") -> OfficialSchema:
+    """The official schema to check against (a download is announced on stderr, by `prog`);
+    raises `SchemaUnavailable` with what to do instead."""
     path = official_schema(
-        explicit,
-        note=lambda text: print(f"acp-fsm schema-check: {text}", file=sys.stderr, flush=True),
+        explicit, note=lambda text: print(f"{prog}: {text}", file=sys.stderr, flush=True)
     )
     try:
         return OfficialSchema.load(path)

@@ -1,0 +1,21 @@
+"""`acp-fsm conformance`: any ACP agent, started as an editor starts it, checked against the
+protocol rule by rule.
+
+- `model`: `Rule`, `Check`, `Outcome`, `Result`, and the verdicts a check raises;
+- `probe`: the agent under test (`Target`), each process of it with its transcript
+  (`Probe`), and what one check runs with (`Context`);
+- `script`: the scripted model server's answers (streamed, or hanging mid-stream);
+- one module per group of checks: `transport`, `handshake`, `schema`, `sessions`, `cancel`,
+  `advertised`, `robustness`;
+- `runner`: the groups (`GROUPS`) and the run (`run_suite`);
+- `render`: the terminal table, JSON and Markdown;
+- `cli`: the command line (`main`).
+
+The agent runtime never imports this package.
+"""
+
+from acp_fsm.devkit.conformance.cli import main
+from acp_fsm.devkit.conformance.model import Check, Outcome, Result, Rule
+from acp_fsm.devkit.conformance.runner import GROUPS, Run, run_suite, selected
+
+__all__ = ["GROUPS", "Check", "Outcome", "Result", "Rule", "Run", "main", "run_suite", "selected"]

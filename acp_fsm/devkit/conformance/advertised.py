@@ -1,0 +1,132 @@
+"""The session methods an agent may advertise: each checked only when `initialize` says it is
+served (not applicable otherwise). Load and resume are asked of a second agent process, as an
+editor does after a restart; load must replay the conversation, resume must not."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+from acp_fsm.devkit.conformance.model import Check, NotApplicable, Rule, Violation
+from acp_fsm.devkit.conformance.probe import Context, Probe, clip, is_update
+from acp_fsm.devkit.conformance.script import STREAM_PROMPT, STREAMED_TEXT
+from acp_fsm.devkit.editor import Message
+
+
+async def _talked(ctx: Context, *capability: str) -> tuple[Probe, str]:
+    """An agent that advertises `capability` (NotApplicable otherwise), and a session of it
+    that holds one turn."""
+    probe = await ctx.start()
+    await probe.initialize()
+    if probe.capability(*capability) in (None, False):
+        raise NotApplicable(f"agentCapabilities.{'.'.join(capability)} not advertised")
+    session_id = await probe.new_session()
+    await probe.prompt(session_id, STREAM_PROMPT)
+    return probe, session_id
+
+
+async def _reopened(ctx: Context, method: str) -> tuple[Message, list[Message], str]:
+    """A session with a turn, reopened with `method` in a second agent: the response, the
+    session's updates before it, and the session id."""
+    probe, session_id = await _talked(
+        ctx, *(("loadSession",) if method == "session/load" else ("sessionCapabilities", "resume"))
+    )
+    fresh = await ctx.restart(probe)
+    start = len(fresh.messages)
+    params = {"sessionId": session_id, "cwd": probe.session_cwd, "mcpServers": []}
+    response = await fresh.answer(method, params)
+    if "result" not in response:
+        raise Violation(f"{method} of a session with a turn failed: {clip(json.dumps(response))}")
+    end = next(i for i, m in enumerate(fresh.messages) if m is response)
+    return response, [m for m in fresh.messages[start:end] if is_update(m, session_id)], session_id
+
+
+def _said(updates: list[Message], kind: str) -> str:
+    return "".join(
+        str(update.get("content", {}).get("text", ""))
+        for m in updates
+        if (update := m["params"]["update"]).get("sessionUpdate") == kind
+        and isinstance(update.get("content"), dict)
+    )
+
+
+async def load(ctx: Context) -> str:
+    _, replay, _ = await _reopened(ctx, "session/load")
+    missing = [
+        what
+        for what, kind, text in (
+            ("the user's prompt", "user_message_chunk", STREAM_PROMPT),
+            ("the agent's reply", "agent_message_chunk", STREAMED_TEXT),
+        )
+        if text not in _said(replay, kind)
+    ]
+    if missing:
+        raise Violation(
+            f"session/load in a new process did not replay {' and '.join(missing)} "
+            f"({len(replay)} update(s) before its response)"
+        )
+    return f"replayed in {len(replay)} update(s) before the response"
+
+
+async def resume(ctx: Context) -> str:
+    _, replay, _ = await _reopened(ctx, "session/resume")
+    said = [
+        m for m in replay if _said([m], "user_message_chunk") or _said([m], "agent_message_chunk")
+    ]
+    if said:
+        raise Violation(f"session/resume replayed {len(said)} message chunk(s)")
+    return "resumed in a new process, nothing replayed"
+
+
+async def list_sessions(ctx: Context) -> str:
+    probe, session_id = await _talked(ctx, "sessionCapabilities", "list")
+    response = await probe.answer("session/list", {"cwd": probe.session_cwd})
+    sessions = (response.get("result") or {}).get("sessions")
+    if not isinstance(sessions, list):
+        raise Violation(f"session/list gave no sessions: {clip(json.dumps(response))}")
+    if session_id not in [s.get("sessionId") for s in sessions if isinstance(s, dict)]:
+        raise Violation(f"session/list for its cwd does not hold session {session_id}")
+    return f"{len(sessions)} session(s) for the cwd, the one opened among them"
+
+
+async def close(ctx: Context) -> str:
+    probe, session_id = await _talked(ctx, "sessionCapabilities", "close")
+    response = await probe.answer("session/close", {"sessionId": session_id})
+    if "result" not in response:
+        raise Violation(f"session/close failed: {clip(json.dumps(response))}")
+    after = await probe.answer(
+        "session/prompt",
+        {"sessionId": session_id, "prompt": [{"type": "text", "text": STREAM_PROMPT}]},
+    )
+    if "error" not in after:
+        raise Violation(f"a prompt of the closed session was served: {clip(json.dumps(after))}")
+    return f"closed; a later prompt of it is refused ({after['error'].get('code')})"
+
+
+async def fork(ctx: Context) -> str:
+    probe, session_id = await _talked(ctx, "sessionCapabilities", "fork")
+    params = {"sessionId": session_id, "cwd": probe.session_cwd, "mcpServers": []}
+    response = await probe.answer("session/fork", params)
+    forked = (response.get("result") or {}).get("sessionId")
+    if not isinstance(forked, str) or forked == session_id:
+        raise Violation(f"session/fork gave no new session: {clip(json.dumps(response))}")
+    return f"forked into {clip(forked, 40)}"
+
+
+def _check(name: str, run: Callable[[Context], Awaitable[str]], text: str) -> Check:
+    return Check(f"advertised.{name}", Rule(f"ACP session/{name} (when advertised)", text), run)
+
+
+CHECKS: Final[tuple[Check, ...]] = (
+    _check(
+        "load",
+        load,
+        "session/load replays the conversation (the user's and the agent's messages) as "
+        "session/update notifications before it answers",
+    ),
+    _check("list", list_sessions, "session/list for a cwd holds the sessions opened there"),
+    _check("resume", resume, "session/resume reopens a session without replaying it"),
+    _check("close", close, "session/close ends a session: it serves no prompt afterwards"),
+    _check("fork", fork, "session/fork (unstable) makes a new session from an existing one"),
+)

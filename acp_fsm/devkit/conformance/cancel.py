@@ -1,0 +1,63 @@
+"""Cancel: session/cancel while the model streams ends the turn with stopReason cancelled (the
+time it took is reported), and nothing of the turn follows the response."""
+
+from __future__ import annotations
+
+import json
+from typing import Final
+
+from acp_fsm.devkit.conformance.model import Blocked, Check, Rule, Violation
+from acp_fsm.devkit.conformance.probe import Context, Turn, clip
+from acp_fsm.devkit.conformance.script import HANG_PROMPT
+
+
+async def _cancelled_turn(ctx: Context) -> Turn:
+    probe = await ctx.start()
+    turn = await probe.prompt(await probe.new_session(), HANG_PROMPT, cancel=True)
+    if turn.cancel_ms is not None:
+        ctx.data["cancelLatencyMs"] = round(turn.cancel_ms, 1)
+    return turn
+
+
+async def mid_stream(ctx: Context) -> str:
+    try:
+        turn = await _cancelled_turn(ctx)
+    except TimeoutError as exc:  # NoAnswer: the cancel was not answered
+        raise Violation(f"after session/cancel: {exc}") from None
+    if turn.stop_reason != "cancelled":
+        raise Violation(
+            f"the cancelled turn was answered {clip(json.dumps(turn.response))}, "
+            "not stopReason cancelled"
+        )
+    return f"stopReason cancelled, {turn.cancel_ms:.0f} ms after session/cancel"
+
+
+async def quiet_after(ctx: Context) -> str:
+    try:
+        turn = await _cancelled_turn(ctx)
+    except TimeoutError as exc:
+        raise Blocked(f"the cancel was not answered (cancel.mid_stream): {exc}") from None
+    if turn.stop_reason != "cancelled":
+        raise Blocked("the turn was not answered cancelled (cancel.mid_stream)")
+    if turn.late:
+        raise Violation(f"the turn was answered cancelled, then {turn.late_kinds()}")
+    return "no update after the cancelled response"
+
+
+RULE: Final = "ACP prompt turn, cancellation"
+CHECKS: Final = (
+    Check(
+        "cancel.mid_stream",
+        Rule(
+            RULE,
+            "after session/cancel the agent stops and answers the prompt with stopReason "
+            "cancelled, a result and not an error",
+        ),
+        mid_stream,
+    ),
+    Check(
+        "cancel.quiet_after",
+        Rule(RULE, "no session/update of the cancelled turn follows its response"),
+        quiet_after,
+    ),
+)

@@ -1,0 +1,330 @@
+"""The agent under test, started the way an editor starts it, and the steps checks share.
+
+`Target` is what every check starts: the command, its environment (the scripted model server,
+dummy keys, private data directories, the user's `--env`) and the time limits. A check gets a
+`Context`, starts one or more `Probe`s from it (each a fresh agent process, an `AgentLink`
+that also keeps the transcript of every line sent and received, in order) and leaves them to
+the context, which ends them and renders the evidence: the tail of the transcript."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from acp_fsm import __version__
+from acp_fsm.devkit.conformance.model import Blocked, Violation
+from acp_fsm.devkit.editor import AgentLink, Editor, Message, NoAnswer
+from acp_fsm.devkit.schema_check.official import OfficialSchema
+
+PING: Final = "_conformance/ping"  # an extension request: any answer shows the agent serves
+EVIDENCE_LINES: Final = 20
+EVIDENCE_BYTES: Final = 2048
+LINE_CLIP: Final = 240  # characters of one line shown in the evidence
+STDERR_TAIL: Final = 1000
+# The updates that belong to a turn; the others (session_info_update, usage_update, ...) are
+# about the session and may come at any time.
+TURN_KINDS: Final = frozenset(
+    {
+        "user_message_chunk",
+        "agent_message_chunk",
+        "agent_thought_chunk",
+        "tool_call",
+        "tool_call_update",
+        "plan",
+    }
+)
+INITIALIZE: Final = {
+    "protocolVersion": 1,
+    "clientCapabilities": {
+        "fs": {"readTextFile": False, "writeTextFile": False},
+        "terminal": False,
+    },
+    "clientInfo": {"name": "acp-fsm-conformance", "version": __version__},
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    """The agent under test and the limits of every wait."""
+
+    command: tuple[str, ...]
+    env: dict[str, str]
+    project: Path  # the cwd of the sessions the checks open
+    wait_s: float = 5.0  # one answer, one exit
+    settle_s: float = 0.3  # how long after a response to watch for stray updates
+    official: OfficialSchema | None = None
+
+
+class Probe(AgentLink):
+    """One agent process and its transcript: `(">", bytes written)` and `("<", line read)`."""
+
+    def __init__(self, write: Callable[[bytes], object], **options: Any) -> None:
+        self.transcript: list[tuple[str, bytes]] = []
+        self.values: list[Any] = []  # every JSON value read, batches included
+        self.wait_s = 5.0
+        self.settle_s = 0.3
+        self.session_cwd = "/"
+        self.initialized: dict[str, Any] | None = None
+
+        def logged(data: bytes) -> object:
+            self.transcript.append((">", data))
+            return write(data)
+
+        super().__init__(logged, **options)
+
+    def receive(self, line: bytes) -> None:
+        self.transcript.append(("<", line))
+        with contextlib.suppress(ValueError):
+            self.values.append(json.loads(line))
+        super().receive(line)
+
+    # ------------------------------------------------------------------------------ waits
+
+    async def until(self, what: str, ready: Callable[[], bool]) -> None:
+        """Wait until `ready()` holds; NoAnswer after `wait_s` or when the agent exits."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.wait_s
+        while True:
+            self._changed.clear()
+            if ready():
+                return
+            if self.eof:
+                raise NoAnswer(f"no {what}: the agent exited{await self.exit_note()}")
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise NoAnswer(f"no {what} within {self.wait_s:g} s")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), remaining)
+
+    async def value(self, what: str, predicate: Callable[[Any], bool], since: int = 0) -> Any:
+        """The first JSON value read from index `since` of `values` on that satisfies
+        `predicate`."""
+        found: list[Any] = []
+
+        def ready() -> bool:
+            found[:] = [v for v in self.values[since:] if predicate(v)][:1]
+            return bool(found)
+
+        await self.until(what, ready)
+        return found[0]
+
+    async def answer(self, method: str, params: Any = None, *, msg_id: Any = None) -> Message:
+        """Send a request and wait for the response to it."""
+        _, future = await self.start_request(method, params, msg_id=msg_id)
+        await self.until(f"answer to {method}", future.done)
+        return future.result()
+
+    async def _drain(self, data: bytes) -> None:
+        """A write the agent does not read (its pipe full) is NoAnswer after `wait_s`."""
+        try:
+            await asyncio.wait_for(super()._drain(data), self.wait_s)
+        except TimeoutError:
+            raise NoAnswer(
+                f"the agent did not read {len(data)} bytes written to it within {self.wait_s:g} s"
+            ) from None
+        except (BrokenPipeError, ConnectionResetError):
+            raise NoAnswer(f"the agent closed its stdin{await self.exit_note()}") from None
+
+    async def exit_note(self) -> str:
+        if self.proc is None:
+            return ""
+        with contextlib.suppress(TimeoutError):
+            code = await asyncio.wait_for(self.proc.wait(), 1.0)
+            return f" (exit status {code})"
+        return ""
+
+    # ------------------------------------------------------------------------ shared steps
+
+    async def initialize(self, params: Any = None) -> dict[str, Any]:
+        """The handshake; Blocked when it does not succeed."""
+        try:
+            response = await self.answer("initialize", INITIALIZE if params is None else params)
+        except NoAnswer as exc:
+            raise Blocked(f"initialize: {exc}") from None
+        result = response.get("result")
+        if not isinstance(result, dict):
+            raise Blocked(f"initialize failed: {clip(json.dumps(response))}")
+        self.initialized = result
+        return result
+
+    def capability(self, *path: str) -> Any:
+        """A member of the advertised `agentCapabilities` (None when absent)."""
+        node: Any = (self.initialized or {}).get("agentCapabilities")
+        for name in path:
+            node = node.get(name) if isinstance(node, dict) else None
+        return node
+
+    async def new_session(self) -> str:
+        """initialize, then session/new; the session id (Blocked when either fails)."""
+        if self.initialized is None:
+            await self.initialize()
+        try:
+            response = await self.answer("session/new", {"cwd": self.session_cwd, "mcpServers": []})
+        except NoAnswer as exc:
+            raise Blocked(f"session/new: {exc}") from None
+        session_id = (response.get("result") or {}).get("sessionId")
+        if not isinstance(session_id, str):
+            raise Blocked(f"session/new failed: {clip(json.dumps(response))}")
+        return session_id
+
+    async def serves(self, what: str) -> None:
+        """The agent still answers a request (a Violation otherwise)."""
+        try:
+            await self.answer(PING, {})
+        except NoAnswer as exc:
+            raise Violation(f"{what}, the agent no longer answers: {exc}") from None
+
+    async def prompt(self, session_id: str, text: str, *, cancel: bool = False) -> Turn:
+        """A prompt turn; with `cancel`, session/cancel is sent once the first message chunk
+        has streamed. The updates after the response are those read within `settle_s`."""
+        loop = asyncio.get_running_loop()
+        start = len(self.messages)
+        _, future = await self.start_request(
+            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+        )
+        cancelled_at = None
+        if cancel:
+            try:
+                await self.until(
+                    "agent_message_chunk streamed before the cancel",
+                    lambda: any(
+                        is_update(m, session_id, "agent_message_chunk")
+                        for m in self.messages[start:]
+                    ),
+                )
+            except NoAnswer as exc:
+                raise Blocked(f"nothing to cancel: {exc}") from None
+            cancelled_at = loop.time()
+            await self.notify("session/cancel", {"sessionId": session_id})
+        await self.until("answer to session/prompt", future.done)
+        answered_at = loop.time()
+        response = future.result()
+        await asyncio.sleep(self.settle_s)
+        end = next(i for i, m in enumerate(self.messages) if m is response)
+        return Turn(
+            response,
+            [m for m in self.messages[start:end] if is_update(m, session_id)],
+            [m for m in self.messages[end + 1 :] if is_update(m, session_id) and _of_turn(m)],
+            None if cancelled_at is None else (answered_at - cancelled_at) * 1000,
+        )
+
+
+@dataclass
+class Turn:
+    """A prompt's response, the session's updates before it and the turn's updates after it
+    (`TURN_KINDS`); the time from session/cancel to the response, when cancelled."""
+
+    response: Message
+    updates: list[Message]
+    late: list[Message]
+    cancel_ms: float | None = None
+
+    @property
+    def stop_reason(self) -> Any:
+        return (self.response.get("result") or {}).get("stopReason")
+
+    def late_kinds(self) -> str:
+        """The kinds of the turn's updates after the response, for a reason."""
+        return f"{len(self.late)} session/update(s) after it: {', '.join(map(kind_of, self.late))}"
+
+    def text(self) -> str:
+        """The text of the agent_message_chunk updates, joined."""
+        return "".join(
+            str(content.get("text", ""))
+            for m in self.updates
+            if kind_of(m) == "agent_message_chunk"
+            and isinstance(content := m["params"]["update"].get("content"), dict)
+        )
+
+
+def is_update(message: Any, session_id: str, kind: str | None = None) -> bool:
+    """A session/update notification of `session_id` (of that kind, when given)."""
+    if not isinstance(message, dict) or message.get("method") != "session/update":
+        return False
+    params = message.get("params")
+    if not isinstance(params, dict) or params.get("sessionId") != session_id or "id" in message:
+        return False
+    update = params.get("update")
+    return kind is None or (isinstance(update, dict) and update.get("sessionUpdate") == kind)
+
+
+def kind_of(update: Message) -> str:
+    """The `sessionUpdate` of a session/update notification."""
+    return str(update["params"]["update"].get("sessionUpdate", "?"))
+
+
+def _of_turn(update: Message) -> bool:
+    return kind_of(update) in TURN_KINDS
+
+
+def clip(text: str, size: int = LINE_CLIP) -> str:
+    return text if len(text) <= size else f"{text[:size]}… ({len(text)} characters)"
+
+
+@dataclass
+class Context:
+    """What one check runs with: its target, and the agents it started."""
+
+    target: Target
+    name: str = "check"  # the check's id: its sessions' cwd is a directory of that name
+    probes: list[Probe] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)  # measurements for the report
+
+    async def start(self) -> Probe:
+        """A fresh agent process."""
+        try:
+            probe = await Probe.spawn(self.target.env, command=self.target.command, editor=Editor())
+        except OSError as exc:
+            raise Violation(
+                f"could not start {' '.join(self.target.command)}: {exc.strerror or exc}"
+            ) from None
+        probe.wait_s, probe.settle_s = self.target.wait_s, self.target.settle_s
+        cwd = self.target.project / self.name
+        cwd.mkdir(parents=True, exist_ok=True)
+        probe.session_cwd = str(cwd)
+        self.probes.append(probe)
+        return probe
+
+    async def restart(self, probe: Probe) -> Probe:
+        """End `probe` as an editor does (stdin closed, the exit awaited), then a fresh agent,
+        initialized (Blocked when the first does not exit)."""
+        try:
+            await probe.close(self.target.wait_s)
+        except NoAnswer as exc:
+            raise Blocked(str(exc)) from None
+        fresh = await self.start()
+        await fresh.initialize()
+        return fresh
+
+    async def close(self) -> None:
+        for probe in self.probes:
+            await probe.kill()
+
+    @property
+    def agent_info(self) -> Any:
+        return next((p.initialized.get("agentInfo") for p in self.probes if p.initialized), None)
+
+    def evidence(self) -> list[str]:
+        """The tail of the transcripts: at most `EVIDENCE_LINES` lines and about
+        `EVIDENCE_BYTES` bytes, each line clipped."""
+        lines: list[str] = []
+        for number, probe in enumerate(self.probes, 1):
+            prefix = f"[agent {number}] " if len(self.probes) > 1 else ""
+            for arrow, data in probe.transcript:
+                text = data.decode("utf-8", "replace")
+                pieces = text.split("\n")
+                if text.endswith("\n"):
+                    pieces.pop()
+                lines += [f"{prefix}{arrow} {clip(piece)}" for piece in pieces]
+        tail = lines[-EVIDENCE_LINES:]
+        while len(tail) > 1 and sum(len(line) + 1 for line in tail) > EVIDENCE_BYTES:
+            tail.pop(0)
+        return tail
+
+    def stderr(self) -> str:
+        return "".join(probe.stderr_tail(STDERR_TAIL) for probe in self.probes)[-STDERR_TAIL:]

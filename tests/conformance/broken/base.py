@@ -1,0 +1,222 @@
+"""A minimal ACP agent that keeps every rule the conformance suite checks: JSON-RPC over
+stdio, the handshake, sessions, a prompt streamed from the model at `$OPENAI_BASE_URL` (Chat
+Completions), and session/cancel. Each broken agent overrides one hook."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import sys
+import threading
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+Message = dict[str, Any]
+
+
+class Turn:
+    """One prompt turn: its updates are written only until its response is."""
+
+    def __init__(self, agent: Agent, request_id: Any, session_id: str) -> None:
+        self.agent = agent
+        self.request_id = request_id
+        self.session_id = session_id
+        self.done = False
+        self.lock = threading.Lock()
+
+    def update(self, update: Message) -> None:
+        with self.lock:
+            if not self.done:
+                self.agent.notify_update(self.session_id, update)
+
+    def finish(self, stop_reason: str) -> bool:
+        """Answer the prompt, once; False when it was answered already."""
+        with self.lock:
+            if self.done:
+                return False
+            self.done = True
+            self.agent.write(self.agent.result(self.request_id, {"stopReason": stop_reason}))
+            return True
+
+
+class Agent:
+    def __init__(self) -> None:
+        self.out = sys.stdout.buffer
+        self.write_lock = threading.Lock()
+        self.initialized = False
+        self.turns: dict[str, Turn | None] = {}
+        self.ids = itertools.count(1)
+
+    # -------------------------------------------------------------- hooks (one per rule)
+
+    def log(self, text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    def before_initialize(self, request: Message) -> Message:
+        """The answer to a request that comes before initialize."""
+        return self.error(request.get("id"), -32002, "Server not initialized")
+
+    def echo(self, msg_id: Any) -> Any:
+        """The id a response carries."""
+        return msg_id
+
+    def batch(self, items: list[Any]) -> Any:
+        """The answer to a batch: an array of the requests' answers (none: nothing)."""
+        answers = [a for a in map(self.handle, items) if a is not None]
+        return answers or None
+
+    def cancel(self, turn: Turn) -> None:
+        turn.finish("cancelled")
+
+    def after_turn(self, turn: Turn) -> None:
+        """Called once a turn was answered end_turn."""
+
+    # ---------------------------------------------------------------------------- output
+
+    def emit(self, data: bytes) -> None:
+        with self.write_lock:
+            self.out.write(data)
+            self.out.flush()
+
+    def write(self, message: Any) -> None:
+        self.emit(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+
+    def result(self, msg_id: Any, result: Any) -> Message:
+        return {"jsonrpc": "2.0", "id": self.echo(msg_id), "result": result}
+
+    def error(self, msg_id: Any, code: int, message: str) -> Message:
+        return {
+            "jsonrpc": "2.0",
+            "id": self.echo(msg_id),
+            "error": {"code": code, "message": message},
+        }
+
+    def notify_update(self, session_id: str, update: Message) -> None:
+        params = {"sessionId": session_id, "update": update}
+        self.write({"jsonrpc": "2.0", "method": "session/update", "params": params})
+
+    # ----------------------------------------------------------------------------- input
+
+    def main(self) -> None:
+        self.log("conformance agent: serving on stdio")
+        for line in sys.stdin.buffer:
+            if line.strip():
+                answer = self.handle_line(line)
+                if answer is not None:
+                    self.write(answer)
+
+    def handle_line(self, line: bytes) -> Any:
+        try:
+            value = json.loads(line)
+        except ValueError:
+            return self.error(None, -32700, "Parse error")
+        if isinstance(value, list):
+            return self.batch(value) if value else self.error(None, -32600, "empty batch")
+        return self.handle(value)
+
+    def handle(self, message: Any) -> Message | None:
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return self.error(None, -32600, "Invalid Request")
+        method, params = str(message.get("method")), message.get("params") or {}
+        if "id" not in message:
+            if method == "session/cancel" and self.initialized:
+                turn = self.turns.get(str(params.get("sessionId")))
+                if turn is not None and not turn.done:
+                    self.cancel(turn)
+            return None
+        self.log(f"conformance agent: {method}")
+        msg_id = message["id"]
+        serve = self.serve(method)
+        if serve is None:
+            return self.error(msg_id, -32601, f"Method not found: {method}")
+        if not self.initialized and method != "initialize":
+            return self.before_initialize(message)
+        answer: Message | None = serve(msg_id, params)
+        return answer
+
+    # --------------------------------------------------------------------------- methods
+
+    def serve(self, method: str) -> Any:
+        """The handler of a method (None: not served)."""
+        return {
+            "initialize": self.initialize,
+            "session/new": self.new_session,
+            "session/prompt": self.prompt,
+        }.get(method)
+
+    def initialize(self, msg_id: Any, params: Message) -> Message:
+        if self.initialized:
+            return self.error(msg_id, -32002, "already initialized")
+        self.initialized = True
+        asked = params.get("protocolVersion")
+        return self.result(
+            msg_id,
+            {
+                "protocolVersion": asked if asked == 1 else 1,
+                "agentCapabilities": {"loadSession": False},
+                "agentInfo": {"name": "conformance-base", "version": "1"},
+                "authMethods": [],
+            },
+        )
+
+    def new_session(self, msg_id: Any, params: Message) -> Message:
+        session_id = f"sess-{next(self.ids)}"
+        self.turns[session_id] = None
+        return self.result(msg_id, {"sessionId": session_id})
+
+    def prompt(self, msg_id: Any, params: Message) -> Message | None:
+        session_id = params.get("sessionId")
+        if session_id not in self.turns:
+            return self.error(msg_id, -32002, f"no session {session_id}")
+        text = " ".join(
+            b.get("text", "") for b in params.get("prompt", []) if b.get("type") == "text"
+        )
+        turn = self.turns[session_id] = Turn(self, msg_id, str(session_id))
+        threading.Thread(target=self.run_turn, args=(turn, text), daemon=True).start()
+        return None  # the turn answers
+
+    def run_turn(self, turn: Turn, text: str) -> None:
+        try:
+            for piece in self.stream(text):
+                turn.update(
+                    {
+                        "sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": piece},
+                    }
+                )
+        except OSError as exc:
+            self.log(f"conformance agent: the model failed: {exc}")
+        if turn.finish("end_turn"):
+            self.after_turn(turn)
+
+    @staticmethod
+    def stream(text: str) -> Iterator[str]:
+        """The model's reply, delta by delta (OpenAI Chat Completions, streamed)."""
+        body = {
+            "model": "conformance-model",
+            "stream": True,
+            "messages": [{"role": "user", "content": text}],
+        }
+        request = urllib.request.Request(
+            os.environ.get("OPENAI_BASE_URL", "").rstrip("/") + "/chat/completions",
+            json.dumps(body).encode(),
+            {
+                "Content-Type": "application/json",
+                "Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY', '')}",
+            },
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            for raw in response:
+                line = raw.decode("utf-8").strip()
+                if not line.startswith("data:") or line == "data: [DONE]":
+                    continue
+                for choice in json.loads(line[5:]).get("choices") or []:
+                    piece = (choice.get("delta") or {}).get("content")
+                    if piece:
+                        yield piece
+
+
+if __name__ == "__main__":
+    Agent().main()

@@ -1,0 +1,149 @@
+"""`acp-fsm conformance`: acp-fsm passes every check, the base of the broken agents too, and each
+broken agent (`tests/conformance/broken/`) fails exactly the check of the rule it breaks."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from acp_fsm.devkit.conformance import GROUPS, Outcome, Run, main, run_suite, selected
+from acp_fsm.devkit.schema_check import SCHEMA_ENV, OfficialSchema
+from tests.conformance.conftest import OFFICIAL_PATH
+from tests.harness import ROOT, agent_command, agent_env
+
+ALL_IDS = {check.id for check in selected(None)}
+# Each broken agent and the one check that must catch it.
+BROKEN = {
+    "stdout_logs": "transport.stdout_only",
+    "serves_before_initialize": "handshake.before_initialize",
+    "update_after_response": "sessions.updates_precede_response",
+    "ignores_cancel": "cancel.mid_stream",
+    "wrong_id": "transport.id_echo",
+    "batch_crash": "transport.batch",
+    "load_without_replay": "advertised.load",
+}
+
+
+def broken(name: str) -> list[str]:
+    return [sys.executable, "-m", f"tests.conformance.broken.{name}"]
+
+
+async def suite(
+    command: list[str], official: OfficialSchema, groups: list[str] | None = None
+) -> Run:
+    return await run_suite(
+        command, selected(groups), extra_env={"PYTHONPATH": str(ROOT)}, official=official
+    )
+
+
+def failed(run: Run) -> set[str]:
+    return {r.check.id for r in run.results if r.outcome is Outcome.FAIL}
+
+
+def test_acp_fsm_passes_every_check(official: OfficialSchema, tmp_path: Path) -> None:
+    """The installed console script, run as a user runs it, against the agent of this checkout."""
+    assert OFFICIAL_PATH is not None
+    report, table = tmp_path / "report.json", tmp_path / "report.md"
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "acp-fsm"),
+            "conformance",
+            "--json",
+            str(report),
+            "--markdown",
+            str(table),
+            "--",
+            *agent_command(),
+        ],
+        env=agent_env(**{SCHEMA_ENV: str(OFFICIAL_PATH)}),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    document = json.loads(report.read_text(encoding="utf-8"))
+    assert document["ok"] is True
+    assert document["agentInfo"]["name"] == "acp-fsm"
+    assert document["command"] == agent_command()
+    checks = document["checks"]
+    assert {c["id"] for c in checks} == ALL_IDS
+    assert {c["group"] for c in checks} == set(GROUPS)
+    for check in checks:
+        assert check["outcome"] == "pass", check  # it advertises every session method
+        assert check["rule"]["source"] and check["rule"]["text"], check
+        assert check["reason"] and check["evidence"], check
+    assert "cancelLatencyMs" in next(c for c in checks if c["id"] == "cancel.mid_stream")["data"]
+    assert "| transport | `batch` | ✅ pass |" in table.read_text(encoding="utf-8")
+    assert "transport.id_echo" in done.stdout and f"{len(ALL_IDS)} checks:" in done.stdout
+
+
+async def test_the_base_agent_passes_every_check(official: OfficialSchema) -> None:
+    run = await suite(broken("base"), official)
+    advertises_none = {c.id for c in GROUPS["advertised"]}
+    assert {r.check.id: r.outcome for r in run.results} == {
+        i: Outcome.NOT_APPLICABLE if i in advertises_none else Outcome.PASS for i in ALL_IDS
+    }
+
+
+@pytest.mark.parametrize(("name", "check_id"), BROKEN.items())
+async def test_a_broken_agent_fails_its_own_check_only(
+    official: OfficialSchema, name: str, check_id: str
+) -> None:
+    run = await suite(broken(name), official)
+    assert failed(run) == {check_id}, [(r.check.id, r.reason) for r in run.results]
+    result = next(r for r in run.results if r.check.id == check_id)
+    sent = [line for line in result.evidence if re.match(r"(\[agent \d\] )?> ", line)]
+    assert sent, result.evidence  # the lines sent are in the evidence, beside those received
+    assert result.reason
+
+
+async def test_the_evidence_shows_the_offending_lines(official: OfficialSchema) -> None:
+    run = await suite(broken("stdout_logs"), official, ["transport"])
+    (result,) = [r for r in run.results if r.outcome is Outcome.FAIL]
+    assert "< conformance agent: serving on stdio" in result.evidence
+
+
+def test_only_runs_the_groups_named(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    status = main(
+        [
+            *("--only", "robustness", "handshake"),
+            *("--json", str(report), "--env", f"PYTHONPATH={ROOT}"),
+            *("--", *broken("batch_crash")),
+        ]
+    )
+    assert status == 0  # its violation is in a group left out
+    ids = [c["id"] for c in json.loads(report.read_text(encoding="utf-8"))["checks"]]
+    assert {i.split(".")[0] for i in ids} == {"robustness", "handshake"}
+
+
+@pytest.mark.parametrize(
+    "argv", [[], ["--only", "transport"], ["--"], ["--env", "NOEQUALS", "--", "true"]]
+)
+def test_a_wrong_command_line_exits_2(argv: list[str]) -> None:
+    try:
+        status = main(argv)
+    except SystemExit as exc:  # argparse's own errors
+        status = int(exc.code or 0)
+    assert status == 2
+
+
+def test_a_command_that_does_not_start_fails_every_check() -> None:
+    status = main(["--only", "robustness", "--", "/nonexistent/acp-agent"])
+    assert status == 1
+
+
+async def test_an_agent_that_never_answers_fails_in_bounded_time() -> None:
+    silent = [sys.executable, "-c", "import time; time.sleep(120)"]
+    run = await run_suite(silent, selected(["handshake", "robustness"]), wait_s=1.0)
+    outcomes = {r.check.id: r.outcome for r in run.results}
+    assert outcomes["handshake.before_initialize"] is Outcome.FAIL
+    assert outcomes["handshake.version"] is Outcome.FAIL
+    assert outcomes["robustness.stdin_eof"] is Outcome.SKIPPED  # its initialize never came
+    assert all("within 1 s" in r.reason for r in run.results), [r.reason for r in run.results]
