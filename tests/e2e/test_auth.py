@@ -144,12 +144,7 @@ async def test_a_login_to_the_responses_api_makes_the_agent_use_it(
     screen = await asyncio.to_thread(log_in, launch, server, {"args": ["login"]}, choice="3")
     assert "Logged in to OpenAI on the Responses API" in screen
     agent = await launch.start("openai", **{**NOTHING_SET, "OPENAI_BASE_URL": None})
-    session = (await new_session(agent, project))["result"]["sessionId"]
-    server.script(Reply(text="hi"))
-
-    assert (await agent.prompt(session, "hello")).stop_reason == "end_turn"
-    assert server.requests[-1].path == "/v1/responses"
-    assert server.requests[-1].headers["authorization"] == f"Bearer {KEY}"
+    await prompts_on_the_responses_api(agent, server, project)
 
 
 async def test_a_key_stored_for_openai_serves_its_responses_api_too(
@@ -159,6 +154,13 @@ async def test_a_key_stored_for_openai_serves_its_responses_api_too(
     server.api_key = KEY
     await asyncio.to_thread(log_in, launch, server, {"args": ["login"]})
     agent = await launch.start("openai-responses", **NOTHING_SET)
+    await prompts_on_the_responses_api(agent, server, project)
+
+
+async def prompts_on_the_responses_api(
+    agent: Agent, server: ScriptedProvider, project: Path
+) -> None:
+    """A prompt of `agent` goes to the Responses API, with the stored key."""
     session = (await new_session(agent, project))["result"]["sessionId"]
     server.script(Reply(text="hi"))
 
