@@ -26,6 +26,9 @@ BROKEN = {
     "wrong_id": "transport.id_echo",
     "batch_crash": "transport.batch",
     "load_without_replay": "advertised.load",
+    "ignores_rejection": "delegation.permission_reject",
+    "fs_unadvertised": "delegation.fs_unadvertised",
+    "keeps_terminals": "delegation.terminal",
 }
 
 

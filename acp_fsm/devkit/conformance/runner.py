@@ -15,6 +15,7 @@ from typing import Any, Final
 from acp_fsm.devkit.conformance import (
     advertised,
     cancel,
+    delegation,
     handshake,
     robustness,
     schema,
@@ -33,6 +34,7 @@ GROUPS: Final[dict[str, tuple[Check, ...]]] = {
     "schema": schema.CHECKS,
     "sessions": sessions.CHECKS,
     "cancel": cancel.CHECKS,
+    "delegation": delegation.CHECKS,
     "advertised": advertised.CHECKS,
     "robustness": robustness.CHECKS,
 }
