@@ -17,7 +17,13 @@ from typing import Any, Final
 
 from acp_fsm.devkit.conformance.model import Blocked, Check, NotApplicable, Rule, Violation
 from acp_fsm.devkit.conformance.probe import INITIALIZE, Context, Probe, Turn, clip
-from acp_fsm.devkit.conformance.script import NO_TOOL, WRITTEN, run_prompt, write_prompt
+from acp_fsm.devkit.conformance.script import (
+    DONE_TEXT,
+    NO_TOOL,
+    WRITTEN,
+    run_prompt,
+    write_prompt,
+)
 from acp_fsm.devkit.editor import HOLD, Editor, Message
 from acp_fsm.devkit.schema_check.official import AGENT
 
@@ -45,6 +51,11 @@ class ToolTurn:
         if NO_TOOL in self.turn.text():
             raise NotApplicable(clip(self.turn.text(), 160))
         requests = [r for r in self.editor.received if str(r["method"]).startswith(prefix)]
+        if not (requests or self.editor.received or self.called()):
+            raise NotApplicable(
+                f"the model's tool call was not made (the agent answered "
+                f"{clip(self.turn.text(), 80)!r}); its model may not be the scripted one"
+            )
         for request in requests:
             self._well_formed(request)
         return requests
@@ -67,6 +78,14 @@ class ToolTurn:
         )
         return sent or (self.path.is_file() and self.path.read_text(encoding="utf-8") == WRITTEN)
 
+    def called(self) -> bool:
+        """Whether the tool call shows: reported, its file written, or the model's reply to
+        its result streamed."""
+        return bool(self._updates("tool_call") or self.written() or DONE_TEXT in self.turn.text())
+
+    def _updates(self, kind: str) -> list[Message]:
+        return [m for m in self.turn.updates if m["params"]["update"].get("sessionUpdate") == kind]
+
     def statuses(self, call_id: Any) -> list[str]:
         """The statuses reported for tool call `call_id` before the response, in order."""
         return [
@@ -78,9 +97,7 @@ class ToolTurn:
 
     def calls(self) -> str:
         """What the turn shows of the tool call, for a reason."""
-        calls = sum(
-            m["params"]["update"].get("sessionUpdate") == "tool_call" for m in self.turn.updates
-        )
+        calls = len(self._updates("tool_call"))
         return f"{calls} tool_call update(s), file {'written' if self.written() else 'unwritten'}"
 
     def _well_formed(self, request: Message) -> None:

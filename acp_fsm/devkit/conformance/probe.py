@@ -184,9 +184,10 @@ class Probe(AgentLink):
 
     async def prompt(self, session_id: str, text: str, *, cancel: bool | Moment = False) -> Turn:
         """A prompt turn. With `cancel`, session/cancel is sent at that moment (True: once the
-        first message chunk has streamed), and the permission requests pending then are
-        answered cancelled, as ACP asks of the client. The updates after the response are
-        those read within `settle_s`."""
+        first message chunk has streamed, or the prompt was answered) unless the prompt was
+        answered by then, and the permission requests pending are answered cancelled, as ACP
+        asks of the client. The updates after the response are those read within
+        `settle_s`."""
         loop = asyncio.get_running_loop()
         start = len(self.messages)
         _, future = await self.start_request(
@@ -199,9 +200,12 @@ class Probe(AgentLink):
                 if not isinstance(cancel, bool)
                 else (
                     "agent_message_chunk streamed before the cancel",
-                    lambda: any(
-                        is_update(m, session_id, "agent_message_chunk")
-                        for m in self.messages[start:]
+                    lambda: (
+                        future.done()
+                        or any(
+                            is_update(m, session_id, "agent_message_chunk")
+                            for m in self.messages[start:]
+                        )
                     ),
                 )
             )
@@ -209,11 +213,12 @@ class Probe(AgentLink):
                 await self.until(what, ready)
             except NoAnswer as exc:
                 raise Blocked(f"nothing to cancel: {exc}") from None
-            cancelled_at = loop.time()
-            await self.notify("session/cancel", {"sessionId": session_id})
-            for request in list(self.editor.held if self.editor else ()):
-                if request["method"] == "session/request_permission":
-                    await self.answer_held(request, permission_outcome("cancelled"))
+            if not future.done():  # else there is no turn left to cancel: cancel_ms is None
+                cancelled_at = loop.time()
+                await self.notify("session/cancel", {"sessionId": session_id})
+                for request in list(self.editor.held if self.editor else ()):
+                    if request["method"] == "session/request_permission":
+                        await self.answer_held(request, permission_outcome("cancelled"))
         await self.until("answer to session/prompt", future.done)
         answered_at = loop.time()
         response = future.result()

@@ -26,6 +26,7 @@ STREAMED_TEXT: Final = "".join(CHUNKS)
 STREAM_PROMPT: Final = "Reply in a few words (acp-fsm conformance: a streamed reply)."
 HANG_MARKER: Final = "hang mid-stream"
 HANG_PROMPT: Final = f"Write a long story (acp-fsm conformance: {HANG_MARKER})."
+HANG_CHUNKS: Final = ("Once ", "upon ", "a time ", "there ", "was ")
 CHUNK_DELAY_S: Final = 0.02
 # Wire events before the hang: OpenAI's role chunk and three text chunks, or Anthropic's
 # message and block starts and two text deltas; text has reached the agent either way.
@@ -65,7 +66,7 @@ def answer(request: RecordedRequest) -> Scripted:
     said = json.dumps(conversation)
     last = json.dumps(conversation[-1] if isinstance(conversation, list) and conversation else None)
     if HANG_MARKER in last:
-        return Reply(text=("Once ", "upon ", "a time ", "there ", "was "), fault=Hang(HANG_AFTER))
+        return Reply(text=HANG_CHUNKS, fault=Hang(HANG_AFTER))
     wanted = _WRITE.search(said)
     if wanted is None and _RUN not in said:
         return Reply(text=CHUNKS, delay_s=CHUNK_DELAY_S)
