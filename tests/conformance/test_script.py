@@ -1,5 +1,5 @@
 """The conformance suite's scripted model: which tool of the agent it calls, and with what,
-whatever the wire format lists the tools in."""
+whatever the wire format lists the tools in; and how the registry matrix reads an answer."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from acp_fsm.devkit.conformance import script
+from acp_fsm.devkit.conformance import matrix, script
 from acp_fsm.devkit.provider import Reply, Scripted
 from acp_fsm.devkit.provider.script import RecordedRequest
 
@@ -82,3 +82,22 @@ def test_once_the_call_is_answered_the_model_closes_and_other_prompts_stream() -
     }
     assert reply(body).text == script.DONE_TEXT
     assert asked(script.STREAM_PROMPT, []).text == script.CHUNKS
+
+
+@pytest.mark.parametrize(
+    ("response", "status"),
+    [
+        ({"result": None}, "success"),
+        ({"error": {"code": -32601, "message": "Method not found"}}, "method_not_found"),
+        ({"error": {"code": -32000, "message": "x"}}, "auth_required"),
+        ({"error": {"code": -32603, "message": "Authentication needed"}}, "auth_required"),
+        ({"error": {"code": -32602, "message": "bad"}}, "invalid_params"),
+        ({"error": {"code": -32002, "message": "gone"}}, "resource_not_found"),
+        ({"error": {"code": -32603, "message": "boom"}}, "error"),
+        ({"error": "boom"}, "error"),
+    ],
+)
+def test_the_matrix_reads_answers_as_the_registry_does(
+    response: dict[str, Any], status: str
+) -> None:
+    assert matrix.read(response).status == status

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -293,13 +293,14 @@ class Context:
     probes: list[Probe] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)  # measurements for the report
 
-    async def start(self, editor: Editor | None = None) -> Probe:
+    async def start(self, editor: Editor | None = None, *, unset: Iterable[str] = ()) -> Probe:
         """A fresh agent process, its requests answered by `editor` (by default, one that
-        answers a permission request with an error and keeps what is written in memory)."""
+        answers a permission request with an error and keeps what is written in memory),
+        the variables `unset` left out of its environment."""
+        gone = set(unset)
+        env = {k: v for k, v in self.target.env.items() if k not in gone}
         try:
-            probe = await Probe.spawn(
-                self.target.env, command=self.target.command, editor=editor or Editor()
-            )
+            probe = await Probe.spawn(env, command=self.target.command, editor=editor or Editor())
         except OSError as exc:
             raise Violation(
                 f"could not start {' '.join(self.target.command)}: {exc.strerror or exc}"

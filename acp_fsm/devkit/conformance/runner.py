@@ -17,6 +17,7 @@ from acp_fsm.devkit.conformance import (
     cancel,
     delegation,
     handshake,
+    matrix,
     robustness,
     schema,
     sessions,
@@ -36,6 +37,7 @@ GROUPS: Final[dict[str, tuple[Check, ...]]] = {
     "cancel": cancel.CHECKS,
     "delegation": delegation.CHECKS,
     "advertised": advertised.CHECKS,
+    "matrix": matrix.CHECKS,
     "robustness": robustness.CHECKS,
 }
 CHECK_S: Final = 30.0  # the most one check may take, whatever its waits
