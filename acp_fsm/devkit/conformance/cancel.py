@@ -8,14 +8,18 @@ from typing import Final
 
 from acp_fsm.devkit.conformance.model import Blocked, Check, Rule, Violation
 from acp_fsm.devkit.conformance.probe import Context, Turn, clip
-from acp_fsm.devkit.conformance.script import HANG_PROMPT
+from acp_fsm.devkit.conformance.script import HANG_CHUNKS, HANG_PROMPT
 
 
 async def _cancelled_turn(ctx: Context) -> Turn:
     probe = await ctx.start()
     turn = await probe.prompt(await probe.new_session(), HANG_PROMPT, cancel=True)
-    if turn.cancel_ms is not None:
-        ctx.data["cancelLatencyMs"] = round(turn.cancel_ms, 1)
+    if turn.cancel_ms is None or HANG_CHUNKS[0].strip() not in turn.text():
+        raise Blocked(
+            "nothing of the model's endless reply streamed before the cancel (the agent "
+            f"answered {clip(turn.text(), 80)!r}): its model may not be the scripted one"
+        )
+    ctx.data["cancelLatencyMs"] = round(turn.cancel_ms, 1)
     return turn
 
 

@@ -11,19 +11,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from acp_fsm import __version__
 from acp_fsm.devkit.conformance.model import Blocked, Violation
-from acp_fsm.devkit.editor import AgentLink, Editor, Message, NoAnswer
+from acp_fsm.devkit.editor import AgentLink, Editor, Message, NoAnswer, permission_outcome
 from acp_fsm.devkit.schema_check.official import OfficialSchema
 
 PING: Final = "_conformance/ping"  # an extension request: any answer shows the agent serves
 EVIDENCE_LINES: Final = 20
 EVIDENCE_BYTES: Final = 2048
+Moment = tuple[str, Callable[[], bool]]
+"""When to do something in a turn: what is awaited (for the reason when it never comes), and
+the test of it."""
 LINE_CLIP: Final = 240  # characters of one line shown in the evidence
 STDERR_TAIL: Final = 1000
 # The updates that belong to a turn; the others (session_info_update, usage_update, ...) are
@@ -179,9 +182,12 @@ class Probe(AgentLink):
         except NoAnswer as exc:
             raise Violation(f"{what}, the agent no longer answers: {exc}") from None
 
-    async def prompt(self, session_id: str, text: str, *, cancel: bool = False) -> Turn:
-        """A prompt turn; with `cancel`, session/cancel is sent once the first message chunk
-        has streamed. The updates after the response are those read within `settle_s`."""
+    async def prompt(self, session_id: str, text: str, *, cancel: bool | Moment = False) -> Turn:
+        """A prompt turn. With `cancel`, session/cancel is sent at that moment (True: once the
+        first message chunk has streamed, or the prompt was answered) unless the prompt was
+        answered by then, and the permission requests pending are answered cancelled, as ACP
+        asks of the client. The updates after the response are those read within
+        `settle_s`."""
         loop = asyncio.get_running_loop()
         start = len(self.messages)
         _, future = await self.start_request(
@@ -189,18 +195,30 @@ class Probe(AgentLink):
         )
         cancelled_at = None
         if cancel:
-            try:
-                await self.until(
+            what, ready = (
+                cancel
+                if not isinstance(cancel, bool)
+                else (
                     "agent_message_chunk streamed before the cancel",
-                    lambda: any(
-                        is_update(m, session_id, "agent_message_chunk")
-                        for m in self.messages[start:]
+                    lambda: (
+                        future.done()
+                        or any(
+                            is_update(m, session_id, "agent_message_chunk")
+                            for m in self.messages[start:]
+                        )
                     ),
                 )
+            )
+            try:
+                await self.until(what, ready)
             except NoAnswer as exc:
                 raise Blocked(f"nothing to cancel: {exc}") from None
-            cancelled_at = loop.time()
-            await self.notify("session/cancel", {"sessionId": session_id})
+            if not future.done():  # else there is no turn left to cancel: cancel_ms is None
+                cancelled_at = loop.time()
+                await self.notify("session/cancel", {"sessionId": session_id})
+                for request in list(self.editor.held if self.editor else ()):
+                    if request["method"] == "session/request_permission":
+                        await self.answer_held(request, permission_outcome("cancelled"))
         await self.until("answer to session/prompt", future.done)
         answered_at = loop.time()
         response = future.result()
@@ -275,10 +293,14 @@ class Context:
     probes: list[Probe] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)  # measurements for the report
 
-    async def start(self) -> Probe:
-        """A fresh agent process."""
+    async def start(self, editor: Editor | None = None, *, unset: Iterable[str] = ()) -> Probe:
+        """A fresh agent process, its requests answered by `editor` (by default, one that
+        answers a permission request with an error and keeps what is written in memory),
+        the variables `unset` left out of its environment."""
+        gone = set(unset)
+        env = {k: v for k, v in self.target.env.items() if k not in gone}
         try:
-            probe = await Probe.spawn(self.target.env, command=self.target.command, editor=Editor())
+            probe = await Probe.spawn(env, command=self.target.command, editor=editor or Editor())
         except OSError as exc:
             raise Violation(
                 f"could not start {' '.join(self.target.command)}: {exc.strerror or exc}"

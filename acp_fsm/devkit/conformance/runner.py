@@ -15,7 +15,9 @@ from typing import Any, Final
 from acp_fsm.devkit.conformance import (
     advertised,
     cancel,
+    delegation,
     handshake,
+    matrix,
     robustness,
     schema,
     sessions,
@@ -33,7 +35,9 @@ GROUPS: Final[dict[str, tuple[Check, ...]]] = {
     "schema": schema.CHECKS,
     "sessions": sessions.CHECKS,
     "cancel": cancel.CHECKS,
+    "delegation": delegation.CHECKS,
     "advertised": advertised.CHECKS,
+    "matrix": matrix.CHECKS,
     "robustness": robustness.CHECKS,
 }
 CHECK_S: Final = 30.0  # the most one check may take, whatever its waits

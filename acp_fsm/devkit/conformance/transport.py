@@ -134,11 +134,16 @@ async def batch(ctx: Context) -> str:
 async def unknown_method(ctx: Context) -> str:
     probe = await ctx.start()
     await probe.initialize()
-    codes = {}
+    answers = {}
     for method in ("conformance/no_such_method", "_conformance/no_such_method"):
         response = await probe.answer(method, {})
-        codes[method] = (response.get("error") or {}).get("code")
-    wrong = {m: c for m, c in codes.items() if c != -32601}
+        code = (response.get("error") or {}).get("code")
+        answers[method] = (
+            code
+            if code is not None
+            else f"the result {clip(json.dumps(response.get('result')), 60)}"
+        )
+    wrong = {m: c for m, c in answers.items() if c != -32601}
     if wrong:
         raise Violation(
             f"answered {', '.join(f'{m} with {c}' for m, c in wrong.items())}, not -32601"

@@ -61,11 +61,13 @@ class Editor:
     """The answering policy of a scripted editor.
 
     Permissions: the answer for the call's id in `permission_for`, else the next of
-    `permissions`, else `default_permission`. Files: read from the unsaved `buffers`, else the
-    disk (from `line`, `limit` lines); written to `buffers`, or to the disk with
-    `save_to_disk`. Terminals print `terminal_output` and exit with `terminal_exit`, except
-    that `terminal_exit=HOLD`, or a command line holding one of `hang_commands`, never exits:
-    its `terminal/wait_for_exit` is held. `overrides` replaces the answer to a method (a
+    `permissions`, else the first offered option of the first of `permission_kinds` offered
+    (e.g. `("reject_once", "reject_always")`), else `default_permission`. Files: read from
+    the unsaved `buffers`, else the disk (from `line`, `limit` lines); written to `buffers`,
+    or to the disk with `save_to_disk`. Terminals (their ids kept in `terminals`) print
+    `terminal_output` and exit with `terminal_exit`, except that `terminal_exit=HOLD`, or a
+    command line holding one of `hang_commands`, never exits: its `terminal/wait_for_exit` is
+    held. `overrides` replaces the answer to a method (a
     result, `HOLD` or an `EditorError`); `null_results` are served as usual but answered
     `"result": null`, as several real editors do for results with nothing in them. With
     `answer_withdrawn`, a held request the agent withdraws is answered at once as ACP asks (a
@@ -73,6 +75,7 @@ class Editor:
 
     permissions: deque[Choice] = field(default_factory=deque)
     permission_for: dict[str, Choice] = field(default_factory=dict)  # toolCallId -> answer
+    permission_kinds: tuple[str, ...] = ()
     default_permission: Choice | None = None
     buffers: dict[str, str] = field(default_factory=dict)  # path -> unsaved editor text
     save_to_disk: bool = False
@@ -83,6 +86,7 @@ class Editor:
     null_results: set[str] = field(default_factory=set)
     answer_withdrawn: bool = True
     received: list[Message] = field(default_factory=list)
+    terminals: list[str] = field(default_factory=list)  # the ids of the terminals created
     held: list[Message] = field(default_factory=list)
     unexpected: list[Message] = field(default_factory=list)
     _terminals: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -149,7 +153,14 @@ class Editor:
         call_id = (params.get("toolCall") or {}).get("toolCallId")
         if call_id in self.permission_for:
             return self.permission_for[call_id]
-        return self.permissions.popleft() if self.permissions else self.default_permission
+        if self.permissions:
+            return self.permissions.popleft()
+        options = [o for o in params.get("options") or () if isinstance(o, dict)]
+        for kind in self.permission_kinds:
+            chosen = next((o.get("optionId") for o in options if o.get("kind") == kind), None)
+            if isinstance(chosen, str):
+                return chosen
+        return self.default_permission
 
     def _read(self, params: dict[str, Any]) -> dict[str, Any] | EditorError:
         """The unsaved buffer, else the file on disk, from `line` for `limit` lines."""
@@ -181,6 +192,7 @@ class Editor:
         hangs = isinstance(self.terminal_exit, _Hold) or terminal in self._hanging
         if method == "terminal/create":
             terminal = f"term-{next(self._terminals)}"
+            self.terminals.append(terminal)
             command = " ".join([params["command"], *params.get("args", [])])
             if any(word in command for word in self.hang_commands):
                 self._hanging.add(terminal)

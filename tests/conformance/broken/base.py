@@ -1,19 +1,45 @@
 """A minimal ACP agent that keeps every rule the conformance suite checks: JSON-RPC over
 stdio, the handshake, sessions, a prompt streamed from the model at `$OPENAI_BASE_URL` (Chat
-Completions), and session/cancel. Each broken agent overrides one hook."""
+Completions) with two tools (`write_file`, `run_command`) run after the user's permission,
+through the client's files and terminals when it serves them, and session/cancel. Each broken
+agent overrides one hook."""
 
 from __future__ import annotations
 
 import itertools
 import json
 import os
+import subprocess
 import sys
 import threading
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 Message = dict[str, Any]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {key: {"type": "string"} for key in keys},
+                "required": keys,
+            },
+        },
+    }
+    for name, description, keys in (
+        ("write_file", "Write a file", ["path", "content"]),
+        ("run_command", "Run a shell command", ["command"]),
+    )
+]
+OPTIONS = [
+    {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+]
 
 
 class Turn:
@@ -48,6 +74,8 @@ class Agent:
         self.initialized = False
         self.turns: dict[str, Turn | None] = {}
         self.ids = itertools.count(1)
+        self.client: Message = {}  # the client's capabilities
+        self.asked: dict[str, tuple[threading.Event, list[Message]]] = {}
 
     # -------------------------------------------------------------- hooks (one per rule)
 
@@ -72,6 +100,21 @@ class Agent:
 
     def after_turn(self, turn: Turn) -> None:
         """Called once a turn was answered end_turn."""
+
+    def allowed(self, outcome: Message) -> bool:
+        """Whether the user's answer to a permission request allows the tool call."""
+        chosen = outcome.get("optionId")
+        return outcome.get("outcome") == "selected" and any(
+            o["optionId"] == chosen and o["kind"].startswith("allow") for o in OPTIONS
+        )
+
+    def delegates(self, capability: str) -> bool:
+        """Whether the client serves `capability` ("fs", "terminal") for the tools."""
+        served = self.client.get(capability)
+        return bool(served.get("writeTextFile") if isinstance(served, dict) else served)
+
+    def release(self, session_id: str, terminal_id: str) -> None:
+        self.ask("terminal/release", {"sessionId": session_id, "terminalId": terminal_id})
 
     # ---------------------------------------------------------------------------- output
 
@@ -119,6 +162,11 @@ class Agent:
     def handle(self, message: Any) -> Message | None:
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return self.error(None, -32600, "Invalid Request")
+        if "method" not in message and str(message.get("id")) in self.asked:
+            done, response = self.asked.pop(str(message["id"]))
+            response.append(message)
+            done.set()
+            return None
         method, params = str(message.get("method")), message.get("params") or {}
         if "id" not in message:
             if method == "session/cancel" and self.initialized:
@@ -150,6 +198,7 @@ class Agent:
         if self.initialized:
             return self.error(msg_id, -32002, "already initialized")
         self.initialized = True
+        self.client = params.get("clientCapabilities") or {}
         asked = params.get("protocolVersion")
         return self.result(
             msg_id,
@@ -178,27 +227,111 @@ class Agent:
         return None  # the turn answers
 
     def run_turn(self, turn: Turn, text: str) -> None:
+        messages: list[Message] = [{"role": "user", "content": text}]
         try:
-            for piece in self.stream(text):
-                turn.update(
-                    {
-                        "sessionUpdate": "agent_message_chunk",
-                        "content": {"type": "text", "text": piece},
-                    }
+            while not turn.done:
+                said, calls = [], []
+                for piece in self.stream(messages):
+                    if isinstance(piece, str):
+                        said.append(piece)
+                        turn.update(
+                            {
+                                "sessionUpdate": "agent_message_chunk",
+                                "content": {"type": "text", "text": piece},
+                            }
+                        )
+                    else:
+                        calls.append(piece)
+                if not calls:
+                    break
+                messages.append(
+                    {"role": "assistant", "content": "".join(said), "tool_calls": calls}
                 )
+                for call in calls:
+                    result = self.call_tool(turn, call)
+                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
         except OSError as exc:
             self.log(f"conformance agent: the model failed: {exc}")
         if turn.finish("end_turn"):
             self.after_turn(turn)
 
+    # ---------------------------------------------------------------------------- tools
+
+    def ask(self, method: str, params: Message) -> Message:
+        """A request to the client, and its response (the turn's thread waits for it)."""
+        msg_id = f"agent-{next(self.ids)}"
+        done, response = threading.Event(), list[Message]()
+        self.asked[msg_id] = (done, response)
+        self.write({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        done.wait()
+        return response[0]
+
+    def call_tool(self, turn: Turn, call: Message) -> str:
+        """One tool call, after the user's permission: its result for the model."""
+        name, call_id = call["function"]["name"], call["id"]
+        try:
+            arguments = json.loads(call["function"]["arguments"] or "{}")
+        except ValueError:
+            arguments = {}
+        kind = "edit" if name == "write_file" else "execute"
+        tool = {"toolCallId": call_id, "title": name, "kind": kind, "rawInput": arguments}
+        turn.update({"sessionUpdate": "tool_call", "status": "pending", **tool})
+        asked = self.ask(
+            "session/request_permission",
+            {"sessionId": turn.session_id, "toolCall": tool, "options": OPTIONS},
+        )
+        outcome = (asked.get("result") or {}).get("outcome") or {}
+        if turn.done or not self.allowed(outcome):
+            turn.update(
+                {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "failed"}
+            )
+            return "The user did not allow this."
+        try:
+            result = self.run_tool(turn.session_id, name, arguments)
+        except (OSError, KeyError, subprocess.SubprocessError) as exc:
+            turn.update(
+                {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "failed"}
+            )
+            return f"Failed: {exc}"
+        turn.update(
+            {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "completed"}
+        )
+        return result
+
+    def run_tool(self, session_id: str, name: str, arguments: Message) -> str:
+        if name == "write_file":
+            path, content = arguments["path"], arguments["content"]
+            if not self.delegates("fs"):
+                Path(path).write_text(content, encoding="utf-8")
+            elif "error" in (
+                answer := self.ask(
+                    "fs/write_text_file",
+                    {"sessionId": session_id, "path": path, "content": content},
+                )
+            ):
+                raise OSError(answer["error"].get("message"))
+            return f"Wrote {path}."
+        command = arguments["command"]
+        if not self.delegates("terminal"):
+            done = subprocess.run(
+                command, shell=True, capture_output=True, text=True, timeout=30, check=False
+            )
+            return done.stdout + done.stderr
+        created = self.ask(
+            "terminal/create", {"sessionId": session_id, "command": "sh", "args": ["-c", command]}
+        )
+        terminal_id = created["result"]["terminalId"]
+        ids = {"sessionId": session_id, "terminalId": terminal_id}
+        self.ask("terminal/wait_for_exit", ids)
+        output = self.ask("terminal/output", ids).get("result") or {}
+        self.release(session_id, terminal_id)
+        return str(output.get("output", ""))
+
     @staticmethod
-    def stream(text: str) -> Iterator[str]:
-        """The model's reply, delta by delta (OpenAI Chat Completions, streamed)."""
-        body = {
-            "model": "conformance-model",
-            "stream": True,
-            "messages": [{"role": "user", "content": text}],
-        }
+    def stream(messages: list[Message]) -> Iterator[str | Message]:
+        """The model's reply, delta by delta (OpenAI Chat Completions, streamed): text as it
+        comes, then each whole tool call."""
+        body = {"model": "conformance-model", "stream": True, "messages": messages, "tools": TOOLS}
         request = urllib.request.Request(
             os.environ.get("OPENAI_BASE_URL", "").rstrip("/") + "/chat/completions",
             json.dumps(body).encode(),
@@ -207,15 +340,30 @@ class Agent:
                 "Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY', '')}",
             },
         )
+        calls: dict[int, Message] = {}
         with urllib.request.urlopen(request, timeout=60) as response:
             for raw in response:
                 line = raw.decode("utf-8").strip()
                 if not line.startswith("data:") or line == "data: [DONE]":
                     continue
                 for choice in json.loads(line[5:]).get("choices") or []:
-                    piece = (choice.get("delta") or {}).get("content")
-                    if piece:
-                        yield piece
+                    delta = choice.get("delta") or {}
+                    if delta.get("content"):
+                        yield delta["content"]
+                    for part in delta.get("tool_calls") or ():
+                        call = calls.setdefault(
+                            part.get("index", 0),
+                            {
+                                "id": "",
+                                "type": "function",
+                                "function": {"name": "", "arguments": ""},
+                            },
+                        )
+                        call["id"] += part.get("id") or ""
+                        function = part.get("function") or {}
+                        call["function"]["name"] += function.get("name") or ""
+                        call["function"]["arguments"] += function.get("arguments") or ""
+        yield from calls.values()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,103 @@
+"""The conformance suite's scripted model: which tool of the agent it calls, and with what,
+whatever the wire format lists the tools in; and how the registry matrix reads an answer."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from multidict import CIMultiDict, CIMultiDictProxy
+
+from acp_fsm.devkit.conformance import matrix, script
+from acp_fsm.devkit.provider import Reply, Scripted
+from acp_fsm.devkit.provider.script import RecordedRequest
+
+WRITE = {
+    "type": "object",
+    "properties": {"file_path": {"type": "string"}, "contents": {"type": "string"}},
+    "required": ["file_path", "contents"],
+}
+RUN = {
+    "type": "object",
+    "properties": {"cmd": {"type": "array"}, "description": {"type": "string"}},
+    "required": ["cmd", "description"],
+}
+
+
+def reply(body: dict[str, Any]) -> Reply:
+    request = RecordedRequest("/v1/x", CIMultiDictProxy(CIMultiDict()), body, b"", 0.0)
+    answered: Scripted = script.answer(request)
+    assert isinstance(answered, Reply)
+    return answered
+
+
+def asked(prompt: str, tools: list[Any], *, key: str = "messages") -> Reply:
+    return reply({key: [{"role": "user", "content": prompt}], "tools": tools})
+
+
+@pytest.mark.parametrize(
+    "tool",
+    [
+        {"type": "function", "function": {"name": "Write", "parameters": WRITE}},  # Chat
+        {"type": "function", "name": "Write", "parameters": WRITE},  # Responses
+        {"name": "Write", "input_schema": WRITE},  # Anthropic
+    ],
+)
+def test_the_write_tool_is_called_with_the_path_and_content(tool: dict[str, Any]) -> None:
+    (call,) = asked(script.write_prompt("/w/my file.txt"), [tool]).calls
+    assert (call.id, call.name) == (script.CALL_ID, "Write")
+    assert json.loads(str(call.arguments)) == {
+        "file_path": "/w/my file.txt",
+        "contents": script.WRITTEN,
+    }
+
+
+def test_a_command_tool_gets_the_command_and_its_other_required_parameters() -> None:
+    tools = [
+        {"name": "read", "input_schema": {"properties": {"path": {}}}},
+        {"name": "kill_command", "input_schema": {"properties": {"id": {}}, "required": ["id"]}},
+        {"name": "Bash", "input_schema": RUN},
+    ]
+    (call,) = asked(script.run_prompt(), tools, key="input").calls
+    assert call.name == "Bash"  # kill_command's `id` has no known meaning: it is passed over
+    arguments = json.loads(str(call.arguments))
+    assert arguments == {"cmd": script.COMMAND.split(), "description": "acp-fsm conformance"}
+
+
+def test_without_a_usable_tool_the_reply_names_the_tools() -> None:
+    unusable = {"name": "write_file", "input_schema": {"required": ["mode"]}}
+    answered = asked(script.write_prompt("/w/a.txt"), [unusable])
+    assert not answered.calls
+    assert answered.text == (f"{script.NO_TOOL} write a file among the agent's tools (write_file).")
+    assert script.NO_TOOL in str(asked(script.run_prompt(), []).text)
+
+
+def test_once_the_call_is_answered_the_model_closes_and_other_prompts_stream() -> None:
+    body = {
+        "messages": [
+            {"role": "user", "content": script.write_prompt("/w/a.txt")},
+            {"role": "tool", "tool_call_id": script.CALL_ID, "content": "ok"},
+        ]
+    }
+    assert reply(body).text == script.DONE_TEXT
+    assert asked(script.STREAM_PROMPT, []).text == script.CHUNKS
+
+
+@pytest.mark.parametrize(
+    ("response", "status"),
+    [
+        ({"result": None}, "success"),
+        ({"error": {"code": -32601, "message": "Method not found"}}, "method_not_found"),
+        ({"error": {"code": -32000, "message": "x"}}, "auth_required"),
+        ({"error": {"code": -32603, "message": "Authentication needed"}}, "auth_required"),
+        ({"error": {"code": -32602, "message": "bad"}}, "invalid_params"),
+        ({"error": {"code": -32002, "message": "gone"}}, "resource_not_found"),
+        ({"error": {"code": -32603, "message": "boom"}}, "error"),
+        ({"error": "boom"}, "error"),
+    ],
+)
+def test_the_matrix_reads_answers_as_the_registry_does(
+    response: dict[str, Any], status: str
+) -> None:
+    assert matrix.read(response).status == status
