@@ -8,10 +8,14 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from acp_fsm.devkit.conformance import GROUPS, Outcome, Run, main, run_suite, selected
+from acp_fsm.devkit.conformance.model import Check, Rule
+from acp_fsm.devkit.conformance.probe import Context, Target
+from acp_fsm.devkit.conformance.runner import run_check
 from acp_fsm.devkit.schema_check import SCHEMA_ENV, OfficialSchema
 from tests.conformance.conftest import OFFICIAL_PATH
 from tests.harness import ROOT, agent_command, agent_env
@@ -151,3 +155,18 @@ async def test_an_agent_that_never_answers_fails_in_bounded_time() -> None:
     assert outcomes["handshake.version"] is Outcome.FAIL
     assert outcomes["robustness.stdin_eof"] is Outcome.SKIPPED  # its initialize never came
     assert all("within 1 s" in r.reason for r in run.results), [r.reason for r in run.results]
+
+
+async def test_an_answer_a_check_cannot_read_fails_that_check_only(tmp_path: Path) -> None:
+    async def reads_a_missing_member(ctx: Context) -> str:
+        probe = await ctx.start()
+        answer: dict[str, Any] = (await probe.initialize()).get("agentInfo") or {}
+        return str(answer["no such member"])
+
+    check = Check(
+        "x.unreadable", Rule("test", "an answer the check cannot read"), reads_a_missing_member
+    )
+    target = Target(tuple(agent_command()), agent_env(), tmp_path)
+    result = await run_check(check, target)
+    assert result.outcome is Outcome.FAIL
+    assert result.reason == ("an answer of the agent could not be read: KeyError: 'no such member'")

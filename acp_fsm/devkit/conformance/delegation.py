@@ -107,6 +107,13 @@ class ToolTurn:
             raise Violation(
                 f"{method} names session {params.get('sessionId')!r}, not {self.session_id!r}"
             )
+        if method == PERMISSION and not (
+            isinstance(call := params.get("toolCall"), dict)
+            and isinstance(call.get("toolCallId"), str)
+            and isinstance(params.get("options"), list)
+            and params["options"]
+        ):
+            raise Violation(f"{method} names no toolCall.toolCallId, or offers no options")
         if self._after_response(request):
             raise Violation(f"{method} was sent after the prompt's response")
         official = self.ctx.target.official

@@ -94,6 +94,11 @@ async def run_check(check: Check, target: Target) -> Result:
         outcome, reason, evidence = verdict.outcome, verdict.reason, verdict.evidence
     except TimeoutError as exc:  # NoAnswer from a wait, or the whole check
         outcome, reason, evidence = Outcome.FAIL, str(exc) or f"not done in {CHECK_S:g} s", None
+    except (LookupError, TypeError, AttributeError, ValueError) as exc:
+        # An answer shaped unlike any the protocol allows, met where a check reads it: a
+        # fail of this check (the schema group says what is wrong), never the run's end.
+        outcome, evidence = Outcome.FAIL, None
+        reason = f"an answer of the agent could not be read: {type(exc).__name__}: {exc}"
     finally:
         await ctx.close()
     return Result(
