@@ -521,6 +521,7 @@ REDACTED = {"type": "redacted_thinking", "data": "opaque"}
 TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "t", "input": {}}
 RESULT = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "done"}
 THINK = {"type": "enabled", "budget_tokens": 1024}
+ADAPTIVE = {"type": "adaptive"}  # Claude 4.6 on: no budget, the model decides
 THINKING_DOCS = (
     "Please consult our documentation at "
     "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
@@ -568,7 +569,7 @@ ANTHROPIC_OPTION_REJECTIONS = [
     (
         _anthropic_body(thinking={"type": "on"}),
         "thinking: Input tag 'on' found using 'type' does not match any of the expected tags: "
-        "'enabled', 'disabled'",
+        "'enabled', 'disabled', 'adaptive'",
     ),
     (
         _anthropic_body(thinking={"type": "enabled"}),
@@ -596,7 +597,17 @@ ANTHROPIC_OPTION_REJECTIONS = [
         "`temperature` may only be set to 1 when thinking is enabled. "
         f"{THINKING_DOCS}#important-considerations-when-using-extended-thinking",
     ),
+    (
+        _anthropic_body(thinking=ADAPTIVE, tools=ANTHROPIC_TOOLS, tool_choice={"type": "any"}),
+        "Thinking may not be enabled when tool_choice forces tool use.",
+    ),
+    (
+        _anthropic_body(thinking=ADAPTIVE, temperature=0.5),
+        "`temperature` may only be set to 1 when thinking is enabled. "
+        f"{THINKING_DOCS}#important-considerations-when-using-extended-thinking",
+    ),
     (_loop(TOOL_USE, max_tokens=2048, thinking=THINK), _unthought("tool_use")),
+    (_loop(TOOL_USE, thinking=ADAPTIVE), _unthought("tool_use")),
     (
         _loop({"type": "text", "text": "I will look"}, TOOL_USE, max_tokens=2048, thinking=THINK),
         _unthought("text"),
@@ -644,6 +655,8 @@ async def test_anthropic_option_rules(
         _thinking(tools=ANTHROPIC_TOOLS, tool_choice={"type": "none"}),
         _loop(THINKING, TOOL_USE, max_tokens=2048, thinking=THINK),
         _loop(REDACTED, TOOL_USE, max_tokens=2048, thinking=THINK),
+        _anthropic_body(thinking=ADAPTIVE),  # no budget: max_tokens 64 is fine
+        _loop(THINKING, TOOL_USE, thinking=ADAPTIVE, tool_choice={"type": "auto"}),
         _loop(TOOL_USE),  # no thinking, no requirement
         _loop(TOOL_USE, thinking={"type": "disabled"}),
         _anthropic_body(tool_choice=None, thinking=None),

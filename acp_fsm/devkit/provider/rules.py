@@ -459,13 +459,29 @@ class AnthropicRules:
 
     @staticmethod
     def _check_thinking(body: dict[str, Any], tool_choice: str | None) -> None:
-        """`thinking`, when sent: disabled, or enabled with a budget of at least 1024 below
-        `max_tokens`; enabled, it forbids forced tool use and a temperature other than 1."""
+        """`thinking`, when sent: disabled, adaptive (Claude 4.6 on: the model decides how
+        much to think), or enabled with a budget of at least 1024 below `max_tokens`; on, it
+        forbids forced tool use and a temperature other than 1."""
         thinking = body.get("thinking")
-        if thinking is None or _tagged("thinking", thinking, ("enabled", "disabled")) == (
-            "disabled"
-        ):
+        if thinking is None:
             return
+        kind = _tagged("thinking", thinking, ("enabled", "disabled", "adaptive"))
+        if kind == "disabled":
+            return
+        if kind == "enabled":
+            AnthropicRules._check_budget(body, thinking)
+        if tool_choice in ("any", "tool"):
+            raise reject("Thinking may not be enabled when tool_choice forces tool use.")
+        if body.get("temperature") not in (None, 1):
+            raise reject(
+                "`temperature` may only be set to 1 when thinking is enabled. "
+                f"{THINKING_DOCS}#important-considerations-when-using-extended-thinking"
+            )
+        AnthropicRules._check_thinking_loop(body["messages"])
+
+    @staticmethod
+    def _check_budget(body: dict[str, Any], thinking: dict[str, Any]) -> None:
+        """An enabled thinking's `budget_tokens`: at least 1024, below `max_tokens`."""
         if "budget_tokens" not in thinking:
             raise reject("thinking.enabled.budget_tokens: Field required")
         budget = thinking["budget_tokens"]
@@ -481,14 +497,6 @@ class AnthropicRules:
                 "`max_tokens` must be greater than `thinking.budget_tokens`. "
                 f"{THINKING_DOCS}#max-tokens-and-context-window-size"
             )
-        if tool_choice in ("any", "tool"):
-            raise reject("Thinking may not be enabled when tool_choice forces tool use.")
-        if body.get("temperature") not in (None, 1):
-            raise reject(
-                "`temperature` may only be set to 1 when thinking is enabled. "
-                f"{THINKING_DOCS}#important-considerations-when-using-extended-thinking"
-            )
-        AnthropicRules._check_thinking_loop(body["messages"])
 
     @staticmethod
     def _check_thinking_loop(messages: list[dict[str, Any]]) -> None:
