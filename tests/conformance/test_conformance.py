@@ -4,7 +4,9 @@ broken agent (`tests/conformance/broken/`) fails exactly the check of the rule i
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +36,7 @@ BROKEN = {
     "fs_unadvertised": "delegation.fs_unadvertised",
     "keeps_terminals": "delegation.terminal",
     "auth_without_methods": "matrix.session_new",
+    "stays_after_eof": "robustness.stdin_eof",
 }
 
 
@@ -170,3 +173,36 @@ async def test_an_answer_a_check_cannot_read_fails_that_check_only(tmp_path: Pat
     result = await run_check(check, target)
     assert result.outcome is Outcome.FAIL
     assert result.reason == ("an answer of the agent could not be read: KeyError: 'no such member'")
+
+
+async def test_a_restart_kills_an_agent_that_outlives_its_stdin(tmp_path: Path) -> None:
+    """Load and resume are asked of a second agent: the first, still running a second after
+    its stdin closed, is killed as an editor kills it (its own check fails it, not these)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    ctx = Context(Target(tuple(broken("stays_after_eof")), env, tmp_path, wait_s=1.0))
+    try:
+        first = await ctx.start()
+        await first.initialize()
+        fresh = await ctx.restart(first)
+        assert first.proc is not None and first.proc.returncode == -signal.SIGKILL
+        assert fresh.initialized is not None and fresh.proc is not None
+        assert fresh.proc.returncode is None
+        assert ctx.data["killed"] == (
+            "the agent did not exit within 1.0 s of its stdin closing; "
+            "killed before the next agent started"
+        )
+    finally:
+        await ctx.close()
+
+
+async def test_an_agent_with_only_a_shell_writes_the_file_with_a_command(
+    official: OfficialSchema,
+) -> None:
+    run = await suite(broken("shell_only"), official, ["delegation"])
+    outcomes = {r.check.id: r.outcome for r in run.results}
+    assert outcomes == {
+        c.id: Outcome.NOT_APPLICABLE if c.id == "delegation.fs" else Outcome.PASS
+        for c in GROUPS["delegation"]
+    }, [(r.check.id, r.reason) for r in run.results]
+    fs = next(r for r in run.results if r.check.id == "delegation.fs")
+    assert fs.reason == "the agent asked no fs/* request of a client serving files"

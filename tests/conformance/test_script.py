@@ -4,6 +4,7 @@ whatever the wire format lists the tools in; and how the registry matrix reads a
 from __future__ import annotations
 
 import json
+import subprocess
 from typing import Any
 
 import pytest
@@ -63,6 +64,42 @@ def test_a_command_tool_gets_the_command_and_its_other_required_parameters() -> 
     assert call.name == "Bash"  # kill_command's `id` has no known meaning: it is passed over
     arguments = json.loads(str(call.arguments))
     assert arguments == {"cmd": script.COMMAND.split(), "description": "acp-fsm conformance"}
+
+
+PATCH = {"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}
+SHELL = {"type": "object", "properties": {"command": {"type": "array"}}, "required": ["command"]}
+
+
+def test_without_a_write_tool_the_file_is_added_by_a_patch() -> None:
+    tools = [
+        {"name": "shell", "input_schema": SHELL},
+        {"name": "apply_patch", "input_schema": PATCH},
+    ]
+    (call,) = asked(script.write_prompt("/w/a.txt"), tools).calls
+    assert call.name == "apply_patch"  # before the shell
+    assert json.loads(str(call.arguments)) == {
+        "input": (
+            "*** Begin Patch\n*** Add File: /w/a.txt\n"
+            "+Written by the acp-fsm conformance suite.\n*** End Patch\n"
+        )
+    }
+
+
+@pytest.mark.parametrize(("kind", "argv"), [("string", False), ("array", True)])
+def test_without_a_write_or_patch_tool_a_shell_command_writes_the_file(
+    tmp_path: Any, kind: str, argv: bool
+) -> None:
+    target = tmp_path / "it's here.txt"
+    schema = {"properties": {"cmd": {"type": kind}}, "required": ["cmd"]}
+    (call,) = asked(
+        script.write_prompt(str(target)), [{"name": "exec_command", "parameters": schema}]
+    ).calls
+    command = json.loads(str(call.arguments))["cmd"]
+    if argv:
+        assert command[:2] == ["sh", "-c"]
+        command = command[2]
+    subprocess.run(["sh", "-c", command], check=True)
+    assert target.read_text(encoding="utf-8") == script.WRITTEN
 
 
 def test_without_a_usable_tool_the_reply_names_the_tools() -> None:

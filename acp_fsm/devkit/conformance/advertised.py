@@ -42,6 +42,13 @@ async def _reopened(ctx: Context, method: str) -> tuple[Message, list[Message], 
     return response, [m for m in fresh.messages[start:end] if is_update(m, session_id)], session_id
 
 
+def _killed(ctx: Context) -> str:
+    """A note for the reason when the first agent had to be killed to restart it."""
+    if "killed" not in ctx.data:
+        return ""
+    return "; the first agent was killed: it did not exit when its stdin closed"
+
+
 def _said(updates: list[Message], kind: str) -> str:
     return "".join(
         str(update.get("content", {}).get("text", ""))
@@ -66,7 +73,7 @@ async def load(ctx: Context) -> str:
             f"session/load in a new process did not replay {' and '.join(missing)} "
             f"({len(replay)} update(s) before its response)"
         )
-    return f"replayed in {len(replay)} update(s) before the response"
+    return f"replayed in {len(replay)} update(s) before the response{_killed(ctx)}"
 
 
 async def resume(ctx: Context) -> str:
@@ -76,7 +83,7 @@ async def resume(ctx: Context) -> str:
     ]
     if said:
         raise Violation(f"session/resume replayed {len(said)} message chunk(s)")
-    return "resumed in a new process, nothing replayed"
+    return f"resumed in a new process, nothing replayed{_killed(ctx)}"
 
 
 async def list_sessions(ctx: Context) -> str:

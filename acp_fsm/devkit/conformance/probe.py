@@ -313,12 +313,14 @@ class Context:
         return probe
 
     async def restart(self, probe: Probe) -> Probe:
-        """End `probe` as an editor does (stdin closed, the exit awaited), then a fresh agent,
-        initialized (Blocked when the first does not exit)."""
+        """End `probe` as an editor does (stdin closed, the exit awaited; killed, as editors
+        do, when it has not exited in time: `robustness.stdin_eof` holds that rule), then a
+        fresh agent, initialized."""
         try:
             await probe.close(self.target.wait_s)
         except NoAnswer as exc:
-            raise Blocked(str(exc)) from None
+            self.data["killed"] = f"{exc}; killed before the next agent started"
+            await probe.kill()
         fresh = await self.start()
         await fresh.initialize()
         return fresh

@@ -4,9 +4,10 @@ every model call (whatever model it names) from the conversation it carries.
 - A prompt holding `HANG_MARKER` gets a reply that streams a few chunks and then hangs (the
   cancel checks).
 - A prompt made by `write_prompt` or `run_prompt` gets one tool call, of the tool the agent
-  offers that writes a file or runs a command, its arguments filled from the tool's own JSON
-  Schema; once the call's result is in the conversation, a short closing reply. An agent that
-  offers no such tool gets `NO_TOOL` and the tools' names as the reply.
+  offers that writes a file (else one that applies a patch, else a shell command that writes
+  it) or runs a command, its arguments filled from the tool's own JSON Schema; once the call's
+  result is in the conversation, a short closing reply. An agent that offers no such tool
+  gets `NO_TOOL` and the tools' names as the reply.
 - Any other prompt gets `CHUNKS`, several chunks with a pause between them.
 
 Nothing here knows one agent's tools: OpenAI Chat (`function.parameters`), Responses
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -47,6 +49,11 @@ _PATHS: Final = ("path", "file_path", "filepath", "file", "filename", "absolute_
 _CONTENTS: Final = ("content", "contents", "file_text", "text", "data", "body", "new_content")
 _COMMANDS: Final = ("command", "cmd", "script", "commandline", "command_line")
 _NOTES: Final = ("description", "reason", "explanation", "summary", "title")
+_PATCHES: Final = re.compile(r"patch", re.I)
+_PATCH_TEXTS: Final = ("patch", "input", "diff", "patch_text")
+Wanted = tuple[tuple[tuple[str, ...], str], ...]
+"""What a call needs: each value (a path, a content, a command), after the names of the
+parameters it may go by."""
 
 
 def write_prompt(path: str) -> str:
@@ -91,26 +98,47 @@ def _tools(listed: Any) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def _call(tools: dict[str, dict[str, Any]], path: str | None) -> Call | None:
-    """The call of the first tool that writes `path` (or, with no path, runs `COMMAND`)
-    whose required parameters can all be filled."""
-    pattern = _WRITES if path is not None else _RUNS
-    for name, schema in tools.items():
-        if pattern.search(name) and (arguments := _arguments(schema, path)) is not None:
-            return Call(CALL_ID, name, json.dumps(arguments))
+    """The call that writes `path` (or, with no path, runs `COMMAND`): of the first tool that
+    writes files, else of one that applies patches, else of one that runs commands (a shell
+    command that writes it), whose required parameters can all be filled."""
+    if path is None:
+        ways: tuple[tuple[re.Pattern[str], Wanted], ...] = ((_RUNS, ((_COMMANDS, COMMAND),)),)
+    else:
+        ways = (
+            (_WRITES, ((_PATHS, path), (_CONTENTS, WRITTEN))),
+            (_PATCHES, ((_PATCH_TEXTS, _added(path)),)),
+            (_RUNS, ((_COMMANDS, _writing(path)),)),
+        )
+    for pattern, wanted in ways:
+        for name, schema in tools.items():
+            if pattern.search(name) and (arguments := _arguments(schema, wanted)) is not None:
+                return Call(CALL_ID, name, json.dumps(arguments))
     return None
 
 
-def _arguments(schema: dict[str, Any], path: str | None) -> dict[str, Any] | None:
-    """Arguments for a tool of that schema: the path and content to write, or the command;
-    a required parameter of no known meaning makes it unusable (None)."""
+def _added(path: str) -> str:
+    """A patch (the `apply_patch` format) that adds `path` holding `WRITTEN`."""
+    lines = "".join(f"+{line}\n" for line in WRITTEN.splitlines())
+    return f"*** Begin Patch\n*** Add File: {path}\n{lines}*** End Patch\n"
+
+
+def _writing(path: str) -> str:
+    """A POSIX shell command that writes `WRITTEN` to `path`."""
+    line = shlex.quote(WRITTEN.removesuffix("\n"))
+    return f"printf '%s\\n' {line} > {shlex.quote(path)}"
+
+
+def _arguments(schema: dict[str, Any], wanted: Wanted) -> dict[str, Any] | None:
+    """Arguments for a tool of that schema: each wanted value under the first parameter of one
+    of its names; a wanted value with no parameter, or a required parameter of no known
+    meaning, makes the tool unusable (None)."""
     properties = _dict(schema.get("properties"))
-    wanted = (_PATHS, _CONTENTS) if path is not None else (_COMMANDS,)
     arguments: dict[str, Any] = {}
-    for names in wanted:
+    for names, value in wanted:
         key = next((k for k in properties if k.lower() in names), None)
         if key is None:
             return None
-        arguments[key] = _value(properties[key], names, path)
+        arguments[key] = _shaped(_dict(properties[key]), names, value)
     for key in map(str, _list(schema.get("required"))):
         if key in arguments:
             continue
@@ -121,12 +149,12 @@ def _arguments(schema: dict[str, Any], path: str | None) -> dict[str, Any] | Non
     return arguments
 
 
-def _value(spec: Any, names: tuple[str, ...], path: str | None) -> Any:
-    if names is _PATHS:
-        return path
-    if names is _CONTENTS:
-        return WRITTEN
-    return COMMAND.split() if isinstance(spec, dict) and spec.get("type") == "array" else COMMAND
+def _shaped(spec: dict[str, Any], names: tuple[str, ...], value: str) -> Any:
+    """A command as the parameter takes it: a string, or an argv (the shell's when the
+    command needs one)."""
+    if names is not _COMMANDS or spec.get("type") != "array":
+        return value
+    return value.split() if value == COMMAND else ["sh", "-c", value]
 
 
 def _filler(key: str, spec: dict[str, Any]) -> Any:

@@ -15,10 +15,10 @@ import threading
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 Message = dict[str, Any]
-TOOLS = [
+TOOLS: list[Message] = [
     {
         "type": "function",
         "function": {
@@ -68,6 +68,8 @@ class Turn:
 
 
 class Agent:
+    tools: ClassVar[list[Message]] = TOOLS  # what the model is offered
+
     def __init__(self) -> None:
         self.out = sys.stdout.buffer
         self.write_lock = threading.Lock()
@@ -327,11 +329,15 @@ class Agent:
         self.release(session_id, terminal_id)
         return str(output.get("output", ""))
 
-    @staticmethod
-    def stream(messages: list[Message]) -> Iterator[str | Message]:
+    def stream(self, messages: list[Message]) -> Iterator[str | Message]:
         """The model's reply, delta by delta (OpenAI Chat Completions, streamed): text as it
         comes, then each whole tool call."""
-        body = {"model": "conformance-model", "stream": True, "messages": messages, "tools": TOOLS}
+        body = {
+            "model": "conformance-model",
+            "stream": True,
+            "messages": messages,
+            "tools": self.tools,
+        }
         request = urllib.request.Request(
             os.environ.get("OPENAI_BASE_URL", "").rstrip("/") + "/chat/completions",
             json.dumps(body).encode(),
