@@ -206,3 +206,25 @@ async def test_an_agent_with_only_a_shell_writes_the_file_with_a_command(
     }, [(r.check.id, r.reason) for r in run.results]
     fs = next(r for r in run.results if r.check.id == "delegation.fs")
     assert fs.reason == "the agent asked no fs/* request of a client serving files"
+
+
+async def test_auth_logs_in_when_session_new_asks_as_an_editor_does(
+    official: OfficialSchema,
+) -> None:
+    """With `--auth`, every check's session/new that asks for authentication is followed by
+    `authenticate` with that method and a second session/new; the matrix never logs in."""
+    checks = [*GROUPS["sessions"], *GROUPS["matrix"][:1]]
+    command, env = broken("needs_login"), {"PYTHONPATH": str(ROOT)}
+    run = await run_suite(
+        command, checks, extra_env=env, official=official, auth_method="conformance-key"
+    )
+    assert {r.check.id: r.outcome for r in run.results} == {c.id: Outcome.PASS for c in checks}
+    matrix_new = next(r for r in run.results if r.check.id == "matrix.session_new")
+    assert matrix_new.reason.startswith("auth required"), matrix_new.reason
+
+    without = await run_suite(command, GROUPS["sessions"][:1], extra_env=env, official=official)
+    wrong = await run_suite(
+        command, GROUPS["sessions"][:1], extra_env=env, official=official, auth_method="nope"
+    )
+    assert "Authentication required" in without.results[0].reason
+    assert wrong.results[0].reason.startswith("authenticate 'nope' failed: "), wrong.results

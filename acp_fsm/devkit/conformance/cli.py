@@ -46,6 +46,12 @@ def _parser() -> argparse.ArgumentParser:
         help="an environment variable for the agent (repeatable)",
     )
     parser.add_argument(
+        "--auth",
+        metavar="METHOD",
+        help="when session/new asks for authentication, `authenticate` with this method id "
+        "(one of initialize's authMethods; the matrix group never logs in)",
+    )
+    parser.add_argument(
         "--schema", metavar="PATH", help="the official schema.json (as for schema-check)"
     )
     parser.add_argument(
@@ -87,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             official=official,
             wait_s=args.timeout,
             jobs=max(1, args.jobs),
+            auth_method=args.auth,
         )
     )
     print(table(run))

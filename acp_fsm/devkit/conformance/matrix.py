@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from acp_fsm.devkit.conformance.model import Blocked, Check, NotApplicable, Rule, Violation
-from acp_fsm.devkit.conformance.probe import Context, Probe, clip
+from acp_fsm.devkit.conformance.probe import Context, Probe, asks_authentication, clip
 from acp_fsm.devkit.editor import Message, NoAnswer
 
 CLIENT: Final = {
@@ -78,10 +78,9 @@ def read(response: Message) -> Reading:
         return Reading("error", message="the error is not an object")
     code = error.get("code") if isinstance(error.get("code"), int) else None
     message = str(error.get("message") or "")
-    lowered = message.lower()
     if code == -32601:
         return Reading("method_not_found", code, message)
-    if code == -32000 or "auth_required" in lowered or "authentication" in lowered:
+    if asks_authentication(error):
         return Reading("auth_required", code, message)
     return Reading(_ERRORS.get(code, "error") if code is not None else "error", code, message)
 

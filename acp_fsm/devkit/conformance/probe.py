@@ -21,6 +21,7 @@ from acp_fsm.devkit.conformance.model import Blocked, Violation
 from acp_fsm.devkit.editor import AgentLink, Editor, Message, NoAnswer, permission_outcome
 from acp_fsm.devkit.schema_check.official import OfficialSchema
 
+AUTH_REQUIRED: Final = -32000  # ACP's error code: authenticate first
 PING: Final = "_conformance/ping"  # an extension request: any answer shows the agent serves
 EVIDENCE_LINES: Final = 20
 EVIDENCE_BYTES: Final = 2048
@@ -61,6 +62,7 @@ class Target:
     wait_s: float = 5.0  # one answer, one exit
     settle_s: float = 0.3  # how long after a response to watch for stray updates
     official: OfficialSchema | None = None
+    auth_method: str | None = None  # `--auth`: the authMethods id to log in with
 
 
 class Probe(AgentLink):
@@ -73,6 +75,7 @@ class Probe(AgentLink):
         self.settle_s = 0.3
         self.session_cwd = "/"
         self.initialized: dict[str, Any] | None = None
+        self.auth_method: str | None = None  # authenticate with it when session/new asks
 
         def logged(data: bytes) -> object:
             self.transcript.append((">", data))
@@ -167,13 +170,30 @@ class Probe(AgentLink):
         if self.initialized is None:
             await self.initialize()
         try:
-            response = await self.answer("session/new", {"cwd": self.session_cwd, "mcpServers": []})
+            response = await self.open_session()
         except NoAnswer as exc:
             raise Blocked(f"session/new: {exc}") from None
         session_id = (response.get("result") or {}).get("sessionId")
         if not isinstance(session_id, str):
             raise Blocked(f"session/new failed: {clip(json.dumps(response))}")
         return session_id
+
+    async def open_session(self) -> Message:
+        """session/new's response; when it asks for authentication and `auth_method` is set,
+        the one after `authenticate` with it (Blocked when that fails)."""
+        params = {"cwd": self.session_cwd, "mcpServers": []}
+        response = await self.answer("session/new", params)
+        if self.auth_method is not None and asks_authentication(response.get("error")):
+            await self.authenticate(self.auth_method)
+            response = await self.answer("session/new", params)
+        return response
+
+    async def authenticate(self, method_id: str) -> None:
+        """`authenticate` with that method, as an editor does when session/new asks for it
+        (Blocked when it fails)."""
+        response = await self.answer("authenticate", {"methodId": method_id})
+        if "result" not in response:
+            raise Blocked(f"authenticate {method_id!r} failed: {clip(json.dumps(response))}")
 
     async def serves(self, what: str) -> None:
         """The agent still answers a request (a Violation otherwise)."""
@@ -271,6 +291,19 @@ def is_update(message: Any, session_id: str, kind: str | None = None) -> bool:
     return kind is None or (isinstance(update, dict) and update.get("sessionUpdate") == kind)
 
 
+def asks_authentication(error: Any) -> bool:
+    """An error that asks the client to authenticate: ACP's auth_required (-32000), or
+    one whose message says so."""
+    if not isinstance(error, dict):
+        return False
+    lowered = str(error.get("message") or "").lower()
+    return (
+        error.get("code") == AUTH_REQUIRED
+        or "auth_required" in lowered
+        or ("authentication" in lowered)
+    )
+
+
 def kind_of(update: Message) -> str:
     """The `sessionUpdate` of a session/update notification."""
     return str(update["params"]["update"].get("sessionUpdate", "?"))
@@ -306,6 +339,7 @@ class Context:
                 f"could not start {' '.join(self.target.command)}: {exc.strerror or exc}"
             ) from None
         probe.wait_s, probe.settle_s = self.target.wait_s, self.target.settle_s
+        probe.auth_method = self.target.auth_method
         cwd = self.target.project / self.name
         cwd.mkdir(parents=True, exist_ok=True)
         probe.session_cwd = str(cwd)

@@ -120,15 +120,24 @@ async def run_suite(
     official: OfficialSchema | None = None,
     wait_s: float = 5.0,
     jobs: int = JOBS,
+    auth_method: str | None = None,
 ) -> Run:
-    """Every check against `command`."""
+    """Every check against `command` (logging in with `auth_method` when session/new asks
+    for authentication)."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="acp-fsm-conformance-") as workdir:
         root = Path(workdir)
         (root / "project").mkdir()
         async with ScriptedProvider(fallback=answer) as server:
             env = agent_env(root / "home", server, extra_env or {})
-            target = Target(tuple(command), env, root / "project", wait_s, official=official)
+            target = Target(
+                tuple(command),
+                env,
+                root / "project",
+                wait_s,
+                official=official,
+                auth_method=auth_method,
+            )
             limit = asyncio.Semaphore(jobs)
 
             async def bounded(check: Check) -> Result:

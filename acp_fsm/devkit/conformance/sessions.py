@@ -19,7 +19,7 @@ async def _turn(ctx: Context) -> Turn:
 async def new(ctx: Context) -> str:
     probe = await ctx.start()
     await probe.initialize()
-    response = await probe.answer("session/new", {"cwd": probe.session_cwd, "mcpServers": []})
+    response = await probe.open_session()
     session_id = (response.get("result") or {}).get("sessionId")
     if not isinstance(session_id, str) or not session_id:
         raise Violation(f"session/new gave no sessionId: {clip(json.dumps(response))}")
