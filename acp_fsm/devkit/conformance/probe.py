@@ -297,10 +297,8 @@ def asks_authentication(error: Any) -> bool:
     if not isinstance(error, dict):
         return False
     lowered = str(error.get("message") or "").lower()
-    return (
-        error.get("code") == AUTH_REQUIRED
-        or "auth_required" in lowered
-        or ("authentication" in lowered)
+    return error.get("code") == AUTH_REQUIRED or any(
+        word in lowered for word in ("auth_required", "authentication")
     )
 
 

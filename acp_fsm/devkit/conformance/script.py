@@ -49,7 +49,7 @@ _PATHS: Final = ("path", "file_path", "filepath", "file", "filename", "absolute_
 _CONTENTS: Final = ("content", "contents", "file_text", "text", "data", "body", "new_content")
 _COMMANDS: Final = ("command", "cmd", "script", "commandline", "command_line")
 _NOTES: Final = ("description", "reason", "explanation", "summary", "title")
-_PATCHES: Final = re.compile(r"patch", re.I)
+_PATCHES: Final = re.compile(r"(^|_)patch($|_)", re.I)  # apply_patch, not dispatch_agent
 _PATCH_TEXTS: Final = ("patch", "input", "diff", "patch_text")
 Wanted = tuple[tuple[tuple[str, ...], str], ...]
 """What a call needs: each value (a path, a content, a command), after the names of the
