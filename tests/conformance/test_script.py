@@ -138,3 +138,23 @@ def test_the_matrix_reads_answers_as_the_registry_does(
     response: dict[str, Any], status: str
 ) -> None:
     assert matrix.read(response).status == status
+
+
+@pytest.mark.parametrize(
+    ("thinking", "thinks"),
+    [("enabled", True), ("adaptive", True), ("disabled", False), (None, False)],
+)
+def test_a_tool_call_opens_with_thinking_when_the_request_turns_it_on(
+    thinking: str | None, thinks: bool
+) -> None:
+    body: dict[str, Any] = {
+        "messages": [{"role": "user", "content": script.run_prompt()}],
+        "tools": [{"name": "Bash", "input_schema": RUN}],
+    }
+    if thinking is not None:
+        body["thinking"] = {"type": thinking, "budget_tokens": 1024}
+    answered = reply(body)
+    assert answered.calls
+    assert (answered.thinking, answered.signature) == (
+        (script.THOUGHT, script.SIGNATURE) if thinks else ("", None)
+    )

@@ -7,7 +7,8 @@ every model call (whatever model it names) from the conversation it carries.
   offers that writes a file (else one that applies a patch, else a shell command that writes
   it) or runs a command, its arguments filled from the tool's own JSON Schema; once the call's
   result is in the conversation, a short closing reply. An agent that offers no such tool
-  gets `NO_TOOL` and the tools' names as the reply.
+  gets `NO_TOOL` and the tools' names as the reply. The call opens with a thinking block
+  when an Anthropic request turns thinking on, as the real model's does.
 - Any other prompt gets `CHUNKS`, several chunks with a pause between them.
 
 Nothing here knows one agent's tools: OpenAI Chat (`function.parameters`), Responses
@@ -38,6 +39,8 @@ CALL_ID: Final = "call_acp_fsm_conformance_1"
 WRITTEN: Final = "Written by the acp-fsm conformance suite.\n"
 COMMAND: Final = "echo acp-fsm-conformance"
 DONE_TEXT: Final = "Done."
+THOUGHT: Final = "The user wants one tool call; I make it."
+SIGNATURE: Final = "YWNwLWZzbSBjb25mb3JtYW5jZSB0aG91Z2h0"  # opaque, as the API's are
 NO_TOOL: Final = "acp-fsm conformance found no tool to"
 _WRITE: Final = re.compile(r"acp-fsm conformance: write the file (.+?)\)")
 _RUN: Final = "acp-fsm conformance: run a command"
@@ -85,7 +88,16 @@ def answer(request: RecordedRequest) -> Scripted:
     if call is None:
         names = ", ".join(tools) or "none offered"
         return Reply(text=f"{NO_TOOL} {what} among the agent's tools ({names}).")
+    if _thinks(body):
+        return Reply(calls=(call,), thinking=THOUGHT, signature=SIGNATURE)
     return Reply(calls=(call,))
+
+
+def _thinks(body: dict[str, Any]) -> bool:
+    """Whether an Anthropic request turns thinking on: the real model then opens its reply
+    with a thinking block, which a tool loop must send back."""
+    thinking = body.get("thinking")
+    return isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
 
 
 def _tools(listed: Any) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -461,15 +461,14 @@ class AnthropicRules:
     def _check_thinking(body: dict[str, Any], tool_choice: str | None) -> None:
         """`thinking`, when sent: disabled, adaptive (Claude 4.6 on: the model decides how
         much to think), or enabled with a budget of at least 1024 below `max_tokens`; on, it
-        forbids forced tool use and a temperature other than 1."""
+        forbids forced tool use and a temperature other than 1; enabled, a tool loop owes
+        the model's thinking back."""
         thinking = body.get("thinking")
         if thinking is None:
             return
         kind = _tagged("thinking", thinking, ("enabled", "disabled", "adaptive"))
         if kind == "disabled":
             return
-        if kind == "enabled":
-            AnthropicRules._check_budget(body, thinking)
         if tool_choice in ("any", "tool"):
             raise reject("Thinking may not be enabled when tool_choice forces tool use.")
         if body.get("temperature") not in (None, 1):
@@ -477,7 +476,9 @@ class AnthropicRules:
                 "`temperature` may only be set to 1 when thinking is enabled. "
                 f"{THINKING_DOCS}#important-considerations-when-using-extended-thinking"
             )
-        AnthropicRules._check_thinking_loop(body["messages"])
+        if kind == "enabled":  # adaptive: the model may not think, so no block is owed
+            AnthropicRules._check_budget(body, thinking)
+            AnthropicRules._check_thinking_loop(body["messages"])
 
     @staticmethod
     def _check_budget(body: dict[str, Any], thinking: dict[str, Any]) -> None:
