@@ -3,6 +3,7 @@ broken agent (`tests/conformance/broken/`) fails exactly the check of the rule i
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -228,3 +229,33 @@ async def test_auth_logs_in_when_session_new_asks_as_an_editor_does(
     )
     assert "Authentication required" in without.results[0].reason
     assert wrong.results[0].reason.startswith("authenticate 'nope' failed: "), wrong.results
+
+
+def _running(pid: str) -> bool:
+    """Whether process `pid` exists and is not a zombie."""
+    try:
+        return not Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+    except FileNotFoundError:
+        return False
+
+
+async def test_a_launcher_is_ended_with_the_agent_it_started(tmp_path: Path) -> None:
+    """An agent started by a launcher that waits for it (npm's shims do): a kill ends both,
+    so no check waits on the pipes the agent still holds, and no agent is left running."""
+    pid_file = tmp_path / "agent.pid"
+    agent = (
+        "import subprocess, sys; child = subprocess.Popen(sys.argv[2:]); "
+        "open(sys.argv[1], 'w').write(str(child.pid)); child.wait()"
+    )
+    launcher = (sys.executable, "-c", agent, str(pid_file), *broken("stays_after_eof"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = await asyncio.wait_for(
+        run_check(GROUPS["robustness"][1], Target(launcher, env, tmp_path, wait_s=1.0)), 20
+    )
+    assert result.outcome is Outcome.FAIL and result.reason.startswith("still running 1 s")
+    for _ in range(50):  # the orphan is reaped by init a moment after the kill
+        if not _running(pid_file.read_text()):
+            break
+        await asyncio.sleep(0.05)
+    else:
+        pytest.fail("the agent the launcher started still runs")

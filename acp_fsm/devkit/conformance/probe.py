@@ -331,7 +331,9 @@ class Context:
         gone = set(unset)
         env = {k: v for k, v in self.target.env.items() if k not in gone}
         try:
-            probe = await Probe.spawn(env, command=self.target.command, editor=editor or Editor())
+            probe = await Probe.spawn(
+                env, command=self.target.command, editor=editor or Editor(), own_group=True
+            )
         except OSError as exc:
             raise Violation(
                 f"could not start {' '.join(self.target.command)}: {exc.strerror or exc}"

@@ -16,6 +16,8 @@ import asyncio
 import contextlib
 import itertools
 import json
+import os
+import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +29,7 @@ from acp_fsm.protocol.errors import RemoteError
 AGENT_COMMAND: Final = (sys.executable, "-m", "acp_fsm")
 READ_LIMIT: Final = 64 * 1024 * 1024  # longest line read from the agent (its own limit)
 TIMEOUT_S: Final = 10.0  # any single wait for the agent
+KILL_WAIT_S: Final = 2.0  # after kill -9, for the pipes to close
 # The member that carries the payload of a message, by its kind.
 PAYLOAD: Final = {
     "request": "params",
@@ -86,6 +89,7 @@ class AgentLink:
         sent: list[Sent] | None = None,
     ) -> None:
         self.proc = proc
+        self.own_group = False  # `spawn(own_group=True)`: kill ends its process group
         self.editor = editor
         self.watch = watch  # called with every message read, before it is answered
         self.records: list[Record] = [] if records is None else records
@@ -122,9 +126,12 @@ class AgentLink:
         *args: str,
         command: Sequence[str] = AGENT_COMMAND,
         limit: int = READ_LIMIT,
+        own_group: bool = False,
         **options: Any,
     ) -> Self:
-        """Start the agent (`command` and `args`) with `env`; `options` as for the link."""
+        """Start the agent (`command` and `args`) with `env`; `options` as for the link.
+        `own_group`: in a process group of its own, which `kill` ends whole (a launcher's
+        children with it)."""
         proc = await asyncio.create_subprocess_exec(
             *command,
             *args,
@@ -133,9 +140,12 @@ class AgentLink:
             stderr=asyncio.subprocess.PIPE,
             env=dict(env),
             limit=limit,
+            start_new_session=own_group,
         )
         assert proc.stdin is not None
-        return cls(proc.stdin.write, proc=proc, **options)
+        link = cls(proc.stdin.write, proc=proc, **options)
+        link.own_group = own_group
+        return link
 
     def __repr__(self) -> str:
         pid = "no process" if self.proc is None else f"pid={self.proc.pid}"
@@ -387,10 +397,22 @@ class AgentLink:
         transport.close()
 
     async def kill(self) -> None:
-        """`kill -9` the agent if it still runs, and stop reading it (idempotent)."""
-        if self.proc is not None and self.proc.returncode is None:
-            self.proc.kill()
-            await self.proc.wait()
+        """`kill -9` the agent if it still runs (with `own_group`, every process of its group,
+        even once the agent is gone: a child may hold its pipes), and stop reading it
+        (idempotent). Pipes a process outside the group still holds are closed after
+        `KILL_WAIT_S`."""
+        proc = self.proc
+        if proc is not None and self.own_group:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        elif proc is not None and proc.returncode is None:
+            proc.kill()
+        if proc is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(proc.wait()), KILL_WAIT_S)
+            except TimeoutError:
+                proc._transport.close()  # type: ignore[attr-defined]
+                await proc.wait()
         for reader in self._readers:
             reader.cancel()
         await asyncio.gather(*self._readers, return_exceptions=True)
