@@ -54,7 +54,8 @@ async def suite(
 
 
 def failed(run: Run) -> set[str]:
-    return {r.check.id for r in run.results if r.outcome is Outcome.FAIL}
+    """The checks that caught a violation: failed, or warned for a rule of acp-fsm's own."""
+    return {r.check.id for r in run.results if r.outcome in (Outcome.FAIL, Outcome.WARN)}
 
 
 def test_acp_fsm_passes_every_check(official: OfficialSchema, tmp_path: Path) -> None:
@@ -110,6 +111,9 @@ async def test_a_broken_agent_fails_its_own_check_only(
     run = await suite(broken(name), official)
     assert failed(run) == {check_id}, [(r.check.id, r.reason) for r in run.results]
     result = next(r for r in run.results if r.check.id == check_id)
+    required = result.check.rule.required
+    assert result.outcome is (Outcome.FAIL if required else Outcome.WARN)
+    assert run.ok is not required  # a warning alone leaves the exit status 0
     sent = [line for line in result.evidence if re.match(r"(\[agent \d\] )?> ", line)]
     assert sent, result.evidence  # the lines sent are in the evidence, beside those received
     assert result.reason
@@ -259,3 +263,25 @@ async def test_a_launcher_is_ended_with_the_agent_it_started(tmp_path: Path) -> 
         await asyncio.sleep(0.05)
     else:
         pytest.fail("the agent the launcher started still runs")
+
+
+def test_a_rule_of_acp_fsm_alone_warns_with_its_evidence_and_exits_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report, table = tmp_path / "report.json", tmp_path / "report.md"
+    status = main(
+        [
+            *("--only", "handshake", "--env", f"PYTHONPATH={ROOT}"),
+            *("--json", str(report), "--markdown", str(table)),
+            *("--", *broken("serves_before_initialize")),
+        ]
+    )
+    assert status == 0
+    printed = capsys.readouterr().out
+    assert "WARN handshake.before_initialize: session/new before initialize was served" in printed
+    assert "3 checks: 2 pass, 1 warn" in printed
+    (warned,) = [c for c in json.loads(report.read_text())["checks"] if c["outcome"] == "warn"]
+    assert warned["rule"]["required"] is False and warned["evidence"]
+    markdown = table.read_text(encoding="utf-8")
+    assert "| handshake | `before_initialize` | ⚠️ warn |" in markdown
+    assert "<details><summary>handshake.before_initialize: evidence</summary>" in markdown

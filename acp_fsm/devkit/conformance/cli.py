@@ -11,6 +11,7 @@ import asyncio
 import sys
 from pathlib import Path
 
+from acp_fsm.devkit.conformance.probe import WAIT_S
 from acp_fsm.devkit.conformance.render import json_text, markdown, table
 from acp_fsm.devkit.conformance.runner import GROUPS, JOBS, run_suite, selected
 from acp_fsm.devkit.schema_check.official import OfficialSchema
@@ -55,7 +56,11 @@ def _parser() -> argparse.ArgumentParser:
         "--schema", metavar="PATH", help="the official schema.json (as for schema-check)"
     )
     parser.add_argument(
-        "--timeout", type=float, default=5.0, metavar="S", help="the longest wait (default 5 s)"
+        "--timeout",
+        type=float,
+        default=WAIT_S,
+        metavar="S",
+        help=f"the longest wait for one answer or exit (default {WAIT_S:g} s)",
     )
     parser.add_argument(
         "--jobs", type=int, default=JOBS, metavar="N", help=f"checks run at once ({JOBS})"

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 class Outcome(StrEnum):
     PASS = "pass"
     FAIL = "fail"
+    WARN = "warn"  # a rule of acp-fsm's own, beyond ACP and JSON-RPC, broken: not a fail
     NOT_APPLICABLE = "n/a"  # the agent does not advertise the capability the check needs
     SKIPPED = "skip"  # a step the check needs failed first (another check names it)
 
@@ -23,10 +24,12 @@ class Outcome(StrEnum):
 @dataclass(frozen=True, slots=True)
 class Rule:
     """A requirement: `source` is the document and section (e.g. "JSON-RPC 2.0 §6"), `text`
-    the requirement in the project's own words."""
+    the requirement in the project's own words. `required`: ACP or JSON-RPC requires it;
+    otherwise it is acp-fsm's own recommendation, and breaking it is a warning."""
 
     source: str
     text: str
+    required: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +86,11 @@ class Result:
         return {
             "id": self.check.id,
             "group": self.check.group,
-            "rule": {"source": self.check.rule.source, "text": self.check.rule.text},
+            "rule": {
+                "source": self.check.rule.source,
+                "text": self.check.rule.text,
+                "required": self.check.rule.required,
+            },
             "outcome": self.outcome.value,
             "reason": self.reason,
             "evidence": self.evidence,

@@ -22,6 +22,9 @@ from acp_fsm.devkit.editor import AgentLink, Editor, Message, NoAnswer, permissi
 from acp_fsm.devkit.schema_check.official import OfficialSchema
 
 AUTH_REQUIRED: Final = -32000  # ACP's error code: authenticate first
+# The longest wait for one answer or exit: an agent that starts an SDK or a CLI per session
+# takes seconds for session/new, more with four checks at once on two cores.
+WAIT_S: Final = 10.0
 PING: Final = "_conformance/ping"  # an extension request: any answer shows the agent serves
 EVIDENCE_LINES: Final = 20
 EVIDENCE_BYTES: Final = 2048
@@ -59,7 +62,7 @@ class Target:
     command: tuple[str, ...]
     env: dict[str, str]
     project: Path  # the cwd of the sessions the checks open
-    wait_s: float = 5.0  # one answer, one exit
+    wait_s: float = WAIT_S  # one answer, one exit
     settle_s: float = 0.3  # how long after a response to watch for stray updates
     official: OfficialSchema | None = None
     auth_method: str | None = None  # `--auth`: the authMethods id to log in with
@@ -71,7 +74,7 @@ class Probe(AgentLink):
     def __init__(self, write: Callable[[bytes], object], **options: Any) -> None:
         self.transcript: list[tuple[str, bytes]] = []
         self.values: list[Any] = []  # every JSON value read, batches included
-        self.wait_s = 5.0
+        self.wait_s = WAIT_S
         self.settle_s = 0.3
         self.session_cwd = "/"
         self.initialized: dict[str, Any] | None = None

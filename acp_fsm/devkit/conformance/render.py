@@ -11,6 +11,7 @@ from acp_fsm.devkit.conformance.model import Outcome, Result
 from acp_fsm.devkit.conformance.runner import Run
 
 REASON_WIDTH: Final = 72
+SHOWN: Final = (Outcome.FAIL, Outcome.WARN)  # the outcomes shown with their evidence
 
 
 def agent_name(run: Run) -> str:
@@ -39,14 +40,14 @@ def table(run: Run) -> str:
     ]
     lines += ["", summary(run)]
     for result in run.results:
-        if result.outcome is Outcome.FAIL:
+        if result.outcome in SHOWN:
             lines += ["", *_failure(result)]
     return "\n".join(lines)
 
 
 def _failure(result: Result) -> list[str]:
     lines = [
-        f"FAIL {result.check.id}: {result.reason}",
+        f"{result.outcome.value.upper()} {result.check.id}: {result.reason}",
         f"  rule ({result.check.rule.source}): {result.check.rule.text}",
     ]
     lines += [f"  {line}" for line in result.evidence]
@@ -77,7 +78,12 @@ def _cell(text: str, width: int = 120) -> str:
 
 def markdown(run: Run) -> str:
     """A table of every check (the rule with each), then each failure's evidence."""
-    mark = {Outcome.PASS: "✅ pass", Outcome.FAIL: "❌ fail", Outcome.NOT_APPLICABLE: "n/a"}
+    mark = {
+        Outcome.PASS: "✅ pass",
+        Outcome.FAIL: "❌ fail",
+        Outcome.WARN: "⚠️ warn",
+        Outcome.NOT_APPLICABLE: "n/a",
+    }
     lines = [
         f"### ACP conformance: {agent_name(run)}",
         "",
@@ -94,7 +100,7 @@ def markdown(run: Run) -> str:
             f"| {r.check.group} | `{name}` | {outcome} | {_cell(r.reason)} | {_cell(rule, 400)} |"
         )
     for r in run.results:
-        if r.outcome is Outcome.FAIL:
+        if r.outcome in SHOWN:
             lines += ["", f"<details><summary>{r.check.id}: evidence</summary>", "", "```"]
             lines += [line.replace("```", "'''") for line in r.evidence]
             lines += ["```", "", "</details>"]

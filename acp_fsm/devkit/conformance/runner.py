@@ -23,8 +23,8 @@ from acp_fsm.devkit.conformance import (
     sessions,
     transport,
 )
-from acp_fsm.devkit.conformance.model import Check, Outcome, Result, Verdict
-from acp_fsm.devkit.conformance.probe import Context, Target
+from acp_fsm.devkit.conformance.model import Check, Outcome, Result, Verdict, Violation
+from acp_fsm.devkit.conformance.probe import WAIT_S, Context, Target
 from acp_fsm.devkit.conformance.script import answer
 from acp_fsm.devkit.provider import ScriptedProvider
 from acp_fsm.devkit.schema_check.official import OfficialSchema
@@ -92,6 +92,8 @@ async def run_check(check: Check, target: Target) -> Result:
         evidence = None
     except Verdict as verdict:
         outcome, reason, evidence = verdict.outcome, verdict.reason, verdict.evidence
+        if isinstance(verdict, Violation) and not check.rule.required:
+            outcome = Outcome.WARN
     except TimeoutError as exc:  # NoAnswer from a wait, or the whole check
         outcome, reason, evidence = Outcome.FAIL, str(exc) or f"not done in {CHECK_S:g} s", None
     except (LookupError, TypeError, AttributeError, ValueError) as exc:
@@ -118,7 +120,7 @@ async def run_suite(
     *,
     extra_env: Mapping[str, str] | None = None,
     official: OfficialSchema | None = None,
-    wait_s: float = 5.0,
+    wait_s: float = WAIT_S,
     jobs: int = JOBS,
     auth_method: str | None = None,
 ) -> Run:
