@@ -85,6 +85,18 @@ def test_without_a_write_tool_the_file_is_added_by_a_patch() -> None:
     }
 
 
+def test_a_free_form_patch_tool_of_the_responses_api_gets_the_patch_as_its_input() -> None:
+    tools = [
+        {"type": "function", "name": "exec_command", "parameters": SHELL},
+        {"type": "custom", "name": "apply_patch", "format": {"type": "grammar"}},
+    ]
+    (call,) = asked(script.write_prompt("/w/a.txt"), tools, key="input").calls
+    assert (call.name, call.custom) == ("apply_patch", True)
+    assert call.arguments == script._added("/w/a.txt")
+    (run,) = asked(script.run_prompt(), tools, key="input").calls
+    assert (run.name, run.custom) == ("exec_command", False)  # a free-form tool runs nothing
+
+
 @pytest.mark.parametrize(("kind", "argv"), [("string", False), ("array", True)])
 def test_without_a_write_or_patch_tool_a_shell_command_writes_the_file(
     tmp_path: Any, kind: str, argv: bool

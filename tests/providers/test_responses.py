@@ -196,6 +196,21 @@ async def test_the_encrypted_reasoning_comes_when_it_is_included(
             [{"type": "function_call_output", "call_id": "y", "output": "o"}],
             "No tool call found for function call output with call_id y.",
         ),
+        (
+            [{"type": "custom_tool_call", "call_id": "z", "name": "n", "input": "text"}],
+            "No tool output found for function call z.",
+        ),
+        (
+            [{"type": "custom_tool_call_output", "call_id": "w", "output": "o"}],
+            "No tool call found for custom tool call output with call_id w.",
+        ),
+        (
+            [
+                {"type": "function_call", "call_id": "v", "name": "n", "arguments": "{}"},
+                {"type": "custom_tool_call_output", "call_id": "u", "output": "o"},
+            ],
+            "No tool call found for custom tool call output with call_id u.",
+        ),
         ([{"type": "reasoning", "id": "rs_1", "summary": []}], "Items are not persisted"),
         (
             [{"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "e"}],
@@ -209,6 +224,39 @@ async def test_what_the_api_refuses(
     status, _, raw = await post(client, server, PATH, body(*items), OPENAI_HEADERS)
     assert status == 400
     assert message in json.loads(raw)["error"]["message"]
+
+
+async def test_a_custom_tool_call_streams_its_input_and_its_output_answers_it(
+    server: ScriptedProvider, client: aiohttp.ClientSession
+) -> None:
+    """A free-form tool's call: `custom_tool_call` with its text input, streamed as
+    `response.custom_tool_call_input.*`; sent back with a `custom_tool_call_output`."""
+    patch = ("*** Begin Patch\n", "*** End Patch\n")
+    server.script(
+        Reply(calls=(Call("call_p", "apply_patch", patch, custom=True),)), Reply(text="ok")
+    )
+    status, _, raw = await post(client, server, PATH, body(), OPENAI_HEADERS)
+    events = sse_payloads(raw)
+    assert status == 200
+    deltas = [
+        data["delta"] for name, data in events if name == "response.custom_tool_call_input.delta"
+    ]
+    [done] = [data for name, data in events if name == "response.custom_tool_call_input.done"]
+    [item] = [data["item"] for name, data in events if name == "response.output_item.done"]
+    assert deltas == list(patch) and done["input"] == "".join(patch)
+    assert item["id"].startswith("ctc_") and done["item_id"] == item["id"]
+    assert {k: item[k] for k in ("type", "call_id", "name", "input", "status")} == {
+        "type": "custom_tool_call",
+        "call_id": "call_p",
+        "name": "apply_patch",
+        "input": "".join(patch),
+        "status": "completed",
+    }
+    answered = body(
+        item, {"type": "custom_tool_call_output", "call_id": "call_p", "output": "done"}
+    )
+    status, _, raw = await post(client, server, PATH, answered, OPENAI_HEADERS)
+    assert (status, server.remaining) == (200, 0), raw
 
 
 def test_a_refusal_is_the_answer() -> None:

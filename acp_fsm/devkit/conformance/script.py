@@ -4,11 +4,12 @@ every model call (whatever model it names) from the conversation it carries.
 - A prompt holding `HANG_MARKER` gets a reply that streams a few chunks and then hangs (the
   cancel checks).
 - A prompt made by `write_prompt` or `run_prompt` gets one tool call, of the tool the agent
-  offers that writes a file (else one that applies a patch, else a shell command that writes
-  it) or runs a command, its arguments filled from the tool's own JSON Schema; once the call's
-  result is in the conversation, a short closing reply. An agent that offers no such tool
-  gets `NO_TOOL` and the tools' names as the reply. The call opens with a thinking block
-  when an Anthropic request turns thinking on, as the real model's does.
+  offers that writes a file (else one that applies a patch, free-form tools of the Responses
+  API included, else a shell command that writes it) or runs a command, its arguments
+  filled from the tool's own JSON Schema; once the call's result is in the conversation, a
+  short closing reply. An agent that offers no such tool gets `NO_TOOL` and the tools' names
+  as the reply. The call opens with a thinking block when an Anthropic request turns
+  thinking on, as the real model's does.
 - Any other prompt gets `CHUNKS`, several chunks with a pause between them.
 
 Nothing here knows one agent's tools: OpenAI Chat (`function.parameters`), Responses
@@ -84,7 +85,7 @@ def answer(request: RecordedRequest) -> Scripted:
         return Reply(text=DONE_TEXT)
     tools = dict(_tools(body.get("tools")))
     what = "write a file" if wanted else "run a command"
-    call = _call(tools, wanted.group(1) if wanted else None)
+    call = _call(tools, wanted.group(1) if wanted else None, set(_free_form(body.get("tools"))))
     if call is None:
         names = ", ".join(tools) or "none offered"
         return Reply(text=f"{NO_TOOL} {what} among the agent's tools ({names}).")
@@ -109,10 +110,18 @@ def _tools(listed: Any) -> Iterator[tuple[str, dict[str, Any]]]:
             yield name, _dict(function.get("parameters", function.get("input_schema")))
 
 
-def _call(tools: dict[str, dict[str, Any]], path: str | None) -> Call | None:
+def _free_form(listed: Any) -> Iterator[str]:
+    """The names of the Responses API's free-form (`custom`) tools: their input is text."""
+    for tool in _list(listed):
+        if _dict(tool).get("type") == "custom" and isinstance(tool.get("name"), str):
+            yield tool["name"]
+
+
+def _call(tools: dict[str, dict[str, Any]], path: str | None, free_form: set[str]) -> Call | None:
     """The call that writes `path` (or, with no path, runs `COMMAND`): of the first tool that
-    writes files, else of one that applies patches, else of one that runs commands (a shell
-    command that writes it), whose required parameters can all be filled."""
+    writes files, else of one that applies patches (a free-form one given the patch as its
+    input), else of one that runs commands (a shell command that writes it), whose required
+    parameters can all be filled."""
     if path is None:
         ways: tuple[tuple[re.Pattern[str], Wanted], ...] = ((_RUNS, ((_COMMANDS, COMMAND),)),)
     else:
@@ -123,7 +132,12 @@ def _call(tools: dict[str, dict[str, Any]], path: str | None) -> Call | None:
         )
     for pattern, wanted in ways:
         for name, schema in tools.items():
-            if pattern.search(name) and (arguments := _arguments(schema, wanted)) is not None:
+            if not pattern.search(name):
+                continue
+            if name in free_form:
+                if pattern is _PATCHES and path is not None:
+                    return Call(CALL_ID, name, _added(path), custom=True)
+            elif (arguments := _arguments(schema, wanted)) is not None:
                 return Call(CALL_ID, name, json.dumps(arguments))
     return None
 

@@ -193,7 +193,18 @@ class OpenAiRules:
 
 # ---------------------------------------------------------------------------- Responses
 
-RESPONSES_ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning")
+RESPONSES_ITEM_TYPES = (
+    "message",
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "reasoning",
+)
+RESPONSES_OUTPUTS = {
+    "function_call_output": "function call",
+    "custom_tool_call_output": "custom tool call",
+}
 RESPONSES_CONTENT = {
     "user": ("input_text", "input_image"),
     "system": ("input_text",),
@@ -212,8 +223,9 @@ def _alone(reasoning_id: str) -> Rejection:
 
 class ResponsesRules(OpenAiRules):
     """The Responses API: a Bearer key; a model, `input` and `stream: true`; known item
-    types; every `function_call` answered by a `function_call_output` with its `call_id`
-    before the next message, every output answering one; with `store: false` a reasoning item
+    types; every `function_call` (`custom_tool_call`) answered by a `function_call_output`
+    (`custom_tool_call_output`) with its `call_id` before the next message, every output
+    answering one; with `store: false` a reasoning item
     sent back whole (`encrypted_content`, readable by the model that made it only), and a
     function call of a response that reasoned sent back to its model after that response's
     reasoning item (`reasoning_of`, what the wire served: call_id -> (reasoning item id,
@@ -270,15 +282,16 @@ class ResponsesRules(OpenAiRules):
             if kind not in RESPONSES_ITEM_TYPES:
                 raise _invalid_value(f"input[{index}].type", kind, RESPONSES_ITEM_TYPES)
             if follows is not None and (
-                kind == "function_call_output" or (kind == "message" and item.get("role") == "user")
+                kind in RESPONSES_OUTPUTS or (kind == "message" and item.get("role") == "user")
             ):
                 raise _alone(follows)
             follows = str(item.get("id")) if kind == "reasoning" else None
-            if kind == "function_call_output":
+            if kind in RESPONSES_OUTPUTS:
                 call_id = item.get("call_id")
                 if call_id not in pending:
                     raise reject(
-                        f"No tool call found for function call output with call_id {call_id}.",
+                        f"No tool call found for {RESPONSES_OUTPUTS[kind]} output with "
+                        f"call_id {call_id}.",
                         param="input",
                     )
                 pending.remove(call_id)
@@ -306,7 +319,7 @@ class ResponsesRules(OpenAiRules):
                 wanted = made if by == model else None
                 if not store and wanted is not None and wanted not in reasoned:
                     raise reject(
-                        f"Item '{call_id}' of type 'function_call' was provided without its "
+                        f"Item '{call_id}' of type '{kind}' was provided without its "
                         f"required 'reasoning' item: '{wanted}'.",
                         param="input",
                     )

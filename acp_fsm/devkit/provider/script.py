@@ -21,11 +21,14 @@ DEFAULT_MODELS = ("gpt-5", "gpt-5-mini", "claude-sonnet-4-5", "claude-haiku-4-5"
 @dataclass(frozen=True)
 class Call:
     """One tool call of a `Reply`. `arguments` is the JSON text the model streams (it may be
-    malformed on purpose); a sequence gives the exact fragments, a string is one fragment."""
+    malformed on purpose); a sequence gives the exact fragments, a string is one fragment.
+    `custom`: a call of a free-form (`custom`) tool of the Responses API, `arguments` its
+    plain-text input (other routes stream it as a function call's arguments)."""
 
     id: str
     name: str
     arguments: str | Sequence[str] = "{}"
+    custom: bool = False
 
     @property
     def fragments(self) -> tuple[str, ...]:

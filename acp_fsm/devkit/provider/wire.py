@@ -255,7 +255,8 @@ def render_responses(
 ) -> list[bytes]:
     """The SSE events of `reply` as the Responses API streams them: `response.created`, then
     per output item (a reasoning item with its summary, and its `encrypted_content` when
-    `encrypted`: the request's `include` asked for it; a message; each function call)
+    `encrypted`: the request's `include` asked for it; a message; each function call, or
+    custom tool call)
     `response.output_item.added`, its part opened, its deltas, its part closed with the whole
     text (the arguments), and `response.output_item.done`, then
     `response.completed` (or `response.incomplete` at max_tokens) with the usage.
@@ -340,26 +341,29 @@ def render_responses(
         }
         item(index, done, {**done, "status": "in_progress", "content": []}, deltas)
     for call in reply.calls:
-        call_item = new_id("fc_")
         index = len(output)
-        where = {"item_id": call_item, "output_index": index}
         arguments = "".join(call.fragments)
+        # a function call streams its JSON arguments; a custom tool's call, its free text
+        kind, field, stream = (
+            ("custom_tool_call", "input", "custom_tool_call_input")
+            if call.custom
+            else ("function_call", "arguments", "function_call_arguments")
+        )
+        call_item = new_id("ctc_" if call.custom else "fc_")
+        where = {"item_id": call_item, "output_index": index}
         deltas = [
-            *(
-                event("response.function_call_arguments.delta", **where, delta=piece)
-                for piece in call.fragments
-            ),
-            event("response.function_call_arguments.done", **where, arguments=arguments),
+            *(event(f"response.{stream}.delta", **where, delta=piece) for piece in call.fragments),
+            event(f"response.{stream}.done", **where, **{field: arguments}),
         ]
         done = {
             "id": call_item,
-            "type": "function_call",
+            "type": kind,
             "status": "completed",
             "call_id": call.id,
             "name": call.name,
-            "arguments": arguments,
+            field: arguments,
         }
-        item(index, done, {**done, "status": "in_progress", "arguments": ""}, deltas)
+        item(index, done, {**done, "status": "in_progress", field: ""}, deltas)
         if reasoning_of is not None and reasoning_id is not None:
             reasoning_of[call.id] = (reasoning_id, model)
     incomplete = reply.stop_reason is StopReason.MAX_TOKENS
