@@ -575,6 +575,12 @@ ANTHROPIC_OPTION_REJECTIONS = [
         _anthropic_body(thinking={"type": "enabled"}),
         "thinking.enabled.budget_tokens: Field required",
     ),
+    (  # an enabled thinking's budget is checked before forced tool use
+        _anthropic_body(
+            thinking={"type": "enabled"}, tools=ANTHROPIC_TOOLS, tool_choice={"type": "any"}
+        ),
+        "thinking.enabled.budget_tokens: Field required",
+    ),
     (
         _anthropic_body(max_tokens=2048, thinking={"type": "enabled", "budget_tokens": 1023}),
         "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024",

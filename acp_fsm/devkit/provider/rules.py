@@ -482,6 +482,8 @@ class AnthropicRules:
         kind = _tagged("thinking", thinking, ("enabled", "disabled", "adaptive"))
         if kind == "disabled":
             return
+        if kind == "enabled":  # its fields are checked before the request's other rules
+            AnthropicRules._check_budget(body, thinking)
         if tool_choice in ("any", "tool"):
             raise reject("Thinking may not be enabled when tool_choice forces tool use.")
         if body.get("temperature") not in (None, 1):
@@ -490,7 +492,6 @@ class AnthropicRules:
                 f"{THINKING_DOCS}#important-considerations-when-using-extended-thinking"
             )
         if kind == "enabled":  # adaptive: the model may not think, so no block is owed
-            AnthropicRules._check_budget(body, thinking)
             AnthropicRules._check_thinking_loop(body["messages"])
 
     @staticmethod
