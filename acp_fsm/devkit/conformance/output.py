@@ -99,7 +99,7 @@ class Tail:
 class Output:
     """One agent process's output as the tool keeps it (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, message_limit: int = MESSAGE_LIMIT) -> None:
         self.lines = 0  # stdout lines read, blank ones aside
         self.bytes = 0  # all of stdout
         self.kept = 0  # JSON values kept for the checks
@@ -107,7 +107,7 @@ class Output:
         self.recent: deque[Line] = deque(maxlen=RECENT_LINES)
         self.strays = Strays()
         self.stderr = Tail()
-        self._framer = LineFramer(MESSAGE_LIMIT)
+        self._framer = LineFramer(message_limit)
 
     def __repr__(self) -> str:
         return (
