@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Self
 
 from acp_fsm import __version__
+from acp_fsm.devkit.conformance.ids import id_shown, json_type, misanswered
 from acp_fsm.devkit.conformance.model import Blocked, Misanswered, NotApplicable, Violation
 from acp_fsm.devkit.conformance.output import (
     MESSAGE_LIMIT,
@@ -144,35 +145,21 @@ class Probe(AgentLink):
         return self.output.stderr.kept.decode("utf-8", "replace")[-size:]
 
     def unmatched(self, message: Message) -> None:
-        """An answer no awaited id matches: when it can only be the answer to one of them,
-        that request's wait fails with it."""
+        """An answer no awaited id matches: when it can only be the answer to one of them
+        (`ids.misanswered`), that request's wait fails with it."""
         super().unmatched(message)
-        found = self._misanswered(message)
-        if found is None:
-            return
-        (sent, method, future), how = found
-        reason = (
-            f"{method or 'a request'} answered {how} for request id {json.dumps(sent)} "
-            f"({_json_type(sent)}): {clip(json.dumps(message))}"
-        )
-        future.set_exception(Misanswered(reason))
-        future.exception()  # seen: whoever awaits the request gets it, nobody else need
-
-    def _misanswered(
-        self, message: Message
-    ) -> tuple[tuple[Any, str | None, asyncio.Future[Message]], str] | None:
-        """The awaited request that `message` answers with an id that does not match, and how
-        the id differs: the request's id in another JSON type ("1" for 1), or no id when one
-        request is awaited and every message written so far had an id (so the answer is not
-        to a notification or to a line the agent could not read)."""
         awaited = self.awaited()
-        got = message.get("id")
-        same = [request for request in awaited if _same_in_another_type(got, request[0])]
-        if same:
-            return same[0], f"with id {json.dumps(got)} ({_json_type(got)})"
-        if got is None and len(awaited) == 1 and self.ids_only:
-            return awaited[0], "with id null" if "id" in message else "without an id"
-        return None
+        index = misanswered(message, [sent for sent, _, _ in awaited], self.ids_only)
+        if index is None:
+            return
+        sent, method, future = awaited[index]
+        future.set_exception(
+            Misanswered(
+                f"{method or 'a request'} answered {id_shown(message)} for request id "
+                f"{json.dumps(sent)} ({json_type(sent)}): {clip(json.dumps(message))}"
+            )
+        )
+        future.exception()  # seen: whoever awaits the request gets it, nobody else need
 
     # ---------------------------------------------------------------------------- writing
 
@@ -538,29 +525,6 @@ class Context:
         return (
             f"[{written:,} bytes in {lines:,} newline(s); the last {len(tail):,} characters] {tail}"
         )
-
-
-def _same_in_another_type(got: Any, sent: Any) -> bool:
-    """Whether an answer's id is a request's in another JSON type: "1" for 1, 1.0 for 1."""
-    if got is None or type(got) is type(sent) or isinstance(got, bool) or isinstance(sent, bool):
-        return False
-    if isinstance(got, int | float) and isinstance(sent, int | float):
-        return got == sent
-    return str(got) == str(sent)
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "a number"
-    if isinstance(value, float):
-        return "a number with a decimal point"
-    if isinstance(value, str):
-        return "a string"
-    if value is None:
-        return "null"
-    return "an array" if isinstance(value, list) else "an object"
 
 
 def shown(line: Line) -> str:
