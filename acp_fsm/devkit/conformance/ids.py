@@ -6,7 +6,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
+
+# Python's types of JSON values, in the order they are tested (a bool is an int).
+_TYPES: Final = (
+    (bool, "a boolean"),
+    (int, "a number"),
+    (float, "a number with a decimal point"),
+    (str, "a string"),
+    (list, "an array"),
+    (object, "an object"),
+)
 
 
 def misanswered(message: dict[str, Any], awaited: Sequence[Any], ids_only: bool) -> int | None:
@@ -34,17 +44,9 @@ def id_shown(message: dict[str, Any]) -> str:
 
 def json_type(value: Any) -> str:
     """The JSON type of a value, for a reason (an integer is "a number", as JSON has it)."""
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "a number"
-    if isinstance(value, float):
-        return "a number with a decimal point"
-    if isinstance(value, str):
-        return "a string"
     if value is None:
         return "null"
-    return "an array" if isinstance(value, list) else "an object"
+    return next(name for kind, name in _TYPES if isinstance(value, kind))
 
 
 def _in_another_type(got: Any, sent: Any) -> bool:
