@@ -9,15 +9,18 @@ from __future__ import annotations
 # Largest line (without its newline) accepted from the peer. Editors embed whole files in prompts;
 # 64 MiB is far above any real message while still bounding memory.
 MAX_LINE_BYTES = 64 * 1024 * 1024
+HEAD_BYTES = 256  # of an overlong line, kept to say what it was
 
 
 class Overlong:
-    """A line exceeded the limit; `size` is how many of its bytes were seen before giving up."""
+    """A line exceeded the limit; `size` is how many of its bytes were seen before giving up,
+    `head` its first `HEAD_BYTES` (not part of equality: a marker is its size)."""
 
-    __slots__ = ("size",)
+    __slots__ = ("head", "size")
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, head: bytes = b"") -> None:
         self.size = size
+        self.head = head
 
     def __repr__(self) -> str:
         return f"Overlong({self.size})"
@@ -54,7 +57,7 @@ class LineFramer:
             if self._discarding:
                 self._discarding = False
             elif newline - start > self._limit:
-                out.append(Overlong(newline - start))
+                out.append(Overlong(newline - start, bytes(buffer[start : start + HEAD_BYTES])))
             elif not buffer[start:newline].strip():
                 pass
             else:
@@ -66,7 +69,7 @@ class LineFramer:
         self._scanned = len(buffer)
         if len(buffer) > self._limit:
             if not self._discarding:
-                out.append(Overlong(len(buffer)))
+                out.append(Overlong(len(buffer), bytes(buffer[:HEAD_BYTES])))
                 self._discarding = True
             buffer.clear()
             self._scanned = 0

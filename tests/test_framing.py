@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_fsm.protocol.framing import MAX_LINE_BYTES, LineFramer, Overlong
+from acp_fsm.protocol.framing import HEAD_BYTES, MAX_LINE_BYTES, LineFramer, Overlong
 
 LIMIT = 64
 
@@ -190,6 +190,21 @@ def test_two_overlong_lines_are_two_reports() -> None:
     data = b"x" * 70 + b"\n" + b"y" * 90 + b"\nz\n"
     assert feed_all([data]) == ([Overlong(70), Overlong(90), b"z"], None)
     assert kinds(feed_all(bytewise(data))[0]) == ["<overlong>", "<overlong>", b"z"]
+
+
+@quick
+@given(cuts=st.lists(st.integers(min_value=0), max_size=12))
+def test_an_overlong_lines_head_is_its_start_at_every_chunking(cuts: list[int]) -> None:
+    """What an overlong line was, for a report: its first `HEAD_BYTES`, however it arrives."""
+    long_line = bytes(range(256)).replace(b"\n", b"-") * 3
+    data = b"a\n" + long_line + b"\nb\n"
+    for chunks in ([data], bytewise(data), split_at(data, cuts)):
+        out, _ = feed_all(chunks, limit=300)
+        assert [(item.head if isinstance(item, Overlong) else item) for item in out] == [
+            b"a",
+            long_line[:HEAD_BYTES],
+            b"b",
+        ]
 
 
 def test_overlong_whitespace_line_is_still_overlong() -> None:

@@ -29,6 +29,7 @@ BROKEN = {
     "stdout_logs": "transport.stdout_only",
     "serves_before_initialize": "handshake.before_initialize",
     "update_after_response": "sessions.updates_precede_response",
+    "streams_nothing": "sessions.prompt_streams",
     "ignores_cancel": "cancel.mid_stream",
     "wrong_id": "transport.id_echo",
     "batch_crash": "transport.batch",

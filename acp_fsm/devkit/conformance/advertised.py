@@ -9,27 +9,26 @@ from collections.abc import Awaitable, Callable
 from typing import Final
 
 from acp_fsm.devkit.conformance.model import Check, NotApplicable, Rule, Violation
-from acp_fsm.devkit.conformance.probe import Context, Probe, clip, is_update
-from acp_fsm.devkit.conformance.script import STREAM_PROMPT, STREAMED_TEXT
+from acp_fsm.devkit.conformance.probe import Context, Probe, Turn, clip, is_update
+from acp_fsm.devkit.conformance.script import STREAM_PROMPT
 from acp_fsm.devkit.editor import Message
 
 
-async def _talked(ctx: Context, *capability: str) -> tuple[Probe, str]:
-    """An agent that advertises `capability` (NotApplicable otherwise), and a session of it
-    that holds one turn."""
+async def _talked(ctx: Context, *capability: str) -> tuple[Probe, str, Turn]:
+    """An agent that advertises `capability` (NotApplicable otherwise), a session of it and
+    the one turn it holds."""
     probe = await ctx.start()
     await probe.initialize()
     if probe.capability(*capability) in (None, False):
         raise NotApplicable(f"agentCapabilities.{'.'.join(capability)} not advertised")
     session_id = await probe.new_session()
-    await probe.prompt(session_id, STREAM_PROMPT)
-    return probe, session_id
+    return probe, session_id, await probe.prompt(session_id, STREAM_PROMPT)
 
 
-async def _reopened(ctx: Context, method: str) -> tuple[Message, list[Message], str]:
-    """A session with a turn, reopened with `method` in a second agent: the response, the
-    session's updates before it, and the session id."""
-    probe, session_id = await _talked(
+async def _reopened(ctx: Context, method: str) -> tuple[list[Message], Turn]:
+    """A session with a turn, reopened with `method` in a second agent: the session's updates
+    before the response, and the turn."""
+    probe, session_id, turn = await _talked(
         ctx, *(("loadSession",) if method == "session/load" else ("sessionCapabilities", "resume"))
     )
     fresh = await ctx.restart(probe)
@@ -39,7 +38,7 @@ async def _reopened(ctx: Context, method: str) -> tuple[Message, list[Message], 
     if "result" not in response:
         raise Violation(f"{method} of a session with a turn failed: {clip(json.dumps(response))}")
     end = next(i for i, m in enumerate(fresh.messages) if m is response)
-    return response, [m for m in fresh.messages[start:end] if is_update(m, session_id)], session_id
+    return [m for m in fresh.messages[start:end] if is_update(m, session_id)], turn
 
 
 def _killed(ctx: Context) -> str:
@@ -59,15 +58,12 @@ def _said(updates: list[Message], kind: str) -> str:
 
 
 async def load(ctx: Context) -> str:
-    _, replay, _ = await _reopened(ctx, "session/load")
-    missing = [
-        what
-        for what, kind, text in (
-            ("the user's prompt", "user_message_chunk", STREAM_PROMPT),
-            ("the agent's reply", "agent_message_chunk", STREAMED_TEXT),
-        )
-        if text not in _said(replay, kind)
-    ]
+    replay, turn = await _reopened(ctx, "session/load")
+    said = (
+        ("the user's prompt", "user_message_chunk", STREAM_PROMPT),
+        ("the agent's reply", "agent_message_chunk", turn.text()),  # the model's, or its own
+    )
+    missing = [what for what, kind, text in said if text not in _said(replay, kind)]
     if missing:
         raise Violation(
             f"session/load in a new process did not replay {' and '.join(missing)} "
@@ -77,7 +73,7 @@ async def load(ctx: Context) -> str:
 
 
 async def resume(ctx: Context) -> str:
-    _, replay, _ = await _reopened(ctx, "session/resume")
+    replay, _ = await _reopened(ctx, "session/resume")
     said = [
         m for m in replay if _said([m], "user_message_chunk") or _said([m], "agent_message_chunk")
     ]
@@ -87,7 +83,7 @@ async def resume(ctx: Context) -> str:
 
 
 async def list_sessions(ctx: Context) -> str:
-    probe, session_id = await _talked(ctx, "sessionCapabilities", "list")
+    probe, session_id, _ = await _talked(ctx, "sessionCapabilities", "list")
     response = await probe.answer("session/list", {"cwd": probe.session_cwd})
     sessions = (response.get("result") or {}).get("sessions")
     if not isinstance(sessions, list):
@@ -98,7 +94,7 @@ async def list_sessions(ctx: Context) -> str:
 
 
 async def close(ctx: Context) -> str:
-    probe, session_id = await _talked(ctx, "sessionCapabilities", "close")
+    probe, session_id, _ = await _talked(ctx, "sessionCapabilities", "close")
     response = await probe.answer("session/close", {"sessionId": session_id})
     if "result" not in response:
         raise Violation(f"session/close failed: {clip(json.dumps(response))}")
@@ -112,7 +108,7 @@ async def close(ctx: Context) -> str:
 
 
 async def fork(ctx: Context) -> str:
-    probe, session_id = await _talked(ctx, "sessionCapabilities", "fork")
+    probe, session_id, _ = await _talked(ctx, "sessionCapabilities", "fork")
     params = {"sessionId": session_id, "cwd": probe.session_cwd, "mcpServers": []}
     response = await probe.answer("session/fork", params)
     forked = (response.get("result") or {}).get("sessionId")

@@ -2,10 +2,11 @@
 asks of the client. The scripted model makes one tool call (`script.write_prompt`,
 `script.run_prompt`) with whichever tool of the agent writes a file or runs a command.
 
-A check is not applicable when the agent offers the model no such tool, or does not ask what
-the check is about: ACP lets an agent act without asking, and on the files and processes of
-its own machine. What it asks is held to the rules: of its session, during the turn, valid
-for the official schema, and its answer obeyed."""
+A check is not applicable when the agent does not call the model it was pointed at, offers
+the model no such tool, or does not ask what the check is about: ACP lets an agent act
+without asking, and on the files and processes of its own machine. What it asks is held to
+the rules: of its session, during the turn, valid for the official schema, and its answer
+obeyed."""
 
 from __future__ import annotations
 
@@ -47,14 +48,16 @@ class ToolTurn:
 
     def asked(self, prefix: str) -> list[Message]:
         """The agent's requests of methods starting with `prefix`, each held to the rules
-        (a Violation otherwise); NotApplicable when the model found no tool to call."""
+        (a Violation otherwise); NotApplicable when the agent did not call the model, or
+        the model found no tool to call, or its call was not made."""
+        self.turn.needs_model()
         if NO_TOOL in self.turn.text():
             raise NotApplicable(clip(self.turn.text(), 160))
         requests = [r for r in self.editor.received if str(r["method"]).startswith(prefix)]
         if not (requests or self.editor.received or self.called()):
             raise NotApplicable(
                 f"the model's tool call was not made (the agent answered "
-                f"{clip(self.turn.text(), 80)!r}); its model may not be the scripted one"
+                f"{clip(self.turn.text(), 80)!r})"
             )
         for request in requests:
             self._well_formed(request)
@@ -167,6 +170,7 @@ async def tool_turn(
         cancel=("a permission request", moment) if cancel else False,
     )
     if "error" in turn.response:
+        turn.needs_model()
         raise Violation(f"the tool turn failed: {clip(json.dumps(turn.response))}")
     return ToolTurn(ctx, probe, editor, session_id, turn, path)
 

@@ -62,6 +62,12 @@ class Violation(Verdict):
     """The agent broke the check's rule."""
 
 
+class Misanswered(Verdict):
+    """The agent answered a request in a form that cannot be matched to it (its id of another
+    JSON type, or null): JSON-RPC's rule, broken whatever the check's rule, so never a
+    warning."""
+
+
 class NotApplicable(Verdict):
     outcome = Outcome.NOT_APPLICABLE
 

@@ -3,23 +3,37 @@
 `Target` is what every check starts: the command, its environment (the scripted model server,
 dummy keys, private data directories, the user's `--env`) and the time limits. A check gets a
 `Context`, starts one or more `Probe`s from it (each a fresh agent process, an `AgentLink`
-that also keeps the transcript of every line sent and received, in order) and leaves them to
-the context, which ends them and renders the evidence: the tail of the transcript."""
+that reads the agent's output through a bounded `Output`: the messages for the checks, the
+transcript's tail, counts) and leaves them to the context, which ends them and renders the
+evidence: the tail of the transcript."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable, Iterable
+import secrets
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Self
 
 from acp_fsm import __version__
-from acp_fsm.devkit.conformance.model import Blocked, Violation
+from acp_fsm.devkit.conformance.ids import id_shown, json_type, misanswered
+from acp_fsm.devkit.conformance.model import Blocked, Misanswered, NotApplicable, Violation
+from acp_fsm.devkit.conformance.output import (
+    MESSAGE_LIMIT,
+    MIB,
+    READ_CHUNK,
+    Flood,
+    Line,
+    Output,
+)
 from acp_fsm.devkit.editor import AgentLink, Editor, Message, NoAnswer, permission_outcome
 from acp_fsm.devkit.schema_check.official import OfficialSchema
+
+if TYPE_CHECKING:
+    from acp_fsm.devkit.provider import ScriptedProvider
 
 AUTH_REQUIRED: Final = -32000  # ACP's error code: authenticate first
 # The longest wait for one answer or exit: an agent that starts an SDK or a CLI per session
@@ -66,31 +80,96 @@ class Target:
     settle_s: float = 0.3  # how long after a response to watch for stray updates
     official: OfficialSchema | None = None
     auth_method: str | None = None  # `--auth`: the authMethods id to log in with
+    model: ScriptedProvider | None = None  # the model server the agent is pointed at
 
 
 class Probe(AgentLink):
-    """One agent process and its transcript: `(">", bytes written)` and `("<", line read)`."""
+    """One agent process, its output kept by `output` (bounded: see `conformance.output`):
+    `values` and `messages` hold what the checks read, `output.recent` the transcript's tail.
+    An answer that can only be to an awaited request, in a form that does not match it, fails
+    that request's wait at once (`Misanswered`)."""
 
     def __init__(self, write: Callable[[bytes], object], **options: Any) -> None:
-        self.transcript: list[tuple[str, bytes]] = []
-        self.values: list[Any] = []  # every JSON value read, batches included
+        self.output = Output()
+        self.values: list[Any] = []  # every JSON value kept, batches included
+        self.stopped: str | None = None  # why the tool stopped reading the agent (a flood)
+        self.ids_only = True  # every message written so far carried an id
         self.wait_s = WAIT_S
         self.settle_s = 0.3
         self.session_cwd = "/"
         self.initialized: dict[str, Any] | None = None
         self.auth_method: str | None = None  # authenticate with it when session/new asks
+        self.model: ScriptedProvider | None = None
 
         def logged(data: bytes) -> object:
-            self.transcript.append((">", data))
+            self.output.wrote(data)
             return write(data)
 
         super().__init__(logged, **options)
 
+    @classmethod
+    async def spawn(
+        cls, env: Mapping[str, str], *args: str, limit: int = READ_CHUNK, **options: Any
+    ) -> Self:
+        """As `AgentLink.spawn`, each pipe's reader buffering at most about `limit` bytes."""
+        return await super().spawn(env, *args, limit=limit, **options)
+
+    # ---------------------------------------------------------------------------- reading
+
     def receive(self, line: bytes) -> None:
-        self.transcript.append(("<", line))
-        with contextlib.suppress(ValueError):
-            self.values.append(json.loads(line))
-        super().receive(line)
+        self._take_all(self.output.read(line + b"\n"))
+
+    async def _read_stdout(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        try:
+            while chunk := await self.proc.stdout.read(READ_CHUNK):
+                self._take_all(self.output.read(chunk))
+            self._take_all(self.output.end())
+        except Flood as exc:
+            self.stopped = str(exc)
+        finally:
+            self.eof = True
+            self._changed.set()
+
+    def _take_all(self, values: Iterator[Any]) -> None:
+        for value in values:
+            self.values.append(value)
+            self.take(value)
+
+    async def _read_stderr(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        while chunk := await self.proc.stderr.read(READ_CHUNK):
+            self.output.stderr.add(chunk)
+
+    def stderr_tail(self, size: int = 1500) -> str:
+        return self.output.stderr.kept.decode("utf-8", "replace")[-size:]
+
+    def unmatched(self, message: Message) -> None:
+        """An answer no awaited id matches: when it can only be the answer to one of them
+        (`ids.misanswered`), that request's wait fails with it."""
+        super().unmatched(message)
+        awaited = self.awaited()
+        index = misanswered(message, [sent for sent, _, _ in awaited], self.ids_only)
+        if index is None:
+            return
+        sent, method, future = awaited[index]
+        future.set_exception(
+            Misanswered(
+                f"{method or 'a request'} answered {id_shown(message)} for request id "
+                f"{json.dumps(sent)} ({json_type(sent)}): {clip(json.dumps(message))}"
+            )
+        )
+        future.exception()  # seen: whoever awaits the request gets it, nobody else need
+
+    # ---------------------------------------------------------------------------- writing
+
+    async def send(self, message: Any, *, probe: bool = False) -> None:
+        self.ids_only &= isinstance(message, dict) and "id" in message
+        await super().send(message, probe=probe)
+
+    async def send_raw(self, data: bytes, *, probe: bool = True) -> None:
+        self.ids_only = False
+        await super().send_raw(data, probe=probe)
 
     # ------------------------------------------------------------------------------ waits
 
@@ -102,11 +181,13 @@ class Probe(AgentLink):
             self._changed.clear()
             if ready():
                 return
+            if self.stopped is not None:
+                raise NoAnswer(f"no {what}: {self.stopped}")
             if self.eof:
                 raise NoAnswer(f"no {what}: the agent exited{await self.exit_note()}")
             remaining = deadline - loop.time()
             if remaining <= 0:
-                raise NoAnswer(f"no {what} within {self.wait_s:g} s")
+                raise NoAnswer(f"no {what} within {self.wait_s:g} s{self._overlong_note()}")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
 
@@ -138,6 +219,15 @@ class Probe(AgentLink):
             ) from None
         except (BrokenPipeError, ConnectionResetError):
             raise NoAnswer(f"the agent closed its stdin{await self.exit_note()}") from None
+
+    def _overlong_note(self) -> str:
+        overlong = self.output.strays.overlong
+        if not overlong:
+            return ""
+        return (
+            f" (the agent wrote {overlong} line(s) longer than the {MESSAGE_LIMIT // MIB} MiB "
+            "the tool reads as one message: not read)"
+        )
 
     async def exit_note(self) -> str:
         if self.proc is None:
@@ -210,11 +300,15 @@ class Probe(AgentLink):
         first message chunk has streamed, or the prompt was answered) unless the prompt was
         answered by then, and the permission requests pending are answered cancelled, as ACP
         asks of the client. The updates after the response are those read within
-        `settle_s`."""
+        `settle_s`. The prompt ends with a tag of its own, by which the model calls it caused
+        are counted."""
         loop = asyncio.get_running_loop()
         start = len(self.messages)
+        tag = f"[conformance turn {secrets.token_hex(4)}]"
+        calls = ModelCalls(self.model, tag)
         _, future = await self.start_request(
-            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+            "session/prompt",
+            {"sessionId": session_id, "prompt": [{"type": "text", "text": f"{text} {tag}"}]},
         )
         cancelled_at = None
         if cancel:
@@ -235,6 +329,8 @@ class Probe(AgentLink):
             try:
                 await self.until(what, ready)
             except NoAnswer as exc:
+                if calls.count() == 0:
+                    raise model_not_called() from None
                 raise Blocked(f"nothing to cancel: {exc}") from None
             if not future.done():  # else there is no turn left to cancel: cancel_ms is None
                 cancelled_at = loop.time()
@@ -252,18 +348,54 @@ class Probe(AgentLink):
             [m for m in self.messages[start:end] if is_update(m, session_id)],
             [m for m in self.messages[end + 1 :] if is_update(m, session_id) and _of_turn(m)],
             None if cancelled_at is None else (answered_at - cancelled_at) * 1000,
+            calls.count(),
         )
+
+
+class ModelCalls:
+    """The calls to the model server that carry a prompt's tag, from the prompt on: those made
+    for that prompt, among those of the checks running beside it."""
+
+    def __init__(self, server: ScriptedProvider | None, tag: str) -> None:
+        self.server = server
+        self.tag = tag
+        self.since = 0 if server is None else len(server.requests)
+
+    def count(self) -> int | None:
+        """How many there were so far (None: no server to ask)."""
+        if self.server is None:
+            return None
+        tag = self.tag.encode()
+        return sum(tag in request.raw for request in self.server.requests[self.since :])
+
+
+def model_not_called(answered: str | None = None) -> NotApplicable:
+    """The verdict of a check of what the model says or does, on an agent that did not call
+    the model it was pointed at (one that answers by itself, or forwards to its own)."""
+    said = "" if answered is None else f"; it answered {clip(answered, 80)!r}"
+    return NotApplicable(
+        "the agent did not call the model it was pointed at (no request to the scripted "
+        f"model server carried the prompt){said}"
+    )
 
 
 @dataclass
 class Turn:
     """A prompt's response, the session's updates before it and the turn's updates after it
-    (`TURN_KINDS`); the time from session/cancel to the response, when cancelled."""
+    (`TURN_KINDS`); the time from session/cancel to the response, when cancelled; how many
+    model calls carried the prompt (None: no model server to ask)."""
 
     response: Message
     updates: list[Message]
     late: list[Message]
     cancel_ms: float | None = None
+    model_calls: int | None = None
+
+    def needs_model(self) -> None:
+        """NotApplicable when the agent answered without calling the model it was pointed
+        at: a check of what that model says or does cannot apply."""
+        if self.model_calls == 0:
+            raise model_not_called(self.text())
 
     @property
     def stop_reason(self) -> Any:
@@ -343,6 +475,7 @@ class Context:
             ) from None
         probe.wait_s, probe.settle_s = self.target.wait_s, self.target.settle_s
         probe.auth_method = self.target.auth_method
+        probe.model = self.target.model
         cwd = self.target.project / self.name
         cwd.mkdir(parents=True, exist_ok=True)
         probe.session_cwd = str(cwd)
@@ -376,16 +509,32 @@ class Context:
         lines: list[str] = []
         for number, probe in enumerate(self.probes, 1):
             prefix = f"[agent {number}] " if len(self.probes) > 1 else ""
-            for arrow, data in probe.transcript:
-                text = data.decode("utf-8", "replace")
-                pieces = text.split("\n")
-                if text.endswith("\n"):
-                    pieces.pop()
-                lines += [f"{prefix}{arrow} {clip(piece)}" for piece in pieces]
+            lines += [f"{prefix}{shown(line)}" for line in probe.output.recent]
         tail = lines[-EVIDENCE_LINES:]
         while len(tail) > 1 and sum(len(line) + 1 for line in tail) > EVIDENCE_BYTES:
             tail.pop(0)
         return tail
 
     def stderr(self) -> str:
-        return "".join(probe.stderr_tail(STDERR_TAIL) for probe in self.probes)[-STDERR_TAIL:]
+        """The end of the agents' stderr, after the size of the whole when that was more."""
+        tail = "".join(probe.stderr_tail(STDERR_TAIL) for probe in self.probes)[-STDERR_TAIL:]
+        written = sum(probe.output.stderr.bytes for probe in self.probes)
+        if written <= len(tail.encode()):
+            return tail
+        lines = sum(probe.output.stderr.lines for probe in self.probes)
+        return (
+            f"[{written:,} bytes in {lines:,} newline(s); the last {len(tail):,} characters] {tail}"
+        )
+
+
+def shown(line: Line) -> str:
+    """A kept line as evidence: its arrow, its text clipped, and what was not read of it."""
+    text = line.head.decode("utf-8", "replace")
+    if line.overlong:
+        return (
+            f"{line.arrow} {text[:LINE_CLIP]}… (a line of {line.size:,} bytes or more: longer "
+            f"than the {MESSAGE_LIMIT // MIB} MiB the tool reads as one message, not read)"
+        )
+    if line.size > len(line.head):
+        return f"{line.arrow} {text[:LINE_CLIP]}… ({line.size:,} bytes)"
+    return f"{line.arrow} {clip(text)}"

@@ -139,6 +139,7 @@ async def run_suite(
                 wait_s,
                 official=official,
                 auth_method=auth_method,
+                model=server,
             )
             limit = asyncio.Semaphore(jobs)
 

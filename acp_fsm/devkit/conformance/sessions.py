@@ -1,5 +1,6 @@
 """Sessions: session/new, a streamed prompt whose updates all come before its response, and
-the end_turn it ends with."""
+the end_turn it ends with. What the model streams and how its turn ends do not apply to an
+agent that does not call the model it was pointed at."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ async def prompt_streams(ctx: Context) -> str:
     turn = await _turn(ctx)
     chunks = sum(kind_of(m) == "agent_message_chunk" for m in turn.updates)
     if STREAMED_TEXT not in turn.text():
+        turn.needs_model()
         raise Violation(
             f"the model's reply ({STREAMED_TEXT!r}) did not reach the client before the "
             f"response: {chunks} agent_message_chunk update(s) with {clip(turn.text(), 80)!r}"
@@ -47,6 +49,7 @@ async def updates_precede_response(ctx: Context) -> str:
 async def end_turn(ctx: Context) -> str:
     turn = await _turn(ctx)
     if turn.stop_reason != "end_turn":
+        turn.needs_model()
         raise Violation(f"the turn ended with {clip(json.dumps(turn.response))}, not end_turn")
     return "stopReason end_turn"
 

@@ -7,7 +7,8 @@ import json
 from typing import Any, Final
 
 from acp_fsm.devkit.conformance.model import Blocked, Check, Rule, Violation
-from acp_fsm.devkit.conformance.probe import INITIALIZE, PING, Context, clip
+from acp_fsm.devkit.conformance.output import MESSAGE_LIMIT, MIB
+from acp_fsm.devkit.conformance.probe import INITIALIZE, PING, Context, clip, shown
 from acp_fsm.devkit.conformance.script import STREAM_PROMPT
 
 LONG_LINE_BYTES: Final = 1 << 20  # far past the 64 KiB line limit of a default asyncio reader
@@ -34,11 +35,14 @@ async def framing(ctx: Context) -> str:
         await probe.send_raw(piece, probe=False)
         await asyncio.sleep(0.05)
     await probe.until("answer to an initialize written in three pieces", first.done)
+    first.result()  # an answer in the wrong form (Misanswered) fails here
     pending = [probe.expect(msg_id, PING) for msg_id in (2, 3)]
     await probe.send_raw(_request(2, PING, {}) + b"\n" + _request(3, PING, {}) + b"\n", probe=False)
     await probe.until(
         "answers to two requests written in one write", lambda: all(f.done() for f in pending)
     )
+    for future in pending:
+        future.result()
     return "a line in three writes and two lines in one write are each one message"
 
 
@@ -57,26 +61,20 @@ async def stdout_only(ctx: Context) -> str:
     probe = await ctx.start()
     session_id = await probe.new_session()
     await probe.prompt(session_id, STREAM_PROMPT)
-    if probe.bad_lines:
-        raise Violation(
-            f"{len(probe.bad_lines)} stdout line(s) are not JSON-RPC 2.0 messages",
-            _in_context(probe.transcript, set(probe.bad_lines))[:20],
+    strays = probe.output.strays
+    if strays.count:
+        overlong = (
+            f", {strays.overlong} of them longer than the {MESSAGE_LIMIT // MIB} MiB the tool "
+            "reads as one message"
+            if strays.overlong
+            else ""
         )
-    return f"all {len(probe.raw_lines)} stdout lines are JSON-RPC 2.0 messages"
-
-
-def _in_context(transcript: list[tuple[str, bytes]], bad: set[bytes]) -> list[str]:
-    """Each offending line read, after the last line written before it (once)."""
-    shown, last_sent, shown_sent = [], b"", b""
-    for arrow, data in transcript:
-        if arrow == ">":
-            last_sent = data
-        elif data in bad:
-            if last_sent and last_sent is not shown_sent:
-                shown.append(f"> {clip(last_sent.decode('utf-8', 'replace').rstrip())}")
-                shown_sent = last_sent
-            shown.append(f"< {clip(data.decode('utf-8', 'replace').rstrip())}")
-    return shown
+        raise Violation(
+            f"{strays.count:,} of {probe.output.lines:,} stdout lines ({probe.output.bytes:,} "
+            f"bytes in all) are not JSON-RPC 2.0 messages{overlong}",
+            [shown(line) for line in strays.shown],
+        )
+    return f"all {probe.output.lines} stdout lines are JSON-RPC 2.0 messages"
 
 
 async def notification_unanswered(ctx: Context) -> str:

@@ -164,9 +164,12 @@ class AgentLink:
         except ValueError:
             self.bad_lines.append(line)
             return
-        items = value if isinstance(value, list) else [value]
-        if not items or not all(_is_jsonrpc(item) for item in items):
+        if not is_jsonrpc(value):
             self.bad_lines.append(line)
+        self.take(value)
+
+    def take(self, value: Any) -> None:
+        """One JSON value the agent wrote, routed: a batch, or a message."""
         if isinstance(value, list):
             self.others.put_nowait(value)
             for item in value:
@@ -190,7 +193,7 @@ class AgentLink:
             if future is not None and not future.done():
                 future.set_result(message)
             else:
-                self.others.put_nowait(message)
+                self.unmatched(message)
         elif "id" in message:
             self.records.append(Record("request", method, message))
             if self.editor is None:
@@ -202,6 +205,18 @@ class AgentLink:
             self.notifications.put_nowait(message)
             if method == "$/cancel_request" and self.editor is not None:
                 self._write_now(self.editor.withdrawn(message.get("params")))
+
+    def unmatched(self, message: Message) -> None:
+        """An answer that no awaited request's id matches: kept in `others`."""
+        self.others.put_nowait(message)
+
+    def awaited(self) -> list[tuple[Any, str | None, asyncio.Future[Message]]]:
+        """The requests whose answer is awaited: each one's id, method and future."""
+        return [
+            (key[1], self._methods.get(key), future)
+            for key, future in self._pending.items()
+            if not future.done()
+        ]
 
     def _answer(self, request: Message) -> None:
         """The editor's answer, written at once so answers keep the order of the requests."""
@@ -426,8 +441,12 @@ def result_of(response: Message, method: str = "") -> Any:
     return response.get("result")
 
 
-def _is_jsonrpc(item: Any) -> bool:
-    return isinstance(item, dict) and item.get("jsonrpc") == "2.0"
+def is_jsonrpc(value: Any) -> bool:
+    """A JSON-RPC 2.0 message, or a non-empty batch of them."""
+    items = value if isinstance(value, list) else [value]
+    return bool(items) and all(
+        isinstance(item, dict) and item.get("jsonrpc") == "2.0" for item in items
+    )
 
 
 def _id_key(msg_id: Any) -> tuple[str, Any]:
