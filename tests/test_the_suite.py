@@ -117,7 +117,7 @@ def test_reading_the_cached_schema_is_no_change(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
-def test_ctrl_c_reaches_the_processes_a_background_run_starts(tmp_path: Path) -> None:
+def test_ctrl_c_reaches_the_processes_a_background_run_starts() -> None:
     """A shell runs a background job with SIGINT ignored (POSIX, without job control), and
     the processes it starts inherit that: the run hands them the default."""
     done = subprocess.run(
