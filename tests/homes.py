@@ -22,7 +22,7 @@ from pathlib import Path
 from acp_fsm.devkit.schema_check import cache_path
 from acp_fsm.store import APP_DIR, default_path
 
-# Where the run's own homes are made (each run its own folder below it).
+# How the folder of a run's own homes is named (in the system's temporary folder).
 PREFIX = "acp-fsm-test-homes-"
 # Each entry below a folder, the folder included, by its path: a file's size and modification
 # time, None for a folder (its time changes with its entries, which are listed themselves).
