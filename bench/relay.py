@@ -39,6 +39,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import orjson
 
@@ -143,10 +144,12 @@ async def prompt(
     return updates
 
 
-async def one_run(command: list[str], env: dict[str, str], deltas: int, read: Reader) -> Sample:
+async def one_run(
+    command: list[str], env: dict[str, str], deltas: int, read: Reader, work: Path
+) -> Sample:
     """One prompt relayed by the agent that `command` starts in the checkout first on its
-    PYTHONPATH (`-m` puts its working directory before that path), the server holding a
-    warm-up stream, then the measured one."""
+    PYTHONPATH (`-m` puts its working directory before that path), its session in `work`, the
+    server holding a warm-up stream, then the measured one."""
     proc = await asyncio.create_subprocess_exec(
         *command,
         stdin=asyncio.subprocess.PIPE,
@@ -157,11 +160,10 @@ async def one_run(command: list[str], env: dict[str, str], deltas: int, read: Re
         cwd=env["PYTHONPATH"].split(os.pathsep)[0],
     )
     assert proc.stdin is not None and proc.stdout is not None
-    work = tempfile.mkdtemp()
     proc.stdin.write(
         INIT
         + b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"'
-        + work.encode()
+        + os.fsencode(work)
         + b'","mcpServers":[]}}\n'
     )
     await proc.stdout.readline()
@@ -183,15 +185,25 @@ async def one_run(command: list[str], env: dict[str, str], deltas: int, read: Re
 Samples = dict[tuple[str, str, str], list[Sample]]
 
 
-async def measure(deltas: int, runs: int, before: str | None, wires: tuple[Wire, ...]) -> Samples:
-    """Each run: every wire, every mode, every agent, in turn."""
+async def measure(
+    deltas: int, runs: int, before: str | None, wires: tuple[Wire, ...], scratch: str | None = None
+) -> Samples:
+    """Each run: every wire, every mode, every agent, in turn. The agents work in a temporary
+    folder made in `scratch` (else the system's), their home in it; it is removed after."""
+    with tempfile.TemporaryDirectory(prefix="acp-fsm-bench-relay-", dir=scratch) as folder:
+        return await _measure(deltas, runs, before, wires, Path(folder))
+
+
+async def _measure(
+    deltas: int, runs: int, before: str | None, wires: tuple[Wire, ...], folder: Path
+) -> Samples:
     events = {wire.name: wire.render(Reply(text=["tok "] * deltas)) for wire in wires}
     async with ScriptedProvider(api_key="sk-bench") as server:
         env = agent_env(
             PYTHONPATH=_root(),
             OPENAI_BASE_URL=server.openai_base_url,
             OPENAI_API_KEY="sk-bench",
-            ACP_FSM_HOME=tempfile.mkdtemp(),
+            ACP_FSM_HOME=str(folder / "home"),
             **title_lane(server),  # the title call after the warm-up takes no stream
         )
         env.pop("ACP_FSM_STRICT_SCHEMAS", None)  # as shipped
@@ -210,6 +222,7 @@ async def measure(deltas: int, runs: int, before: str | None, wires: tuple[Wire,
                             {**env_, "ACP_FSM_PROVIDER": wire.provider},
                             deltas,
                             mode.read,
+                            folder,
                         )
                         samples.setdefault((wire.name, mode.name, name), []).append(sample)
     return samples

@@ -1,12 +1,65 @@
 from __future__ import annotations
 
+import shutil
+import signal
 from collections.abc import AsyncIterator, Generator
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.harness import AgentProcess, agent_env
+from tests.homes import Guard, isolate
+
+GUARD = pytest.StashKey[Guard]()
+HOMES = pytest.StashKey[Path]()
+TOUCHED = pytest.StashKey[list[str]]()
+
+
+def _deaf(signum: int, frame: object) -> None:
+    """SIGINT for a run started with it ignored: still ignored (see `pytest_configure`)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A run started with SIGINT ignored (a script's background job, `pytest &`) would pass
+    # that on to every process it starts, and the tests that press Ctrl-C on one would see it
+    # ignored. A handler of ours keeps the run itself deaf to SIGINT, and its children start
+    # with the default, as from a terminal (exec resets a caught signal, not an ignored one).
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, _deaf)
+    # Before anything is collected: the user's acp-fsm folders as they are, then the run's
+    # own homes for every test and every process it starts (tests/homes.py).
+    config.stash[GUARD] = Guard()
+    config.stash[HOMES] = isolate()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    touched = session.config.stash[GUARD].touched()
+    session.config.stash[TOUCHED] = touched
+    if touched:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    touched = config.stash.get(TOUCHED, [])
+    if touched:
+        terminalreporter.write_sep("=", "the user's acp-fsm folders changed", red=True)
+        terminalreporter.write_line(
+            "A test wrote outside the run's temporary homes (tests/homes.py), or something "
+            "else did meanwhile (an acp-fsm started by your editor):"
+        )
+        for line in touched:
+            terminalreporter.write_line(f"  {line}")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    homes = config.stash.get(HOMES, None)
+    if homes is not None:
+        shutil.rmtree(homes, ignore_errors=True)
+
 
 # Where each skip reason was first seen: later skips for the same reason (the conformance
 # tests without the official schema, the interop tests without the SDK) are reported there, so

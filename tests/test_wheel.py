@@ -1,8 +1,11 @@
 """`uvx acp-fsm` works: the package builds, and its wheel alone makes a working agent.
 
-`python -m build` makes the sdist and, from it, the wheel, out of a copy of the files a fresh
-clone has (so nothing left over in the work tree, an egg-info or a build/ folder, can hide a
-packaging mistake). The wheel is installed in a fresh venv with only its declared dependencies,
+`python -m build` makes the sdist and, from it, the wheel, out of a copy of the checkout as
+running it leaves it: the files a fresh clone has, what git ignores inside its folders (the
+interop SDK's node_modules), and every module byte-compiled (`__pycache__`). The sdist must hold
+exactly the clone's files (and the metadata setuptools writes), the wheel exactly the package's;
+so must the wheel built straight from that tree, as `pip install .` builds it. The wheel is
+installed in a fresh venv with only its declared dependencies,
 from the package index as pip is configured on the machine: no editable install, no test extra.
 The installed `acp-fsm` must print its version and answer one `initialize` line on stdin, the
 way an editor, or the ACP Registry's own check, starts it with no arguments. The same runs
@@ -22,6 +25,7 @@ tests skip, with one line that names it, instead of waiting out pip's retries.
 from __future__ import annotations
 
 import ast
+import compileall
 import fnmatch
 import json
 import os
@@ -69,6 +73,8 @@ NOT_IN_A_CLONE = (
     ".hypothesis",
     "node_modules",
 )
+# What building adds to the sdist: its metadata (PKG-INFO, setup.cfg, the egg-info folder).
+SDIST_METADATA = re.compile(rf"PKG-INFO|setup\.cfg|{DIST}\.egg-info/.*")
 # A line of build output that reports a problem: setuptools' `warning: ...` and its
 # `...DeprecationWarning: ...` (a file named warnings.py does not match).
 WARNING = re.compile(r"(?i)warning\b[:\s]")
@@ -77,8 +83,10 @@ WARNING = re.compile(r"(?i)warning\b[:\s]")
 @dataclass(frozen=True)
 class Built:
     source: Path
+    files: frozenset[str]  # the clone's, as the sdist must hold them
     sdist: Path
-    wheel: Path
+    wheel: Path  # built from the sdist
+    direct: Path  # built straight from the source tree
     output: str
 
 
@@ -92,28 +100,47 @@ def run(command: list[str], timeout: float, **options: Any) -> subprocess.Comple
     return done
 
 
-def copy_checkout(target: Path) -> None:
-    """The checkout's files as a fresh clone would have them (tracked, or new and not ignored),
-    a symlink as a symlink (the repository holds none: tests/test_layers.py)."""
-    git = shutil.which("git")
-    if git is None or not (ROOT / ".git").exists():
-        shutil.copytree(
-            ROOT,
-            target,
-            symlinks=True,
-            dirs_exist_ok=True,
-            ignore=shutil.ignore_patterns(*NOT_IN_A_CLONE),
-        )
-        return
-    listed = run(
-        [git, "ls-files", "-z", "--cached", "--others", "--exclude-standard"], BUILD_S, cwd=ROOT
-    ).stdout
-    for name in filter(None, listed.split("\0")):
-        source = ROOT / name
-        if not source.is_symlink() and not source.exists():
-            continue  # deleted in the work tree, not yet in the index
+def in_git() -> bool:
+    return shutil.which("git") is not None and (ROOT / ".git").exists()
+
+
+def git_names(*options: str) -> list[str]:
+    listed = run(["git", "ls-files", "-z", *options], BUILD_S, cwd=ROOT).stdout
+    return list(filter(None, listed.split("\0")))
+
+
+def clone_files() -> list[str]:
+    """The checkout's files as a fresh clone would have them: tracked, or new and not ignored
+    (without git: the files that are not a work tree's leftovers)."""
+    if not in_git():
+        return list(source_files(ROOT))
+    # deleted in the work tree but not yet in the index: gone
+    names = git_names("--cached", "--others", "--exclude-standard")
+    return [name for name in names if (ROOT / name).is_symlink() or (ROOT / name).exists()]
+
+
+def leftovers() -> list[str]:
+    """What git ignores inside the checkout's folders (its own folders and files at the top,
+    the venv, the egg-info, build/, are outside the sdist's folders): what running it left."""
+    if not in_git():
+        return []
+    ignored = git_names("--others", "--ignored", "--exclude-standard", "--directory")
+    return [name for name in ignored if "/" in name.rstrip("/")]
+
+
+def copy_checkout(target: Path, files: list[str]) -> None:
+    """`files` of the checkout, a symlink as a symlink (the repository holds none:
+    tests/test_layers.py), with what running the checkout leaves beside them: its ignored
+    leftovers, and each module byte-compiled (whether or not this run writes bytecode)."""
+    for name in files:
         (target / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, target / name, follow_symlinks=False)
+        shutil.copy2(ROOT / name, target / name, follow_symlinks=False)
+    for name in leftovers():
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, target / name, symlinks=True, dirs_exist_ok=True)
+        else:
+            shutil.copy2(ROOT / name, target / name, follow_symlinks=False)
+    compileall.compile_dir(target, quiet=1)
 
 
 def agent_env(home: Path) -> dict[str, str]:
@@ -191,19 +218,25 @@ skip_unless_reachable(pip_index(), "pip's")  # every test here needs it: the mod
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
-    """The sdist and the wheel built from a copy of the checkout; removed after the module."""
+    """The sdist and the wheels built from a copy of the checkout; removed after the module."""
     pytest.importorskip("build", reason="`build` comes with the test extra")
     source = tmp_path_factory.mktemp("source")
     out = tmp_path_factory.mktemp("dist")
-    copy_checkout(source)
+    files = clone_files()
+    copy_checkout(source, files)
     # Without PYTHONDONTWRITEBYTECODE setuptools byte-compiles instead of warning that it may not.
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
-    done = run([sys.executable, "-m", "build", "--outdir", str(out), str(source)], BUILD_S, env=env)
+    build = [sys.executable, "-m", "build", "--outdir"]
+    done = run([*build, str(out), str(source)], BUILD_S, env=env)
+    direct = run([*build, str(out / "direct"), "--wheel", str(source)], BUILD_S, env=env)
+    wheel = f"{DIST}-{VERSION}-py3-none-any.whl"
     yield Built(
         source,
+        frozenset(files),
         out / f"{DIST}-{VERSION}.tar.gz",
-        out / f"{DIST}-{VERSION}-py3-none-any.whl",
-        done.stdout + done.stderr,
+        out / wheel,
+        out / "direct" / wheel,
+        done.stdout + done.stderr + direct.stdout + direct.stderr,
     )
     shutil.rmtree(source, ignore_errors=True)
     shutil.rmtree(out, ignore_errors=True)
@@ -220,9 +253,9 @@ def venv(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
     shutil.rmtree(root, ignore_errors=True)
 
 
-def wheel_names(built: Built) -> list[str]:
-    with zipfile.ZipFile(built.wheel) as wheel:
-        return wheel.namelist()
+def wheel_names(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as opened:
+        return opened.namelist()
 
 
 def wheel_text(built: Built, name: str) -> str:
@@ -230,21 +263,21 @@ def wheel_text(built: Built, name: str) -> str:
         return wheel.read(f"{DIST}-{VERSION}.dist-info/{name}").decode()
 
 
-def package_files(root: Path) -> Iterator[str]:
-    """The files of acp_fsm/ and of the layers' folders in the source, as wheel names."""
-    mapped = tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"][
+def package_files(files: frozenset[str]) -> set[str]:
+    """The files of acp_fsm/ and of the layers' folders among `files`, as wheel names."""
+    mapped = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"][
         "package-dir"
     ]
-    for top, installed in [("acp_fsm", "acp_fsm"), *((f, n) for n, f in mapped.items())]:
-        prefix = installed.replace(".", "/")
-        for folder, dirs, files in os.walk(root / top):
-            dirs[:] = [name for name in dirs if name != "__pycache__"]
-            for name in files:
-                yield f"{prefix}/{Path(folder, name).relative_to(root / top).as_posix()}"
+    tops = {"acp_fsm": "acp_fsm", **{folder: name for name, folder in mapped.items()}}
+    return {
+        f"{tops[top].replace('.', '/')}/{rest}"
+        for top, sep, rest in (name.partition("/") for name in files)
+        if sep and top in tops
+    }
 
 
 def source_files(root: Path) -> Iterator[str]:
-    """The files of a copied checkout, without what building it left there."""
+    """The files below `root` that are not a work tree's leftovers."""
     for path in sorted(root.rglob("*")):
         parts = path.relative_to(root).parts
         if path.is_file() and not any(
@@ -274,13 +307,16 @@ def test_sdist_and_wheel_build_without_warnings(built: Built) -> None:
     assert warnings == [], "\n".join(warnings)
 
 
-def test_the_wheel_holds_one_package_and_its_schemas(built: Built) -> None:
-    names = wheel_names(built)
+@pytest.mark.parametrize("which", ["wheel", "direct"])
+def test_the_wheel_holds_one_package_and_its_schemas(built: Built, which: str) -> None:
+    names = wheel_names(getattr(built, which))
     assert {name.split("/")[0] for name in names} == {"acp_fsm", f"{DIST}-{VERSION}.dist-info"}
     # Everything under acp_fsm/ (the layers through their links) and nothing else: a missing
-    # __init__.py or an undeclared data file shows here, not on a user's machine.
+    # __init__.py or an undeclared data file shows here, not on a user's machine; so does
+    # bytecode or anything else git does not track.
     in_wheel = {name for name in names if name.startswith("acp_fsm/")}
-    assert in_wheel == set(package_files(built.source))
+    assert sorted(in_wheel - package_files(built.files)) == []
+    assert sorted(package_files(built.files) - in_wheel) == []
     schemas = {path.name for path in (built.source / "schemas").glob("*.json")}
     assert schemas and {f"acp_fsm/schemas/{name}" for name in schemas} <= in_wheel
 
@@ -304,13 +340,19 @@ def test_the_sdist_unpacks_into_one_folder_with_the_sources(built: Built) -> Non
     import tarfile
 
     with tarfile.open(built.sdist) as sdist:
-        names = sdist.getnames()
+        members = sdist.getmembers()
     top = f"{DIST}-{VERSION}"
-    assert {name.split("/")[0] for name in names} == {top}
-    # the whole source tree, so that its tests run from it: every file a clone has
-    in_sdist = {name.removeprefix(f"{top}/") for name in names}
-    missing = [name for name in source_files(built.source) if name not in in_sdist]
-    assert missing == []
+    assert {member.name.split("/")[0] for member in members} == {top}
+    # the whole source tree, so that its tests run from it: every file a clone has, and only
+    # those (no bytecode, nothing git ignores) besides the metadata the build writes
+    in_sdist = {
+        name
+        for member in members
+        if member.isfile()
+        and not SDIST_METADATA.fullmatch(name := member.name.removeprefix(f"{top}/"))
+    }
+    assert sorted(in_sdist - built.files) == []
+    assert sorted(built.files - in_sdist) == []
     assert "protocol/connection.py" in in_sdist and "tests/test_layers.py" in in_sdist
 
 
