@@ -178,6 +178,34 @@ async def test_always_allow_is_offered_only_where_it_would_be_honoured(
     assert not (outside / "b.txt").exists()
 
 
+async def test_a_background_command_says_it_keeps_running_when_asked(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    agent, session = await setup(launch, project, "reject_once", "reject_once")
+    server.script(
+        Reply(
+            calls=(
+                Call("bg", "run_command", args(command="npm run dev", background=True)),
+                Call("fg", "run_command", args(command="npm test")),
+            )
+        ),
+        Reply(text="not run"),
+    )
+
+    assert (await agent.prompt(session, "serve it")).stop_reason == "end_turn"
+
+    background, foreground = (
+        r["params"]["toolCall"] for r in agent.editor.of_method("session/request_permission")
+    )
+    assert background["title"] == "Run `npm run dev` in the background"
+    assert content_text(background).endswith(
+        "It keeps running in the background after this call, until it ends, kill_command "
+        "stops it, or the session or the agent ends."
+    )
+    assert foreground["title"] == "Run `npm test`"
+    assert "keeps running" not in content_text(foreground)
+
+
 async def test_reject_always_is_remembered(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
