@@ -51,6 +51,9 @@ TERMINAL_POLL_S = 0.25
 PIPE_DRAIN_SECONDS = 0.5
 # Bound on each request that stops an editor's terminal.
 TERMINAL_STOP_S = 5.0
+# How long an editor's terminal has to report the exit of a command it was told to kill
+# (Toad answers terminal/kill and leaves the command running).
+KILL_CONFIRM_S = 2.0
 
 
 def max_background() -> int:
@@ -89,6 +92,10 @@ class Job:
 
     async def kill(self) -> None:
         raise NotImplementedError
+
+    async def stop(self) -> None:
+        """Stop it for good: the session ends."""
+        await self.kill()
 
     def summary(self) -> str:
         """One line for the system prompt."""
@@ -264,12 +271,42 @@ class TerminalJob(Job):
         return Read(text, dropped, self._status)
 
     async def kill(self) -> None:
+        """`terminal/kill`, then its exit confirmed (within `KILL_CONFIRM_S`) before the job
+        counts as killed and its terminal is released. A command the kill left running stays
+        a running job, its terminal kept: it can be read, and killed again."""
         if self._released:
             return
         try:
             if self._status is None:
                 await asyncio.wait_for(self.client.kill_terminal(self.terminal_id), TERMINAL_STOP_S)
-                self._status = "killed"
+                if await self._exits_within(KILL_CONFIRM_S):
+                    self._status = self._status or "killed"
+        except Exception as exc:
+            log.warning("background_terminal_stop_failed", job=self.id, error=str(exc))
+        if self._status is None:
+            log.warning("background_terminal_survived_kill", job=self.id)
+            return
+        await self._release()
+
+    async def stop(self) -> None:
+        await self.kill()
+        await self._release()  # even if it runs on: the editor's release is all there is left
+
+    async def _exits_within(self, seconds: float) -> bool:
+        """Whether the command has exited: `terminal/wait_for_exit` within `seconds`, else the
+        exit status of one more `terminal/output` (an editor whose wait failed)."""
+        try:
+            await asyncio.wait_for(self.client.wait_for_terminal_exit(self.terminal_id), seconds)
+            return True
+        except (TimeoutError, ClientCallError):
+            await asyncio.wait_for(self._output(), TERMINAL_STOP_S)
+            return self._status is not None
+
+    async def _release(self) -> None:
+        """Keep the last output, then release the terminal (once)."""
+        if self._released:
+            return
+        try:
             self._final = await asyncio.wait_for(self._output(), TERMINAL_STOP_S)
         except Exception as exc:
             log.warning("background_terminal_stop_failed", job=self.id, error=str(exc))
@@ -329,7 +366,7 @@ class BackgroundJobs:
         jobs = list(self.jobs.values())
         if jobs:
             log.info("background_stopping", jobs=[job.id for job in jobs])
-        await asyncio.gather(*(job.kill() for job in jobs), return_exceptions=True)
+        await asyncio.gather(*(job.stop() for job in jobs), return_exceptions=True)
 
 
 # -- the tools' side ----------------------------------------------------------------------------
