@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from acp_fsm import redact
+from acp_fsm.client import ClientCallError
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.system.groups import settle, stop_group
 from acp_fsm.system.reaper import REAPER
@@ -276,21 +277,34 @@ class TerminalJob(Job):
         a running job, its terminal kept: it can be read, and killed again."""
         if self._released:
             return
-        try:
-            if self._status is None:
-                await asyncio.wait_for(self.client.kill_terminal(self.terminal_id), TERMINAL_STOP_S)
+        if self._status is None and await self._kill_sent():
+            try:
                 if await self._exits_within(KILL_CONFIRM_S):
                     self._status = self._status or "killed"
-        except Exception as exc:
-            log.warning("background_terminal_stop_failed", job=self.id, error=str(exc))
+            except Exception as exc:
+                log.warning("background_terminal_stop_failed", job=self.id, error=str(exc))
         if self._status is None:
             log.warning("background_terminal_survived_kill", job=self.id)
             return
         await self._release()
 
     async def stop(self) -> None:
-        await self.kill()
-        await self._release()  # even if it runs on: the editor's release is all there is left
+        """Kill and release at once, unconfirmed: the session ends, and the editor's release
+        (which ACP says kills a command still running) is all there is left to do."""
+        if self._released:
+            return
+        if self._status is None:
+            await self._kill_sent()
+        await self._release()
+
+    async def _kill_sent(self) -> bool:
+        """`terminal/kill` (bounded); whether the editor answered it."""
+        try:
+            await asyncio.wait_for(self.client.kill_terminal(self.terminal_id), TERMINAL_STOP_S)
+        except Exception as exc:
+            log.warning("background_terminal_stop_failed", job=self.id, error=str(exc))
+            return False
+        return True
 
     async def _exits_within(self, seconds: float) -> bool:
         """Whether the command has exited: `terminal/wait_for_exit` within `seconds`, else the

@@ -10,7 +10,6 @@ from acp_fsm.tools.base import ToolCallView, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import BaseTool
 from acp_fsm.updates import text_block
 
-
 # What kill_command says of a command still running after it was killed (an editor's
 # terminal that answers terminal/kill and leaves it running, as Toad's does).
 SURVIVED = (

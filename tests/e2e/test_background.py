@@ -100,6 +100,8 @@ async def test_a_kill_in_the_editors_terminal_is_confirmed_by_its_exit(
         return
     assert text.startswith("bg_1 was told to stop, but it has not exited: it is still running.")
     assert is_error and released == []
+    assert agent.proc.logged("background_terminal_survived_kill")
+    assert not agent.proc.logged("background_terminal_stop_failed")  # no request failed
     assert "`npm run serve`: running" in system_of(server.requests[-1])
     assert "result" in await agent.request("session/close", {"sessionId": session})
     assert [r["params"]["terminalId"] for r in agent.editor.of_method("terminal/release")] == [

@@ -71,9 +71,10 @@ class Editor:
     `terminal_output` and exit with `terminal_exit`, except that `terminal_exit=HOLD`, or a
     command line holding one of `hang_commands`, never exits: its `terminal/wait_for_exit` is
     held, until a `terminal/kill` ends it (killed by `SIGKILL`) — except with `kill_stops`
-    False, where the kill is answered and the command runs on, as in Toad. `overrides` replaces the answer to a method (a
-    result, `HOLD` or an `EditorError`); `null_results` are served as usual but answered
-    `"result": null`, as several real editors do for results with nothing in them. With
+    False, where the kill is answered and the command runs on, as in Toad. `overrides`
+    replaces the answer to a method (a result, `HOLD` or an `EditorError`); `null_results`
+    are served as usual but answered `"result": null`, as several real editors do for results
+    with nothing in them. With
     `answer_withdrawn`, a held request the agent withdraws is answered at once as ACP asks (a
     permission "cancelled", anything else -32800)."""
 
