@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from acp_fsm import environment
+from acp_fsm import environment, updates
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.protocol.errors import (
     OutboundCancelled,
@@ -29,6 +29,7 @@ from acp_fsm.protocol.errors import (
 if TYPE_CHECKING:
     from acp_fsm.initialize import ClientInfo
     from acp_fsm.questions import Answer, Question
+    from acp_fsm.schemas import acp_types as acp
 
 
 log = structlog.get_logger("acp.client")
@@ -117,15 +118,16 @@ class Client:
                 await self.call(environment.ELICITATION_METHOD, params, timeout_ms=waits)
             )
         options = questions.choice_options(question)
-        # A permission request is about a tool call: the question is shown as its content
-        # (replaced by the call's result when it ends; its title stays its own). A question of
-        # no call gets a call of its own.
-        asked = [{"type": "content", "content": {"type": "text", "text": question.message}}]
-        tool_call: dict[str, Any] = {"toolCallId": call_id, "content": asked}
-        if call_id is None:
-            tool_call.update(
-                toolCallId=f"question_{secrets.token_hex(6)}", title=title, kind="other"
-            )
+        # A permission request is about a tool call (a question of no call gets a call of its
+        # own). Its title and content are the question: clients that show only the request
+        # (acpx, CodeCompanion) would show a bare "Allow tool?" otherwise. Kind `other`: the
+        # question is no reasoning, and avante draws `think` as an empty "Thoughts".
+        tool_call: acp.ToolCallUpdate = {
+            "toolCallId": f"question_{secrets.token_hex(6)}" if call_id is None else call_id,
+            "title": title,
+            "kind": "other",
+            "content": [updates.text_block(question.message)],
+        }
         result = await self.call(
             environment.PERMISSION_METHOD,
             {"toolCall": tool_call, "options": options},

@@ -129,6 +129,17 @@ def expanded(
     return (TextPart(text), *parts[1:])
 
 
+def as_typed(line: str | None, library: Library) -> str | None:
+    """`line`, a prompt's first line as the user typed it, with what its command does, when
+    it runs `/init`, `/review` or one of the user's commands or skills (a title is made of
+    this, not of the expansion the model was given); None when it runs none."""
+    found = _split([{"type": "text", "text": line or ""}])
+    if found is None or found[0] in TURN_COMMANDS:
+        return None
+    about = next((c["description"] for c in available(library) if c["name"] == found[0]), None)
+    return None if about is None else f"{line}\n(the command /{found[0]}: {about})"
+
+
 def reviewing(prompt: list[dict[str, Any]]) -> str | None:
     """The argument of a `/review` prompt (its range, "" for the uncommitted changes), or None
     when the prompt is not one."""

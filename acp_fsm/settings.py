@@ -162,6 +162,15 @@ def thought_level(settings: Settings, provider: str, model: str) -> str | None:
     return level
 
 
+def level_option(settings: Settings, provider: str, model: str) -> str | None:
+    """The thought level the session's `thought_level` option shows, None when the model
+    has no such option (`config_options` offers none for it)."""
+    levels = THOUGHT_LEVELS.get(provider)
+    if not levels or not thinks(provider, model):
+        return None
+    return settings.thought_level if settings.thought_level in levels else DEFAULT_LEVEL
+
+
 def _select(
     option_id: str,
     name: str,
@@ -236,9 +245,8 @@ def _config_options(
             [(m, m, RESPONSES_ONLY if m in elsewhere else "") for m in listed],
         )
     )
-    levels = THOUGHT_LEVELS.get(provider)
-    if levels and thinks(provider, model):
-        current = settings.thought_level if settings.thought_level in levels else DEFAULT_LEVEL
+    current = level_option(settings, provider, model)
+    if current is not None:
         options.append(
             _select(
                 THOUGHT_LEVEL,
@@ -246,7 +254,7 @@ def _config_options(
                 THOUGHT_LEVEL,
                 "How much the model reasons before it answers",
                 current,
-                [(level, name, about) for level, (name, about) in levels.items()],
+                [(level, name, about) for level, (name, about) in THOUGHT_LEVELS[provider].items()],
             )
         )
     return options

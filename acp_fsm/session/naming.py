@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from acp_fsm import environment, redact, titles, updates
+from acp_fsm import commands, environment, redact, titles, updates
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import ModelRequest
@@ -58,6 +58,11 @@ class Naming:
         found = titles.opening(self._session.messages)
         if found is None:  # no text to name the session by (an image alone)
             return
+        # A first prompt that ran a command: named by what the user typed (the session's
+        # title until now), not by the expansion the model read.
+        typed = commands.as_typed(self._session.title, self._session.library)
+        if typed is not None:
+            found = (typed, found[1])
         model = environment.title_model() or self._session.model(config)
         model_request = titles.request(model, config.provider, *found)
         self._task = asyncio.get_running_loop().create_task(self._name(model_request, config))

@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("session")
 
+# Put between the text blocks of one replayed prompt: a paragraph break, in Markdown as in
+# plain text (a single newline joins two lines into one paragraph in Markdown).
+BLOCK_SEPARATOR = "\n\n"
+
 
 async def rebuild(
     store: Store, session_id: str, entries: list[Entry], *, repair: bool = True
@@ -71,7 +75,7 @@ def replay_updates(entries: list[Any]) -> list[acp.SessionUpdate]:
     for entry in entries:
         body = entry.body
         if entry.kind in ("user", "command"):
-            out.extend(updates.chunk("user_message_chunk", block) for block in body["prompt"])
+            out.extend(_user_chunks(body["prompt"]))
         elif entry.kind in ("compaction", "notice"):
             text = body["notice"] if entry.kind == "compaction" else body["text"]
             out.append(updates.chunk("agent_message_chunk", updates.text_content(text)))
@@ -113,3 +117,24 @@ def replay_updates(entries: list[Any]) -> list[acp.SessionUpdate]:
             if body["callId"] in plans and view.get("status") == "completed":
                 out.append(updates.plan(plans[body["callId"]]))
     return out
+
+
+def _user_chunks(prompt: list[Any]) -> list[acp.SessionUpdate]:
+    """A stored prompt's blocks as `user_message_chunk`s. Clients join the chunks of a message
+    as they come, so a text block followed by another one ends with a blank line (none is
+    added where a line break stands between them already): the blocks stay apart, as the
+    model read them, and no block's own text changes otherwise."""
+    chunks: list[acp.SessionUpdate] = []
+    for block, after in zip(prompt, [*prompt[1:], None], strict=True):
+        if _runs_into(block, after):
+            block = {**block, "text": block["text"] + BLOCK_SEPARATOR}
+        chunks.append(updates.chunk("user_message_chunk", block))
+    return chunks
+
+
+def _runs_into(block: dict[str, Any], after: dict[str, Any] | None) -> bool:
+    """Whether text `block` would run into text `after` when joined."""
+    if after is None or block.get("type") != "text" or after.get("type") != "text":
+        return False
+    text, following = str(block.get("text", "")), str(after.get("text", ""))
+    return bool(text and following) and not text.endswith("\n") and not following.startswith("\n")

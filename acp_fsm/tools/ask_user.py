@@ -14,6 +14,7 @@ from acp_fsm.client import ClientCallError
 from acp_fsm.questions import ACCEPT, DECLINE, FIELD, ask_user_question
 from acp_fsm.tools.base import ToolCallView, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import BaseTool
+from acp_fsm.updates import text_block
 
 ASK_USER_TOOL = "ask_user"
 TITLE_CHARS = 200
@@ -36,10 +37,17 @@ class AskUser(BaseTool):
         "leave them out for a typed answer. Do not ask what you can find out yourself."
     )
     arguments = "AskUserArguments"
-    kind = "think"
+    kind = "think"  # changes nothing: offered in Plan mode and to reviews
 
     def view(self, args: dict[str, Any], env: ToolEnv) -> ToolCallView:
-        return ToolCallView(title=self.title(args, env), kind=self.kind, raw_input=dict(args))
+        """The question as the call's title and content, of kind `other` in the editor (as
+        its permission request is, `Client.ask`): clients draw `think` as reasoning."""
+        return ToolCallView(
+            title=self.title(args, env),
+            kind="other",
+            raw_input=dict(args),
+            content=(text_block(str(args.get("question", "")).strip()),),
+        )
 
     def title(self, args: dict[str, Any], env: ToolEnv) -> str:
         question = " ".join(str(args.get("question", "")).split())

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from acp_fsm import redact
+from acp_fsm.client import ClientCallError
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.system.groups import settle, stop_group
 from acp_fsm.system.reaper import REAPER
@@ -51,6 +52,9 @@ TERMINAL_POLL_S = 0.25
 PIPE_DRAIN_SECONDS = 0.5
 # Bound on each request that stops an editor's terminal.
 TERMINAL_STOP_S = 5.0
+# How long an editor's terminal has to report the exit of a command it was told to kill
+# (Toad answers terminal/kill and leaves the command running).
+KILL_CONFIRM_S = 2.0
 
 
 def max_background() -> int:
@@ -89,6 +93,10 @@ class Job:
 
     async def kill(self) -> None:
         raise NotImplementedError
+
+    async def stop(self) -> None:
+        """Stop it for good: the session ends."""
+        await self.kill()
 
     def summary(self) -> str:
         """One line for the system prompt."""
@@ -264,12 +272,55 @@ class TerminalJob(Job):
         return Read(text, dropped, self._status)
 
     async def kill(self) -> None:
+        """`terminal/kill`, then its exit confirmed (within `KILL_CONFIRM_S`) before the job
+        counts as killed and its terminal is released. A command the kill left running stays
+        a running job, its terminal kept: it can be read, and killed again."""
+        if self._released:
+            return
+        if self._status is None and await self._kill_sent():
+            try:
+                if await self._exits_within(KILL_CONFIRM_S):
+                    self._status = self._status or "killed"
+            except Exception as exc:
+                log.warning("background_terminal_stop_failed", job=self.id, error=str(exc))
+        if self._status is None:
+            log.warning("background_terminal_survived_kill", job=self.id)
+            return
+        await self._release()
+
+    async def stop(self) -> None:
+        """Kill and release at once, unconfirmed: the session ends, and the editor's release
+        (which ACP says kills a command still running) is all there is left to do."""
+        if self._released:
+            return
+        if self._status is None:
+            await self._kill_sent()
+        await self._release()
+
+    async def _kill_sent(self) -> bool:
+        """`terminal/kill` (bounded); whether the editor answered it."""
+        try:
+            await asyncio.wait_for(self.client.kill_terminal(self.terminal_id), TERMINAL_STOP_S)
+        except Exception as exc:
+            log.warning("background_terminal_stop_failed", job=self.id, error=str(exc))
+            return False
+        return True
+
+    async def _exits_within(self, seconds: float) -> bool:
+        """Whether the command has exited: `terminal/wait_for_exit` within `seconds`, else the
+        exit status of one more `terminal/output` (an editor whose wait failed)."""
+        try:
+            await asyncio.wait_for(self.client.wait_for_terminal_exit(self.terminal_id), seconds)
+            return True
+        except (TimeoutError, ClientCallError):
+            await asyncio.wait_for(self._output(), TERMINAL_STOP_S)
+            return self._status is not None
+
+    async def _release(self) -> None:
+        """Keep the last output, then release the terminal (once)."""
         if self._released:
             return
         try:
-            if self._status is None:
-                await asyncio.wait_for(self.client.kill_terminal(self.terminal_id), TERMINAL_STOP_S)
-                self._status = "killed"
             self._final = await asyncio.wait_for(self._output(), TERMINAL_STOP_S)
         except Exception as exc:
             log.warning("background_terminal_stop_failed", job=self.id, error=str(exc))
@@ -329,7 +380,7 @@ class BackgroundJobs:
         jobs = list(self.jobs.values())
         if jobs:
             log.info("background_stopping", jobs=[job.id for job in jobs])
-        await asyncio.gather(*(job.kill() for job in jobs), return_exceptions=True)
+        await asyncio.gather(*(job.stop() for job in jobs), return_exceptions=True)
 
 
 # -- the tools' side ----------------------------------------------------------------------------

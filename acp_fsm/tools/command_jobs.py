@@ -10,6 +10,13 @@ from acp_fsm.tools.base import ToolCallView, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import BaseTool
 from acp_fsm.updates import text_block
 
+# What kill_command says of a command still running after it was killed (an editor's
+# terminal that answers terminal/kill and leaves it running, as Toad's does).
+SURVIVED = (
+    "{job} was told to stop, but it has not exited: it is still running. Try kill_command "
+    "again, or ask the user to stop it (in the editor's terminal, when it runs there)."
+)
+
 
 class _JobTool(BaseTool):
     """A tool about one background command, named by `id`."""
@@ -65,4 +72,6 @@ class KillCommand(_JobTool):
         output = describe(job, read)
         if was is not None:
             output = f"{job.id} had already ended ({was}).\n" + output.split("\n", 1)[1]
-        return ToolOutcome(output, content=(text_block(output),))
+        elif read.ended is None:  # the kill was answered, and the command runs on
+            output = SURVIVED.format(job=job.id) + "\n" + output.split("\n", 1)[1]
+        return ToolOutcome(output, content=(text_block(output),), is_error=read.ended is None)

@@ -38,6 +38,11 @@ TERMINAL_OUTPUT_BYTE_LIMIT = OUTPUT_HEAD_BYTES + OUTPUT_TAIL_BYTES
 CLEANUP_TIMEOUT_SECONDS = 5.0
 # Characters of the command shown in the editor's title.
 TITLE_COMMAND_CHARS = 80
+# What the user is told of a background command before allowing it.
+BACKGROUND_NOTE = (
+    "It keeps running in the background after this call, until it ends, kill_command stops "
+    "it, or the session or the agent ends."
+)
 
 
 def signal_name(number: int) -> str:
@@ -125,11 +130,15 @@ class RunCommand(MutatingTool):
         return True
 
     def title(self, args: dict[str, Any], env: ToolEnv) -> str:
-        return f"Run `{short_command(str(args.get('command', '')))}`"
+        shown = f"Run `{short_command(str(args.get('command', '')))}`"
+        return f"{shown} in the background" if args.get("background") else shown
 
     def view(self, args: dict[str, Any], env: ToolEnv) -> ToolCallView:
-        """The whole command and where it runs, for the user to judge before allowing it."""
+        """The whole command and where it runs, for the user to judge before allowing it (and
+        that it outlives the call, when it does)."""
         shown = f"```sh\n{args.get('command', '')}\n```\nin {env.cwd}"
+        if args.get("background"):
+            shown += f"\n\n{BACKGROUND_NOTE}"
         return ToolCallView(
             title=self.title(args, env),
             kind=self.kind,

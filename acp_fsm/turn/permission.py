@@ -13,15 +13,23 @@ from acp_fsm.protocol.errors import OutboundCancelled, OutboundError, OutboundTi
 from acp_fsm.turn.calls import PendingCall, denied, remembered
 
 if TYPE_CHECKING:
+    from acp_fsm.schemas import acp_types as acp
     from acp_fsm.turn.runner import Turn
 
-PERMISSION_OPTIONS = [
+PERMISSION_OPTIONS: list[acp.PermissionOption] = [
     {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
     {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
     {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
     {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
 ]
-_KINDS = {option["optionId"]: option["kind"] for option in PERMISSION_OPTIONS}
+# For a call an "always allow" would not cover (`calls.remembered`: one outside the roots, a
+# fetch of the user's own network): the next such call is asked anyway, so it is not offered.
+_NOT_ALWAYS = [option for option in PERMISSION_OPTIONS if option["kind"] != "allow_always"]
+
+
+def options_for(pc: PendingCall) -> list[acp.PermissionOption]:
+    """The options the user is offered for `pc`: only answers that will be honoured."""
+    return PERMISSION_OPTIONS if pc.confined else _NOT_ALWAYS
 
 
 async def ask_permissions(turn: Turn) -> TurnTrigger:
@@ -33,10 +41,11 @@ async def ask_permissions(turn: Turn) -> TurnTrigger:
 
 
 async def _ask(turn: Turn, pc: PendingCall) -> None:
+    offered = options_for(pc)
     params = {
         "sessionId": turn.session.id,
         "toolCall": updates.tool_call_fields(pc.call.id, updates.view_body(pc.view), pc.preview),
-        "options": PERMISSION_OPTIONS,
+        "options": offered,
     }
     pc.fire(ToolCallTrigger.ASK)
     try:
@@ -57,8 +66,8 @@ async def _ask(turn: Turn, pc: PendingCall) -> None:
             "client, so the call was not run."
         )
         return
-    kind = _KINDS.get(outcome["optionId"])
-    if kind is None:
+    kind = next((o["kind"] for o in offered if o["optionId"] == outcome["optionId"]), None)
+    if kind is None:  # an option it was not offered is no answer either
         pc.deny(f"The client answered with an unknown option {outcome['optionId']!r}.")
         return
     allowed = kind.startswith("allow")

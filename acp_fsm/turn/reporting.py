@@ -51,11 +51,13 @@ async def status_report(turn: Turn) -> str:
     library = session.library
     jobs = session.background_summary()
     model = session.model(config)
+    level = settings.level_option(chosen, config.provider, model)
     lines = [
         f"Provider: {config.provider}{_api(config, model)} ({_where(config.base_url)})",
         f"Model: {model}",
         f"Mode: {mode}",
-        f"Thought level: {chosen.thought_level}",
+        # as the session's options show it; a model without the option has no level
+        f"Thought level: {level or '— (this model has no thinking option)'}",
         f"Context: {context}",
         f"Tokens so far: {spent.input_tokens:,} in ({spent.cache_read_tokens:,} read from the "
         f"cache, {spent.cache_write_tokens:,} written to it), {spent.output_tokens:,} out"

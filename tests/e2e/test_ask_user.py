@@ -10,7 +10,15 @@ from typing import Any
 
 from acp_fsm.devkit.editor.answers import HOLD
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
-from tests.e2e.support import BARE, Launcher, args, for_call, statuses, tool_results
+from tests.e2e.support import (
+    BARE,
+    Launcher,
+    args,
+    content_text,
+    for_call,
+    statuses,
+    tool_results,
+)
 from tests.harness import wait_until
 
 FORMS = {**BARE, "elicitation": {"form": {}}}
@@ -43,7 +51,8 @@ async def test_a_choice_is_a_form_and_its_answer_the_result(
     assert tool_results(server.requests[-1])["q1"] == ("The user chose: Postgres", False)
     assert agent.editor.of_method("session/request_permission") == []
     shown = for_call(turn.updates, "q1")
-    assert shown[0]["kind"] == "think" and shown[0]["title"] == "Question: Which database?"
+    assert shown[0]["kind"] == "other" and shown[0]["title"] == "Question: Which database?"
+    assert content_text(shown[0]) == "Which database?"
     assert statuses(shown)[-1] == "completed"
 
 
@@ -127,10 +136,17 @@ async def test_without_forms_the_choices_are_permission_options(
         Reply(text="ok"),
     )
 
-    await agent.prompt(session, "format")
+    turn = await agent.prompt(session, "format")
 
     first, _ = agent.editor.of_method("session/request_permission")
-    assert first["params"]["toolCall"]["toolCallId"] == "a"
+    asked = first["params"]["toolCall"]
+    assert asked["toolCallId"] == "a"
+    # the question is the request's title and content, for clients that show only these
+    assert asked["title"] == "Question: Tabs or spaces?" and asked["kind"] == "other"
+    assert content_text(asked) == "Tabs or spaces?"
+    (announced, *_) = for_call(turn.updates, "a")  # the call the client knows shows it too
+    assert announced["title"] == asked["title"] and announced["kind"] == "other"
+    assert content_text(announced) == "Tabs or spaces?"
     assert [(o["optionId"], o["name"], o["kind"]) for o in first["params"]["options"]] == [
         ("choice_0", "tabs", "allow_once"),
         ("choice_1", "spaces", "allow_once"),
@@ -226,7 +242,8 @@ async def test_without_forms_an_mcp_choice_is_asked_with_permission_options(
     await mcp_turn(agent, server, project, "paint")
 
     asked = agent.editor.of_method("session/request_permission")[-1]["params"]
-    assert asked["toolCall"]["toolCallId"] == "c1" and "title" not in asked["toolCall"]
+    assert asked["toolCall"]["toolCallId"] == "c1" and asked["toolCall"]["kind"] == "other"
+    assert asked["toolCall"]["title"] == "MCP server tools asks: Which colour should I paint it?"
     (shown,) = asked["toolCall"]["content"]  # the question, where the call's result will be
     assert shown["content"]["text"] == "Which colour should I paint it?"
     assert [o["name"] for o in asked["options"]] == ["red", "green", "blue", "Don't answer"]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
-from tests.e2e.support import Agent, Launcher, args
+from tests.e2e.support import EDITOR, Agent, Launcher, args
 from tests.e2e.test_instructions import system_of
 from tests.e2e.test_tools import result_of
 from tests.harness import wait_until
@@ -74,6 +74,39 @@ async def test_a_dev_server_keeps_running_is_read_and_is_stopped(
     assert len(agent.editor.of_method("session/request_permission")) == 1  # only the start
     assert "bg_1" in system_of(server.requests[-1]) and "killed" in system_of(server.requests[-1])
     assert await asyncio.to_thread(page_of, port) is None  # nothing serves the port now
+
+
+@pytest.mark.parametrize("kill_stops", [True, False], ids=["editor", "toad"])
+async def test_a_kill_in_the_editors_terminal_is_confirmed_by_its_exit(
+    launch: Launcher, server: ScriptedProvider, project: Path, kill_stops: bool
+) -> None:
+    """Toad answers terminal/kill and leaves the command running: kill_command says so, and
+    keeps the job (and its terminal) until it exits or the session ends."""
+    agent = await launch.start("anthropic", capabilities=EDITOR)
+    agent.editor.permissions.append("allow_once")
+    agent.editor.hang_commands = ("serve",)
+    agent.editor.kill_stops = kill_stops
+    session = await agent.new_session(project)
+    assert "it is running" in await started(agent, server, session, "npm run serve")
+    server.script(Reply(calls=(Call("k1", "kill_command", args(id="bg_1")),)), Reply(text="ok"))
+
+    assert (await agent.prompt(session, "stop it")).stop_reason == "end_turn"
+
+    text, is_error = result_of(server, "k1")
+    released = agent.editor.of_method("terminal/release")
+    if kill_stops:
+        assert text.startswith("bg_1 killed.") and not is_error
+        assert [r["params"]["terminalId"] for r in released] == ["term-1"]
+        return
+    assert text.startswith("bg_1 was told to stop, but it has not exited: it is still running.")
+    assert is_error and released == []
+    assert agent.proc.logged("background_terminal_survived_kill")
+    assert not agent.proc.logged("background_terminal_stop_failed")  # no request failed
+    assert "`npm run serve`: running" in system_of(server.requests[-1])
+    assert "result" in await agent.request("session/close", {"sessionId": session})
+    assert [r["params"]["terminalId"] for r in agent.editor.of_method("terminal/release")] == [
+        "term-1"
+    ]
 
 
 def page_of(port: int) -> str | None:

@@ -98,6 +98,26 @@ async def test_status_is_answered_by_the_agent_and_shown_again_by_a_reload(
     assert text in said(replayed)
 
 
+async def test_status_shows_a_thought_level_only_for_a_model_that_takes_one(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """As the session's options do: a model without the thinking option has no level, even
+    when one was chosen for another model."""
+    from tests.e2e.test_settings import choose, new_session, options_of
+
+    agent = await launch.start("openai", ACP_FSM_MODEL="gpt-5", ACP_FSM_MODELS="gpt-5,gpt-4.1")
+    session, _ = await new_session(agent, project)
+    await choose(agent, session, "thought_level", "high")
+    assert "- Thought level: high\n" in said((await agent.prompt(session, "/status")).updates)
+
+    chosen = await choose(agent, session, "model", "gpt-4.1")
+
+    assert "thought_level" not in options_of(chosen)
+    text = said((await agent.prompt(session, "/status")).updates)
+    assert "- Thought level: — (this model has no thinking option)\n" in text, text
+    assert "high" not in text
+
+
 async def test_mcp_lists_the_servers_their_state_and_tools(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:

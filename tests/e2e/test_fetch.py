@@ -76,7 +76,7 @@ async def test_the_users_own_machine_asks_even_in_full_access(
     launch: Launcher, server: ScriptedProvider, project: Path, page: str
 ) -> None:
     agent = await launch.start("anthropic")
-    agent.editor.permissions.extend(["allow_always", "allow_once"])
+    agent.editor.permissions.extend(["allow_once", "allow_once"])
     session = await agent.new_session(project)
     await full_access(agent, session)
 
@@ -85,6 +85,7 @@ async def test_the_users_own_machine_asks_even_in_full_access(
 
     asked = agent.editor.of_method("session/request_permission")
     assert [r["params"]["toolCall"]["toolCallId"] for r in asked] == ["f1", "f2"]  # both times
+    assert "allow_always" not in [o["optionId"] for o in asked[0]["params"]["options"]]
     assert "Changelog" in result_of(server, "f2")[0]
 
 

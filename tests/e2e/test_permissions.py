@@ -133,6 +133,79 @@ async def test_allow_always_is_remembered_per_tool_and_session(
     assert not (project / "e.txt").exists()
 
 
+async def test_always_allow_is_offered_only_where_it_would_be_honoured(
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
+    """A call outside the roots, or a fetch of this machine, is asked every time whatever the
+    user answered before: "Always allow" is not offered for it, and not taken if sent."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "notes.txt").write_text("far\n")
+    agent, session = await setup(launch, project)
+    agent.editor.default_permission = "reject_once"
+    agent.editor.permission_for["w_out"] = "allow_always"  # not offered for it
+    server.script(
+        Reply(
+            calls=(
+                write("w_in", "a.txt"),
+                write("w_out", str(outside / "b.txt")),
+                Call("r_out", "read_file", args(path=str(outside / "notes.txt"))),
+                Call("f_local", "fetch_url", args(url="http://127.0.0.1:9/")),
+                Call("run", "run_command", args(command="echo hi")),
+            )
+        ),
+        Reply(calls=(write("w_out2", str(outside / "c.txt")),)),
+        Reply(text="done"),
+    )
+
+    assert (await agent.prompt(session, "go")).stop_reason == "end_turn"
+
+    offered = {
+        r["params"]["toolCall"]["toolCallId"]: [o["optionId"] for o in r["params"]["options"]]
+        for r in agent.editor.of_method("session/request_permission")
+    }
+    not_always = ["allow_once", "reject_once", "reject_always"]
+    assert offered == {
+        "w_in": OPTION_IDS,
+        "w_out": not_always,
+        "r_out": not_always,
+        "f_local": not_always,
+        "run": OPTION_IDS,
+        "w_out2": not_always,  # asked again: the answer for w_out was not taken
+    }
+    result, is_error = tool_results(server.requests[-1])["w_out"]
+    assert "unknown option 'allow_always'" in result and is_error
+    assert not (outside / "b.txt").exists()
+
+
+async def test_a_background_command_says_it_keeps_running_when_asked(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    agent, session = await setup(launch, project, "reject_once", "reject_once")
+    server.script(
+        Reply(
+            calls=(
+                Call("bg", "run_command", args(command="npm run dev", background=True)),
+                Call("fg", "run_command", args(command="npm test")),
+            )
+        ),
+        Reply(text="not run"),
+    )
+
+    assert (await agent.prompt(session, "serve it")).stop_reason == "end_turn"
+
+    background, foreground = (
+        r["params"]["toolCall"] for r in agent.editor.of_method("session/request_permission")
+    )
+    assert background["title"] == "Run `npm run dev` in the background"
+    assert content_text(background).endswith(
+        "It keeps running in the background after this call, until it ends, kill_command "
+        "stops it, or the session or the agent ends."
+    )
+    assert foreground["title"] == "Run `npm test`"
+    assert "keeps running" not in content_text(foreground)
+
+
 async def test_reject_always_is_remembered(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:

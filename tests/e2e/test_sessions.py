@@ -200,6 +200,38 @@ async def test_load_in_a_new_process_replays_what_was_shown_live(
 
 
 @pytest.mark.slow
+async def test_a_prompt_of_several_text_blocks_replays_them_apart(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """Clients join a message's chunks as they come: a text block followed by another ends
+    with a blank line (unless a line break is there already); the model read them apart."""
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    server.script(Reply(text="ok"))
+    prompt = [
+        {"type": "text", "text": "Fix this function:"},
+        {"type": "text", "text": "def f(): return 1"},
+        {"type": "resource_link", "uri": "file:///x/y.py", "name": "y.py"},
+        {"type": "text", "text": "and this line\n"},
+        {"type": "text", "text": "thanks"},
+    ]
+    response = await agent.request("session/prompt", {"sessionId": session, "prompt": prompt})
+    assert response["result"]["stopReason"] == "end_turn"
+    await launch.close(agent)
+
+    other = await launch.start("openai")
+    _, replayed = await restore(other, "session/load", session, project)
+
+    shown = [u["content"] for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
+    assert shown == [
+        {"type": "text", "text": "Fix this function:\n\n"},
+        {"type": "text", "text": "def f(): return 1"},
+        prompt[2],
+        prompt[3],
+        prompt[4],
+    ]
+
+
 async def test_a_conversation_cancelled_midway_loads_and_continues(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:

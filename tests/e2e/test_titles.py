@@ -222,6 +222,46 @@ async def test_only_a_completed_turn_is_followed_by_the_title_call(
 
 
 @pytest.mark.parametrize(
+    ("typed", "about", "expanded"),
+    [
+        ("/init", "Study the project and write AGENTS.md", "Study this project, then write"),
+        ("/review main..HEAD", "Review the uncommitted changes", "The user asked for a review"),
+        ("/ship v2", "Ship a release to the store", "Release v2: bump, tag and upload"),
+    ],
+)
+async def test_a_command_is_named_by_what_the_user_typed(
+    launch: Launcher,
+    server: ScriptedProvider,
+    project: Path,
+    typed: str,
+    about: str,
+    expanded: str,
+) -> None:
+    """The model read the command's expansion; the title is made of what the user typed, with
+    what the command does (a title model shown "/init" alone has little to go by)."""
+    commands = project / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "ship.md").write_text(
+        "---\ndescription: Ship a release to the store\n---\nRelease $1: bump, tag and upload\n"
+    )
+    agent = await launch.start("anthropic")
+    session = await agent.new_session(project)
+    server.script(Reply(text="On it."))
+
+    turn = await agent.prompt(session, typed)
+
+    assert turn.stop_reason == "end_turn"
+    assert user_texts(server.requests[0])[0].startswith(expanded)  # the model's prompt
+    await wait_until(lambda: made_titles(agent, session, turn.end), "the model's title")
+    first = of_kind(agent.updates(session, 0, turn.end, metadata=True), "session_info_update")
+    assert [u["title"] for u in first] == [typed]
+    [call] = server.lane_requests
+    shown = " ".join(user_texts(call))
+    assert shown.startswith(f"The user wrote:\n{typed}\n(the command /{typed.split()[0][1:]}: ")
+    assert about in shown and expanded not in shown and "On it." in shown
+
+
+@pytest.mark.parametrize(
     ("answer", "title"),
     [
         ('Title: "Fix flaky login test"', "Fix flaky login test"),

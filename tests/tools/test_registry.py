@@ -52,6 +52,8 @@ KINDS = {
     "ask_user": "think",
     "update_plan": "think",
 }
+# The kind a call shows in the editor: its tool's, but a question is not drawn as reasoning.
+SHOWN_KINDS = {**KINDS, "ask_user": "other"}
 
 
 def test_registry_order_and_kinds() -> None:
@@ -146,7 +148,7 @@ def test_views(
     env = Env(cwd=project, client=Editor())
     view = TOOLS[name].view(args, env)
     assert view.title == title
-    assert view.kind == KINDS[name]
+    assert view.kind == SHOWN_KINDS[name]
     assert view.raw_input == args
     if location is None:
         assert view.locations == ()
@@ -175,7 +177,7 @@ def test_long_commands_are_shortened_in_titles(project: Path) -> None:
 def test_views_survive_bad_arguments(name: str, project: Path) -> None:
     env = Env(cwd=project, client=Editor())
     view = TOOLS[name].view({}, env)
-    assert view.title and view.kind == KINDS[name]
+    assert view.title and view.kind == SHOWN_KINDS[name]
 
 
 @pytest.mark.parametrize("name", NAMES)

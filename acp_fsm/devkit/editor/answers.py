@@ -30,6 +30,9 @@ Choice = str | _Hold
 """A permission answer: an option id, "cancelled", or `HOLD`."""
 
 
+KILLED: Final = {"exitCode": None, "signal": "SIGKILL"}  # how a killed terminal exited
+
+
 class EditorError(Exception):
     """An error the editor answers a request with (`data` as its `error.data`)."""
 
@@ -67,9 +70,11 @@ class Editor:
     or to the disk with `save_to_disk`. Terminals (their ids kept in `terminals`) print
     `terminal_output` and exit with `terminal_exit`, except that `terminal_exit=HOLD`, or a
     command line holding one of `hang_commands`, never exits: its `terminal/wait_for_exit` is
-    held. `overrides` replaces the answer to a method (a
-    result, `HOLD` or an `EditorError`); `null_results` are served as usual but answered
-    `"result": null`, as several real editors do for results with nothing in them. With
+    held, until a `terminal/kill` ends it (killed by `SIGKILL`) — except with `kill_stops`
+    False, where the kill is answered and the command runs on, as in Toad. `overrides`
+    replaces the answer to a method (a result, `HOLD` or an `EditorError`); `null_results`
+    are served as usual but answered `"result": null`, as several real editors do for results
+    with nothing in them. With
     `answer_withdrawn`, a held request the agent withdraws is answered at once as ACP asks (a
     permission "cancelled", anything else -32800)."""
 
@@ -82,6 +87,7 @@ class Editor:
     terminal_output: str = ""
     terminal_exit: dict[str, Any] | _Hold = field(default_factory=lambda: {"exitCode": 0})
     hang_commands: tuple[str, ...] = ()
+    kill_stops: bool = True
     overrides: dict[str, Any] = field(default_factory=dict)
     null_results: set[str] = field(default_factory=set)
     answer_withdrawn: bool = True
@@ -91,6 +97,7 @@ class Editor:
     unexpected: list[Message] = field(default_factory=list)
     _terminals: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _hanging: set[str] = field(default_factory=set)
+    _killed: set[str] = field(default_factory=set)  # hanging terminals a kill ended
 
     def answer(self, request: Message) -> Message | None:
         """The response to write to `request`; None when it is held."""
@@ -189,7 +196,10 @@ class Editor:
 
     def _terminal(self, method: str, params: dict[str, Any]) -> Any:
         terminal = params.get("terminalId")
-        hangs = isinstance(self.terminal_exit, _Hold) or terminal in self._hanging
+        hangs = (
+            isinstance(self.terminal_exit, _Hold) or terminal in self._hanging
+        ) and terminal not in self._killed
+        exit_status = KILLED if terminal in self._killed else self.terminal_exit
         if method == "terminal/create":
             terminal = f"term-{next(self._terminals)}"
             self.terminals.append(terminal)
@@ -198,13 +208,17 @@ class Editor:
                 self._hanging.add(terminal)
             return {"terminalId": terminal}
         if method == "terminal/wait_for_exit":
-            return HOLD if hangs else self.terminal_exit
+            return HOLD if hangs else exit_status
         if method == "terminal/output":
             result: dict[str, Any] = {"output": self.terminal_output, "truncated": False}
             if not hangs:
-                result["exitStatus"] = self.terminal_exit
+                result["exitStatus"] = exit_status
             return result
-        if method in ("terminal/kill", "terminal/release"):
+        if method == "terminal/kill":
+            if hangs and self.kill_stops and isinstance(terminal, str):
+                self._killed.add(terminal)
+            return {}
+        if method == "terminal/release":
             return {}
         return None
 
