@@ -11,11 +11,15 @@ from itertools import count
 from typing import Any
 
 from acp_fsm.devkit.provider.script import ErrorEvent, HttpError, Reply, pieces
+from acp_fsm.protocol.codec import is_utf8
 from acp_fsm.providers.types import StopReason, Usage
 
 
 def json_text(payload: Any) -> str:
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    """Compact JSON in UTF-8, as the APIs send it; a lone surrogate (a model's token that cut a
+    character in two) as the `\\udXXX` escape they send then, which UTF-8 cannot carry."""
+    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    return text if is_utf8(text) else json.dumps(payload, separators=(",", ":"))
 
 
 def sse(data: Any, event: str | None = None) -> bytes:
