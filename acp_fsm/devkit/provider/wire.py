@@ -265,8 +265,9 @@ def render_responses(
     text (the arguments), and `response.output_item.done`, then
     `response.completed` (or `response.incomplete` at max_tokens) with the usage.
     `reasoning_of` learns which reasoning item (of which model) each function call came with
-    (what the rules check comes back), when that item can come back (its encrypted content). A reply without thinking has no reasoning item,
-    unless `reasons` (a reasoning model's, its summary empty)."""
+    (what the rules check comes back), when that item can come back (its encrypted content).
+    A reply without thinking has no reasoning item, unless `reasons` (a reasoning model's,
+    its summary empty)."""
     response: dict[str, Any] = {
         "id": new_id("resp_"),
         "object": "response",
