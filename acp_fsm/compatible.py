@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 # The other servers' endpoints answer at once where they exist: a server that takes longer
-# holds up the model list no more than this.
+# holds up the model list no more than this (nor than the listing's own bound).
 OPTIONAL_TIMEOUT_S = 2.0
 
 
@@ -82,10 +82,12 @@ async def probe(
     """Ask the server at `config.base_url` for its models and windows (all at once); a
     failed listing raises, a server that answers none of the other endpoints states none."""
     root = root_of(config.base_url)
+    # within the listing's bound too: one that hangs then leaves the list as it came
+    optional_s = min(OPTIONAL_TIMEOUT_S, http.timeout.total or OPTIONAL_TIMEOUT_S)
     listing, props, ollama, lm_studio = await asyncio.gather(
         get_json(http, f"{config.base_url}/models", headers),
         *(
-            _optional(get_json(http, f"{root}{path}", headers, timeout_s=OPTIONAL_TIMEOUT_S))
+            _optional(get_json(http, f"{root}{path}", headers, timeout_s=optional_s))
             for path in ("/props", "/api/ps", "/api/v0/models")
         ),
     )

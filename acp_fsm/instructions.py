@@ -20,6 +20,7 @@ import platform
 from pathlib import Path
 from typing import NamedTuple
 
+from acp_fsm.protocol.codec import utf8_text
 from acp_fsm.small_files import read_head
 
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")  # the first that exists in a folder is read
@@ -179,8 +180,8 @@ def project_instructions(cwd: Path, additional: tuple[Path, ...] = ()) -> Instru
             target = _real(path)
             if not any(target.is_relative_to(base) for base in bases):
                 if target.exists():
-                    skipped.append(
-                        f"{path} was not read: it leads to {target}, outside "
+                    skipped.append(  # the link's target is any name on disk
+                        f"{path} was not read: it leads to {utf8_text(str(target))}, outside "
                         f"{outside}, so its instructions are not followed."
                     )
                     break

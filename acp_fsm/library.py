@@ -6,7 +6,8 @@ name wins, a subfolder gives `folder:name`. Front matter may give a `description
 `argument-hint`; the body is the prompt, `$ARGUMENTS` and `$1` … `$9` replaced by the words
 typed after the command. Skills are folders holding a `SKILL.md` (front matter: `name`,
 `description`) in the same places' `skills/` folders. A file that cannot be used is skipped
-and named in `problems`. Scanning reads files: call `scan` off the event loop.
+and named in `problems`. Scanning reads files: call `scan` off the event loop. Every file name
+that is shown (a skill's files and folder, the problems) is valid UTF-8 (`utf8_text`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from acp_fsm.front_matter import FrontMatterError, shortened, split, text_field
+from acp_fsm.protocol.codec import utf8_text
 
 MAX_FILE_BYTES = 256 * 1024  # a command or a skill larger than this is not one
 MAX_FILES = 500  # command files read per folder (the rest are named as skipped)
@@ -81,7 +83,7 @@ class Skill:
         """What the model reads when it loads the skill: its instructions, and where its
         other files are."""
         files = self.files
-        where = f"The skill's folder is {self.folder}"
+        where = f"The skill's folder is {utf8_text(str(self.folder))}"
         if files:
             listed = ", ".join(files[:MAX_LISTED_FILES])
             more = len(files) - MAX_LISTED_FILES
@@ -168,7 +170,7 @@ def scan(cwd: Path, reserved: frozenset[str] = frozenset()) -> Library:
     for place in places(cwd, "skills"):
         for skill in _skills_in(place, problems):
             skills.setdefault(skill.name, skill)
-    return Library(commands, skills, tuple(problems))
+    return Library(commands, skills, tuple(utf8_text(problem) for problem in problems))
 
 
 def _commands_in(place: Place, problems: list[str]) -> list[UserCommand]:
@@ -279,14 +281,14 @@ def _markdown_files(place: Place, problems: list[str]) -> list[Path]:
 
 def _skill_files(folder: Path) -> tuple[str, ...]:
     """The files of a skill's folder but its SKILL.md, relative to it, sorted (at most
-    `MAX_FILES`)."""
+    `MAX_FILES`), as the model is shown them."""
     found: list[str] = []
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             relative = (Path(root) / name).relative_to(folder).as_posix()
             if relative != SKILL_FILE and not name.startswith("."):
-                found.append(relative)
+                found.append(utf8_text(relative))
         if len(found) >= MAX_FILES:
             break
     return tuple(found[:MAX_FILES])

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from acp_fsm.protocol.errors import InvalidParams
-from acp_fsm.store import MAX_BODY_BYTES
+from acp_fsm.store import MAX_BODY_BYTES, stored_size
 
 # A path the agent keeps and lists again (cwd, additionalDirectories): Linux's PATH_MAX.
 MAX_PATH_CHARS = 4096
@@ -71,7 +69,7 @@ def check_nesting(name: str, value: Any) -> None:
 
 def check_stored(name: str, body: dict[str, Any]) -> None:
     """`body` fits one store entry (`store.MAX_BODY_BYTES`), as it will be stored."""
-    size = len(orjson.dumps(body))
+    size = stored_size(body)  # what orjson refuses (a lone surrogate) the store still holds
     if size > MAX_BODY_BYTES:
         raise InvalidParams(
             f"Invalid params: {name}: {size:,} bytes as stored (with what the "

@@ -33,7 +33,7 @@ log = structlog.get_logger("models")
 
 CACHE_FILE = "models.json"
 CACHE_TTL_S = 24 * 3600
-FETCH_TIMEOUT_S = 5.0
+FETCH_TIMEOUT_S = 5.0  # a listing's longest, connecting included (`listing_timeout_s`)
 RETRY_AFTER_S = 60.0  # a failed fetch is not tried again sooner
 BUILT_IN = {
     ANTHROPIC: ("claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"),
@@ -70,6 +70,14 @@ def fallback(config: ProviderConfig) -> list[str]:
     OpenAI-compatible server has models of its own)."""
     built_in = BUILT_IN[config.provider] if config.official else ()
     return list(dict.fromkeys([config.model, *built_in]))
+
+
+def listing_timeout_s(config: ProviderConfig) -> float:
+    """How long a listing may take, connecting included: the connect limit
+    (ACP_FSM_CONNECT_TIMEOUT_MS), at most `FETCH_TIMEOUT_S`. A server answers it from what it
+    holds, at once once reached; the first call to a compatible server waits for it, and so
+    waits no longer than the user allows for reaching the server (docs/local-servers.md)."""
+    return min(FETCH_TIMEOUT_S, config.connect_timeout_s)
 
 
 def _cache_path() -> Path:
@@ -168,13 +176,14 @@ class Catalog:
 
     async def _fetch(self, config: ProviderConfig) -> None:
         before = self.models(config)
+        limit = listing_timeout_s(config)
         try:
-            info = await asyncio.wait_for(server_info(config), FETCH_TIMEOUT_S)
+            info = await asyncio.wait_for(server_info(config, limit), FETCH_TIMEOUT_S)
         except Exception as exc:  # any failure keeps what is known
             self._failed_at = time.time()
-            log.info(
-                "models_not_listed", provider=config.provider, error=str(exc) or type(exc).__name__
-            )
+            late = isinstance(exc, TimeoutError)
+            error = f"no answer within {limit:g} s" if late else str(exc) or type(exc).__name__
+            log.info("models_not_listed", provider=config.provider, error=error)
             return
         if not config.official:
             self._info[_cache_key(config)] = info
@@ -235,9 +244,10 @@ async def list_models(config: ProviderConfig, timeout_s: float = FETCH_TIMEOUT_S
 
 
 async def server_info(config: ProviderConfig, timeout_s: float = FETCH_TIMEOUT_S) -> ServerInfo:
-    """The provider's models and, from a compatible server, the windows it states; OpenAI
-    lists are rid of models that do not chat. OpenAI's own list is sorted; a compatible
-    server's keeps its order (its first model is the default, see `Catalog.default_model`)."""
+    """The provider's models and, from a compatible server, the windows it states, each GET
+    within `timeout_s` from its connecting on; OpenAI lists are rid of models that do not
+    chat. OpenAI's own list is sorted; a compatible server's keeps its order (its first model
+    is the default, see `Catalog.default_model`)."""
     await aiohttp_imported()  # off the loop (acp_fsm.warm)
     import aiohttp
 

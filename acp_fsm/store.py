@@ -247,6 +247,11 @@ def _decode_json(data: bytes | str) -> Any:
         return json.loads(data)
 
 
+def stored_size(body: dict[str, Any]) -> int:
+    """How many bytes `body` takes as an entry (`MAX_BODY_BYTES` bounds it)."""
+    return len(_encode_json(body))
+
+
 def _encode_body(body: Any) -> bytes:
     if not isinstance(body, dict):
         raise TypeError(f"an entry body must be a dict, not {type(body).__name__}")

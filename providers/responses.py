@@ -4,7 +4,8 @@ that serve it): the API GPT-5 and the codex models are at their best on.
 Nothing is stored on OpenAI's side (`store: false`): the model's reasoning comes back as
 reasoning items with their `encrypted_content`, kept on the assistant message
 (`ThinkingPart.item`, stored with the transcript) and sent back in place, before the items of
-their response, so a tool loop goes on with the reasoning of its first call.
+their response, so a tool loop goes on with the reasoning of its first call. An item that came
+without `encrypted_content` is never sent back: nothing could resolve it (`_resolvable`).
 """
 
 from __future__ import annotations
@@ -124,7 +125,9 @@ def _assistant(message: AssistantMessage, origin: str | None) -> list[dict[str, 
         if isinstance(part, ThinkingPart):
             # another API's thinking, another model's reasoning: nothing it can read
             if part.item is not None and origin is not None and part.origin == origin:
-                items.append(json.loads(part.item))
+                item = json.loads(part.item)
+                if _resolvable(item):
+                    items.append(item)
         elif isinstance(part, ToolCallPart):
             items.append(
                 {
@@ -140,6 +143,16 @@ def _assistant(message: AssistantMessage, origin: str | None) -> list[dict[str, 
     while items and items[-1]["type"] == "reasoning":
         items.pop()
     return items
+
+
+def _resolvable(item: dict[str, Any]) -> bool:
+    """Whether the API can read a reasoning item sent back: with `store: false` it reads one
+    from its `encrypted_content` only. An item without it (a compatible server's, or one a
+    proxy stripped) is a reference to nothing the API refuses ("Item with id 'rs_...' not
+    found") in every call it is in; stored sessions hold such items too, so it is left out
+    here, where every call's input is made."""
+    content = item.get("encrypted_content")
+    return isinstance(content, str) and bool(content)
 
 
 class ResponsesWire:

@@ -13,6 +13,7 @@ import json
 from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
+import orjson
 import pytest
 
 from acp_fsm.protocol.cancel import CancellationToken
@@ -753,7 +754,8 @@ async def test_a_notifier_sends_what_orjson_refuses_by_notify(peer: Peer) -> Non
     send = peer.conn.notifier("session/update", chunk_params)
     assert send("a lone \ud800 surrogate")
     [line] = peer.raw_lines()
-    assert json.loads(line) == note("session/update", chunk_params("a lone \ud800 surrogate"))
+    shown = chunk_params("a lone \\xed\\xa0\\x80 surrogate")  # valid UTF-8 (`utf8_text`)
+    assert orjson.loads(line) == note("session/update", shown)
     assert peer.dispatcher.outbound_checked == [
         ("session/update", "notification", chunk_params("a lone \ud800 surrogate"))
     ]

@@ -6,9 +6,10 @@ back as `Invalid` carrying -32600, with the id to answer (None when none can be 
 
 from __future__ import annotations
 
-import json
+import os
 from typing import Any
 
+import orjson
 import pytest
 
 from acp_fsm.protocol import codec, jsonrpc
@@ -307,15 +308,21 @@ def test_encode_keeps_non_ascii_as_utf8() -> None:
     assert codec.encode({"t": "é"}) == b'{"t":"\xc3\xa9"}\n'
 
 
-def test_encode_lone_surrogate_still_gives_one_valid_json_line() -> None:
-    message = {"jsonrpc": "2.0", "id": "\ud800x", "result": {"t": "é\n"}}
+def test_encode_lone_surrogate_gives_one_line_of_valid_utf8() -> None:
+    """A lone surrogate (a file name's byte that is not UTF-8, a model's cut character) is
+    written as `utf8_text` shows it: strict parsers (serde_json) refuse even its escape."""
+    name = os.fsdecode(b"caf\xe9")
+    message = {"jsonrpc": "2.0", "id": "\ud800x", "result": {"t": "é\n", name: [name]}}
     line = codec.encode(message)
     assert line.endswith(b"\n")
     assert line.count(b"\n") == 1
     assert b" " not in line  # compact
-    text = line.decode("ascii")  # valid (ASCII-escaped) output
-    assert json.loads(text) == message
-    assert text == '{"jsonrpc":"2.0","id":"\\ud800x","result":{"t":"\\u00e9\\n"}}\n'
+    text = line.decode("ascii")  # ASCII-escaped output
+    assert orjson.loads(text) == {
+        "jsonrpc": "2.0",
+        "id": "\\xed\\xa0\\x80x",
+        "result": {"t": "é\n", "caf\\xe9": ["caf\\xe9"]},
+    }
 
 
 def test_encode_big_integer_falls_back() -> None:

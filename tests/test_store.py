@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from acp_fsm import leases
+from acp_fsm import leases, limits
 from acp_fsm import store as store_module
 from acp_fsm.store import (
     MAX_BODY_BYTES,
@@ -40,6 +40,7 @@ from acp_fsm.store import (
     Store,
     StoreError,
     default_path,
+    stored_size,
 )
 from tests.harness import wait_until
 
@@ -326,6 +327,11 @@ async def test_values_orjson_refuses_still_round_trip(store: Store) -> None:
     await store.append("s", "tool_result", body)
     (entry,) = await store.entries("s")
     assert repr(entry.body) == repr(body)
+    # measured as stored, so the limit checked before storing (`limits.check_stored`) does
+    # not fail on what the store holds
+    written = '{"huge":1208925819614629174706176,"lone surrogate":"\\ud800",'
+    assert stored_size(body) == len(written + '"nested":[{"x":-1180591620717411303424}]}')
+    limits.check_stored("prompt", body)
 
 
 async def test_ten_megabyte_body(store: Store) -> None:

@@ -16,6 +16,7 @@ import structlog
 
 from acp_fsm import credentials, leases, limits, redact, transcript, updates
 from acp_fsm.bulk import paused_collector
+from acp_fsm.mcp.specs import server_specs
 from acp_fsm.pricing import cost_of
 from acp_fsm.protocol.errors import InvalidParams, ResourceNotFound
 from acp_fsm.providers.endpoint import ProviderConfig
@@ -159,8 +160,6 @@ class Sessions:
             session = await self._restore(store, session_id, cwd, replay)
             session.options.provider = (await credentials.read()).config
             if mcp_servers or session.mcp is not None:
-                from acp_fsm.mcp.specs import server_specs
-
                 connected = session.mcp.specs if session.mcp is not None else []
                 if connected != server_specs(mcp_servers):
                     await session.connect_mcp(mcp_servers)  # the servers this request passes
@@ -304,19 +303,14 @@ def completed(entries: list[Entry]) -> list[Entry]:
 
 
 def check_session(cwd: str, additional: list[str], mcp_servers: list[Any]) -> None:
-    """What a session keeps, stores and lists again: absolute paths, within the limits."""
+    """What a session keeps, stores and lists again: absolute paths, within the limits, and
+    MCP servers that are servers."""
     limits.check_count(
         "additionalDirectories", additional, limits.MAX_DIRECTORIES, "MAX_DIRECTORIES"
     )
     limits.check_count("mcpServers", mcp_servers, limits.MAX_MCP_SERVERS, "MAX_MCP_SERVERS")
     limits.check_nesting("mcpServers", mcp_servers)
-    for i, server in enumerate(mcp_servers):
-        if server.get("type") == "acp":  # session/fork's params admit it (the unstable schema)
-            raise InvalidParams(
-                f'Invalid params: mcpServers[{i}]: MCP over the ACP connection (type "acp") '
-                "is not supported (mcpCapabilities.acp is not advertised); give a stdio, http "
-                "or sse server"
-            )
+    server_specs(mcp_servers)  # what the schema lets through but is no server: -32602
     for name, value in [("cwd", cwd)] + [
         (f"additionalDirectories[{i}]", d) for i, d in enumerate(additional)
     ]:

@@ -16,24 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from acp_fsm.protocol.cancel import CancellationToken
-from acp_fsm.tools.paths import utf8_text
+from acp_fsm.protocol.codec import utf8_json
 
 if TYPE_CHECKING:
     from acp_fsm.library import Library
     from acp_fsm.questions import Answer, Question
     from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent, ToolCallLocation
     from acp_fsm.tools.background import BackgroundJobs
-
-
-def utf8_json(value: Any) -> Any:
-    """`value` with every string in it (dict keys, list and tuple items too) valid UTF-8."""
-    if isinstance(value, str):
-        return utf8_text(value)
-    if isinstance(value, dict):
-        return {utf8_json(key): utf8_json(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(utf8_json(item) for item in value)
-    return value
 
 
 def _make_utf8(instance: object, *names: str) -> None:

@@ -7,7 +7,7 @@ of its nearest existing parent (a symlinked directory cannot smuggle a new file 
 
 File names are bytes; Python shows bytes that are not UTF-8 as lone surrogates
 (surrogateescape). JSON peers with strict parsers (serde_json) reject those, so every name a
-tool shows goes through `utf8_text`.
+tool shows goes through `utf8_text` (`acp_fsm.protocol.codec`, re-exported here for the tools).
 """
 
 from __future__ import annotations
@@ -16,31 +16,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-
-def is_utf8(text: str) -> bool:
-    """True when `text` has no lone surrogate, so it encodes as UTF-8 (and strict JSON)."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def utf8_text(text: str) -> str:
-    """`text` as valid UTF-8: bytes of a file name that are not UTF-8 shown as `\\xNN`.
-
-    A name from the file system carries such bytes as surrogateescape surrogates, which map
-    back to the bytes; any other lone surrogate is shown by its UTF-8-style bytes.
-    """
-    if is_utf8(text):
-        return text
-    try:
-        raw = os.fsencode(text)
-    except UnicodeEncodeError:
-        raw = text.encode("utf-8", "surrogatepass")
-    return raw.decode("utf-8", "backslashreplace")
+from acp_fsm.protocol.codec import is_utf8 as is_utf8
+from acp_fsm.protocol.codec import utf8_text as utf8_text
 
 
 def _real(path: str | os.PathLike[str]) -> str:

@@ -256,6 +256,14 @@ class Agent:
     def log(self, event: str) -> list[dict[str, Any]]:
         return [e for e in self.proc.log_events() if e["event"] == event]
 
+    def assert_strict_json(self) -> None:
+        """Every line the agent wrote parses as a strict parser (serde_json, Zed's) reads it:
+        orjson refuses a lone surrogate, escaped or not, as they do."""
+        import orjson
+
+        for line in self.proc.raw_lines:
+            orjson.loads(line)
+
 
 class Launcher:
     """Starts agents against one scripted provider, each with the same ACP_FSM_HOME, and

@@ -67,3 +67,25 @@ async def test_search_files_answers_in_the_mode_asked_without_asking(
         no_error("anthropic"),
     )
     assert result_of(server, "s2") == ("a.py-1- TODO one\na.py:2: TODO two", no_error("anthropic"))
+
+
+async def test_names_that_are_not_utf8_are_listed_found_and_searched_as_utf8(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """A file name's bytes that are not UTF-8 (Latin-1 here) reach the model and the editor
+    as `\\xNN`, on lines a strict JSON parser reads."""
+    (project / os.fsdecode(b"caf\xe9.py")).write_text("TODO brew\n")
+    agent = await launch.start("anthropic")
+    session = await agent.new_session(project)
+    calls = (
+        Call("l1", "list_directory", args(path=".")),
+        Call("g1", "glob", args(pattern="*.py")),
+        Call("s1", "search_files", args(pattern="TODO")),
+    )
+
+    await one_call(agent, server, session, *calls)
+
+    assert result_of(server, "l1")[0] == "caf\\xe9.py"
+    assert result_of(server, "g1")[0] == "caf\\xe9.py"
+    assert result_of(server, "s1")[0] == "caf\\xe9.py:1: TODO brew"
+    agent.assert_strict_json()

@@ -69,11 +69,25 @@ async def test_a_head_that_is_no_ref_is_not_read_and_the_prompt_works(
     assert branch[:100] not in system
 
 
+# A target's name on disk, and as the user is told it (bytes that are not UTF-8 as `\\xNN`).
+TARGETS = {
+    "utf-8": ("notes.md", "notes.md"),
+    "latin-1": (os.fsdecode(b"not\xe9s.md"), "not\\xe9s.md"),
+}
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
 @pytest.mark.parametrize("repository", [True, False])
 async def test_an_instruction_file_leading_outside_is_not_sent_and_said_once(
-    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path, repository: bool
+    launch: Launcher,
+    server: ScriptedProvider,
+    project: Path,
+    tmp_path: Path,
+    repository: bool,
+    target: str,
 ) -> None:
-    outside = tmp_path / "elsewhere" / "notes.md"
+    name, shown = TARGETS[target]
+    outside = tmp_path / "elsewhere" / name
     outside.parent.mkdir()
     outside.write_text("PRIVATE-NOTES-5d1e: not the project's")
     if repository:
@@ -91,10 +105,11 @@ async def test_an_instruction_file_leading_outside_is_not_sent_and_said_once(
     told = [u["content"]["text"] for u in of_kind(first.updates, "agent_message_chunk")]
     where = "the repository" if repository else "the session's directories"
     assert told == [
-        f"{project / 'AGENTS.md'} was not read: it leads to {outside}, outside "
+        f"{project / 'AGENTS.md'} was not read: it leads to {outside.parent / shown}, outside "
         f"{where}, so its instructions are not followed.\n\n",
         "first",
     ]
+    agent.assert_strict_json()
     assert [u["content"]["text"] for u in of_kind(second.updates, "agent_message_chunk")] == [
         "second"
     ]  # once a session, not each turn

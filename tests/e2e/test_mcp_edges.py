@@ -59,6 +59,50 @@ async def test_a_stdio_entry_tagged_as_remote_is_refused_naming_the_field(
     assert agent.log("handler_failed") == []
 
 
+# `type` values a stdio entry may not carry: ACP's schema names only "http" and "sse".
+UNKNOWN_TYPES = [True, 1, "x", "HTTP", False, "", {"http": 1}]
+
+
+@pytest.mark.parametrize("tag", UNKNOWN_TYPES, ids=repr)
+async def test_a_stdio_entry_of_any_other_type_is_refused_naming_the_field(
+    launch: Launcher, server: ScriptedProvider, project: Path, tag: Any
+) -> None:
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    entry = {**tagged_stdio("stdio"), "type": tag}
+    where = {"cwd": str(project), "mcpServers": [entry]}
+    before = await agent.result("session/list", {})
+    setups = [
+        ("session/new", where),
+        ("session/load", {"sessionId": session, **where}),
+        ("session/resume", {"sessionId": session, **where}),
+        ("session/fork", {"sessionId": session, **where}),
+    ]
+
+    for method, params in setups:
+        answer = await agent.request(method, params)
+        assert answer["error"]["code"] == -32602, (method, answer)
+        assert answer["error"]["message"] == (
+            'Invalid params: mcpServers[0].type: expected "http" or "sse" (a server at a url), '
+            f'or no type or "stdio" (a server started as a command), got {tag!r}'
+        ), method
+    assert agent.log("handler_failed") == []
+    assert await agent.result("session/list", {}) == before  # nothing stored
+
+
+async def test_a_stdio_entry_typed_stdio_is_a_stdio_server(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """Some clients write the type ACP leaves out."""
+    agent = await launch.start("openai")
+    session = await open_session(agent, project, tagged_stdio("stdio"))
+    server.script(Reply(text="ok"))
+
+    await agent.prompt(session, "hello")
+
+    assert "mcp__mixed__echo" in offered(server)
+
+
 async def test_the_servers_secrets_are_neither_stored_nor_logged(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:

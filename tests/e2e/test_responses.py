@@ -188,6 +188,43 @@ async def test_a_reloaded_session_still_sends_its_reasoning_items(
     assert summaries(after) == ["Read first.", "Now answer.", "Again."]
 
 
+async def test_a_reasoning_item_without_its_encrypted_content_is_never_sent_back(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """A compatible server, or a proxy, returns a reasoning item without `encrypted_content`:
+    with `store: false` the API cannot resolve it (the scripted one refuses it, as OpenAI
+    does), so it is never sent back, in this process or after a reload; its thought is
+    still shown, and the items that came sealed still go back."""
+    (project / "a.txt").write_text("alpha\n")
+    first = await launch.start("openai-responses")
+    session = await first.new_session(project)
+    read = Call("c1", "read_file", args(path="a.txt"))
+    server.script(
+        Reply(thinking="Read it.", calls=(read,), encrypted=False),
+        Reply(thinking="Now answer.", text="alpha"),
+        Reply(text="still alpha"),
+    )
+
+    turn = await first.prompt(session, "what is in a.txt?")
+    later = await first.prompt(session, "and now?")
+
+    assert turn.stop_reason == later.stop_reason == "end_turn"
+    assert turn.updates[0] == thought_chunks("Read it.")[0]
+    assert kinds(items(server, 1)) == [
+        "message:user",
+        "function_call:",
+        "function_call_output:",
+    ]
+    assert summaries(items(server)) == ["Now answer."]  # the sealed one
+    await launch.close(first)
+
+    second = await launch.start("openai-responses")
+    await restore(second, "session/load", session, project)
+    server.script(Reply(text="alpha again"))
+    assert (await second.prompt(session, "once more")).stop_reason == "end_turn"
+    assert summaries(items(server)) == ["Now answer."]
+
+
 async def test_an_error_event_is_quoted(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:

@@ -410,6 +410,26 @@ async def test_the_anthropic_model_list_and_a_failed_listing(
     assert option_updates(other, session) == []
 
 
+async def test_the_first_call_waits_for_a_servers_listing_no_longer_than_the_connect_limit(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """A compatible server whose models listing takes 2 s: with ACP_FSM_CONNECT_TIMEOUT_MS
+    at 300 the first call gives it up at that limit (it waited up to 5 s whatever the limit
+    said) and goes to the configured model, not the first the server would have listed."""
+    server.models = ("listed-first",)
+    server.models_delay_s = 2.0
+    server.script(Reply(text="hello"))
+    agent = await launch.start("openai", ACP_FSM_CONNECT_TIMEOUT_MS="300")
+    session, _ = await new_session(agent, project)
+
+    turn = await agent.prompt(session, "hi")
+
+    assert turn.stop_reason == "end_turn"
+    assert server.requests[-1].body["model"] == "gpt-5"  # the configured one
+    [failed] = agent.log("models_not_listed")
+    assert failed["error"] == "no answer within 0.3 s"
+
+
 async def test_a_choice_made_in_one_process_never_hides_the_others_turn(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:

@@ -101,6 +101,27 @@ async def test_thinking_before_a_tool_call_goes_back_with_its_signature(
     ]
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_lone_surrogate_from_the_model_reaches_the_editor_as_valid_utf8(
+    launch: Launcher, server: ScriptedProvider, project: Path, provider: str
+) -> None:
+    """A model's token that cuts a character in two comes as a lone `\\ud83d` escape, which
+    strict JSON parsers (Zed's) refuse: the editor gets its bytes as `\\xNN`, and the model
+    gets its own text back exactly."""
+    agent = await launch.start(provider)
+    session = await agent.new_session(project)
+    server.script(Reply(text=("half ", "\ud83d", " a face")), Reply(text="ok"))
+
+    turn = await agent.prompt(session, "hi")
+    await agent.prompt(session, "again")
+
+    assert turn.updates == message_chunks("half ", "\\xed\\xa0\\xbd", " a face")
+    agent.assert_strict_json()
+    echoed = history(server.requests[1])[1]["content"]
+    parts = [echoed] if isinstance(echoed, str) else [part["text"] for part in echoed]
+    assert parts == ["half \ud83d a face"]
+
+
 async def test_prompt_content_reaches_the_model(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:

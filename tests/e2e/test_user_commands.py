@@ -5,9 +5,13 @@ prompt, loaded through the tool and through `/name`, their files read without as
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sqlite3
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from acp_fsm.commands import COMMANDS
@@ -232,3 +236,46 @@ async def test_a_skill_is_run_by_its_name_and_absent_skills_cost_no_tool(
     assert sent.startswith("Use the skill release-notes for this request.")
     assert "Read template.md in this skill's folder" in sent and sent.endswith("for 2.0")
     assert "skill" in {t["name"] for t in server.requests[-1].body["tools"]}
+
+
+async def test_names_that_are_not_utf8_reach_the_editor_the_model_and_the_store_as_utf8(
+    launch: Launcher, server: ScriptedProvider, project: Path, places: dict[str, Path]
+) -> None:
+    """Bytes of a file name that are not UTF-8 (Latin-1 here) are shown as `\\xNN`: a skill
+    whose folder (and a file in it) is so named runs, by its name and by the tool, and the
+    note about a command file so named is a line a strict JSON parser reads."""
+    skills = places["agents"] / "skills"
+    folder = skills / os.fsdecode(b"release-notes\xe9")
+    write(folder / "SKILL.md", SKILL)
+    write(folder / os.fsdecode(b"mod\xe8le.md"), "## Changes\n")
+    write(places["claude"] / "commands" / os.fsdecode(b"caf\xe9.md"), "Coffee.\n")
+    server.script(
+        Reply(text="ok"),
+        Reply(calls=(Call("s1", "skill", args(name="release-notes")),)),
+        Reply(text="done"),
+    )
+    agent = await start(launch, "anthropic", places)
+    session = await agent.new_session(project)
+    await announced(agent, session)
+
+    by_name = await agent.prompt(session, "/release-notes for 2.0")
+    by_tool = await agent.prompt(session, "write the notes")
+
+    assert by_name.stop_reason == by_tool.stop_reason == "end_turn"
+    where = f"The skill's folder is {skills}/release-notes\\xe9; its other files"
+    sent = user_texts(server.requests[0])[-1]
+    loaded = tool_results(server.requests[-1])["s1"][0]
+    assert where in sent and "mod\\xe8le.md" in sent
+    assert where in loaded and "mod\\xe8le.md" in loaded
+    command = places["claude"] / "commands"
+    assert f"The command file {command}/caf\\xe9.md is skipped" in said(by_name.updates)
+    agent.assert_strict_json()
+
+    await launch.close(agent)
+    with contextlib.closing(sqlite3.connect(launch.home / "sessions.db")) as db:
+        bodies = [body for (body,) in db.execute("SELECT body FROM entries")]
+    assert [orjson.loads(body) for body in bodies]  # every entry strict JSON
+    other = await start(launch, "anthropic", places)
+    _, replayed = await restore(other, "session/load", session, project)
+    assert "mod\\\\xe8le.md" in orjson.dumps(replayed).decode()  # the skill's tool call
+    other.assert_strict_json()

@@ -3,12 +3,16 @@ into ACP content and the model's text (pure functions, no server)."""
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 import mcp_types as types
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from acp_fsm import schemas
 from acp_fsm.mcp import connection
 from acp_fsm.mcp.specs import MAX_TOOL_NAME, ServerSpec, server_specs, tool_name
+from acp_fsm.protocol.errors import InvalidParams
 from acp_fsm.schemas import acp_types as acp
 from acp_fsm.tools.mcp import EMPTY_RESULT, McpTool, model_schema, outcome
 
@@ -188,3 +192,68 @@ def test_a_tools_own_title_comes_before_its_annotations_title() -> None:
         annotations=types.ToolAnnotations(title="Annotated"),
     )
     assert McpTool(connection.McpConnection(spec, "/"), bare, "mcp__srv__t").title == "Annotated"
+
+
+# Any JSON value, and values a field of an entry may hold when it is well made.
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+PAIRS = st.lists(st.fixed_dictionaries({"name": st.text(max_size=3), "value": st.text(max_size=3)}))
+WELL_MADE = {
+    "type": st.sampled_from([None, "stdio", "http", "sse", "acp"]),
+    "name": st.text(max_size=5),
+    "command": st.text(max_size=5),
+    "args": st.lists(st.text(max_size=3), max_size=2),
+    "env": PAIRS,
+    "url": st.text(max_size=5),
+    "headers": PAIRS,
+}
+ABSENT = object()
+
+
+@st.composite
+def entries(draw: st.DrawFn) -> Any:
+    """An `mcpServers` entry whose every field is absent, well made or any JSON value."""
+    entry = {}
+    for key, good in WELL_MADE.items():
+        value = draw(st.one_of(st.just(ABSENT), good, JSON))
+        if value is not ABSENT:
+            entry[key] = value
+    return draw(st.one_of(st.just(entry), JSON))
+
+
+@settings(max_examples=400, deadline=None)
+@given(entries())
+def test_any_entry_is_a_server_or_refused_naming_its_field(entry: Any) -> None:
+    """Whatever the editor sends, the parser gives a server or -32602 naming the entry's
+    field (`mcpServers[0]`, `mcpServers[0].type`, ...): never another error."""
+    try:
+        [spec] = server_specs([entry])
+    except InvalidParams as exc:
+        assert exc.code == -32602
+        assert str(exc).startswith("Invalid params: mcpServers[0]")
+        return
+    assert spec.transport in ("stdio", "http", "sse")
+    assert spec.transport == (entry.get("type") or "stdio")
+    assert all(isinstance(text, str) for text in (spec.name, spec.command, spec.url, *spec.args))
+
+
+@settings(max_examples=400, deadline=None)
+@given(entries())
+def test_an_entry_the_schema_admits_is_refused_only_for_its_type(entry: Any) -> None:
+    """What ACP's schema lets through (`session/new`'s params are checked first) is a server
+    unless its `type` names none this agent serves: then the error names that field."""
+    params = {"cwd": "/p", "mcpServers": [entry]}
+    if schemas.validate("acp.NewSessionRequest", params) is not None:
+        return
+    try:
+        server_specs([entry])
+    except InvalidParams as exc:
+        assert str(exc).startswith(
+            ("Invalid params: mcpServers[0].type: ", "Invalid params: mcpServers[0]: MCP over")
+        )
+        assert entry.get("type") not in (None, "stdio", "http", "sse")

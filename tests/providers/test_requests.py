@@ -411,3 +411,29 @@ def test_encrypted_reasoning_is_asked_of_models_that_reason(
         *(["reasoning"] if included else []),
         "message",
     ]
+
+
+@pytest.mark.parametrize(
+    "sealed", [{}, {"encrypted_content": None}, {"encrypted_content": ""}], ids=repr
+)
+def test_a_reasoning_item_without_encrypted_content_is_left_out(sealed: dict[str, Any]) -> None:
+    """With `store: false` the API resolves a reasoning item by its encrypted content only."""
+    from acp_fsm.providers.responses import convert_items
+
+    origin = "http://server/v1 model"
+    bare = json.dumps({"type": "reasoning", "id": "rs_1", "summary": [], **sealed})
+    whole = json.dumps({"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "e"})
+    answered = AssistantMessage(
+        (
+            ThinkingPart("a thought", item=bare, origin=origin),
+            TextPart("hello"),
+            ThinkingPart("another", item=whole, origin=origin),
+            TextPart("again"),
+        )
+    )
+    sent = convert_items((answered,), origin)
+    assert [(i["type"], i.get("id")) for i in sent] == [
+        ("message", None),
+        ("reasoning", "rs_2"),
+        ("message", None),
+    ]

@@ -76,11 +76,15 @@ class Reply:
     sequence the exact deltas. `stop` defaults to tool_use when there are calls, else end_turn.
     `usage=None` streams no usage. `delay_s` is slept before every event but the first,
     `headers_delay_s` before the response headers. `omit_done` drops OpenAI's `[DONE]`.
-    `fault` breaks the stream after some events (`Drop`, `Hang`, `Truncate`, `ErrorEvent`)."""
+    `fault` breaks the stream after some events (`Drop`, `Hang`, `Truncate`, `ErrorEvent`).
+    On the Responses API, a reply not `encrypted` has its reasoning item come without
+    `encrypted_content` although the request included it (as a compatible server's, or a
+    proxy's that drops it): with `store: false` nothing can send that item back."""
 
     text: str | Sequence[str] = ""
     thinking: str | Sequence[str] = ""
     signature: str | None = None
+    encrypted: bool = True
     calls: tuple[Call, ...] = ()
     stop: StopReason | None = None
     usage: Usage | None = DEFAULT_USAGE

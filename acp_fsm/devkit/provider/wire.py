@@ -11,11 +11,15 @@ from itertools import count
 from typing import Any
 
 from acp_fsm.devkit.provider.script import ErrorEvent, HttpError, Reply, pieces
+from acp_fsm.protocol.codec import is_utf8
 from acp_fsm.providers.types import StopReason, Usage
 
 
 def json_text(payload: Any) -> str:
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    """Compact JSON in UTF-8, as the APIs send it; a lone surrogate (a model's token that cut a
+    character in two) as the `\\udXXX` escape they send then, which UTF-8 cannot carry."""
+    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    return text if is_utf8(text) else json.dumps(payload, separators=(",", ":"))
 
 
 def sse(data: Any, event: str | None = None) -> bytes:
@@ -255,14 +259,15 @@ def render_responses(
 ) -> list[bytes]:
     """The SSE events of `reply` as the Responses API streams them: `response.created`, then
     per output item (a reasoning item with its summary, and its `encrypted_content` when
-    `encrypted`: the request's `include` asked for it; a message; each function call, or
-    custom tool call)
+    `encrypted`, the request's `include` asked for it, unless the reply is not `encrypted`; a
+    message; each function call, or custom tool call)
     `response.output_item.added`, its part opened, its deltas, its part closed with the whole
     text (the arguments), and `response.output_item.done`, then
     `response.completed` (or `response.incomplete` at max_tokens) with the usage.
     `reasoning_of` learns which reasoning item (of which model) each function call came with
-    (what the rules check comes back). A reply without thinking has no reasoning item,
-    unless `reasons` (a reasoning model's, its summary empty)."""
+    (what the rules check comes back), when that item can come back (its encrypted content).
+    A reply without thinking has no reasoning item, unless `reasons` (a reasoning model's,
+    its summary empty)."""
     response: dict[str, Any] = {
         "id": new_id("resp_"),
         "object": "response",
@@ -301,6 +306,7 @@ def render_responses(
 
     thinking = pieces(reply.thinking)
     reasoning_id = new_id("rs_") if thinking or reply.signature or reasons else None
+    sealed_reasoning = encrypted and reply.encrypted  # else no one can send it back
     if reasoning_id is not None:
         summary = "".join(thinking)
         where = {"item_id": reasoning_id, "output_index": 0, "summary_index": 0}
@@ -316,7 +322,7 @@ def render_responses(
             "type": "reasoning",
             "summary": [{"type": "summary_text", "text": summary}] if summary else [],
             "encrypted_content": (reply.signature or sealed(reasoning_id, model))
-            if encrypted
+            if sealed_reasoning
             else None,
         }
         item(len(output), done, {**done, "summary": [], "encrypted_content": None}, deltas)
@@ -364,7 +370,7 @@ def render_responses(
             field: arguments,
         }
         item(index, done, {**done, "status": "in_progress", field: ""}, deltas)
-        if reasoning_of is not None and reasoning_id is not None:
+        if reasoning_of is not None and reasoning_id is not None and sealed_reasoning:
             reasoning_of[call.id] = (reasoning_id, model)
     incomplete = reply.stop_reason is StopReason.MAX_TOKENS
     final = {
