@@ -5,7 +5,7 @@ buffer, fs/write_text_file lets it track the change); otherwise the disk is used
 invalid bytes replaced when only showing text, an atomic replace when writing. When the editor
 serves reads, the disk is only asked to refuse what it proves wrong (a directory, a FIFO, a
 device, a binary or oversized file); a path missing on disk is still asked of the editor,
-which may hold a new, unsaved buffer for it.
+which may hold a new, unsaved buffer for it (an empty answer for it means no file).
 
 Only regular files are opened: a named pipe would block the open (until a writer comes) and a
 device may do anything when opened. Each disk step runs through `run_blocking`, so a cancel
@@ -127,18 +127,28 @@ async def read_from_editor(
     line: int | None = None,
     limit: int | None = None,
 ) -> str | None:
-    """The editor's text of `path` (its buffer, saved or not). None when the editor says it
-    has no such file and the disk has none either: then it does not exist. Every other
-    failure (a timeout, a refusal) raises `ToolError` quoting the editor."""
+    """The editor's text of `path` (its buffer, saved or not). None when the file does not
+    exist: the disk has none, and the editor says it has no such file or answers empty text
+    (CodeCompanion and Toad answer a missing file so, avante once it has opened one; an empty
+    file on disk is an existing empty file). Every other failure (a timeout, a refusal)
+    raises `ToolError` quoting the editor."""
     try:
-        return await ask_client(
-            env, env.client.read_text_file(str(path), line, limit), f"read {shown}"
-        )
+        text = await _editor_text(env, path, shown, line, limit)
+        if text or on_disk:
+            return text
+        if line not in (None, 1):  # a window past the end of a buffer is empty too
+            return "" if await _editor_text(env, path, shown) else None
     except FileMissing as exc:
         if on_disk:
             raise
         log.debug("editor_has_no_buffer", path=shown, error=str(exc))
-        return None
+    return None
+
+
+async def _editor_text(
+    env: ToolEnv, path: Path, shown: str, line: int | None = None, limit: int | None = None
+) -> str:
+    return await ask_client(env, env.client.read_text_file(str(path), line, limit), f"read {shown}")
 
 
 async def load_text(env: ToolEnv, path: Path, shown: str, *, exact: bool) -> str | None:
