@@ -33,7 +33,7 @@ from typing import Any
 from acp_fsm.library import EMPTY, Library
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.questions import Answer, NotAskable, Question
-from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent
+from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent, ToolCallLocation
 from acp_fsm.tools import TOOLS
 from acp_fsm.tools.background import BackgroundJobs
 from acp_fsm.tools.base import ToolOutcome
@@ -106,6 +106,7 @@ class _Env:
     client: _NoEditor = field(default_factory=_NoEditor)
     token: CancellationToken = field(default_factory=CancellationToken)
     previewed: tuple[ToolCallContent, ...] = ()
+    locations: tuple[ToolCallLocation, ...] = ()
     call_id: str = "bench"
     asks_user: bool = False
     background: BackgroundJobs = field(default_factory=BackgroundJobs)

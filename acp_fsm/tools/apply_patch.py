@@ -30,6 +30,7 @@ from acp_fsm.tools.common import (
     linked_elsewhere,
 )
 from acp_fsm.tools.files import (
+    check_approved,
     check_as_shown,
     current_text,
     diff_block,
@@ -120,13 +121,17 @@ class ApplyPatch(MutatingTool):
         changes, notes = [], []
         secrets = redact.configured()
         ops = parse_patch(args["patch"])
-        targets = [resolve(path, env.cwd) for op in ops for path in _paths(op)]
+        given = [path for op in ops for path in _paths(op)]
+        targets = [resolve(path, env.cwd) for path in given]
         twice = next((path for path in targets if targets.count(path) > 1), None)
         if twice is not None:  # two spellings of one file (`a.py`, `./a.py`)
             raise ToolError(
                 f"The patch changes {display(twice, env.cwd)} more than once; give each file "
                 "one entry. Nothing was changed."
             )
+        if drafts is None:  # running, after the approval: nothing is read elsewhere
+            for path, target in zip(given, targets, strict=True):
+                check_approved(env, target, path)
         for op in ops:
             path = resolve(op.path, env.cwd)
             shown = display(path, env.cwd)

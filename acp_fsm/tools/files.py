@@ -31,7 +31,7 @@ from acp_fsm.tools.common import (
     ask_client,
     describe_os_error,
 )
-from acp_fsm.tools.paths import is_utf8
+from acp_fsm.tools.paths import display, inside_roots, is_utf8
 
 if TYPE_CHECKING:
     from acp_fsm.schemas.acp_types import ToolCallContentDiff
@@ -198,6 +198,24 @@ async def current_text(
     if path in drafts:
         return drafts[path]
     return await load_text(env, path, shown, exact=exact)
+
+
+def check_approved(env: ToolEnv, path: Path, given: str) -> None:
+    """Refuse to change `path` (the model's `given` path, resolved now) unless the user was
+    asked about it: the call's view and diffs named it when the call was announced (resolved
+    then). A folder on the way replaced by a symbolic link while the user was asked would
+    otherwise take the approved change elsewhere, out of the project even."""
+    approved = {location["path"] for location in env.locations}
+    approved.update(block["path"] for block in env.previewed if block["type"] == "diff")
+    if not approved or str(path) in approved:
+        return
+    where = "" if inside_roots(path, env.roots) else ", outside the project"
+    raise ToolError(
+        f"{given} no longer leads to the file the user was asked about: it now resolves to "
+        f"{display(path, env.cwd)}{where} (a folder on its path was replaced by a symbolic "
+        "link, or moved, meanwhile). Nothing was changed; check the path and call the tool "
+        "again if the change is still wanted."
+    )
 
 
 def check_as_shown(env: ToolEnv, path: Path, shown: str, text: str | None) -> None:

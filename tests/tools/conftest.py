@@ -27,7 +27,12 @@ from acp_fsm.tools.background import BackgroundJobs
 from acp_fsm.tools.base import ToolOutcome
 
 if TYPE_CHECKING:
-    from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent, ToolCallContentDiff
+    from acp_fsm.schemas.acp_types import (
+        PlanEntry,
+        ToolCallContent,
+        ToolCallContentDiff,
+        ToolCallLocation,
+    )
 
 
 class EditorError(Exception):
@@ -216,6 +221,7 @@ class Env:
     roots: tuple[Path, ...] = ()
     token: CancellationToken = field(default_factory=CancellationToken)
     previewed: tuple[ToolCallContent, ...] = ()
+    locations: tuple[ToolCallLocation, ...] = ()
     call_id: str = "call_1"
     asks_user: bool = True
     background: BackgroundJobs = field(default_factory=BackgroundJobs)
