@@ -21,7 +21,7 @@ import structlog
 
 from acp_fsm import redact
 from acp_fsm.blocking import run_blocking
-from acp_fsm.system.files import atomic_write
+from acp_fsm.system.changes import Change
 from acp_fsm.tools.base import Drafts, ToolCallView, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import (
     MutatingTool,
@@ -37,6 +37,7 @@ from acp_fsm.tools.files import (
     editor_serves,
     load_text,
     store_text,
+    write_disk,
 )
 from acp_fsm.tools.hunks import apply_hunks
 from acp_fsm.tools.patch_format import FileOp, parse_patch
@@ -233,34 +234,16 @@ async def _write_all(env: ToolEnv, changes: list[FileChange]) -> None:
 
 
 def _write_disk(changes: list[FileChange]) -> None:
-    """Apply `changes` on disk (blocking); when one fails, put back the ones done, then raise
-    `ToolError` naming it."""
-    done: list[FileChange] = []
+    """Apply `changes` on disk, all or none (blocking), or raise `ToolError` saying why."""
     try:
-        for change in changes:
-            if change.after is None:
-                os.unlink(change.path)
-            else:
-                atomic_write(change.path, change.after)
-            done.append(change)
+        write_disk([Change(c.path, None if c.after is None else c.after.encode()) for c in changes])
     except OSError as exc:
-        failed = change
-        for change_done in reversed(done):
-            _restore(change_done)
+        where = Path(os.fsdecode(exc.filename)) if exc.filename else None
+        failed = next((c.shown for c in changes if where in (c.path, *c.path.parents)), None)
         raise ToolError(
-            f"Could not write {failed.shown}: {describe_os_error(exc)}. The files changed "
-            "before it were put back; nothing was changed."
+            f"Could not write {failed or 'the patch'}: {describe_os_error(exc)}. Nothing was "
+            "changed."
         ) from exc
-
-
-def _restore(change: FileChange) -> None:
-    try:
-        if change.before is None:
-            os.unlink(change.path)
-        else:
-            atomic_write(change.path, change.before)
-    except OSError as exc:
-        log.warning("patch_restore_failed", path=change.shown, error=describe_os_error(exc))
 
 
 async def _undo_in_editor(env: ToolEnv, written: list[FileChange]) -> None:

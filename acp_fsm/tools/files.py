@@ -23,7 +23,7 @@ import structlog
 
 from acp_fsm.blocking import run_blocking
 from acp_fsm.small_files import READ_FLAGS, kind_of
-from acp_fsm.system.files import atomic_write
+from acp_fsm.system import changes
 from acp_fsm.tools.base import Drafts, ToolEnv
 from acp_fsm.tools.common import (
     FileMissing,
@@ -42,6 +42,8 @@ log = structlog.get_logger("acp.tools")
 BINARY_SNIFF_BYTES = 8 * 1024
 # write_file and edit_file hold the whole old and new text for the diff: larger files are refused.
 MAX_WHOLE_FILE_BYTES = 10 * 1024 * 1024
+# The journals of the sets of file changes in flight, in the agent's home (`system.changes`).
+CHANGES_FOLDER = "changes"
 
 
 def looks_binary(head: bytes) -> bool:
@@ -172,18 +174,46 @@ async def load_text(env: ToolEnv, path: Path, shown: str, *, exact: bool) -> str
 
 
 async def store_text(env: ToolEnv, path: Path, shown: str, content: str) -> None:
-    """Write `content` to `path`: through the editor when it can write files, else atomically.
+    """Write `content` to `path`: through the editor when it can write files, else as a set
+    of one change (`write_disk`).
 
     A cancel does not wait for a disk write; the abandoned write still completes or fails as a
-    whole (see `atomic_write`).
+    whole.
     """
     if editor_serves(env.client.can_write_files, path):
         await ask_client(env, env.client.write_text_file(str(path), content), f"write {shown}")
         return
     try:
-        await run_blocking(env.token, atomic_write, path, content)
+        await run_blocking(env.token, write_disk, [changes.Change(path, content.encode())])
     except OSError as exc:
         raise ToolError(f"Could not write {shown}: {describe_os_error(exc)}") from exc
+
+
+def change_journals() -> Path:
+    """Where the sets of file changes in flight are journaled: `$ACP_FSM_HOME/changes`."""
+    from acp_fsm.store import default_path  # the home, as the store finds it
+
+    return default_path().with_name(CHANGES_FOLDER)
+
+
+def write_disk(made: list[changes.Change]) -> None:
+    """Make every change on disk or none, even if the process is killed midway (blocking):
+    `system.changes` journals the set, and the next process rolls back one left half made.
+    Each folder is opened without following links: one replaced by a link since the path was
+    resolved fails the write (`changes.Relinked`) instead of taking it elsewhere."""
+    changes.apply(made, change_journals())
+
+
+async def recover_changes() -> None:
+    """Roll back the sets of file changes a killed process left half made (before the
+    process's first session: nothing reads the files before)."""
+    try:
+        restored = await run_blocking(None, changes.recover, change_journals())
+    except OSError as exc:
+        log.warning("change_recovery_failed", error=describe_os_error(exc))
+        return
+    if restored:
+        log.warning("changes_rolled_back", files=[str(path) for path in restored])
 
 
 def diff_block(path: Path, old_text: str | None, new_text: str) -> ToolCallContentDiff:

@@ -263,6 +263,15 @@ def assert_strict_json(value: Any) -> None:
     json.dumps(value, ensure_ascii=False).encode("utf-8")  # a lone surrogate fails here
 
 
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The agent's home during a tool test (where disk writes are journaled), never the
+    user's."""
+    path = tmp_path / "home"
+    monkeypatch.setenv("ACP_FSM_HOME", str(path))
+    return path
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """The session cwd (a real directory under tmp_path)."""
