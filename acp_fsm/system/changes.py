@@ -139,6 +139,8 @@ class _Entry:
 def apply(changes: Sequence[Change], journals: Path) -> None:
     """Make every change or none (blocking: run it off the event loop), journaled in
     `journals`. `OSError` (`Relinked` among them) when one cannot be made: then none was."""
+    if not changes:
+        return
     journal = _Journal.begin(changes, journals)
     try:
         for entry, change in zip(journal.entries, changes, strict=True):

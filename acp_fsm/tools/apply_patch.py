@@ -131,8 +131,8 @@ class ApplyPatch(MutatingTool):
                 "one entry. Nothing was changed."
             )
         if drafts is None:  # running, after the approval: nothing is read elsewhere
-            for path, target in zip(given, targets, strict=True):
-                check_approved(env, target, path)
+            for spelled, target in zip(given, targets, strict=True):
+                check_approved(env, target, spelled)
         for op in ops:
             path = resolve(op.path, env.cwd)
             shown = display(path, env.cwd)

@@ -31,7 +31,7 @@ from acp_fsm.tools.common import (
     ask_client,
     describe_os_error,
 )
-from acp_fsm.tools.paths import display, inside_roots, is_utf8
+from acp_fsm.tools.paths import display, inside_roots, is_utf8, utf8_text
 
 if TYPE_CHECKING:
     from acp_fsm.schemas.acp_types import ToolCallContentDiff
@@ -237,8 +237,8 @@ def check_approved(env: ToolEnv, path: Path, given: str) -> None:
     otherwise take the approved change elsewhere, out of the project even."""
     approved = {location["path"] for location in env.locations}
     approved.update(block["path"] for block in env.previewed if block["type"] == "diff")
-    if not approved or str(path) in approved:
-        return
+    if not approved or utf8_text(str(path)) in {utf8_text(shown) for shown in approved}:
+        return  # (views show a name's bytes that are not UTF-8 as `\xNN`)
     where = "" if inside_roots(path, env.roots) else ", outside the project"
     raise ToolError(
         f"{given} no longer leads to the file the user was asked about: it now resolves to "
