@@ -13,6 +13,7 @@ run by the next process, puts it back. A set goes through four steps:
    system has no hard links). No file has changed yet.
 3. **Apply.** Each temporary file is renamed over its file; each deleted file is unlinked.
 4. **Commit.** The journal is marked done; the kept links, the journal and the mark go.
+   A set that cannot be marked done is rolled back like one that failed earlier.
 
 `recover` takes every journal whose lock nobody holds (a lock goes with its process): a set
 marked done is cleaned up, any other rolled back. Rolling back gives a file that holds what
@@ -153,10 +154,11 @@ def apply(changes: Sequence[Change], journals: Path) -> None:
                     os.replace(entry.new, entry.path.name, src_dir_fd=fd, dst_dir_fd=fd)
             if after_change is not None:
                 after_change(index)
+        journal.mark_done()
     except BaseException:
         journal.roll_back()
         raise
-    journal.commit()
+    journal.clean_up()
 
 
 def recover(journals: Path) -> list[Path]:
@@ -222,12 +224,12 @@ class _Journal:
         entries = [_Entry.from_json(data) for data in body["files"]]
         return cls(path, os.dup(fd), entries, [Path(folder) for folder in body["folders"]])
 
-    def commit(self) -> None:
-        """Mark the set applied, then remove what it kept and the journal."""
+    def mark_done(self) -> None:
+        """Mark the set applied whole: from here on it is finished, never rolled back."""
         os.close(os.open(self.path.with_suffix(DONE), os.O_WRONLY | os.O_CREAT, 0o600))
-        self.clean_up()
 
     def clean_up(self) -> None:
+        """Remove what the set kept and staged, then the journal."""
         for entry in self.entries:
             with contextlib.suppress(OSError), _folder(entry.path) as fd:
                 _remove(fd, entry.new)
@@ -256,8 +258,9 @@ class _Journal:
         return restored
 
     def _end(self) -> None:
-        self.path.unlink(missing_ok=True)
-        self.path.with_suffix(DONE).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a journal left behind is ended by the next start
+            self.path.unlink(missing_ok=True)
+            self.path.with_suffix(DONE).unlink(missing_ok=True)
         os.close(self.fd)  # the lock goes last: no one recovers a set still being ended
 
 
@@ -275,7 +278,8 @@ def _recover(path: Path) -> list[Path]:
             log.info("change_set_finished", journal=str(path))
             return []
         restored = journal.roll_back()
-        log.info("change_set_rolled_back", journal=str(path), restored=[str(p) for p in restored])
+        restored_paths = [str(p) for p in restored]
+        log.warning("change_set_rolled_back", journal=str(path), restored=restored_paths)
         return restored
 
 

@@ -4,9 +4,10 @@ are trained on (`patch_format`), shown to the editor as one diff per file.
 The whole patch is parsed and every file's new text computed before anything is written; a
 patch that cannot apply anywhere writes nothing and says which file and hunk failed. Writing is
 all or none: files the editor writes go first (undone through it if a later write fails or the
-turn is cancelled meanwhile), then every disk change in one step that restores what it already
-changed when one fails. Deleting a file is a change like any other: asked for, confined to the
-session's roots, shown as a diff to empty text.
+turn is cancelled meanwhile), then every disk change as one journaled set, which puts back
+what it changed when one fails, and which the next process rolls back if this one is killed
+midway (`acp_fsm.system.changes`). Deleting a file is a change like any other: asked for,
+confined to the session's roots, shown as a diff to empty text.
 """
 
 from __future__ import annotations

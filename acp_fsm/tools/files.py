@@ -2,10 +2,11 @@
 
 The editor wins when it advertised the fs capability (ACP fs/read_text_file returns the unsaved
 buffer, fs/write_text_file lets it track the change); otherwise the disk is used: UTF-8 with
-invalid bytes replaced when only showing text, an atomic replace when writing. When the editor
-serves reads, the disk is only asked to refuse what it proves wrong (a directory, a FIFO, a
-device, a binary or oversized file); a path missing on disk is still asked of the editor,
-which may hold a new, unsaved buffer for it (an empty answer for it means no file).
+invalid bytes replaced when only showing text, a journaled set of changes when writing (all or
+none, even across a kill: `acp_fsm.system.changes`). When the editor serves reads, the disk is
+only asked to refuse what it proves wrong (a directory, a FIFO, a device, a binary or oversized
+file); a path missing on disk is still asked of the editor, which may hold a new, unsaved
+buffer for it (an empty answer for it means no file).
 
 Only regular files are opened: a named pipe would block the open (until a writer comes) and a
 device may do anything when opened. Each disk step runs through `run_blocking`, so a cancel
@@ -196,24 +197,21 @@ def change_journals() -> Path:
     return default_path().with_name(CHANGES_FOLDER)
 
 
-def write_disk(made: list[changes.Change]) -> None:
+def write_disk(wanted: list[changes.Change]) -> None:
     """Make every change on disk or none, even if the process is killed midway (blocking):
     `system.changes` journals the set, and the next process rolls back one left half made.
     Each folder is opened without following links: one replaced by a link since the path was
     resolved fails the write (`changes.Relinked`) instead of taking it elsewhere."""
-    changes.apply(made, change_journals())
+    changes.apply(wanted, change_journals())
 
 
 async def recover_changes() -> None:
     """Roll back the sets of file changes a killed process left half made (before the
     process's first session: nothing reads the files before)."""
     try:
-        restored = await run_blocking(None, changes.recover, change_journals())
+        await run_blocking(None, changes.recover, change_journals())  # it logs what it does
     except OSError as exc:
         log.warning("change_recovery_failed", error=describe_os_error(exc))
-        return
-    if restored:
-        log.warning("changes_rolled_back", files=[str(path) for path in restored])
 
 
 def diff_block(path: Path, old_text: str | None, new_text: str) -> ToolCallContentDiff:
