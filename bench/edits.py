@@ -21,6 +21,8 @@ applied. `python -m bench.edits` prints the table.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import random
 import re
 import tempfile
@@ -444,7 +446,24 @@ OUTCOMES = ("applied", "refused (usable)", "refused (unusable)", "applied wrongl
 
 
 async def measure() -> list[tuple[Attempt, str]]:
-    return [(attempt, await run(attempt)) for attempt in corpus()]
+    with _own_home():
+        return [(attempt, await run(attempt)) for attempt in corpus()]
+
+
+@contextlib.contextmanager
+def _own_home() -> Iterator[None]:
+    """A home of the run's own: the tools journal their disk writes there, never in the
+    user's."""
+    before = os.environ.get("ACP_FSM_HOME")
+    with tempfile.TemporaryDirectory() as home:
+        os.environ["ACP_FSM_HOME"] = home
+        try:
+            yield
+        finally:
+            if before is None:
+                del os.environ["ACP_FSM_HOME"]
+            else:
+                os.environ["ACP_FSM_HOME"] = before
 
 
 def main() -> None:
