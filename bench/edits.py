@@ -21,6 +21,8 @@ applied. `python -m bench.edits` prints the table.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import random
 import re
 import tempfile
@@ -33,7 +35,7 @@ from typing import Any
 from acp_fsm.library import EMPTY, Library
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.questions import Answer, NotAskable, Question
-from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent
+from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent, ToolCallLocation
 from acp_fsm.tools import TOOLS
 from acp_fsm.tools.background import BackgroundJobs
 from acp_fsm.tools.base import ToolOutcome
@@ -106,6 +108,7 @@ class _Env:
     client: _NoEditor = field(default_factory=_NoEditor)
     token: CancellationToken = field(default_factory=CancellationToken)
     previewed: tuple[ToolCallContent, ...] = ()
+    locations: tuple[ToolCallLocation, ...] = ()
     call_id: str = "bench"
     asks_user: bool = False
     background: BackgroundJobs = field(default_factory=BackgroundJobs)
@@ -443,7 +446,24 @@ OUTCOMES = ("applied", "refused (usable)", "refused (unusable)", "applied wrongl
 
 
 async def measure() -> list[tuple[Attempt, str]]:
-    return [(attempt, await run(attempt)) for attempt in corpus()]
+    with _own_home():
+        return [(attempt, await run(attempt)) for attempt in corpus()]
+
+
+@contextlib.contextmanager
+def _own_home() -> Iterator[None]:
+    """A home of the run's own: the tools journal their disk writes there, never in the
+    user's."""
+    before = os.environ.get("ACP_FSM_HOME")
+    with tempfile.TemporaryDirectory() as home:
+        os.environ["ACP_FSM_HOME"] = home
+        try:
+            yield
+        finally:
+            if before is None:
+                del os.environ["ACP_FSM_HOME"]
+            else:
+                os.environ["ACP_FSM_HOME"] = before
 
 
 def main() -> None:

@@ -5,6 +5,11 @@ server before its first message is read. Tests and benchmarks use them to reach 
 method does on demand: an agent-to-client request with a chosen limit or cancel
 (`call_client`), a handler that takes a while (`sleep`), output a handler must not get onto
 the protocol's stdout (`stray_output`), a burst of updates (`stream_updates`).
+
+With them, `ACP_FSM_DEBUG_HOLD_CHANGES=<n>` holds every set of file changes (a patch, a write
+on disk) once its n-th file is changed: its thread waits for good and the log says
+`change_set_held`, so a test can kill the process in the middle of a patch
+(`acp_fsm.system.changes`; tests/e2e/test_durability.py).
 """
 
 from __future__ import annotations
@@ -12,9 +17,12 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import threading
 import time
 from functools import partial
 from typing import Any
+
+import structlog
 
 from acp_fsm import schemas
 from acp_fsm.methods import ACP, AGENT_TO_CLIENT, index
@@ -29,8 +37,12 @@ from acp_fsm.protocol.errors import (
     RemoteError,
 )
 from acp_fsm.server import AcpServer
+from acp_fsm.system import changes
 
 SPECS = index("acp_fsm_methods.json", "acp_fsm")
+HOLD_CHANGES = "ACP_FSM_DEBUG_HOLD_CHANGES"
+
+log = structlog.get_logger("acp.devkit")
 
 
 def install(server: AcpServer) -> None:
@@ -44,6 +56,16 @@ def install(server: AcpServer) -> None:
             "_acp_fsm/stream_updates": partial(stream_updates, server),
         },
     )
+    held = os.environ.get(HOLD_CHANGES, "")
+    if held:
+        changes.after_change = partial(_hold_change_set, int(held))
+
+
+def _hold_change_set(count: int, index: int) -> None:
+    """After the `count`-th file of a set is changed, wait until the process is killed."""
+    if index + 1 == count:
+        log.warning("change_set_held", changed=count)
+        threading.Event().wait()
 
 
 async def call_client(server: AcpServer, params: dict[str, Any]) -> dict[str, Any]:

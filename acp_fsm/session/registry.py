@@ -25,6 +25,7 @@ from acp_fsm.session.core import Session
 from acp_fsm.session.lease import claim_or_not_found, release_soon
 from acp_fsm.session.replay import rebuild, replay_updates, settings_of
 from acp_fsm.store import Entry, SessionRecord, Store, StoreError
+from acp_fsm.tools.files import recover_changes
 
 if TYPE_CHECKING:
     from acp_fsm.schemas import acp_types as acp
@@ -57,6 +58,9 @@ class Sessions:
     async def store(self) -> Store:
         async with self._store_lock:
             if self._store is None:
+                # Before any session reads a file: the sets of file changes a killed process
+                # left half made are rolled back (docs/edits.md).
+                await recover_changes()
                 self._store = await Store.open(scrub=redact.scrub)  # a login adds keys
             return self._store
 

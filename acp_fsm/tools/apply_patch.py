@@ -4,9 +4,10 @@ are trained on (`patch_format`), shown to the editor as one diff per file.
 The whole patch is parsed and every file's new text computed before anything is written; a
 patch that cannot apply anywhere writes nothing and says which file and hunk failed. Writing is
 all or none: files the editor writes go first (undone through it if a later write fails or the
-turn is cancelled meanwhile), then every disk change in one step that restores what it already
-changed when one fails. Deleting a file is a change like any other: asked for, confined to the
-session's roots, shown as a diff to empty text.
+turn is cancelled meanwhile), then every disk change as one journaled set, which puts back
+what it changed when one fails, and which the next process rolls back if this one is killed
+midway (`acp_fsm.system.changes`). Deleting a file is a change like any other: asked for,
+confined to the session's roots, shown as a diff to empty text.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import structlog
 
 from acp_fsm import redact
 from acp_fsm.blocking import run_blocking
-from acp_fsm.system.files import atomic_write
+from acp_fsm.system.changes import Change
 from acp_fsm.tools.base import Drafts, ToolCallView, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import (
     MutatingTool,
@@ -30,12 +31,14 @@ from acp_fsm.tools.common import (
     linked_elsewhere,
 )
 from acp_fsm.tools.files import (
+    check_approved,
     check_as_shown,
     current_text,
     diff_block,
     editor_serves,
     load_text,
     store_text,
+    write_disk,
 )
 from acp_fsm.tools.hunks import apply_hunks
 from acp_fsm.tools.patch_format import FileOp, parse_patch
@@ -120,13 +123,17 @@ class ApplyPatch(MutatingTool):
         changes, notes = [], []
         secrets = redact.configured()
         ops = parse_patch(args["patch"])
-        targets = [resolve(path, env.cwd) for op in ops for path in _paths(op)]
+        given = [path for op in ops for path in _paths(op)]
+        targets = [resolve(path, env.cwd) for path in given]
         twice = next((path for path in targets if targets.count(path) > 1), None)
         if twice is not None:  # two spellings of one file (`a.py`, `./a.py`)
             raise ToolError(
                 f"The patch changes {display(twice, env.cwd)} more than once; give each file "
                 "one entry. Nothing was changed."
             )
+        if drafts is None:  # running, after the approval: nothing is read elsewhere
+            for spelled, target in zip(given, targets, strict=True):
+                check_approved(env, target, spelled)
         for op in ops:
             path = resolve(op.path, env.cwd)
             shown = display(path, env.cwd)
@@ -228,34 +235,16 @@ async def _write_all(env: ToolEnv, changes: list[FileChange]) -> None:
 
 
 def _write_disk(changes: list[FileChange]) -> None:
-    """Apply `changes` on disk (blocking); when one fails, put back the ones done, then raise
-    `ToolError` naming it."""
-    done: list[FileChange] = []
+    """Apply `changes` on disk, all or none (blocking), or raise `ToolError` saying why."""
     try:
-        for change in changes:
-            if change.after is None:
-                os.unlink(change.path)
-            else:
-                atomic_write(change.path, change.after)
-            done.append(change)
+        write_disk([Change(c.path, None if c.after is None else c.after.encode()) for c in changes])
     except OSError as exc:
-        failed = change
-        for change_done in reversed(done):
-            _restore(change_done)
+        where = Path(os.fsdecode(exc.filename)) if exc.filename else None
+        failed = next((c.shown for c in changes if where in (c.path, *c.path.parents)), None)
         raise ToolError(
-            f"Could not write {failed.shown}: {describe_os_error(exc)}. The files changed "
-            "before it were put back; nothing was changed."
+            f"Could not write {failed or 'the patch'}: {describe_os_error(exc)}. Nothing was "
+            "changed."
         ) from exc
-
-
-def _restore(change: FileChange) -> None:
-    try:
-        if change.before is None:
-            os.unlink(change.path)
-        else:
-            atomic_write(change.path, change.before)
-    except OSError as exc:
-        log.warning("patch_restore_failed", path=change.shown, error=describe_os_error(exc))
 
 
 async def _undo_in_editor(env: ToolEnv, written: list[FileChange]) -> None:

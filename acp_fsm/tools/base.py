@@ -138,6 +138,11 @@ class ToolEnv(Protocol):
         """What `Tool.preview` showed before the call ran (the diff the user approved)."""
 
     @property
+    def locations(self) -> tuple[ToolCallLocation, ...]:
+        """Where the call's view said it acts when it was announced (its paths resolved
+        then): what the user was asked about."""
+
+    @property
     def background(self) -> BackgroundJobs:
         """The session's background commands."""
 

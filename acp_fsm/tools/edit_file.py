@@ -14,6 +14,7 @@ from acp_fsm import redact
 from acp_fsm.tools.base import Drafts, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import MutatingTool, ToolError
 from acp_fsm.tools.files import (
+    check_approved,
     check_as_shown,
     current_text,
     diff_block,
@@ -73,6 +74,7 @@ class ReplacingTool(MutatingTool):
 
     async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         path, shown = self.target(args, env), self.shown(args, env)
+        check_approved(env, path, args["path"])
         text = await load_text(env, path, shown, exact=True)  # now, after the approval
         check_as_shown(env, path, shown, text)
         change = self._change(args, text, shown)

@@ -2,10 +2,11 @@
 
 The editor wins when it advertised the fs capability (ACP fs/read_text_file returns the unsaved
 buffer, fs/write_text_file lets it track the change); otherwise the disk is used: UTF-8 with
-invalid bytes replaced when only showing text, an atomic replace when writing. When the editor
-serves reads, the disk is only asked to refuse what it proves wrong (a directory, a FIFO, a
-device, a binary or oversized file); a path missing on disk is still asked of the editor,
-which may hold a new, unsaved buffer for it.
+invalid bytes replaced when only showing text, a journaled set of changes when writing (all or
+none, even across a kill: `acp_fsm.system.changes`). When the editor serves reads, the disk is
+only asked to refuse what it proves wrong (a directory, a FIFO, a device, a binary or oversized
+file); a path missing on disk is still asked of the editor, which may hold a new, unsaved
+buffer for it (an empty answer for it means no file).
 
 Only regular files are opened: a named pipe would block the open (until a writer comes) and a
 device may do anything when opened. Each disk step runs through `run_blocking`, so a cancel
@@ -23,7 +24,7 @@ import structlog
 
 from acp_fsm.blocking import run_blocking
 from acp_fsm.small_files import READ_FLAGS, kind_of
-from acp_fsm.system.files import atomic_write
+from acp_fsm.system import changes
 from acp_fsm.tools.base import Drafts, ToolEnv
 from acp_fsm.tools.common import (
     FileMissing,
@@ -31,7 +32,7 @@ from acp_fsm.tools.common import (
     ask_client,
     describe_os_error,
 )
-from acp_fsm.tools.paths import is_utf8
+from acp_fsm.tools.paths import display, inside_roots, is_utf8, utf8_text
 
 if TYPE_CHECKING:
     from acp_fsm.schemas.acp_types import ToolCallContentDiff
@@ -42,6 +43,8 @@ log = structlog.get_logger("acp.tools")
 BINARY_SNIFF_BYTES = 8 * 1024
 # write_file and edit_file hold the whole old and new text for the diff: larger files are refused.
 MAX_WHOLE_FILE_BYTES = 10 * 1024 * 1024
+# The journals of the sets of file changes in flight, in the agent's home (`system.changes`).
+CHANGES_FOLDER = "changes"
 
 
 def looks_binary(head: bytes) -> bool:
@@ -127,18 +130,28 @@ async def read_from_editor(
     line: int | None = None,
     limit: int | None = None,
 ) -> str | None:
-    """The editor's text of `path` (its buffer, saved or not). None when the editor says it
-    has no such file and the disk has none either: then it does not exist. Every other
-    failure (a timeout, a refusal) raises `ToolError` quoting the editor."""
+    """The editor's text of `path` (its buffer, saved or not). None when the file does not
+    exist: the disk has none, and the editor says it has no such file or answers empty text
+    (CodeCompanion and Toad answer a missing file so, avante once it has opened one; an empty
+    file on disk is an existing empty file). Every other failure (a timeout, a refusal)
+    raises `ToolError` quoting the editor."""
     try:
-        return await ask_client(
-            env, env.client.read_text_file(str(path), line, limit), f"read {shown}"
-        )
+        text = await _editor_text(env, path, shown, line, limit)
+        if text or on_disk:
+            return text
+        if line not in (None, 1):  # a window past the end of a buffer is empty too
+            return "" if await _editor_text(env, path, shown) else None
     except FileMissing as exc:
         if on_disk:
             raise
         log.debug("editor_has_no_buffer", path=shown, error=str(exc))
-        return None
+    return None
+
+
+async def _editor_text(
+    env: ToolEnv, path: Path, shown: str, line: int | None = None, limit: int | None = None
+) -> str:
+    return await ask_client(env, env.client.read_text_file(str(path), line, limit), f"read {shown}")
 
 
 async def load_text(env: ToolEnv, path: Path, shown: str, *, exact: bool) -> str | None:
@@ -162,18 +175,43 @@ async def load_text(env: ToolEnv, path: Path, shown: str, *, exact: bool) -> str
 
 
 async def store_text(env: ToolEnv, path: Path, shown: str, content: str) -> None:
-    """Write `content` to `path`: through the editor when it can write files, else atomically.
+    """Write `content` to `path`: through the editor when it can write files, else as a set
+    of one change (`write_disk`).
 
     A cancel does not wait for a disk write; the abandoned write still completes or fails as a
-    whole (see `atomic_write`).
+    whole.
     """
     if editor_serves(env.client.can_write_files, path):
         await ask_client(env, env.client.write_text_file(str(path), content), f"write {shown}")
         return
     try:
-        await run_blocking(env.token, atomic_write, path, content)
+        await run_blocking(env.token, write_disk, [changes.Change(path, content.encode())])
     except OSError as exc:
         raise ToolError(f"Could not write {shown}: {describe_os_error(exc)}") from exc
+
+
+def change_journals() -> Path:
+    """Where the sets of file changes in flight are journaled: `$ACP_FSM_HOME/changes`."""
+    from acp_fsm.store import default_path  # the home, as the store finds it
+
+    return default_path().with_name(CHANGES_FOLDER)
+
+
+def write_disk(wanted: list[changes.Change]) -> None:
+    """Make every change on disk or none, even if the process is killed midway (blocking):
+    `system.changes` journals the set, and the next process rolls back one left half made.
+    Each folder is opened without following links: one replaced by a link since the path was
+    resolved fails the write (`changes.Relinked`) instead of taking it elsewhere."""
+    changes.apply(wanted, change_journals())
+
+
+async def recover_changes() -> None:
+    """Roll back the sets of file changes a killed process left half made (before the
+    process's first session: nothing reads the files before)."""
+    try:
+        await run_blocking(None, changes.recover, change_journals())  # it logs what it does
+    except OSError as exc:
+        log.warning("change_recovery_failed", error=describe_os_error(exc))
 
 
 def diff_block(path: Path, old_text: str | None, new_text: str) -> ToolCallContentDiff:
@@ -188,6 +226,24 @@ async def current_text(
     if path in drafts:
         return drafts[path]
     return await load_text(env, path, shown, exact=exact)
+
+
+def check_approved(env: ToolEnv, path: Path, given: str) -> None:
+    """Refuse to change `path` (the model's `given` path, resolved now) unless the user was
+    asked about it: the call's view and diffs named it when the call was announced (resolved
+    then). A folder on the way replaced by a symbolic link while the user was asked would
+    otherwise take the approved change elsewhere, out of the project even."""
+    approved = {location["path"] for location in env.locations}
+    approved.update(block["path"] for block in env.previewed if block["type"] == "diff")
+    if not approved or utf8_text(str(path)) in {utf8_text(shown) for shown in approved}:
+        return  # (views show a name's bytes that are not UTF-8 as `\xNN`)
+    where = "" if inside_roots(path, env.roots) else ", outside the project"
+    raise ToolError(
+        f"{given} no longer leads to the file the user was asked about: it now resolves to "
+        f"{display(path, env.cwd)}{where} (a folder on its path was replaced by a symbolic "
+        "link, or moved, meanwhile). Nothing was changed; check the path and call the tool "
+        "again if the change is still wanted."
+    )
 
 
 def check_as_shown(env: ToolEnv, path: Path, shown: str, text: str | None) -> None:

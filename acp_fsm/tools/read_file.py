@@ -142,7 +142,8 @@ class ReadFile(BaseTool):
             text = await read_from_editor(env, path, shown, on_disk, offset, want + 1)
             if text is None:
                 raise FileMissing(
-                    f"File not found: {shown} (not on disk, and the editor has no buffer for it)"
+                    f"File not found: {shown} (it is not on disk, and the editor has no text "
+                    "for it)"
                 )
             lines = split_lines(text)[: want + 1]
         else:

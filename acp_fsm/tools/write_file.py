@@ -8,6 +8,7 @@ from acp_fsm import redact
 from acp_fsm.tools.base import Drafts, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import MutatingTool, plural
 from acp_fsm.tools.files import (
+    check_approved,
     check_as_shown,
     count_lines,
     current_text,
@@ -52,6 +53,7 @@ class WriteFile(MutatingTool):
 
     async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         path, shown = self.target(args, env), self.shown(args, env)
+        check_approved(env, path, args["path"])
         old = await load_text(env, path, shown, exact=False)
         check_as_shown(env, path, shown, old)
         content = new_content(args["content"], old)

@@ -157,6 +157,7 @@ class TurnEnv:
         delegate: Callable[[str, str], Awaitable[ToolOutcome]],
         previewed: tuple[acp.ToolCallContent, ...] = (),
         call_id: str = "",
+        locations: tuple[acp.ToolCallLocation, ...] = (),
     ) -> None:
         self.call_id = call_id
         self._session = session
@@ -165,6 +166,7 @@ class TurnEnv:
         self._report = report
         self._delegate = delegate
         self._previewed = previewed
+        self._locations = locations
 
     @property
     def cwd(self) -> Path:
@@ -198,6 +200,10 @@ class TurnEnv:
     @property
     def previewed(self) -> tuple[acp.ToolCallContent, ...]:
         return self._previewed
+
+    @property
+    def locations(self) -> tuple[acp.ToolCallLocation, ...]:
+        return self._locations
 
     @property
     def background(self) -> BackgroundJobs:

@@ -186,8 +186,14 @@ class Turn:
             raise TurnFailed(InternalError(f"Configuration error: {found.error}"))
         return found.config
 
-    def env(self, call_id: str, previewed: tuple[acp.ToolCallContent, ...] = ()) -> TurnEnv:
-        """What the tool of call `call_id` sees of the turn."""
+    def env(
+        self,
+        call_id: str,
+        previewed: tuple[acp.ToolCallContent, ...] = (),
+        locations: tuple[acp.ToolCallLocation, ...] = (),
+    ) -> TurnEnv:
+        """What the tool of call `call_id` sees of the turn (running: what it showed and where
+        it said it acts when the user was asked)."""
 
         def report(content: tuple[acp.ToolCallContent, ...]) -> None:
             self.update(updates.tool_call_update(call_id, "in_progress", content=list(content)))
@@ -197,7 +203,9 @@ class Turn:
 
             return await subagent.delegate(self, call_id, description, prompt)
 
-        return TurnEnv(self.session, self.token, self.client, report, delegate, previewed, call_id)
+        return TurnEnv(
+            self.session, self.token, self.client, report, delegate, previewed, call_id, locations
+        )
 
     def update(self, update: acp.SessionUpdate) -> None:
         self.session.send_update(update)

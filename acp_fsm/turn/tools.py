@@ -70,7 +70,8 @@ async def _run(turn: Turn, pc: PendingCall) -> None:
     pc.fire(ToolCallTrigger.START)
     turn.update(updates.tool_call_update(pc.call.id, ACP_STATUS[pc.state]))
     try:
-        outcome = await pc.tool.run(pc.call.arguments, turn.env(pc.call.id, pc.preview))
+        env = turn.env(pc.call.id, pc.preview, pc.view.locations)
+        outcome = await pc.tool.run(pc.call.arguments, env)
     except Cancelled:
         raise
     except Exception as exc:  # a tool bug is a tool result, not a turn failure

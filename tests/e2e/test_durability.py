@@ -1,9 +1,11 @@
 """Commit, then tell: a `kill -9` at the instant the editor sees a tool call completed, a
 message streamed to its end, or a prompt answered loses none of it. Each test kills the agent
-the moment the client reads that message, then loads the session in a new process."""
+the moment the client reads that message, then loads the session in a new process. And a
+patch killed halfway is rolled back by the next process: its files are all old again."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +190,43 @@ async def test_a_kill_at_any_instant_loses_nothing_the_editor_saw_done(
             assert entries[-1] == ("turn_end", {"stopReason": "end_turn"})
     replayed = await reloaded(launch, session, project)  # and it loads, repaired or not
     assert replayed[0]["sessionUpdate"] == "user_message_chunk"
+
+
+async def test_a_patch_killed_halfway_is_rolled_back_by_the_next_process(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    old = {"a.py": "a = 1\n", "b.py": "b = 1\n", "gone.txt": "obsolete\n"}
+    for name, text in old.items():
+        (project / name).write_text(text)
+    # The set of disk changes waits for good once its second file is changed.
+    agent = await launch.start("openai", ACP_FSM_DEBUG_HOLD_CHANGES="2")
+    agent.editor.permissions.append("allow_once")
+    session = await agent.new_session(project)
+    patch = "\n".join(
+        (
+            "*** Begin Patch",
+            *("*** Update File: a.py", "@@", "-a = 1", "+a = 2"),
+            *("*** Update File: b.py", "@@", "-b = 1", "+b = 2"),
+            *("*** Add File: new/c.py", "+c = 1"),
+            "*** Delete File: gone.txt",
+            "*** End Patch",
+        )
+    )
+    server.script(Reply(calls=(Call("p1", "apply_patch", args(patch=patch)),)))
+    await agent.start_prompt(session, "patch them")
+    await wait_until(lambda: agent.log("change_set_held"), "the patch held halfway")
+
+    assert (project / "a.py").read_text() == "a = 2\n"
+    assert (project / "b.py").read_text() == "b = 2\n"
+    assert (project / "gone.txt").read_text() == "obsolete\n"
+    assert [n for n in os.listdir(project / "new") if n.endswith(".new")]  # c.py, staged
+    await launch.kill(agent)
+
+    second = await launch.start("openai")
+    await second.new_session(project)  # a process's first session comes after the recovery
+
+    assert sorted(os.listdir(project)) == sorted(old)  # no temporary file, no new folder
+    assert {name: (project / name).read_text() for name in old} == old
+    assert os.listdir(launch.home / "changes") == []
+    [rolled] = second.log("change_set_rolled_back")
+    assert sorted(rolled["restored"]) == [str(project / name) for name in ("a.py", "b.py")]

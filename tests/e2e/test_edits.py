@@ -1,8 +1,8 @@
 """Edits as models really send them, through the real agent: several replacements in one
 multi_edit (one prompt, one diff, all or nothing), an edit_file whose text differs from the
 file in indentation and line endings, apply_patch for the models trained on it (one prompt, a
-diff per file, all or nothing, a cancel in the middle), and reloads that show the diffs
-again."""
+diff per file, all or nothing, a cancel in the middle), reloads that show the diffs again, and
+new files in editors that answer a missing file with empty text."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from acp_fsm.devkit.editor import HOLD
+from acp_fsm.devkit.editor import EMPTY, EMPTY_ONCE_SHOWN, HOLD
 from acp_fsm.devkit.provider import Call, RecordedRequest, Reply, ScriptedProvider
-from tests.e2e.support import BARE, EDITOR, Launcher, args, for_call, statuses
+from tests.e2e.support import BARE, EDITOR, Launcher, args, for_call, statuses, tool_results
 from tests.e2e.test_sessions import restore
 from tests.e2e.test_tools import (
     MODES,
@@ -323,3 +323,109 @@ async def test_the_model_hears_when_its_edit_breaks_the_file(
     assert is_error is False
     assert (project / "calc.py").read_text() == SOURCE.replace("result = 0", "result = (0")
     assert "Warning: calc.py no longer parses as Python after this change (line 2:" in text
+
+
+# -- a new file in an editor that answers a missing file with empty text --------------------
+
+
+@pytest.mark.parametrize("missing", [EMPTY, EMPTY_ONCE_SHOWN])
+@pytest.mark.parametrize(
+    ("tool", "raw", "said"),
+    [
+        ("write_file", {"path": "new.py", "content": "x = 1\n"}, "Created new.py (1 line)."),
+        (
+            "apply_patch",
+            {"patch": patch("*** Add File: new.py", "+x = 1")},
+            "Applied the patch: added new.py.",
+        ),
+    ],
+)
+async def test_a_file_the_editor_answers_empty_and_the_disk_lacks_is_a_new_file(
+    launch: Launcher,
+    server: ScriptedProvider,
+    project: Path,
+    missing: str,
+    tool: str,
+    raw: dict[str, Any],
+    said: str,
+) -> None:
+    """CodeCompanion and Toad answer `""` for a file they do not have; avante answers "not
+    found" until it has opened the file to show its diff, then `""`."""
+    path = str(project / "new.py")
+    agent = await launch.start("anthropic", capabilities=EDITOR, ACP_FSM_EDIT_TOOLS="both")
+    agent.editor.missing_files = missing
+    agent.editor.permissions.append("allow_once")
+    session = await agent.new_session(project)
+
+    updates = await one_call(agent, server, session, Call("c1", tool, args(**raw)))
+
+    diff = {"type": "diff", "path": path, "oldText": None, "newText": "x = 1\n"}
+    asked = agent.editor.of_method("session/request_permission")
+    assert [r["params"]["toolCall"]["content"] for r in asked] == [[diff]]
+    assert statuses(for_call(updates, "c1")) == ["pending", "in_progress", "completed"]
+    assert for_call(updates, "c1")[-1]["content"] == [diff]
+    assert result_of(server, "c1") == (said, False)
+    assert agent.editor.buffers[path] == "x = 1\n"
+
+
+async def test_a_file_the_editor_answers_empty_and_the_disk_lacks_is_not_there_to_change(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    agent = await launch.start("anthropic", capabilities=EDITOR, ACP_FSM_EDIT_TOOLS="both")
+    agent.editor.missing_files = EMPTY
+    session = await agent.new_session(project)
+    update = patch("*** Update File: new.py", "@@", "-x = 1", "+x = 2")
+    server.script(
+        Reply(
+            calls=(
+                Call("read", "read_file", args(path="new.py")),
+                Call("edit", "edit_file", args(path="new.py", old_text="x = 1", new_text="x")),
+                Call("patch", "apply_patch", args(patch=update)),
+            )
+        ),
+        Reply(text="done"),
+    )
+
+    assert (await agent.prompt(session, "change new.py")).stop_reason == "end_turn"
+
+    assert agent.editor.of_method("session/request_permission") == []
+    assert tool_results(server.requests[-1]) == {
+        "read": (
+            "File not found: new.py (it is not on disk, and the editor has no text for it)",
+            True,
+        ),
+        "edit": ("File not found: new.py (use write_file to create a file)", True),
+        "patch": ("Cannot update new.py: there is no such file; nothing was changed.", True),
+    }
+
+
+async def test_an_empty_file_on_disk_is_an_existing_empty_file(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    path = str(project / "empty.py")
+    (project / "empty.py").write_text("")
+    agent = await launch.start("anthropic", capabilities=EDITOR, ACP_FSM_EDIT_TOOLS="both")
+    agent.editor.missing_files = EMPTY
+    agent.editor.permissions.append("allow_once")
+    session = await agent.new_session(project)
+    server.script(
+        Reply(
+            calls=(
+                Call("add", "apply_patch", args(patch=patch("*** Add File: empty.py", "+x"))),
+                Call("write", "write_file", args(path="empty.py", content="x = 1\n")),
+            )
+        ),
+        Reply(text="done"),
+    )
+
+    turn = await agent.prompt(session, "fill empty.py")
+
+    diff = {"type": "diff", "path": path, "oldText": "", "newText": "x = 1\n"}
+    assert for_call(turn.updates, "write")[-1]["content"] == [diff]
+    results = tool_results(server.requests[-1])
+    assert results["add"] == (
+        "Cannot add empty.py: it exists. Use `*** Update File: empty.py` to change it; nothing "
+        "was changed.",
+        True,
+    )
+    assert results["write"] == ("Wrote empty.py (1 line, was 0 lines).", False)

@@ -27,7 +27,12 @@ from acp_fsm.tools.background import BackgroundJobs
 from acp_fsm.tools.base import ToolOutcome
 
 if TYPE_CHECKING:
-    from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent, ToolCallContentDiff
+    from acp_fsm.schemas.acp_types import (
+        PlanEntry,
+        ToolCallContent,
+        ToolCallContentDiff,
+        ToolCallLocation,
+    )
 
 
 class EditorError(Exception):
@@ -216,6 +221,7 @@ class Env:
     roots: tuple[Path, ...] = ()
     token: CancellationToken = field(default_factory=CancellationToken)
     previewed: tuple[ToolCallContent, ...] = ()
+    locations: tuple[ToolCallLocation, ...] = ()
     call_id: str = "call_1"
     asks_user: bool = True
     background: BackgroundJobs = field(default_factory=BackgroundJobs)
@@ -255,6 +261,15 @@ def diff_block(block: ToolCallContent) -> ToolCallContentDiff:
 def assert_strict_json(value: Any) -> None:
     """`value` serializes as JSON that a strict UTF-8 parser (serde_json) accepts."""
     json.dumps(value, ensure_ascii=False).encode("utf-8")  # a lone surrogate fails here
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The agent's home during a tool test (where disk writes are journaled), never the
+    user's."""
+    path = tmp_path / "home"
+    monkeypatch.setenv("ACP_FSM_HOME", str(path))
+    return path
 
 
 @pytest.fixture

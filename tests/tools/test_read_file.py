@@ -128,6 +128,26 @@ async def test_the_editor_buffer_wins(editor_env: Env, project: Path) -> None:
     assert editor_env.client.calls == [("read", str(path), 2, 2)]
 
 
+async def test_an_empty_buffer_of_a_file_not_on_disk_is_no_file(
+    editor_env: Env, project: Path
+) -> None:
+    """An empty editor answer for a file the disk lacks means no file; a window past the end
+    of an unsaved buffer is empty too, and is not taken for that."""
+    new, unsaved = project / "new.py", project / "unsaved.py"
+    editor_env.client.buffers.update({str(new): "", str(unsaved): "one\ntwo\n"})
+    missing = await call(editor_env, "read_file", path="new.py")
+    assert missing.is_error
+    assert missing.output == (
+        "File not found: new.py (it is not on disk, and the editor has no text for it)"
+    )
+    past = await call(editor_env, "read_file", path="unsaved.py", offset=5)
+    assert (past.is_error, past.output) == (False, "(no lines: unsaved.py has fewer than 5 lines)")
+    assert editor_env.client.calls[-2:] == [
+        ("read", str(unsaved), 5, MAX_READ_LINES + 1),
+        ("read", str(unsaved), None, None),
+    ]
+
+
 async def test_editor_read_failure_is_an_error_outcome(editor_env: Env, project: Path) -> None:
     path = project / "locked.txt"
     path.write_text("x")

@@ -11,6 +11,7 @@ import pytest
 
 from acp_fsm.tools import TOOLS
 from acp_fsm.tools.common import ToolError
+from acp_fsm.tools.paths import utf8_text
 from tests.tools.conftest import Env, call, diff_block
 
 
@@ -90,6 +91,22 @@ async def test_failed_write_midway_leaves_no_temp_file(
     outcome = await call(env, "write_file", path="new.txt", content="x")
     assert outcome.is_error
     assert os.listdir(project) == []
+
+
+async def test_a_call_writes_only_where_its_view_said(env: Env, project: Path) -> None:
+    """The path is resolved again when the call runs: it must be one the view showed (a name's
+    bytes that are not UTF-8 shown as `\\xNN` there)."""
+    folder = project / os.fsdecode(b"caf\xe9")
+    folder.mkdir()
+    (project / "link").symlink_to(folder, target_is_directory=True)
+    env.locations = ({"path": utf8_text(str(folder / "a.txt"))},)
+    written = await call(env, "write_file", path="link/a.txt", content="x")
+    assert (written.is_error, (folder / "a.txt").read_text()) == (False, "x")
+    env.locations = ({"path": str(project / "b.txt")},)
+    refused = await call(env, "write_file", path="link/b.txt", content="x")
+    assert refused.is_error
+    assert refused.output.startswith("link/b.txt no longer leads to the file the user was asked")
+    assert not (folder / "b.txt").exists()
 
 
 async def test_write_to_a_directory_is_an_error(env: Env, project: Path) -> None:

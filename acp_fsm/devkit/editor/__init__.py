@@ -6,7 +6,10 @@ prompts, files, terminals). The agent itself never imports this package.
 """
 
 from acp_fsm.devkit.editor.answers import (
+    EMPTY,
+    EMPTY_ONCE_SHOWN,
     HOLD,
+    NOT_FOUND,
     Choice,
     Editor,
     EditorError,
@@ -24,7 +27,10 @@ from acp_fsm.devkit.editor.link import (
 
 __all__ = [
     "AGENT_COMMAND",
+    "EMPTY",
+    "EMPTY_ONCE_SHOWN",
     "HOLD",
+    "NOT_FOUND",
     "AgentLink",
     "Choice",
     "Editor",

@@ -29,6 +29,13 @@ HOLD: Final = _Hold()
 Choice = str | _Hold
 """A permission answer: an option id, "cancelled", or `HOLD`."""
 
+# How editors answer fs/read_text_file for a file that is neither on disk nor in a buffer.
+NOT_FOUND: Final = "not_found"  # an error, -32002 (Zed)
+EMPTY: Final = "empty"  # `{"content": ""}` (CodeCompanion, Toad)
+# Not found until a permission request showed the file's diff, then "" (avante opens a buffer
+# for the file to show the diff in).
+EMPTY_ONCE_SHOWN: Final = "empty_once_shown"
+
 
 KILLED: Final = {"exitCode": None, "signal": "SIGKILL"}  # how a killed terminal exited
 
@@ -67,14 +74,15 @@ class Editor:
     `permissions`, else the first offered option of the first of `permission_kinds` offered
     (e.g. `("reject_once", "reject_always")`), else `default_permission`. Files: read from
     the unsaved `buffers`, else the disk (from `line`, `limit` lines); written to `buffers`,
-    or to the disk with `save_to_disk`. Terminals (their ids kept in `terminals`) print
-    `terminal_output` and exit with `terminal_exit`, except that `terminal_exit=HOLD`, or a
-    command line holding one of `hang_commands`, never exits: its `terminal/wait_for_exit` is
-    held, until a `terminal/kill` ends it (killed by `SIGKILL`) — except with `kill_stops`
-    False, where the kill is answered and the command runs on, as in Toad. `overrides`
-    replaces the answer to a method (a result, `HOLD` or an `EditorError`); `null_results`
-    are served as usual but answered `"result": null`, as several real editors do for results
-    with nothing in them. With
+    or to the disk with `save_to_disk`. A file in neither is answered as `missing_files` says
+    (`NOT_FOUND`, `EMPTY`, `EMPTY_ONCE_SHOWN`; the files opened so are kept in `opened`).
+    Terminals (their ids kept in `terminals`) print `terminal_output` and exit with
+    `terminal_exit`, except that `terminal_exit=HOLD`, or a command line holding one of
+    `hang_commands`, never exits: its `terminal/wait_for_exit` is held, until a `terminal/kill`
+    ends it (killed by `SIGKILL`) — except with `kill_stops` False, where the kill is answered
+    and the command runs on, as in Toad. `overrides` replaces the answer to a method (a result,
+    `HOLD` or an `EditorError`); `null_results` are served as usual but answered
+    `"result": null`, as several real editors do for results with nothing in them. With
     `answer_withdrawn`, a held request the agent withdraws is answered at once as ACP asks (a
     permission "cancelled", anything else -32800)."""
 
@@ -84,6 +92,8 @@ class Editor:
     default_permission: Choice | None = None
     buffers: dict[str, str] = field(default_factory=dict)  # path -> unsaved editor text
     save_to_disk: bool = False
+    missing_files: str = NOT_FOUND
+    opened: set[str] = field(default_factory=set)  # missing files opened to show their diffs
     terminal_output: str = ""
     terminal_exit: dict[str, Any] | _Hold = field(default_factory=lambda: {"exitCode": 0})
     hang_commands: tuple[str, ...] = ()
@@ -142,6 +152,7 @@ class Editor:
 
     def _answer(self, method: str, params: dict[str, Any]) -> Any:
         if method == "session/request_permission":
+            self._open_shown(params)
             choice = self._permission(params)
             return (
                 choice
@@ -169,14 +180,26 @@ class Editor:
                 return chosen
         return self.default_permission
 
+    def _open_shown(self, params: dict[str, Any]) -> None:
+        """Open a buffer for each missing file whose diff the request shows (as avante does)."""
+        if self.missing_files != EMPTY_ONCE_SHOWN:
+            return
+        for block in (params.get("toolCall") or {}).get("content") or ():
+            if isinstance(block, dict) and block.get("type") == "diff":
+                self.opened.add(str(block.get("path")))
+
     def _read(self, params: dict[str, Any]) -> dict[str, Any] | EditorError:
-        """The unsaved buffer, else the file on disk, from `line` for `limit` lines."""
+        """The unsaved buffer, else the file on disk, from `line` for `limit` lines; a file in
+        neither as `missing_files` says."""
         path = params["path"]
         content = self.buffers.get(path)
         if content is None:
             try:
                 content = Path(path).read_text(encoding="utf-8")
             except (OSError, UnicodeError) as exc:
+                missing = isinstance(exc, FileNotFoundError)
+                if missing and (self.missing_files == EMPTY or path in self.opened):
+                    return {"content": ""}
                 reason = getattr(exc, "strerror", None) or str(exc)
                 return EditorError(-32002, f"Resource not found: {path} ({reason})")
         lines = content.splitlines(keepends=True)[int(params.get("line") or 1) - 1 :]
