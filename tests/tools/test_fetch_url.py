@@ -4,6 +4,7 @@ redirects bounded and checked hop by hop, a huge page cut, a slow one cancelled,
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import time
 from collections.abc import AsyncIterator
 
@@ -11,7 +12,8 @@ import pytest
 from aiohttp import web
 
 from acp_fsm.protocol.cancel import Cancelled
-from acp_fsm.tools.fetch_url import FetchUrl, local_host, private_address
+from acp_fsm.tools.addresses import local_address, local_host, numeric_address, refusal
+from acp_fsm.tools.fetch_url import FetchUrl
 from tests.timing import INTERRUPTED_S
 from tests.tools.conftest import Env, call
 
@@ -137,17 +139,42 @@ async def test_the_request_carries_none_of_the_agents_keys(
     [
         ("127.0.0.1", True), ("10.1.2.3", True), ("192.168.0.1", True), ("169.254.1.1", True),
         ("[::1]", True), ("localhost", True), ("printer.local", True), ("intranet", True),
+        ("100.64.0.1", True), ("100.127.255.254", True),  # carrier-grade NAT (Tailscale)
+        ("127.1", True), ("2130706433", True), ("0x7f.0.0.1", True), ("0177.0.0.1", True),
+        ("[::ffff:127.0.0.1]", True), ("[::ffff:10.0.0.1]", True), ("[fe80::1]", True),
+        ("[64:ff9b::a00:1]", True), ("[2002:a00:1::]", True),  # 10.0.0.1 by NAT64 or 6to4
+        ("[fc00::1]", True), ("0.0.0.0", True), ("224.0.0.1", True),
+        ("１２７.０.０.１", True),  # full-width digits: the client connects to 127.0.0.1
         ("example.com", False), ("93.184.216.34", False), ("[2606:4700::1111]", False),
+        ("100.128.0.1", False), ("[::ffff:8.8.8.8]", False),
     ],
 )  # fmt: skip
 def test_the_users_own_machine_and_network_are_told_apart(host: str, local: bool) -> None:
-    assert local_host(host) is local
     assert FetchUrl().always_asks({"url": f"http://{host}/x"}, None) is local  # type: ignore[arg-type]
 
 
-def test_private_addresses() -> None:
-    assert private_address("::ffff:10.0.0.1") and private_address("fe80::1%eth0")
-    assert not private_address("8.8.8.8") and not private_address("not an address")
+def test_an_address_is_read_in_any_spelling_the_resolver_takes() -> None:
+    assert {str(numeric_address(h)) for h in ("127.1", "2130706433", "0x7f.0.0.1")} == {
+        "127.0.0.1"
+    }
+    assert numeric_address("example.com") is None and numeric_address("1.2.3.4.5") is None
+    assert local_host("fe80::1%eth0") and not local_address(ipaddress.ip_address("8.8.8.8"))
+
+
+def test_one_rule_for_names_and_addresses() -> None:
+    loopback = ipaddress.ip_address("127.0.0.2")
+    assert refusal("example.com", ipaddress.ip_address("93.184.216.34"), None) is None
+    assert refusal("127.0.0.2", loopback, "127.0.0.2") is None  # the host the user allowed
+    assert refusal("2130706434", loopback, "127.0.0.2") is None  # the same, spelt otherwise
+    assert refusal("127.0.0.2", loopback, None) == (
+        "127.0.0.2, an address of this machine or its network"
+    )
+    assert refusal("0x7f.0.0.2", loopback, "127.0.0.1") == (
+        "0x7f.0.0.2 is 127.0.0.2, an address of this machine or its network"
+    )
+    assert refusal("evil.example", loopback, "localhost") == (
+        "evil.example resolves to 127.0.0.2, an address of this machine or its network"
+    )
 
 
 async def test_only_http_and_https_are_fetched(env: Env) -> None:
