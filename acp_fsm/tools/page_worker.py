@@ -25,7 +25,8 @@ def answer(request: bytes) -> dict[str, str]:
         return {"error": str(exc)}
     except MemoryError:
         size = PAGE_MEMORY_BYTES // (1024 * 1024)
-        return {"error": f"{page.url}: the page needs more than {size} MiB to convert"}
+        why = f"making Markdown of it needs more than {size} MiB of memory"
+        return {"error": f"{page.url} was fetched, but {why}"}
 
 
 def main(argv: list[str]) -> int:

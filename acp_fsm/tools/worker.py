@@ -96,8 +96,10 @@ def serve(
     allocation beyond it fails with MemoryError, for `answer` to report."""
     signal.alarm(math.ceil(time_limit) + SELF_STOP_GRACE_SECONDS)
     request = sys.stdin.buffer.read()
-    if memory_limit is not None:
-        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+    if memory_limit is not None:  # the soft limit: a lower one set for the agent stays
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if soft == resource.RLIM_INFINITY or soft > memory_limit:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_limit, hard))
     sys.stdout.write(json.dumps(answer(request)))
     sys.stdout.flush()
     return 0

@@ -93,13 +93,18 @@ async def test_a_page_is_read_as_markdown(
     )
 
 
+@pytest.mark.parametrize(
+    "spelling",
+    ["127.0.0.1", "0x7f.0.0.1", "\uff11\uff12\uff17.\uff10.\uff10.\uff11"],  # hex; full-width
+)
 async def test_the_users_own_machine_asks_even_in_full_access(
-    launch: Launcher, server: ScriptedProvider, project: Path, page: str
+    launch: Launcher, server: ScriptedProvider, project: Path, page: str, spelling: str
 ) -> None:
     agent = await launch.start("anthropic")
     agent.editor.permissions.extend(["allow_always", "allow_once"])
     session = await agent.new_session(project)
     await full_access(agent, session)
+    page = page.replace("127.0.0.1", spelling)
 
     await one_call(agent, server, session, Call("f1", "fetch_url", args(url=page)))
     await one_call(agent, server, session, Call("f2", "fetch_url", args(url=page)))
