@@ -252,6 +252,12 @@ def test_one_rule_for_names_and_addresses() -> None:
     )
 
 
+async def test_a_host_of_digits_that_is_no_address_is_not_looked_up(env: Env) -> None:
+    outcome = await call(env, "fetch_url", url="http://1.2.3.4.5/")
+    assert outcome.is_error
+    assert outcome.output == "1.2.3.4.5 is neither an address nor a name; not fetched"
+
+
 async def test_only_http_and_https_are_fetched(env: Env) -> None:
     outcome = await call(env, "fetch_url", url="file:///etc/passwd")
     assert outcome.is_error and "only http and https" in outcome.output
