@@ -8,7 +8,8 @@ or a local name always asks the user, in every mode, and is then the only such h
 may reach. A host that is an address, however spelt, is checked before the request; a name is
 checked on the addresses it resolves to, in the connector's resolver (`_guard`), which are the
 addresses the connection then uses: a name that resolves differently the second time is
-checked again. Anything else is refused, saying so.
+checked again. A hop the rule refuses ends the call with an error that says why
+(docs/fetch.md).
 
 The body is made into what the model reads (`pages.render`) in a worker process
 (`page_worker`), bounded in time and memory and killed on cancel: converting HTML is seconds
