@@ -19,6 +19,7 @@ SUITE = (
     "sessions",
     "long_session",
     "edits",
+    "fetch_stall",
 )
 
 

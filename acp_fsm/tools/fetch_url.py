@@ -1,12 +1,19 @@
 """fetch_url: a web page as Markdown (HTML converted; text and JSON as they are), bounded.
 
 The request carries none of the agent's keys: a client of its own, no proxy or `.netrc` from
-the environment, no cookies kept. Redirects are followed by hand, at most `MAX_REDIRECTS`, each
-hop checked like the first. The address every hop connects to is checked when it is resolved
-(`_Guard`, the connector's resolver), so a name cannot lead to the user's own machine or
-network unseen: a URL whose host is a private, loopback or link-local address (or a local
-name) always asks the user, in every mode, and is then the only private host the call may
-reach; any other host that resolves to such an address is refused, saying so.
+the environment, no cookies kept. Redirects are followed by hand, at most `MAX_REDIRECTS`.
+Every hop is held to one rule (`addresses.refusal`) before it connects: a URL whose host is an
+address of the user's own machine or network (loopback, private, link-local, carrier-grade NAT)
+or a local name always asks the user, in every mode, and is then the only such host the call
+may reach. A host that is an address, however spelt, is checked before the request; a name is
+checked on the addresses it resolves to, in the connector's resolver (`_guard`), which are the
+addresses the connection then uses: a name that resolves differently the second time is
+checked again. A hop the rule refuses ends the call with an error that says why
+(docs/fetch.md).
+
+The body is made into what the model reads (`pages.render`) in a worker process
+(`page_worker`), bounded in time and memory and killed on cancel: converting HTML is seconds
+of pure Python that would stop every session.
 """
 
 from __future__ import annotations
@@ -14,65 +21,51 @@ from __future__ import annotations
 import ipaddress
 import socket
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin, urlsplit
 
+from acp_fsm.tools.addresses import host_key, local_host, not_a_host, numeric_address, refusal
 from acp_fsm.tools.base import ToolCallView, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import BaseTool, ToolError
+from acp_fsm.tools.pages import MAX_BODY_BYTES, PAGE_TIME_LIMIT_S, Fetched
+from acp_fsm.tools.worker import run_worker
 from acp_fsm.updates import text_block
 
 if TYPE_CHECKING:
     import aiohttp
     from aiohttp.abc import ResolveResult
+    from yarl import URL
 
 DEFAULT_MAX_CHARS = 100_000
 MAX_REDIRECTS = 5
 TIME_LIMIT_S = 30.0
-# Body bytes read at most (a page larger than this is cut before it is converted).
-MAX_BODY_BYTES = 5 * 1024 * 1024
 USER_AGENT = "acp-fsm (fetch_url; +https://agentclientprotocol.com)"
-_LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
-# Elements whose text is never part of the page's content.
-_NOT_CONTENT = ("script", "style", "noscript", "template", "svg", "iframe", "head")
-
-
-def private_address(address: str) -> bool:
-    """Whether `address` (an IP) is the user's own machine or network, or not routable."""
-    try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return (
-        ip.is_private
-        or ip.is_loopback
-        or ip.is_link_local
-        or ip.is_reserved
-        or ip.is_multicast
-        or ip.is_unspecified
-    )
-
-
-def local_host(host: str) -> bool:
-    """Whether a URL's host names the user's own machine or network without a lookup: a
-    private address, `localhost`, a name of a local domain, or a name without a dot."""
-    host = host.strip("[]").lower().rstrip(".")
-    if private_address(host):
-        return True
-    try:
-        ipaddress.ip_address(host)
-        return False  # a public address
-    except ValueError:
-        pass
-    return host == "localhost" or host.endswith(_LOCAL_SUFFIXES) or "." not in host
+PAGE_WORKER = "acp_fsm.tools.page_worker"
 
 
 class BlockedAddress(OSError):
-    """A host resolved to a private address the call may not reach."""
+    """A hop would reach an address of this machine or its network the call may not reach."""
+
+
+def _url(text: str) -> URL:
+    """`text` as the HTTP client reads it, the host as it connects to it (full-width digits
+    are an address); ValueError when it cannot."""
+    from yarl import URL
+
+    return URL(text)
+
+
+def _hop(url: URL, allowed: str | None) -> None:
+    """Refuse a hop before it connects when its host is an address the rule forbids (a name is
+    checked by `_guard` on what it resolves to)."""
+    host = url.raw_host or ""
+    if not_a_host(host):
+        raise ToolError(f"{host} is neither an address nor a name; not fetched")
+    address = numeric_address(host)
+    if address is not None and (why := refusal(host, address, allowed)) is not None:
+        raise BlockedAddress(why)
 
 
 def _guard(allowed: str | None) -> Any:
-    """A resolver for aiohttp that refuses private addresses, except for the host `allowed`."""
+    """A resolver for aiohttp that holds every address a name resolves to to the rule."""
     from aiohttp.resolver import ThreadedResolver
 
     class Guard(ThreadedResolver):
@@ -80,33 +73,13 @@ def _guard(allowed: str | None) -> Any:
             self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
         ) -> list[ResolveResult]:
             found = await super().resolve(host, port, family)
-            if host.lower() != allowed:
-                for entry in found:
-                    if private_address(entry["host"]):
-                        raise BlockedAddress(
-                            f"{host} resolves to {entry['host']}, an address of this machine or "
-                            "its network"
-                        )
+            for entry in found:
+                address = ipaddress.ip_address(entry["host"])
+                if (why := refusal(host, address, allowed)) is not None:
+                    raise BlockedAddress(why)
             return found
 
     return Guard()
-
-
-def to_markdown(html: str, base: str) -> str:
-    """The page's content as Markdown: scripts, styles and the head left out."""
-    from bs4 import BeautifulSoup
-    from markdownify import MarkdownConverter
-
-    soup = BeautifulSoup(html, "html.parser")
-    title = soup.title.get_text(strip=True) if soup.title else ""
-    for tag in soup(list(_NOT_CONTENT)):
-        tag.decompose()
-    body = MarkdownConverter(heading_style="ATX", bullets="-").convert_soup(soup)
-    lines = [line.rstrip() for line in body.splitlines()]
-    text = "\n".join(lines)
-    while "\n\n\n" in text:
-        text = text.replace("\n\n\n", "\n\n")
-    return (f"# {title}\n\n" if title and title not in text[:200] else "") + text.strip()
 
 
 class FetchUrl(BaseTool):
@@ -122,10 +95,13 @@ class FetchUrl(BaseTool):
     kind = "fetch"
 
     def check(self, args: dict[str, Any]) -> str | None:
-        parts = urlsplit(args["url"])
-        if parts.scheme not in ("http", "https"):
-            return f"only http and https URLs can be fetched, not {parts.scheme or 'this'!r}"
-        if not parts.hostname:
+        try:
+            url = _url(args["url"])
+        except ValueError as exc:
+            return f"the URL cannot be read: {exc}"
+        if url.scheme not in ("http", "https"):
+            return f"only http and https URLs can be fetched, not {url.scheme or 'this'!r}"
+        if not url.raw_host:
             return "the URL has no host"
         return None
 
@@ -144,16 +120,14 @@ class FetchUrl(BaseTool):
 
     def always_asks(self, args: dict[str, Any], env: ToolEnv) -> bool:
         """A URL to the user's own machine or network asks in every mode, every time."""
-        host = urlsplit(str(args.get("url", ""))).hostname
-        return host is not None and local_host(host)
+        return local_host(_url(args["url"]).raw_host or "")
 
     async def execute(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         import aiohttp
 
         url: str = args["url"]
-        limit = int(args.get("max_chars", DEFAULT_MAX_CHARS))
-        host = (urlsplit(url).hostname or "").lower()
-        allowed = host if local_host(host) else None  # the user was asked about this one
+        host = _url(url).raw_host or ""
+        allowed = host_key(host) if local_host(host) else None  # the user was asked about it
         connector = aiohttp.TCPConnector(resolver=_guard(allowed), use_dns_cache=False)
         timeout = aiohttp.ClientTimeout(total=TIME_LIMIT_S)
         async with aiohttp.ClientSession(
@@ -174,7 +148,20 @@ class FetchUrl(BaseTool):
                         "fetch_url with that address itself in the URL, and the user is asked."
                     ) from None
                 raise ToolError(f"Could not fetch {url}: {exc or type(exc).__name__}") from None
-        page = _page(final, status, kind, body, cut, limit)
+        fetched = Fetched(final, status, kind, cut, int(args.get("max_chars", DEFAULT_MAX_CHARS)))
+        try:
+            page = await run_worker(
+                PAGE_WORKER,
+                fetched.request(body),
+                time_limit=PAGE_TIME_LIMIT_S,
+                token=env.token,
+                what=f"reading {final}",
+            )
+        except TimeoutError:
+            raise ToolError(
+                f"{final} was fetched, but making Markdown of it took longer than "
+                f"{PAGE_TIME_LIMIT_S:g} s and was stopped"
+            ) from None
         return ToolOutcome(page, content=(text_block(page),))
 
 
@@ -191,52 +178,31 @@ def _blocked(exc: BaseException) -> BlockedAddress | None:
 async def _get(
     http: aiohttp.ClientSession, url: str, allowed: str | None
 ) -> tuple[str, int, str, bytes, bool]:
-    """Follow redirects by hand (each hop resolved through the guard): the final URL, its
-    status, content type, body (at most `MAX_BODY_BYTES`) and whether the body was cut."""
+    """Follow redirects by hand, each hop held to the rule: the final URL, its status, content
+    type, body (at most `MAX_BODY_BYTES`) and whether the body was cut."""
     headers = {"User-Agent": USER_AGENT, "Accept": "text/html, text/plain, application/json, */*"}
+    hop = _url(url)
     for _ in range(MAX_REDIRECTS + 1):
-        async with http.get(url, headers=headers, allow_redirects=False) as response:
+        _hop(hop, allowed)
+        async with http.get(hop, headers=headers, allow_redirects=False) as response:
             if response.status in (301, 302, 303, 307, 308) and "Location" in response.headers:
-                url = urljoin(url, response.headers["Location"])
-                if urlsplit(url).scheme not in ("http", "https"):
-                    raise ToolError(f"the page redirects to {url}, which is not http or https")
+                try:
+                    hop = hop.join(_url(response.headers["Location"]))
+                except ValueError as exc:
+                    why = f"{hop} redirects to an address that cannot be read: {exc}"
+                    raise ToolError(why) from None
+                if hop.scheme not in ("http", "https"):
+                    raise ToolError(f"the page redirects to {hop}, which is not http or https")
                 continue
             body = bytearray()
             while len(body) <= MAX_BODY_BYTES and (chunk := await response.content.read(65536)):
                 body += chunk
             kind = response.headers.get("Content-Type", "")
             return (
-                url,
+                str(hop),
                 response.status,
                 kind,
                 bytes(body[:MAX_BODY_BYTES]),
                 len(body) > MAX_BODY_BYTES,
             )
-    raise ToolError(f"more than {MAX_REDIRECTS} redirects (the last to {url}); not followed")
-
-
-def _page(url: str, status: int, kind: str, body: bytes, cut: bool, limit: int) -> str:
-    """What the model reads: the status when it is not 200, then the page, bounded."""
-    media = kind.split(";", 1)[0].strip().lower()
-    charset = "utf-8"
-    if "charset=" in kind:
-        charset = kind.split("charset=", 1)[1].split(";", 1)[0].strip().strip('"') or "utf-8"
-    try:
-        text = body.decode(charset, "replace")
-    except LookupError:
-        text = body.decode("utf-8", "replace")
-    if media in ("text/html", "application/xhtml+xml") or (
-        not media and "<html" in text[:1000].lower()
-    ):
-        text = to_markdown(text, url)
-    elif not (media.startswith("text/") or media.endswith(("json", "xml")) or not media):
-        raise ToolError(f"{url} is not a text page ({media}); fetch_url reads text, HTML and JSON")
-    head = f"{url} answered {status}.\n\n" if status != 200 else ""
-    notes = []
-    if len(text) > limit:
-        notes.append(f"[The page was cut at {limit:,} characters of {len(text):,}.]")
-        text = text[:limit]
-    elif cut:
-        size = MAX_BODY_BYTES // (1024 * 1024)
-        notes.append(f"[The page is larger than {size} MiB; only its start was read.]")
-    return head + text + ("\n\n" + "\n".join(notes) if notes else "")
+    raise ToolError(f"more than {MAX_REDIRECTS} redirects (the last to {hop}); not followed")

@@ -7,23 +7,17 @@ Like glob it leaves out what the repository's `.gitignore` rules ignore.
 The search (`answer`: walk, match, format) runs in a child process, `acp_fsm.tools.search_worker`:
 `re` holds the GIL for the whole of one match, so a pattern that backtracks catastrophically,
 e.g. `(a+)+$` on `aaaa…!`, would stop the agent's event loop (every session, cancels included)
-even from a thread. The child runs in its own process group with its own pipes (never the
-agent's stdout), and is killed when the turn is cancelled or the search takes longer than
-`SEARCH_TIME_LIMIT_SECONDS`.
+even from a thread. The child (`acp_fsm.tools.worker`) is killed when the turn is cancelled or
+the search takes longer than `SEARCH_TIME_LIMIT_SECONDS`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import itertools
 import json
 import os
 import re
-import signal
 import stat
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,17 +25,16 @@ from typing import Any
 
 from acp_fsm import redact
 from acp_fsm.protocol.cancel import CancellationToken
-from acp_fsm.redact import Secrets, command_environment
+from acp_fsm.redact import Secrets
 from acp_fsm.small_files import READ_FLAGS
-from acp_fsm.system.groups import signal_group
-from acp_fsm.system.reaper import REAPER
-from acp_fsm.tools import ripgrep
+from acp_fsm.tools import ripgrep, worker
 from acp_fsm.tools.base import ToolEnv, ToolOutcome
-from acp_fsm.tools.common import BaseTool, ToolError, describe_os_error, plural
+from acp_fsm.tools.common import BaseTool, ToolError, plural
 from acp_fsm.tools.files import looks_binary, split_lines
 from acp_fsm.tools.globs import GlobFilter
 from acp_fsm.tools.ignore import IgnoreRules
 from acp_fsm.tools.paths import inside_roots, utf8_text
+from acp_fsm.tools.worker import run_worker
 from acp_fsm.updates import text_block
 
 # Matching lines reported before the search stops.
@@ -74,13 +67,8 @@ SKIPPED_DIRS = frozenset(
 )
 # A search still running after this long is killed (a catastrophic pattern can run for ages).
 SEARCH_TIME_LIMIT_SECONDS = 30.0
-# How long a killed worker's exit is awaited; the event loop's child watcher reaps it later.
-WORKER_REAP_SECONDS = 1.0
-# The worker's stderr (a traceback when it crashed) shown to the model, at most.
-WORKER_ERROR_CHARS = 500
-# -P: the cwd (which may be the user's project) is not put on sys.path, so no project module
-# can shadow one the worker imports.
-WORKER_COMMAND = (sys.executable, "-P", "-m", "acp_fsm.tools.search_worker")
+SEARCH_WORKER = "acp_fsm.tools.search_worker"
+WORKER_COMMAND = worker.command(SEARCH_WORKER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +87,6 @@ class SearchRequest:
     max_file_bytes: int
     max_files: int
     max_line_chars: int
-    time_limit_seconds: float
     # Inside the roots without asking: files with other hard links (maybe outside) are skipped.
     skip_linked: bool = True
     # Scrubbed from the files before they are searched and their lines cut (a key cut in two
@@ -339,35 +326,16 @@ def _compile_problem(exc: Exception) -> str:
     return str(exc) or type(exc).__name__
 
 
-async def _stop_worker(worker: asyncio.subprocess.Process) -> None:
-    """Kill the worker's process group if it still runs, and wait (bounded) for its exit."""
-    if worker.returncode is None:
-        signal_group(worker.pid, signal.SIGKILL)
-    REAPER.stopped(worker.pid)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(worker.wait(), WORKER_REAP_SECONDS)
-
-
 async def run_search(request: SearchRequest, token: CancellationToken) -> str:
     """The worker's output for `request`: `ToolError` for its error answer, a crash or the time
     limit; `Cancelled` (the worker killed) when `token` fires."""
     try:
-        worker = await asyncio.create_subprocess_exec(
-            *WORKER_COMMAND,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            env=command_environment(),
-        )
-    except OSError as exc:
-        raise ToolError(f"Could not start the search: {describe_os_error(exc)}") from exc
-    REAPER.started(worker.pid)
-    try:
-        stdout, stderr = await token.race(
-            asyncio.wait_for(
-                worker.communicate(request.to_json().encode()), SEARCH_TIME_LIMIT_SECONDS
-            )
+        return await run_worker(
+            SEARCH_WORKER,
+            request.to_json().encode(),
+            time_limit=SEARCH_TIME_LIMIT_SECONDS,
+            token=token,
+            what="the search",
         )
     except TimeoutError:
         raise ToolError(
@@ -375,18 +343,6 @@ async def run_search(request: SearchRequest, token: CancellationToken) -> str:
             f"pattern /{request.pattern}/ may backtrack catastrophically (nested repetition "
             "such as (a+)+ or (.*)*): simplify it, or narrow the path or glob."
         ) from None
-    finally:
-        await _stop_worker(worker)
-    try:
-        reply = json.loads(stdout)
-    except ValueError:
-        reply = None
-    if isinstance(reply, dict) and isinstance(reply.get("error"), str):
-        raise ToolError(reply["error"])
-    if isinstance(reply, dict) and isinstance(output := reply.get("output"), str):
-        return output
-    detail = stderr.decode("utf-8", "replace").strip()[-WORKER_ERROR_CHARS:]
-    raise ToolError(f"The search failed (exit status {worker.returncode}): {detail or 'no answer'}")
 
 
 class SearchFiles(BaseTool):
@@ -437,7 +393,6 @@ class SearchFiles(BaseTool):
             max_file_bytes=MAX_SEARCH_FILE_BYTES,
             max_files=MAX_SEARCH_FILES,
             max_line_chars=MAX_MATCH_LINE_CHARS,
-            time_limit_seconds=SEARCH_TIME_LIMIT_SECONDS,
             skip_linked=inside_roots(self.target(args, env), env.roots),
             secrets=tuple(redact.configured()),  # a stored key too
             output_mode=args.get("output_mode", "content"),

@@ -2,31 +2,23 @@
 `python -m acp_fsm.tools.search_worker < REQUEST`.
 
 The request is one JSON object on stdin (`search_files.SearchRequest`: it carries the secrets
-to scrub, which must not appear in a command line); the answer is one JSON object on stdout,
-`{"output": text}` or `{"error": text}` (what the model reads). The agent kills the worker on
-cancel or time-out; SIGALRM ends it anyway a little later, should the agent be gone.
+to scrub, which must not appear in a command line); the answer is what `acp_fsm.tools.worker`
+describes, `{"output": text}` or `{"error": text}`.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import signal
 import sys
 
-from acp_fsm.tools.search_files import SearchRequest, answer
-
-# How long after the request's time limit the worker ends itself.
-SELF_STOP_GRACE_SECONDS = 5
+from acp_fsm.tools.search_files import SEARCH_TIME_LIMIT_SECONDS, SearchRequest, answer
+from acp_fsm.tools.worker import serve
 
 
 def main(argv: list[str]) -> int:
     """Answer the request read from stdin on stdout."""
-    request = SearchRequest.from_json(sys.stdin.read())
-    signal.alarm(math.ceil(request.time_limit_seconds) + SELF_STOP_GRACE_SECONDS)
-    sys.stdout.write(json.dumps(answer(request)))
-    sys.stdout.flush()
-    return 0
+    return serve(
+        lambda raw: answer(SearchRequest.from_json(raw.decode())), SEARCH_TIME_LIMIT_SECONDS
+    )
 
 
 if __name__ == "__main__":

@@ -194,7 +194,6 @@ def test_the_worker_answers_one_json_object(project: Path) -> None:
         max_file_bytes=1024,
         max_files=10,
         max_line_chars=80,
-        time_limit_seconds=5,
         secrets=(key,),
     )
     done = subprocess.run(

@@ -114,7 +114,7 @@ def test_ripgrep_narrows_the_files_without_changing_the_answer(
     base = SearchRequest(
         root=str(wide), shown_root=".", pattern=pattern, glob=None, where=".",
         max_matches=100, max_output_bytes=65536, max_file_bytes=1 << 20, max_files=1000,
-        max_line_chars=300, time_limit_seconds=10.0, secrets=("sk-secret-value-123",),
+        max_line_chars=300, secrets=("sk-secret-value-123",),
     )  # fmt: skip
     plain = replace(base, **extra)
     without = render_report(search_tree(plain), plain)
