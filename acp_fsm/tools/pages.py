@@ -10,6 +10,7 @@ inside the one before, thousands deep.
 
 from __future__ import annotations
 
+import codecs
 import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
@@ -58,17 +59,23 @@ class Fetched:
 
 
 def decode(body: bytes, kind: str) -> tuple[str, str | None]:
-    """The body as text in the charset its Content-Type names, and a note when that charset
-    cannot decode it (unknown, or not one a page can be written in: `idna`, `undefined`) and
-    UTF-8 was used instead, as a browser falls back to its default."""
+    """The body as text in the charset its Content-Type names. A name Python does not know is
+    read as UTF-8 with a note, as a browser falls back to its default; a codec Python has that
+    cannot decode a page (`idna`, `undefined`, `base64`) is `ToolError`, naming it."""
     charset = "utf-8"
     if "charset=" in kind:
         charset = kind.split("charset=", 1)[1].split(";", 1)[0].strip().strip("\"'") or charset
-    try:  # LookupError also for a codec that is not a text encoding (`base64`)
-        return body.decode(charset, "replace"), None
-    except (LookupError, UnicodeError, ValueError):
-        note = f"[The page's charset {charset!r} cannot be decoded; it was read as UTF-8.]"
+    try:
+        codecs.lookup(charset)
+    except LookupError:
+        note = f"[The page's charset {charset!r} is not known; it was read as UTF-8.]"
         return body.decode("utf-8", "replace"), note
+    try:  # LookupError too for a known codec that is not a text encoding (`base64`)
+        return body.decode(charset, "replace"), None
+    except (LookupError, UnicodeError, ValueError) as exc:
+        raise ToolError(
+            f"The page names the charset {charset!r}, which cannot decode text ({exc}); not read"
+        ) from None
 
 
 def _flatten(soup: BeautifulSoup) -> None:
