@@ -2,11 +2,14 @@
 
 `run_command` with `background: true` starts one (`bg_1`, `bg_2`, ... per session) in the
 editor's terminal when it offers one (embedded in the starting call, so the user watches it),
-else as a local process group (`acp_fsm.tools.process`'s rules: no keys in its environment,
-its own pipes, known to the reaper so it dies with the agent, kill -9 included).
-`command_output` reads what it printed since the last read, waiting up to `wait_ms` for more;
-`kill_command` stops it. A cancel stops a wait, never a job; the session stops every job when
-it closes, is deleted or the agent exits. At most `ACP_FSM_MAX_BACKGROUND` run at once.
+else locally under a keeper (`acp_fsm.tools.process`'s rules: no keys in its environment,
+its own pipes, dies with the agent, kill -9 included). A local job runs as long as any process
+it started does, below its keeper: a shell that exited leaving `&` children (or daemons) is
+still a running job, said so. `command_output` reads what it printed since the last read,
+waiting up to `wait_ms` for more; `kill_command` stops it, everything it started with it. A
+cancel stops a wait, never a job; the session stops every running job when it closes, is
+deleted or the agent exits; a job that ended is never signalled again. At most
+`ACP_FSM_MAX_BACKGROUND` run at once.
 """
 
 from __future__ import annotations
@@ -23,12 +26,14 @@ from typing import TYPE_CHECKING
 import structlog
 
 from acp_fsm import redact
+from acp_fsm.blocking import run_blocking
 from acp_fsm.protocol.cancel import CancellationToken
-from acp_fsm.system.groups import settle, stop_group
-from acp_fsm.system.reaper import REAPER
+from acp_fsm.system.groups import settle
+from acp_fsm.system.keeper import STOP_GRACE_SECONDS
+from acp_fsm.system.kept import STOP_MARGIN_SECONDS, Kept, commands_below
 from acp_fsm.tools.base import ToolEnv, ToolOutcome
 from acp_fsm.tools.common import ToolError, ask_client, plural
-from acp_fsm.tools.process import start_shell
+from acp_fsm.tools.process import return_code, start_shell
 from acp_fsm.updates import text_block
 
 if TYPE_CHECKING:
@@ -51,6 +56,8 @@ TERMINAL_POLL_S = 0.25
 PIPE_DRAIN_SECONDS = 0.5
 # Bound on each request that stops an editor's terminal.
 TERMINAL_STOP_S = 5.0
+# Processes still running after a job's shell exited that a read names (the rest counted).
+SHOWN_PROCESSES = 5
 
 
 def max_background() -> int:
@@ -70,6 +77,21 @@ class Read:
     text: str
     dropped: int  # bytes printed since the last read that are not in `text`
     ended: str | None  # how the job ended ("exit code 0"), None while it runs
+    shell: str | None = None  # while it runs: how its shell ended, when it did
+    still: tuple[str, ...] = ()  # then: the processes it started that still run
+
+    def running(self) -> str:
+        """How a running job stands, after "is running" ("" while its shell runs)."""
+        if self.shell is None:
+            return ""
+        count = len(self.still)
+        if not count:
+            return f" (its shell ended, {self.shell}; processes it started still run)"
+        named = ", ".join(self.still[:SHOWN_PROCESSES])
+        if count > SHOWN_PROCESSES:
+            named += f", and {count - SHOWN_PROCESSES} more"
+        started = "1 process it started is" if count == 1 else f"{count} processes it started are"
+        return f" (its shell ended, {self.shell}; {started} still running: {named})"
 
 
 class Job:
@@ -90,10 +112,14 @@ class Job:
     async def kill(self) -> None:
         raise NotImplementedError
 
+    def status(self) -> str:
+        """How it stands, in a few words."""
+        return self.ended or "running"
+
     def summary(self) -> str:
         """One line for the system prompt."""
         shown = self.command.strip().splitlines()[0][:80] if self.command.strip() else ""
-        return f"- {self.id} `{shown}`: {self.ended or 'running'}"
+        return f"- {self.id} `{shown}`: {self.status()}"
 
 
 class _Unread:
@@ -157,22 +183,33 @@ class _Protocol(asyncio.SubprocessProtocol):
         self.unread.changed.set()
 
 
+def exit_status(code: int) -> str:
+    """`exit code 3`, or `killed by signal 9` for asyncio's -9."""
+    return f"exit code {code}" if code >= 0 else f"killed by signal {-code}"
+
+
 class LocalJob(Job):
-    """A local process group (the shell leads it)."""
+    """A command under a keeper: running while any process below the keeper does."""
 
     def __init__(
-        self, job_id: str, command: str, transport: asyncio.SubprocessTransport, protocol: _Protocol
+        self,
+        job_id: str,
+        command: str,
+        transport: asyncio.SubprocessTransport,
+        protocol: _Protocol,
+        kept: Kept,
     ) -> None:
         super().__init__(job_id, command)
         self._transport = transport
         self._protocol = protocol
-        self.pgid = transport.get_pid()
+        self._kept = kept
+        self.pid = transport.get_pid()  # the keeper's
         self._killed = False
         self._closing = asyncio.ensure_future(self._close_when_done())
 
     async def _close_when_done(self) -> None:
-        """Once the shell has exited and its output is in, the pipes are closed (the exit
-        status stays known)."""
+        """Once the keeper has exited (nothing it kept runs) and the output is in, the pipes
+        are closed."""
         await asyncio.shield(self._protocol.exited)
         await settle(self._protocol.output_closed, PIPE_DRAIN_SECONDS)
         self._transport.close()
@@ -180,20 +217,35 @@ class LocalJob(Job):
     @classmethod
     async def start(cls, job_id: str, command: str, cwd: Path) -> LocalJob:
         unread = _Unread()
-        transport, protocol = await start_shell(command, cwd, lambda: _Protocol(unread))
-        log.info("background_started", job=job_id, pgid=transport.get_pid())
-        return cls(job_id, command, transport, protocol)
+        transport, protocol, kept = await start_shell(command, cwd, lambda: _Protocol(unread))
+        log.info(
+            "background_started",
+            job=job_id,
+            keeper=transport.get_pid(),
+            shell=kept.started.result(),
+        )
+        kept.exited.add_done_callback(lambda _: unread.changed.set())  # a read may say so
+        return cls(job_id, command, transport, protocol, kept)
 
     @property
     def ended(self) -> str | None:
         if not self._protocol.exited.done():
             return None
-        code = self._transport.get_returncode()
         if self._killed:
             return "killed"
-        if code is None:
-            return "ended"
-        return f"exit code {code}" if code >= 0 else f"killed by signal {-code}"
+        code = return_code(self._transport, self._kept)
+        return "ended" if code is None else exit_status(code)
+
+    @property
+    def shell(self) -> str | None:
+        """How the job's shell ended, once it did."""
+        code = self._kept.exited.result() if self._kept.exited.done() else None
+        return None if code is None else exit_status(code)
+
+    def status(self) -> str:
+        if self.ended is None and self.shell is not None:
+            return f"running (its shell ended, {self.shell}; processes it started still run)"
+        return super().status()
 
     async def wait_exit(self, seconds: float, token: CancellationToken) -> None:
         """Wait up to `seconds` for the job to end (its first output comes meanwhile)."""
@@ -205,17 +257,27 @@ class LocalJob(Job):
         if wait_s > 0 and not unread.data and self.ended is None:
             with contextlib.suppress(TimeoutError):
                 await token.race(asyncio.wait_for(unread.changed.wait(), wait_s))
-        if self.ended is not None:  # output still in the pipe when the shell exited
+        still: list[str] = []
+        if self.ended is None and self.shell is not None:
+            still = await run_blocking(token, commands_below, self.pid)
+            if not still:  # nothing left below the keeper: it is exiting
+                await settle(self._protocol.exited, STOP_MARGIN_SECONDS)
+        if self.ended is not None:  # output still in the pipe when the keeper exited
             await settle(self._protocol.output_closed, PIPE_DRAIN_SECONDS)
         text, dropped = unread.take()
-        return Read(text, dropped, self.ended)
+        if self.ended is not None:
+            return Read(text, dropped, self.ended)
+        secrets = redact.configured()
+        return Read(text, dropped, None, self.shell, tuple(map(secrets.scrub_text, still)))
 
     async def kill(self) -> None:
-        if self.ended is None:
-            self._killed = True
-        await stop_group(self.pgid, self._protocol.exited)
-        REAPER.stopped(self.pgid)
-        self._transport.close()
+        """Stop everything the job started; nothing at all once it ended (its numbers may
+        belong to other processes by now)."""
+        if self.ended is not None:
+            return
+        self._killed = True
+        self._kept.stop(STOP_GRACE_SECONDS)
+        await settle(self._protocol.exited, STOP_GRACE_SECONDS + STOP_MARGIN_SECONDS)
 
 
 class TerminalJob(Job):
@@ -325,7 +387,7 @@ class BackgroundJobs:
         )
 
     async def stop_all(self) -> None:
-        """Stop every job (the session is closing)."""
+        """Stop every job still running (the session is closing)."""
         jobs = list(self.jobs.values())
         if jobs:
             log.info("background_stopping", jobs=[job.id for job in jobs])
@@ -337,7 +399,7 @@ class BackgroundJobs:
 
 def describe(job: Job, read: Read) -> str:
     """What a read tells the model: how the job stands, then the output."""
-    state = f"{job.id} {read.ended}" if read.ended else f"{job.id} is running"
+    state = f"{job.id} {read.ended}" if read.ended else f"{job.id} is running{read.running()}"
     lines = [state + "."]
     if read.dropped:
         lines.append(f"[{read.dropped:,} earlier bytes of output are not shown.]")
@@ -374,7 +436,7 @@ async def start_in_background(command: str, env: ToolEnv) -> ToolOutcome:
     else:
         text = (
             started
-            + "it is running. Its output in the first second:\n"
+            + f"it is running{read.running()}. Its output in the first second:\n"
             + (read.text or "(no output yet)")
             + f'\n[Read more with command_output {{"id": "{job_id}"}}; stop it with '
             "kill_command.]"
