@@ -116,15 +116,16 @@ class Keeper:
             if ASKED:
                 ASKED.clear()
                 self.stop(STOP_GRACE_SECONDS)
-            now = time.monotonic()
-            if self.deadline is not None and now >= self.deadline:
-                self.signal_all(signal.SIGKILL)  # again each round: what was forked meanwhile
+            wait = None  # until a child exits, a signal or the agent says something
+            if self.deadline is not None:
+                wait = self.deadline - time.monotonic()
+                if wait <= 0:  # again each round: what was forked meanwhile
+                    self.signal_all(signal.SIGKILL)
+                wait = min(STOP_POLL_SECONDS, wait) if wait > 0 else STOP_POLL_SECONDS
             watched = [self.wake] if self.control is None else [self.wake, self.control]
-            wait = None if self.deadline is None else min(STOP_POLL_SECONDS, self.deadline - now)
-            ready, _, _ = select.select(watched, [], [], None if wait is None else max(0, wait))
+            ready, _, _ = select.select(watched, [], [], wait)
             if self.wake in ready:
-                with contextlib.suppress(BlockingIOError):
-                    os.read(self.wake, 4096)
+                os.read(self.wake, 4096)
             if self.control in ready:
                 self.listen()
         return self.status

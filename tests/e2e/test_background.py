@@ -224,8 +224,10 @@ def reuse_pid(pid: int, command: list[str]) -> subprocess.Popen[bytes] | None:
 
 
 def watchers_of(agent: Agent) -> list[int]:
-    """The kill -9 watchers the agent started (gone or not)."""
-    return [p for p in live_processes(WATCHER_MARK) if parent_of(p) == agent.proc.proc.pid]
+    """The kill -9 watchers the agent started and that still run."""
+    assert agent.proc.proc is not None
+    agent_pid = agent.proc.proc.pid
+    return [p for p in live_processes(WATCHER_MARK) if parent_of(p) == agent_pid]
 
 
 def parent_of(pid: int) -> int | None:
