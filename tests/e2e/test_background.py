@@ -29,6 +29,13 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+async def opened(launch: Launcher, project: Path, **env: str) -> tuple[Agent, str]:
+    """An agent on the OpenAI API whose editor allows every command once, and its session."""
+    agent = await launch.start("openai", **env)
+    agent.editor.permissions.extend(["allow_once"] * 5)
+    return agent, await agent.new_session(project)
+
+
 async def started(agent: Agent, server: ScriptedProvider, session: str, command: str) -> str:
     """The model starts `command` in the background; the call's result."""
     server.script(
@@ -87,9 +94,7 @@ async def wait_until_serving(port: int) -> str:
 async def test_what_a_session_started_is_gone_with_it(
     launch: Launcher, server: ScriptedProvider, project: Path, how: str
 ) -> None:
-    agent = await launch.start("openai")
-    agent.editor.permissions.append("allow_once")
-    session = await agent.new_session(project)
+    agent, session = await opened(launch, project)
     text = await started(agent, server, session, LONG)
     assert "it is running" in text
     pid = int((project / "pid").read_text())
@@ -133,9 +138,7 @@ async def test_what_left_the_group_is_stopped_too(
     stopped with the job all the same."""
     escaped, daemon = unique_sleep(), unique_sleep()
     command = f"setsid {escaped} & (setsid sh -c '{daemon} &' &); echo started"
-    agent = await launch.start("openai")
-    agent.editor.permissions.append("allow_once")
-    session = await agent.new_session(project)
+    agent, session = await opened(launch, project)
     text = await started(agent, server, session, command)
     assert "it is running" in text, text
     await wait_until(lambda: live_processes(escaped) and live_processes(daemon), "both sleeps")
@@ -154,9 +157,7 @@ async def test_a_job_whose_shell_ended_runs_while_what_it_started_does(
     """`sleep &` outlives the shell: the job still runs, counts against the limit, and the
     model is told the shell ended and what still runs, never that the job ended."""
     child = unique_sleep()
-    agent = await launch.start("openai", ACP_FSM_MAX_BACKGROUND="1")
-    agent.editor.permissions.extend(["allow_once", "allow_once"])
-    session = await agent.new_session(project)
+    agent, session = await opened(launch, project, ACP_FSM_MAX_BACKGROUND="1")
 
     text = await started(agent, server, session, f"{child} & echo started")
 
@@ -188,9 +189,7 @@ async def test_a_command_run_to_its_end_stops_what_left_the_group(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
     escaped = unique_sleep()
-    agent = await launch.start("openai")
-    agent.editor.permissions.append("allow_once")
-    session = await agent.new_session(project)
+    agent, session = await opened(launch, project)
     server.script(
         Reply(calls=(Call("r1", "run_command", args(command=f"setsid {escaped} & echo hi")),)),
         Reply(text="done"),
@@ -243,9 +242,7 @@ async def test_an_ended_job_is_never_signalled_again(
 ) -> None:
     """The number of a job's process group is free once the job ended; an unrelated process
     group that gets it is left alone by every stop, the kill -9 watcher's included."""
-    agent = await launch.start("openai")
-    agent.editor.permissions.append("allow_once")
-    session = await agent.new_session(project)
+    agent, session = await opened(launch, project)
     text = await started(agent, server, session, "echo $$ > pid")
     assert "it already ended (exit code 0)" in text
     group = int((project / "pid").read_text())  # the shell led the job's process group
