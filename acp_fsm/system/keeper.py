@@ -224,6 +224,8 @@ def main(argv: list[str]) -> None:
     os.set_inheritable(control, False)
     adopts = adopt_orphans()
     wake = listen_for_signals()  # before the leader starts: no stop request is missed
+    if select.select([control], [], [], 0)[0]:  # given up (a cancel) before it started
+        os._exit(0)
     try:
         leader = os.posix_spawnp(
             command[0],

@@ -90,6 +90,7 @@ async def spawn_kept(
     discard: Callable[[T], object],
     *,
     ends_with_leader: bool = False,
+    until: Callable[[asyncio.Future[int]], Awaitable[int]] = asyncio.shield,
     **options: Any,
 ) -> tuple[T, Kept]:
     """Start `argv` under a keeper: `spawn` (`asyncio.create_subprocess_exec`, or a
@@ -97,8 +98,12 @@ async def spawn_kept(
     and `options`, and what it returns comes back with the keeper's handle once the leader
     runs. The keeper inherits the pipes `options` give and hands them to the leader; it runs
     in a session of its own. `ends_with_leader`: what the leader leaves is killed when it
-    exits (else the keeper lasts as long as any process below it). `OSError` when the leader
-    could not start (`discard` is given what `spawn` returned, to close it)."""
+    exits (else the keeper lasts as long as any process below it).
+
+    The leader's start is awaited through `until` (a cancellation token's race, say): when
+    that raises, the keeper is told to give up (it never starts the leader, or kills it at
+    once) and nobody waits for it to. `OSError` when the leader could not start. Either way
+    `discard` is given what `spawn` returned, to close it."""
     ours, theirs = socket.socketpair()
     mode = "leader" if ends_with_leader else "tree"
     try:
@@ -121,7 +126,7 @@ async def spawn_kept(
         discard(started)
         raise
     try:
-        await kept.started
+        await until(kept.started)
     except BaseException:
         kept.close()
         discard(started)

@@ -33,7 +33,7 @@ from acp_fsm.system.keeper import STOP_GRACE_SECONDS
 from acp_fsm.system.kept import STOP_MARGIN_SECONDS, Kept, commands_below
 from acp_fsm.tools.base import ToolEnv, ToolOutcome
 from acp_fsm.tools.common import ToolError, ask_client, plural
-from acp_fsm.tools.process import return_code, start_shell
+from acp_fsm.tools.process import ShellProtocol, return_code, start_shell
 from acp_fsm.updates import text_block
 
 if TYPE_CHECKING:
@@ -163,26 +163,6 @@ def _complete_utf8(data: bytes) -> int:
     return len(data)
 
 
-class _Protocol(asyncio.SubprocessProtocol):
-    def __init__(self, unread: _Unread) -> None:
-        self.unread = unread
-        loop = asyncio.get_running_loop()
-        self.exited: asyncio.Future[None] = loop.create_future()
-        self.output_closed: asyncio.Future[None] = loop.create_future()
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        if not self.output_closed.done():
-            self.output_closed.set_result(None)
-
-    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        self.unread.feed(data if isinstance(data, bytes) else data.encode("utf-8"))
-
-    def process_exited(self) -> None:
-        if not self.exited.done():
-            self.exited.set_result(None)
-        self.unread.changed.set()
-
-
 def exit_status(code: int) -> str:
     """`exit code 3`, or `killed by signal 9` for asyncio's -9."""
     return f"exit code {code}" if code >= 0 else f"killed by signal {-code}"
@@ -196,12 +176,14 @@ class LocalJob(Job):
         job_id: str,
         command: str,
         transport: asyncio.SubprocessTransport,
-        protocol: _Protocol,
+        protocol: ShellProtocol,
         kept: Kept,
+        unread: _Unread,
     ) -> None:
         super().__init__(job_id, command)
         self._transport = transport
         self._protocol = protocol
+        self._unread = unread
         self._kept = kept
         self.pid = transport.get_pid()  # the keeper's
         self._killed = False
@@ -215,9 +197,13 @@ class LocalJob(Job):
         self._transport.close()
 
     @classmethod
-    async def start(cls, job_id: str, command: str, cwd: Path) -> LocalJob:
+    async def start(
+        cls, job_id: str, command: str, cwd: Path, token: CancellationToken
+    ) -> LocalJob:
         unread = _Unread()
-        transport, protocol, kept = await start_shell(command, cwd, lambda: _Protocol(unread))
+        transport, protocol, kept = await start_shell(
+            command, cwd, lambda: ShellProtocol(unread.feed, unread.changed.set), token
+        )
         log.info(
             "background_started",
             job=job_id,
@@ -225,7 +211,7 @@ class LocalJob(Job):
             shell=kept.started.result(),
         )
         kept.exited.add_done_callback(lambda _: unread.changed.set())  # a read may say so
-        return cls(job_id, command, transport, protocol, kept)
+        return cls(job_id, command, transport, protocol, kept, unread)
 
     @property
     def ended(self) -> str | None:
@@ -253,7 +239,7 @@ class LocalJob(Job):
             await token.race(asyncio.wait_for(asyncio.shield(self._protocol.exited), seconds))
 
     async def read(self, wait_s: float, token: CancellationToken) -> Read:
-        unread = self._protocol.unread
+        unread = self._unread
         if wait_s > 0 and not unread.data and self.ended is None:
             with contextlib.suppress(TimeoutError):
                 await token.race(asyncio.wait_for(unread.changed.wait(), wait_s))
@@ -426,7 +412,7 @@ async def start_in_background(command: str, env: ToolEnv) -> ToolOutcome:
                 asyncio.wait_for(client.wait_for_terminal_exit(terminal_id), FIRST_OUTPUT_S)
             )
     else:
-        job = await LocalJob.start(job_id, command, env.cwd)
+        job = await LocalJob.start(job_id, command, env.cwd, env.token)
         env.background.add(job)
         await job.wait_exit(FIRST_OUTPUT_S, env.token)
     read = await job.read(0, env.token)

@@ -101,19 +101,24 @@ class LocalResult:
     stopped_background: bool
 
 
-class _CommandProtocol(asyncio.SubprocessProtocol):
-    """Feeds the child's output to a capture, and says when the output ends and when the
-    keeper has exited (its transport may be closed then: closing it before would kill the
-    keeper, not what runs below it)."""
+class ShellProtocol(asyncio.SubprocessProtocol):
+    """Feeds a command's output (stdout and stderr, one pipe) to `feed`, and says when the
+    output ends and when the keeper has exited (its transport may be closed then: closing it
+    before would kill the keeper, not what runs below it).
 
-    def __init__(self, capture: OutputCapture) -> None:
+    (On Python 3.11 `Process.wait()` also waits for the pipes to close, which a background
+    child can hold open for as long as it runs; the exit itself is what decides here.)
+    """
+
+    def __init__(self, feed: Callable[[bytes], None], on_exit: Callable[[], None] = lambda: None):
         loop = asyncio.get_running_loop()
-        self.capture = capture
+        self.feed = feed
+        self.on_exit = on_exit
         self.exited: asyncio.Future[None] = loop.create_future()
         self.output_closed: asyncio.Future[None] = loop.create_future()
 
     def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        self.capture.feed(data if isinstance(data, bytes) else data.encode("utf-8"))
+        self.feed(data if isinstance(data, bytes) else data.encode("utf-8"))
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         if not self.output_closed.done():
@@ -122,23 +127,26 @@ class _CommandProtocol(asyncio.SubprocessProtocol):
     def process_exited(self) -> None:
         if not self.exited.done():
             self.exited.set_result(None)
+        self.on_exit()
 
 
-P = TypeVar("P", bound=asyncio.SubprocessProtocol)
+P = TypeVar("P", bound=ShellProtocol)
 
 
 async def start_shell(
-    command: str, cwd: Path, protocol: Callable[[], P]
+    command: str, cwd: Path, protocol: Callable[[], P], token: CancellationToken
 ) -> tuple[asyncio.SubprocessTransport, P, Kept]:
     """`sh -c command` in `cwd` under a keeper (it and whatever it starts are stopped
     together, and die with the agent, kill -9 included), its stdout and stderr together to
-    `protocol`, no stdin, the commands' environment. `ToolError` when it cannot start."""
+    `protocol`, no stdin, the commands' environment. `ToolError` when it cannot start;
+    `Cancelled` at once when `token` fires while the keeper starts (it then runs nothing)."""
     loop = asyncio.get_running_loop()
     try:
         (transport, started), kept = await spawn_kept(
             functools.partial(loop.subprocess_exec, protocol),
             ("sh", "-c", command),
-            lambda spawned: spawned[0].close(),
+            lambda spawned: close_on_exit(*spawned),
+            until=lambda leader: token.race(asyncio.shield(leader)),
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -151,13 +159,13 @@ async def start_shell(
     return transport, started, kept
 
 
-def close_on_exit(transport: asyncio.SubprocessTransport, exited: asyncio.Future[None]) -> None:
+def close_on_exit(transport: asyncio.SubprocessTransport, protocol: ShellProtocol) -> None:
     """Close `transport` once its keeper's exit is seen (a keeper still stopping the command
     keeps running meanwhile)."""
-    if exited.done():
+    if protocol.exited.done():
         transport.close()
     else:
-        exited.add_done_callback(lambda _: transport.close())
+        protocol.exited.add_done_callback(lambda _: transport.close())
 
 
 async def run_local(
@@ -170,7 +178,9 @@ async def run_local(
     started.
     """
     capture = OutputCapture()
-    transport, protocol, kept = await start_shell(command, cwd, lambda: _CommandProtocol(capture))
+    transport, protocol, kept = await start_shell(
+        command, cwd, lambda: ShellProtocol(capture.feed), token
+    )
     log.debug("command_started", keeper=transport.get_pid())
     timed_out = False
     quick = True  # until the wait ends normally: a cancel must be answered at once
@@ -195,7 +205,7 @@ async def run_local(
                 await settle(protocol.output_closed, PIPE_DRAIN_SECONDS)
         finally:
             kept.close()  # the keeper kills at once whatever a stop cut short left
-            close_on_exit(transport, protocol.exited)
+            close_on_exit(transport, protocol)
     left = kept.stopped > 0 and not timed_out  # the shell had exited: the rest was left
     return LocalResult(return_code(transport, kept), timed_out, capture.text(), left)
 

@@ -29,9 +29,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-async def opened(launch: Launcher, project: Path, **env: str) -> tuple[Agent, str]:
+async def opened(
+    launch: Launcher, project: Path, max_background: str | None = None
+) -> tuple[Agent, str]:
     """An agent on the OpenAI API whose editor allows every command once, and its session."""
-    agent = await launch.start("openai", **env)
+    agent = await launch.start("openai", ACP_FSM_MAX_BACKGROUND=max_background)
     agent.editor.permissions.extend(["allow_once"] * 5)
     return agent, await agent.new_session(project)
 
@@ -157,7 +159,7 @@ async def test_a_job_whose_shell_ended_runs_while_what_it_started_does(
     """`sleep &` outlives the shell: the job still runs, counts against the limit, and the
     model is told the shell ended and what still runs, never that the job ended."""
     child = unique_sleep()
-    agent, session = await opened(launch, project, ACP_FSM_MAX_BACKGROUND="1")
+    agent, session = await opened(launch, project, max_background="1")
 
     text = await started(agent, server, session, f"{child} & echo started")
 
