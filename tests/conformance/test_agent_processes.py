@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.e2e.support import unique_sleep
+from tests.e2e.support import unique_sleep, unseen
 from tests.harness import ROOT, live_processes
 from tests.timing import INTERRUPTED_S
 
@@ -17,7 +17,7 @@ from tests.timing import INTERRUPTED_S
 def test_what_a_tested_agent_left_running_is_stopped(tmp_path: Path) -> None:
     escaped = unique_sleep()
     agent = (
-        f"setsid {escaped} </dev/null >/dev/null 2>&1 & "
+        f"setsid {unseen(escaped)} </dev/null >/dev/null 2>&1 & "
         f"exec {sys.executable} -m tests.conformance.broken.base"
     )
     done = subprocess.run(

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
-from tests.e2e.support import Agent, Launcher, args, tool_results, unique_sleep
+from tests.e2e.support import Agent, Launcher, args, tool_results, unique_sleep, unseen
 from tests.e2e.test_instructions import system_of
 from tests.e2e.test_tools import result_of
 from tests.harness import alive, live_processes, wait_until
@@ -139,7 +139,7 @@ async def test_what_left_the_group_is_stopped_too(
     """A `setsid` child and a daemon's double fork leave the job's process group; they are
     stopped with the job all the same."""
     escaped, daemon = unique_sleep(), unique_sleep()
-    command = f"setsid {escaped} & (setsid sh -c '{daemon} &' &); echo started"
+    command = f"setsid {unseen(escaped)} & (setsid sh -c '{unseen(daemon)} &' &); echo started"
     agent, session = await opened(launch, project)
     text = await started(agent, server, session, command)
     assert "it is running" in text, text
@@ -161,7 +161,7 @@ async def test_a_job_whose_shell_ended_runs_while_what_it_started_does(
     child = unique_sleep()
     agent, session = await opened(launch, project, max_background="1")
 
-    text = await started(agent, server, session, f"{child} & echo started")
+    text = await started(agent, server, session, f"{unseen(child)} & echo started")
 
     assert text.startswith("Started in the background as bg_1; it is running (its shell ended, ")
     assert "exit code 0; 1 process it started is still running: " in text
@@ -193,7 +193,7 @@ async def test_a_command_run_to_its_end_stops_what_left_the_group(
     escaped = unique_sleep()
     agent, session = await opened(launch, project)
     server.script(
-        Reply(calls=(Call("r1", "run_command", args(command=f"setsid {escaped} & echo hi")),)),
+        Reply(calls=(Call("r1", "run_command", args(command=f"setsid {unseen(escaped)} & :")),)),
         Reply(text="done"),
     )
     assert (await agent.prompt(session, "run it")).stop_reason == "end_turn"
