@@ -139,7 +139,9 @@ async def test_what_left_the_group_is_stopped_too(
     """A `setsid` child and a daemon's double fork leave the job's process group; they are
     stopped with the job all the same."""
     escaped, daemon = unique_sleep(), unique_sleep()
-    command = f"setsid {unseen(escaped)} & (setsid sh -c '{unseen(daemon)} &' &); echo started"
+    command = (
+        f"setsid {unseen(escaped)} & (setsid sh -c '{unseen(daemon)} &' &); echo started; wait"
+    )
     agent, session = await opened(launch, project)
     text = await started(agent, server, session, command)
     assert "it is running" in text, text
