@@ -31,7 +31,8 @@ from mcp.shared.exceptions import MCPError
 from acp_fsm import __version__, environment
 from acp_fsm.mcp.specs import ServerSpec
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
-from acp_fsm.system.groups import proc_stat, signal_group
+from acp_fsm.system.groups import signal_group
+from acp_fsm.system.keeper import proc_stat
 from acp_fsm.system.reaper import REAPER
 
 log = structlog.get_logger("mcp")

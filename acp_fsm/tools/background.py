@@ -2,11 +2,14 @@
 
 `run_command` with `background: true` starts one (`bg_1`, `bg_2`, ... per session) in the
 editor's terminal when it offers one (embedded in the starting call, so the user watches it),
-else as a local process group (`acp_fsm.tools.process`'s rules: no keys in its environment,
-its own pipes, known to the reaper so it dies with the agent, kill -9 included).
-`command_output` reads what it printed since the last read, waiting up to `wait_ms` for more;
-`kill_command` stops it. A cancel stops a wait, never a job; the session stops every job when
-it closes, is deleted or the agent exits. At most `ACP_FSM_MAX_BACKGROUND` run at once.
+else locally under a keeper (`acp_fsm.tools.process`'s rules: no keys in its environment,
+its own pipes, dies with the agent, kill -9 included). A local job runs as long as any process
+it started does, below its keeper: a shell that exited leaving `&` children (or daemons) is
+still a running job, said so. `command_output` reads what it printed since the last read,
+waiting up to `wait_ms` for more; `kill_command` stops it, everything it started with it. A
+cancel stops a wait, never a job; the session stops every running job when it closes, is
+deleted or the agent exits; a job that ended is never signalled again. At most
+`ACP_FSM_MAX_BACKGROUND` run at once.
 """
 
 from __future__ import annotations
@@ -23,13 +26,15 @@ from typing import TYPE_CHECKING
 import structlog
 
 from acp_fsm import redact
+from acp_fsm.blocking import run_blocking
 from acp_fsm.client import ClientCallError
 from acp_fsm.protocol.cancel import CancellationToken
-from acp_fsm.system.groups import settle, stop_group
-from acp_fsm.system.reaper import REAPER
+from acp_fsm.system.groups import settle
+from acp_fsm.system.keeper import STOP_GRACE_SECONDS
+from acp_fsm.system.kept import STOP_MARGIN_SECONDS, Kept, commands_below
 from acp_fsm.tools.base import ToolEnv, ToolOutcome
 from acp_fsm.tools.common import ToolError, ask_client, plural
-from acp_fsm.tools.process import start_shell
+from acp_fsm.tools.process import ShellProtocol, return_code, start_shell
 from acp_fsm.updates import text_block
 
 if TYPE_CHECKING:
@@ -55,6 +60,8 @@ TERMINAL_STOP_S = 5.0
 # How long an editor's terminal has to report the exit of a command it was told to kill
 # (Toad answers terminal/kill and leaves the command running).
 KILL_CONFIRM_S = 2.0
+# Processes still running after a job's shell exited that a read names (the rest counted).
+SHOWN_PROCESSES = 5
 
 
 def max_background() -> int:
@@ -74,6 +81,21 @@ class Read:
     text: str
     dropped: int  # bytes printed since the last read that are not in `text`
     ended: str | None  # how the job ended ("exit code 0"), None while it runs
+    shell: str | None = None  # while it runs: how its shell ended, when it did
+    still: tuple[str, ...] = ()  # then: the processes it started that still run
+
+    def running(self) -> str:
+        """How a running job stands, after "is running" ("" while its shell runs)."""
+        if self.shell is None:
+            return ""
+        count = len(self.still)
+        if not count:
+            return f" (its shell ended, {self.shell}; processes it started still run)"
+        named = ", ".join(self.still[:SHOWN_PROCESSES])
+        if count > SHOWN_PROCESSES:
+            named += f", and {count - SHOWN_PROCESSES} more"
+        started = "1 process it started is" if count == 1 else f"{count} processes it started are"
+        return f" (its shell ended, {self.shell}; {started} still running: {named})"
 
 
 class Job:
@@ -98,10 +120,14 @@ class Job:
         """Stop it for good: the session ends."""
         await self.kill()
 
+    def status(self) -> str:
+        """How it stands, in a few words."""
+        return self.ended or "running"
+
     def summary(self) -> str:
         """One line for the system prompt."""
         shown = self.command.strip().splitlines()[0][:80] if self.command.strip() else ""
-        return f"- {self.id} `{shown}`: {self.ended or 'running'}"
+        return f"- {self.id} `{shown}`: {self.status()}"
 
 
 class _Unread:
@@ -145,63 +171,75 @@ def _complete_utf8(data: bytes) -> int:
     return len(data)
 
 
-class _Protocol(asyncio.SubprocessProtocol):
-    def __init__(self, unread: _Unread) -> None:
-        self.unread = unread
-        loop = asyncio.get_running_loop()
-        self.exited: asyncio.Future[None] = loop.create_future()
-        self.output_closed: asyncio.Future[None] = loop.create_future()
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        if not self.output_closed.done():
-            self.output_closed.set_result(None)
-
-    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        self.unread.feed(data if isinstance(data, bytes) else data.encode("utf-8"))
-
-    def process_exited(self) -> None:
-        if not self.exited.done():
-            self.exited.set_result(None)
-        self.unread.changed.set()
+def exit_status(code: int) -> str:
+    """`exit code 3`, or `killed by signal 9` for asyncio's -9."""
+    return f"exit code {code}" if code >= 0 else f"killed by signal {-code}"
 
 
 class LocalJob(Job):
-    """A local process group (the shell leads it)."""
+    """A command under a keeper: running while any process below the keeper does."""
 
     def __init__(
-        self, job_id: str, command: str, transport: asyncio.SubprocessTransport, protocol: _Protocol
+        self,
+        job_id: str,
+        command: str,
+        transport: asyncio.SubprocessTransport,
+        protocol: ShellProtocol,
+        kept: Kept,
+        unread: _Unread,
     ) -> None:
         super().__init__(job_id, command)
         self._transport = transport
         self._protocol = protocol
-        self.pgid = transport.get_pid()
+        self._unread = unread
+        self._kept = kept
+        self.pid = transport.get_pid()  # the keeper's
         self._killed = False
         self._closing = asyncio.ensure_future(self._close_when_done())
 
     async def _close_when_done(self) -> None:
-        """Once the shell has exited and its output is in, the pipes are closed (the exit
-        status stays known)."""
+        """Once the keeper has exited (nothing it kept runs) and the output is in, the pipes
+        are closed."""
         await asyncio.shield(self._protocol.exited)
         await settle(self._protocol.output_closed, PIPE_DRAIN_SECONDS)
         self._transport.close()
 
     @classmethod
-    async def start(cls, job_id: str, command: str, cwd: Path) -> LocalJob:
+    async def start(
+        cls, job_id: str, command: str, cwd: Path, token: CancellationToken
+    ) -> LocalJob:
         unread = _Unread()
-        transport, protocol = await start_shell(command, cwd, lambda: _Protocol(unread))
-        log.info("background_started", job=job_id, pgid=transport.get_pid())
-        return cls(job_id, command, transport, protocol)
+        transport, protocol, kept = await start_shell(
+            command, cwd, lambda: ShellProtocol(unread.feed, unread.changed.set), token
+        )
+        log.info(
+            "background_started",
+            job=job_id,
+            keeper=transport.get_pid(),
+            shell=kept.started.result(),
+        )
+        kept.exited.add_done_callback(lambda _: unread.changed.set())  # a read may say so
+        return cls(job_id, command, transport, protocol, kept, unread)
 
     @property
     def ended(self) -> str | None:
         if not self._protocol.exited.done():
             return None
-        code = self._transport.get_returncode()
         if self._killed:
             return "killed"
-        if code is None:
-            return "ended"
-        return f"exit code {code}" if code >= 0 else f"killed by signal {-code}"
+        code = return_code(self._transport, self._kept)
+        return "ended" if code is None else exit_status(code)
+
+    @property
+    def shell(self) -> str | None:
+        """How the job's shell ended, once it did."""
+        code = self._kept.exited.result() if self._kept.exited.done() else None
+        return None if code is None else exit_status(code)
+
+    def status(self) -> str:
+        if self.ended is None and self.shell is not None:
+            return f"running (its shell ended, {self.shell}; processes it started still run)"
+        return super().status()
 
     async def wait_exit(self, seconds: float, token: CancellationToken) -> None:
         """Wait up to `seconds` for the job to end (its first output comes meanwhile)."""
@@ -209,21 +247,31 @@ class LocalJob(Job):
             await token.race(asyncio.wait_for(asyncio.shield(self._protocol.exited), seconds))
 
     async def read(self, wait_s: float, token: CancellationToken) -> Read:
-        unread = self._protocol.unread
+        unread = self._unread
         if wait_s > 0 and not unread.data and self.ended is None:
             with contextlib.suppress(TimeoutError):
                 await token.race(asyncio.wait_for(unread.changed.wait(), wait_s))
-        if self.ended is not None:  # output still in the pipe when the shell exited
+        still: list[str] = []
+        if self.ended is None and self.shell is not None:
+            still = await run_blocking(token, commands_below, self.pid)
+            if not still:  # nothing left below the keeper: it is exiting
+                await settle(self._protocol.exited, STOP_MARGIN_SECONDS)
+        if self.ended is not None:  # output still in the pipe when the keeper exited
             await settle(self._protocol.output_closed, PIPE_DRAIN_SECONDS)
         text, dropped = unread.take()
-        return Read(text, dropped, self.ended)
+        if self.ended is not None:
+            return Read(text, dropped, self.ended)
+        secrets = redact.configured()
+        return Read(text, dropped, None, self.shell, tuple(map(secrets.scrub_text, still)))
 
     async def kill(self) -> None:
-        if self.ended is None:
-            self._killed = True
-        await stop_group(self.pgid, self._protocol.exited)
-        REAPER.stopped(self.pgid)
-        self._transport.close()
+        """Stop everything the job started; nothing at all once it ended (its numbers may
+        belong to other processes by now)."""
+        if self.ended is not None:
+            return
+        self._killed = True
+        self._kept.stop(STOP_GRACE_SECONDS)
+        await settle(self._protocol.exited, STOP_GRACE_SECONDS + STOP_MARGIN_SECONDS)
 
 
 class TerminalJob(Job):
@@ -376,7 +424,7 @@ class BackgroundJobs:
         )
 
     async def stop_all(self) -> None:
-        """Stop every job (the session is closing)."""
+        """Stop every job still running (the session is closing)."""
         jobs = list(self.jobs.values())
         if jobs:
             log.info("background_stopping", jobs=[job.id for job in jobs])
@@ -388,7 +436,7 @@ class BackgroundJobs:
 
 def describe(job: Job, read: Read) -> str:
     """What a read tells the model: how the job stands, then the output."""
-    state = f"{job.id} {read.ended}" if read.ended else f"{job.id} is running"
+    state = f"{job.id} {read.ended}" if read.ended else f"{job.id} is running{read.running()}"
     lines = [state + "."]
     if read.dropped:
         lines.append(f"[{read.dropped:,} earlier bytes of output are not shown.]")
@@ -415,7 +463,7 @@ async def start_in_background(command: str, env: ToolEnv) -> ToolOutcome:
                 asyncio.wait_for(client.wait_for_terminal_exit(terminal_id), FIRST_OUTPUT_S)
             )
     else:
-        job = await LocalJob.start(job_id, command, env.cwd)
+        job = await LocalJob.start(job_id, command, env.cwd, env.token)
         env.background.add(job)
         await job.wait_exit(FIRST_OUTPUT_S, env.token)
     read = await job.read(0, env.token)
@@ -425,7 +473,7 @@ async def start_in_background(command: str, env: ToolEnv) -> ToolOutcome:
     else:
         text = (
             started
-            + "it is running. Its output in the first second:\n"
+            + f"it is running{read.running()}. Its output in the first second:\n"
             + (read.text or "(no output yet)")
             + f'\n[Read more with command_output {{"id": "{job_id}"}}; stop it with '
             "kill_command.]"

@@ -55,8 +55,8 @@ class CommandOutput(_JobTool):
 class KillCommand(_JobTool):
     name = "kill_command"
     description = (
-        "Stop a background command (its whole process group) and return what it printed since "
-        "the last read."
+        "Stop a background command and everything it started (even what left its process "
+        "group) and return what it printed since the last read."
     )
     arguments = "KillCommandArguments"
     kind = "execute"

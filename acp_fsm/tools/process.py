@@ -1,16 +1,17 @@
 """A shell command as a local child process, for when the editor offers no terminal.
 
-The child runs in its own session (so its own process group), without the provider keys and
-acp-fsm's own variables in its environment (`acp_fsm.redact`), reads /dev/null and writes
-stdout and stderr to one pipe of its own: it can never touch the agent's protocol stdout
-and the shell and everything it started can be stopped together. When the shell
-exits, children it left in the background are stopped too, so no call leaks processes; and
-`acp_fsm.system.reaper` kills the group if the agent itself dies first.
+The shell runs under a keeper (`acp_fsm.system.keeper`), in a process group of its own,
+without the provider keys and acp-fsm's own variables in its environment (`acp_fsm.redact`),
+reading /dev/null and writing stdout and stderr to one pipe of its own: it can never touch the
+agent's protocol stdout. When the shell exits, what it left running is stopped too (even a
+process that left its group: the keeper adopts it), so no call leaks processes; and the
+keeper kills them all if the agent itself dies first.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,8 +23,9 @@ import structlog
 from acp_fsm import redact
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.redact import command_environment
-from acp_fsm.system.groups import group_alive, settle, stop_group
-from acp_fsm.system.reaper import REAPER
+from acp_fsm.system.groups import settle
+from acp_fsm.system.keeper import STOP_GRACE_SECONDS
+from acp_fsm.system.kept import STOP_MARGIN_SECONDS, Kept, spawn_kept
 from acp_fsm.tools.common import ToolError, describe_os_error
 
 log = structlog.get_logger("acp.tools")
@@ -34,8 +36,8 @@ OUTPUT_TAIL_BYTES = 48 * 1024
 # The same on a cancel, whose answer waits for it: a command that ignores SIGTERM must not
 # delay the `cancelled` answer to the prompt (ACP session/cancel).
 CANCEL_KILL_GRACE_SECONDS = 0.2
-# On a cancel, how long the SIGKILLed shell's exit is awaited before the call returns; the event
-# loop's child watcher reaps it in the background when it takes longer.
+# On a cancel, how long the keeper's exit (the command SIGKILLed) is awaited beyond the grace
+# before the call returns; it is seen in the background when it takes longer.
 CANCEL_REAP_SECONDS = 0.3
 # After the shell exits, how long output still in flight (or held by children) is awaited.
 PIPE_DRAIN_SECONDS = 0.5
@@ -99,21 +101,24 @@ class LocalResult:
     stopped_background: bool
 
 
-class _CommandProtocol(asyncio.SubprocessProtocol):
-    """Feeds the child's output to a capture and signals exit and end of output separately.
+class ShellProtocol(asyncio.SubprocessProtocol):
+    """Feeds a command's output (stdout and stderr, one pipe) to `feed`, and says when the
+    output ends and when the keeper has exited (its transport may be closed then: closing it
+    before would kill the keeper, not what runs below it).
 
     (On Python 3.11 `Process.wait()` also waits for the pipes to close, which a background
     child can hold open for as long as it runs; the exit itself is what decides here.)
     """
 
-    def __init__(self, capture: OutputCapture) -> None:
+    def __init__(self, feed: Callable[[bytes], None], on_exit: Callable[[], None] = lambda: None):
         loop = asyncio.get_running_loop()
-        self.capture = capture
+        self.feed = feed
+        self.on_exit = on_exit
         self.exited: asyncio.Future[None] = loop.create_future()
         self.output_closed: asyncio.Future[None] = loop.create_future()
 
     def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        self.capture.feed(data if isinstance(data, bytes) else data.encode("utf-8"))
+        self.feed(data if isinstance(data, bytes) else data.encode("utf-8"))
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         if not self.output_closed.done():
@@ -122,36 +127,45 @@ class _CommandProtocol(asyncio.SubprocessProtocol):
     def process_exited(self) -> None:
         if not self.exited.done():
             self.exited.set_result(None)
+        self.on_exit()
 
 
-P = TypeVar("P", bound=asyncio.SubprocessProtocol)
+P = TypeVar("P", bound=ShellProtocol)
 
 
 async def start_shell(
-    command: str, cwd: Path, protocol: Callable[[], P]
-) -> tuple[asyncio.SubprocessTransport, P]:
-    """`sh -c command` in `cwd`, leading a process group of its own that the reaper knows
-    (it dies with the agent, kill -9 included), its stdout and stderr together to
-    `protocol`, no stdin, the commands' environment. `ToolError` when it cannot start."""
+    command: str, cwd: Path, protocol: Callable[[], P], token: CancellationToken
+) -> tuple[asyncio.SubprocessTransport, P, Kept]:
+    """`sh -c command` in `cwd` under a keeper (it and whatever it starts are stopped
+    together, and die with the agent, kill -9 included), its stdout and stderr together to
+    `protocol`, no stdin, the commands' environment. `ToolError` when it cannot start;
+    `Cancelled` at once when `token` fires while the keeper starts (it then runs nothing)."""
     loop = asyncio.get_running_loop()
     try:
-        transport, started = await loop.subprocess_exec(
-            protocol,
-            "sh",
-            "-c",
-            command,
+        (transport, started), kept = await spawn_kept(
+            functools.partial(loop.subprocess_exec, protocol),
+            ("sh", "-c", command),
+            lambda spawned: close_on_exit(*spawned),
+            until=lambda leader: token.race(asyncio.shield(leader)),
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
             env=command_environment(),
         )
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the command
         reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
         raise ToolError(f"Could not start the command: {reason}") from exc
-    REAPER.started(transport.get_pid())
-    return transport, started
+    return transport, started, kept
+
+
+def close_on_exit(transport: asyncio.SubprocessTransport, protocol: ShellProtocol) -> None:
+    """Close `transport` once its keeper's exit is seen (a keeper still stopping the command
+    keeps running meanwhile)."""
+    if protocol.exited.done():
+        transport.close()
+    else:
+        protocol.exited.add_done_callback(lambda _: transport.close())
 
 
 async def run_local(
@@ -159,38 +173,47 @@ async def run_local(
 ) -> LocalResult:
     """Run `sh -c command` in `cwd`; stop it after `seconds` or when `token` fires.
 
-    Raises `Cancelled` when the token fired, after the group was stopped (SIGKILL follows
+    Raises `Cancelled` when the token fired, after the command was stopped (SIGKILL follows
     SIGTERM after `CANCEL_KILL_GRACE_SECONDS`), and `ToolError` when the shell could not be
     started.
     """
     capture = OutputCapture()
-    transport, protocol = await start_shell(command, cwd, lambda: _CommandProtocol(capture))
-    pgid = transport.get_pid()  # the shell leads its own group (start_new_session)
-    log.debug("command_started", pgid=pgid)
+    transport, protocol, kept = await start_shell(
+        command, cwd, lambda: ShellProtocol(capture.feed), token
+    )
+    log.debug("command_started", keeper=transport.get_pid())
     timed_out = False
-    stopped_background = False
     quick = True  # until the wait ends normally: a cancel must be answered at once
     try:
         try:
-            await token.race(asyncio.wait_for(asyncio.shield(protocol.exited), seconds))
+            await token.race(asyncio.wait_for(asyncio.shield(kept.exited), seconds))
         except TimeoutError:
             timed_out = True
         else:
             await settle(protocol.output_closed, PIPE_DRAIN_SECONDS)
-            stopped_background = group_alive(pgid)
         quick = False
     finally:
         try:
-            if quick:  # nobody reads the output: no drain
-                await stop_group(
-                    pgid, protocol.exited, grace=CANCEL_KILL_GRACE_SECONDS, reap=CANCEL_REAP_SECONDS
-                )
-            else:
-                await stop_group(pgid, protocol.exited)
-            REAPER.stopped(pgid)  # SIGKILLed: not when the stop itself was interrupted
-            if not quick:
-                # Only a process that left the group (e.g. with setsid) can hold the pipe now.
+            grace, reap = (
+                (CANCEL_KILL_GRACE_SECONDS, CANCEL_REAP_SECONDS)
+                if quick  # nobody reads the output: no drain
+                else (STOP_GRACE_SECONDS, STOP_MARGIN_SECONDS)
+            )
+            kept.stop(grace)
+            await settle(protocol.exited, grace + reap)
+            if not quick:  # only a process that left the shell's group held the pipe so long
                 await settle(protocol.output_closed, PIPE_DRAIN_SECONDS)
         finally:
-            transport.close()
-    return LocalResult(transport.get_returncode(), timed_out, capture.text(), stopped_background)
+            kept.close()  # the keeper kills at once whatever a stop cut short left
+            close_on_exit(transport, protocol)
+    left = kept.stopped > 0 and not timed_out  # the shell had exited: the rest was left
+    return LocalResult(return_code(transport, kept), timed_out, capture.text(), left)
+
+
+def return_code(transport: asyncio.SubprocessTransport, kept: Kept) -> int | None:
+    """The shell's return code: the keeper's, which ends as the shell did, once it exited
+    (else the shell's own, when the keeper said it)."""
+    code = transport.get_returncode()
+    if code is None and kept.exited.done():
+        return kept.exited.result()
+    return code

@@ -519,6 +519,14 @@ def unique_sleep() -> str:
     return f"sleep 30.{random.randrange(10**6):06d}"
 
 
+def unseen(command: str) -> str:
+    """`command` (a word and its argument) written so that the shell running it does not
+    carry its text on its own command line: a search for `command` then finds the process
+    itself, never the shell (`sleep 30.1` as `sleep ${_unset:-30.1}`)."""
+    word, _, argument = command.partition(" ")
+    return f"{word} ${{_unset:-{argument}}}"
+
+
 # ---------------------------------------------------------------------------------- storage
 
 

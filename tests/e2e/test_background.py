@@ -1,12 +1,13 @@
 """Background commands through the real agent: a dev server started, polled, read and stopped;
 the commands a session started gone after session/close, session/delete and a kill -9 of the
-agent; the model told of them in later turns."""
+agent, even what left their process group; a job whose shell ended running while what it
+started runs; the model told of them in later turns; an ended job's numbers never signalled."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
+import subprocess
 import sys
 import urllib.request
 from pathlib import Path
@@ -14,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
-from tests.e2e.support import EDITOR, Agent, Launcher, args
+from tests.e2e.support import EDITOR, Agent, Launcher, args, tool_results, unique_sleep, unseen
 from tests.e2e.test_instructions import system_of
 from tests.e2e.test_tools import result_of
-from tests.harness import wait_until
+from tests.harness import alive, live_processes, wait_until
 
 LONG = f"echo $$ > pid; exec {sys.executable} -c 'import time; time.sleep(300)'"
 
@@ -28,12 +29,13 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+async def opened(
+    launch: Launcher, project: Path, max_background: str | None = None
+) -> tuple[Agent, str]:
+    """An agent on the OpenAI API whose editor allows every command once, and its session."""
+    agent = await launch.start("openai", ACP_FSM_MAX_BACKGROUND=max_background)
+    agent.editor.permissions.extend(["allow_once"] * 5)
+    return agent, await agent.new_session(project)
 
 
 async def started(agent: Agent, server: ScriptedProvider, session: str, command: str) -> str:
@@ -127,9 +129,7 @@ async def wait_until_serving(port: int) -> str:
 async def test_what_a_session_started_is_gone_with_it(
     launch: Launcher, server: ScriptedProvider, project: Path, how: str
 ) -> None:
-    agent = await launch.start("openai")
-    agent.editor.permissions.append("allow_once")
-    session = await agent.new_session(project)
+    agent, session = await opened(launch, project)
     text = await started(agent, server, session, LONG)
     assert "it is running" in text
     pid = int((project / "pid").read_text())
@@ -142,3 +142,157 @@ async def test_what_a_session_started_is_gone_with_it(
         assert "result" in response, response
 
     await wait_until(lambda: not alive(pid), f"the background command to stop after {how}")
+
+
+# -- what a job started, wherever it went -----------------------------------------------------
+
+STOPS = ["kill_command", "session/close", "session/delete", "exit", "kill -9"]
+
+
+async def stop(
+    launch: Launcher, agent: Agent, server: ScriptedProvider, session: str, how: str
+) -> None:
+    """Stop the session's job `bg_1` the way `how` says."""
+    if how == "kill_command":
+        server.script(Reply(calls=(Call("k1", "kill_command", args(id="bg_1")),)), Reply(text="ok"))
+        assert (await agent.prompt(session, "stop it")).stop_reason == "end_turn"
+    elif how == "exit":
+        await launch.close(agent)  # stdin closed: the agent exits 0
+    elif how == "kill -9":
+        await launch.kill(agent)
+    else:
+        response = await agent.request(how, {"sessionId": session})
+        assert "result" in response, response
+
+
+@pytest.mark.parametrize("how", STOPS)
+async def test_what_left_the_group_is_stopped_too(
+    launch: Launcher, server: ScriptedProvider, project: Path, how: str
+) -> None:
+    """A `setsid` child and a daemon's double fork leave the job's process group; they are
+    stopped with the job all the same."""
+    escaped, daemon = unique_sleep(), unique_sleep()
+    command = (
+        f"setsid {unseen(escaped)} & (setsid sh -c '{unseen(daemon)} &' &); echo started; wait"
+    )
+    agent, session = await opened(launch, project)
+    text = await started(agent, server, session, command)
+    assert "it is running" in text, text
+    await wait_until(lambda: live_processes(escaped) and live_processes(daemon), "both sleeps")
+
+    await stop(launch, agent, server, session, how)
+
+    await wait_until(
+        lambda: not live_processes(escaped) and not live_processes(daemon),
+        f"what left the group to be stopped after {how}",
+    )
+
+
+async def test_a_job_whose_shell_ended_runs_while_what_it_started_does(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """`sleep &` outlives the shell: the job still runs, counts against the limit, and the
+    model is told the shell ended and what still runs, never that the job ended."""
+    child = unique_sleep()
+    agent, session = await opened(launch, project, max_background="1")
+
+    text = await started(agent, server, session, f"{unseen(child)} & echo started")
+
+    assert text.startswith("Started in the background as bg_1; it is running (its shell ended, ")
+    assert "exit code 0; 1 process it started is still running: " in text
+    assert f"`{child}`" in text and "already ended" not in text
+    server.script(
+        Reply(calls=(Call("b2", "run_command", args(command="true", background=True)),)),
+        Reply(calls=(Call("o1", "command_output", args(id="bg_1")),)),
+        Reply(text="seen"),
+    )
+    assert (await agent.prompt(session, "another, then read the first")).stop_reason == "end_turn"
+    refused, _ = tool_results(server.requests[-2])["b2"]
+    assert "1 background command already running (bg_1)" in refused
+    read = result_of(server, "o1")[0]
+    assert read.startswith("bg_1 is running (its shell ended, exit code 0; 1 process"), read
+    system = system_of(server.requests[-1])
+    assert "running (its shell ended, exit code 0; processes it started still run)" in system
+    assert "exit code 0\n" not in system and not system.rstrip().endswith("exit code 0")
+    assert live_processes(child)
+
+    server.script(Reply(calls=(Call("k1", "kill_command", args(id="bg_1")),)), Reply(text="ok"))
+    assert (await agent.prompt(session, "stop it")).stop_reason == "end_turn"
+    assert result_of(server, "k1")[0].startswith("bg_1 killed.")
+    await wait_until(lambda: not live_processes(child), "the shell's child to be stopped")
+
+
+async def test_a_command_run_to_its_end_stops_what_left_the_group(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    escaped = unique_sleep()
+    agent, session = await opened(launch, project)
+    server.script(
+        Reply(calls=(Call("r1", "run_command", args(command=f"setsid {unseen(escaped)} & :")),)),
+        Reply(text="done"),
+    )
+    assert (await agent.prompt(session, "run it")).stop_reason == "end_turn"
+    assert result_of(server, "r1")[0].startswith(
+        "Exit code: 0\n[Processes the command left running in the background were stopped.]"
+    )
+    await wait_until(lambda: not live_processes(escaped), "the escaped sleep to be stopped")
+
+
+# -- a job that ended is never signalled again ------------------------------------------------
+
+WATCHER_MARK = "groups = set()"  # a line of the kill -9 watcher's program, on its command line
+
+
+def reuse_pid(pid: int, command: list[str]) -> subprocess.Popen[bytes] | None:
+    """A new process, leading a process group of its own, whose pid (so group id) is `pid`;
+    None when pids cannot be steered here (that takes root: /proc/sys/kernel/ns_last_pid)."""
+    for _ in range(50):
+        try:
+            Path("/proc/sys/kernel/ns_last_pid").write_text(str(pid - 1))
+        except OSError:
+            return None
+        proc = subprocess.Popen(command, start_new_session=True)
+        if proc.pid == pid:
+            return proc
+        proc.kill()
+        proc.wait()
+    return None
+
+
+def watchers_of(agent: Agent) -> list[int]:
+    """The kill -9 watchers the agent started and that still run."""
+    assert agent.proc.proc is not None
+    agent_pid = agent.proc.proc.pid
+    return [p for p in live_processes(WATCHER_MARK) if parent_of(p) == agent_pid]
+
+
+def parent_of(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+@pytest.mark.parametrize("how", STOPS)
+async def test_an_ended_job_is_never_signalled_again(
+    launch: Launcher, server: ScriptedProvider, project: Path, how: str
+) -> None:
+    """The number of a job's process group is free once the job ended; an unrelated process
+    group that gets it is left alone by every stop, the kill -9 watcher's included."""
+    agent, session = await opened(launch, project)
+    text = await started(agent, server, session, "echo $$ > pid")
+    assert "it already ended (exit code 0)" in text
+    group = int((project / "pid").read_text())  # the shell led the job's process group
+    watchers = watchers_of(agent)
+    stranger = reuse_pid(group, ["sleep", "300"])
+    if stranger is None:
+        pytest.skip("pids cannot be steered here (needs root and /proc/sys/kernel/ns_last_pid)")
+    try:
+        await stop(launch, agent, server, session, how)
+        if how in ("exit", "kill -9"):  # the watcher acts when the agent is gone
+            await wait_until(lambda: not any(map(alive, watchers)), "the watcher to finish")
+        await asyncio.sleep(0.2)  # a signal sent is delivered by then
+        assert stranger.poll() is None, f"the unrelated group {group} was killed after {how}"
+    finally:
+        stranger.kill()
+        stranger.wait()

@@ -120,7 +120,7 @@ async def test_commands_die_with_a_killed_agent(
     try:
         await agent.start_prompt(session, "go")
         markers = [first, second] if background else [first]
-        # running, and known to the watcher (the shell's own command line holds both markers)
+        # running under its keeper (the shell's own command line holds both markers)
         await wait_until(
             lambda: (
                 agent.proc.logged("command_started") and all(live_processes(m) for m in markers)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from acp_fsm.protocol.cancel import Cancelled
-from acp_fsm.system.groups import group_alive
+from acp_fsm.system.keeper import proc_stat
 from acp_fsm.tools.background import LocalJob
 from tests.harness import wait_until
 from tests.timing import INTERRUPTED_S
@@ -19,6 +19,12 @@ from tests.tools.conftest import Editor, Env, call
 
 SERVER = f"{sys.executable} -u -c \"print('ready'); import time; time.sleep(60)\""
 TICKS = "for i in 1 2 3; do echo tick $i; sleep 0.6; done"
+
+
+def running(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie."""
+    fields = proc_stat(pid)
+    return fields is not None and fields[0] != b"Z"
 
 
 def local_job(env: Env, job_id: str = "bg_1") -> LocalJob:
@@ -33,14 +39,14 @@ async def test_a_background_command_starts_reads_and_stops(env: Env) -> None:
     assert started.output.startswith("Started in the background as bg_1; it is running.")
     assert "ready" in started.output
     job = local_job(env)
-    assert group_alive(job.pgid)
+    assert job.ended is None and running(job.pid)
 
     quiet = await call(env, "command_output", id="bg_1")
     assert quiet.output == "bg_1 is running.\n(no new output)"
 
     killed = await call(env, "kill_command", id="bg_1")
     assert killed.output.startswith("bg_1 killed.")
-    assert not group_alive(job.pgid)
+    assert not running(job.pid)
     again = await call(env, "kill_command", id="bg_1")
     assert again.output.startswith("bg_1 had already ended (killed).")
 
@@ -75,7 +81,7 @@ async def test_the_session_runs_a_bounded_number_at_once(
     assert refused.is_error
     assert "1 background command already running (bg_1)" in refused.output
     await env.background.stop_all()
-    assert not group_alive(local_job(env).pgid)
+    assert not running(local_job(env).pid)
     third = await call(env, "run_command", command="true", background=True)
     assert third.output.startswith("Started in the background as bg_2")
 
@@ -97,7 +103,7 @@ async def test_a_cancel_ends_a_wait_at_once_and_leaves_the_command_running(env: 
     with pytest.raises(Cancelled):
         await waiting
     assert time.monotonic() - fired < INTERRUPTED_S  # not the 30 s wait or page
-    assert group_alive(local_job(env).pgid)
+    assert local_job(env).ended is None
     await env.background.stop_all()
 
 

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from acp_fsm.protocol.cancel import Cancelled
-from acp_fsm.system import groups
+from acp_fsm.system.keeper import STOP_GRACE_SECONDS
 from acp_fsm.tools import process
 from acp_fsm.tools.process import OutputCapture
 from acp_fsm.tools.run_command import MAX_TIMEOUT_MS
@@ -158,16 +158,22 @@ async def test_invalid_arguments(env: Env) -> None:
     assert blank.is_error and "blank" in blank.output
 
 
-async def test_a_process_that_left_the_group_does_not_hang_the_call(env: Env) -> None:
-    """`setsid` escapes the group but keeps the output pipe: the call still returns."""
+async def test_a_process_that_left_the_group_is_stopped_and_does_not_hang_the_call(
+    env: Env,
+) -> None:
+    """`setsid` escapes the group but keeps the output pipe: the call still returns, and the
+    escaped process is stopped with the rest (the keeper adopted it)."""
     started = time.monotonic()
     outcome = await call(env, "run_command", command="setsid sleep 5 & echo $!; echo hi")
-    escaped = int(outcome.output.splitlines()[1])
+    escaped = int(outcome.output.splitlines()[2])
     try:
         assert time.monotonic() - started < 3
+        assert outcome.output.startswith("Exit code: 0\n[Processes the command left running")
         assert outcome.output.endswith("hi\n")
+        assert not alive(escaped)
     finally:
-        os.kill(escaped, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(escaped, signal.SIGKILL)
 
 
 async def test_cancel_of_a_command_that_ignores_sigterm_is_quick(env: Env, project: Path) -> None:
@@ -182,29 +188,11 @@ async def test_cancel_of_a_command_that_ignores_sigterm_is_quick(env: Env, proje
     env.token.cancel()
     with pytest.raises(Cancelled):
         await task
-    assert time.monotonic() - fired < groups.KILL_GRACE_SECONDS  # not the long grace
-    await wait_until(lambda: not groups.group_alive(shell), "the group to be gone", 1.0)
+    assert time.monotonic() - fired < STOP_GRACE_SECONDS  # not the long grace
+    await wait_until(lambda: not alive(shell), "the shell to be gone", 1.0)
 
 
 async def test_a_nul_byte_in_the_command_is_an_error(env: Env) -> None:
     outcome = await call(env, "run_command", command="echo a\0b")
     assert outcome.is_error
     assert outcome.output == "Could not start the command: embedded null byte"
-
-
-def test_a_group_is_alive_while_a_member_runs_and_dead_when_only_zombies_remain() -> None:
-    child = subprocess.Popen(["sleep", "30"], start_new_session=True)
-    try:
-        assert groups.group_alive(child.pid)  # running, in a group of its own
-        os.kill(child.pid, signal.SIGKILL)
-        # Not reaped yet: a zombie, which still counts for killpg, but not as alive.
-        wait_s = time.monotonic() + INTERRUPTED_S
-        while alive(child.pid) and time.monotonic() < wait_s:
-            time.sleep(0.001)
-        assert groups.proc_stat(child.pid) is not None and not alive(child.pid)
-        assert groups.signal_group(child.pid, 0)
-        assert not groups.group_alive(child.pid)
-    finally:
-        child.kill()
-        child.wait()
-    assert not groups.group_alive(child.pid)  # reaped: no such group at all

@@ -467,7 +467,7 @@ class Context:
         env = {k: v for k, v in self.target.env.items() if k not in gone}
         try:
             probe = await Probe.spawn(
-                env, command=self.target.command, editor=editor or Editor(), own_group=True
+                env, command=self.target.command, editor=editor or Editor(), kept=True
             )
         except OSError as exc:
             raise Violation(

@@ -16,8 +16,6 @@ import asyncio
 import contextlib
 import itertools
 import json
-import os
-import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +23,7 @@ from typing import Any, Final, Self
 
 from acp_fsm.devkit.editor.answers import Editor, Message
 from acp_fsm.protocol.errors import RemoteError
+from acp_fsm.system.kept import Kept, spawn_kept
 
 AGENT_COMMAND: Final = (sys.executable, "-m", "acp_fsm")
 READ_LIMIT: Final = 64 * 1024 * 1024  # longest line read from the agent (its own limit)
@@ -89,7 +88,7 @@ class AgentLink:
         sent: list[Sent] | None = None,
     ) -> None:
         self.proc = proc
-        self.own_group = False  # `spawn(own_group=True)`: kill ends its process group
+        self.kept: Kept | None = None  # `spawn(kept=True)`: the keeper it runs under
         self.editor = editor
         self.watch = watch  # called with every message read, before it is answered
         self.records: list[Record] = [] if records is None else records
@@ -126,25 +125,35 @@ class AgentLink:
         *args: str,
         command: Sequence[str] = AGENT_COMMAND,
         limit: int = READ_LIMIT,
-        own_group: bool = False,
+        kept: bool = False,
         **options: Any,
     ) -> Self:
         """Start the agent (`command` and `args`) with `env`; `options` as for the link.
-        `own_group`: in a process group of its own, which `kill` ends whole (a launcher's
-        children with it)."""
-        proc = await asyncio.create_subprocess_exec(
-            *command,
-            *args,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=dict(env),
-            limit=limit,
-            start_new_session=own_group,
-        )
+        `kept`: under a keeper (`acp_fsm.system.keeper`), which `kill` has end the agent and
+        everything it started, a launcher's children and what left the group included, and
+        which ends what the agent leaves when it exits (the tool dying ends them all too)."""
+        argv = (*command, *args)
+        spawn_options: dict[str, Any] = {
+            "stdin": asyncio.subprocess.PIPE,
+            "stdout": asyncio.subprocess.PIPE,
+            "stderr": asyncio.subprocess.PIPE,
+            "env": dict(env),
+            "limit": limit,
+        }
+        keeper: Kept | None = None
+        if kept:
+            proc, keeper = await spawn_kept(
+                asyncio.create_subprocess_exec,
+                argv,
+                _close_process,
+                ends_with_leader=True,
+                **spawn_options,
+            )
+        else:
+            proc = await asyncio.create_subprocess_exec(*argv, **spawn_options)
         assert proc.stdin is not None
         link = cls(proc.stdin.write, proc=proc, **options)
-        link.own_group = own_group
+        link.kept = keeper
         return link
 
     def __repr__(self) -> str:
@@ -178,7 +187,7 @@ class AgentLink:
         elif isinstance(value, dict):
             self.messages.append(value)
             if self.kill_on is not None and self.kill_on(value) and self.proc is not None:
-                self.proc.kill()
+                self._kill_now()
                 self.kill_on = None
             self._route(value)
         self._changed.set()
@@ -411,26 +420,34 @@ class AgentLink:
         assert transport is not None
         transport.close()
 
+    def _kill_now(self) -> None:
+        """`kill -9` the agent (through its keeper, with everything it started)."""
+        if self.kept is not None:
+            self.kept.stop(0)
+        elif self.proc is not None and self.proc.returncode is None:
+            self.proc.kill()
+
     async def kill(self) -> None:
-        """`kill -9` the agent if it still runs (with `own_group`, every process of its group,
-        even once the agent is gone: a child may hold its pipes), and stop reading it
-        (idempotent). Pipes a process outside the group still holds are closed after
-        `KILL_WAIT_S`."""
+        """`kill -9` the agent if it still runs (`kept`: everything it started too, whatever
+        process group it is in) and stop reading it (idempotent). Pipes a process out of
+        reach still holds are closed after `KILL_WAIT_S`."""
         proc = self.proc
-        if proc is not None and self.own_group:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        elif proc is not None and proc.returncode is None:
-            proc.kill()
+        self._kill_now()
         if proc is not None:
             try:
                 await asyncio.wait_for(asyncio.shield(proc.wait()), KILL_WAIT_S)
             except TimeoutError:
                 proc._transport.close()  # type: ignore[attr-defined]
                 await proc.wait()
+        if self.kept is not None:
+            self.kept.close()
         for reader in self._readers:
             reader.cancel()
         await asyncio.gather(*self._readers, return_exceptions=True)
+
+
+def _close_process(proc: asyncio.subprocess.Process) -> None:
+    proc._transport.close()  # type: ignore[attr-defined]
 
 
 def result_of(response: Message, method: str = "") -> Any:
