@@ -264,9 +264,19 @@ def reuse_pid(pid: int, command: list[str]) -> subprocess.Popen[bytes] | None:
 
 def watchers_of(agent: Agent) -> list[int]:
     """The kill -9 watchers the agent started and that still run."""
+    return children_of(agent, WATCHER_MARK)
+
+
+def keepers_of(agent: Agent) -> list[int]:
+    """The keepers of the agent's commands that still run."""
+    return children_of(agent, str(KEEPER_SCRIPT))
+
+
+def children_of(agent: Agent, marker: str) -> list[int]:
+    """The agent's child processes still running whose command line holds `marker`."""
     assert agent.proc.proc is not None
     agent_pid = agent.proc.proc.pid
-    return [p for p in live_processes(WATCHER_MARK) if parent_of(p) == agent_pid]
+    return [p for p in live_processes(marker) if parent_of(p) == agent_pid]
 
 
 def parent_of(pid: int) -> int | None:
@@ -313,9 +323,7 @@ async def test_a_job_whose_keeper_is_killed_by_hand_is_not_said_to_be_killed(
     child = unique_sleep()
     agent, session = await opened(launch, project)
     assert "it is running" in await started(agent, server, session, f"{unseen(child)}; :")
-    assert agent.proc.proc is not None
-    agent_pid = agent.proc.proc.pid
-    [keeper] = [p for p in live_processes(str(KEEPER_SCRIPT)) if parent_of(p) == agent_pid]
+    [keeper] = keepers_of(agent)
     try:
         os.kill(keeper, signal.SIGKILL)
         await wait_until(lambda: not alive(keeper), "the keeper to be gone")
@@ -343,8 +351,6 @@ async def test_a_command_whose_keeper_is_killed_by_hand_has_no_exit_status(
     """A command run to its end: its keeper's SIGKILL is not the command's exit status."""
     child = unique_sleep()
     agent, session = await opened(launch, project)
-    assert agent.proc.proc is not None
-    agent_pid = agent.proc.proc.pid
     server.script(
         Reply(calls=(Call("r1", "run_command", args(command=f"{unseen(child)}; :")),)),
         Reply(text="done"),
@@ -352,7 +358,7 @@ async def test_a_command_whose_keeper_is_killed_by_hand_has_no_exit_status(
     pending = await agent.start_prompt(session, "run it")
     try:
         await wait_until(lambda: live_processes(child), "the command to run")
-        [keeper] = [p for p in live_processes(str(KEEPER_SCRIPT)) if parent_of(p) == agent_pid]
+        [keeper] = keepers_of(agent)
         os.kill(keeper, signal.SIGKILL)
         assert (await pending.result()).stop_reason == "end_turn"
 

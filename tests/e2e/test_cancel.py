@@ -24,7 +24,6 @@ from acp_fsm.devkit.provider import (
     Reply,
     ScriptedProvider,
 )
-from acp_fsm.system.kept import KEEPER_SCRIPT
 from acp_fsm.transcript import INTERRUPTED, NOT_STARTED
 from tests.e2e.support import (
     EDITOR,
@@ -47,7 +46,7 @@ from tests.e2e.support import (
     unreasoned,
     user_texts,
 )
-from tests.e2e.test_background import parent_of
+from tests.e2e.test_background import keepers_of
 from tests.harness import live_processes, wait_until
 from tests.timing import INTERRUPTED_S
 
@@ -270,12 +269,7 @@ async def test_a_cancel_while_a_commands_keeper_starts_logs_no_error(
         await agent.proc.wait_for("the call to start", started, start=pending.start)
         turn = await cancel_and_wait(agent, pending)  # within the keeper's 10 ms, mostly
         assert statuses(for_call(turn.updates, f"run-{n}"))[-1] == "failed"
-    assert agent.proc.proc is not None
-    agent_pid = agent.proc.proc.pid
-    await wait_until(
-        lambda: not [p for p in live_processes(str(KEEPER_SCRIPT)) if parent_of(p) == agent_pid],
-        "the keepers to end",
-    )
+    await wait_until(lambda: not keepers_of(agent), "the keepers to end")
     await launch.close(agent)  # what a collected future logs is in the log by then
     assert not [e for e in agent.proc.log_events() if e.get("level") == "error"]
 
