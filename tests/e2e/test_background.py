@@ -225,15 +225,19 @@ async def test_a_job_whose_shell_ended_runs_while_what_it_started_does(
     await wait_until(lambda: not live_processes(child), "the shell's child to be stopped")
 
 
+def run_to_its_end(server: ScriptedProvider, command: str) -> None:
+    """The model runs `command` (call `r1`, not in the background), then says "done"."""
+    server.script(
+        Reply(calls=(Call("r1", "run_command", args(command=command)),)), Reply(text="done")
+    )
+
+
 async def test_a_command_run_to_its_end_stops_what_left_the_group(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
     escaped = unique_sleep()
     agent, session = await opened(launch, project)
-    server.script(
-        Reply(calls=(Call("r1", "run_command", args(command=f"setsid {unseen(escaped)} & :")),)),
-        Reply(text="done"),
-    )
+    run_to_its_end(server, f"setsid {unseen(escaped)} & :")
     assert (await agent.prompt(session, "run it")).stop_reason == "end_turn"
     assert result_of(server, "r1")[0].startswith(
         "Exit code: 0\n[Processes the command left running in the background were stopped.]"
@@ -351,10 +355,7 @@ async def test_a_command_whose_keeper_is_killed_by_hand_has_no_exit_status(
     """A command run to its end: its keeper's SIGKILL is not the command's exit status."""
     child = unique_sleep()
     agent, session = await opened(launch, project)
-    server.script(
-        Reply(calls=(Call("r1", "run_command", args(command=f"{unseen(child)}; :")),)),
-        Reply(text="done"),
-    )
+    run_to_its_end(server, f"{unseen(child)}; :")
     pending = await agent.start_prompt(session, "run it")
     try:
         await wait_until(lambda: live_processes(child), "the command to run")
