@@ -20,6 +20,7 @@ SUITE = (
     "long_session",
     "edits",
     "fetch_stall",
+    "commands",
 )
 
 

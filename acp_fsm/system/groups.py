@@ -1,9 +1,9 @@
 """Process groups: how the agent signals and waits on the helpers it starts itself.
 
-A search worker and a local MCP server each lead a process group of its own, so that it and
-everything it started can be stopped together; `acp_fsm.system.reaper` stops the groups still
-running if the agent itself dies first. Commands run under a keeper instead
-(`acp_fsm.system.keeper`), which the agent never signals around.
+A tool's worker (a search's, a fetched page's) and a local MCP server each lead a process group
+of its own, so that it and everything it started can be stopped together;
+`acp_fsm.system.reaper` stops the groups still running if the agent itself dies first. Commands
+run under a keeper instead (`acp_fsm.system.keeper`), which the agent never signals around.
 """
 
 from __future__ import annotations

@@ -29,12 +29,25 @@ See docs/shutdown.md.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import select
-import signal
 import sys
 import time
+
+# The keeper starts before every command, so every command waits for what it imports:
+# `signal` imports enum, functools and collections, and `contextlib` and `typing` more of the
+# same, a third of the keeper's start in all. The C module under `signal` has all the keeper
+# uses (its constants are plain numbers); errors are let pass with try/except (ruff's SIM105
+# is off for this file); `TYPE_CHECKING` is the constant mypy reads, without `typing`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal
+    from collections.abc import Callable
+else:
+    try:
+        import _signal as signal
+    except ImportError:  # an interpreter other than CPython
+        import signal
 
 PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 # After SIGTERM, how long the command has to exit before SIGKILL when nobody says otherwise.
@@ -68,11 +81,14 @@ def descendants(root: int) -> list[int]:
     """The live (not zombie) processes below `root`, parents before their children; empty
     without /proc."""
     children: dict[int, list[int]] = {}
-    with contextlib.suppress(OSError):
-        for name in os.listdir(b"/proc"):
-            fields = proc_stat(name) if name.isdigit() else None
-            if fields and fields[0] not in (b"Z", b"X"):
-                children.setdefault(int(fields[1]), []).append(int(name))
+    try:
+        names = os.listdir(b"/proc")
+    except OSError:
+        names = []
+    for name in names:
+        fields = proc_stat(name) if name.isdigit() else None
+        if fields and fields[0] not in (b"Z", b"X"):
+            children.setdefault(int(fields[1]), []).append(int(name))
     found = children.get(root, [])
     for pid in found:  # grows while it is walked: breadth first
         found += children.get(pid, [])
@@ -107,8 +123,10 @@ class Keeper:
 
     def send(self, line: str) -> None:
         if self.control is not None:
-            with contextlib.suppress(OSError):  # the agent is gone: the EOF says so
+            try:
                 os.write(self.control, line.encode() + b"\n")
+            except OSError:  # the agent is gone: the EOF says so
+                pass
 
     def run(self) -> int | None:
         """Keep the tree until nothing below the keeper is left; the leader's status."""
@@ -184,24 +202,34 @@ class Keeper:
         """Send `number` to the leader's group (while the leader is unreaped) and to every
         process below the keeper; how many were found below it."""
         if self.leader is not None:
-            with contextlib.suppress(OSError):
-                os.killpg(self.leader, number)
+            _signal_quietly(os.killpg, self.leader, number)
         below = descendants(os.getpid())
         for pid in below:  # each found below the keeper a moment ago (a reuse needs a wrap)
-            with contextlib.suppress(OSError):
-                os.kill(pid, number)
+            _signal_quietly(os.kill, pid, number)
         return len(below)
+
+
+def _signal_quietly(send: Callable[[int, int], None], target: int, number: int) -> None:
+    """`send(target, number)`, whatever became of `target` meanwhile."""
+    try:
+        send(target, number)
+    except OSError:
+        pass
 
 
 def exit_as(status: int | None) -> None:
     """End the keeper the way the leader ended: its exit code, or its signal (no core)."""
     if status is not None and status < 0:
-        with contextlib.suppress(ImportError, OSError, ValueError):
+        try:
             import resource
 
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP have no handler
+        except (ImportError, OSError, ValueError):
+            pass
+        try:
             signal.signal(-status, signal.SIG_DFL)
+        except (OSError, ValueError):  # SIGKILL and SIGSTOP have no handler
+            pass
         os.kill(os.getpid(), -status)
         status = 128 - status  # a signal that did not end the keeper
     os._exit(1 if status is None else status)
@@ -236,8 +264,10 @@ def main(argv: list[str]) -> None:
             setsigmask=(),
         )
     except OSError as exc:
-        with contextlib.suppress(OSError):
+        try:
             os.write(control, f"error {exc.errno or 0}\n".encode())
+        except OSError:
+            pass
         os._exit(127)
     keeper = Keeper(control, leader, wake, ends_with_leader=mode == "leader" or not adopts)
     keeper.send(f"started {leader}")

@@ -130,8 +130,16 @@ async def spawn_kept(
     except BaseException:
         kept.close()
         discard(started)
+        # Nobody awaits the start any more: that it fails now, as the keeper gives up, is
+        # expected, not an error for asyncio to log ("exception was never retrieved").
+        kept.started.add_done_callback(_seen)
         raise
     return started, kept
+
+
+def _seen(future: asyncio.Future[int]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 # Characters of a command line shown for a process still running.

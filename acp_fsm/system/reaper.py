@@ -1,14 +1,14 @@
 """The agent's own helpers do not outlive it, even when it is killed with `kill -9`.
 
-The search worker and each local MCP server run in a process group of their own, which the
-agent stops when it is done with them or exits in order. A killed agent can do none of that,
-and a parent-death signal (`PR_SET_PDEATHSIG`) would reach only the child, not what the child
-started. So the first such helper also starts a watcher: a tiny Python process in a session
-of its own that reads the agent's `+pgid` / `-pgid` lines from a pipe and, when the pipe
-closes (the agent is gone, however it went), kills every group still registered. It ignores
-the signals a terminal or an editor sends to the agent's group, so it is still there to do
-that. (Commands have a keeper each instead, `acp_fsm.system.keeper`, which also stops what
-leaves the group.) See docs/shutdown.md.
+The tools' workers (a search's, a fetched page's) and each local MCP server run in a process
+group of their own, which the agent stops when it is done with them or exits in order. A killed
+agent can do none of that, and a parent-death signal (`PR_SET_PDEATHSIG`) would reach only the
+child, not what the child started. So the first such helper also starts a watcher: a tiny
+Python process in a session of its own that reads the agent's `+pgid` / `-pgid` lines from a
+pipe and, when the pipe closes (the agent is gone, however it went), kills every group still
+registered. It ignores the signals a terminal or an editor sends to the agent's group, so it is
+still there to do that. (Commands have a keeper each instead, `acp_fsm.system.keeper`, which
+also stops what leaves the group.) See docs/shutdown.md.
 """
 
 from __future__ import annotations

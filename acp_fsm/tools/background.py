@@ -227,8 +227,15 @@ class LocalJob(Job):
             return None
         if self._killed:
             return "killed"
-        code = return_code(self._transport, self._kept)
-        return "ended" if code is None else exit_status(code)
+        code = return_code(self._kept)
+        if code is not None:
+            return exit_status(code)
+        keeper = self._transport.get_returncode()  # ended before the shell: from outside
+        how = "ended" if keeper is None else exit_status(keeper)
+        return (
+            f"lost its keeper ({how}) while it ran: what it started may still be running, "
+            "out of the agent's reach"
+        )
 
     @property
     def shell(self) -> str | None:

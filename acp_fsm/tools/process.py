@@ -207,13 +207,12 @@ async def run_local(
             kept.close()  # the keeper kills at once whatever a stop cut short left
             close_on_exit(transport, protocol)
     left = kept.stopped > 0 and not timed_out  # the shell had exited: the rest was left
-    return LocalResult(return_code(transport, kept), timed_out, capture.text(), left)
+    return LocalResult(return_code(kept), timed_out, capture.text(), left)
 
 
-def return_code(transport: asyncio.SubprocessTransport, kept: Kept) -> int | None:
-    """The shell's return code: the keeper's, which ends as the shell did, once it exited
-    (else the shell's own, when the keeper said it)."""
-    code = transport.get_returncode()
-    if code is None and kept.exited.done():
-        return kept.exited.result()
-    return code
+def return_code(kept: Kept) -> int | None:
+    """The shell's return code, as its keeper said it (-N: signal N). None while the shell
+    runs, and when the keeper ended without saying it: killed from outside, by hand, while
+    the shell ran (the keeper's own exit status is then no news of the shell, which runs on
+    out of reach)."""
+    return kept.exited.result() if kept.exited.done() else None

@@ -88,7 +88,11 @@ def test_a_flooding_agent_is_reported_in_bounded_memory(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("agent", "got"),
-    [("string_ids", '"1" (a string)'), ("float_ids", "1.0 (a number with a decimal point)")],
+    [
+        ("string_ids", '"1" (a string)'),
+        ("float_ids", "1.0 (a number with a decimal point)"),
+        ("padded_ids", '"01" (a string)'),  # no id sent, in any type: the one awaited
+    ],
 )
 def test_an_id_of_another_type_fails_every_check_at_once(
     official: OfficialSchema, tmp_path: Path, agent: str, got: str

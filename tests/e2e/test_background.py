@@ -6,6 +6,8 @@ started runs; the model told of them in later turns; an ended job's numbers neve
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
+from acp_fsm.system.kept import KEEPER_SCRIPT
 from tests.e2e.support import EDITOR, Agent, Launcher, args, tool_results, unique_sleep, unseen
 from tests.e2e.test_instructions import system_of
 from tests.e2e.test_tools import result_of
@@ -222,15 +225,19 @@ async def test_a_job_whose_shell_ended_runs_while_what_it_started_does(
     await wait_until(lambda: not live_processes(child), "the shell's child to be stopped")
 
 
+def run_to_its_end(server: ScriptedProvider, command: str) -> None:
+    """The model runs `command` (call `r1`, not in the background), then says "done"."""
+    server.script(
+        Reply(calls=(Call("r1", "run_command", args(command=command)),)), Reply(text="done")
+    )
+
+
 async def test_a_command_run_to_its_end_stops_what_left_the_group(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
     escaped = unique_sleep()
     agent, session = await opened(launch, project)
-    server.script(
-        Reply(calls=(Call("r1", "run_command", args(command=f"setsid {unseen(escaped)} & :")),)),
-        Reply(text="done"),
-    )
+    run_to_its_end(server, f"setsid {unseen(escaped)} & :")
     assert (await agent.prompt(session, "run it")).stop_reason == "end_turn"
     assert result_of(server, "r1")[0].startswith(
         "Exit code: 0\n[Processes the command left running in the background were stopped.]"
@@ -261,9 +268,19 @@ def reuse_pid(pid: int, command: list[str]) -> subprocess.Popen[bytes] | None:
 
 def watchers_of(agent: Agent) -> list[int]:
     """The kill -9 watchers the agent started and that still run."""
+    return children_of(agent, WATCHER_MARK)
+
+
+def keepers_of(agent: Agent) -> list[int]:
+    """The keepers of the agent's commands that still run."""
+    return children_of(agent, str(KEEPER_SCRIPT))
+
+
+def children_of(agent: Agent, marker: str) -> list[int]:
+    """The agent's child processes still running whose command line holds `marker`."""
     assert agent.proc.proc is not None
     agent_pid = agent.proc.proc.pid
-    return [p for p in live_processes(WATCHER_MARK) if parent_of(p) == agent_pid]
+    return [p for p in live_processes(marker) if parent_of(p) == agent_pid]
 
 
 def parent_of(pid: int) -> int | None:
@@ -296,3 +313,57 @@ async def test_an_ended_job_is_never_signalled_again(
     finally:
         stranger.kill()
         stranger.wait()
+
+
+# -- a keeper killed from outside -------------------------------------------------------------
+
+
+async def test_a_job_whose_keeper_is_killed_by_hand_is_not_said_to_be_killed(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """The keeper killed with SIGKILL (by hand, `pkill -9 python`): the command loses it and
+    runs on out of reach (docs/shutdown.md). The model is told so, not that the command was
+    killed by signal 9, in the read and in the system prompt."""
+    child = unique_sleep()
+    agent, session = await opened(launch, project)
+    assert "it is running" in await started(agent, server, session, f"{unseen(child)}; :")
+    [keeper] = keepers_of(agent)
+    try:
+        os.kill(keeper, signal.SIGKILL)
+        await wait_until(lambda: not alive(keeper), "the keeper to be gone")
+        server.script(
+            Reply(calls=(Call("o1", "command_output", args(id="bg_1")),)),
+            Reply(calls=(Call("k1", "kill_command", args(id="bg_1")),)),
+            Reply(text="seen"),
+        )
+        assert (await agent.prompt(session, "read it, stop it")).stop_reason == "end_turn"
+
+        lost = "bg_1 lost its keeper (killed by signal 9) while it ran"
+        assert result_of(server, "o1")[0].startswith(lost), result_of(server, "o1")
+        assert "may still be running" in result_of(server, "o1")[0]
+        assert result_of(server, "k1")[0].startswith(f"bg_1 had already ended ({lost[5:]}")
+        assert "signal 9" not in system_of(server.requests[-1]).replace(lost[5:], "")
+        assert live_processes(child)  # as said: out of reach
+    finally:
+        for pid in live_processes(child):
+            os.kill(pid, signal.SIGKILL)
+
+
+async def test_a_command_whose_keeper_is_killed_by_hand_has_no_exit_status(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """A command run to its end: its keeper's SIGKILL is not the command's exit status."""
+    child = unique_sleep()
+    agent, session = await opened(launch, project)
+    run_to_its_end(server, f"{unseen(child)}; :")
+    pending = await agent.start_prompt(session, "run it")
+    try:
+        await wait_until(lambda: live_processes(child), "the command to run")
+        [keeper] = keepers_of(agent)
+        os.kill(keeper, signal.SIGKILL)
+        assert (await pending.result()).stop_reason == "end_turn"
+
+        assert result_of(server, "r1")[0].startswith("Exit status unknown.")
+    finally:
+        for pid in live_processes(child):
+            os.kill(pid, signal.SIGKILL)

@@ -11,6 +11,7 @@ import signal
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,6 +46,7 @@ from tests.e2e.support import (
     unreasoned,
     user_texts,
 )
+from tests.e2e.test_background import keepers_of
 from tests.harness import live_processes, wait_until
 from tests.timing import INTERRUPTED_S
 
@@ -245,6 +247,37 @@ async def test_cancel_while_running_a_local_command(
         "run-1": (INTERRUPTED, None),
         "write-1": (NOT_STARTED, None),
     }
+
+
+async def test_a_cancel_while_a_commands_keeper_starts_logs_no_error(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """Cancelled as the call starts, while its keeper (a Python process) is still starting:
+    the turn answers at once, and the keeper's start, which nobody awaits any more, fails
+    without an error in the log (it was "Future exception was never retrieved", once per
+    such cancel)."""
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    response = await agent.request(
+        "session/set_mode", {"sessionId": session, "modeId": "full_access"}
+    )
+    assert "result" in response, response
+    for n in range(6):
+        command = args(command=f"echo {n}", background=n % 2 == 1)
+        server.script(Reply(calls=(Call(f"run-{n}", "run_command", command),)))
+        pending = await agent.start_prompt(session, "run it")
+        await agent.proc.wait_for("the call to start", started, start=pending.start)
+        turn = await cancel_and_wait(agent, pending)  # within the keeper's 10 ms, mostly
+        assert statuses(for_call(turn.updates, f"run-{n}"))[-1] == "failed"
+    await wait_until(lambda: not keepers_of(agent), "the keepers to end")
+    await launch.close(agent)  # what a collected future logs is in the log by then
+    assert not [e for e in agent.proc.log_events() if e.get("level") == "error"]
+
+
+def started(message: dict[str, Any]) -> bool:
+    """A tool call's update to in_progress."""
+    update = message.get("params", {}).get("update", {})
+    return message.get("method") == "session/update" and update.get("status") == "in_progress"
 
 
 async def test_cancel_in_a_later_model_call_keeps_finished_results(

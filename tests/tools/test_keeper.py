@@ -116,3 +116,36 @@ async def test_the_output_pipe_is_the_command_s_alone() -> None:
     assert proc.stdout is not None
     assert await asyncio.wait_for(proc.stdout.read(), INTERRUPTED_S) == b"out\n"
     assert await asyncio.wait_for(proc.wait(), INTERRUPTED_S) == 0
+
+
+# Modules a keeper has no use for, which `signal`, `contextlib` or `typing` would bring in.
+HEAVY_IMPORTS = {"enum", "functools", "collections", "contextlib", "typing", "re"}
+
+
+def test_a_keeper_starts_without_the_modules_it_has_no_use_for() -> None:
+    """Every command waits for its keeper to start (bench/commands.py), and the imports are
+    a third of that start: the keeper, run as `spawn_kept` runs it, imports none of them."""
+    ours, theirs = socket.socketpair()
+    with ours:
+        keeper = subprocess.run(
+            [
+                *(sys.executable, "-I", "-S", "-X", "importtime", str(KEEPER_SCRIPT)),
+                *(str(theirs.fileno()), "leader", "true"),
+            ],
+            pass_fds=(theirs.fileno(),),
+            capture_output=True,
+            text=True,
+            timeout=INTERRUPTED_S,
+            check=False,
+        )
+        theirs.close()
+        said = ours.recv(4096).decode()
+    assert keeper.returncode == 0, keeper.stderr
+    assert said.startswith("started ") and "exit 0" in said
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in keeper.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "select" in imported  # what was read is the keeper's own list
+    assert imported.isdisjoint(HEAVY_IMPORTS), sorted(imported & HEAVY_IMPORTS)

@@ -19,17 +19,20 @@ _TYPES: Final = (
 )
 
 
-def misanswered(message: dict[str, Any], awaited: Sequence[Any], ids_only: bool) -> int | None:
+def misanswered(
+    message: dict[str, Any], awaited: Sequence[Any], ids_only: bool, sent: Sequence[Any] = ()
+) -> int | None:
     """The index in `awaited` (the ids of the requests whose answer is awaited) of the request
     that `message` answers with an id that does not match: that request's id in another JSON
-    type ("1" for 1, 1.0 for 1), or id null (or none) when one request is awaited and every
-    message written so far had an id (`ids_only`: then the answer cannot be to a notification
-    or to a line the agent could not read)."""
+    type ("1" for 1, 1.0 for 1); or, when one request is awaited and every message written so
+    far had an id (`ids_only`: then the answer cannot be to a notification or to a line the
+    agent could not read), an id that no request was sent with, in any type (`sent`, the
+    requests answered already too: null, none, "01" for 1)."""
     got = message.get("id")
-    same = [index for index, sent in enumerate(awaited) if _in_another_type(got, sent)]
+    same = [index for index, sent_id in enumerate(awaited) if _in_another_type(got, sent_id)]
     if same:
         return same[0]
-    if got is None and len(awaited) == 1 and ids_only:
+    if len(awaited) == 1 and ids_only and not any(_same(got, i) for i in (*sent, *awaited)):
         return 0
     return None
 
@@ -47,6 +50,11 @@ def json_type(value: Any) -> str:
     if value is None:
         return "null"
     return next(name for kind, name in _TYPES if isinstance(value, kind))
+
+
+def _same(got: Any, sent: Any) -> bool:
+    """Whether `got` is the id `sent`, in its type or in another one."""
+    return (type(got) is type(sent) and got == sent) or _in_another_type(got, sent)
 
 
 def _in_another_type(got: Any, sent: Any) -> bool:

@@ -149,7 +149,8 @@ class Probe(AgentLink):
         (`ids.misanswered`), that request's wait fails with it."""
         super().unmatched(message)
         awaited = self.awaited()
-        index = misanswered(message, [sent for sent, _, _ in awaited], self.ids_only)
+        ids = [sent for sent, _, _ in awaited]
+        index = misanswered(message, ids, self.ids_only, self.requested())
         if index is None:
             return
         sent, method, future = awaited[index]
@@ -168,7 +169,10 @@ class Probe(AgentLink):
         await super().send(message, probe=probe)
 
     async def send_raw(self, data: bytes, *, probe: bool = True) -> None:
-        self.ids_only = False
+        """Bytes as they are: a probe (a line that is no message, a malformed one), or with
+        `probe` False requests with their ids, written in pieces or several at once."""
+        if probe:
+            self.ids_only = False
         await super().send_raw(data, probe=probe)
 
     # ------------------------------------------------------------------------------ waits

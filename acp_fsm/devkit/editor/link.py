@@ -227,6 +227,10 @@ class AgentLink:
             if not future.done()
         ]
 
+    def requested(self) -> list[Any]:
+        """The ids of every request whose answer was awaited, answered or not."""
+        return [key[1] for key in self._pending]
+
     def _answer(self, request: Message) -> None:
         """The editor's answer, written at once so answers keep the order of the requests."""
         assert self.editor is not None
