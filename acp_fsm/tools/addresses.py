@@ -10,12 +10,16 @@ by the host the user was asked about, whatever hop it comes on.
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 # Names of the user's own machine or network by their domain (RFC 6761, 6762, 8375; common use).
 LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
+# A name as the HTTP client holds it (a name of other letters is already IDNA's `xn--` form):
+# letters, digits, hyphens and underscores, in labels between dots.
+_NAME = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?")
 # IPv4 addresses carried inside IPv6 ones that reach them: NAT64's well-known prefix (RFC 6052).
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 
@@ -68,9 +72,12 @@ def local_host(host: str) -> bool:
 
 
 def not_a_host(host: str) -> bool:
-    """A host of digits and dots that is no address (`1.2.3.4.5`, `127.0.0.1.`): HTTP clients
-    take it for an address and hand it to the system's full lookup, which no guard sees."""
-    return numeric_address(host) is None and host.replace(".", "").isdigit()
+    """A host that is neither an address nor a name: digits and dots that make no address
+    (`1.2.3.4.5`, `127.0.0.1.`: HTTP clients take it for one and hand it to the system's full
+    lookup, which no guard sees), or characters no name has (a NUL, a space)."""
+    if numeric_address(host) is not None:
+        return False
+    return host.replace(".", "").isdigit() or not _NAME.fullmatch(host)
 
 
 def refusal(host: str, address: IPAddress, allowed: str | None) -> str | None:

@@ -103,6 +103,8 @@ class FetchUrl(BaseTool):
             return f"only http and https URLs can be fetched, not {url.scheme or 'this'!r}"
         if not url.raw_host:
             return "the URL has no host"
+        if not_a_host(url.raw_host):
+            return f"{url.raw_host!r} is neither an address nor a name"
         return None
 
     def title(self, args: dict[str, Any], env: ToolEnv) -> str:

@@ -130,6 +130,21 @@ async def test_a_public_name_runs_unasked_in_full_access(
     assert is_error is True and text.startswith(f"Could not fetch {url}")
 
 
+@pytest.mark.parametrize("host", ["1.2.3.4.5", "999999999999", "\x00"])
+async def test_a_host_that_is_neither_address_nor_name_is_refused_unasked(
+    launch: Launcher, server: ScriptedProvider, project: Path, host: str
+) -> None:
+    """Refused by the call's check, before the user is asked about a host no one can reach."""
+    agent = await launch.start("anthropic")
+    session = await agent.new_session(project)
+    url = f"http://{host}/page"
+    await one_call(agent, server, session, Call("f1", "fetch_url", args(url=url)))
+
+    assert agent.editor.of_method("session/request_permission") == []
+    text, is_error = result_of(server, "f1")
+    assert is_error is True and text.endswith(f"{host!r} is neither an address nor a name")
+
+
 async def test_a_redirect_loop_and_a_huge_page_are_bounded(
     launch: Launcher, server: ScriptedProvider, project: Path, page: str
 ) -> None:
