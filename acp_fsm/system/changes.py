@@ -201,9 +201,13 @@ class _Journal:
         entries = [_entry(change, ident) for change in changes]
         folders = list(dict.fromkeys(f for c in changes for f in _missing(c.path.parent)))
         body = {"files": [e.to_json() for e in entries], "folders": [str(f) for f in folders]}
-        journals.mkdir(mode=0o700, parents=True, exist_ok=True)
         unfinished = journals / f"{ident}{UNFINISHED}"
-        fd = os.open(unfinished, _CREATE, 0o600)
+        try:
+            journals.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(unfinished, _CREATE, 0o600)
+        except OSError as exc:  # nothing was changed: say it is the journal that failed
+            why = f"the journal of changes cannot be written ({exc.strerror or exc})"
+            raise OSError(exc.errno, why, str(journals)) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # held until the set ends: the process is alive
             _write_all(fd, json.dumps(body).encode())

@@ -20,6 +20,7 @@ from tests.e2e.support import (
     for_call,
     stored,
     text_events,
+    tool_results,
 )
 from tests.harness import wait_until
 
@@ -230,3 +231,22 @@ async def test_a_patch_killed_halfway_is_rolled_back_by_the_next_process(
     assert os.listdir(launch.home / "changes") == []
     [rolled] = second.log("change_set_rolled_back")
     assert sorted(rolled["restored"]) == [str(project / name) for name in ("a.py", "b.py")]
+
+
+async def test_a_journal_that_cannot_be_written_fails_the_patch_clearly_and_changes_nothing(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    (project / "a.py").write_text("a = 1\n")
+    launch.home.mkdir(parents=True, exist_ok=True)
+    (launch.home / "changes").write_text("not a folder")  # where the journals would go
+    agent = await launch.start("openai")
+    agent.editor.permissions.append("allow_once")
+    session = await agent.new_session(project)
+    patch = "*** Begin Patch\n*** Update File: a.py\n@@\n-a = 1\n+a = 2\n*** End Patch"
+    server.script(Reply(calls=(Call("p1", "apply_patch", args(patch=patch)),)), Reply(text="no"))
+    await agent.prompt(session, "patch it")
+
+    assert (project / "a.py").read_text() == "a = 1\n"
+    assert sorted(os.listdir(project)) == ["a.py"]
+    text, _ = tool_results(server.requests[-1])["p1"]
+    assert "the journal of changes cannot be written" in text, text
