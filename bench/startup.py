@@ -4,6 +4,9 @@ Beside them, a yardstick to scale the figures by the machine: `bench/bare_relay.
 asyncio, aiohttp and orjson imported, nothing else) answering the same two requests. Every
 agent runs with bytecode caches, as an installed copy has them (`bench.common.PYCACHE`); with
 BENCH_AGAINST=<another checkout>, its agent is measured too, run by run in turn with this one's.
+BENCH_PEERS="label=command;..." adds other ACP agents (a peer's launcher script, say codex-acp
+pointed at `$OPENAI_BASE_URL`), started with the same environment. The agents take turns, in
+one order on even runs and the other on odd ones, so neither order favours one.
 
 Targets (issue 19, on a machine about twice as fast as a slow 2-core one): initialize +
 session/new <= 120 ms after spawn.
@@ -12,6 +15,8 @@ Run: python -m bench.startup [runs]
 
 from __future__ import annotations
 
+import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -24,6 +29,8 @@ SECOND = (
     b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}\n'
 )
 BARE = "bare relay (yardstick)"
+# How long an agent has to exit once its stdin is closed, before it is killed.
+EXIT_WAIT_S = 2.0
 
 
 def one_run(command: list[str], root: Path, env: dict[str, str]) -> tuple[float, float]:
@@ -48,7 +55,11 @@ def one_run(command: list[str], root: Path, env: dict[str, str]) -> tuple[float,
     second = (time.perf_counter() - started) * 1000
     assert b'"sessionId"' in answer, answer  # a session, not an error, was timed
     proc.stdin.close()
-    proc.wait()
+    try:
+        proc.wait(timeout=EXIT_WAIT_S)
+    except subprocess.TimeoutExpired:  # codex-acp 0.16 outlives its stdin
+        proc.kill()
+        proc.wait()
     return first, second
 
 
@@ -65,10 +76,12 @@ def measure(runs: int) -> dict[str, tuple[list[float], list[float]]]:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     here = checkouts()[0][1]
     agents = [(label, agent_command(), root) for label, root in checkouts()]
+    agents += [(label, command, here) for label, command in peers()]
     agents.append((BARE, [sys.executable, "-m", "bench.bare_relay"], here))
     samples: dict[str, tuple[list[float], list[float]]] = {a[0]: ([], []) for a in agents}
     for run in range(runs + 2):  # two first runs warm the page cache and the bytecode
-        for label, command, root in agents:  # in turn, so a busy moment hurts all alike
+        # In turn, so a busy moment hurts all alike; the order reversed every other run.
+        for label, command, root in agents if run % 2 else agents[::-1]:
             first, second = one_run(command, root, env)
             if run >= 2:
                 samples[label][0].append(first)
@@ -76,12 +89,23 @@ def measure(runs: int) -> dict[str, tuple[list[float], list[float]]]:
     return samples
 
 
+def peers() -> list[tuple[str, list[str]]]:
+    """The other agents `BENCH_PEERS` names: `label=command line`, `;` between them."""
+    found = []
+    for entry in filter(None, os.environ.get("BENCH_PEERS", "").split(";")):
+        label, _, command = entry.partition("=")
+        found.append((label.strip(), shlex.split(command)))
+    return found
+
+
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     rows = []
     for label, (first, second) in measure(runs).items():
+        alone = [b - a for a, b in zip(first, second, strict=True)]
         rows.append(f"{label + ': spawn -> initialize':<44} {summary(first)}")
         rows.append(f"{label + ': spawn -> session/new':<44} {summary(second)}")
+        rows.append(f"{label + ': session/new alone':<44} {summary(alone)}")
     table(
         f"startup ({runs} runs, ms)", f"{'measure':<44} {'median':>8} {'p90':>8} {'min':>8}", rows
     )
