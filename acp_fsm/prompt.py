@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from acp_fsm.errors import BadRequest
 from acp_fsm.front_matter import shortened
-from acp_fsm.protocol.errors import InvalidParams
 from acp_fsm.providers.types import ImagePart, TextPart, UserPart
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -18,7 +18,7 @@ TITLE_CHARS = 80  # of a session's title (what editors show in a list)
 
 
 def to_parts(blocks: list[dict[str, Any]]) -> tuple[UserPart, ...]:
-    """The model-facing parts of a prompt; InvalidParams names an unsupported block."""
+    """The model-facing parts of a prompt; `BadRequest` names an unsupported block."""
     parts: list[UserPart] = []
     for index, block in enumerate(blocks):
         kind = block.get("type")
@@ -32,9 +32,7 @@ def to_parts(blocks: list[dict[str, Any]]) -> tuple[UserPart, ...]:
         elif kind == "image":
             parts.append(_image(index, block.get("mimeType", ""), block.get("data")))
         else:
-            raise InvalidParams(
-                f"Invalid params: prompt[{index}]: {kind} content is not supported by this agent"
-            )
+            raise BadRequest(f"prompt[{index}]", f"{kind} content is not supported by this agent")
     return tuple(parts)
 
 
@@ -52,9 +50,10 @@ def _embedded(index: int, resource: dict[str, Any]) -> UserPart:
 
 def _image(index: int, mime: str, data: Any) -> ImagePart:
     if mime not in IMAGE_TYPES or not isinstance(data, str) or not data:
-        raise InvalidParams(
-            f"Invalid params: prompt[{index}]: an image needs base64 data of "
-            f"one of {sorted(IMAGE_TYPES)} (got {mime or 'no mimeType'})"
+        raise BadRequest(
+            f"prompt[{index}]",
+            f"an image needs base64 data of one of {sorted(IMAGE_TYPES)} "
+            f"(got {mime or 'no mimeType'})",
         )
     return ImagePart(data, mime)
 

@@ -15,9 +15,18 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from acp_fsm import credentials, environment, limits, schemas, warm
+from acp_fsm.errors import DomainError
 from acp_fsm.fsm.handshake import Handshake, HandshakeState, HandshakeTrigger
 from acp_fsm.initialize import API_KEY_LOGIN, TERMINAL_LOGIN, ClientInfo, initialize_result
-from acp_fsm.methods import AGENT_TO_CLIENT, BOTH, PROTOCOL, MethodSpec, Registry, Served
+from acp_fsm.methods import (
+    AGENT_TO_CLIENT,
+    BOTH,
+    PROTOCOL,
+    MethodSpec,
+    Registry,
+    Served,
+    answer,
+)
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.protocol.connection import Connection, OutboundKind
 from acp_fsm.protocol.errors import (
@@ -36,7 +45,9 @@ if TYPE_CHECKING:
 log = structlog.get_logger("acp")
 
 # The work of one inbound method: its params in, the coroutine that answers it (a request's
-# result) or None (a notification handled at once).
+# result) or None (a notification handled at once). Each takes its method's generated request
+# type (`acp.PromptRequest`, ...): the params are valid under that method's schema once
+# `route` let them through, so `dispatch` hands them over as such, the one cast there is.
 Handler = Callable[[Any], Coroutine[Any, Any, Any] | None]
 
 
@@ -106,21 +117,26 @@ class AcpServer:
         )
         if entry.trigger is not None:
             self._fire(entry.trigger)
-        params = message.params
+        params = message.params  # valid under `entry`'s schema: its handler's request type
         handler = self._handlers[entry.name]
         session_id = params.get("sessionId") if isinstance(params, dict) else None
         if not isinstance(session_id, str):
-            work = handler(params)
-            return work if asyncio.iscoroutine(work) else None
+            session_id = None
         # dispatch runs in the reader's context: bind only around the call, and again inside
         # the handler's own task, so the session id never leaks into unrelated log lines
         # (the tokens' reset, not `bound_contextvars`: that copies the whole context)
-        bound = structlog.contextvars.bind_contextvars(session_id=session_id)
+        bound = (
+            structlog.contextvars.bind_contextvars(session_id=session_id)
+            if session_id is not None
+            else {}
+        )
         try:
             work = handler(params)
+        except DomainError as error:
+            raise answer(error) from None
         finally:
             structlog.contextvars.reset_contextvars(**bound)
-        return _with_session(work, session_id) if asyncio.iscoroutine(work) else None
+        return _answered(work, session_id) if asyncio.iscoroutine(work) else None
 
     def check_outbound(self, method: str, kind: OutboundKind, payload: Any) -> str | None:
         ref, refusal = _outbound_ref(self.registry, method, kind)
@@ -369,6 +385,11 @@ def _outbound_ref(registry: Registry, method: str, kind: OutboundKind) -> tuple[
     return spec.params_ref, ""
 
 
-async def _with_session(work: Coroutine[Any, Any, Any], session_id: str) -> Any:
-    structlog.contextvars.bind_contextvars(session_id=session_id)
-    return await work
+async def _answered(work: Coroutine[Any, Any, Any], session_id: str | None) -> Any:
+    """The handler's result, or the JSON-RPC error of the domain error it raised."""
+    if session_id is not None:
+        structlog.contextvars.bind_contextvars(session_id=session_id)
+    try:
+        return await work
+    except DomainError as error:
+        raise answer(error) from None

@@ -24,10 +24,10 @@ import structlog
 from acp_fsm import credentials, limits, pricing, redact, transcript, updates
 from acp_fsm.blocking import Shared
 from acp_fsm.conversation import Conversation
+from acp_fsm.errors import SessionNotFound
 from acp_fsm.library import EMPTY, Library, scan
 from acp_fsm.prompt import title_of, to_parts
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
-from acp_fsm.protocol.errors import ResourceNotFound
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import (
     AssistantMessage,
@@ -156,7 +156,7 @@ class Session:
         the prompt's answer. A prompt sent while a turn runs (or others wait) is queued: it
         runs after them, in order (a cancel meanwhile answers it `cancelled`, unrun)."""
         if self.closing:
-            raise ResourceNotFound(f"Session not found: {self.id} is being closed")
+            raise SessionNotFound(f"{self.id} is being closed")
         limits.check_nesting("prompt", prompt)  # refused now, never answered unstored
         parts = to_parts(prompt)
         body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in parts]}
