@@ -76,7 +76,7 @@ class Served:
     `trigger` is a handshake trigger fired synchronously once params are valid (before any
     other message is read); `advertises` maps paths under `agentCapabilities` to the values
     that advertise it. Which function does the work is the server's own table
-    (`acp_fsm.server.HANDLERS`).
+    (`AcpServer._bind_handlers`).
     """
 
     __slots__ = ("advertises", "name", "trigger")

@@ -81,7 +81,7 @@ class Queued:
     """A prompt sent while a turn ran: `ready` once it is its turn, or once it is cancelled
     (then answered at once, without running)."""
 
-    prompt: list[dict[str, Any]]
+    prompt: list[acp.ContentBlock]
     ready: asyncio.Future[None]
     cancelled: bool = False
 
@@ -150,7 +150,7 @@ class Session:
 
     # ------------------------------------------------------------------- turns
 
-    def start_turn(self, prompt: list[dict[str, Any]]) -> Coroutine[Any, Any, acp.PromptResponse]:
+    def start_turn(self, prompt: list[acp.ContentBlock]) -> Coroutine[Any, Any, acp.PromptResponse]:
         """Synchronously check and convert the prompt, and take the token (a cancel read right
         after the prompt reaches this turn); then the coroutine that runs the turn and gives
         the prompt's answer. A prompt sent while a turn runs (or others wait) is queued: it
@@ -308,7 +308,7 @@ class Session:
         self.token.cancel(reason)
         return True
 
-    def cancel_prompt(self, prompt: list[dict[str, Any]], reason: str) -> bool:
+    def cancel_prompt(self, prompt: list[acp.ContentBlock], reason: str) -> bool:
         """`$/cancel_request` for the prompt `prompt` (the request's own list): that one
         alone, queued or running; False when it is neither."""
         waiting = next((w for w in self._queued if w.prompt is prompt), None)
@@ -407,7 +407,7 @@ class Session:
     # ------------------------------------------------------ commands and skills
 
     async def _expanded(
-        self, turn: Turn, prompt: list[dict[str, Any]], parts: tuple[UserPart, ...]
+        self, turn: Turn, prompt: list[acp.ContentBlock], parts: tuple[UserPart, ...]
     ) -> tuple[UserPart, ...] | None:
         """What the model receives for a prompt that is a command (`/init`, `/review`, the
         user's commands and skills), or None: the prompt as it is. A `/review` turn is

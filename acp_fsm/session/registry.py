@@ -96,7 +96,7 @@ class Sessions:
         self,
         cwd: str,
         additional: list[str],
-        mcp_servers: list[dict[str, Any]],
+        mcp_servers: list[Any],
         provider: ProviderConfig | None,
     ) -> Session:
         """A new session, working with `provider` (the configuration in force, as read)."""
@@ -113,7 +113,7 @@ class Sessions:
         source_id: str,
         cwd: str,
         additional: list[str],
-        mcp_servers: list[dict[str, Any]],
+        mcp_servers: list[Any],
         provider: ProviderConfig | None,
     ) -> Session:
         """`session/fork`: a new session whose stored conversation is a copy of the source's
@@ -140,7 +140,7 @@ class Sessions:
         return await self._opened(session, provider, mcp_servers)
 
     async def _opened(
-        self, session: Session, provider: ProviderConfig | None, mcp_servers: list[dict[str, Any]]
+        self, session: Session, provider: ProviderConfig | None, mcp_servers: list[Any]
     ) -> Session:
         """`session`, open here, with its MCP servers started."""
         session.options.provider = provider

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -65,7 +65,7 @@ class Turn:
         self.session = session
         self.token = token
         self.command = command  # a slash command the prompt runs instead of a model turn
-        self.prompt: list[dict[str, Any]] | None = None  # the request's (a subagent's: None)
+        self.prompt: list[acp.ContentBlock] | None = None  # the request's (a subagent's: None)
         self.state = TurnState(TURN.initial)  # moved by `_fire` only
         self.requests = 0  # model calls made
         self.max_requests = tools.max_turn_requests()  # and allowed
