@@ -7,15 +7,7 @@ from __future__ import annotations
 import pytest
 
 from acp_fsm import errors, schemas
-from acp_fsm.errors import (
-    BadRequest,
-    DomainError,
-    LoginRequired,
-    NotStored,
-    SessionBusy,
-    SessionNotFound,
-    TurnFailed,
-)
+from acp_fsm.errors import DomainError
 from acp_fsm.fsm.handshake import Handshake, HandshakeTrigger
 from acp_fsm.methods import ANSWERS, answer
 from acp_fsm.protocol.errors import ResourceNotFound, RpcError
@@ -57,23 +49,23 @@ def test_every_row_answers_with_a_code_the_protocol_defines(kind: type[DomainErr
     ("error", "expected"),
     [
         (
-            BadRequest("cwd", "must be an absolute path"),
+            errors.BadRequest("cwd", "must be an absolute path"),
             {"code": -32602, "message": "Invalid params: cwd: must be an absolute path"},
         ),
         (
-            SessionNotFound("'s-1' (it was deleted)"),
+            errors.SessionNotFound("'s-1' (it was deleted)"),
             {"code": -32002, "message": "Session not found: 's-1' (it was deleted)"},
         ),
         (
-            SessionBusy("session s-1 is running a prompt in process 7; wait for it to finish"),
+            errors.SessionBusy("session s-1 is running a prompt in process 7; wait for it"),
             {
                 "code": -32600,
                 "message": "Invalid Request: session s-1 is running a prompt in process 7; "
-                "wait for it to finish",
+                "wait for it",
             },
         ),
         (
-            LoginRequired("no API key is configured.", data={"reason": "r", "details": "d"}),
+            errors.LoginRequired("no API key is configured.", data={"reason": "r", "details": "d"}),
             {
                 "code": -32000,
                 "message": "Authentication required: no API key is configured.",
@@ -81,14 +73,14 @@ def test_every_row_answers_with_a_code_the_protocol_defines(kind: type[DomainErr
             },
         ),
         (
-            NotStored("the prompt entry could not be stored: disk full"),
+            errors.NotStored("the prompt entry could not be stored: disk full"),
             {
                 "code": -32603,
                 "message": "Internal error: the prompt entry could not be stored: disk full",
             },
         ),
         (
-            TurnFailed("Rate limited", data={"provider": "openai", "retryable": True}),
+            errors.TurnFailed("Rate limited", data={"provider": "openai", "retryable": True}),
             {
                 "code": -32603,
                 "message": "Rate limited",
@@ -106,7 +98,7 @@ def test_each_domain_error_is_answered_as_its_row_says(
 
 
 def test_a_bad_request_names_its_field() -> None:
-    error = BadRequest("prompt[2]", "audio content is not supported by this agent")
+    error = errors.BadRequest("prompt[2]", "audio content is not supported by this agent")
     assert error.field == "prompt[2]"
     assert error.message == "prompt[2]: audio content is not supported by this agent"
 
