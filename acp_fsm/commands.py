@@ -7,12 +7,16 @@ with `/` (a path, say) is a prompt."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from acp_fsm.library import Library
     from acp_fsm.providers.types import UserPart
-    from acp_fsm.schemas.acp_types import AvailableCommand, SessionUpdateAvailableCommandsUpdate
+    from acp_fsm.schemas.acp_types import (
+        AvailableCommand,
+        ContentBlock,
+        SessionUpdateAvailableCommandsUpdate,
+    )
 
 COMPACT, INIT, REVIEW, STATUS, MCP = "compact", "init", "review", "status", "mcp"
 # name -> (description, hint for its input, None when it takes none)
@@ -84,7 +88,7 @@ def announcement(library: Library | None = None) -> SessionUpdateAvailableComman
     return {"sessionUpdate": "available_commands_update", "availableCommands": available(library)}
 
 
-def _split(prompt: list[dict[str, Any]]) -> tuple[str, str] | None:
+def _split(prompt: list[ContentBlock]) -> tuple[str, str] | None:
     """`(name, the text after it)` when the prompt's first block is text `/<name> ...`."""
     first = prompt[0] if prompt else None
     if not isinstance(first, dict) or first.get("type") != "text":
@@ -96,7 +100,7 @@ def _split(prompt: list[dict[str, Any]]) -> tuple[str, str] | None:
     return name, argument[0].strip() if argument else ""
 
 
-def parse(prompt: list[dict[str, Any]]) -> Command | None:
+def parse(prompt: list[ContentBlock]) -> Command | None:
     """The command the turn machine runs for a prompt (`/compact`, `/status`, `/mcp`): its
     first block is text starting with `/<name>`."""
     found = _split(prompt)
@@ -106,7 +110,7 @@ def parse(prompt: list[dict[str, Any]]) -> Command | None:
 
 
 def expanded(
-    prompt: list[dict[str, Any]], parts: tuple[UserPart, ...], library: Library
+    prompt: list[ContentBlock], parts: tuple[UserPart, ...], library: Library
 ) -> tuple[UserPart, ...] | None:
     """What the model receives for a prompt that runs one of the user's commands or skills
     (`parts` with its first text replaced), or None when it runs none."""
@@ -140,7 +144,7 @@ def as_typed(line: str | None, library: Library) -> str | None:
     return None if about is None else f"{line}\n(the command /{found[0]}: {about})"
 
 
-def reviewing(prompt: list[dict[str, Any]]) -> str | None:
+def reviewing(prompt: list[ContentBlock]) -> str | None:
     """The argument of a `/review` prompt (its range, "" for the uncommitted changes), or None
     when the prompt is not one."""
     found = _split(prompt)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from acp_fsm import redact
 from acp_fsm.blocking import Shared
-from acp_fsm.protocol.errors import AuthRequired
+from acp_fsm.errors import LoginRequired
 from acp_fsm.providers.endpoint import (
     ANTHROPIC,
     API_VARIABLE,
@@ -102,17 +102,17 @@ class InForce(NamedTuple):
         prompt names the setting)."""
         return self.config is not None and needs_login(self.config)
 
-    def refusal(self, client: ClientInfo | None) -> AuthRequired:
-        """auth_required (-32000) worded for `client`: one sentence naming the login it was
-        offered in `initialize`, and every way in `data.details` (some clients show only
-        `data.reason` or `data.details`, others only the message)."""
+    def refusal(self, client: ClientInfo | None) -> LoginRequired:
+        """The refusal worded for `client` (answered as auth_required, -32000): one sentence
+        naming the login it was offered in `initialize`, and every way in `data.details`
+        (some clients show only `data.reason` or `data.details`, others only the message)."""
         terminal = client is not None and client.offers_terminal_login
         way = BY_TERMINAL if terminal else BY_HAND
         details = STEPS.format(login=LOGIN_STEP[terminal])
         if self.problem:  # its name only: the editor is never told a path of the agent's data
             details += f"\nNote: the stored {FILE} {self.problem}."
-        return AuthRequired(
-            f"Authentication required: no API key is configured; {way}.",
+        return LoginRequired(
+            f"no API key is configured; {way}.",
             data={"reason": f"No API key is configured: {way}.", "details": details},
         )
 

@@ -11,6 +11,7 @@ from acp_fsm.methods import agent_capabilities
 
 TYPE_CHECKING = False  # the startup path: no `typing`
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, cast
 
     from acp_fsm.schemas import acp_types as acp
@@ -58,13 +59,13 @@ def runs_terminal_login(capabilities: object) -> bool:
     )
 
 
-def auth_methods(params: dict[str, Any] | None) -> list[acp.AuthMethod]:
+def auth_methods(params: Mapping[str, Any] | None) -> list[acp.AuthMethod]:
     """The login the client can offer: in a terminal only if it can run one."""
     terminal = runs_terminal_login((params or {}).get("clientCapabilities"))
     return [TERMINAL_LOGIN.copy() if terminal else API_KEY_LOGIN.copy()]
 
 
-def initialize_result(params: dict[str, Any] | None = None) -> acp.InitializeResponse:
+def initialize_result(params: Mapping[str, Any] | None = None) -> acp.InitializeResponse:
     """The `initialize` result for the client's `params`: what this agent supports, computed
     from the method registry, and how to log in."""
     return {
@@ -81,7 +82,7 @@ class ClientInfo:
 
     __slots__ = ("capabilities", "info", "protocol_version")
 
-    def __init__(self, params: dict[str, Any]) -> None:
+    def __init__(self, params: Mapping[str, Any]) -> None:
         self.protocol_version: int = params["protocolVersion"]
         self.capabilities: dict[str, Any] = params.get("clientCapabilities") or {}
         self.info: dict[str, Any] | None = params.get("clientInfo")

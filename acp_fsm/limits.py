@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp_fsm.protocol.errors import InvalidParams
+from acp_fsm.errors import BadRequest
 from acp_fsm.store import MAX_BODY_BYTES, stored_size
 
 # A path the agent keeps and lists again (cwd, additionalDirectories): Linux's PATH_MAX.
@@ -34,17 +34,14 @@ def echo(value: object) -> str:
 
 def check_path(name: str, value: str) -> None:
     if len(value) > MAX_PATH_CHARS:
-        raise InvalidParams(
-            f"Invalid params: {name}: longer than {MAX_PATH_CHARS} characters "
-            f"(MAX_PATH_CHARS), got {len(value):,}"
+        raise BadRequest(
+            name, f"longer than {MAX_PATH_CHARS} characters (MAX_PATH_CHARS), got {len(value):,}"
         )
 
 
 def check_count(name: str, items: list[Any], limit: int, limit_name: str) -> None:
     if len(items) > limit:
-        raise InvalidParams(
-            f"Invalid params: {name}: more than {limit} entries ({limit_name}), got {len(items):,}"
-        )
+        raise BadRequest(name, f"more than {limit} entries ({limit_name}), got {len(items):,}")
 
 
 def check_nesting(name: str, value: Any) -> None:
@@ -60,9 +57,9 @@ def check_nesting(name: str, value: Any) -> None:
         else:
             continue
         if depth > MAX_NESTING:
-            raise InvalidParams(
-                f"Invalid params: {name}: nested deeper than {MAX_NESTING} "
-                "levels (MAX_NESTING); it could not be stored"
+            raise BadRequest(
+                name,
+                f"nested deeper than {MAX_NESTING} levels (MAX_NESTING); it could not be stored",
             )
         stack.extend((child, depth + 1) for child in children)
 
@@ -71,8 +68,8 @@ def check_stored(name: str, body: dict[str, Any]) -> None:
     """`body` fits one store entry (`store.MAX_BODY_BYTES`), as it will be stored."""
     size = stored_size(body)  # what orjson refuses (a lone surrogate) the store still holds
     if size > MAX_BODY_BYTES:
-        raise InvalidParams(
-            f"Invalid params: {name}: {size:,} bytes as stored (with what the "
-            f"model is sent of it), over the {MAX_BODY_BYTES:,}-byte limit "
-            "of a stored entry (MAX_BODY_BYTES)"
+        raise BadRequest(
+            name,
+            f"{size:,} bytes as stored (with what the model is sent of it), over the "
+            f"{MAX_BODY_BYTES:,}-byte limit of a stored entry (MAX_BODY_BYTES)",
         )

@@ -1,16 +1,35 @@
-"""The method registry: one table drives routing, schemas, handshake triggers and capabilities.
+"""The method registry: one table drives routing, schemas, handshake triggers and capabilities;
+another answers the domain's errors.
 
 `ACP` is the protocol's own method index (`schemas/methods.json`): every method that exists in
 ACP v1, its direction and the schema definitions of its params and result. `SERVED` lists the
 methods this agent implements; `agent_capabilities` is computed from it, so nothing is
-advertised that is not served. Imported on the startup path: no `typing`, no `dataclasses`.
+advertised that is not served. `ANSWERS` is the one place a domain error (`acp_fsm.errors`)
+becomes a JSON-RPC error. Imported on the startup path: no `typing`, no `dataclasses`.
 """
 
 from __future__ import annotations
 
 from acp_fsm import schemas
+from acp_fsm.errors import (
+    BadRequest,
+    DomainError,
+    LoginRequired,
+    NotStored,
+    SessionBusy,
+    SessionNotFound,
+    TurnFailed,
+)
 from acp_fsm.fsm.handshake import HandshakeState, HandshakeTrigger, admission
-from acp_fsm.protocol.errors import InvalidParams, InvalidRequest, MethodNotFound
+from acp_fsm.protocol.errors import (
+    AuthRequired,
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    ResourceNotFound,
+    RpcError,
+)
 
 TYPE_CHECKING = False  # the startup path: no `typing`
 if TYPE_CHECKING:
@@ -57,7 +76,7 @@ class Served:
     `trigger` is a handshake trigger fired synchronously once params are valid (before any
     other message is read); `advertises` maps paths under `agentCapabilities` to the values
     that advertise it. Which function does the work is the server's own table
-    (`acp_fsm.server.HANDLERS`).
+    (`AcpServer._bind_handlers`).
     """
 
     __slots__ = ("advertises", "name", "trigger")
@@ -174,6 +193,24 @@ class Registry:
 
 
 PROTOCOL = Registry(ACP, SERVED)  # what every connection serves
+
+# What the editor is answered for each domain error: the JSON-RPC error of its code, and the
+# words the domain's message follows (JSON-RPC's and ACP's own names of the code; a turn's
+# failure says its own). Its `data` goes as it is.
+ANSWERS: dict[type[DomainError], tuple[type[RpcError], str]] = {
+    BadRequest: (InvalidParams, "Invalid params: "),
+    SessionNotFound: (ResourceNotFound, "Session not found: "),
+    SessionBusy: (InvalidRequest, "Invalid Request: "),
+    LoginRequired: (AuthRequired, "Authentication required: "),
+    NotStored: (InternalError, "Internal error: "),
+    TurnFailed: (InternalError, ""),
+}
+
+
+def answer(error: DomainError) -> RpcError:
+    """The JSON-RPC error that answers `error` (its class's row of `ANSWERS`)."""
+    kind, words = ANSWERS[type(error)]
+    return kind(words + error.message, data=error.data)
 
 
 def agent_capabilities() -> dict[str, Any]:

@@ -6,39 +6,41 @@ advertises `embeddedContext` and `image`; audio is not advertised and is refused
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
+from acp_fsm.errors import BadRequest
 from acp_fsm.front_matter import shortened
-from acp_fsm.protocol.errors import InvalidParams
 from acp_fsm.providers.types import ImagePart, TextPart, UserPart
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas import acp_types as acp
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 TITLE_CHARS = 80  # of a session's title (what editors show in a list)
 
 
-def to_parts(blocks: list[dict[str, Any]]) -> tuple[UserPart, ...]:
-    """The model-facing parts of a prompt; InvalidParams names an unsupported block."""
+def to_parts(blocks: list[acp.ContentBlock]) -> tuple[UserPart, ...]:
+    """The model-facing parts of a prompt; `BadRequest` names an unsupported block."""
     parts: list[UserPart] = []
     for index, block in enumerate(blocks):
-        kind = block.get("type")
-        if kind == "text":
+        if block["type"] == "text":
             parts.append(TextPart(block["text"]))
-        elif kind == "resource_link":
+        elif block["type"] == "resource_link":
             name = block.get("title") or block.get("name") or block["uri"]
             parts.append(TextPart(f"[Referenced resource: {name}]({block['uri']})"))
-        elif kind == "resource":
-            parts.append(_embedded(index, block["resource"]))
-        elif kind == "image":
+        elif block["type"] == "resource":
+            parts.append(_embedded(block["resource"]))
+        elif block["type"] == "image":
             parts.append(_image(index, block.get("mimeType", ""), block.get("data")))
         else:
-            raise InvalidParams(
-                f"Invalid params: prompt[{index}]: {kind} content is not supported by this agent"
+            raise BadRequest(
+                f"prompt[{index}]", f"{block['type']} content is not supported by this agent"
             )
     return tuple(parts)
 
 
-def _embedded(index: int, resource: dict[str, Any]) -> UserPart:
+def _embedded(resource: Mapping[str, Any]) -> UserPart:
     uri = resource.get("uri", "")
     if "text" in resource:
         return TextPart(f'<context uri="{uri}">\n{resource["text"]}\n</context>')
@@ -50,23 +52,24 @@ def _embedded(index: int, resource: dict[str, Any]) -> UserPart:
     )
 
 
-def _image(index: int, mime: str, data: Any) -> ImagePart:
+def _image(index: int, mime: str, data: object) -> ImagePart:
     if mime not in IMAGE_TYPES or not isinstance(data, str) or not data:
-        raise InvalidParams(
-            f"Invalid params: prompt[{index}]: an image needs base64 data of "
-            f"one of {sorted(IMAGE_TYPES)} (got {mime or 'no mimeType'})"
+        raise BadRequest(
+            f"prompt[{index}]",
+            f"an image needs base64 data of one of {sorted(IMAGE_TYPES)} "
+            f"(got {mime or 'no mimeType'})",
         )
     return ImagePart(data, mime)
 
 
 def title_of(
-    blocks: list[dict[str, Any]], limit: int = TITLE_CHARS, clean: Callable[[str], str] = str
+    blocks: list[acp.ContentBlock], limit: int = TITLE_CHARS, clean: Callable[[str], str] = str
 ) -> str | None:
     """A session title from the first prompt: its first line of text, `clean`ed (secrets
     scrubbed: a cut could leave a piece of one), then shortened. It stays the title unless a
     model makes a better one (`acp_fsm.titles`)."""
     for block in blocks:
-        if block.get("type") == "text":
+        if block["type"] == "text":
             text = " ".join(clean(block["text"]).split())
             if text:
                 return shortened(text, limit)

@@ -15,9 +15,18 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from acp_fsm import credentials, environment, limits, schemas, warm
+from acp_fsm.errors import DomainError
 from acp_fsm.fsm.handshake import Handshake, HandshakeState, HandshakeTrigger
 from acp_fsm.initialize import API_KEY_LOGIN, TERMINAL_LOGIN, ClientInfo, initialize_result
-from acp_fsm.methods import AGENT_TO_CLIENT, BOTH, PROTOCOL, MethodSpec, Registry, Served
+from acp_fsm.methods import (
+    AGENT_TO_CLIENT,
+    BOTH,
+    PROTOCOL,
+    MethodSpec,
+    Registry,
+    Served,
+    answer,
+)
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.protocol.connection import Connection, OutboundKind
 from acp_fsm.protocol.errors import (
@@ -36,7 +45,10 @@ if TYPE_CHECKING:
 log = structlog.get_logger("acp")
 
 # The work of one inbound method: its params in, the coroutine that answers it (a request's
-# result) or None (a notification handled at once).
+# result) or None (a notification handled at once). Each takes its method's generated request
+# type (`acp.PromptRequest`, ...), held here as `Any`: `dispatch` gives it the params only once
+# `route` validated them against that method's schema, which makes them of that type (the one
+# cast of the editor's params).
 Handler = Callable[[Any], Coroutine[Any, Any, Any] | None]
 
 
@@ -100,27 +112,35 @@ class AcpServer:
         self._handlers.update(handlers)
 
     def dispatch(self, message: Request | Notification) -> Coroutine[Any, Any, Any] | None:
+        """Route `message` (raising the `RpcError` that refuses it), then call its handler:
+        the coroutine of its work, or None. A domain error the handler raises, at once or
+        while it runs, is answered with its JSON-RPC error (`methods.answer`)."""
         is_request = isinstance(message, Request)
         entry = self.registry.route(
             self.handshake.state, message.method, message.params, request=is_request
         )
         if entry.trigger is not None:
             self._fire(entry.trigger)
-        params = message.params
+        params = message.params  # valid under the method's schema: its handler's type
         handler = self._handlers[entry.name]
         session_id = params.get("sessionId") if isinstance(params, dict) else None
         if not isinstance(session_id, str):
-            work = handler(params)
-            return work if asyncio.iscoroutine(work) else None
+            session_id = None
         # dispatch runs in the reader's context: bind only around the call, and again inside
         # the handler's own task, so the session id never leaks into unrelated log lines
         # (the tokens' reset, not `bound_contextvars`: that copies the whole context)
-        bound = structlog.contextvars.bind_contextvars(session_id=session_id)
+        bound = (
+            structlog.contextvars.bind_contextvars(session_id=session_id)
+            if session_id is not None
+            else {}
+        )
         try:
             work = handler(params)
+        except DomainError as error:
+            raise answer(error) from None
         finally:
             structlog.contextvars.reset_contextvars(**bound)
-        return _with_session(work, session_id) if asyncio.iscoroutine(work) else None
+        return _answered(work, session_id) if asyncio.iscoroutine(work) else None
 
     def check_outbound(self, method: str, kind: OutboundKind, payload: Any) -> str | None:
         ref, refusal = _outbound_ref(self.registry, method, kind)
@@ -213,12 +233,12 @@ class AcpServer:
 
     # -------------------------------------------------------------- methods
 
-    async def on_initialize(self, params: dict[str, Any]) -> acp.InitializeResponse:
+    async def on_initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
         self.client = ClientInfo(params)
         log.info("initialized", client=self.client.info, protocol_version=params["protocolVersion"])
         return initialize_result(params)
 
-    async def on_authenticate(self, params: dict[str, Any]) -> acp.AuthenticateResponse:
+    async def on_authenticate(self, params: acp.AuthenticateRequest) -> acp.AuthenticateResponse:
         """Read the credentials again (a login in a terminal, or the environment): succeeds
         once a model call could be made."""
         method = params["methodId"]
@@ -235,7 +255,7 @@ class AcpServer:
         log.info("authenticated", method=method)
         return {}
 
-    async def on_logout(self, params: Any) -> acp.LogoutResponse:
+    async def on_logout(self, params: acp.LogoutRequest) -> acp.LogoutResponse:
         """Forget the stored credentials (the environment's stay: the editor set them)."""
         try:
             removed = credentials.remove()
@@ -248,7 +268,7 @@ class AcpServer:
         log.info("logged_out", removed=removed)
         return {}
 
-    async def on_session_new(self, params: dict[str, Any]) -> acp.NewSessionResponse:
+    async def on_session_new(self, params: acp.NewSessionRequest) -> acp.NewSessionResponse:
         found = await credentials.read()
         if found.needs_login:  # said now, not after the first prompt is typed
             raise found.refusal(self.client)
@@ -260,7 +280,7 @@ class AcpServer:
         )
         return {"sessionId": session.id, **self._set_up(session)}
 
-    async def on_session_fork(self, params: dict[str, Any]) -> acp.ForkSessionResponse:
+    async def on_session_fork(self, params: acp.ForkSessionRequest) -> acp.ForkSessionResponse:
         found = await credentials.read()
         if found.needs_login:
             raise found.refusal(self.client)
@@ -294,36 +314,42 @@ class AcpServer:
             asyncio.get_running_loop().call_soon(warm.start)
             CATALOG.refresh_soon(config, self.sessions.announce_options)
 
-    def on_session_prompt(self, params: dict[str, Any]) -> Coroutine[Any, Any, acp.PromptResponse]:
+    def on_session_prompt(
+        self, params: acp.PromptRequest
+    ) -> Coroutine[Any, Any, acp.PromptResponse]:
         # Synchronous on purpose: the turn takes the session's token before any await, so a
         # session/cancel read right after the prompt reaches this turn (docs/cancellation.md).
         return self.sessions.get(params["sessionId"]).start_turn(params["prompt"])
 
-    def on_session_cancel(self, params: dict[str, Any]) -> None:
+    def on_session_cancel(self, params: acp.CancelNotification) -> None:
         session = self.sessions.find(params["sessionId"])
         if session is None:
             log.info("cancel_for_unknown_session", session_id=params["sessionId"])
         elif not session.cancel():
             log.debug("cancel_while_idle")
 
-    async def on_session_load(self, params: dict[str, Any]) -> acp.LoadSessionResponse:
+    async def on_session_load(self, params: acp.LoadSessionRequest) -> acp.LoadSessionResponse:
         session = await self.sessions.restore(
             params["sessionId"], params["cwd"], params.get("mcpServers") or [], replay=True
         )
         return self._set_up(session)
 
-    async def on_session_resume(self, params: dict[str, Any]) -> acp.ResumeSessionResponse:
+    async def on_session_resume(
+        self, params: acp.ResumeSessionRequest
+    ) -> acp.ResumeSessionResponse:
         session = await self.sessions.restore(
             params["sessionId"], params["cwd"], params.get("mcpServers") or [], replay=False
         )
         return self._set_up(session)
 
-    async def on_session_set_mode(self, params: dict[str, Any]) -> acp.SetSessionModeResponse:
+    async def on_session_set_mode(
+        self, params: acp.SetSessionModeRequest
+    ) -> acp.SetSessionModeResponse:
         await self.sessions.get(params["sessionId"]).options.set_mode(params["modeId"])
         return {}
 
     async def on_session_set_config_option(
-        self, params: dict[str, Any]
+        self, params: acp.SetSessionConfigOptionRequest
     ) -> acp.SetSessionConfigOptionResponse:
         session = self.sessions.get(params["sessionId"])
         if params.get("type") == "boolean":
@@ -337,21 +363,24 @@ class AcpServer:
             )
         }
 
-    async def on_session_set_model(self, params: dict[str, Any]) -> acp.SetSessionModelResponse:
+    async def on_session_set_model(
+        self, params: acp.SetSessionModelRequest
+    ) -> acp.SetSessionModelResponse:
         """The older way to choose the model: setting the `model` config option."""
         await self.sessions.get(params["sessionId"]).options.set_model(params["modelId"])
         return {}
 
-    async def on_session_close(self, params: dict[str, Any]) -> acp.CloseSessionResponse:
+    async def on_session_close(self, params: acp.CloseSessionRequest) -> acp.CloseSessionResponse:
         await self.sessions.close(params["sessionId"])
         return {}
 
-    async def on_session_delete(self, params: dict[str, Any]) -> acp.DeleteSessionResponse:
+    async def on_session_delete(
+        self, params: acp.DeleteSessionRequest
+    ) -> acp.DeleteSessionResponse:
         await self.sessions.delete(params["sessionId"])
         return {}
 
-    async def on_session_list(self, params: dict[str, Any] | None) -> acp.ListSessionsResponse:
-        params = params or {}
+    async def on_session_list(self, params: acp.ListSessionsRequest) -> acp.ListSessionsResponse:
         return await self.sessions.list(params.get("cwd"), params.get("cursor"))
 
 
@@ -369,6 +398,11 @@ def _outbound_ref(registry: Registry, method: str, kind: OutboundKind) -> tuple[
     return spec.params_ref, ""
 
 
-async def _with_session(work: Coroutine[Any, Any, Any], session_id: str) -> Any:
-    structlog.contextvars.bind_contextvars(session_id=session_id)
-    return await work
+async def _answered(work: Coroutine[Any, Any, Any], session_id: str | None) -> Any:
+    """The handler's result, or the JSON-RPC error of the domain error it raised."""
+    if session_id is not None:
+        structlog.contextvars.bind_contextvars(session_id=session_id)
+    try:
+        return await work
+    except DomainError as error:
+        raise answer(error) from None

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 if TYPE_CHECKING:
     from acp_fsm.schemas import acp_types as acp
 
+from acp_fsm.errors import BadRequest
 from acp_fsm.limits import echo
-from acp_fsm.protocol.errors import InvalidParams
 
 MODEL, MODE, THOUGHT_LEVEL = "model", "mode", "thought_level"
 
@@ -273,20 +273,18 @@ def modes(settings: Settings) -> acp.SessionModeState:
 
 def check_choice(options: list[acp.SessionConfigOption], config_id: str, value: object) -> str:
     """The current value of option `config_id`, once `value` is known to be one of its values
-    (in `options`, the session's `configOptions`); `InvalidParams` names what is allowed
+    (in `options`, the session's `configOptions`); `BadRequest` names what is allowed
     otherwise."""
     option = next((o for o in options if o["id"] == config_id), None)
     if option is None:
         known = ", ".join(o["id"] for o in options)
-        raise InvalidParams(
-            f"Invalid params: configId: unknown option {echo(config_id)}; this session has {known}"
-        )
+        raise BadRequest("configId", f"unknown option {echo(config_id)}; this session has {known}")
     # this agent's options are selects of a flat list of values (`_select`)
     values = cast("list[acp.SessionConfigSelectOption]", option.get("options", []))
     allowed = [v["value"] for v in values]
     if not isinstance(value, str) or value not in allowed:
-        raise InvalidParams(
-            f"Invalid params: value: {echo(value)} is not a value of "
-            f"{config_id!r}; expected one of {', '.join(allowed)}"
+        raise BadRequest(
+            "value",
+            f"{echo(value)} is not a value of {config_id!r}; expected one of {', '.join(allowed)}",
         )
     return str(option["currentValue"])

@@ -12,6 +12,7 @@ from acp_fsm import commands
 from acp_fsm.front_matter import FrontMatterError, split, text_field
 from acp_fsm.library import MAX_FILE_BYTES, UserCommand, scan, skills_prompt
 from acp_fsm.providers.types import TextPart
+from acp_fsm.schemas import acp_types as acp
 
 
 def command(body: str) -> UserCommand:
@@ -132,7 +133,10 @@ def test_a_prompt_runs_a_command_only_from_its_first_text_block(tmp_path: Path) 
     (tmp_path / ".claude" / "commands" / "go.md").write_text("Go $1.\n")
     library = scan(tmp_path)
     parts = (TextPart("/go home"), TextPart("more"))
-    typed = [{"type": "text", "text": "/go home"}, {"type": "text", "text": "more"}]
+    typed: list[acp.ContentBlock] = [
+        {"type": "text", "text": "/go home"},
+        {"type": "text", "text": "more"},
+    ]
     assert commands.expanded(typed, parts, library) == (TextPart("Go home."), TextPart("more"))
     assert commands.expanded([{"type": "text", "text": "go home"}], parts, library) is None
     assert commands.expanded([{"type": "text", "text": "/ go"}], parts, library) is None

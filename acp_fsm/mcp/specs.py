@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from acp_fsm.errors import BadRequest
 from acp_fsm.limits import echo
-from acp_fsm.protocol.errors import InvalidParams
 
 # What provider function names allow (OpenAI: ^[a-zA-Z0-9_-]{1,64}$; Anthropic up to 128).
 MAX_TOOL_NAME = 64
@@ -36,7 +36,7 @@ class ServerSpec:
 
 
 def server_specs(entries: list[Any] | tuple[Any, ...]) -> list[ServerSpec]:
-    """The servers of `mcpServers`; `InvalidParams` naming the field for an entry that is
+    """The servers of `mcpServers`; `BadRequest` naming the field for an entry that is
     not one (checked when a session is set up, before anything is stored)."""
     return [_spec(entry, f"mcpServers[{i}]") for i, entry in enumerate(entries)]
 
@@ -47,7 +47,7 @@ REMOTE_TAGS = ("http", "sse")
 
 def _spec(entry: Any, where: str) -> ServerSpec:
     if not isinstance(entry, dict):
-        raise _invalid(where, f"expected an object, got {echo(entry)}")
+        raise BadRequest(where, f"expected an object, got {echo(entry)}")
     tag = entry.get("type")
     name = _text(entry, "name", where)
     if tag in STDIO_TAGS:
@@ -64,12 +64,12 @@ def _spec(entry: Any, where: str) -> ServerSpec:
             name, tag, url=url, headers=_pairs(entry.get("headers"), f"{where}.headers")
         )
     if tag == "acp":  # session/fork's params admit it (the unstable schema)
-        raise _invalid(
+        raise BadRequest(
             where,
             'MCP over the ACP connection (type "acp") is not supported (mcpCapabilities.acp '
             "is not advertised); give a stdio, http or sse server",
         )
-    raise _invalid(
+    raise BadRequest(
         f"{where}.type",
         f'expected "http" or "sse" (a server at a url), or no type or "stdio" (a server '
         f"started as a command), got {echo(tag)}",
@@ -79,9 +79,9 @@ def _spec(entry: Any, where: str) -> ServerSpec:
 def _text(entry: dict[str, Any], key: str, where: str) -> str:
     value = entry.get(key)
     if key not in entry:
-        raise _invalid(where, f'missing required property "{key}"')
+        raise BadRequest(where, f'missing required property "{key}"')
     if not isinstance(value, str):
-        raise _invalid(f"{where}.{key}", f"expected a string, got {echo(value)}")
+        raise BadRequest(f"{where}.{key}", f"expected a string, got {echo(value)}")
     return value
 
 
@@ -90,10 +90,10 @@ def _texts(value: Any, where: str) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise _invalid(where, f"expected an array of strings, got {echo(value)}")
+        raise BadRequest(where, f"expected an array of strings, got {echo(value)}")
     for i, item in enumerate(value):
         if not isinstance(item, str):
-            raise _invalid(f"{where}[{i}]", f"expected a string, got {echo(item)}")
+            raise BadRequest(f"{where}[{i}]", f"expected a string, got {echo(item)}")
     return value
 
 
@@ -102,17 +102,15 @@ def _pairs(value: Any, where: str) -> tuple[tuple[str, str], ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise _invalid(where, f"expected an array of {{name, value}} objects, got {echo(value)}")
+        raise BadRequest(where, f"expected an array of {{name, value}} objects, got {echo(value)}")
     pairs = []
     for i, item in enumerate(value):
         if not isinstance(item, dict):
-            raise _invalid(f"{where}[{i}]", f"expected a {{name, value}} object, got {echo(item)}")
+            raise BadRequest(
+                f"{where}[{i}]", f"expected a {{name, value}} object, got {echo(item)}"
+            )
         pairs.append((_text(item, "name", f"{where}[{i}]"), _text(item, "value", f"{where}[{i}]")))
     return tuple(pairs)
-
-
-def _invalid(where: str, why: str) -> InvalidParams:
-    return InvalidParams(f"Invalid params: {where}: {why}")
 
 
 def tool_name(server: str, tool: str, taken: set[str]) -> str:

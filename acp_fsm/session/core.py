@@ -24,10 +24,10 @@ import structlog
 from acp_fsm import credentials, limits, pricing, redact, transcript, updates
 from acp_fsm.blocking import Shared
 from acp_fsm.conversation import Conversation
+from acp_fsm.errors import SessionNotFound
 from acp_fsm.library import EMPTY, Library, scan
 from acp_fsm.prompt import title_of, to_parts
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
-from acp_fsm.protocol.errors import ResourceNotFound
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import (
     AssistantMessage,
@@ -81,7 +81,7 @@ class Queued:
     """A prompt sent while a turn ran: `ready` once it is its turn, or once it is cancelled
     (then answered at once, without running)."""
 
-    prompt: list[dict[str, Any]]
+    prompt: list[acp.ContentBlock]
     ready: asyncio.Future[None]
     cancelled: bool = False
 
@@ -150,13 +150,13 @@ class Session:
 
     # ------------------------------------------------------------------- turns
 
-    def start_turn(self, prompt: list[dict[str, Any]]) -> Coroutine[Any, Any, acp.PromptResponse]:
+    def start_turn(self, prompt: list[acp.ContentBlock]) -> Coroutine[Any, Any, acp.PromptResponse]:
         """Synchronously check and convert the prompt, and take the token (a cancel read right
         after the prompt reaches this turn); then the coroutine that runs the turn and gives
         the prompt's answer. A prompt sent while a turn runs (or others wait) is queued: it
         runs after them, in order (a cancel meanwhile answers it `cancelled`, unrun)."""
         if self.closing:
-            raise ResourceNotFound(f"Session not found: {self.id} is being closed")
+            raise SessionNotFound(f"{self.id} is being closed")
         limits.check_nesting("prompt", prompt)  # refused now, never answered unstored
         parts = to_parts(prompt)
         body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in parts]}
@@ -308,7 +308,7 @@ class Session:
         self.token.cancel(reason)
         return True
 
-    def cancel_prompt(self, prompt: list[dict[str, Any]], reason: str) -> bool:
+    def cancel_prompt(self, prompt: list[acp.ContentBlock], reason: str) -> bool:
         """`$/cancel_request` for the prompt `prompt` (the request's own list): that one
         alone, queued or running; False when it is neither."""
         waiting = next((w for w in self._queued if w.prompt is prompt), None)
@@ -407,7 +407,7 @@ class Session:
     # ------------------------------------------------------ commands and skills
 
     async def _expanded(
-        self, turn: Turn, prompt: list[dict[str, Any]], parts: tuple[UserPart, ...]
+        self, turn: Turn, prompt: list[acp.ContentBlock], parts: tuple[UserPart, ...]
     ) -> tuple[UserPart, ...] | None:
         """What the model receives for a prompt that is a command (`/init`, `/review`, the
         user's commands and skills), or None: the prompt as it is. A `/review` turn is

@@ -10,7 +10,7 @@ from typing import Any
 import structlog
 
 from acp_fsm import limits
-from acp_fsm.protocol.errors import InternalError, ResourceNotFound, RpcError
+from acp_fsm.errors import NotStored, SessionNotFound
 from acp_fsm.store import SessionGone, Store, StoreError
 
 log = structlog.get_logger("session")
@@ -90,14 +90,14 @@ class Journal:
         except StoreError as exc:  # logged where it failed (`log_failed_write`)
             raise self.refused(kind, exc) from None
 
-    def refused(self, kind: str, exc: StoreError) -> RpcError:
+    def refused(self, kind: str, exc: StoreError) -> SessionNotFound | NotStored:
         """What the editor is told of a write of `kind` the store refused: the session is not
-        found when another process deleted it (as at the next prompt), else an internal
-        error naming the cause but not the store's file (the log has it)."""
+        found when another process deleted it (as at the next prompt), else that it was not
+        stored, naming the cause but not the store's file (the log has it)."""
         if isinstance(exc, SessionGone):
             self._on_gone()
             return deleted(self.session_id)
-        return InternalError(f"Internal error: the {kind} entry could not be stored: {exc.public}")
+        return NotStored(f"the {kind} entry could not be stored: {exc.public}")
 
     async def settle(self) -> None:
         """Wait until everything queued is committed (failures are logged where they
@@ -114,9 +114,9 @@ class Journal:
         task.add_done_callback(log_failed_write)
 
 
-def deleted(session_id: str) -> ResourceNotFound:
+def deleted(session_id: str) -> SessionNotFound:
     """A session that was in the store and is no more (another process deleted it)."""
-    return ResourceNotFound(f"Session not found: {limits.echo(session_id)} (it was deleted)")
+    return SessionNotFound(f"{limits.echo(session_id)} (it was deleted)")
 
 
 def log_failed_write(future: asyncio.Future[Any]) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import structlog
 
 from acp_fsm import leases
-from acp_fsm.protocol.errors import InvalidRequest
+from acp_fsm.errors import SessionBusy
 from acp_fsm.session.journal import deleted
 from acp_fsm.store import Claim, SessionGone, Store, StoreError
 
@@ -59,9 +59,9 @@ class TurnLease:
             await asyncio.sleep(REPAIR_POLL_S)
             claim = await claim_or_not_found(self.store, self.session_id, owner, self._on_gone)
         if claim.holder is not None:
-            raise InvalidRequest(
-                f"Invalid Request: session {self.session_id} is running a "
-                f"prompt in {holder(claim.holder)}; wait for it to finish"
+            raise SessionBusy(
+                f"session {self.session_id} is running a prompt in {holder(claim.holder)}; "
+                "wait for it to finish"
             )
         self._owner = owner
         self._heartbeat = asyncio.ensure_future(self._renew(owner))

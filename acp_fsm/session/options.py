@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from acp_fsm import limits, settings
-from acp_fsm.protocol.errors import InvalidParams
+from acp_fsm.errors import BadRequest
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.session.journal import Journal
 from acp_fsm.settings import Settings
@@ -106,9 +106,9 @@ class Options:
     async def set_mode(self, mode_id: str) -> None:
         """`session/set_mode`, the older way to choose the mode."""
         if mode_id not in settings.MODES:
-            raise InvalidParams(
-                f"Invalid params: modeId: unknown mode {limits.echo(mode_id)}; "
-                f"expected one of {', '.join(settings.MODES)}"
+            raise BadRequest(
+                "modeId",
+                f"unknown mode {limits.echo(mode_id)}; expected one of {', '.join(settings.MODES)}",
             )
         if mode_id != self.settings.mode:
             await self._choose(settings.MODE, mode_id)

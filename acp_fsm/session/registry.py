@@ -16,9 +16,9 @@ import structlog
 
 from acp_fsm import credentials, leases, limits, redact, transcript, updates
 from acp_fsm.bulk import paused_collector
+from acp_fsm.errors import BadRequest, SessionNotFound
 from acp_fsm.mcp.specs import server_specs
 from acp_fsm.pricing import cost_of
-from acp_fsm.protocol.errors import InvalidParams, ResourceNotFound
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import Message
 from acp_fsm.session.core import Session
@@ -86,7 +86,7 @@ class Sessions:
     def get(self, session_id: str) -> Session:
         session = self._open.get(session_id)
         if session is None:
-            raise ResourceNotFound(f"Session not found: {limits.echo(session_id)}")
+            raise SessionNotFound(limits.echo(session_id))
         return session
 
     def find(self, session_id: str) -> Session | None:
@@ -96,7 +96,7 @@ class Sessions:
         self,
         cwd: str,
         additional: list[str],
-        mcp_servers: list[dict[str, Any]],
+        mcp_servers: list[Any],
         provider: ProviderConfig | None,
     ) -> Session:
         """A new session, working with `provider` (the configuration in force, as read)."""
@@ -113,7 +113,7 @@ class Sessions:
         source_id: str,
         cwd: str,
         additional: list[str],
-        mcp_servers: list[dict[str, Any]],
+        mcp_servers: list[Any],
         provider: ProviderConfig | None,
     ) -> Session:
         """`session/fork`: a new session whose stored conversation is a copy of the source's
@@ -123,7 +123,7 @@ class Sessions:
         store = await self.store()
         source = await store.get_session(source_id)
         if source is None:
-            raise ResourceNotFound(f"Session not found: {limits.echo(source_id)}")
+            raise SessionNotFound(limits.echo(source_id))
         copied = completed(await store.entries(source_id))
         record = replace(
             _record(cwd, additional, mcp_servers, source.title), model_title=source.model_title
@@ -140,7 +140,7 @@ class Sessions:
         return await self._opened(session, provider, mcp_servers)
 
     async def _opened(
-        self, session: Session, provider: ProviderConfig | None, mcp_servers: list[dict[str, Any]]
+        self, session: Session, provider: ProviderConfig | None, mcp_servers: list[Any]
     ) -> Session:
         """`session`, open here, with its MCP servers started."""
         session.options.provider = provider
@@ -172,7 +172,7 @@ class Sessions:
     async def _restore(self, store: Store, session_id: str, cwd: str, replay: bool) -> Session:
         record = await store.get_session(session_id)
         if record is None:
-            raise ResourceNotFound(f"Session not found: {limits.echo(session_id)}")
+            raise SessionNotFound(limits.echo(session_id))
         session = self._open.get(session_id)
         if session is None:
             with paused_collector():  # thousands of objects at once (acp_fsm.bulk)
@@ -235,7 +235,7 @@ class Sessions:
             if session is not None:
                 await self._stop(session, "session/delete")
             if not await store.delete_session(session_id) and session is None:
-                raise ResourceNotFound(f"Session not found: {limits.echo(session_id)}")
+                raise SessionNotFound(limits.echo(session_id))
 
     async def list(self, cwd: str | None, cursor: str | None) -> acp.ListSessionsResponse:
         store = await self.store()
@@ -244,7 +244,7 @@ class Sessions:
             # it as an untitled, empty line.
             records, next_cursor = await store.list_sessions(cwd, cursor, prompted=True)
         except StoreError as exc:
-            raise InvalidParams(f"Invalid params: cursor: {exc.public}") from None
+            raise BadRequest("cursor", exc.public) from None
         result: acp.ListSessionsResponse = {"sessions": [info(r) for r in records]}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
@@ -320,9 +320,7 @@ def check_session(cwd: str, additional: list[str], mcp_servers: list[Any]) -> No
     ]:
         limits.check_path(name, value)
         if not Path(value).is_absolute():
-            raise InvalidParams(
-                f"Invalid params: {name}: must be an absolute path, got {limits.echo(value)}"
-            )
+            raise BadRequest(name, f"must be an absolute path, got {limits.echo(value)}")
 
 
 def info(record: SessionRecord) -> acp.SessionInfo:

@@ -1,5 +1,4 @@
-"""What a turn stands on: its session (`Host`), the tools' view of the turn (`TurnEnv`), and
-the failure that ends it (`TurnFailed`)."""
+"""What a turn stands on: its session (`Host`) and the tools' view of the turn (`TurnEnv`)."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ from acp_fsm import settings, updates
 from acp_fsm.client import Client, ClientChannel
 from acp_fsm.conversation import Conversation
 from acp_fsm.protocol.cancel import CancellationToken
-from acp_fsm.protocol.errors import RpcError
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import AssistantMessage, Message, ToolResultPart, Usage
 from acp_fsm.tools.base import Tool, ToolOutcome
@@ -22,14 +20,6 @@ if TYPE_CHECKING:
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.tools.background import BackgroundJobs
     from acp_fsm.updates import ChunkKind
-
-
-class TurnFailed(Exception):
-    """The turn cannot go on; `error` answers the prompt."""
-
-    def __init__(self, error: RpcError) -> None:
-        super().__init__(error.message)
-        self.error = error
 
 
 class Host(Protocol):

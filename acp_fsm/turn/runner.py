@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
 from acp_fsm import credentials, settings, transcript, updates
 from acp_fsm.client import Client
 from acp_fsm.commands import REPORTS, Command
+from acp_fsm.errors import DomainError, TurnFailed
 from acp_fsm.fsm.machine import Guard
 from acp_fsm.fsm.tool_call import ToolCallState, ToolCallTrigger
 from acp_fsm.fsm.turn import (
@@ -31,13 +32,12 @@ from acp_fsm.fsm.turn import (
     TurnTrigger,
 )
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
-from acp_fsm.protocol.errors import InternalError, RpcError
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import Usage
 from acp_fsm.tools.base import Tool, ToolOutcome
 from acp_fsm.turn import compacting, draining, permission, reporting, streaming, tools
 from acp_fsm.turn.calls import PendingCall, close_open
-from acp_fsm.turn.host import Host, TurnEnv, TurnFailed
+from acp_fsm.turn.host import Host, TurnEnv
 
 if TYPE_CHECKING:
     from acp_fsm.schemas import acp_types as acp
@@ -65,7 +65,7 @@ class Turn:
         self.session = session
         self.token = token
         self.command = command  # a slash command the prompt runs instead of a model turn
-        self.prompt: list[dict[str, Any]] | None = None  # the request's (a subagent's: None)
+        self.prompt: list[acp.ContentBlock] | None = None  # the request's (a subagent's: None)
         self.state = TurnState(TURN.initial)  # moved by `_fire` only
         self.requests = 0  # model calls made
         self.max_requests = tools.max_turn_requests()  # and allowed
@@ -73,7 +73,7 @@ class Turn:
         self.subagent = False  # a subagent's turn (`turn.subagent`)
         self.calls: list[PendingCall] = []  # of the current assistant message
         self.stop_reason: acp.StopReason = "end_turn"  # when the turn ends done
-        self.error: RpcError | None = None
+        self.error: DomainError | None = None
         self.path: list[str] = [self.state.value]
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.client = Client(session.server, session.id, token)
@@ -115,7 +115,7 @@ class Turn:
         return any(pc.state == ToolCallState.PENDING for pc in self.calls)
 
     async def run(self) -> acp.StopReason:
-        """Run to a final state; the ACP stop reason, or raise the RpcError of a failure.
+        """Run to a final state; the ACP stop reason, or raise the failure (a `DomainError`).
         `path` then holds the states the turn went through."""
         # A cancel that came before the turn started (while its prompt was being stored) is a
         # row of the table: idle --cancel--> cancelled, no model call.
@@ -151,12 +151,12 @@ class Turn:
             self._fire(await WORK[state](self))
         except Cancelled:
             pass  # the token fired; the cancel transition follows
-        except (TurnFailed, RpcError) as failure:  # RpcError: the session's own (a write)
+        except DomainError as failure:  # the turn's own, or the session's (a write refused)
             if not self.token.is_cancelled:  # a cancelled prompt is never an error (ACP)
-                await self._fail(failure.error if isinstance(failure, TurnFailed) else failure)
+                await self._fail(failure)
         except Exception as exc:
             log.exception("turn_work_failed", state=state.value)
-            await self._fail(InternalError(f"Internal error in {state.value}: {exc}"))
+            await self._fail(TurnFailed(f"Internal error in {state.value}: {exc}"))
         if self.state in CANCELLABLE and self.token.is_cancelled:
             self._fire(TurnTrigger.CANCEL)
 
@@ -168,7 +168,7 @@ class Turn:
             return "error"
         return self.stop_reason
 
-    async def _fail(self, error: RpcError) -> None:
+    async def _fail(self, error: DomainError) -> None:
         """The transition first (the table decides whether failing is allowed here), then its
         effects: every open call gets a result."""
         self.error = error
@@ -183,7 +183,7 @@ class Turn:
         found = self.provider
         assert found is not None, "the session reads it before the turn runs"
         if found.config is None:
-            raise TurnFailed(InternalError(f"Configuration error: {found.error}"))
+            raise TurnFailed(f"Configuration error: {found.error}")
         return found.config
 
     def env(

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from acp_fsm import compaction, pricing, transcript, updates
+from acp_fsm.errors import TurnFailed
 from acp_fsm.fsm.tool_call import ToolCallState
 from acp_fsm.fsm.turn import TurnTrigger
 from acp_fsm.models import CATALOG
 from acp_fsm.protocol.cancel import Cancelled
-from acp_fsm.protocol.errors import InternalError
 from acp_fsm.providers.errors import EMPTY_STREAM, ProviderError, StreamCancelled
 from acp_fsm.providers.types import (
     AssistantMessage,
@@ -28,7 +28,6 @@ from acp_fsm.tools.base import Drafts
 from acp_fsm.tools.common import ToolError, describe_os_error
 from acp_fsm.turn.calls import classify
 from acp_fsm.turn.compacting import cut
-from acp_fsm.turn.host import TurnFailed
 from acp_fsm.turn.model import (
     charge,
     instructions,
@@ -125,7 +124,7 @@ async def _streamed(
         if _overflowed(turn, exc, model_request, estimate, room):  # refused whole: nothing streamed
             return None
         await keep_partial(turn, model_stream.partial, "error", wait=True)
-        raise TurnFailed(_failure(turn, exc, model_request, estimate)) from None
+        raise _failure(turn, exc, model_request, estimate) from None
     assert finished is not None, "a stream ends with Finished or an exception"
     return finished
 
@@ -233,14 +232,14 @@ def _guessed_too_large(
 
 def _failure(
     turn: Turn, exc: ProviderError, model_request: ModelRequest, estimate: int
-) -> InternalError:
-    """The error a failed model call answers the prompt with: one short line, the provider's
+) -> TurnFailed:
+    """The failure a failed model call answers the prompt with: one short line, the provider's
     whole message in its data; for a request over the window, what to do."""
     message = str(exc)
     if exc.context_exceeded or exc.error_type == EMPTY_STREAM:
         sizes = (estimate, compaction.fixed_part(model_request), window(turn))
         message = f"{message}. {_too_long(exc, sizes, turn.send_as_is)}"
-    return InternalError(message, data=_error_data(exc))
+    return TurnFailed(message, data=_error_data(exc))
 
 
 def _empty_answer(stop: StopReason) -> str:

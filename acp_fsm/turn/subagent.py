@@ -22,9 +22,10 @@ import structlog
 from acp_fsm import environment, settings, transcript, updates
 from acp_fsm.conversation import Conversation
 from acp_fsm.environment import ELICITATION_METHOD, PERMISSION_METHOD
+from acp_fsm.errors import DomainError
 from acp_fsm.instructions import subagent_prompt
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
-from acp_fsm.protocol.errors import OutboundError, RpcError
+from acp_fsm.protocol.errors import OutboundError
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import (
     AssistantMessage,
@@ -296,7 +297,7 @@ async def delegate(parent: Turn, call_id: str, description: str, prompt: str) ->
     stop: acp.StopReason | None = None
     try:
         stop = await sub.run()
-    except RpcError as exc:
+    except DomainError as exc:
         failure = f"The subagent failed: {exc.message}"
         return ToolOutcome(failure, is_error=True, content=progress.content(failure))
     finally:

@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acp_fsm import schemas
+from acp_fsm.errors import BadRequest
 from acp_fsm.mcp import connection
 from acp_fsm.mcp.specs import MAX_TOOL_NAME, ServerSpec, server_specs, tool_name
-from acp_fsm.protocol.errors import InvalidParams
+from acp_fsm.methods import answer
 from acp_fsm.schemas import acp_types as acp
 from acp_fsm.tools.mcp import EMPTY_RESULT, McpTool, model_schema, outcome
 
@@ -233,9 +234,9 @@ def test_any_entry_is_a_server_or_refused_naming_its_field(entry: Any) -> None:
     field (`mcpServers[0]`, `mcpServers[0].type`, ...): never another error."""
     try:
         [spec] = server_specs([entry])
-    except InvalidParams as exc:
-        assert exc.code == -32602
-        assert str(exc).startswith("Invalid params: mcpServers[0]")
+    except BadRequest as exc:
+        assert answer(exc).code == -32602
+        assert answer(exc).message.startswith("Invalid params: mcpServers[0]")
         return
     assert spec.transport in ("stdio", "http", "sse")
     assert spec.transport == (entry.get("type") or "stdio")
@@ -252,8 +253,8 @@ def test_an_entry_the_schema_admits_is_refused_only_for_its_type(entry: Any) -> 
         return
     try:
         server_specs([entry])
-    except InvalidParams as exc:
-        assert str(exc).startswith(
+    except BadRequest as exc:
+        assert answer(exc).message.startswith(
             ("Invalid params: mcpServers[0].type: ", "Invalid params: mcpServers[0]: MCP over")
         )
         assert entry.get("type") not in (None, "stdio", "http", "sse")
