@@ -23,7 +23,9 @@ import structlog
 
 from acp_fsm import credentials, limits, pricing, redact, transcript, updates
 from acp_fsm.blocking import Shared
+from acp_fsm.context_budget import ContextBudget
 from acp_fsm.conversation import Conversation
+from acp_fsm.ledger import Ledger
 from acp_fsm.library import EMPTY, Library, scan
 from acp_fsm.prompt import title_of, to_parts
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
@@ -33,7 +35,6 @@ from acp_fsm.providers.types import (
     AssistantMessage,
     Message,
     ToolResultPart,
-    Usage,
     UserMessage,
     UserPart,
 )
@@ -43,7 +44,7 @@ from acp_fsm.session.naming import Naming
 from acp_fsm.session.options import Options
 from acp_fsm.session.replay import rebuild, settings_of
 from acp_fsm.settings import Settings
-from acp_fsm.store import SessionRecord, Store
+from acp_fsm.store import Entry, SessionRecord, Store
 
 if TYPE_CHECKING:
     from acp_fsm.client import ClientChannel
@@ -101,9 +102,9 @@ class Session:
         record: SessionRecord,
         messages: list[Message],
         synced_seq: int = 0,
-        chosen: Settings | None = None,
-        cost: pricing.Cost | None = pricing.NOTHING,
+        entries: list[Entry] | None = None,
     ) -> None:
+        """`entries`: the stored session's, whose settings and usage it goes on from."""
         self.server = server
         self.id = record.id
         self.cwd = Path(record.cwd)
@@ -119,16 +120,8 @@ class Session:
         self._background: BackgroundJobs | None = None  # made with the first one started
         self._notices: list[str] = []  # for the user, with the next model call's answer
         self._told: set[str] = set()  # notices of `tell_once` given so far
-        # Tokens the provider counted beyond the estimate of the last request (see
-        # `acp_fsm.compaction.estimate`), added to the next estimate.
-        self.context_drift = 0
-        # The provider's context window, once it refused a request as longer than it.
-        self.context_window: int | None = None
-        self.window_guessed = False  # context_window is only a bound an empty stream gave
-        self.spent = Usage()  # the tokens of every model call of the session in this process
-        # What every model call of the session cost, stored ones included (None: unknown).
-        self.cost = cost
-        self.context_used = 0  # tokens of the last model call (what usage_update says)
+        self.budget = ContextBudget()  # the context window of its model calls
+        self.ledger = Ledger(self._store_charge)  # the tokens and cost of its model calls
         # This turn's last stored assistant message: (its pending or done write, its body).
         self._last_assistant: tuple[asyncio.Future[int], dict[str, Any]] | None = None
         forget = partial(server.sessions.forget, record.id)
@@ -136,7 +129,10 @@ class Session:
         # reflects; another process with the session open may have written more since.
         self.journal = Journal(store, record.id, synced_seq, forget)
         self.lease = TurnLease(store, record.id, forget)
-        self.options = Options(self.journal, self.send_update, chosen)
+        self.options = Options(self.journal, self.send_update)
+        if entries:
+            self.options.settings = settings_of(entries)
+            self.ledger.reload(entries)
         self._text_senders: dict[str, Callable[[str], object]] = {}  # see `text_sender`
         self.library: Library = EMPTY  # the user's commands and skills, as last read
         self._reading: asyncio.Task[None] | None = None  # the first read (`read_library_soon`)
@@ -274,9 +270,9 @@ class Session:
             "statePath": turn.path,
             "modelCalls": turn.requests,
             "usage": updates.usage_totals(turn.spent),
-            "sessionUsage": updates.usage_totals(self.spent),
+            "sessionUsage": updates.usage_totals(self.ledger.spent),
         }
-        if (cost := pricing.to_acp(self.cost)) is not None:
+        if (cost := pricing.to_acp(self.ledger.cost)) is not None:
             meta["sessionCost"] = cost
         return {"stopReason": stop_reason, "_meta": {"acpFsm": meta}}
 
@@ -291,7 +287,7 @@ class Session:
                 messages, self.journal.synced_seq = await rebuild(store, self.id, entries)
                 self.conversation.replace(messages)
                 self.options.adopt(settings_of(entries))
-                self.cost = pricing.cost_of(entries)
+                self.ledger.reload(entries)
                 log.info("session_caught_up", session_id=self.id, taken_over=claim.taken_over)
         except BaseException:
             self.lease.release()
@@ -488,7 +484,7 @@ class Session:
         """Replace the conversation by its compacted form, once that is stored."""
         await self.journal.write("compaction", body, wait=True)
         self.conversation.replace(messages)
-        self.context_drift = 0
+        self.budget.compacted()
 
     async def add_notice(self, text: str) -> None:
         """Store a message to the user that is not part of the conversation (a command's
@@ -541,11 +537,9 @@ class Session:
     def mcp_status(self) -> list[str]:
         return [] if self.mcp is None else self.mcp.status()
 
-    def count(self, charge: pricing.Charge) -> None:
-        """A model call's tokens and cost, added to the session's and stored: queued, not
-        waited for (committed with the message the call ends with, queued after it)."""
-        self.spent = self.spent.plus(charge.usage)
-        self.cost = pricing.added(self.cost, charge.cost)
+    def _store_charge(self, charge: pricing.Charge) -> None:
+        """A model call's usage entry (`ledger`): queued, not waited for (committed with the
+        message the call ends with, queued after it)."""
         # Moved past only under the lease: a title call's, between turns, may follow another
         # process's entries, which a catch-up must still read.
         self.journal.queue(pricing.USAGE_ENTRY, charge.body(), synced=self.lease.held)

@@ -10,7 +10,7 @@ it starts and never touches it), and has its own token, fired when the session i
 deleted or the process exits, and after `TITLE_TIMEOUT_S`. It is tried once a session in a
 process: a failure (logged) keeps the first prompt's words; a later process that has the
 session open tries again after its next completed turn. Its tokens and cost count in the
-session's (`Session.spent`, `Session.cost`, stored as a usage entry), not in the turn's answer
+session's (its `ledger`, stored as a usage entry), not in the turn's answer
 (sent before it ends).
 """
 
@@ -122,7 +122,9 @@ class Naming:
             log.info("title_call_cancelled", session_id=self._session.id, reason=exc.reason)
             return None
         assert finished is not None, "a stream ends with Finished or an exception"
-        await bill(self._session, finished.usage, model_request.model, config.base_url, "title")
+        await bill(
+            self._session.ledger, finished.usage, model_request.model, config.base_url, "title"
+        )
         title = titles.cleaned(finished.message.text, secrets.scrub_text)
         if title is None:
             log.warning("title_unusable", session_id=self._session.id)

@@ -17,7 +17,6 @@ import structlog
 from acp_fsm import credentials, leases, limits, redact, transcript, updates
 from acp_fsm.bulk import paused_collector
 from acp_fsm.mcp.specs import server_specs
-from acp_fsm.pricing import cost_of
 from acp_fsm.protocol.errors import InvalidParams, ResourceNotFound
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import Message
@@ -133,9 +132,7 @@ class Sessions:
         with paused_collector():
             entries = await store.entries(record.id)
             messages, last = await rebuild(store, record.id, entries)
-        session = Session(
-            self._server, store, record, messages, last, settings_of(entries), cost_of(entries)
-        )
+        session = Session(self._server, store, record, messages, last, entries)
         log.info("session_forked", session_id=record.id, source=source_id, entries=len(copied))
         return await self._opened(session, provider, mcp_servers)
 
@@ -179,13 +176,7 @@ class Sessions:
                 entries, messages, last = await self._read(store, session_id)
             # ACP gives the working directory again: the project may have moved since.
             session = Session(
-                self._server,
-                store,
-                replace(record, cwd=cwd),
-                messages,
-                last,
-                settings_of(entries),
-                cost_of(entries),
+                self._server, store, replace(record, cwd=cwd), messages, last, entries
             )
             self._open[session_id] = session
         else:

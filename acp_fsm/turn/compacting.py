@@ -31,7 +31,7 @@ async def compact(turn: Turn) -> TurnTrigger:
     model_request = await request(turn)
     size = window(turn)
     room = reserve(model_request, turn.config())
-    before = compaction.estimate(model_request) + turn.session.context_drift
+    before = compaction.estimate(model_request) + turn.session.budget.drift
     parts = cut(turn, model_request)
     turn.send_as_is = True
     if parts is None:
@@ -83,15 +83,9 @@ def _shown_as_compaction(turn: Turn) -> str | None:
 def cut(turn: Turn, model_request: ModelRequest) -> compaction.Compaction | None:
     """Where a compaction of `model_request` would cut its messages now; None when nothing
     before the cut would be left to summarise or drop."""
-    size = window(turn)
     room = reserve(model_request, turn.config())
-    drift = turn.session.context_drift
-    return compaction.split(
-        list(model_request.messages),
-        size,
-        room,
-        on_demand=turn.command is not None,
-        budget=compaction.kept_budget(model_request, size, room, drift),
+    return turn.session.budget.cut(
+        model_request, window(turn), room, on_demand=turn.command is not None
     )
 
 

@@ -13,12 +13,13 @@ from acp_fsm.conversation import Conversation
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.protocol.errors import RpcError
 from acp_fsm.providers.endpoint import ProviderConfig
-from acp_fsm.providers.types import AssistantMessage, Message, ToolResultPart, Usage
+from acp_fsm.providers.types import AssistantMessage, Message, ToolResultPart
 from acp_fsm.tools.base import Tool, ToolOutcome
 
 if TYPE_CHECKING:
+    from acp_fsm.context_budget import ContextBudget
+    from acp_fsm.ledger import Ledger
     from acp_fsm.library import Library
-    from acp_fsm.pricing import Charge, Cost
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.tools.background import BackgroundJobs
     from acp_fsm.updates import ChunkKind
@@ -41,11 +42,9 @@ class Host(Protocol):
     roots: tuple[Path, ...]
     always: dict[str, bool]  # tool name -> the user's remembered "always" answer
     asks_user: bool  # its calls may ask the user (a subagent's may not)
-    context_drift: int  # tokens the provider counted beyond the last estimate
-    context_window: int | None  # the provider's, when it said it is less than configured
-    window_guessed: bool  # context_window is only a bound (an empty stream's), not stated
     library: Library  # the user's commands and skills, as last read
-    context_used: int  # tokens of the last model call (prompt and answer), 0 before any
+    budget: ContextBudget  # the context window of the conversation's model calls
+    ledger: Ledger  # the tokens and cost of the session's model calls
 
     @property
     def background(self) -> BackgroundJobs:
@@ -108,19 +107,8 @@ class Host(Protocol):
     async def record_turn_end(self, stop_reason: str) -> None:
         """Store that the turn ended, and why."""
 
-    @property
-    def spent(self) -> Usage:
-        """The tokens of every model call of the session in this process."""
-
     def mcp_status(self) -> list[str]:
         """A line per MCP server of the session: its state and its tools."""
-
-    @property
-    def cost(self) -> Cost | None:
-        """What every model call of the session cost so far (None: unknown)."""
-
-    def count(self, charge: Charge) -> None:
-        """Add a model call's tokens and cost to the session's, and store them."""
 
     def record_subagent(self, body: dict[str, Any]) -> None:
         """Store a subagent's transcript (`turn.subagent`) with the session."""

@@ -7,20 +7,18 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from acp_fsm import compaction, pricing, redact, settings
+from acp_fsm import pricing, redact, settings
 from acp_fsm.blocking import Shared
 from acp_fsm.instructions import BRIEF, reopened, system_prompt
 from acp_fsm.library import skills_prompt
-from acp_fsm.models import CATALOG
 from acp_fsm.providers import open_stream
 from acp_fsm.providers.anthropic import THINKING_BUDGETS
 from acp_fsm.providers.endpoint import ANTHROPIC, ProviderConfig
-from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.types import Finished, ModelRequest, ToolSpec, Usage
 
 if TYPE_CHECKING:
+    from acp_fsm.ledger import Ledger
     from acp_fsm.providers.stream import ModelStream
-    from acp_fsm.turn.host import Host
     from acp_fsm.turn.runner import Turn
 
 log = structlog.get_logger("turn")
@@ -109,18 +107,20 @@ async def charge(turn: Turn, finished: Finished, model: str, call: str) -> Usage
     and the session's, and stored with the session (acp_fsm.pricing)."""
     usage = finished.usage
     turn.spent = turn.spent.plus(usage)
-    await bill(turn.session, usage, model, turn.config().base_url, call, subagent=turn.subagent)
+    await bill(
+        turn.session.ledger, usage, model, turn.config().base_url, call, subagent=turn.subagent
+    )
     return usage
 
 
 async def bill(
-    host: Host, usage: Usage, model: str, base_url: str, call: str, *, subagent: bool = False
+    ledger: Ledger, usage: Usage, model: str, base_url: str, call: str, *, subagent: bool = False
 ) -> None:
-    """What a call of `model` cost: logged, counted in the session's and stored (`call` says
-    which call it was: "turn", "summary", "title"…)."""
+    """What a call of `model` cost: logged, counted in the session's ledger and stored (`call`
+    says which call it was: "turn", "summary", "title"…)."""
     prices = await pricing.table()  # loaded by now: the call's start asked for it
     cost = prices.cost(usage, model, base_url)
-    host.count(pricing.Charge(call, subagent, model, usage, cost))
+    ledger.count(pricing.Charge(call, subagent, model, usage, cost))
     log.info(
         "model_usage",
         call=call,
@@ -135,54 +135,12 @@ async def bill(
 
 
 def window(turn: Turn) -> int:
-    """The context window: the one a compatible server states for the model (at most
-    ACP_FSM_CONTEXT_WINDOW when that is set), else the configured one; less if the provider
-    said so when it refused a request."""
+    """The context window of the turn's next model call (`ContextBudget.window`)."""
     config = turn.config()
-    size = config.context_window
-    stated = CATALOG.window(config, turn.session.model(config))
-    if stated is not None:
-        size = min(size, stated) if config.window_set else stated
-    learned = turn.session.context_window
-    return size if learned is None else min(size, learned)
+    return turn.session.budget.window(config, turn.session.model(config))
 
 
-def window_known(turn: Turn) -> bool:
-    """Whether the window is known (set, stated by the server, learned, or the provider's own
-    API's) rather than assumed."""
+def known(turn: Turn) -> bool:
+    """Whether that window is known rather than assumed (`ContextBudget.known`)."""
     config = turn.config()
-    session = turn.session
-    learned = session.context_window is not None and not session.window_guessed
-    return (
-        config.window_set
-        or config.official
-        or learned
-        or CATALOG.window(config, session.model(config)) is not None
-    )
-
-
-def learn_window(turn: Turn, exc: ProviderError, estimate: int, room: int) -> None:
-    """The provider refused a request as too long: what it said of its window and of the
-    prompt's size holds for the rest of the session (in memory). Without a maximum, a known
-    window stands and the estimate is taken to have fallen short of the server's count; an
-    assumed one (or one guessed so before) is taken to be at most this request, a guess each
-    later refusal lowers."""
-    prompt, maximum = exc.context_sizes
-    known = window_known(turn)
-    session = turn.session
-    if prompt is not None:
-        session.context_drift = max(session.context_drift, prompt - estimate)
-    elif maximum is None and known:
-        full = int(compaction.usable(window(turn), room)) + 1
-        session.context_drift = max(session.context_drift, full - estimate)
-    if maximum is not None or not known:
-        session.context_window = maximum or min(window(turn), estimate)
-        session.window_guessed = maximum is None
-    log.info(
-        "context_exceeded",
-        error=str(exc),
-        estimate=estimate,
-        prompt=prompt,
-        maximum=maximum,
-        window=window(turn),
-    )
+    return turn.session.budget.known(config, turn.session.model(config))

@@ -40,13 +40,13 @@ async def status_report(turn: Turn) -> str:
     chosen = session.settings
     mode = settings.MODES[chosen.mode][0]
     size = window(turn)
-    used = session.context_used
+    used = session.budget.used
     context = (
         f"{used:,} of {size:,} tokens ({used * 100 // max(1, size)}%)"
         if used
         else f"nothing yet, of {size:,} tokens"
     )
-    spent = session.spent
+    spent = session.ledger.spent
     found = await run_blocking(turn.token, project_instructions, session.cwd, session.roots[1:])
     library = session.library
     jobs = session.background_summary()

@@ -29,16 +29,7 @@ from acp_fsm.tools.common import ToolError, describe_os_error
 from acp_fsm.turn.calls import classify
 from acp_fsm.turn.compacting import cut
 from acp_fsm.turn.host import TurnFailed
-from acp_fsm.turn.model import (
-    charge,
-    instructions,
-    learn_window,
-    open_call,
-    request,
-    reserve,
-    window,
-    window_known,
-)
+from acp_fsm.turn.model import charge, instructions, known, open_call, request, reserve, window
 from acp_fsm.warm import aiohttp_imported
 
 if TYPE_CHECKING:
@@ -47,8 +38,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("turn")
 
-# An empty 200 stream counts as a refusal for length from this share of the usable window on.
-NEAR_WINDOW = 0.5
 ACP_STOP: dict[StopReason, acp.StopReason] = {
     StopReason.END_TURN: "end_turn",
     StopReason.TOOL_USE: "end_turn",
@@ -74,9 +63,8 @@ async def stream(turn: Turn) -> TurnTrigger:
         model_request, turn.session.conversation.size(model_request.messages)
     )
     room = reserve(model_request, config)
-    if not turn.send_as_is and compaction.too_full(
-        estimate + turn.session.context_drift, window(turn), room
-    ):
+    budget = turn.session.budget
+    if not turn.send_as_is and budget.too_full(estimate, window(turn), room):
         return TurnTrigger.COMPACT
     turn.requests += 1
     finished = await _streamed(turn, model_request, estimate, room)
@@ -85,12 +73,9 @@ async def stream(turn: Turn) -> TurnTrigger:
     turn.send_as_is = turn.recompacted = False
     CATALOG.after_call(config, model_request.model)
     usage = await charge(turn, finished, model_request.model, "turn")
-    if usage.input_tokens:
-        turn.session.context_drift = max(0, usage.input_tokens - estimate)
-    used = usage.input_tokens + usage.output_tokens
+    used = budget.counted(usage.input_tokens, usage.output_tokens, estimate)
     if used:
-        turn.session.context_used = used
-        turn.update(updates.usage(used, window(turn), pricing.to_acp(turn.session.cost)))
+        turn.update(updates.usage(used, window(turn), pricing.to_acp(turn.session.ledger.cost)))
     return await _finish(turn, finished)
 
 
@@ -199,15 +184,13 @@ def _overflowed(
     llama-cpp-python answers so."""
     if turn.send_as_is:
         return _guessed_too_large(turn, exc, model_request, estimate, room)
+    budget = turn.session.budget
     if exc.error_type == EMPTY_STREAM:
-        near = estimate + turn.session.context_drift >= NEAR_WINDOW * compaction.usable(
-            window(turn), room
-        )
-        if window_known(turn) and not near:
+        if known(turn) and not budget.near(estimate, window(turn), room):
             return False
     elif not exc.context_exceeded:
         return False
-    learn_window(turn, exc, estimate, room)
+    budget.learn(exc, estimate, window(turn), room, known(turn))
     return True
 
 
@@ -219,12 +202,12 @@ def _guessed_too_large(
     down to this request, and it is compacted again if that can cut anything. Once a model
     call, so a turn never loops."""
     refused = exc.error_type == EMPTY_STREAM or exc.context_exceeded
-    session = turn.session
-    if turn.recompacted or not refused or not session.window_guessed:
+    budget = turn.session.budget
+    if turn.recompacted or not refused or not budget.guessed:
         return False
     if estimate >= window(turn):
         return False  # it teaches nothing new
-    learn_window(turn, exc, estimate, room)
+    budget.learn(exc, estimate, window(turn), room, known(turn))
     if cut(turn, model_request) is None:
         return False
     turn.recompacted = True

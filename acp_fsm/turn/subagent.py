@@ -32,7 +32,6 @@ from acp_fsm.providers.types import (
     TextPart,
     ToolResultPart,
     ToolResultsMessage,
-    Usage,
     UserMessage,
 )
 from acp_fsm.tools.ask_user import ASK_USER_TOOL
@@ -46,7 +45,6 @@ from acp_fsm.updates import PLAN_TOOL
 if TYPE_CHECKING:
     from acp_fsm.client import ClientChannel
     from acp_fsm.initialize import ClientInfo
-    from acp_fsm.pricing import Charge, Cost
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.settings import Settings
     from acp_fsm.tools.background import BackgroundJobs
@@ -140,16 +138,13 @@ class SubagentHost:
         self.roots = parent.roots
         self.always = parent.always  # the user's answers hold (a subagent never adds one)
         self.asks_user = False
-        self.context_drift = 0
-        own_model = environment.subagent_model()  # else what the session learned holds
-        self.context_window = None if own_model else parent.context_window
-        self.window_guessed = False if own_model else parent.window_guessed
+        self.budget = parent.budget.subagents(own_model=bool(environment.subagent_model()))
+        self.ledger = parent.ledger  # its calls count in the session's
         self.task = UserMessage((TextPart(prompt),))
         self.conversation = Conversation([self.task])
         self.transcript: list[Message] = [self.task]  # all of it, compactions or not
         self.compactions = 0
         self.library = parent.library
-        self.context_used = 0
 
     def __repr__(self) -> str:
         return f"<SubagentHost of {self.id} messages={len(self.conversation)}>"
@@ -201,17 +196,6 @@ class SubagentHost:
     async def keep_pace(self, token: CancellationToken | None = None) -> None:
         await self._parent.keep_pace(token)
 
-    def count(self, charge: Charge) -> None:
-        self._parent.count(charge)
-
-    @property
-    def cost(self) -> Cost | None:
-        return self._parent.cost
-
-    @property
-    def spent(self) -> Usage:
-        return self._parent.spent
-
     def mcp_status(self) -> list[str]:
         return self._parent.mcp_status()
 
@@ -255,7 +239,7 @@ class SubagentHost:
         else:
             messages = [self.task, *messages]
         self.conversation.replace(messages)
-        self.context_drift = 0
+        self.budget.compacted()
 
     async def add_notice(self, text: str) -> None:
         pass  # for the user of a turn; a subagent's user is the agent
