@@ -16,6 +16,7 @@ import structlog
 
 from acp_fsm import credentials, leases, limits, redact, transcript, updates
 from acp_fsm.bulk import paused_collector
+from acp_fsm.fsm.session import SessionState
 from acp_fsm.mcp.specs import server_specs
 from acp_fsm.protocol.errors import InvalidParams, ResourceNotFound
 from acp_fsm.providers.endpoint import ProviderConfig
@@ -146,7 +147,7 @@ class Sessions:
             await session.connect_mcp(mcp_servers)
         except BaseException:
             self._open.pop(session.id, None)
-            await session.close_mcp()
+            await session.toolbox.close_mcp()
             raise
         return session
 
@@ -187,7 +188,7 @@ class Sessions:
                 replayed = replay_updates(entries)
             for update in replayed:
                 session.send_update(update)
-                if session.turn is None:  # never let a running turn's updates in between
+                if session.lifecycle.state == SessionState.IDLE:  # no turn's updates between
                     await session.keep_pace()
         return session
 
@@ -216,7 +217,7 @@ class Sessions:
     async def close(self, session_id: str) -> None:
         async with self._lifecycle(session_id):
             session = self.get(session_id)
-            await self._stop(session, "session/close")
+            await session.close("session/close", CLOSE_GRACE_S)
             self._open.pop(session_id, None)
 
     async def delete(self, session_id: str) -> None:
@@ -224,7 +225,7 @@ class Sessions:
         async with self._lifecycle(session_id):
             session = self._open.pop(session_id, None)
             if session is not None:
-                await self._stop(session, "session/delete")
+                await session.close("session/delete", CLOSE_GRACE_S)
             if not await store.delete_session(session_id) and session is None:
                 raise ResourceNotFound(f"Session not found: {limits.echo(session_id)}")
 
@@ -255,21 +256,9 @@ class Sessions:
     async def shutdown(self) -> None:
         """The connection closed: let every cancelled turn drain and persist (bounded by
         `SHUTDOWN_GRACE_S`, so the process exits in time), then close the store."""
-        await asyncio.gather(
-            *(self._stop(s, "shutdown", SHUTDOWN_GRACE_S) for s in self._open.values())
-        )
+        await asyncio.gather(*(s.close("shutdown", SHUTDOWN_GRACE_S) for s in self._open.values()))
         if self._store is not None:
             await self._store.close()
-
-    async def _stop(self, session: Session, reason: str, grace: float = CLOSE_GRACE_S) -> None:
-        turn = session.turn
-        session.closing = True  # no prompt is taken from now on, queued or not
-        session.cancel(reason)  # the running turn and the queued prompts
-        if turn is not None:
-            await asyncio.wait({turn.done}, timeout=grace)
-        await asyncio.gather(
-            session.close_mcp(), session.stop_background(), session.naming.stop(reason, grace)
-        )
 
 
 def _record(

@@ -29,44 +29,54 @@ _SYSTEM_PROMPT = Shared(system_prompt)
 
 async def instructions(turn: Turn) -> str:
     """The system prompt, read once a turn, off the event loop (it reads the project's
-    files); an instruction file it did not read is told to the user once a session."""
+    files); what it did not read is in `turn.system.skipped`, for the user."""
     if turn.system is None:
-        prompt = await _SYSTEM_PROMPT(turn.token, turn.session.cwd, turn.session.roots[1:])
-        for skipped in prompt.skipped:
-            turn.session.tell_once(skipped)
-        skills = skills_prompt(turn.session.library.skills)
-        turn.system = f"{prompt.text}\n\n{skills}" if skills else prompt.text
-    return turn.system
+        roots = turn.context.roots
+        prompt = await _SYSTEM_PROMPT(turn.token, roots[0], roots[1:])
+        skills = skills_prompt(turn.context.library.skills)
+        turn.system = prompt._replace(text=f"{prompt.text}\n\n{skills}") if skills else prompt
+    return turn.system.text
+
+
+def model(turn: Turn) -> str:
+    """The model the next model call uses, as the settings are now."""
+    return settings.model_of(turn.context.settings(), turn.config())
 
 
 async def request(turn: Turn) -> ModelRequest:
     """The next model call, with the session's settings as they are now: the model, the
     thought level, and the tools and instructions of the mode."""
     config = turn.config()
-    chosen = turn.session.settings
-    model = turn.session.model(config)
+    context = turn.context
+    chosen = context.settings()
+    model = settings.model_of(chosen, config)
     system = await instructions(turn)
     from acp_fsm.tools import SMALL_WINDOW_TOKENS, edit_style, listed  # with the first call
 
-    if window(turn) < SMALL_WINDOW_TOKENS and not turn.subagent:
-        system = reopened(system, turn.session.cwd, BRIEF)  # the room is the conversation's
+    if window(turn) < SMALL_WINDOW_TOKENS and not context.subagent:
+        system = reopened(system, context.roots[0], BRIEF)  # the room is the conversation's
     # what the mode allows; a read-only turn (/review) and a subagent are told their own
-    if not turn.read_only and not turn.subagent:
+    if not turn.read_only and not context.subagent:
         system = f"{system}\n\n{settings.MODE_NOTES[turn.mode]}"
-    jobs = turn.session.background_summary()
+    jobs = context.background.summary()
     if jobs:
         system = f"{system}\n\n{jobs}"
     from acp_fsm.tools.skill import SKILL_TOOL
 
     style = edit_style(config.provider, model)
-    skills = bool(turn.session.library.skills)  # else nothing to load
+    skills = bool(context.library.skills)  # else nothing to load
+    messages, added = turn.conversation.for_model()  # repaired: an orphaned call is a 400
+    if added:
+        log.warning(
+            "transcript_repaired", session_id=context.session_id, calls=[r.call_id for r in added]
+        )
     return ModelRequest(
         model=model,
-        messages=turn.session.messages_for_model(),
+        messages=messages,
         system=system,
-        memo=turn.session.conversation.memo,
+        memo=turn.conversation.memo,
         # a subagent's calls share a prefix of their own (its instructions)
-        cache_key=f"{turn.session.id}:task" if turn.subagent else turn.session.id,
+        cache_key=f"{context.session_id}:task" if context.subagent else context.session_id,
         tools=tuple(
             ToolSpec(t.name, t.description, t.input_schema)
             for t in turn.tools.values()
@@ -90,7 +100,7 @@ def open_call(turn: Turn, model_request: ModelRequest) -> ModelStream:
         turn.token,
         turn.config(),
         scrub=secrets.scrub if secrets else None,
-        close_later=turn.session.after_answer,
+        close_later=turn.closers.append,
     )
 
 
@@ -108,7 +118,7 @@ async def charge(turn: Turn, finished: Finished, model: str, call: str) -> Usage
     usage = finished.usage
     turn.spent = turn.spent.plus(usage)
     await bill(
-        turn.session.ledger, usage, model, turn.config().base_url, call, subagent=turn.subagent
+        turn.ledger, usage, model, turn.config().base_url, call, subagent=turn.context.subagent
     )
     return usage
 
@@ -136,11 +146,9 @@ async def bill(
 
 def window(turn: Turn) -> int:
     """The context window of the turn's next model call (`ContextBudget.window`)."""
-    config = turn.config()
-    return turn.session.budget.window(config, turn.session.model(config))
+    return turn.budget.window(turn.config(), model(turn))
 
 
 def known(turn: Turn) -> bool:
     """Whether that window is known rather than assumed (`ContextBudget.known`)."""
-    config = turn.config()
-    return turn.session.budget.known(config, turn.session.model(config))
+    return turn.budget.known(turn.config(), model(turn))
