@@ -11,14 +11,13 @@ from acp_fsm import pricing, redact, settings
 from acp_fsm.blocking import Shared
 from acp_fsm.instructions import BRIEF, reopened, system_prompt
 from acp_fsm.library import skills_prompt
-from acp_fsm.providers import open_stream
 from acp_fsm.providers.anthropic import THINKING_BUDGETS
 from acp_fsm.providers.endpoint import ANTHROPIC, ProviderConfig
 from acp_fsm.providers.types import Finished, ModelRequest, ToolSpec, Usage
 
 if TYPE_CHECKING:
     from acp_fsm.ledger import Ledger
-    from acp_fsm.providers.stream import ModelStream
+    from acp_fsm.turn.ports import ModelCall
     from acp_fsm.turn.runner import Turn
 
 log = structlog.get_logger("turn")
@@ -91,11 +90,11 @@ async def request(turn: Turn) -> ModelRequest:
     )
 
 
-def open_call(turn: Turn, model_request: ModelRequest) -> ModelStream:
+def open_call(turn: Turn, model_request: ModelRequest) -> ModelCall:
     """Start a model call of the turn (secrets scrubbed from what is sent)."""
     secrets = redact.configured()
     pricing.start()  # its table, for when the call ends
-    return open_stream(
+    return turn.open_stream(
         model_request,
         turn.token,
         turn.config(),

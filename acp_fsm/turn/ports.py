@@ -1,13 +1,14 @@
 """What a turn stands on (docs/architecture.md, "Seams"): a read-only `TurnContext` built once
-per turn, the `Effects` it has on the world, the `Entries` it stores; the tools' view of the
-turn (`TurnEnv`); and the failure that ends it (`TurnFailed`). A session implements them for
+per turn, the `Effects` it has on the world, the `Entries` it stores, how it calls a model
+(`OpenModelCall`); the tools' view of the turn (`TurnEnv`); and the failure that ends it
+(`TurnFailed`). A session implements them for
 its turns (`acp_fsm.session`), a subagent for its own (`turn.subagent`); the conversation,
 the context budget and the ledger are one class each, the same for both."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -20,6 +21,8 @@ from acp_fsm.tools.base import Tool, ToolOutcome
 
 if TYPE_CHECKING:
     from acp_fsm.library import Library
+    from acp_fsm.providers.endpoint import ProviderConfig
+    from acp_fsm.providers.types import AssistantMessage, Event, ModelRequest
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.settings import Settings
     from acp_fsm.tools.background import BackgroundJobs
@@ -89,6 +92,31 @@ class Entries(Protocol):
 
     async def settle(self) -> None:
         """Wait until everything queued is committed."""
+
+
+class ModelCall(Protocol):
+    """A streaming model call as a turn reads it (`providers.stream.ModelStream` is one): its
+    events, and what was streamed when it stopped short."""
+
+    @property
+    def partial(self) -> AssistantMessage: ...
+    async def __aenter__(self) -> ModelCall: ...
+    async def __aexit__(self, *exc: object) -> None: ...
+    def __aiter__(self) -> AsyncIterator[Event]: ...
+
+
+class OpenModelCall(Protocol):
+    """How a turn starts a model call (`providers.open_stream`)."""
+
+    def __call__(
+        self,
+        request: ModelRequest,
+        token: CancellationToken,
+        config: ProviderConfig | None = None,
+        *,
+        scrub: Callable[[bytes], bytes] | None = None,
+        close_later: Callable[[Callable[[], None]], None] | None = None,
+    ) -> ModelCall: ...
 
 
 class TurnEnv:

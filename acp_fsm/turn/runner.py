@@ -35,12 +35,20 @@ from acp_fsm.fsm.turn import (
 from acp_fsm.ledger import Ledger
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.protocol.errors import InternalError, RpcError
+from acp_fsm.providers import open_stream
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import Usage
 from acp_fsm.tools.base import Tool, ToolOutcome
 from acp_fsm.turn import compacting, draining, permission, reporting, storing, streaming, tools
 from acp_fsm.turn.calls import PendingCall, close_open
-from acp_fsm.turn.ports import Effects, Entries, TurnContext, TurnEnv, TurnFailed
+from acp_fsm.turn.ports import (
+    Effects,
+    Entries,
+    OpenModelCall,
+    TurnContext,
+    TurnEnv,
+    TurnFailed,
+)
 
 if TYPE_CHECKING:
     from acp_fsm.instructions import SystemPrompt
@@ -75,6 +83,8 @@ class Turn:
         ledger: Ledger,
         token: CancellationToken,
         command: Command | None = None,
+        *,
+        open_stream: OpenModelCall = open_stream,
     ) -> None:
         self.context = context
         self.effects = effects
@@ -82,6 +92,7 @@ class Turn:
         self.conversation = conversation
         self.budget = budget
         self.ledger = ledger
+        self.open_stream = open_stream  # how its model calls start
         self.token = token
         self.command = command  # a slash command the prompt runs instead of a model turn
         self.prompt: list[dict[str, Any]] | None = None  # the request's (a subagent's: None)

@@ -251,6 +251,7 @@ async def delegate(parent: Turn, call_id: str, description: str, prompt: str) ->
         parent.budget.subagents(own_model=bool(environment.subagent_model())),
         parent.ledger,  # its calls count in the session's
         parent.token,
+        open_stream=parent.open_stream,
     )
     sub.provider = parent.provider
     text = subagent_prompt(await instructions(parent), parent.context.roots[0])
