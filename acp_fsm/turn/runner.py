@@ -95,7 +95,6 @@ class Turn:
         self.open_stream = open_stream  # how its model calls start
         self.token = token
         self.command = command  # a slash command the prompt runs instead of a model turn
-        self.prompt: list[dict[str, Any]] | None = None  # the request's (a subagent's: None)
         self.state = TurnState(TURN.initial)  # moved by `_fire` only
         self.requests = 0  # model calls made
         self.max_requests = tools.max_turn_requests()  # and allowed

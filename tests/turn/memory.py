@@ -397,6 +397,18 @@ class Gate:
         return ToolOutcome(f"{self.name} ran with {args}")
 
 
+class Stall:
+    """A wait that never ends by itself (an MCP server slow to list its tools): `reached`
+    once something waits in it."""
+
+    def __init__(self) -> None:
+        self.reached = asyncio.Event()
+
+    async def __call__(self) -> None:
+        self.reached.set()
+        await asyncio.Event().wait()
+
+
 # ------------------------------------------------------------------ a turn
 
 

@@ -16,7 +16,7 @@ from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.types import AssistantMessage, Message, TextPart, UserMessage
 from acp_fsm.turn.compacting import compact
-from tests.turn.memory import Editor, Reply, Setup
+from tests.turn.memory import Editor, Reply, Setup, Stall
 
 ON_DEMAND = Command(COMPACT, "")
 
@@ -112,16 +112,11 @@ async def test_a_cancel_while_the_summary_streams_changes_nothing(tmp_path: Path
 
 
 async def test_a_cancel_while_the_tools_are_listed_ends_it_at_once(tmp_path: Path) -> None:
-    listing = asyncio.Event()
-
-    async def slow() -> None:
-        listing.set()
-        await asyncio.Event().wait()
-
-    setup = Setup(tmp_path, messages=long_talk(), listing=slow)
+    stall = Stall()  # an MCP server slow to list its tools
+    setup = Setup(tmp_path, messages=long_talk(), listing=stall)
     turn = setup.turn(ON_DEMAND)
     work = asyncio.ensure_future(compact(turn))
-    await listing.wait()
+    await stall.reached.wait()
     turn.token.cancel("test")
     with pytest.raises(Cancelled):
         await work

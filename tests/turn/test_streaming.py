@@ -18,7 +18,7 @@ from acp_fsm.tools.base import Tool
 from acp_fsm.turn.ports import TurnFailed
 from acp_fsm.turn.runner import Turn
 from acp_fsm.turn.streaming import stream
-from tests.turn.memory import Gate, Reply, Setup, call
+from tests.turn.memory import Gate, Reply, Setup, Stall, call
 
 
 async def test_an_answer_is_relayed_stored_and_counted(tmp_path: Path) -> None:
@@ -159,16 +159,11 @@ async def test_an_empty_answer_is_said_so(tmp_path: Path) -> None:
 
 
 async def test_a_cancel_while_the_tools_are_listed_makes_no_call(tmp_path: Path) -> None:
-    listing = asyncio.Event()
-
-    async def slow() -> None:  # an MCP server slow to list its tools
-        listing.set()
-        await asyncio.Event().wait()
-
-    setup = Setup(tmp_path, listing=slow)
+    stall = Stall()  # an MCP server slow to list its tools
+    setup = Setup(tmp_path, listing=stall)
     turn = setup.turn()
     work = asyncio.ensure_future(stream(turn))
-    await listing.wait()
+    await stall.reached.wait()
     turn.token.cancel("test")
     with pytest.raises(Cancelled):
         await work

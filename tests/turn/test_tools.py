@@ -83,13 +83,21 @@ async def test_the_request_limit_ends_the_turn(tmp_path: Path) -> None:
     assert turn.stop_reason == "max_turn_requests"
 
 
-async def test_concurrent_calls_run_together(tmp_path: Path) -> None:
+async def two_at_once(
+    tmp_path: Path,
+) -> tuple[Gate, Setup, Turn, asyncio.Future[TurnTrigger]]:
+    """Two calls of a tool whose calls run together, both running."""
     task = Gate("task", concurrent=True)
     setup = Setup(tmp_path, tools={"task": task})
     turn = with_calls(setup, ("c1", "task"), ("c2", "task"))
     work = asyncio.ensure_future(run_tools(turn))
     await task.started.get()
     await task.started.get()  # both run at once
+    return task, setup, turn, work
+
+
+async def test_concurrent_calls_run_together(tmp_path: Path) -> None:
+    task, _, turn, work = await two_at_once(tmp_path)
     task.opened.set()
     assert await work == TurnTrigger.TOOLS_DONE
     assert [pc.state for pc in turn.calls] == [S.COMPLETED, S.COMPLETED]
@@ -109,12 +117,7 @@ async def test_a_cancel_while_a_call_runs_leaves_the_rest_unrun(tmp_path: Path) 
 
 
 async def test_a_cancel_stops_every_concurrent_call(tmp_path: Path) -> None:
-    task = Gate("task", concurrent=True)
-    setup = Setup(tmp_path, tools={"task": task})
-    turn = with_calls(setup, ("c1", "task"), ("c2", "task"))
-    work = asyncio.ensure_future(run_tools(turn))
-    await task.started.get()
-    await task.started.get()  # both run at once
+    _, setup, turn, work = await two_at_once(tmp_path)
     turn.token.cancel("test")
     with pytest.raises(Cancelled):
         await work
