@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from acp_fsm import limits, pricing, transcript
 from acp_fsm.context_budget import ContextBudget
@@ -34,28 +33,12 @@ from acp_fsm.store import Entry, SessionRecord, Store
 
 if TYPE_CHECKING:
     from acp_fsm import credentials
-    from acp_fsm.client import ClientChannel
     from acp_fsm.commands import Command
     from acp_fsm.mcp.servers import McpServers
     from acp_fsm.protocol.cancel import CancellationToken
-    from acp_fsm.protocol.connection import Connection
     from acp_fsm.schemas import acp_types as acp
-    from acp_fsm.session.registry import Sessions
+    from acp_fsm.session.holder import Server
     from acp_fsm.turn import Turn
-
-    # For the checker only: the session/new path does not import the client module.
-    class Server(ClientChannel, Protocol):
-        """What sessions need of the server that holds them (`server.AcpServer` is one): the
-        editor their turns call, the connection their updates go out on, and the other sessions
-        (a lease is checked against them)."""
-
-        @property
-        def conn(self) -> Connection:
-            """The connection to the editor."""
-
-        @property
-        def sessions(self) -> Sessions:
-            """The sessions of this connection."""
 
 
 class Session:
@@ -67,10 +50,12 @@ class Session:
         store: Store,
         record: SessionRecord,
         messages: list[Message],
+        forget: Callable[[], None],
         synced_seq: int = 0,
         entries: list[Entry] | None = None,
     ) -> None:
-        """`entries`: the stored session's, whose settings and usage it goes on from."""
+        """`forget` drops it from the connection's sessions (another process deleted it);
+        `entries`: the stored session's, whose settings and usage it goes on from."""
         self.server = server
         self.id = record.id
         self.cwd = Path(record.cwd)
@@ -86,7 +71,6 @@ class Session:
         self.effects = SessionEffects(server, record.id, self.toolbox.notices)
         self.budget = ContextBudget()  # the context window of its model calls
         self.ledger = Ledger(self._store_charge)  # the tokens and cost of its model calls
-        forget = partial(server.sessions.forget, record.id)
         # `journal.synced_seq`: the store's last entry of this session that `messages`
         # reflects; another process with the session open may have written more since.
         self.journal = Journal(store, record.id, synced_seq, forget)

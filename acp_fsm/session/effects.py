@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from acp_fsm.client import ClientChannel
     from acp_fsm.protocol.cancel import CancellationToken
     from acp_fsm.schemas import acp_types as acp
-    from acp_fsm.session.core import Server
+    from acp_fsm.session.holder import Server
 
 
 class SessionEffects:

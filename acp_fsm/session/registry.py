@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,7 @@ from acp_fsm.tools.files import recover_changes
 
 if TYPE_CHECKING:
     from acp_fsm.schemas import acp_types as acp
-    from acp_fsm.session.core import Server
+    from acp_fsm.session.holder import Server
 
 log = structlog.get_logger("session")
 
@@ -104,7 +105,7 @@ class Sessions:
         record = _record(cwd, additional, mcp_servers)
         store = await self.store()
         await store.create_session(record)
-        session = Session(self._server, store, record, [])
+        session = Session(self._server, store, record, [], partial(self.forget, record.id))
         log.info("session_created", session_id=record.id, cwd=cwd)
         return await self._opened(session, provider, mcp_servers)
 
@@ -133,7 +134,8 @@ class Sessions:
         with paused_collector():
             entries = await store.entries(record.id)
             messages, last = await rebuild(store, record.id, entries)
-        session = Session(self._server, store, record, messages, last, entries)
+        forget = partial(self.forget, record.id)
+        session = Session(self._server, store, record, messages, forget, last, entries)
         log.info("session_forked", session_id=record.id, source=source_id, entries=len(copied))
         return await self._opened(session, provider, mcp_servers)
 
@@ -176,8 +178,9 @@ class Sessions:
             with paused_collector():  # thousands of objects at once (acp_fsm.bulk)
                 entries, messages, last = await self._read(store, session_id)
             # ACP gives the working directory again: the project may have moved since.
+            forget = partial(self.forget, session_id)
             session = Session(
-                self._server, store, replace(record, cwd=cwd), messages, last, entries
+                self._server, store, replace(record, cwd=cwd), messages, forget, last, entries
             )
             self._open[session_id] = session
         else:

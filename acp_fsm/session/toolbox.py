@@ -17,7 +17,7 @@ from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 if TYPE_CHECKING:
     from acp_fsm.mcp.servers import McpServers
     from acp_fsm.schemas import acp_types as acp
-    from acp_fsm.session.core import Server
+    from acp_fsm.session.holder import Server
     from acp_fsm.tools.background import BackgroundJobs
     from acp_fsm.tools.base import Tool
 
