@@ -64,6 +64,10 @@ class Conversation:
         self.memo.clear()
         self._reset()
 
+    def compacted(self, messages: Iterable[Message]) -> None:
+        """The conversation replaced by its compacted form."""
+        self.replace(messages)
+
     def for_model(self) -> tuple[tuple[Message, ...], list[ToolResultPart]]:
         """The conversation to send, repaired, and the results the repair had to add; when
         it added some, the conversation is replaced by its repaired form."""

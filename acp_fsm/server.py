@@ -304,7 +304,7 @@ class AcpServer:
         from acp_fsm.commands import announcement
 
         session.send_update(announcement())
-        session.read_library_soon()  # the user's commands and skills: announced again if any
+        session.toolbox.read_library_soon()  # the user's commands and skills: told again if any
         config = session.provider
         if config is not None:
             from acp_fsm.models import CATALOG

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 if TYPE_CHECKING:
+    from acp_fsm.providers.endpoint import ProviderConfig
     from acp_fsm.schemas import acp_types as acp
 
 from acp_fsm.errors import BadRequest
@@ -129,6 +130,15 @@ class Settings(NamedTuple):
                 if isinstance(value, str) and value and (config_id != MODE or value in MODES):
                     result = result.chosen(config_id, value)
         return result
+
+
+def model_of(chosen: Settings, config: ProviderConfig) -> str:
+    """The model calls use: the one chosen, else the default (`models.CATALOG`)."""
+    if chosen.model:
+        return chosen.model
+    from acp_fsm.models import CATALOG
+
+    return CATALOG.default_model(config)
 
 
 def entry_body(config_id: str, value: str) -> dict[str, Any]:

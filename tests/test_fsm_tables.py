@@ -64,7 +64,13 @@ def test_the_evaluator_agrees_with_transitions(
 
 
 def test_every_machine_is_drawn_and_documented() -> None:
-    assert [spec.name for spec in machines()] == ["handshake", "turn", "tool_call"]
+    assert [spec.name for spec in machines()] == [
+        "handshake",
+        "session",
+        "turn",
+        "tool_call",
+        "mcp_server",
+    ]
     for spec in machines():
         assert set(spec.state_docs) == set(spec.states)
 

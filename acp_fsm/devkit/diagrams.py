@@ -25,10 +25,12 @@ START, END = "<!-- diagrams:start -->", "<!-- diagrams:end -->"
 def machines() -> list[MachineSpec]:
     """Every machine of the agent."""
     from acp_fsm.fsm.handshake import HANDSHAKE
+    from acp_fsm.fsm.mcp_server import MCP_SERVER
+    from acp_fsm.fsm.session import SESSION
     from acp_fsm.fsm.tool_call import TOOL_CALL
     from acp_fsm.fsm.turn import TURN
 
-    return [HANDSHAKE, TURN, TOOL_CALL]
+    return [HANDSHAKE, SESSION, TURN, TOOL_CALL, MCP_SERVER]
 
 
 def edges(spec: MachineSpec) -> list[tuple[str, str, str]]:

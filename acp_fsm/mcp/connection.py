@@ -66,15 +66,23 @@ class McpCallFailed(Exception):
 
 
 class McpConnection:
-    """A running MCP server: `start` it, read `tools`, `call` them, `close` it."""
+    """A running MCP server: `start` it, read `tools`, `call` them, `close` it. Once it has
+    worked, `on_lost` is told if it stops (`McpServers` moves the server's machine)."""
 
-    def __init__(self, spec: ServerSpec, cwd: str, elicit: Elicit | None = None) -> None:
+    def __init__(
+        self,
+        spec: ServerSpec,
+        cwd: str,
+        elicit: Elicit | None = None,
+        on_lost: Callable[[McpConnection, str], None] | None = None,
+    ) -> None:
         self.spec = spec
         self._elicit = elicit
+        self._on_lost = on_lost
         # The tool calls waiting on it, by id (None: a subagent's, which cannot ask the user).
         self._calling: list[str | None] = []
         self.tools: list[types.Tool] = []
-        self.lost: str | None = None  # why it stopped working, once it has
+        self.lost: str | None = None  # why it stopped working, once it has (its calls say it)
         self.stale = False  # it said its tools changed (`notifications/tools/list_changed`)
         self._cwd = cwd
         self._session: ClientSession | None = None
@@ -90,9 +98,14 @@ class McpConnection:
         state = "lost" if self.lost else "ready" if self._session else "not ready"
         return f"<McpConnection {self.spec.name} {self.spec.transport} {state}>"
 
-    @property
-    def alive(self) -> bool:
-        return self._session is not None and self.lost is None
+    def _lose(self, reason: str) -> None:
+        """It stopped working, for `reason`: said once."""
+        if self.lost is not None:
+            return
+        self.lost = reason
+        log.warning("mcp_server_lost", server=self.spec.name, reason=reason)
+        if self._on_lost is not None:
+            self._on_lost(self, reason)
 
     async def start(self, timeout_s: float, *, left_s: float | None = None) -> None:
         """Connect, initialize and list the tools, within `timeout_s` (of which `left_s` is
@@ -179,8 +192,9 @@ class McpConnection:
             return call.result()
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
-                self.lost = f"closed the connection ({exc.message})"
-                raise McpUnavailable(self._why(self.lost)) from None
+                reason = f"closed the connection ({exc.message})"
+                self._lose(reason)
+                raise McpUnavailable(self._why(reason)) from None
             raise McpCallFailed(f"MCP server {self.spec.name!r}: {exc.message}") from None
         except Exception as exc:
             raise McpCallFailed(f"MCP server {self.spec.name!r}: {describe(exc)}") from None
@@ -231,9 +245,8 @@ class McpConnection:
         except Exception as exc:
             if not self._ready.done():
                 self._ready.set_exception(exc)
-            elif self.lost is None:
-                self.lost = describe(exc)
-                log.warning("mcp_server_lost", server=self.spec.name, reason=self.lost)
+            else:
+                self._lose(describe(exc))
         finally:
             self._session = None
             if self._group is not None:  # the SDK has stopped it

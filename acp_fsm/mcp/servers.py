@@ -1,10 +1,11 @@
 """The MCP servers of one session: started together, their tools offered under model-safe
 names, closed with the session.
 
-A server that fails to start, or is lost later, is reported once (`take_notices`, shown at the
-next model call) and the session goes on without its tools. Each new prompt tries to start it
-again in the background (`retry`): its tools are back as soon as it is up, and it is reported
-again only if it fails after having worked.
+Each server is moved by its machine (`fsm/mcp_server.py`), here alone. A server that fails to
+start, or is lost later, is reported once (`take_notices`, shown at the next model call) and
+the session goes on without its tools. Each new prompt tries to start it again in the
+background (`retry`): its tools are back as soon as it is up, and it is reported again only
+if it fails after having worked.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import structlog
 
 from acp_fsm import environment
 from acp_fsm.blocking import run_blocking
+from acp_fsm.fsm.mcp_server import DOWN, MCP_SERVER, McpServerState, McpServerTrigger
 from acp_fsm.mcp.specs import ServerSpec, server_specs, tool_name
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 
@@ -39,7 +41,9 @@ class McpServers:
         self.specs = specs
         self._cwd = cwd
         self._elicit = elicit  # how the servers' forms reach the user
-        self._running: dict[str, McpConnection] = {}  # by server name, those that started
+        self._states = {spec.name: McpServerState(MCP_SERVER.initial) for spec in specs}
+        self._reasons: dict[str, str] = {}  # why a server failed or was lost, by name
+        self._running: dict[str, McpConnection] = {}  # by name, the latest that started
         self._notices: list[str] = []
         self._told: set[str] = set()  # servers whose failure the user was told of
         self._retries: dict[str, asyncio.Task[None]] = {}
@@ -48,11 +52,27 @@ class McpServers:
         # to mean another server's tool (history and "always" answers rely on it).
         self._names: dict[tuple[str, str], str] = {}
         self._taken: set[str] = set()
-        self._closed = CancellationToken("mcp servers")  # fired by `close`
-        self._failures: dict[str, str] = {}  # why a server did not start, by name
+        self._closed = CancellationToken("mcp servers")  # fired by `close`, ends the waits
 
     def __repr__(self) -> str:
-        return f"<McpServers {len(self._running)} of {len(self.specs)} running>"
+        ready = [name for name, state in self._states.items() if state == McpServerState.READY]
+        return f"<McpServers {len(ready)} of {len(self.specs)} ready>"
+
+    def _fire(self, name: str, trigger: McpServerTrigger) -> None:
+        before = self._states[name]
+        self._states[name] = McpServerState(MCP_SERVER.step(before, trigger))
+        log.debug(
+            "mcp_server_transition",
+            server=name,
+            trigger=trigger.value,
+            source=before.value,
+            dest=self._states[name].value,
+        )
+
+    def _ready(self) -> list[McpConnection]:
+        """The connections of the servers that are ready, in the editor's order."""
+        ready = McpServerState.READY
+        return [self._running[s.name] for s in self.specs if self._states[s.name] == ready]
 
     @classmethod
     def of(
@@ -72,12 +92,9 @@ class McpServers:
     async def offered(self) -> dict[str, tuple[McpConnection, types.Tool]]:
         """The tools of the servers running now (listed again where a server said they
         changed), each with its server, by the name the model sees."""
-        running = [self._running[s.name] for s in self.specs if s.name in self._running]
-        await asyncio.gather(*(c.refresh_tools() for c in running if c.alive))
+        await asyncio.gather(*(c.refresh_tools() for c in self._ready()))
         offered: dict[str, tuple[McpConnection, types.Tool]] = {}
-        for connection in running:
-            if not connection.alive:
-                continue
+        for connection in self._ready():  # one may have been lost meanwhile
             for tool in connection.tools:
                 key = (connection.spec.name, tool.name)
                 name = self._names.get(key)
@@ -90,34 +107,35 @@ class McpServers:
         """A line per server: its transport, its state and, running, its tools."""
         lines = []
         for spec in self.specs:
-            connection = self._running.get(spec.name)
+            state = self._states[spec.name]
             head = f"{spec.name} ({spec.transport})"
-            if connection is not None and connection.alive:
-                tools = ", ".join(t.name for t in connection.tools) or "no tools"
+            if state == McpServerState.READY:
+                tools = ", ".join(t.name for t in self._running[spec.name].tools) or "no tools"
                 lines.append(f"{head}: running; tools: {tools}")
-            elif connection is not None and connection.lost is not None:
-                lines.append(f"{head}: lost ({connection.lost})")
-            elif spec.name in self._failures:
-                lines.append(f"{head}: failed ({self._failures[spec.name]})")
+            elif state in DOWN:
+                lines.append(f"{head}: {state.value} ({self._reasons[spec.name]})")
             else:
-                lines.append(f"{head}: starting")
+                lines.append(f"{head}: {state.value}")
         return lines
 
-    def retry(self) -> None:
-        """Start again, in the background, each server that failed or was lost."""
+    def retry(self) -> list[asyncio.Task[None]]:
+        """Start again, in the background, each server that failed or was lost; the starts
+        begun now."""
+        begun = []
         for spec in self.specs:
-            connection = self._running.get(spec.name)
-            if (connection is None or connection.lost) and spec.name not in self._retries:
+            if self._states[spec.name] in DOWN and spec.name not in self._retries:
                 task = asyncio.create_task(self._retry(spec), name=f"mcp retry {spec.name}")
                 self._retries[spec.name] = task
+                begun.append(task)
+        return begun
 
     def take_notices(self) -> list[str]:
         """What the user has not been told yet: servers that failed to start or were lost."""
-        for name, connection in self._running.items():
-            if connection.lost is not None and name not in self._told:
+        for name, state in self._states.items():
+            if state == McpServerState.LOST and name not in self._told:
                 self._told.add(name)
                 self._notices.append(
-                    f"MCP server {name!r} {connection.lost}. Its tools are "
+                    f"MCP server {name!r} {self._reasons[name]}. Its tools are "
                     "no longer available in this session."
                 )
         notices, self._notices = self._notices, []
@@ -126,6 +144,9 @@ class McpServers:
     async def close(self) -> None:
         """Stop every server (bounded: a stuck one is killed)."""
         self._closed.cancel("the session's servers are closed")
+        for name, state in self._states.items():
+            if state != McpServerState.CLOSED:
+                self._fire(name, McpServerTrigger.CLOSE)
         for task in list(self._retries.values()):
             task.cancel()
         await asyncio.gather(*self._retries.values(), return_exceptions=True)
@@ -154,7 +175,7 @@ class McpServers:
             return  # closed while the SDK was loading: nothing was started
         from acp_fsm.mcp.connection import McpConnection, McpUnavailable  # loaded: no wait
 
-        connection = McpConnection(spec, self._cwd, self._elicit)
+        connection = McpConnection(spec, self._cwd, self._elicit, self._lost)
         self._starting.add(connection)
         try:
             await connection.start(timeout_s, left_s=deadline - loop.time())
@@ -163,12 +184,24 @@ class McpServers:
             return
         finally:
             self._starting.discard(connection)
+        if self._states[spec.name] == McpServerState.CLOSED:  # closed as it came up
+            await connection.close()
+            return
         old = self._running.pop(spec.name, None)
         self._running[spec.name] = connection
         self._told.discard(spec.name)  # working: a later failure is news again
-        self._failures.pop(spec.name, None)
+        self._reasons.pop(spec.name, None)
+        self._fire(spec.name, McpServerTrigger.STARTED)
         if old is not None:
             await old.close()
+
+    def _lost(self, connection: McpConnection, reason: str) -> None:
+        """`connection` stopped working: its server is lost, if it is the server's
+        connection now (an old one, replaced by a retry, is closed and not news)."""
+        name = connection.spec.name
+        if self._running.get(name) is connection and self._states[name] == McpServerState.READY:
+            self._reasons[name] = reason
+            self._fire(name, McpServerTrigger.LOSE)
 
     async def _load_sdk(self) -> None:
         """Wait until the SDK is loaded (`Cancelled` if the servers are closed meanwhile)."""
@@ -180,8 +213,12 @@ class McpServers:
 
     def _failed(self, spec: ServerSpec, reason: str) -> None:
         """`spec` did not start, for `reason`: logged, and told once at the next model call."""
+        if self._states[spec.name] == McpServerState.CLOSED:
+            return  # closed while it started: nothing to tell
         log.warning("mcp_server_failed", server=spec.name, reason=reason)
-        self._failures[spec.name] = reason
+        self._fire(spec.name, McpServerTrigger.FAIL)
+        if self._states[spec.name] == McpServerState.FAILED:  # a lost one stays lost
+            self._reasons[spec.name] = reason
         if spec.name not in self._told:
             self._told.add(spec.name)
             self._notices.append(f"{reason}. Its tools are not available in this session.")

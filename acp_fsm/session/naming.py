@@ -1,6 +1,6 @@
 """A session's title made by a model (`acp_fsm.titles` decides the call and what is kept).
 
-Until then the title is the first prompt's words (`Session._converse`). Once the first turn
+Until then the title is the first prompt's words (`session.prompting`). Once the first turn
 that completed (not cancelled, not failed) has been answered, one short model call runs in a
 task of its own: `ACP_FSM_TITLE_MODEL`, else the session's model, no tools, a few tokens. Its
 title is stored (`Store.set_model_title`: once a session, whichever process has it open),
@@ -10,7 +10,7 @@ it starts and never touches it), and has its own token, fired when the session i
 deleted or the process exits, and after `TITLE_TIMEOUT_S`. It is tried once a session in a
 process: a failure (logged) keeps the first prompt's words; a later process that has the
 session open tries again after its next completed turn. Its tokens and cost count in the
-session's (`Session.spent`, `Session.cost`, stored as a usage entry), not in the turn's answer
+session's (its `ledger`, stored as a usage entry), not in the turn's answer
 (sent before it ends).
 """
 
@@ -60,10 +60,10 @@ class Naming:
             return
         # A first prompt that ran a command: named by what the user typed (the session's
         # title until now), not by the expansion the model read.
-        typed = commands.as_typed(self._session.title, self._session.library)
+        typed = commands.as_typed(self._session.title, self._session.toolbox.library)
         if typed is not None:
             found = (typed, found[1])
-        model = environment.title_model() or self._session.model(config)
+        model = environment.title_model() or self._session.options.model(config)
         model_request = titles.request(model, config.provider, *found)
         self._task = asyncio.get_running_loop().create_task(self._name(model_request, config))
 
@@ -122,7 +122,9 @@ class Naming:
             log.info("title_call_cancelled", session_id=self._session.id, reason=exc.reason)
             return None
         assert finished is not None, "a stream ends with Finished or an exception"
-        await bill(self._session, finished.usage, model_request.model, config.base_url, "title")
+        await bill(
+            self._session.ledger, finished.usage, model_request.model, config.base_url, "title"
+        )
         title = titles.cleaned(finished.message.text, secrets.scrub_text)
         if title is None:
             log.warning("title_unusable", session_id=self._session.id)

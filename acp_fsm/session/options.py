@@ -42,11 +42,7 @@ class Options:
 
     def model(self, config: ProviderConfig) -> str:
         """The model the next model call uses: the one chosen, else the default."""
-        if self.settings.model:
-            return self.settings.model
-        from acp_fsm.models import CATALOG
-
-        return CATALOG.default_model(config)
+        return settings.model_of(self.settings, config)
 
     def config_options(self) -> list[acp.SessionConfigOption]:
         """The session's ACP `configOptions` now, remembered as what the editor was told.

@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +18,8 @@ import structlog
 from acp_fsm import credentials, leases, limits, redact, transcript, updates
 from acp_fsm.bulk import paused_collector
 from acp_fsm.errors import BadRequest, SessionNotFound
+from acp_fsm.fsm.session import SessionState
 from acp_fsm.mcp.specs import server_specs
-from acp_fsm.pricing import cost_of
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import Message
 from acp_fsm.session.core import Session
@@ -29,7 +30,7 @@ from acp_fsm.tools.files import recover_changes
 
 if TYPE_CHECKING:
     from acp_fsm.schemas import acp_types as acp
-    from acp_fsm.session.core import Server
+    from acp_fsm.session.holder import Server
 
 log = structlog.get_logger("session")
 
@@ -104,7 +105,7 @@ class Sessions:
         record = _record(cwd, additional, mcp_servers)
         store = await self.store()
         await store.create_session(record)
-        session = Session(self._server, store, record, [])
+        session = Session(self._server, store, record, [], partial(self.forget, record.id))
         log.info("session_created", session_id=record.id, cwd=cwd)
         return await self._opened(session, provider, mcp_servers)
 
@@ -133,9 +134,8 @@ class Sessions:
         with paused_collector():
             entries = await store.entries(record.id)
             messages, last = await rebuild(store, record.id, entries)
-        session = Session(
-            self._server, store, record, messages, last, settings_of(entries), cost_of(entries)
-        )
+        forget = partial(self.forget, record.id)
+        session = Session(self._server, store, record, messages, forget, last, entries)
         log.info("session_forked", session_id=record.id, source=source_id, entries=len(copied))
         return await self._opened(session, provider, mcp_servers)
 
@@ -149,7 +149,7 @@ class Sessions:
             await session.connect_mcp(mcp_servers)
         except BaseException:
             self._open.pop(session.id, None)
-            await session.close_mcp()
+            await session.toolbox.close_mcp()
             raise
         return session
 
@@ -178,14 +178,9 @@ class Sessions:
             with paused_collector():  # thousands of objects at once (acp_fsm.bulk)
                 entries, messages, last = await self._read(store, session_id)
             # ACP gives the working directory again: the project may have moved since.
+            forget = partial(self.forget, session_id)
             session = Session(
-                self._server,
-                store,
-                replace(record, cwd=cwd),
-                messages,
-                last,
-                settings_of(entries),
-                cost_of(entries),
+                self._server, store, replace(record, cwd=cwd), messages, forget, last, entries
             )
             self._open[session_id] = session
         else:
@@ -196,7 +191,7 @@ class Sessions:
                 replayed = replay_updates(entries)
             for update in replayed:
                 session.send_update(update)
-                if session.turn is None:  # never let a running turn's updates in between
+                if session.lifecycle.state == SessionState.IDLE:  # no turn's updates between
                     await session.keep_pace()
         return session
 
@@ -225,7 +220,7 @@ class Sessions:
     async def close(self, session_id: str) -> None:
         async with self._lifecycle(session_id):
             session = self.get(session_id)
-            await self._stop(session, "session/close")
+            await session.close("session/close", CLOSE_GRACE_S)
             self._open.pop(session_id, None)
 
     async def delete(self, session_id: str) -> None:
@@ -233,7 +228,7 @@ class Sessions:
         async with self._lifecycle(session_id):
             session = self._open.pop(session_id, None)
             if session is not None:
-                await self._stop(session, "session/delete")
+                await session.close("session/delete", CLOSE_GRACE_S)
             if not await store.delete_session(session_id) and session is None:
                 raise SessionNotFound(limits.echo(session_id))
 
@@ -264,21 +259,9 @@ class Sessions:
     async def shutdown(self) -> None:
         """The connection closed: let every cancelled turn drain and persist (bounded by
         `SHUTDOWN_GRACE_S`, so the process exits in time), then close the store."""
-        await asyncio.gather(
-            *(self._stop(s, "shutdown", SHUTDOWN_GRACE_S) for s in self._open.values())
-        )
+        await asyncio.gather(*(s.close("shutdown", SHUTDOWN_GRACE_S) for s in self._open.values()))
         if self._store is not None:
             await self._store.close()
-
-    async def _stop(self, session: Session, reason: str, grace: float = CLOSE_GRACE_S) -> None:
-        turn = session.turn
-        session.closing = True  # no prompt is taken from now on, queued or not
-        session.cancel(reason)  # the running turn and the queued prompts
-        if turn is not None:
-            await asyncio.wait({turn.done}, timeout=grace)
-        await asyncio.gather(
-            session.close_mcp(), session.stop_background(), session.naming.stop(reason, grace)
-        )
 
 
 def _record(

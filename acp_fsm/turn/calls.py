@@ -14,6 +14,7 @@ from acp_fsm import compaction, results, settings, updates
 from acp_fsm.fsm.tool_call import ACP_STATUS, OPEN, TOOL_CALL, ToolCallState, ToolCallTrigger
 from acp_fsm.providers.types import ToolCallPart, ToolResultPart
 from acp_fsm.tools.base import Tool, ToolCallView, ToolOutcome
+from acp_fsm.turn import storing
 from acp_fsm.turn.model import window
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ def remembered(turn: Turn, pc: PendingCall) -> bool:
     """Apply the user's "always" answer for the call's tool, if any; True when one applied.
     "Always reject" covers every call of the tool; "always allow" only calls confined to the
     session's roots: it never widens the boundary."""
-    answer = turn.session.always.get(pc.call.name)
+    answer = turn.context.always.get(pc.call.name)
     if answer is False:
         pc.deny(denied(pc.call.name, always=True))
     elif answer and pc.confined:
@@ -150,7 +151,7 @@ async def answer(
     locations = list(outcome.locations) if outcome.locations is not None else None
     result = ToolResultPart(pc.call.id, output, outcome.is_error)
     stored = content if outcome.replay is None else list(outcome.replay)
-    await turn.session.add_result(result, updates.final_view(status, stored, locations), wait=wait)
+    await storing.add_result(turn, result, updates.final_view(status, stored, locations), wait=wait)
     pc.fire(trigger)
     pc.result = result
     live = content if outcome.replay is None else None  # None: the editor keeps its view
@@ -171,7 +172,7 @@ async def close_open(
         if pc.is_open
     ]
     if told:
-        await turn.session.settle()
+        await turn.entries.settle()
     for update in told:
         turn.update(update)
 

@@ -14,6 +14,7 @@ from acp_fsm.fsm.turn import TurnTrigger
 from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.types import Finished, Message, ModelRequest
+from acp_fsm.turn import storing
 from acp_fsm.turn.model import charge, open_call, request, reserve, window
 
 if TYPE_CHECKING:
@@ -27,13 +28,12 @@ async def compact(turn: Turn) -> TurnTrigger:
     tools alone fill the window) the older part is dropped instead: the session always goes
     on. The next model call is then sent as it is: a turn never loops here."""
     if not turn.tools:  # /compact: no model call of this turn has listed them yet
-        turn.tools = await turn.token.race(turn.session.tools())
+        turn.tools = await turn.token.race(turn.context.tools())
     model_request = await request(turn)
     size = window(turn)
     room = reserve(model_request, turn.config())
-    before = compaction.estimate(model_request) + turn.session.context_drift
-    parts = cut(turn, model_request)
-    turn.send_as_is = True
+    before = compaction.estimate(model_request) + turn.budget.drift
+    parts = cut(turn, model_request)  # the next model call is sent as it is (`compactions`)
     if parts is None:
         if turn.command is not None:
             await turn.tell(compaction.NOTHING_TO_COMPACT)
@@ -48,7 +48,7 @@ async def compact(turn: Turn) -> TurnTrigger:
         text = compaction.notice(before, after, len(parts.older), dropped)
         if turn.command is None:
             text += "\n\n"  # the model's answer follows
-        await turn.session.compact_to(messages, compaction.to_body(summary, parts.kept, text))
+        await storing.compact_to(turn, messages, compaction.to_body(summary, parts.kept, text))
     except BaseException as exc:
         if shown is not None:
             ended = "cancelled" if isinstance(exc, Cancelled | CancelledError) else "failed"
@@ -74,7 +74,7 @@ async def compact(turn: Turn) -> TurnTrigger:
 def _shown_as_compaction(turn: Turn) -> str | None:
     """A new compaction id when the client follows compactions (`session.compaction`): it is
     shown as `compaction_update`s instead of a line of text."""
-    client = turn.session.server.client
+    client = turn.effects.client.client
     if client is None or not client.follows_compaction:
         return None
     return f"compaction_{secrets.token_hex(6)}"
@@ -83,16 +83,8 @@ def _shown_as_compaction(turn: Turn) -> str | None:
 def cut(turn: Turn, model_request: ModelRequest) -> compaction.Compaction | None:
     """Where a compaction of `model_request` would cut its messages now; None when nothing
     before the cut would be left to summarise or drop."""
-    size = window(turn)
     room = reserve(model_request, turn.config())
-    drift = turn.session.context_drift
-    return compaction.split(
-        list(model_request.messages),
-        size,
-        room,
-        on_demand=turn.command is not None,
-        budget=compaction.kept_budget(model_request, size, room, drift),
-    )
+    return turn.budget.cut(model_request, window(turn), room, on_demand=turn.command is not None)
 
 
 async def _summary(

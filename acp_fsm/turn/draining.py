@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from acp_fsm import transcript
 from acp_fsm.fsm.tool_call import ToolCallState, ToolCallTrigger
 from acp_fsm.fsm.turn import TurnTrigger
+from acp_fsm.turn import storing
 from acp_fsm.turn.calls import close_open
 
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 
 
 async def drain(turn: Turn) -> TurnTrigger:
-    turn.session.mark_cancelled()
+    storing.mark_cancelled(turn)
     await close_open(
         turn,
         lambda pc: (

@@ -7,20 +7,17 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from acp_fsm import compaction, pricing, redact, settings
+from acp_fsm import pricing, redact, settings
 from acp_fsm.blocking import Shared
 from acp_fsm.instructions import BRIEF, reopened, system_prompt
 from acp_fsm.library import skills_prompt
-from acp_fsm.models import CATALOG
-from acp_fsm.providers import open_stream
 from acp_fsm.providers.anthropic import THINKING_BUDGETS
 from acp_fsm.providers.endpoint import ANTHROPIC, ProviderConfig
-from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.types import Finished, ModelRequest, ToolSpec, Usage
 
 if TYPE_CHECKING:
-    from acp_fsm.providers.stream import ModelStream
-    from acp_fsm.turn.host import Host
+    from acp_fsm.ledger import Ledger
+    from acp_fsm.turn.ports import ModelCall
     from acp_fsm.turn.runner import Turn
 
 log = structlog.get_logger("turn")
@@ -31,44 +28,54 @@ _SYSTEM_PROMPT = Shared(system_prompt)
 
 async def instructions(turn: Turn) -> str:
     """The system prompt, read once a turn, off the event loop (it reads the project's
-    files); an instruction file it did not read is told to the user once a session."""
+    files); what it did not read is in `turn.system.skipped`, for the user."""
     if turn.system is None:
-        prompt = await _SYSTEM_PROMPT(turn.token, turn.session.cwd, turn.session.roots[1:])
-        for skipped in prompt.skipped:
-            turn.session.tell_once(skipped)
-        skills = skills_prompt(turn.session.library.skills)
-        turn.system = f"{prompt.text}\n\n{skills}" if skills else prompt.text
-    return turn.system
+        roots = turn.context.roots
+        prompt = await _SYSTEM_PROMPT(turn.token, roots[0], roots[1:])
+        skills = skills_prompt(turn.context.library.skills)
+        turn.system = prompt._replace(text=f"{prompt.text}\n\n{skills}") if skills else prompt
+    return turn.system.text
+
+
+def model(turn: Turn) -> str:
+    """The model the next model call uses, as the settings are now."""
+    return settings.model_of(turn.context.settings(), turn.config())
 
 
 async def request(turn: Turn) -> ModelRequest:
     """The next model call, with the session's settings as they are now: the model, the
     thought level, and the tools and instructions of the mode."""
     config = turn.config()
-    chosen = turn.session.settings
-    model = turn.session.model(config)
+    context = turn.context
+    chosen = context.settings()
+    model = settings.model_of(chosen, config)
     system = await instructions(turn)
     from acp_fsm.tools import SMALL_WINDOW_TOKENS, edit_style, listed  # with the first call
 
-    if window(turn) < SMALL_WINDOW_TOKENS and not turn.subagent:
-        system = reopened(system, turn.session.cwd, BRIEF)  # the room is the conversation's
+    if window(turn) < SMALL_WINDOW_TOKENS and not context.subagent:
+        system = reopened(system, context.roots[0], BRIEF)  # the room is the conversation's
     # what the mode allows; a read-only turn (/review) and a subagent are told their own
-    if not turn.read_only and not turn.subagent:
+    if not turn.read_only and not context.subagent:
         system = f"{system}\n\n{settings.MODE_NOTES[turn.mode]}"
-    jobs = turn.session.background_summary()
+    jobs = context.background.summary()
     if jobs:
         system = f"{system}\n\n{jobs}"
     from acp_fsm.tools.skill import SKILL_TOOL
 
     style = edit_style(config.provider, model)
-    skills = bool(turn.session.library.skills)  # else nothing to load
+    skills = bool(context.library.skills)  # else nothing to load
+    messages, added = turn.conversation.for_model()  # repaired: an orphaned call is a 400
+    if added:
+        log.warning(
+            "transcript_repaired", session_id=context.session_id, calls=[r.call_id for r in added]
+        )
     return ModelRequest(
         model=model,
-        messages=turn.session.messages_for_model(),
+        messages=messages,
         system=system,
-        memo=turn.session.conversation.memo,
+        memo=turn.conversation.memo,
         # a subagent's calls share a prefix of their own (its instructions)
-        cache_key=f"{turn.session.id}:task" if turn.subagent else turn.session.id,
+        cache_key=f"{context.session_id}:task" if context.subagent else context.session_id,
         tools=tuple(
             ToolSpec(t.name, t.description, t.input_schema)
             for t in turn.tools.values()
@@ -83,16 +90,16 @@ async def request(turn: Turn) -> ModelRequest:
     )
 
 
-def open_call(turn: Turn, model_request: ModelRequest) -> ModelStream:
+def open_call(turn: Turn, model_request: ModelRequest) -> ModelCall:
     """Start a model call of the turn (secrets scrubbed from what is sent)."""
     secrets = redact.configured()
     pricing.start()  # its table, for when the call ends
-    return open_stream(
+    return turn.open_stream(
         model_request,
         turn.token,
         turn.config(),
         scrub=secrets.scrub if secrets else None,
-        close_later=turn.session.after_answer,
+        close_later=turn.closers.append,
     )
 
 
@@ -109,18 +116,20 @@ async def charge(turn: Turn, finished: Finished, model: str, call: str) -> Usage
     and the session's, and stored with the session (acp_fsm.pricing)."""
     usage = finished.usage
     turn.spent = turn.spent.plus(usage)
-    await bill(turn.session, usage, model, turn.config().base_url, call, subagent=turn.subagent)
+    await bill(
+        turn.ledger, usage, model, turn.config().base_url, call, subagent=turn.context.subagent
+    )
     return usage
 
 
 async def bill(
-    host: Host, usage: Usage, model: str, base_url: str, call: str, *, subagent: bool = False
+    ledger: Ledger, usage: Usage, model: str, base_url: str, call: str, *, subagent: bool = False
 ) -> None:
-    """What a call of `model` cost: logged, counted in the session's and stored (`call` says
-    which call it was: "turn", "summary", "title"…)."""
+    """What a call of `model` cost: logged, counted in the session's ledger and stored (`call`
+    says which call it was: "turn", "summary", "title"…)."""
     prices = await pricing.table()  # loaded by now: the call's start asked for it
     cost = prices.cost(usage, model, base_url)
-    host.count(pricing.Charge(call, subagent, model, usage, cost))
+    ledger.count(pricing.Charge(call, subagent, model, usage, cost))
     log.info(
         "model_usage",
         call=call,
@@ -135,54 +144,10 @@ async def bill(
 
 
 def window(turn: Turn) -> int:
-    """The context window: the one a compatible server states for the model (at most
-    ACP_FSM_CONTEXT_WINDOW when that is set), else the configured one; less if the provider
-    said so when it refused a request."""
-    config = turn.config()
-    size = config.context_window
-    stated = CATALOG.window(config, turn.session.model(config))
-    if stated is not None:
-        size = min(size, stated) if config.window_set else stated
-    learned = turn.session.context_window
-    return size if learned is None else min(size, learned)
+    """The context window of the turn's next model call (`ContextBudget.window`)."""
+    return turn.budget.window(turn.config(), model(turn))
 
 
-def window_known(turn: Turn) -> bool:
-    """Whether the window is known (set, stated by the server, learned, or the provider's own
-    API's) rather than assumed."""
-    config = turn.config()
-    session = turn.session
-    learned = session.context_window is not None and not session.window_guessed
-    return (
-        config.window_set
-        or config.official
-        or learned
-        or CATALOG.window(config, session.model(config)) is not None
-    )
-
-
-def learn_window(turn: Turn, exc: ProviderError, estimate: int, room: int) -> None:
-    """The provider refused a request as too long: what it said of its window and of the
-    prompt's size holds for the rest of the session (in memory). Without a maximum, a known
-    window stands and the estimate is taken to have fallen short of the server's count; an
-    assumed one (or one guessed so before) is taken to be at most this request, a guess each
-    later refusal lowers."""
-    prompt, maximum = exc.context_sizes
-    known = window_known(turn)
-    session = turn.session
-    if prompt is not None:
-        session.context_drift = max(session.context_drift, prompt - estimate)
-    elif maximum is None and known:
-        full = int(compaction.usable(window(turn), room)) + 1
-        session.context_drift = max(session.context_drift, full - estimate)
-    if maximum is not None or not known:
-        session.context_window = maximum or min(window(turn), estimate)
-        session.window_guessed = maximum is None
-    log.info(
-        "context_exceeded",
-        error=str(exc),
-        estimate=estimate,
-        prompt=prompt,
-        maximum=maximum,
-        window=window(turn),
-    )
+def known(turn: Turn) -> bool:
+    """Whether that window is known rather than assumed (`ContextBudget.known`)."""
+    return turn.budget.known(turn.config(), model(turn))

@@ -43,13 +43,13 @@ async def ask_permissions(turn: Turn) -> TurnTrigger:
 async def _ask(turn: Turn, pc: PendingCall) -> None:
     offered = options_for(pc)
     params = {
-        "sessionId": turn.session.id,
+        "sessionId": turn.context.session_id,
         "toolCall": updates.tool_call_fields(pc.call.id, updates.view_body(pc.view), pc.preview),
         "options": offered,
     }
     pc.fire(ToolCallTrigger.ASK)
     try:
-        answer = await turn.session.server.call_client(
+        answer = await turn.effects.client.call_client(
             "session/request_permission", params, token=turn.token
         )
     except OutboundCancelled:
@@ -73,7 +73,7 @@ async def _ask(turn: Turn, pc: PendingCall) -> None:
     allowed = kind.startswith("allow")
     always = kind.endswith("always")
     if always:
-        turn.session.always[pc.call.name] = allowed
+        turn.context.always[pc.call.name] = allowed
     if allowed:
         pc.fire(ToolCallTrigger.ALLOW)
     else:

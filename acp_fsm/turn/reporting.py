@@ -28,29 +28,30 @@ async def report(turn: Turn) -> TurnTrigger:
 
 
 def mcp_report(turn: Turn) -> str:
-    lines = turn.session.mcp_status()
+    lines = turn.context.status()
     if not lines:
         return "No MCP servers in this session (the editor configures them)."
     return "MCP servers:\n" + "\n".join(f"- {line}" for line in lines)
 
 
 async def status_report(turn: Turn) -> str:
-    session = turn.session
+    ports = turn.context
     config = turn.config()
-    chosen = session.settings
+    chosen = ports.settings()
     mode = settings.MODES[chosen.mode][0]
     size = window(turn)
-    used = session.context_used
+    used = turn.budget.used
     context = (
         f"{used:,} of {size:,} tokens ({used * 100 // max(1, size)}%)"
         if used
         else f"nothing yet, of {size:,} tokens"
     )
-    spent = session.spent
-    found = await run_blocking(turn.token, project_instructions, session.cwd, session.roots[1:])
-    library = session.library
-    jobs = session.background_summary()
-    model = session.model(config)
+    spent = turn.ledger.spent
+    roots = ports.roots
+    found = await run_blocking(turn.token, project_instructions, roots[0], roots[1:])
+    library = ports.library
+    jobs = ports.background.summary()
+    model = settings.model_of(chosen, config)
     level = settings.level_option(chosen, config.provider, model)
     lines = [
         f"Provider: {config.provider}{_api(config, model)} ({_where(config.base_url)})",
@@ -62,7 +63,7 @@ async def status_report(turn: Turn) -> str:
         f"Tokens so far: {spent.input_tokens:,} in ({spent.cache_read_tokens:,} read from the "
         f"cache, {spent.cache_write_tokens:,} written to it), {spent.output_tokens:,} out"
         + (f" ({spent.thought_tokens:,} of them reasoning)" if spent.thought_tokens else ""),
-        "MCP servers: " + _listed(session.mcp_status()),
+        "MCP servers: " + _listed(ports.status()),
         "Instruction files: " + _listed([str(path) for path, _ in found.found]),
         "Commands: " + _listed([f"/{name}" for name in library.commands]),
         "Skills: " + _listed(list(library.skills)),

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from acp_fsm import credentials, settings, transcript, updates
 from acp_fsm.client import Client
 from acp_fsm.commands import REPORTS, Command
+from acp_fsm.context_budget import ContextBudget
+from acp_fsm.conversation import Conversation
 from acp_fsm.errors import DomainError, TurnFailed
 from acp_fsm.fsm.machine import Guard
 from acp_fsm.fsm.tool_call import ToolCallState, ToolCallTrigger
@@ -31,15 +33,24 @@ from acp_fsm.fsm.turn import (
     TurnState,
     TurnTrigger,
 )
+from acp_fsm.ledger import Ledger
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
+from acp_fsm.providers import open_stream
 from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import Usage
 from acp_fsm.tools.base import Tool, ToolOutcome
-from acp_fsm.turn import compacting, draining, permission, reporting, streaming, tools
+from acp_fsm.turn import compacting, draining, permission, reporting, storing, streaming, tools
 from acp_fsm.turn.calls import PendingCall, close_open
-from acp_fsm.turn.host import Host, TurnEnv
+from acp_fsm.turn.ports import (
+    Effects,
+    Entries,
+    OpenModelCall,
+    TurnContext,
+    TurnEnv,
+)
 
 if TYPE_CHECKING:
+    from acp_fsm.instructions import SystemPrompt
     from acp_fsm.schemas import acp_types as acp
 
 log = structlog.get_logger("turn")
@@ -57,33 +68,51 @@ WORK: dict[TurnState, Work] = {
 
 
 class Turn:
-    """One prompt turn: its machine's state, and what the work of its states shares."""
+    """One prompt turn: its machine's state, and what the work of its states shares. It stands
+    on its ports (`turn.ports`, docs/architecture.md): the context, the effects, the entries,
+    the conversation, the context budget and the ledger."""
 
     def __init__(
-        self, session: Host, token: CancellationToken, command: Command | None = None
+        self,
+        context: TurnContext,
+        effects: Effects,
+        entries: Entries,
+        conversation: Conversation,
+        budget: ContextBudget,
+        ledger: Ledger,
+        token: CancellationToken,
+        command: Command | None = None,
+        *,
+        open_stream: OpenModelCall = open_stream,
     ) -> None:
-        self.session = session
+        self.context = context
+        self.effects = effects
+        self.entries = entries
+        self.conversation = conversation
+        self.budget = budget
+        self.ledger = ledger
+        self.open_stream = open_stream  # how its model calls start
         self.token = token
         self.command = command  # a slash command the prompt runs instead of a model turn
-        self.prompt: list[acp.ContentBlock] | None = None  # the request's (a subagent's: None)
         self.state = TurnState(TURN.initial)  # moved by `_fire` only
         self.requests = 0  # model calls made
         self.max_requests = tools.max_turn_requests()  # and allowed
         self.spent = Usage()  # the tokens of its model calls (its subagents' included)
-        self.subagent = False  # a subagent's turn (`turn.subagent`)
         self.calls: list[PendingCall] = []  # of the current assistant message
         self.stop_reason: acp.StopReason = "end_turn"  # when the turn ends done
         self.error: DomainError | None = None
         self.path: list[str] = [self.state.value]
-        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.client = Client(session.server, session.id, token)
-        # The provider configuration, read when the prompt came (`Session._run_turn`).
+        self.client = Client(effects.client, context.session_id, token)
+        # The provider configuration, read when the prompt came (`session.prompting`).
         self.provider: credentials.InForce | None = None
         self.tools: dict[str, Tool] = {}  # of the current model call
-        self.system: str | None = None  # read once a turn (instruction files may change)
-        self.send_as_is = False  # the next model call: compacted once, it is not again
+        self.system: SystemPrompt | None = None  # read once a turn (the files may change)
         self.read_only = False  # this turn has the read-only tools only, whatever the mode
-        self.recompacted = False  # this model call: compacted again for a lowered guess
+        # Its last stored assistant message: (its pending or done write, its body).
+        self.last_assistant: tuple[asyncio.Future[int], dict[str, Any]] | None = None
+        # What to close once the prompt is answered (a model call's response cut by a cancel:
+        # closing its socket is not on the way to the answer).
+        self.closers: list[Callable[[], None]] = []
         self._guards: dict[Guard, Callable[[], bool]] = {
             NEEDS_PERMISSION: self._needs_permission,
             ON_DEMAND: lambda: self.command is not None,
@@ -91,7 +120,7 @@ class Turn:
 
     def __repr__(self) -> str:
         return (
-            f"<Turn {self.session.id} {self.state} requests={self.requests} "
+            f"<Turn {self.context.session_id} {self.state} requests={self.requests} "
             f"calls={len(self.calls)} token={self.token!r}>"
         )
 
@@ -108,7 +137,7 @@ class Turn:
     @property
     def mode(self) -> str:
         """The mode the turn works in: Plan's tools for a read-only turn (/review)."""
-        return settings.PLAN if self.read_only else self.session.settings.mode
+        return settings.PLAN if self.read_only else self.context.settings().mode
 
     def _needs_permission(self) -> bool:
         """Guard of `tools_requested`: some call waits for the user's answer."""
@@ -125,7 +154,7 @@ class Turn:
             self._fire(self._first_trigger())
         while self.state not in FINAL:
             await self._step()
-        await self.session.record_turn_end(self.stop_reason_now)
+        await storing.write(self, "turn_end", {"stopReason": self.stop_reason_now}, wait=False)
         log.info(
             "turn_finished",
             state=self.state.value,
@@ -177,6 +206,17 @@ class Turn:
 
     # ---------------------------------------------------- what the work shares
 
+    def compactions(self) -> int:
+        """How many times the model call under way was compacted first: the compactions
+        since the last model call that was answered (read from the path)."""
+        count = 0
+        for state in reversed(self.path):
+            if state == TurnState.COMPACTING:
+                count += 1
+            elif state != TurnState.STREAMING:
+                break
+        return count
+
     def config(self) -> ProviderConfig:
         """The provider configuration of this turn (the environment, then what `acp-fsm
         login` stored), read once, when its prompt came."""
@@ -204,16 +244,24 @@ class Turn:
             return await subagent.delegate(self, call_id, description, prompt)
 
         return TurnEnv(
-            self.session, self.token, self.client, report, delegate, previewed, call_id, locations
+            self.context,
+            self.effects.send,
+            self.token,
+            self.client,
+            report,
+            delegate,
+            previewed,
+            call_id,
+            locations,
         )
 
     def update(self, update: acp.SessionUpdate) -> None:
-        self.session.send_update(update)
+        self.effects.send(update)
 
     def notify(self, text: str) -> None:
         """Tell the user something apart from the model's answer that follows: a `notice`
         for a client that shows them, else text before the answer."""
-        client = self.session.server.client
+        client = self.effects.client.client
         if client is not None and client.shows_notices:
             self.update(updates.notice(text))
         else:
@@ -222,5 +270,5 @@ class Turn:
     async def tell(self, text: str) -> None:
         """Tell the user something of the turn that is not the model's (stored: a load shows
         it again; never sent to the model)."""
-        await self.session.add_notice(text)
+        await storing.add_notice(self, text)
         self.update(updates.chunk("agent_message_chunk", updates.text_content(text)))

@@ -26,18 +26,10 @@ from acp_fsm.providers.types import (
 )
 from acp_fsm.tools.base import Drafts
 from acp_fsm.tools.common import ToolError, describe_os_error
+from acp_fsm.turn import storing
 from acp_fsm.turn.calls import classify
 from acp_fsm.turn.compacting import cut
-from acp_fsm.turn.model import (
-    charge,
-    instructions,
-    learn_window,
-    open_call,
-    request,
-    reserve,
-    window,
-    window_known,
-)
+from acp_fsm.turn.model import charge, instructions, known, open_call, request, reserve, window
 from acp_fsm.warm import aiohttp_imported
 
 if TYPE_CHECKING:
@@ -46,8 +38,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("turn")
 
-# An empty 200 stream counts as a refusal for length from this share of the usable window on.
-NEAR_WINDOW = 0.5
 ACP_STOP: dict[StopReason, acp.StopReason] = {
     StopReason.END_TURN: "end_turn",
     StopReason.TOOL_USE: "end_turn",
@@ -60,36 +50,30 @@ async def stream(turn: Turn) -> TurnTrigger:
     turn.calls = []
     # The request and its calls see one set; a server slow to list them cannot hold up a
     # cancel.
-    turn.tools = await turn.token.race(turn.session.tools())
-    await instructions(turn)  # what it could not read is among the notices
-    for notice in turn.session.take_notices():  # apart from the answer that follows
+    turn.tools = await turn.token.race(turn.context.tools())
+    await instructions(turn)
+    assert turn.system is not None
+    for notice in turn.effects.notices(turn.system.skipped):  # apart from the answer
         turn.notify(notice)
     config = turn.config()
     if (described := CATALOG.pending(config)) is not None:  # its models, its window
         await turn.token.race(described)
     await turn.token.race(aiohttp_imported())  # the first call's, off the loop
     model_request = await request(turn)
-    estimate = compaction.estimate(
-        model_request, turn.session.conversation.size(model_request.messages)
-    )
+    estimate = compaction.estimate(model_request, turn.conversation.size(model_request.messages))
     room = reserve(model_request, config)
-    if not turn.send_as_is and compaction.too_full(
-        estimate + turn.session.context_drift, window(turn), room
-    ):
+    budget = turn.budget
+    if not turn.compactions() and budget.too_full(estimate, window(turn), room):
         return TurnTrigger.COMPACT
     turn.requests += 1
     finished = await _streamed(turn, model_request, estimate, room)
     if finished is None:
         return TurnTrigger.COMPACT
-    turn.send_as_is = turn.recompacted = False
     CATALOG.after_call(config, model_request.model)
     usage = await charge(turn, finished, model_request.model, "turn")
-    if usage.input_tokens:
-        turn.session.context_drift = max(0, usage.input_tokens - estimate)
-    used = usage.input_tokens + usage.output_tokens
+    used = budget.counted(usage.input_tokens, usage.output_tokens, estimate)
     if used:
-        turn.session.context_used = used
-        turn.update(updates.usage(used, window(turn), pricing.to_acp(turn.session.cost)))
+        turn.update(updates.usage(used, window(turn), pricing.to_acp(turn.ledger.cost)))
     return await _finish(turn, finished)
 
 
@@ -100,9 +84,9 @@ async def _streamed(
     the window before anything streamed (a compaction may help)."""
     model_stream = open_call(turn, model_request)
     finished: Finished | None = None
-    session = turn.session
-    answer = session.text_sender("agent_message_chunk")
-    thought = session.text_sender("agent_thought_chunk")
+    effects = turn.effects
+    answer = effects.text_sender("agent_message_chunk")
+    thought = effects.text_sender("agent_thought_chunk")
     try:
         async with model_stream:
             async for event in model_stream:
@@ -112,8 +96,8 @@ async def _streamed(
                     thought(event.text)
                 elif isinstance(event, Finished):
                     finished = event
-                if session.behind:  # the provider waits too
-                    await session.keep_pace(turn.token)
+                if (behind := effects.pace(turn.token)) is not None:  # the provider waits too
+                    await behind
     except Cancelled as cancelled:  # in the stream, or while the editor was behind
         partial = (
             cancelled.partial if isinstance(cancelled, StreamCancelled) else model_stream.partial
@@ -134,7 +118,7 @@ async def _finish(turn: Turn, finished: Finished) -> TurnTrigger:
     message = finished.message
     turn.calls = [classify(turn, call) for call in message.tool_calls]
     views = {pc.call.id: updates.view_body(pc.view) for pc in turn.calls}
-    await turn.session.add_assistant(message, finished.stop_reason.value, views)
+    await storing.add_assistant(turn, message, finished.stop_reason.value, views)
     for pc in turn.calls:  # stored: announced even if a cancel came meanwhile
         turn.update(updates.tool_call(pc.call.id, views[pc.call.id]))
     turn.token.raise_if_cancelled()  # a cancel that came with the last token still counts
@@ -184,7 +168,7 @@ async def keep_partial(
     a cut message are dropped, complete ones are never run)."""
     kept = AssistantMessage(tuple(p for p in partial.parts if not isinstance(p, ToolCallPart)))
     if kept.parts:
-        await turn.session.add_assistant(kept, stop_reason, {}, wait=wait)
+        await storing.add_assistant(turn, kept, stop_reason, {}, wait=wait)
 
 
 def _overflowed(
@@ -196,17 +180,15 @@ def _overflowed(
     guess, and there is still something to cut; that happens once). An empty 200 stream
     counts when the request was near the window, or the window is only assumed:
     llama-cpp-python answers so."""
-    if turn.send_as_is:
+    if turn.compactions():
         return _guessed_too_large(turn, exc, model_request, estimate, room)
+    budget = turn.budget
     if exc.error_type == EMPTY_STREAM:
-        near = estimate + turn.session.context_drift >= NEAR_WINDOW * compaction.usable(
-            window(turn), room
-        )
-        if window_known(turn) and not near:
+        if known(turn) and not budget.near(estimate, window(turn), room):
             return False
     elif not exc.context_exceeded:
         return False
-    learn_window(turn, exc, estimate, room)
+    budget.learn(exc, estimate, window(turn), room, known(turn))
     return True
 
 
@@ -218,16 +200,13 @@ def _guessed_too_large(
     down to this request, and it is compacted again if that can cut anything. Once a model
     call, so a turn never loops."""
     refused = exc.error_type == EMPTY_STREAM or exc.context_exceeded
-    session = turn.session
-    if turn.recompacted or not refused or not session.window_guessed:
+    budget = turn.budget
+    if turn.compactions() > 1 or not refused or not budget.guessed:
         return False
     if estimate >= window(turn):
         return False  # it teaches nothing new
-    learn_window(turn, exc, estimate, room)
-    if cut(turn, model_request) is None:
-        return False
-    turn.recompacted = True
-    return True
+    budget.learn(exc, estimate, window(turn), room, known(turn))
+    return cut(turn, model_request) is not None
 
 
 def _failure(
@@ -238,7 +217,7 @@ def _failure(
     message = str(exc)
     if exc.context_exceeded or exc.error_type == EMPTY_STREAM:
         sizes = (estimate, compaction.fixed_part(model_request), window(turn))
-        message = f"{message}. {_too_long(exc, sizes, turn.send_as_is)}"
+        message = f"{message}. {_too_long(exc, sizes, bool(turn.compactions()))}"
     return TurnFailed(message, data=_error_data(exc))
 
 

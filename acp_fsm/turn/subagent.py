@@ -2,9 +2,11 @@
 sub-conversation that starts with the task's prompt and nothing of the session's.
 
 It runs under the calling turn's token, so a cancel reaches its stream and its tools as it
-reaches the turn's own. It stands on a `SubagentHost`: the session's directories, settings,
-editor and background commands, but its own conversation, kept in memory and stored whole
-with the session when it ends (a `subagent` entry). The editor sees one call: each of the
+reaches the turn's own. It stands on ports of its own (`turn.ports`): the session's
+directories, settings and background commands (`task_context`), the editor as a subagent may
+reach it (`TaskEffects`), its own conversation (`TaskConversation`), kept in memory (`Unstored`)
+and stored whole with the session when it ends (a `subagent` entry), its own context budget,
+and the session's ledger, in which its calls count. The editor sees one call: each of the
 subagent's tool calls becomes a line of that call's content, and its report ends it.
 Its tools are the read-only ones (read, search, fetch and MCP tools marked read-only) unless
 the session's mode runs everything unasked; it cannot ask the user anything (a call that would
@@ -14,7 +16,8 @@ ask is refused and the subagent told why), nor start a subagent of its own.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -23,34 +26,30 @@ from acp_fsm import environment, settings, transcript, updates
 from acp_fsm.conversation import Conversation
 from acp_fsm.environment import ELICITATION_METHOD, PERMISSION_METHOD
 from acp_fsm.errors import DomainError
-from acp_fsm.instructions import subagent_prompt
+from acp_fsm.instructions import SystemPrompt, subagent_prompt
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.protocol.errors import OutboundError
-from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import (
     AssistantMessage,
     Message,
     TextPart,
     ToolResultPart,
     ToolResultsMessage,
-    Usage,
     UserMessage,
 )
 from acp_fsm.tools.ask_user import ASK_USER_TOOL
 from acp_fsm.tools.base import Tool, ToolOutcome
 from acp_fsm.tools.task import TASK_TOOL
-from acp_fsm.turn.host import Host
 from acp_fsm.turn.model import instructions
+from acp_fsm.turn.ports import Effects, TurnContext
 from acp_fsm.turn.runner import Turn
 from acp_fsm.updates import PLAN_TOOL
 
 if TYPE_CHECKING:
     from acp_fsm.client import ClientChannel
     from acp_fsm.initialize import ClientInfo
-    from acp_fsm.pricing import Charge, Cost
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.settings import Settings
-    from acp_fsm.tools.background import BackgroundJobs
     from acp_fsm.updates import ChunkKind
 
 log = structlog.get_logger("turn")
@@ -126,153 +125,110 @@ class _Unasking:
         return refused
 
 
-class SubagentHost:
-    """The `Host` of a subagent's turn (see the module's docstring)."""
+class TaskEffects:
+    """A subagent's `Effects`: its updates become lines of the task's call (`Progress`), its
+    streamed text is not shown (its report is read from its last message), the editor cannot
+    be asked anything, and the user is told nothing of its own."""
 
-    def __init__(
-        self, parent: Host, progress: Progress, prompt: str, *, read_only: bool = False
-    ) -> None:
+    def __init__(self, parent: Effects, progress: Progress) -> None:
         self._parent = parent
-        self._read_only = read_only  # a read-only turn's (/review): never more than reads
+        self._client = _Unasking(parent.client)
         self._progress = progress
-        self._server = _Unasking(parent.server)
-        self.id = parent.id
-        self.cwd = parent.cwd
-        self.roots = parent.roots
-        self.always = parent.always  # the user's answers hold (a subagent never adds one)
-        self.asks_user = False
-        self.context_drift = 0
-        own_model = environment.subagent_model()  # else what the session learned holds
-        self.context_window = None if own_model else parent.context_window
-        self.window_guessed = False if own_model else parent.window_guessed
-        self.task = UserMessage((TextPart(prompt),))
-        self.conversation = Conversation([self.task])
-        self.transcript: list[Message] = [self.task]  # all of it, compactions or not
-        self.compactions = 0
-        self.library = parent.library
-        self.context_used = 0
-
-    def __repr__(self) -> str:
-        return f"<SubagentHost of {self.id} messages={len(self.conversation)}>"
-
-    # the session's, as they are
-    @property
-    def background(self) -> BackgroundJobs:
-        return self._parent.background
-
-    def background_summary(self) -> str:
-        return self._parent.background_summary()
 
     @property
-    def settings(self) -> Settings:
-        return self._parent.settings
+    def client(self) -> ClientChannel:
+        return self._client
 
-    def model(self, config: ProviderConfig) -> str:
-        return environment.subagent_model() or self._parent.model(config)
+    def send(self, update: acp.SessionUpdate) -> None:
+        self._progress.seen(update)
 
-    @property
-    def server(self) -> ClientChannel:
-        return self._server
+    def text_sender(self, kind: ChunkKind) -> Callable[[str], object]:
+        return _ignore
 
-    async def tools(self) -> dict[str, Tool]:
-        found = await self._parent.tools()
-        return {name: tool for name, tool in found.items() if self._delegated(name, tool)}
+    def pace(self, token: CancellationToken | None) -> Awaitable[None] | None:
+        return self._parent.pace(token)  # its progress goes out on the session's updates
 
-    def _delegated(self, name: str, tool: Tool) -> bool:
-        """Whether the subagent has `tool`: in Full access, all but `NOT_DELEGATED`;
-        otherwise those that change nothing, and a page fetcher the user chose to always
-        allow (a subagent cannot ask, and a fetch asks in the other modes)."""
-        if name in NOT_DELEGATED:
-            return False
-        everything = self.settings.mode == settings.FULL_ACCESS and not self._read_only
-        if everything or tool.kind in settings.READ_ONLY_KINDS:
-            return True
-        return tool.kind == "fetch" and self.always.get(name) is True
-
-    def tell_once(self, notice: str) -> None:
-        self._parent.tell_once(notice)
-
-    def after_answer(self, callback: Callable[[], None]) -> None:
-        self._parent.after_answer(callback)
-
-    @property
-    def behind(self) -> bool:
-        return self._parent.behind
-
-    async def keep_pace(self, token: CancellationToken | None = None) -> None:
-        await self._parent.keep_pace(token)
-
-    def count(self, charge: Charge) -> None:
-        self._parent.count(charge)
-
-    @property
-    def cost(self) -> Cost | None:
-        return self._parent.cost
-
-    @property
-    def spent(self) -> Usage:
-        return self._parent.spent
-
-    def mcp_status(self) -> list[str]:
-        return self._parent.mcp_status()
-
-    def record_subagent(self, body: dict[str, Any]) -> None:
-        raise AssertionError("a subagent starts no subagent")
-
-    # its own conversation, in memory
-    def messages_for_model(self) -> tuple[Message, ...]:
-        return self.conversation.for_model()[0]
-
-    def take_notices(self) -> list[str]:
+    def notices(self, found: Iterable[str] = ()) -> list[str]:
         return []
 
-    async def add_assistant(
-        self,
-        message: AssistantMessage,
-        stop_reason: str,
-        views: dict[str, dict[str, Any]],
-        *,
-        wait: bool = True,
-    ) -> None:
-        self.conversation.append(message)
-        self.transcript.append(message)
 
-    async def add_result(
-        self, result: ToolResultPart, view: dict[str, Any], *, wait: bool = True
-    ) -> None:
-        self.conversation.add_result(result)
-        self.transcript.append(ToolResultsMessage((result,)))
+class Unstored:
+    """A subagent's `Entries`: nothing is stored as it goes; its whole transcript is, with
+    the session, when it ends (`delegate`)."""
 
-    def mark_cancelled(self) -> None:
-        pass  # kept as it was streamed; the whole is stored when the subagent ends
+    def queue(
+        self, kind: str, body: dict[str, Any], *, required: bool = False
+    ) -> asyncio.Future[int] | None:
+        return None
 
-    async def compact_to(self, messages: list[Message], body: dict[str, Any]) -> None:
-        """The conversation compacted, the task's prompt kept word for word in front (it
-        is the subagent's whole task)."""
-        self.compactions += 1
-        first = messages[0] if messages else None
-        if isinstance(first, UserMessage):
-            messages = [UserMessage((*self.task.parts, *first.parts)), *messages[1:]]
-        else:
-            messages = [self.task, *messages]
-        self.conversation.replace(messages)
-        self.context_drift = 0
+    async def commit(self, kind: str, written: asyncio.Future[int] | None) -> None:
+        pass
 
-    async def add_notice(self, text: str) -> None:
-        pass  # for the user of a turn; a subagent's user is the agent
-
-    async def record_turn_end(self, stop_reason: str) -> None:
+    def rewrite(self, seq: int, body: dict[str, Any]) -> None:
         pass
 
     async def settle(self) -> None:
         pass
 
-    # what it shows: its calls, as lines of the task's call
-    def send_update(self, update: acp.SessionUpdate) -> None:
-        self._progress.seen(update)
 
-    def text_sender(self, kind: ChunkKind) -> Callable[[str], object]:
-        return _ignore
+class TaskConversation(Conversation):
+    """A subagent's conversation: its task's prompt first, kept word for word in front when
+    it is compacted (it is the subagent's whole task); every message it had, compacted or
+    not, in `transcript`."""
+
+    def __init__(self, prompt: str) -> None:
+        self.task = UserMessage((TextPart(prompt),))
+        super().__init__([self.task])
+        self.transcript: list[Message] = [self.task]
+        self.compactions = 0
+
+    def __repr__(self) -> str:
+        return f"<TaskConversation messages={len(self)} compactions={self.compactions}>"
+
+    def append(self, message: Message) -> None:
+        super().append(message)
+        self.transcript.append(message)
+
+    def add_result(self, result: ToolResultPart) -> None:
+        super().add_result(result)
+        self.transcript.append(ToolResultsMessage((result,)))
+
+    def compacted(self, messages: Iterable[Message]) -> None:
+        self.compactions += 1
+        kept = list(messages)
+        first = kept[0] if kept else None
+        if isinstance(first, UserMessage):
+            kept = [UserMessage((*self.task.parts, *first.parts)), *kept[1:]]
+        else:
+            kept = [self.task, *kept]
+        self.replace(kept)
+
+
+def task_context(parent: TurnContext, *, read_only: bool) -> TurnContext:
+    """A subagent's context: its session's directories, commands, answers and background
+    commands; its own model when `ACP_FSM_SUBAGENT_MODEL` names one; its own tools: all but
+    `NOT_DELEGATED` in Full access (a read-only turn's never more than reads), else those that
+    change nothing and a page fetcher the user chose to always allow (a subagent cannot ask,
+    and a fetch asks in the other modes)."""
+    own_model = environment.subagent_model()
+
+    def chosen() -> Settings:
+        found = parent.settings()
+        return found._replace(model=own_model) if own_model else found
+
+    def delegated(name: str, tool: Tool) -> bool:
+        if name in NOT_DELEGATED:
+            return False
+        everything = chosen().mode == settings.FULL_ACCESS and not read_only
+        if everything or tool.kind in settings.READ_ONLY_KINDS:
+            return True
+        return tool.kind == "fetch" and parent.always.get(name) is True
+
+    async def tools() -> dict[str, Tool]:
+        found = await parent.tools()
+        return {name: tool for name, tool in found.items() if delegated(name, tool)}
+
+    return replace(parent, subagent=True, settings=chosen, tools=tools)
 
 
 def _ignore(text: str) -> None:
@@ -287,12 +243,21 @@ async def delegate(parent: Turn, call_id: str, description: str, prompt: str) ->
         parent.update(updates.tool_call_update(call_id, "in_progress", content=list(content)))
 
     progress = Progress(show)
-    host = SubagentHost(parent.session, progress, prompt, read_only=parent.read_only)
-    sub = Turn(host, parent.token)
+    conversation = TaskConversation(prompt)
+    sub = Turn(
+        task_context(parent.context, read_only=parent.read_only),
+        TaskEffects(parent.effects, progress),
+        Unstored(),
+        conversation,
+        parent.budget.subagents(own_model=bool(environment.subagent_model())),
+        parent.ledger,  # its calls count in the session's
+        parent.token,
+        open_stream=parent.open_stream,
+    )
     sub.provider = parent.provider
-    sub.system = subagent_prompt(await instructions(parent), parent.session.cwd)
+    text = subagent_prompt(await instructions(parent), parent.context.roots[0])
+    sub.system = SystemPrompt(text, [])
     sub.max_requests = environment.subagent_max_steps()
-    sub.subagent = True
     sub.read_only = parent.read_only
     stop: acp.StopReason | None = None
     try:
@@ -302,23 +267,27 @@ async def delegate(parent: Turn, call_id: str, description: str, prompt: str) ->
         return ToolOutcome(failure, is_error=True, content=progress.content(failure))
     finally:
         parent.spent = parent.spent.plus(sub.spent)
-        parent.session.record_subagent(
+        parent.closers.extend(sub.closers)
+        # Queued, not waited for: what the editor is told rests on the call's result.
+        parent.entries.queue(
+            "subagent",
             {
                 "callId": call_id,
                 "description": description,
                 "stopReason": stop or sub.stop_reason_now,
                 "modelCalls": sub.requests,
                 "usage": updates.usage_totals(sub.spent),
-                "compactions": host.compactions,
+                "compactions": conversation.compactions,
                 "messages": [
-                    transcript.message_to_json(m) for m in transcript.group_results(host.transcript)
+                    transcript.message_to_json(m)
+                    for m in transcript.group_results(conversation.transcript)
                 ],
-            }
+            },
         )
         log.info("subagent_finished", call=call_id, stop=stop, requests=sub.requests)
     if stop == "cancelled":
         raise Cancelled(parent.token.reason or "cancelled")
-    report, is_error = _report(host.conversation.messages, stop, sub.requests)
+    report, is_error = _report(conversation.messages, stop, sub.requests)
     return ToolOutcome(report, is_error=is_error, content=progress.content(report))
 
 

@@ -286,7 +286,7 @@ async def test_a_compactions_summary_call_counts(
     assert kinds == ["turn", "title", "turn", "summary", "turn"]  # title: after the first
 
 
-async def test_a_loaded_session_goes_on_from_its_stored_cost(
+async def test_a_loaded_session_goes_on_from_its_stored_cost_and_tokens(
     launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
 ) -> None:
     env: Priced = {
@@ -308,8 +308,13 @@ async def test_a_loaded_session_goes_on_from_its_stored_cost(
     amount = (1000 * 2 + 3000 * 0.5 + 200 * 10) / 1e6
     assert costs(other, session) == [usd(2 * amount)]
     assert session_cost(turn) == usd(2 * amount)
-    # the tokens of `sessionUsage` are this process's
-    assert turn.response["result"]["_meta"]["acpFsm"]["sessionUsage"]["inputTokens"] == 4000
+    # so do the tokens of `sessionUsage`: every stored call's up to this turn's (the first
+    # process's title call's too, when it ended before that process did)
+    usage = [b for k, b in stored(launch.home, session) if k == "usage"]
+    last_turn = max(i for i, b in enumerate(usage) if b["call"] == "turn")
+    told = turn.response["result"]["_meta"]["acpFsm"]["sessionUsage"]["inputTokens"]
+    assert told == sum(b["usage"]["inputTokens"] for b in usage[: last_turn + 1])
+    assert told >= 8000
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,148 @@
+"""One prompt of a session, once its turn begins (`Lifecycle`): the provider configuration read
+for it, the session's turn lease taken (and what another process wrote caught up with), the
+user's commands and skills read again, the prompt stored, the turn run, and the answer given
+once everything the turn wrote is stored (commit, then tell)."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from acp_fsm import credentials, limits, pricing, redact, transcript, updates
+from acp_fsm.prompt import title_of
+from acp_fsm.protocol.cancel import CancellationToken, Cancelled
+from acp_fsm.providers.types import TextPart, UserMessage, UserPart
+from acp_fsm.session.replay import rebuild, settings_of
+
+if TYPE_CHECKING:
+    from acp_fsm.schemas import acp_types as acp
+    from acp_fsm.session.core import Session
+    from acp_fsm.turn import Turn
+
+log = structlog.get_logger("session")
+
+
+async def run(
+    session: Session, token: CancellationToken, body: dict[str, Any], parts: tuple[UserPart, ...]
+) -> acp.PromptResponse:
+    """The prompt of `body` (its `parts` converted), under `token`: its answer."""
+    # Imported at the first prompt: the turn brings the tools and the providers, which
+    # `initialize` and `session/new` do not need (startup budget, see bench/startup.py).
+    from acp_fsm import commands
+
+    if session.mcp is not None:
+        session.mcp.retry()  # a server that failed or was lost: its next use tries again
+    command = commands.parse(body["prompt"])
+    found = await credentials.read()
+    session.options.provider = found.config
+    if found.needs_login:  # refused before anything of the prompt is stored
+        raise found.refusal(session.server.client)
+    await _claim(session)
+    try:
+        await session.toolbox.read_library(token)  # the files may have changed
+        if command is not None:  # shown again by a load, never sent to a model
+            await session.journal.write("command", {"prompt": body["prompt"]}, wait=True)
+            return await _answer(session, session.new_turn(token, found, command))
+        return await _converse(session, token, found, body, parts)
+    finally:
+        session.lease.release()
+
+
+async def _converse(
+    session: Session,
+    token: CancellationToken,
+    found: credentials.InForce,
+    body: dict[str, Any],
+    parts: tuple[UserPart, ...],
+) -> acp.PromptResponse:
+    expanded = await _expanded(session, token, body["prompt"], parts)
+    read_only = False
+    if expanded is not None:  # the user's command: the model reads it, the user sees theirs
+        parts, read_only = expanded
+        body = {**body, "parts": [transcript.part_to_json(p) for p in parts]}
+        limits.check_stored("prompt", body)
+    turn = session.new_turn(token, found, read_only=read_only)
+    await session.journal.write("user", body, wait=True)  # not stored: not in the conversation
+    session.conversation.append(UserMessage(parts))
+    if session.title is None and (
+        title := title_of(body["prompt"], clean=redact.configured().scrub_text)
+    ):
+        session.title = title
+        session.journal.set_title_soon(title)
+        session.send_update(updates.session_info(title, updates.iso_time(time.time())))
+    answer = await _answer(session, turn)
+    if answer["stopReason"] != "cancelled":  # a completed turn: a title can be made
+        config = turn.config()
+        session.after_answer(lambda: session.naming.start(config))
+    return answer
+
+
+async def _answer(session: Session, turn: Turn) -> acp.PromptResponse:
+    """Run the turn; its answer once all it wrote is stored."""
+    try:
+        stop_reason = await turn.run()
+    finally:
+        # The lease goes with the turn's last entries (queued behind them, so in the same
+        # commit or after it). Commit, then tell: the answer goes out once all the turn
+        # wrote is durable. The streams a cancel cut are closed once it is answered.
+        session.lease.release()
+        for close in turn.closers:
+            session.after_answer(close)
+        await session.settle()
+    # _meta (ACP extensibility): how the turn machine got there, the tokens of the turn's
+    # model calls (its compactions' and subagents' included) and of the session's, and
+    # what the session's calls cost when that is known.
+    meta = {
+        "statePath": turn.path,
+        "modelCalls": turn.requests,
+        "usage": updates.usage_totals(turn.spent),
+        "sessionUsage": updates.usage_totals(session.ledger.spent),
+    }
+    if (cost := pricing.to_acp(session.ledger.cost)) is not None:
+        meta["sessionCost"] = cost
+    return {"stopReason": stop_reason, "_meta": {"acpFsm": meta}}
+
+
+async def _claim(session: Session) -> None:
+    """Take the session's turn lease, then catch up with what another process wrote since
+    this one last looked, or repair what a dead holder left."""
+    claim = await session.lease.claim()
+    try:
+        journal = session.journal
+        if claim.last_seq != journal.synced_seq or claim.taken_over:
+            entries = await journal.store.entries(session.id)
+            messages, journal.synced_seq = await rebuild(journal.store, session.id, entries)
+            session.conversation.replace(messages)
+            session.options.adopt(settings_of(entries))
+            session.ledger.reload(entries)
+            log.info("session_caught_up", session_id=session.id, taken_over=claim.taken_over)
+    except BaseException:
+        session.lease.release()
+        raise
+
+
+async def _expanded(
+    session: Session,
+    token: CancellationToken,
+    prompt: list[acp.ContentBlock],
+    parts: tuple[UserPart, ...],
+) -> tuple[tuple[UserPart, ...], bool] | None:
+    """What the model receives for a prompt that is a command (`/init`, `/review`, the
+    user's commands and skills), and whether its turn is read-only (`/review`, whose diff is
+    read with git, off the event loop); None: the prompt as it is."""
+    from acp_fsm import commands
+
+    scope = commands.reviewing(prompt)
+    if scope is None:
+        found = commands.expanded(prompt, parts, session.toolbox.library)
+        return None if found is None else (found, False)
+    from acp_fsm.blocking import run_blocking
+    from acp_fsm.review import review_prompt
+
+    try:
+        text = await run_blocking(token, review_prompt, session.cwd, scope)
+    except Cancelled:
+        return None  # the turn sees its cancel at once
+    return (TextPart(text), *parts[1:]), True

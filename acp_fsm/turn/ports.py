@@ -1,0 +1,186 @@
+"""What a turn stands on (docs/architecture.md, "Seams"): a read-only `TurnContext` built once
+per turn, the `Effects` it has on the world, the `Entries` it stores, how it calls a model
+(`OpenModelCall`); and the tools' view of the turn (`TurnEnv`). A session implements them for
+its turns (`acp_fsm.session`), a subagent for its own (`turn.subagent`); the conversation,
+the context budget and the ledger are one class each, the same for both. The failure that
+ends a turn is `acp_fsm.errors.TurnFailed`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from acp_fsm import updates
+from acp_fsm.client import Client, ClientChannel
+from acp_fsm.protocol.cancel import CancellationToken
+from acp_fsm.tools.base import Tool, ToolOutcome
+
+if TYPE_CHECKING:
+    from acp_fsm.library import Library
+    from acp_fsm.providers.endpoint import ProviderConfig
+    from acp_fsm.providers.types import AssistantMessage, Event, ModelRequest
+    from acp_fsm.schemas import acp_types as acp
+    from acp_fsm.settings import Settings
+    from acp_fsm.tools.background import BackgroundJobs
+    from acp_fsm.updates import ChunkKind
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """What a turn reads of its session, built when its prompt comes. What may change within a
+    turn is read through the three callables, each time it is needed."""
+
+    session_id: str
+    roots: tuple[Path, ...]  # the working directory first, then the additional directories
+    library: Library  # the user's commands and skills, as read for this prompt
+    subagent: bool  # a subagent's turn: it cannot ask the user, nor start a subagent
+    always: dict[str, bool]  # tool name -> the user's "always" answer (the permission step adds)
+    background: BackgroundJobs  # the commands still running after their call
+    settings: Callable[[], Settings]  # as chosen now: a choice applies from the next model call
+    tools: Callable[[], Awaitable[dict[str, Tool]]]  # now, by name (its MCP servers' included)
+    status: Callable[[], list[str]]  # a line per MCP server of the session: its state, its tools
+
+
+class Effects(Protocol):
+    """What a turn does to the world besides storing: the editor, and the user's notices."""
+
+    @property
+    def client(self) -> ClientChannel:
+        """The editor, for permission and client requests."""
+
+    def send(self, update: acp.SessionUpdate) -> None:
+        """Send a `session/update`."""
+
+    def text_sender(self, kind: ChunkKind) -> Callable[[str], object]:
+        """What sends a `kind` chunk of text as a `session/update`, for each streamed delta."""
+
+    def pace(self, token: CancellationToken | None) -> Awaitable[None] | None:
+        """What to wait for while the editor is behind (a cancel of `token` ends it); None when
+        it is not."""
+
+    def notices(self, found: Iterable[str] = ()) -> list[str]:
+        """What the user is to be told now, apart from the answer: what the session gathered
+        (an MCP server lost) and `found` (an instruction file not read), each once a session."""
+
+
+class Entries(Protocol):
+    """The entries a turn stores, in order (`turn.storing` writes them)."""
+
+    def queue(
+        self, kind: str, body: dict[str, Any], *, required: bool = False
+    ) -> asyncio.Future[int] | None:
+        """Queue an entry; its write (None: not stored). A `required` one that cannot be
+        stored raises the error that answers the prompt."""
+
+    async def commit(self, kind: str, written: asyncio.Future[int] | None) -> None:
+        """Wait until a queued write is committed (a cancel does not cut it short)."""
+
+    def rewrite(self, seq: int, body: dict[str, Any]) -> None:
+        """Queue a new body for the stored entry `seq` (a message cut by a cancel)."""
+
+    async def settle(self) -> None:
+        """Wait until everything queued is committed."""
+
+
+class ModelCall(Protocol):
+    """A streaming model call as a turn reads it (`providers.stream.ModelStream` is one): its
+    events, and what was streamed when it stopped short."""
+
+    @property
+    def partial(self) -> AssistantMessage: ...
+    async def __aenter__(self) -> ModelCall: ...
+    async def __aexit__(self, *exc: object) -> None: ...
+    def __aiter__(self) -> AsyncIterator[Event]: ...
+
+
+class OpenModelCall(Protocol):
+    """How a turn starts a model call (`providers.open_stream`)."""
+
+    def __call__(
+        self,
+        request: ModelRequest,
+        token: CancellationToken,
+        config: ProviderConfig | None = None,
+        *,
+        scrub: Callable[[bytes], bytes] | None = None,
+        close_later: Callable[[Callable[[], None]], None] | None = None,
+    ) -> ModelCall: ...
+
+
+class TurnEnv:
+    """The `ToolEnv` of one turn."""
+
+    def __init__(
+        self,
+        context: TurnContext,
+        send: Callable[[acp.SessionUpdate], None],
+        token: CancellationToken,
+        client: Client,
+        report: Callable[[tuple[acp.ToolCallContent, ...]], None],
+        delegate: Callable[[str, str], Awaitable[ToolOutcome]],
+        previewed: tuple[acp.ToolCallContent, ...] = (),
+        call_id: str = "",
+        locations: tuple[acp.ToolCallLocation, ...] = (),
+    ) -> None:
+        self.call_id = call_id
+        self._context = context
+        self._send = send
+        self._token = token
+        self._client = client
+        self._report = report
+        self._delegate = delegate
+        self._previewed = previewed
+        self._locations = locations
+
+    @property
+    def cwd(self) -> Path:
+        return self._context.roots[0]
+
+    @property
+    def asks_user(self) -> bool:
+        return not self._context.subagent
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        return self._context.roots
+
+    @property
+    def readable(self) -> tuple[Path, ...]:
+        skills = self._context.library.skills.values()
+        return (*self._context.roots, *(skill.folder for skill in skills))
+
+    @property
+    def library(self) -> Library:
+        return self._context.library
+
+    @property
+    def token(self) -> CancellationToken:
+        return self._token
+
+    @property
+    def client(self) -> Client:
+        return self._client
+
+    @property
+    def previewed(self) -> tuple[acp.ToolCallContent, ...]:
+        return self._previewed
+
+    @property
+    def locations(self) -> tuple[acp.ToolCallLocation, ...]:
+        return self._locations
+
+    @property
+    def background(self) -> BackgroundJobs:
+        return self._context.background
+
+    def report(self, content: tuple[acp.ToolCallContent, ...]) -> None:
+        self._report(content)
+
+    def show_plan(self, entries: list[acp.PlanEntry]) -> None:
+        self._send(updates.plan(entries))
+
+    async def delegate(self, description: str, prompt: str) -> ToolOutcome:
+        return await self._delegate(description, prompt)
