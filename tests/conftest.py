@@ -13,11 +13,14 @@ from tests.harness import AgentProcess, agent_env
 from tests.homes import Guard, isolate
 from tests.workers import (
     ALONE,
+    MARKERS,
     RUN_FOLDER,
     Turns,
     bytecode_cache,
     distributes,
+    is_worker,
     run_folder,
+    slow_first,
     spreads,
 )
 
@@ -33,16 +36,18 @@ def _deaf(signum: int, frame: object) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
-    # A folder's tests on one worker a core unless the command line says how many
-    # (tests/workers.py); before pytest-xdist reads the option.
-    if getattr(config.option, "numprocesses", 0) is None and spreads(config):
-        config.option.numprocesses = "auto"
+    # A folder's tests on one worker a core unless the command line says how many, handed
+    # out a test (or a group) at a time (tests/workers.py); before pytest-xdist reads them.
+    option = config.option
+    if getattr(option, "numprocesses", 0) is None and spreads(config):
+        option.numprocesses = "auto"
+    if getattr(option, "numprocesses", None) and option.dist == "no":
+        option.dist = "loadgroup"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", f"{ALONE}: runs while no other test runs on any worker (tests/workers.py)"
-    )
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
     # A run started with SIGINT ignored (a script's background job, `pytest &`) would pass
     # that on to every process it starts, and the tests that press Ctrl-C on one would see it
     # ignored. A handler of ours keeps the run itself deaf to SIGINT, and its children start
@@ -60,6 +65,11 @@ def pytest_configure(config: pytest.Config) -> None:
         bytecode_cache(parent or config.stash[HOMES])
     if parent is not None:
         config.stash[TURNS] = Turns(parent)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if is_worker(config):
+        slow_first(items)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -16,6 +16,8 @@ import pytest
 from acp_fsm.devkit.schema_check import cache_path
 from tests.harness import ROOT
 
+pytestmark = pytest.mark.slow  # each test is a pytest run
+
 RUN_S = 300.0
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 # Left out of the environment of a run as a user whose home is made for it: where acp-fsm

@@ -9,8 +9,10 @@ session store, a credentials file or a model list, and the controller alone chec
 user's folders at the end. Every server a test starts binds port 0 (the system picks a free
 one), so workers never race for a port.
 
-A test marked `alone` runs while no other test does, on any worker (`Turns`): a test that
-steers the pids the system hands out, say.
+Workers are handed one test at a time (`--dist loadgroup`), the `slow` ones first; the tests
+of an `xdist_group` go to one worker together (the wheel's, which share its build). A test
+marked `alone` runs while no other test does, on any worker (`Turns`): a test that steers the
+pids the system hands out, say.
 """
 
 from __future__ import annotations
@@ -24,7 +26,16 @@ from typing import Any
 
 # The run folder's path in what the controller hands each worker (`config.workerinput`).
 RUN_FOLDER = "acp_fsm_run_folder"
-ALONE = "alone"  # the marker
+ALONE = "alone"
+SLOW = "slow"
+MARKERS = (
+    f"{ALONE}: runs while no other test runs on any worker",
+    f"{SLOW}: several processes, a package index or a deliberate multi-second wait; a worker "
+    "starts these first, so that the run does not end waiting on one (deselect them with "
+    "-m 'not slow')",
+    # pytest-xdist's own, declared for runs without it (`-p no:xdist`)
+    "xdist_group(name): the tests of a group run on one worker, one after the other",
+)
 
 
 def is_worker(config: Any) -> bool:
@@ -49,6 +60,13 @@ def distributes(config: Any) -> bool:
 def run_folder(config: Any) -> Path | None:
     """In a worker, the folder the controller made for the run."""
     return Path(config.workerinput[RUN_FOLDER]) if is_worker(config) else None
+
+
+def slow_first(items: list[Any]) -> None:
+    """The `slow` tests first, each set in the order collected: handed out in this order
+    (every worker collects the same), the long ones overlap the many short ones instead of
+    keeping one worker busy after the others are done."""
+    items.sort(key=lambda item: item.get_closest_marker(SLOW) is None)
 
 
 def bytecode_cache(folder: Path) -> None:

@@ -33,6 +33,7 @@ from acp_fsm.providers.types import (
     ToolCallArgsDelta,
     ToolCallStarted,
 )
+from tests.harness import wait_until
 from tests.providers.conftest import (
     collect,
     events_through,
@@ -40,7 +41,6 @@ from tests.providers.conftest import (
     start_stream,
     without_usage,
 )
-from tests.harness import wait_until
 
 # "Within a few tens of ms": the token's callback fails the pending read synchronously.
 PROMPT_S = 0.05
