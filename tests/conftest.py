@@ -34,15 +34,18 @@ def _deaf(signum: int, frame: object) -> None:
     """SIGINT for a run started with it ignored: still ignored (see `pytest_configure`)."""
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_cmdline_main(config: pytest.Config) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config: pytest.Config) -> Generator[None, object, object]:
     # A folder's tests on one worker a core unless the command line says how many, handed
-    # out a test (or a group) at a time (tests/workers.py); before pytest-xdist reads them.
+    # out a file at a time in the order collected (tests/workers.py); before pytest-xdist
+    # reads the options.
     option = config.option
     if getattr(option, "numprocesses", 0) is None and spreads(config):
         option.numprocesses = "auto"
     if getattr(option, "numprocesses", None) and option.dist == "no":
-        option.dist = "loadgroup"
+        option.dist = "loadfile"
+        option.loadscopereorder = False
+    return (yield)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -97,15 +97,15 @@ def run_env() -> dict[str, str]:
 
 
 def pytest_run(
-    tmp_path: Path, test: str, home: Path, workers: str = "0"
+    tmp_path: Path, test: str, home: Path, *options: str
 ) -> subprocess.CompletedProcess[str]:
-    """pytest on the file `test` holds, with this suite's conftest and settings, on `workers`
-    pytest-xdist workers, as a user whose home is `home` (and who sets no XDG folders)."""
+    """pytest on the file `test` holds, with this suite's conftest and settings and `options`,
+    as a user whose home is `home` (and who sets no XDG folders)."""
     probe = tmp_path / "probe" / "test_probe.py"
     probe.parent.mkdir()
     probe.write_text(test)
     env = {key: value for key, value in run_env().items() if key not in LEFT_OUT}
-    config = ["-p", "tests.conftest", "-c", str(ROOT / "pyproject.toml"), "-n", workers]
+    config = ["-p", "tests.conftest", "-c", str(ROOT / "pyproject.toml"), *options]
     return subprocess.run(
         [*PYTEST, *config, str(probe)],
         cwd=ROOT,
@@ -125,7 +125,7 @@ def files_below(folder: Path) -> list[str]:
 def test_an_agent_a_test_starts_keeps_out_of_the_users_home(tmp_path: Path, workers: str) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    done = pytest_run(tmp_path, FORGETFUL, home, workers)
+    done = pytest_run(tmp_path, FORGETFUL, home, "-n", workers)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert files_below(home) == []
 
@@ -136,7 +136,7 @@ def test_a_test_that_writes_to_the_users_acp_fsm_folder_fails_the_run(
 ) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    done = pytest_run(tmp_path, WRITES, home, workers)
+    done = pytest_run(tmp_path, WRITES, home, "-n", workers)
     assert done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout[-3000:]
     assert "1 passed" in done.stdout  # the test itself passed: the run failed after it
     assert "the user's acp-fsm folders changed" in done.stdout
@@ -172,7 +172,7 @@ def test_ctrl_c_reaches_the_processes_a_background_run_starts() -> None:
 def test_workers_keep_homes_of_their_own_and_an_alone_test_runs_alone(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    done = pytest_run(tmp_path, TURNS, home, "2")
+    done = pytest_run(tmp_path, TURNS, home, "-n", "2", "--dist", "load")  # a test at a time
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     runs = [line.split() for line in (tmp_path / "probe" / "log").read_text().splitlines()]
     homes = {worker: home for _, _, _, worker, home in runs}

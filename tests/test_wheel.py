@@ -46,8 +46,7 @@ from urllib.request import url2pathname, urlopen
 
 import pytest
 
-# Long, mostly waiting on the package index; one worker builds the wheel once for all.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
+pytestmark = pytest.mark.slow  # mostly waiting on the package index
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]

@@ -9,8 +9,8 @@ session store, a credentials file or a model list, and the controller alone chec
 user's folders at the end. Every server a test starts binds port 0 (the system picks a free
 one), so workers never race for a port.
 
-Workers are handed one test at a time (`--dist loadgroup`), the `slow` ones first; the tests
-of an `xdist_group` go to one worker together (the wheel's, which share its build). A test
+Workers are handed a file at a time (`--dist loadfile`: a file's module fixtures, the wheel's
+build say, are made once), the files of `slow` tests first, then in the order collected. A test
 marked `alone` runs while no other test does, on any worker (`Turns`): a test that steers the
 pids the system hands out, say.
 """
@@ -30,11 +30,9 @@ ALONE = "alone"
 SLOW = "slow"
 MARKERS = (
     f"{ALONE}: runs while no other test runs on any worker",
-    f"{SLOW}: several processes, a package index or a deliberate multi-second wait; a worker "
-    "starts these first, so that the run does not end waiting on one (deselect them with "
-    "-m 'not slow')",
-    # pytest-xdist's own, declared for runs without it (`-p no:xdist`)
-    "xdist_group(name): the tests of a group run on one worker, one after the other",
+    f"{SLOW}: several processes, a package index or a deliberate multi-second wait; their "
+    "files are handed to workers first, so that the run does not end waiting on one "
+    "(deselect them with -m 'not slow')",
 )
 
 
@@ -63,9 +61,9 @@ def run_folder(config: Any) -> Path | None:
 
 
 def slow_first(items: list[Any]) -> None:
-    """The `slow` tests first, each set in the order collected: handed out in this order
-    (every worker collects the same), the long ones overlap the many short ones instead of
-    keeping one worker busy after the others are done."""
+    """The `slow` tests first, each set in the order collected: their files are handed out
+    first (every worker collects the same order), so the long ones overlap the many short ones
+    instead of keeping one worker busy after the others are done."""
     items.sort(key=lambda item: item.get_closest_marker(SLOW) is None)
 
 
