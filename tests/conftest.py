@@ -11,31 +11,93 @@ import pytest
 
 from tests.harness import AgentProcess, agent_env
 from tests.homes import Guard, isolate
+from tests.workers import (
+    ALONE,
+    MARKERS,
+    RUN_FOLDER,
+    Turns,
+    bytecode_cache,
+    distributes,
+    is_worker,
+    run_folder,
+    slow_first,
+    spreads,
+)
 
 GUARD = pytest.StashKey[Guard]()
 HOMES = pytest.StashKey[Path]()
 TOUCHED = pytest.StashKey[list[str]]()
+TURNS = pytest.StashKey[Turns]()
 
 
 def _deaf(signum: int, frame: object) -> None:
     """SIGINT for a run started with it ignored: still ignored (see `pytest_configure`)."""
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config: pytest.Config) -> Generator[None, object, object]:
+    # A folder's tests on one worker a core unless the command line says how many, handed
+    # out a file at a time in the order collected (tests/workers.py); before pytest-xdist
+    # reads the options.
+    option = config.option
+    if getattr(option, "numprocesses", 0) is None and spreads(config):
+        option.numprocesses = "auto"
+    if getattr(option, "numprocesses", None) and option.dist == "no":
+        option.dist = "loadfile"
+        option.loadscopereorder = False
+    return (yield)
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
     # A run started with SIGINT ignored (a script's background job, `pytest &`) would pass
     # that on to every process it starts, and the tests that press Ctrl-C on one would see it
     # ignored. A handler of ours keeps the run itself deaf to SIGINT, and its children start
     # with the default, as from a terminal (exec resets a caught signal, not an ignored one).
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, _deaf)
-    # Before anything is collected: the user's acp-fsm folders as they are, then the run's
-    # own homes for every test and every process it starts (tests/homes.py).
-    config.stash[GUARD] = Guard()
-    config.stash[HOMES] = isolate()
+    # Before anything is collected: the user's acp-fsm folders as they are (by the process
+    # that reports the run), then the run's own homes for every test and every process it
+    # starts (tests/homes.py), a worker's inside the run's folder.
+    parent = run_folder(config)
+    if parent is None:
+        config.stash[GUARD] = Guard()
+    config.stash[HOMES] = isolate(parent)
+    if not distributes(config):
+        bytecode_cache(parent or config.stash[HOMES])
+    if parent is not None:
+        config.stash[TURNS] = Turns(parent)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if is_worker(config):
+        slow_first(items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's controller, before starting a worker: the run's folder for it."""
+    node.workerinput[RUN_FOLDER] = str(node.config.stash[HOMES])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
+    """A test's turn (tests/workers.py) from its set-up to its tear-down."""
+    turns = item.config.stash.get(TURNS, None)
+    if turns is None:
+        return (yield)
+    with turns.turn(alone=item.get_closest_marker(ALONE) is not None):
+        return (yield)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    touched = session.config.stash[GUARD].touched()
+    guard = session.config.stash.get(GUARD, None)
+    if guard is None:  # a worker: the controller checks
+        return
+    touched = guard.touched()
     session.config.stash[TOUCHED] = touched
     if touched:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -56,6 +118,9 @@ def pytest_terminal_summary(
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    turns = config.stash.get(TURNS, None)
+    if turns is not None:
+        turns.close()
     homes = config.stash.get(HOMES, None)
     if homes is not None:
         shutil.rmtree(homes, ignore_errors=True)

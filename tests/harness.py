@@ -122,9 +122,19 @@ def alive(pid: int) -> bool:
         return True
 
 
-def live_processes(marker: str) -> list[int]:
+def parent_of(pid: int) -> int | None:
+    """The parent of process `pid`; None once it is gone."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def live_processes(marker: str, parent: int | None = None) -> list[int]:
     """Pids of running (not zombie) processes, this one aside, whose command line contains
-    `marker`."""
+    `marker`, and that are children of `parent` when given: a marker that is not unique
+    (a worker's module) also finds the processes of tests that other pytest-xdist workers
+    run meanwhile (tests/workers.py)."""
     pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
@@ -133,7 +143,9 @@ def live_processes(marker: str) -> list[int]:
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        if os.fsencode(marker) in cmdline and alive(int(entry)):
+        if os.fsencode(marker) not in cmdline or not alive(int(entry)):
+            continue
+        if parent is None or parent_of(int(entry)) == parent:
             pids.append(int(entry))
     return pids
 

@@ -76,10 +76,11 @@ class Guard:
         return lines
 
 
-def isolate() -> Path:
+def isolate(parent: Path | None = None) -> Path:
     """Point the folders acp-fsm writes to at a new temporary folder (returned) for the rest
-    of this process and its children."""
-    root = Path(tempfile.mkdtemp(prefix=PREFIX))
+    of this process and its children: in `parent` when given (a worker's, in the run's
+    folder: tests/workers.py), else in the system's temporary folder."""
+    root = Path(tempfile.mkdtemp(prefix=PREFIX, dir=parent))
     os.environ.update(
         ACP_FSM_HOME=str(root / "data" / APP_DIR),
         XDG_DATA_HOME=str(root / "data"),

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from bench import edits
+
+pytestmark = pytest.mark.slow  # every attempt of the corpus
 
 
 async def test_no_attempt_of_the_corpus_is_applied_wrongly() -> None:

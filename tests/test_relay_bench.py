@@ -7,7 +7,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from bench import relay
+
+pytestmark = pytest.mark.slow  # both agents, every wire and mode
 
 
 async def test_both_agents_relay_every_delta_on_every_wire(tmp_path: Path) -> None:

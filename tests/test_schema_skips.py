@@ -9,8 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 FILES = ["tests/conformance/test_crosscheck.py", "tests/conformance/test_session.py"]
+pytestmark = pytest.mark.slow  # a pytest run
 
 
 def test_the_skips_for_a_missing_schema_fold_into_one_line(tmp_path: Path) -> None:

@@ -858,6 +858,7 @@ def _small_targets() -> list[Target]:
     ]
 
 
+@pytest.mark.slow  # every definition, by both validators
 def test_differential_real_schemas() -> None:
     """The validators agree with jsonschema on every definition of the real files."""
     targets = _real_targets()
@@ -868,6 +869,7 @@ def test_differential_real_schemas() -> None:
     assert stats["valid"] > 50 and stats["invalid"] > 50, stats
 
 
+@pytest.mark.slow  # every definition, by both validators
 def test_differential_small_schemas() -> None:
     stats = _differential(_small_targets(), examples=10)
     assert stats["valid"] > 30 and stats["invalid"] > 30, stats

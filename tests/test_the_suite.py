@@ -16,6 +16,8 @@ import pytest
 from acp_fsm.devkit.schema_check import cache_path
 from tests.harness import ROOT
 
+pytestmark = pytest.mark.slow  # each test is a pytest run
+
 RUN_S = 300.0
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 # Left out of the environment of a run as a user whose home is made for it: where acp-fsm
@@ -54,6 +56,33 @@ from acp_fsm.devkit.schema_check import cache_path
 def test_reads():
     assert cache_path().read_text() == "{}"
 """
+# Tests that say when they ran, on which worker, with which home: one that must be alone and
+# some that need not.
+TURNS = """
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+
+def spend(name):
+    started = time.monotonic()
+    time.sleep(0.3)
+    with (Path(__file__).parent / "log").open("a") as log:
+        worker, home = os.environ["PYTEST_XDIST_WORKER"], os.environ["ACP_FSM_HOME"]
+        log.write(f"{name} {started} {time.monotonic()} {worker} {home}\\n")
+
+
+@pytest.mark.alone
+def test_alone():
+    spend("alone")
+
+
+@pytest.mark.parametrize("n", range(5))
+def test_shared(n):
+    spend(f"shared{n}")
+"""
 # The tests that press Ctrl-C on a process they started: the demo, `acp-fsm login` at a
 # terminal, the scripted provider run as a program.
 CTRL_C_TESTS = [
@@ -67,15 +96,18 @@ def run_env() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
 
 
-def pytest_run(tmp_path: Path, test: str, home: Path) -> subprocess.CompletedProcess[str]:
-    """pytest on the file `test` holds, with this suite's conftest and settings, as a user
-    whose home is `home` (and who sets no XDG folders)."""
+def pytest_run(
+    tmp_path: Path, test: str, home: Path, *options: str
+) -> subprocess.CompletedProcess[str]:
+    """pytest on the file `test` holds, with this suite's conftest and settings and `options`,
+    as a user whose home is `home` (and who sets no XDG folders)."""
     probe = tmp_path / "probe" / "test_probe.py"
     probe.parent.mkdir()
     probe.write_text(test)
     env = {key: value for key, value in run_env().items() if key not in LEFT_OUT}
+    config = ["-p", "tests.conftest", "-c", str(ROOT / "pyproject.toml"), *options]
     return subprocess.run(
-        [*PYTEST, "-p", "tests.conftest", "-c", str(ROOT / "pyproject.toml"), str(probe)],
+        [*PYTEST, *config, str(probe)],
         cwd=ROOT,
         env={**env, "HOME": str(home)},
         capture_output=True,
@@ -89,18 +121,22 @@ def files_below(folder: Path) -> list[str]:
     return sorted(str(path.relative_to(folder)) for path in folder.rglob("*"))
 
 
-def test_an_agent_a_test_starts_keeps_out_of_the_users_home(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_an_agent_a_test_starts_keeps_out_of_the_users_home(tmp_path: Path, workers: str) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    done = pytest_run(tmp_path, FORGETFUL, home)
+    done = pytest_run(tmp_path, FORGETFUL, home, "-n", workers)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert files_below(home) == []
 
 
-def test_a_test_that_writes_to_the_users_acp_fsm_folder_fails_the_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_test_that_writes_to_the_users_acp_fsm_folder_fails_the_run(
+    tmp_path: Path, workers: str
+) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    done = pytest_run(tmp_path, WRITES, home)
+    done = pytest_run(tmp_path, WRITES, home, "-n", workers)
     assert done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout[-3000:]
     assert "1 passed" in done.stdout  # the test itself passed: the run failed after it
     assert "the user's acp-fsm folders changed" in done.stdout
@@ -131,3 +167,19 @@ def test_ctrl_c_reaches_the_processes_a_background_run_starts() -> None:
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"{len(CTRL_C_TESTS)} passed" in done.stdout
+
+
+def test_workers_keep_homes_of_their_own_and_an_alone_test_runs_alone(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    done = pytest_run(tmp_path, TURNS, home, "-n", "2", "--dist", "load")  # a test at a time
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    runs = [line.split() for line in (tmp_path / "probe" / "log").read_text().splitlines()]
+    homes = {worker: home for _, _, _, worker, home in runs}
+    assert len(homes) == 2 and len(set(homes.values())) == 2, runs  # two workers, two homes
+    [(alone_start, alone_end)] = [
+        (float(s), float(e)) for name, s, e, *_ in runs if name == "alone"
+    ]
+    others = [(float(s), float(e)) for name, s, e, *_ in runs if name != "alone"]
+    assert len(others) == 5
+    assert all(end <= alone_start or start >= alone_end for start, end in others), runs

@@ -46,6 +46,8 @@ from urllib.request import url2pathname, urlopen
 
 import pytest
 
+pytestmark = pytest.mark.slow  # mostly waiting on the package index
+
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
 NAME, VERSION = PROJECT["name"], PROJECT["version"]

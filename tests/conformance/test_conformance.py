@@ -23,6 +23,8 @@ from acp_fsm.devkit.schema_check import SCHEMA_ENV, OfficialSchema
 from tests.conformance.conftest import OFFICIAL_PATH
 from tests.harness import ROOT, agent_command, agent_env
 
+pytestmark = pytest.mark.slow  # each test runs the whole suite, or most of it
+
 ALL_IDS = {check.id for check in selected(None)}
 # Each broken agent and the one check that must catch it.
 BROKEN = {

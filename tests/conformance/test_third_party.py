@@ -18,6 +18,8 @@ from acp_fsm.devkit.conformance import main, selected
 from acp_fsm.devkit.schema_check import SCHEMA_ENV
 from tests.conformance.conftest import OFFICIAL_PATH
 
+pytestmark = pytest.mark.slow  # the whole suite, against an agent that imports pydantic
+
 SDK = "agent-client-protocol"
 
 

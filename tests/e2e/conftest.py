@@ -11,14 +11,6 @@ from acp_fsm.devkit.provider import ScriptedProvider
 from tests.e2e.support import RESPONSES, Launcher
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "slow: several agent processes or a deliberate multi-second wait "
-        "(deselect with -m 'not slow')",
-    )
-
-
 @pytest.fixture
 async def server() -> AsyncIterator[ScriptedProvider]:
     """Run on the Responses API (see tests/e2e/support.py), it answers as a reasoning model."""

@@ -335,4 +335,6 @@ async def test_a_big_page_converts_while_the_agent_answers_and_a_cancel_stops_it
         assert turn.stop_reason == "cancelled"
         assert time.monotonic() - fired < INTERRUPTED_S  # not the conversion's seconds
         assert statuses(for_call(turn.updates, "f1"))[-1] == "failed"
-        assert live_processes("acp_fsm.tools.page_worker") == []  # killed with the turn
+        assert agent.proc.proc is not None
+        workers = live_processes("acp_fsm.tools.page_worker", parent=agent.proc.proc.pid)
+        assert workers == []  # killed with the turn

@@ -32,6 +32,7 @@ from tests.timing import INTERRUPTED_S
 
 SERVER = Path(__file__).resolve().parents[1] / "mcp" / "tools_server.py"
 RAW_SERVER = SERVER.with_name("raw_server.py")
+pytestmark = pytest.mark.slow  # servers of their own, besides the agent
 
 
 def stdio_server(name: str = "tools", *, marks: Path | None = None) -> dict[str, Any]:

@@ -36,18 +36,8 @@ FIFO_REFUSED = (
 
 def search_workers(agent: Agent) -> list[int]:
     """Live search worker processes `agent` started (children of its process)."""
-
-    def parent(pid: int) -> str | None:
-        try:
-            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
-        except OSError:
-            return None  # it just ended
-
     assert agent.proc.proc is not None
-    agent_pid = str(agent.proc.proc.pid)
-    return [
-        pid for pid in live_processes("acp_fsm.tools.search_worker") if parent(pid) == agent_pid
-    ]
+    return live_processes("acp_fsm.tools.search_worker", parent=agent.proc.proc.pid)
 
 
 def kill_all(pids: list[int]) -> None:

@@ -25,6 +25,7 @@ from tests.e2e.support import (
 from tests.harness import wait_until
 
 TRIES = 30  # prompts raced against a delete (before the fix, 14 of 58 answered -32603)
+pytestmark = pytest.mark.slow  # two agents on one store, each test
 
 
 async def load(agent: Agent, session: str, project: Path) -> dict[str, Any]:

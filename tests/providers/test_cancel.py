@@ -33,6 +33,7 @@ from acp_fsm.providers.types import (
     ToolCallArgsDelta,
     ToolCallStarted,
 )
+from tests.harness import wait_until
 from tests.providers.conftest import (
     collect,
     events_through,
@@ -52,6 +53,7 @@ class Canceller:
         self.token = token
         self.reason = reason
         self.at: float | None = None
+        self._asked: asyncio.Task[None] | None = None
 
     def fire(self) -> None:
         self.at = time.monotonic()
@@ -59,6 +61,16 @@ class Canceller:
 
     def fire_in(self, seconds: float) -> None:
         asyncio.get_running_loop().call_later(seconds, self.fire)
+
+    def fire_once_asked(self, server: ScriptedProvider, seconds: float = 0.0) -> None:
+        """Fire `seconds` after `server` has the request (on a busy machine sending it may
+        take longer than any fixed delay)."""
+
+        async def fire() -> None:
+            await wait_until(lambda: server.requests, "the request")
+            self.fire_in(seconds)
+
+        self._asked = asyncio.create_task(fire())
 
     def latency(self) -> float:
         assert self.at is not None, "the token never fired"
@@ -134,7 +146,7 @@ async def test_cancel_during_back_off(server: ScriptedProvider, config: Provider
     )
     canceller = Canceller(CancellationToken())
     started = time.monotonic()
-    canceller.fire_in(0.1)
+    canceller.fire_once_asked(server, 0.1)  # answered by then: backing off
     _, error, latency = await cancel_stream(config, canceller)
     assert latency < PROMPT_S
     assert canceller.at is not None and canceller.at - started >= 0.1
@@ -148,7 +160,7 @@ async def test_cancel_before_the_response_headers(
 ) -> None:
     server.script(Reply(text="late", headers_delay_s=30))
     canceller = Canceller(CancellationToken())
-    canceller.fire_in(0.1)
+    canceller.fire_once_asked(server)
     _, error, latency = await cancel_stream(config, canceller)
     assert latency < PROMPT_S
     assert error.partial == AssistantMessage(())
@@ -251,7 +263,7 @@ async def test_cancel_during_back_off_reports_only_what_the_caller_saw(
     error = b'data: {"error":{"message":"boom","type":"server_error","param":null}}\n\n'
     server.script(Raw((role + ghost + error,)), Reply(text="never"))
     canceller = Canceller(CancellationToken())
-    canceller.fire_in(0.1)
+    canceller.fire_once_asked(server, 0.1)
     config = make_config(server, "openai", retry_base_s=5.0, retry_max_s=5.0)
     events, cancelled, _ = await cancel_stream(config, canceller)
     assert events == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import os
 import subprocess
 import sys
 import time
@@ -129,7 +130,7 @@ async def test_a_page_that_takes_too_long_to_convert_is_an_error(
         f"{site.url}/big was fetched, but making Markdown of it took longer than 0.05 s and "
         "was stopped"
     )
-    assert live_processes("acp_fsm.tools.page_worker") == []
+    assert live_processes("acp_fsm.tools.page_worker", parent=os.getpid()) == []
 
 
 def test_a_page_that_needs_too_much_memory_is_an_error() -> None:

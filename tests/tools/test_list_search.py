@@ -221,9 +221,9 @@ EVIL_LINE = "a" * 27 + "!\n"
 
 
 def _workers(project: Path) -> list[int]:
-    """Live search workers (their request, with the project's path, comes on stdin; this
-    process runs one search at a time)."""
-    return live_processes("acp_fsm.tools.search_worker")
+    """Live search workers of this process (their request, with the project's path, comes on
+    stdin; this process runs one search at a time)."""
+    return live_processes("acp_fsm.tools.search_worker", parent=os.getpid())
 
 
 @pytest.fixture
