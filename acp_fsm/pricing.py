@@ -244,8 +244,9 @@ def find() -> Found:
         except OSError as exc:
             contents = str(exc)
     try:
-        importlib.import_module("genai_prices")
-        importlib.import_module("genai_prices.data")  # its table, else read by the first call
+        # Its table, and what its first price imports, else imported by the first call.
+        for name in ("genai_prices.data", "genai_prices.decompose", "genai_prices.validation"):
+            importlib.import_module(name)
     except Exception as exc:  # the file's prices still hold
         log.error("genai_prices_unavailable", error=f"{type(exc).__name__}: {exc}")
         return Found(path, contents, False)

@@ -310,8 +310,8 @@ class AcpServer:
             from acp_fsm.models import CATALOG
 
             # What the model list and the first prompt need (acp_fsm.warm), once the answer
-            # and the updates before it are written: the thread takes the GIL at its start.
-            asyncio.get_running_loop().call_soon(warm.start)
+            # and the updates before it are written: the threads take the GIL at their start.
+            asyncio.get_running_loop().call_soon(warm.prompt_path_soon)
             CATALOG.refresh_soon(config, self.sessions.announce_options)
 
     def on_session_prompt(
