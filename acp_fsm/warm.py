@@ -57,6 +57,18 @@ PROMPT_MODULES = (
     "acp_fsm.results",
     "encodings.ascii",  # the codec of a turn lease's look at /proc (`acp_fsm.leases`)
 )
+# The validators every connection needs at once (envelopes, the `initialize` answer, the first
+# session): checked in plain Python until they are built, after the first session's answer
+# (`schemas.plain_first`), which jsonschema-rs's import and their building would delay.
+FIRST_SCHEMAS = (
+    "jsonrpc.Request",
+    "jsonrpc.Notification",
+    "jsonrpc.SuccessResponse",
+    "jsonrpc.ErrorResponse",
+    "acp.InitializeResponse",
+    "acp.NewSessionRequest",
+    "acp.NewSessionResponse",
+)
 # The validators of a prompt's request, its updates and its answer.
 PROMPT_SCHEMAS = ("acp.PromptRequest", "acp.SessionNotification", "acp.PromptResponse")
 
@@ -127,7 +139,7 @@ async def _prompt_path() -> None:
     steps: list[Callable[[], object]] = [
         partial(importlib.import_module, m) for m in PROMPT_MODULES
     ]
-    steps.append(partial(schemas.warm, PROMPT_SCHEMAS))
+    steps += [partial(schemas.warm, FIRST_SCHEMAS), partial(schemas.warm, PROMPT_SCHEMAS)]
     try:
         for work in steps:
             work()
