@@ -16,7 +16,8 @@ step a loop iteration: a message read meanwhile waits for one step (a package at
 15 ms), not for all of them, and a prompt typed a second after `session/new` or
 `session/load` pays none of it (tests/e2e/test_ready.py). On the loop, not on a thread: a
 thread importing our modules could hold a module's lock the loop then waits on, and holds
-the GIL as long while it runs their code.
+the GIL as long while it runs their code. Then what it loaded is hidden from the cyclic
+collector (`bulk.freeze_long_lived`), whose full collections would otherwise walk it all.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from functools import partial
 
 import structlog
 
-from acp_fsm import pricing, schemas
+from acp_fsm import bulk, pricing, schemas
 
 log = structlog.get_logger("acp")
 
@@ -149,4 +150,5 @@ async def _prompt_path() -> None:
     except Exception as exc:  # the prompt's own import then says why
         log.warning("warm_up_failed", error=repr(exc))
         return
+    bulk.freeze_long_lived()  # what was just loaded lives as long as the process
     log.debug("prompt_path_warmed", ms=round((time.perf_counter() - started) * 1000, 1))
