@@ -527,6 +527,14 @@ def test_load_json_and_schema_path() -> None:
         schemas.load_json("../pyproject.toml")
 
 
+def _printed(code: str) -> list[str]:
+    """What `code` prints, run in a fresh interpreter (this one has imported everything)."""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=_ROOT
+    )
+    return out.stdout.split()
+
+
 def test_importing_schemas_loads_no_validator_library() -> None:
     """The startup path imports schemas and schemas.plain; jsonschema-rs comes with the first
     validator, not before."""
@@ -539,10 +547,7 @@ def test_importing_schemas_loads_no_validator_library() -> None:
         "assert schemas.validate('jsonrpc.Request', {'jsonrpc': '2.0', 'id': 1}) is not None\n"
         "print('jsonschema_rs' in sys.modules)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=_ROOT
-    )
-    assert out.stdout.split() == ["False", "True"]
+    assert _printed(code) == ["False", "True"]
 
 
 def test_a_plain_first_definition_is_checked_without_the_validator_library_until_unsure() -> None:
@@ -559,10 +564,7 @@ def test_a_plain_first_definition_is_checked_without_the_validator_library_until
         "assert schemas.validate('jsonrpc.SuccessResponse', both) is not None\n"
         "print('jsonschema_rs' in sys.modules)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=_ROOT
-    )
-    assert out.stdout.split() == ["False", "True"]
+    assert _printed(code) == ["False", "True"]
 
 
 def test_the_first_session_is_answered_by_plain_checks() -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from acp_fsm.devkit.provider import Reply, ScriptedProvider
 from tests.e2e.support import Agent, Launcher
 from tests.harness import wait_until
@@ -33,27 +35,20 @@ async def imported_by_a_prompt(agent: Agent, session: str) -> set[str]:
     return await modules(agent) - before
 
 
-async def test_a_prompt_a_second_after_session_new_imports_nothing(
-    launch: Launcher, server: ScriptedProvider, project: Path
+@pytest.mark.parametrize("method", ["session/new", "session/load"])
+async def test_a_prompt_a_second_after_a_session_s_answer_imports_nothing(
+    launch: Launcher, server: ScriptedProvider, project: Path, method: str
 ) -> None:
+    """After `session/new` in a fresh process, or `session/load` of a session another process
+    stored (and prompted: a load replays it) in a fresh one."""
     agent = await launch.start()
     server.script(Reply(text="hi"))
     session = await agent.new_session(project)
-    assert await imported_by_a_prompt(agent, session) == set()
-
-
-async def test_a_prompt_a_second_after_session_load_imports_nothing(
-    launch: Launcher, server: ScriptedProvider, project: Path
-) -> None:
-    first = await launch.start()
-    server.script(Reply(text="hi"))
-    session = await first.new_session(project)
-    assert (await first.prompt(session, "hello")).stop_reason == "end_turn"
-    await launch.close(first)
-
-    agent = await launch.start()
-    await agent.request(
-        "session/load", {"sessionId": session, "cwd": str(project), "mcpServers": []}
-    )
-    server.script(Reply(text="hi again"))
+    if method == "session/load":
+        assert (await agent.prompt(session, "hello")).stop_reason == "end_turn"
+        await launch.close(agent)
+        agent = await launch.start()
+        params = {"sessionId": session, "cwd": str(project), "mcpServers": []}
+        assert "result" in await agent.request(method, params)
+        server.script(Reply(text="hi again"))
     assert await imported_by_a_prompt(agent, session) == set()
