@@ -11,7 +11,7 @@ from typing import Any
 
 import structlog
 
-from acp_fsm import environment, redact, schemas
+from acp_fsm import environment, redact, schemas, warm
 from acp_fsm.fsm.handshake import Handshake
 from acp_fsm.initialize import ClientInfo, initialize_result
 from acp_fsm.protocol.connection import Connection
@@ -29,18 +29,6 @@ Extension = Callable[[AcpServer], None]  # adds methods to a server (`AcpServer.
 # the process exits within 2 s of being told to (docs/shutdown.md).
 HANDLER_GRACE_S = 0.25
 FLUSH_TIMEOUT_S = 0.3
-
-# The validators every connection needs at once (envelopes, the `initialize` answer, the first
-# session), built before the first message is read; the others on their first use.
-FIRST_SCHEMAS = (
-    "jsonrpc.Request",
-    "jsonrpc.Notification",
-    "jsonrpc.SuccessResponse",
-    "jsonrpc.ErrorResponse",
-    "acp.InitializeResponse",
-    "acp.NewSessionRequest",
-    "acp.NewSessionResponse",
-)
 
 
 async def run(
@@ -77,7 +65,7 @@ async def run(
         strict_outbound=environment.strict_schemas(),  # a login adds keys
     )
     server.attach(connection)
-    schemas.warm(FIRST_SCHEMAS)
+    schemas.plain_first(warm.FIRST_SCHEMAS)  # their validators: built after the first session
     if client is not None:
         log.info("initialized", client=client.info, fast_path=True, answered_ms=answered_ms)
         connection.audit_sent("initialize", "result", initialize_result(early_params))

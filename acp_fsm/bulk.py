@@ -2,7 +2,12 @@
 session's load decodes, rebuilds and replays tens of thousands of objects, all of them alive,
 so a collection meanwhile finds nothing to free, and costs more the more there are (it made a
 load of 10,000 messages take up to twice as long; bench/long_session.py). Process-wide, for
-the moment the work takes; nested and threaded uses share one pause."""
+the moment the work takes; nested and threaded uses share one pause.
+
+`freeze_long_lived` hides from the collector what lives as long as the process (modules,
+the price table, validators), once they are loaded: a full collection then no longer walks
+them, some 70,000 objects whose walk took 10-15 ms on a 2-core machine, a pause that a
+cancel read meanwhile waited out (bench/cancel.py's p99)."""
 
 from __future__ import annotations
 
@@ -32,3 +37,9 @@ def paused_collector() -> Iterator[None]:
             _depth -= 1
             if _depth == 0 and _resume:
                 gc.enable()
+
+
+def freeze_long_lived() -> None:
+    """Move every object alive now out of the collector's generations (`gc.freeze`): never
+    walked again; reference counting still frees each."""
+    gc.freeze()

@@ -9,8 +9,9 @@ with each call (a `usage` entry), so a load or another process goes on from the 
 session's. One call of unknown price makes the total unknown: no cost is told rather than
 too little.
 
-The table is loaded once a process, on a thread the first model call starts: genai-prices and
-its data take some 250 ms to import, which neither `initialize` nor the event loop waits for.
+The table is loaded once a process, on a thread started after the first session's answer
+(`acp_fsm.warm`) or by the first model call: genai-prices and its data take some 250 ms to
+import, which neither `initialize`, a session nor the event loop waits for.
 """
 
 from __future__ import annotations
@@ -244,8 +245,9 @@ def find() -> Found:
         except OSError as exc:
             contents = str(exc)
     try:
-        importlib.import_module("genai_prices")
-        importlib.import_module("genai_prices.data")  # its table, else read by the first call
+        # Its table, and what its first price imports, else imported by the first call.
+        for name in ("genai_prices.data", "genai_prices.decompose", "genai_prices.validation"):
+            importlib.import_module(name)
     except Exception as exc:  # the file's prices still hold
         log.error("genai_prices_unavailable", error=f"{type(exc).__name__}: {exc}")
         return Found(path, contents, False)

@@ -305,13 +305,13 @@ class AcpServer:
 
         session.send_update(announcement())
         session.toolbox.read_library_soon()  # the user's commands and skills: told again if any
+        # What the model list and the first prompt need (acp_fsm.warm), once the answer and
+        # the updates before it are written: the threads take the GIL at their start.
+        asyncio.get_running_loop().call_soon(warm.prompt_path_soon)
         config = session.provider
         if config is not None:
             from acp_fsm.models import CATALOG
 
-            # What the model list and the first prompt need (acp_fsm.warm), once the answer
-            # and the updates before it are written: the thread takes the GIL at its start.
-            asyncio.get_running_loop().call_soon(warm.start)
             CATALOG.refresh_soon(config, self.sessions.announce_options)
 
     def on_session_prompt(

@@ -8,7 +8,8 @@
   such rounds after one as a warm-up;
 - the first prompt after a `session/load`, in a fresh process: spawn, `initialize`, load a
   session of a few turns, prompt; the prompt's time (written -> answered) and spawn ->
-  answered;
+  answered; the same prompt typed a second after the load, and a second after a first
+  `session/new` (what the process loads in the idle time meanwhile is not in its time);
 - RSS once `initialize` and one session have been answered (idle), and with `IDLE_SESSIONS`
   idle sessions open.
 
@@ -54,6 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BARE = "bare relay"
 BARE_COMMAND = [sys.executable, "-m", "bench.bare_relay"]
 LOADED_TURNS = 5  # the turns of the session a fresh process loads
+TYPING_S = 1.0  # as a person types: a session's answer -> its first prompt
 SETTLE_S = 0.5  # before RSS is read: what runs after the last answer (the model list) is done
 
 
@@ -209,13 +211,20 @@ class Bench:
         await agent.close()
         return session
 
-    async def first_prompt_after_load(self, root: Path, session: str) -> tuple[float, float]:
-        """(the prompt's ms, spawn -> its answer ms) in a fresh process."""
+    async def first_prompt(
+        self, root: Path, session: str | None, pause_s: float = 0.0
+    ) -> tuple[float, float]:
+        """(the prompt's ms, spawn -> its answer ms) in a fresh process: the first prompt,
+        `pause_s` after `session` is loaded (a new session's answer when None)."""
         started = time.perf_counter()
         agent = await self.agent(root)
-        await agent.call(
-            "session/load", {"sessionId": session, "cwd": self.project, "mcpServers": []}
-        )
+        if session is None:
+            (session,) = await agent.new_sessions(1, self.project)
+        else:
+            await agent.call(
+                "session/load", {"sessionId": session, "cwd": self.project, "mcpServers": []}
+            )
+        await asyncio.sleep(pause_s)
         prompted = time.perf_counter()
         await agent.prompt(session, "and now?")
         done = time.perf_counter()
@@ -247,16 +256,18 @@ async def measure(runs: int) -> dict[str, dict[str, list[float]]]:
         steps: list[tuple[str, Callable[[str, Path, list[str]], Any]]] = [
             ("new", lambda _label, root, command: bench.new_rate(root, command)),
             ("prompts", lambda _label, root, command: bench.prompt_rate(root, command)),
+            ("load", lambda label, root, _command: bench.first_prompt(root, loaded[label])),
             (
-                "load",
-                lambda label, root, _command: bench.first_prompt_after_load(root, loaded[label]),
+                "typed_load",
+                lambda label, root, _command: bench.first_prompt(root, loaded[label], TYPING_S),
             ),
+            ("typed_new", lambda _label, root, _command: bench.first_prompt(root, None, TYPING_S)),
             ("memory", lambda _label, root, command: bench.memory(root, command)),
         ]
         for _ in range(runs):
             for name, step in steps:
                 for label, root, command in agents:
-                    if name == "load" and label == BARE:
+                    if name in ("load", "typed_load", "typed_new") and label == BARE:
                         continue
                     value = await step(label, root, command)
                     samples = figures.setdefault(label, {})
@@ -270,6 +281,8 @@ ROWS = (
     ("prompts0", f"prompts per s ({CONCURRENT} at once)", "{:,.0f}", ">= 700"),
     ("load0", "first prompt after load (ms)", "{:.1f}", "<= 100"),
     ("load1", "  spawn -> that prompt answered (ms)", "{:.1f}", ""),
+    ("typed_load0", "first prompt 1 s after load (ms)", "{:.1f}", ""),
+    ("typed_new0", "first prompt 1 s after new (ms)", "{:.1f}", ""),
     ("memory0", "RSS idle, 1 session (MB)", "{:.1f}", ""),
     ("memory1", f"RSS, {IDLE_SESSIONS:,} idle sessions (MB)", "{:.1f}", "<= 35"),
 )

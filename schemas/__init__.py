@@ -2,8 +2,10 @@
 
 ``validate("acp.InitializeRequest", params)`` returns None or a ``Violation`` (JSON path and
 reason). A definition's validator is built on its first use (`validator`), jsonschema-rs being
-imported then, not before: the startup path answers ``initialize`` without it (`schemas.plain`),
-and `warm` builds the common validators right after.
+imported then, not before: the startup path answers ``initialize`` without it (`schemas.plain`).
+The definitions named to `plain_first` are checked by `schemas.plain` while it is sure, until
+`warm` builds their validators: a process's first session is answered without jsonschema-rs,
+whose validators are built in the idle time after (`acp_fsm.warm`).
 
 Valid instances cost one native check. An invalid one is explained: jsonschema-rs says where it
 failed; where that is a union with a discriminator (a property whose ``const`` tells the
@@ -35,6 +37,7 @@ __all__ = [
     "compile_schema",
     "definitions",
     "load_json",
+    "plain_first",
     "schema_path",
     "validate",
     "validator",
@@ -115,6 +118,17 @@ def warm(refs: Iterable[str]) -> None:
         _check(ref)
 
 
+_plain_first: set[str] = set()  # the definitions `plain_first` named
+_built: set[str] = set()  # the definitions whose validators are built
+
+
+def plain_first(refs: Iterable[str]) -> None:
+    """Check instances of `refs` in plain Python where it is sure of them (`schemas.plain`,
+    which never accepts an invalid one), until their validators are built: on the first
+    instance it is not sure of, or by `warm`."""
+    _plain_first.update(refs)
+
+
 def schema_path(name: str) -> Path:
     """Path of a file shipped in this package (``"acp"`` means ``acp.json``)."""
     from pathlib import Path
@@ -159,7 +173,16 @@ def _defs_of(ref: str) -> dict[str, Any]:
 
 @cache
 def _validator_of(ref: str) -> Callable[[object], Violation | None]:
-    run = _runner(lambda: _check(ref))
+    native = _runner(lambda: _check(ref))
+
+    def run(instance: object) -> Violation | None:
+        if ref in _plain_first and ref not in _built:
+            from acp_fsm.schemas.plain import surely_valid
+
+            if surely_valid(ref, instance):
+                return None
+        return native(instance)
+
     run.__name__ = run.__qualname__ = f"validate_{ref.replace('.', '_')}"
     return run
 
@@ -191,4 +214,6 @@ def _runner(build: Callable[[], Check]) -> Callable[[object], Violation | None]:
 def _check(ref: str) -> Check:
     from acp_fsm.schemas.native import Check
 
-    return Check({"$ref": f"#/$defs/{ref.partition('.')[2]}"}, _defs_of(ref))
+    check = Check({"$ref": f"#/$defs/{ref.partition('.')[2]}"}, _defs_of(ref))
+    _built.add(ref)
+    return check

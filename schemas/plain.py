@@ -1,8 +1,8 @@
 """A plain-Python check of the commonest schema keywords, for the startup path.
 
 `surely_valid(ref, instance)` is True only when `instance` is valid: it knows the keywords these
-schema files use for `initialize` and its envelope (type, properties, required, items, $ref,
-anyOf/allOf/oneOf, const, enum, minimum/maximum, minLength) and answers
+schema files use for `initialize`, a first session and their envelopes (type, properties,
+required, items, $ref, anyOf/allOf/oneOf/not, const, enum, minimum/maximum, minLength) and answers
 False - "not sure" - on any other keyword or on a value it will not compare. The startup path
 answers `initialize` when it is True and otherwise leaves the line to the full path and its
 jsonschema-rs validators, which are the judges: this module may refuse a valid instance, never
@@ -157,6 +157,11 @@ def _one_of(arg: list[object], value: object, defs: dict[str, object], depth: in
     return sum(_valid(sub, value, defs, depth) for sub in arg) == 1
 
 
+def _not(arg: object, value: object, defs: dict[str, object], depth: int) -> bool:
+    # A check answers False only when it is sure the value is invalid (else `_Unsure`).
+    return not _valid(arg, value, defs, depth)
+
+
 def _scalar(value: object) -> tuple[str, object]:
     """`value` keyed by JSON type, so that true != 1 and 1 == 1.0 as in JSON Schema."""
     kind = _json_type(value)
@@ -197,6 +202,7 @@ _KEYWORDS: dict[str, _Keyword] = {
     "anyOf": _any_of,
     "allOf": _all_of,
     "oneOf": _one_of,
+    "not": _not,
     "const": _const,
     "enum": _enum,
     "minimum": _minimum,

@@ -527,6 +527,14 @@ def test_load_json_and_schema_path() -> None:
         schemas.load_json("../pyproject.toml")
 
 
+def _printed(code: str) -> list[str]:
+    """What `code` prints, run in a fresh interpreter (this one has imported everything)."""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=_ROOT
+    )
+    return out.stdout.split()
+
+
 def test_importing_schemas_loads_no_validator_library() -> None:
     """The startup path imports schemas and schemas.plain; jsonschema-rs comes with the first
     validator, not before."""
@@ -539,10 +547,32 @@ def test_importing_schemas_loads_no_validator_library() -> None:
         "assert schemas.validate('jsonrpc.Request', {'jsonrpc': '2.0', 'id': 1}) is not None\n"
         "print('jsonschema_rs' in sys.modules)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=_ROOT
+    assert _printed(code) == ["False", "True"]
+
+
+def test_a_plain_first_definition_is_checked_without_the_validator_library_until_unsure() -> None:
+    """`plain_first`: what the plain check is sure of passes without jsonschema-rs; anything
+    else goes to the real validator, which refuses what is invalid; `warm` builds it."""
+    code = (
+        "import sys\n"
+        "from acp_fsm import schemas\n"
+        "schemas.plain_first(['jsonrpc.SuccessResponse'])\n"
+        "ok = {'jsonrpc': '2.0', 'id': 1, 'result': {}}\n"
+        "assert schemas.validate('jsonrpc.SuccessResponse', ok) is None\n"
+        "print('jsonschema_rs' in sys.modules)\n"
+        "both = dict(ok, error={'code': 1, 'message': 'm'})\n"
+        "assert schemas.validate('jsonrpc.SuccessResponse', both) is not None\n"
+        "print('jsonschema_rs' in sys.modules)\n"
     )
-    assert out.stdout.split() == ["False", "True"]
+    assert _printed(code) == ["False", "True"]
+
+
+def test_the_first_session_is_answered_by_plain_checks() -> None:
+    """The envelopes and the first session's messages take the plain check (`not` included)."""
+    response = {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "sess_1"}}
+    assert surely_valid("jsonrpc.SuccessResponse", response)
+    assert not surely_valid("jsonrpc.SuccessResponse", dict(response, method="m"))
+    assert surely_valid("acp.NewSessionRequest", {"cwd": "/tmp", "mcpServers": []})
 
 
 # ---- differential tests against jsonschema ------------------------------------------------------
@@ -895,6 +925,7 @@ PLAIN_KEYWORDS = {
     "anyOf",
     "allOf",
     "oneOf",
+    "not",
     "const",
     "enum",
     "minimum",

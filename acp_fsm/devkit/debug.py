@@ -4,7 +4,8 @@ Served when `ACP_FSM_DEBUG_METHODS=1`: the command line then has `install` add t
 server before its first message is read. Tests and benchmarks use them to reach what no ACP
 method does on demand: an agent-to-client request with a chosen limit or cancel
 (`call_client`), a handler that takes a while (`sleep`), output a handler must not get onto
-the protocol's stdout (`stray_output`), a burst of updates (`stream_updates`).
+the protocol's stdout (`stray_output`), a burst of updates (`stream_updates`), the modules
+imported so far (`modules`: what a request made the process import).
 
 With them, `ACP_FSM_DEBUG_HOLD_CHANGES=<n>` holds every set of file changes (a patch, a write
 on disk) once its n-th file is changed: its thread waits for good and the log says
@@ -51,6 +52,7 @@ def install(server: AcpServer) -> None:
         SPECS,
         {
             "_acp_fsm/call_client": partial(call_client, server),
+            "_acp_fsm/modules": modules,
             "_acp_fsm/sleep": sleep,
             "_acp_fsm/stray_output": stray_output,
             "_acp_fsm/stream_updates": partial(stream_updates, server),
@@ -105,6 +107,11 @@ async def call_client(server: AcpServer, params: dict[str, Any]) -> dict[str, An
         outcome = {"outcome": "unsupported"}
     outcome["elapsedMs"] = round((time.monotonic() - started) * 1000, 3)
     return outcome
+
+
+async def modules(params: Any) -> dict[str, Any]:
+    """The names of the modules imported so far, sorted."""
+    return {"modules": sorted(sys.modules)}
 
 
 async def sleep(params: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from acp_fsm import credentials, leases, limits, redact, transcript, updates
+from acp_fsm.blocking import run_blocking
 from acp_fsm.bulk import paused_collector
 from acp_fsm.errors import BadRequest, SessionNotFound
 from acp_fsm.fsm.session import SessionState
@@ -26,7 +27,7 @@ from acp_fsm.session.core import Session
 from acp_fsm.session.lease import claim_or_not_found, release_soon
 from acp_fsm.session.replay import rebuild, replay_updates, settings_of
 from acp_fsm.store import Entry, SessionRecord, Store, StoreError
-from acp_fsm.tools.files import recover_changes
+from acp_fsm.system import changes
 
 if TYPE_CHECKING:
     from acp_fsm.schemas import acp_types as acp
@@ -61,7 +62,7 @@ class Sessions:
             if self._store is None:
                 # Before any session reads a file: the sets of file changes a killed process
                 # left half made are rolled back (docs/edits.md).
-                await recover_changes()
+                await _recover_changes()
                 self._store = await Store.open(scrub=redact.scrub)  # a login adds keys
             return self._store
 
@@ -262,6 +263,18 @@ class Sessions:
         await asyncio.gather(*(s.close("shutdown", SHUTDOWN_GRACE_S) for s in self._open.values()))
         if self._store is not None:
             await self._store.close()
+
+
+async def _recover_changes() -> None:
+    """Roll back the sets of file changes a killed process left half made (before the
+    process's first session: nothing reads the files before). The tools are not imported:
+    a new session need not pay for them (they are warmed after its answer)."""
+    try:
+        await run_blocking(None, changes.recover, changes.journal_folder())  # it logs its work
+    except OSError as exc:
+        from acp_fsm.tools.common import describe_os_error
+
+        log.warning("change_recovery_failed", error=describe_os_error(exc))
 
 
 def _record(

@@ -43,8 +43,6 @@ log = structlog.get_logger("acp.tools")
 BINARY_SNIFF_BYTES = 8 * 1024
 # write_file and edit_file hold the whole old and new text for the diff: larger files are refused.
 MAX_WHOLE_FILE_BYTES = 10 * 1024 * 1024
-# The journals of the sets of file changes in flight, in the agent's home (`system.changes`).
-CHANGES_FOLDER = "changes"
 
 
 def looks_binary(head: bytes) -> bool:
@@ -190,28 +188,12 @@ async def store_text(env: ToolEnv, path: Path, shown: str, content: str) -> None
         raise ToolError(f"Could not write {shown}: {describe_os_error(exc)}") from exc
 
 
-def change_journals() -> Path:
-    """Where the sets of file changes in flight are journaled: `$ACP_FSM_HOME/changes`."""
-    from acp_fsm.store import default_path  # the home, as the store finds it
-
-    return default_path().with_name(CHANGES_FOLDER)
-
-
 def write_disk(wanted: list[changes.Change]) -> None:
     """Make every change on disk or none, even if the process is killed midway (blocking):
     `system.changes` journals the set, and the next process rolls back one left half made.
     Each folder is opened without following links: one replaced by a link since the path was
     resolved fails the write (`changes.Relinked`) instead of taking it elsewhere."""
-    changes.apply(wanted, change_journals())
-
-
-async def recover_changes() -> None:
-    """Roll back the sets of file changes a killed process left half made (before the
-    process's first session: nothing reads the files before)."""
-    try:
-        await run_blocking(None, changes.recover, change_journals())  # it logs what it does
-    except OSError as exc:
-        log.warning("change_recovery_failed", error=describe_os_error(exc))
+    changes.apply(wanted, changes.journal_folder())
 
 
 def diff_block(path: Path, old_text: str | None, new_text: str) -> ToolCallContentDiff:
