@@ -192,6 +192,12 @@ def default_path() -> Path:
     return _data_path(get("ACP_FSM_HOME", ""), get("XDG_DATA_HOME", ""), get("HOME"))
 
 
+def changes_path() -> Path:
+    """`$ACP_FSM_HOME/changes`: where the sets of file changes in flight are journaled
+    (`acp_fsm.system.changes`), beside the store."""
+    return default_path().with_name("changes")
+
+
 @lru_cache(maxsize=8)
 def _data_path(home: str, xdg: str, _user_home: str | None) -> Path:
     """`default_path` for these variables (HOME: what `~` is), made once (the credentials'

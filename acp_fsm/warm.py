@@ -48,6 +48,7 @@ PROMPT_MODULES = (
     "acp_fsm.providers.stream",
     "acp_fsm.providers.openai",
     "acp_fsm.providers.anthropic",
+    "acp_fsm.providers.responses",
     "acp_fsm.tools",
     "acp_fsm.fsm.turn",
     "acp_fsm.fsm.tool_call",

@@ -26,7 +26,7 @@ from acp_fsm.providers.types import Message
 from acp_fsm.session.core import Session
 from acp_fsm.session.lease import claim_or_not_found, release_soon
 from acp_fsm.session.replay import rebuild, replay_updates, settings_of
-from acp_fsm.store import Entry, SessionRecord, Store, StoreError
+from acp_fsm.store import Entry, SessionRecord, Store, StoreError, changes_path
 from acp_fsm.system import changes
 
 if TYPE_CHECKING:
@@ -270,7 +270,7 @@ async def _recover_changes() -> None:
     process's first session: nothing reads the files before). The tools are not imported:
     a new session need not pay for them (they are warmed after its answer)."""
     try:
-        await run_blocking(None, changes.recover, changes.journal_folder())  # it logs its work
+        await run_blocking(None, changes.recover, changes_path())  # it logs its work
     except OSError as exc:
         from acp_fsm.tools.common import describe_os_error
 

@@ -51,8 +51,6 @@ log = structlog.get_logger("acp.tools")
 JOURNAL = ".json"
 DONE = ".done"  # the mark of a set that was applied whole
 UNFINISHED = ".tmp"  # a journal being written: nothing of its set was staged yet
-# The journals of the sets of file changes in flight, in the agent's home.
-FOLDER = "changes"
 # Kept and temporary files are named after their file, cut to this many bytes of its name
 # (with the set's id and a suffix, a name stays under the usual 255-byte limit).
 NAME_BYTES = 200
@@ -161,13 +159,6 @@ def apply(changes: Sequence[Change], journals: Path) -> None:
         journal.roll_back()
         raise
     journal.clean_up()
-
-
-def journal_folder() -> Path:
-    """Where the sets of file changes in flight are journaled: `$ACP_FSM_HOME/changes`."""
-    from acp_fsm.store import default_path  # the home, as the store finds it
-
-    return default_path().with_name(FOLDER)
 
 
 def recover(journals: Path) -> list[Path]:

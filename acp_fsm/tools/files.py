@@ -193,7 +193,9 @@ def write_disk(wanted: list[changes.Change]) -> None:
     `system.changes` journals the set, and the next process rolls back one left half made.
     Each folder is opened without following links: one replaced by a link since the path was
     resolved fails the write (`changes.Relinked`) instead of taking it elsewhere."""
-    changes.apply(wanted, changes.journal_folder())
+    from acp_fsm.store import changes_path  # the home, as the store finds it
+
+    changes.apply(wanted, changes_path())
 
 
 def diff_block(path: Path, old_text: str | None, new_text: str) -> ToolCallContentDiff:
