@@ -28,7 +28,8 @@ from acp_fsm.methods import (
     answer,
 )
 from acp_fsm.protocol.cancel import CancellationToken
-from acp_fsm.protocol.connection import Connection, OutboundKind
+from acp_fsm.protocol.connection import Connection
+from acp_fsm.protocol.dispatcher import OutboundKind
 from acp_fsm.protocol.errors import (
     CapabilityMissing,
     InternalError,
