@@ -2,4 +2,4 @@
 it: the keeper every command runs under and the agent's side of it (`keeper`, `kept`), process
 groups of the agent's own helpers (`groups`), the watcher that stops them if the agent dies
 (`reaper`), files replaced whole (`files`), and sets of file changes made all or none across a
-kill (`changes`)."""
+kill (`changes`, over `nofollow`: files reached without following links)."""
