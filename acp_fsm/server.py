@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import credentials, environment, limits, warm
+from acp_fsm import credentials, env_vars, limits, warm
 from acp_fsm.errors import DomainError
 from acp_fsm.fsm.handshake import Handshake, HandshakeState, HandshakeTrigger
 from acp_fsm.initialize import API_KEY_LOGIN, TERMINAL_LOGIN, ClientInfo, initialize_result
@@ -191,7 +191,7 @@ class AcpServer:
         if self.client is None or not self.client.allows(method):
             raise CapabilityMissing(f"the client did not advertise the capability {method} needs")
         if timeout_ms is None:
-            timeout_ms = environment.client_rpc_timeout_ms(method)
+            timeout_ms = env_vars.client_rpc_timeout_ms(method)
         return self.conn.request(
             method, params, token=token, timeout_ms=timeout_ms, verbatim=verbatim
         )
@@ -293,7 +293,7 @@ class AcpServer:
         session.toolbox.read_library_soon()  # the user's commands and skills: told again if any
         config = session.provider
         if config is not None:
-            from acp_fsm.models import CATALOG
+            from acp_fsm.model_catalog import CATALOG
 
             # What the model list and the first prompt need (acp_fsm.warm), once the answer
             # and the updates before it are written: the thread takes the GIL at its start.

@@ -15,8 +15,8 @@ from functools import partial
 from typing import Any
 
 from acp_fsm.providers.assemble import MessageBuilder
+from acp_fsm.providers.config import ProviderConfig, reasons
 from acp_fsm.providers.encoder import Encoder, Scrub, encoder_of, splice
-from acp_fsm.providers.endpoint import ProviderConfig, reasons
 from acp_fsm.providers.errors import ProviderError, truncated
 from acp_fsm.providers.openai import (
     CACHE_KEY,

@@ -15,7 +15,7 @@ import pytest
 
 from acp_fsm.devkit import demo
 from acp_fsm.devkit.editor import AgentLink
-from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.config import ProviderConfig
 from tests.harness import agent_command, agent_env
 
 TIMING_LINE = re.compile(r"    answered \d+\.\d ms after the cancel")

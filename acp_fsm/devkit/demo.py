@@ -34,7 +34,7 @@ from acp_fsm.protocol.errors import RemoteError
 
 if TYPE_CHECKING:
     from acp_fsm.devkit.provider import ScriptedProvider
-    from acp_fsm.providers.endpoint import ProviderConfig
+    from acp_fsm.providers.config import ProviderConfig
 
 PROJECT_FILES = {
     "app.py": (
@@ -528,7 +528,7 @@ def describe_provider(config: ProviderConfig) -> str:
 
 async def run_live(style: Style) -> int:
     """One prompt against the configured provider, permissions answered automatically."""
-    from acp_fsm.providers.endpoint import ConfigError, load_config
+    from acp_fsm.providers.config import ConfigError, load_config
 
     try:
         config = load_config()

@@ -23,7 +23,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
-from acp_fsm import __version__, environment
+from acp_fsm import __version__, env_vars
 from acp_fsm.mcp import transport
 from acp_fsm.mcp.specs import ServerSpec
 from acp_fsm.mcp.transport import STDERR_LINE_CHARS
@@ -132,7 +132,7 @@ class McpConnection:
         self.stale = False
         try:
             self.tools = await asyncio.wait_for(
-                _list_tools(session), environment.mcp_startup_timeout_ms() / 1000
+                _list_tools(session), env_vars.mcp_startup_timeout_ms() / 1000
             )
         except Exception as exc:
             log.warning("mcp_tools_not_listed", server=self.spec.name, error=describe(exc))

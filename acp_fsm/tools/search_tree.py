@@ -18,10 +18,10 @@ from acp_fsm.redact import Secrets
 from acp_fsm.small_files import READ_FLAGS
 from acp_fsm.tools import ripgrep
 from acp_fsm.tools.common import ToolError, plural
-from acp_fsm.tools.files import looks_binary, split_lines
 from acp_fsm.tools.globs import GlobFilter
 from acp_fsm.tools.ignore import IgnoreRules
 from acp_fsm.tools.paths import utf8_text
+from acp_fsm.tools.text_files import looks_binary, split_lines
 
 # Directories never descended into (version control, dependencies, caches).
 SKIPPED_DIRS = frozenset(

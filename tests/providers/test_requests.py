@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from acp_fsm.devkit.provider import Reply, ScriptedProvider
-from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.openai import OpenAiWire
 from acp_fsm.providers.types import (
