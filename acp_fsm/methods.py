@@ -195,7 +195,7 @@ class Registry:
     def outbound_ref(self, method: str, kind: str) -> tuple[str | None, str]:
         """The schema of what we send as `kind` (request, notification, result) of `method`,
         or None and why nothing may be sent so."""
-        spec = self.specs.get(method)
+        spec = self.spec_of(method)
         if spec is None:
             return None, f"no schema for method {method}"
         if kind == "result":
@@ -216,14 +216,14 @@ class Registry:
 
     def empty_result(self, method: str) -> bool:
         """Whether a result of our `method` request may carry nothing (`{}` is valid)."""
-        spec = self.specs.get(method)
+        spec = self.spec_of(method)
         ref = None if spec is None else spec.result_ref
         return ref is not None and schemas.validate(ref, {}) is None
 
     def checked_result(self, method: str, result: object) -> object:
         """The peer's `result` to our `method` request; `InvalidResult` when the method's
         schema refuses it."""
-        spec = self.specs.get(method)
+        spec = self.spec_of(method)
         if spec is None or spec.result_ref is None:
             return result
         violation = schemas.validate(spec.result_ref, result)

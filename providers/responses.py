@@ -64,12 +64,6 @@ INCOMPLETE_REASONS = {
 }
 
 
-def convert_items(messages: tuple[Message, ...], origin: str | None = None) -> list[dict[str, Any]]:
-    """The neutral transcript as Responses input items for `origin` (the reference for the
-    encoder)."""
-    return [item for message in messages for item in _convert(message, origin)]
-
-
 def origin_of(config: ProviderConfig, model: str) -> str:
     """Who can read a reasoning item back: the server and the model that made it (another
     model, or another account's server, refuses its encrypted content)."""
