@@ -2,8 +2,9 @@
 protocol rule by rule.
 
 - `model`: `Rule`, `Check`, `Outcome`, `Result`, and the verdicts a check raises;
-- `probe`: the agent under test (`Target`), each process of it with its transcript
-  (`Probe`), and what one check runs with (`Context`);
+- `context`: the agent under test (`Target`) and what one check runs with (`Context`);
+- `probe`: each process of the agent with its transcript (`Probe`);
+- `reading`: what a check reads of it (a prompt's `Turn`, updates, clipped text);
 - `script`: the scripted model server's answers (streamed, or hanging mid-stream);
 - one module per group of checks: `transport`, `handshake`, `schema`, `sessions`, `cancel`,
   `advertised`, `robustness`;

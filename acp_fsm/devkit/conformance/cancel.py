@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 from typing import Final
 
+from acp_fsm.devkit.conformance.context import Context
 from acp_fsm.devkit.conformance.model import Blocked, Check, Rule, Violation
-from acp_fsm.devkit.conformance.probe import Context, Turn, clip
+from acp_fsm.devkit.conformance.reading import Turn, clip
 from acp_fsm.devkit.conformance.script import HANG_CHUNKS, HANG_PROMPT
 
 

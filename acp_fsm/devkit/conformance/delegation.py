@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from acp_fsm.devkit.conformance.context import Context
 from acp_fsm.devkit.conformance.model import Blocked, Check, NotApplicable, Rule, Violation
-from acp_fsm.devkit.conformance.probe import INITIALIZE, Context, Probe, Turn, clip
+from acp_fsm.devkit.conformance.probe import INITIALIZE, Probe
+from acp_fsm.devkit.conformance.reading import Turn, clip
 from acp_fsm.devkit.conformance.script import (
     DONE_TEXT,
     NO_TOOL,

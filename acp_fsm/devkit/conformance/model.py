@@ -10,7 +10,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from acp_fsm.devkit.conformance.probe import Context
+    from acp_fsm.devkit.conformance.context import Context
 
 
 class Outcome(StrEnum):
