@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from acp_fsm.devkit.provider.openai_wire import unsealed
 from acp_fsm.devkit.provider.rules import Rejection, is_int, mask, reject
-from acp_fsm.devkit.provider.wire import unsealed
 
 
 def _openai_unanswered(ids: Sequence[str]) -> str:
