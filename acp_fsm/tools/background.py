@@ -1,4 +1,5 @@
-"""Commands that keep running after their call: a session's background jobs.
+"""Commands that keep running after their call: starting one, and what a read of one says
+(the session's jobs: `job.BackgroundJobs`).
 
 `run_command` with `background: true` starts one (`bg_1`, `bg_2`, ... per session) in the
 editor's terminal when it offers one (`terminal_job`: embedded in the starting call, so the
@@ -16,14 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import sys
-from dataclasses import dataclass, field
 
 import structlog
 
 from acp_fsm.tools.base import ToolEnv, ToolOutcome
-from acp_fsm.tools.common import ToolError, ask_client, plural
+from acp_fsm.tools.common import ask_client
 from acp_fsm.tools.job import UNREAD_BYTES, Job, Read
 from acp_fsm.tools.local_job import LocalJob
 from acp_fsm.tools.terminal_job import TerminalJob
@@ -31,75 +29,10 @@ from acp_fsm.updates import text_block
 
 log = structlog.get_logger("acp.tools")
 
-DEFAULT_MAX_BACKGROUND = 8
 # How long `run_command` waits for a job's first output before it answers.
 FIRST_OUTPUT_S = 1.0
 # The longest `wait_ms` of one read.
 MAX_WAIT_MS = 60_000
-
-
-def max_background() -> int:
-    """`ACP_FSM_MAX_BACKGROUND` (default 8): jobs that may run at once in a session."""
-    raw = os.environ.get("ACP_FSM_MAX_BACKGROUND", "").strip()
-    if raw.isdigit() and int(raw) > 0:
-        return int(raw)
-    if raw:
-        print(f"acp-fsm: ignoring ACP_FSM_MAX_BACKGROUND={raw!r}", file=sys.stderr)
-    return DEFAULT_MAX_BACKGROUND
-
-
-@dataclass
-class BackgroundJobs:
-    """A session's background jobs."""
-
-    jobs: dict[str, Job] = field(default_factory=dict)
-    _next: int = 1
-
-    def running(self) -> list[Job]:
-        return [job for job in self.jobs.values() if job.ended is None]
-
-    def new_id(self) -> str:
-        running = self.running()
-        if len(running) >= max_background():
-            ids = ", ".join(job.id for job in running)
-            raise ToolError(
-                f"{plural(len(running), 'background command')} already running ({ids}), the "
-                "most a session may run at once (ACP_FSM_MAX_BACKGROUND); stop one with "
-                "kill_command first."
-            )
-        job_id = f"bg_{self._next}"
-        self._next += 1
-        return job_id
-
-    def add(self, job: Job) -> None:
-        self.jobs[job.id] = job
-
-    def get(self, job_id: str) -> Job:
-        job = self.jobs.get(job_id)
-        if job is None:
-            known = ", ".join(self.jobs) or "none"
-            raise ToolError(f"No background command {job_id!r} in this session (known: {known}).")
-        return job
-
-    def summary(self) -> str:
-        """What the system prompt says of the jobs ("" when there are none)."""
-        if not self.jobs:
-            return ""
-        lines = [job.summary() for job in self.jobs.values()]
-        return (
-            "Background commands started in this session (read their output with "
-            "command_output, stop them with kill_command):\n" + "\n".join(lines)
-        )
-
-    async def stop_all(self) -> None:
-        """Stop every job still running (the session is closing)."""
-        jobs = list(self.jobs.values())
-        if jobs:
-            log.info("background_stopping", jobs=[job.id for job in jobs])
-        await asyncio.gather(*(job.stop() for job in jobs), return_exceptions=True)
-
-
-# -- the tools' side ----------------------------------------------------------------------------
 
 
 def describe(job: Job, read: Read) -> str:

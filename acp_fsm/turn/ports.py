@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from acp_fsm.providers.config import ProviderConfig
     from acp_fsm.providers.types import AssistantMessage, Event, ModelRequest
     from acp_fsm.schemas import acp_types as acp
-    from acp_fsm.tools.background import BackgroundJobs
+    from acp_fsm.tools.job import BackgroundJobs
     from acp_fsm.updates import ChunkKind
 
 

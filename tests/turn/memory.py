@@ -46,8 +46,8 @@ from acp_fsm.providers.types import (
     Usage,
     UserMessage,
 )
-from acp_fsm.tools.background import BackgroundJobs
 from acp_fsm.tools.base import Drafts, ToolCallView, ToolEnv, ToolOutcome
+from acp_fsm.tools.job import BackgroundJobs
 from acp_fsm.turn.ports import ModelCall, TurnContext
 from acp_fsm.turn.runner import Turn
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from acp_fsm.devkit.conformance.model import Violation
 from acp_fsm.devkit.conformance.output import MESSAGE_LIMIT, MIB, Line
 from acp_fsm.devkit.conformance.probe import WAIT_S, Probe
 from acp_fsm.devkit.conformance.reading import LINE_CLIP, clip
+from acp_fsm.devkit.conformance.verdicts import Violation
 from acp_fsm.devkit.editor import Editor, NoAnswer
 from acp_fsm.devkit.schema_check.official import OfficialSchema
 

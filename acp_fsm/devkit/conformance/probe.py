@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Final, Self
 
 from acp_fsm import __version__
 from acp_fsm.devkit.conformance.ids import id_shown, json_type, misanswered
-from acp_fsm.devkit.conformance.model import Blocked, Misanswered, Violation
 from acp_fsm.devkit.conformance.output import (
     MESSAGE_LIMIT,
     MIB,
@@ -33,6 +32,7 @@ from acp_fsm.devkit.conformance.reading import (
     model_not_called,
     of_turn,
 )
+from acp_fsm.devkit.conformance.verdicts import Blocked, Misanswered, Violation
 from acp_fsm.devkit.editor import AgentLink, Message, NoAnswer, permission_outcome
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from acp_fsm.devkit.conformance.model import NotApplicable
+from acp_fsm.devkit.conformance.verdicts import NotApplicable
 from acp_fsm.devkit.editor import Message
 
 if TYPE_CHECKING:
