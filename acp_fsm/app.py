@@ -11,7 +11,7 @@ from typing import Any
 
 import structlog
 
-from acp_fsm import environment, redact, schemas, warm
+from acp_fsm import env_vars, redact, schemas, warm
 from acp_fsm.fsm.handshake import Handshake
 from acp_fsm.initialize import ClientInfo, initialize_result
 from acp_fsm.protocol.connection import Connection
@@ -62,7 +62,7 @@ async def run(
         drain=output.drain,
         congested=lambda: output.congested,
         scrub=redact.scrub,
-        strict_outbound=environment.strict_schemas(),  # a login adds keys
+        strict_outbound=env_vars.strict_schemas(),  # a login adds keys
     )
     server.attach(connection)
     schemas.plain_first(warm.FIRST_SCHEMAS)  # their validators: built after the first session

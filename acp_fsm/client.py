@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from acp_fsm import environment, updates
+from acp_fsm import env_vars, updates
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.protocol.errors import (
     OutboundCancelled,
@@ -111,11 +111,11 @@ class Client:
         when there are none; it shows `title`). Waits as long as a permission prompt may."""
         from acp_fsm import questions
 
-        waits = environment.client_rpc_timeout_ms(environment.PERMISSION_METHOD)
+        waits = env_vars.client_rpc_timeout_ms(env_vars.PERMISSION_METHOD)
         if self.shows_forms:
             params = questions.form_params(question, call_id)
             return questions.form_answer(
-                await self.call(environment.ELICITATION_METHOD, params, timeout_ms=waits)
+                await self.call(env_vars.ELICITATION_METHOD, params, timeout_ms=waits)
             )
         options = questions.choice_options(question)
         # A permission request is about a tool call (a question of no call gets a call of its
@@ -129,7 +129,7 @@ class Client:
             "content": [updates.text_block(question.message)],
         }
         result = await self.call(
-            environment.PERMISSION_METHOD,
+            env_vars.PERMISSION_METHOD,
             {"toolCall": tool_call, "options": options},
             timeout_ms=waits,
         )

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     import aiohttp
 
-    from acp_fsm.providers.endpoint import ProviderConfig
+    from acp_fsm.providers.config import ProviderConfig
 
 
 # The other servers' endpoints answer at once where they exist: a server that takes longer

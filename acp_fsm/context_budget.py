@@ -19,7 +19,7 @@ import structlog
 from acp_fsm import compaction
 
 if TYPE_CHECKING:
-    from acp_fsm.providers.endpoint import ProviderConfig
+    from acp_fsm.providers.config import ProviderConfig
     from acp_fsm.providers.errors import ProviderError
     from acp_fsm.providers.types import ModelRequest
 
@@ -46,7 +46,7 @@ class ContextBudget:
 
     def window(self, config: ProviderConfig, model: str) -> int:
         """The context window of `model`'s calls."""
-        from acp_fsm.models import CATALOG
+        from acp_fsm.model_catalog import CATALOG
 
         size = config.context_window
         stated = CATALOG.window(config, model)
@@ -57,7 +57,7 @@ class ContextBudget:
     def known(self, config: ProviderConfig, model: str) -> bool:
         """Whether the window is known (set, stated by the server, learned, or the provider's
         own API's) rather than assumed."""
-        from acp_fsm.models import CATALOG
+        from acp_fsm.model_catalog import CATALOG
 
         return (
             config.window_set

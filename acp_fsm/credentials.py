@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from acp_fsm import redact
 from acp_fsm.blocking import Shared
 from acp_fsm.errors import LoginRequired
-from acp_fsm.providers.endpoint import (
+from acp_fsm.providers.config import (
     ANTHROPIC,
     API_VARIABLE,
     CHAT,
@@ -166,7 +166,7 @@ def learn(stored: Stored | None) -> None:
 def save(stored: Stored) -> Path:
     """Write the credentials atomically, readable by the user only; the file's path. Raises
     OSError when the data directory cannot take them."""
-    from acp_fsm.system.files import atomic_write  # `acp-fsm login` only
+    from acp_fsm.system.atomic_write import atomic_write  # `acp-fsm login` only
 
     target = path()
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

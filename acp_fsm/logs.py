@@ -10,7 +10,7 @@ from typing import Any
 
 import structlog
 
-from acp_fsm import environment
+from acp_fsm import env_vars
 from acp_fsm.redact import REDACTED, Secrets, configured, without_pair_values
 
 _SECRET_KEYS = frozenset(
@@ -49,13 +49,13 @@ class Redactor:
 def configure(level_name: str | None = None) -> None:
     """Configure structlog and stdlib logging from ACP_FSM_LOG_LEVEL / ACP_FSM_LOG_FORMAT
     (`level_name` overrides the level)."""
-    level = getattr(logging, (level_name or environment.log_level()).upper())
-    console = environment.log_format() == "console"
+    level = getattr(logging, (level_name or env_vars.log_level()).upper())
+    console = env_vars.log_format() == "console"
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
-        Redactor(environment.secret_values()),
+        Redactor(env_vars.secret_values()),
     ]
     renderer: Any = (
         structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())

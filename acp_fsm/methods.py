@@ -26,6 +26,7 @@ from acp_fsm.protocol.errors import (
     InternalError,
     InvalidParams,
     InvalidRequest,
+    InvalidResult,
     MethodNotFound,
     ResourceNotFound,
     RpcError,
@@ -190,6 +191,45 @@ class Registry:
         if violation is not None:
             raise InvalidParams(f"Invalid params: {violation}")
         return entry
+
+    def outbound_ref(self, method: str, kind: str) -> tuple[str | None, str]:
+        """The schema of what we send as `kind` (request, notification, result) of `method`,
+        or None and why nothing may be sent so."""
+        spec = self.spec_of(method)
+        if spec is None:
+            return None, f"no schema for method {method}"
+        if kind == "result":
+            if spec.result_ref is None:
+                return None, f"{method} is a notification and has no result"
+            return spec.result_ref, ""
+        if spec.direction not in (AGENT_TO_CLIENT, BOTH) or spec.kind != kind:
+            return None, f"{method} is not an agent-to-client {kind}"
+        return spec.params_ref, ""
+
+    def outbound_violation(self, method: str, kind: str, payload: object) -> str | None:
+        """Why `payload` may not be sent as `kind` of `method`, or None when it may."""
+        ref, refusal = self.outbound_ref(method, kind)
+        if ref is None:
+            return refusal
+        violation = schemas.validate(ref, payload)
+        return None if violation is None else str(violation)
+
+    def empty_result(self, method: str) -> bool:
+        """Whether a result of our `method` request may carry nothing (`{}` is valid)."""
+        spec = self.spec_of(method)
+        ref = None if spec is None else spec.result_ref
+        return ref is not None and schemas.validate(ref, {}) is None
+
+    def checked_result(self, method: str, result: object) -> object:
+        """The peer's `result` to our `method` request; `InvalidResult` when the method's
+        schema refuses it."""
+        spec = self.spec_of(method)
+        if spec is None or spec.result_ref is None:
+            return result
+        violation = schemas.validate(spec.result_ref, result)
+        if violation is not None:
+            raise InvalidResult(f"the editor's answer to {method} is not valid ACP: {violation}")
+        return result
 
 
 PROTOCOL = Registry(ACP, SERVED)  # what every connection serves

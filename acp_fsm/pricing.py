@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import orjson
 import structlog
 
-from acp_fsm import environment, small_files, transcript, updates
+from acp_fsm import env_vars, small_files, transcript, updates
 from acp_fsm.blocking import run_blocking
 
 if TYPE_CHECKING:
@@ -236,7 +236,7 @@ def find() -> Found:
     """Blocking: read the prices file, import genai-prices and its table. Nothing of ours is
     imported here, so neither this thread nor the loop waits for a module the other imports
     (as `acp_fsm.warm`'s)."""
-    path = environment.prices_file()
+    path = env_vars.prices_file()
     contents: bytes | str = b""
     if path is not None:
         try:

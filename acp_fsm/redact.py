@@ -2,7 +2,7 @@
 the model, not into a command's environment.
 
 A secret is the value of a provider key or of any `*_API_KEY`, `*_TOKEN` or `*_SECRET`
-variable of at least `environment.MIN_SECRET_CHARS` characters (shorter values, such as the dummy
+variable of at least `env_vars.MIN_SECRET_CHARS` characters (shorter values, such as the dummy
 keys local servers accept, would match ordinary text). `Secrets.scrub` replaces each one in an
 encoded JSON line, as written raw and as JSON escapes it, by `[redacted]`. It is applied at
 the three sinks every piece of content passes through: the protocol output, the store and the
@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from acp_fsm import environment
+from acp_fsm import env_vars
 
 REDACTED = "[redacted]"
 # Lists of `{name, value}` pairs whose values are secrets whatever their names: an MCP
@@ -197,7 +197,7 @@ def configured() -> Secrets:
     """The secrets of this process: its environment's (read once: it does not change), and
     those learned since (`also_secret`), the stored key among them."""
     if _configured is None:
-        _learn(Secrets(environment.secret_values()))
+        _learn(Secrets(env_vars.secret_values()))
     for refresh in _lookups:
         refresh()
     assert _configured is not None
@@ -214,7 +214,7 @@ def also_secret(value: str) -> None:
     """Scrub `value` from now on, like the environment's secrets: a key stored by
     `acp-fsm login` while the agent runs."""
     secrets = configured()
-    if len(value) >= environment.MIN_SECRET_CHARS and value not in secrets:
+    if len(value) >= env_vars.MIN_SECRET_CHARS and value not in secrets:
         _learn(Secrets([*secrets, value]))
 
 
@@ -235,16 +235,16 @@ def scrub(data: bytes) -> bytes:
 
 def command_environment() -> dict[str, str]:
     """The environment for commands the agent starts: its own, without the provider
-    credentials and acp-fsm's configuration (`environment.is_private`), and without any variable
+    credentials and acp-fsm's configuration (`env_vars.is_private`), and without any variable
     whose value holds a provider key (one long enough to be a secret: a dummy key such as "x"
     would match nearly every value)."""
     keys = [
         v
-        for name in environment.SECRET_VARIABLES
-        if len(v := os.environ.get(name, "")) >= environment.MIN_SECRET_CHARS
+        for name in env_vars.SECRET_VARIABLES
+        if len(v := os.environ.get(name, "")) >= env_vars.MIN_SECRET_CHARS
     ]
     return {
         name: value
         for name, value in os.environ.items()
-        if not environment.is_private(name) and not any(key in value for key in keys)
+        if not env_vars.is_private(name) and not any(key in value for key in keys)
     }

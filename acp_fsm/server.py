@@ -14,26 +14,23 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import credentials, environment, limits, schemas, warm
+from acp_fsm import credentials, env_vars, limits, warm
 from acp_fsm.errors import DomainError
 from acp_fsm.fsm.handshake import Handshake, HandshakeState, HandshakeTrigger
 from acp_fsm.initialize import API_KEY_LOGIN, TERMINAL_LOGIN, ClientInfo, initialize_result
 from acp_fsm.methods import (
-    AGENT_TO_CLIENT,
-    BOTH,
     PROTOCOL,
     MethodSpec,
-    Registry,
     Served,
     answer,
 )
 from acp_fsm.protocol.cancel import CancellationToken
-from acp_fsm.protocol.connection import Connection, OutboundKind
+from acp_fsm.protocol.connection import Connection
+from acp_fsm.protocol.dispatcher import OutboundKind
 from acp_fsm.protocol.errors import (
     CapabilityMissing,
     InternalError,
     InvalidParams,
-    InvalidResult,
 )
 from acp_fsm.protocol.jsonrpc import Notification, Request
 from acp_fsm.schemas import plain
@@ -143,14 +140,10 @@ class AcpServer:
         return _answered(work, session_id) if asyncio.iscoroutine(work) else None
 
     def check_outbound(self, method: str, kind: OutboundKind, payload: Any) -> str | None:
-        ref, refusal = _outbound_ref(self.registry, method, kind)
-        if ref is None:
-            return refusal
-        violation = schemas.validate(ref, payload)
-        return None if violation is None else str(violation)
+        return self.registry.outbound_violation(method, kind, payload)
 
     def check_template(self, method: str, kind: OutboundKind, payload: Any) -> bool:
-        ref, _ = _outbound_ref(self.registry, method, kind)
+        ref, _ = self.registry.outbound_ref(method, kind)
         return ref is not None and plain.surely_valid(ref, payload)
 
     def accept_response(self, method: str, result: Any) -> Any:
@@ -158,19 +151,12 @@ class AcpServer:
         `null` where ACP's result is an object with no required member (`fs/write_text_file`,
         `terminal/kill`, ...), and that counts as `{}`. A result that must carry data
         (`content`, `outcome`, ...) is still checked in full."""
-        spec = self.registry.spec_of(method)
-        if spec is None or spec.result_ref is None:
-            return result
-        ref = spec.result_ref
-        if result is None and schemas.validate(ref, {}) is None:
+        if result is None and self.registry.empty_result(method):
             if method not in self._null_results:
                 self._null_results.add(method)
                 log.debug("null_result_accepted", method=method)
             return {}
-        violation = schemas.validate(ref, result)
-        if violation is not None:
-            raise InvalidResult(f"the editor's answer to {method} is not valid ACP: {violation}")
-        return result
+        return self.registry.checked_result(method, result)
 
     def cancel_request(self, request: Request) -> bool:
         """`$/cancel_request` for a prompt is a cancel of its turn (or of it alone, queued):
@@ -205,7 +191,7 @@ class AcpServer:
         if self.client is None or not self.client.allows(method):
             raise CapabilityMissing(f"the client did not advertise the capability {method} needs")
         if timeout_ms is None:
-            timeout_ms = environment.client_rpc_timeout_ms(method)
+            timeout_ms = env_vars.client_rpc_timeout_ms(method)
         return self.conn.request(
             method, params, token=token, timeout_ms=timeout_ms, verbatim=verbatim
         )
@@ -310,7 +296,7 @@ class AcpServer:
         asyncio.get_running_loop().call_soon(warm.prompt_path_soon)
         config = session.provider
         if config is not None:
-            from acp_fsm.models import CATALOG
+            from acp_fsm.model_catalog import CATALOG
 
             CATALOG.refresh_soon(config, self.sessions.announce_options)
 
@@ -382,20 +368,6 @@ class AcpServer:
 
     async def on_session_list(self, params: acp.ListSessionsRequest) -> acp.ListSessionsResponse:
         return await self.sessions.list(params.get("cwd"), params.get("cursor"))
-
-
-def _outbound_ref(registry: Registry, method: str, kind: OutboundKind) -> tuple[str | None, str]:
-    """The schema of what we send as `kind` of `method`, or None and why nothing may be."""
-    spec = registry.spec_of(method)
-    if spec is None:
-        return None, f"no schema for method {method}"
-    if kind == "result":
-        if spec.result_ref is None:
-            return None, f"{method} is a notification and has no result"
-        return spec.result_ref, ""
-    if spec.direction not in (AGENT_TO_CLIENT, BOTH) or spec.kind != kind:
-        return None, f"{method} is not an agent-to-client {kind}"
-    return spec.params_ref, ""
 
 
 async def _answered(work: Coroutine[Any, Any, Any], session_id: str | None) -> Any:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from acp_fsm import settings
+from acp_fsm import config_options
 from acp_fsm.front_matter import shortened
 from acp_fsm.prompt import TITLE_CHARS
-from acp_fsm.providers.endpoint import OPENAI
+from acp_fsm.providers.config import OPENAI
 from acp_fsm.providers.types import AssistantMessage, Message, ModelRequest, TextPart, UserMessage
 
 # The answer's room: a title of a few words, and some for a model that says more.
@@ -67,7 +67,7 @@ def request(model: str, provider: str, prompt: str, answer: str) -> ModelRequest
     shown = f"The user wrote:\n{prompt}"
     if answer:
         shown += f"\n\nThe assistant answered:\n{answer}"
-    reasons = provider == OPENAI and settings.thinks(provider, model)
+    reasons = provider == OPENAI and config_options.thinks(provider, model)
     return ModelRequest(
         model=model,
         messages=(UserMessage((TextPart(shown),)),),

@@ -37,8 +37,8 @@ from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.questions import Answer, NotAskable, Question
 from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent, ToolCallLocation
 from acp_fsm.tools import TOOLS
-from acp_fsm.tools.background import BackgroundJobs
 from acp_fsm.tools.base import ToolOutcome
+from acp_fsm.tools.job import BackgroundJobs
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = [

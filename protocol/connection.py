@@ -9,65 +9,31 @@ while an earlier request is still running, and responses go out in completion or
 from __future__ import annotations
 
 import asyncio
-import itertools
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
-from typing import Any, Literal, Protocol, cast
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, cast
 
-import orjson
 import structlog
 
 from acp_fsm.protocol import jsonrpc
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.protocol.codec import decode, encode
+from acp_fsm.protocol.dispatcher import Dispatcher, OutboundKind
 from acp_fsm.protocol.errors import (
-    ConnectionClosed,
     InternalError,
     InvalidRequest,
-    InvalidResult,
-    OutboundCancelled,
-    OutboundTimeout,
-    RemoteError,
-    RequestCancelled,
     RpcError,
 )
 from acp_fsm.protocol.framing import MAX_LINE_BYTES, LineFramer, Overlong
-from acp_fsm.protocol.jsonrpc import Id, Invalid, Notification, Request, Response
+from acp_fsm.protocol.inflight import InFlight
+from acp_fsm.protocol.jsonrpc import Invalid, Notification, Request, Response
+from acp_fsm.protocol.outbound import Outbound
 from acp_fsm.protocol.preview import preview
+from acp_fsm.protocol.template import sender
 from acp_fsm.schemas.plain import ANY_STRING
 
 log = structlog.get_logger("protocol")
 
-CANCEL_REQUEST = "$/cancel_request"
 DEBUG = 10  # logging.DEBUG: message bodies are logged (abbreviated) only at this level
-OutboundKind = Literal["request", "notification", "result"]
-
-
-class Dispatcher(Protocol):
-    """What the connection needs from the layer that knows the methods."""
-
-    def dispatch(self, message: Request | Notification) -> Coroutine[Any, Any, Any] | None:
-        """Gate and validate synchronously (raising `RpcError`), then return the coroutine that
-        does the work, or None when nothing is left to do."""
-
-    def check_outbound(self, method: str, kind: OutboundKind, payload: Any) -> str | None:
-        """Return why `payload` may not be sent for `method`, or None when it may."""
-
-    def check_template(self, method: str, kind: OutboundKind, payload: Any) -> bool:
-        """True only when `payload` may be sent for `method` whatever string stands in the
-        place of its `ANY_STRING` (`schemas.plain`); False when that is not sure."""
-
-    def accept_response(self, method: str, result: Any) -> Any:
-        """The peer's `result` to our `method` request as the waiting caller receives it;
-        raises `InvalidResult` when it is not a valid result of `method`."""
-
-    def cancel_request(self, request: Request) -> bool:
-        """The peer sent `$/cancel_request` for `request`: True when the method stops itself
-        (and still answers), False to have its task cancelled and answered with -32800."""
-
-    def closing(self, reason: str) -> None:
-        """The connection is closing (input ended, output lost, or the process was told to
-        stop): stop admitting work and cancel what runs. Called before requests still awaiting
-        the peer fail, so the work that waits on them sees its cancellation first."""
 
 
 class Connection:
@@ -92,21 +58,19 @@ class Connection:
         self._framer = LineFramer(max_line)
         self._max_line = max_line
         self._strict = strict_outbound
-        self._inflight: dict[Id, asyncio.Task[Any]] = {}
-        self._requests: dict[asyncio.Task[Any], Request] = {}
-        self._peer_cancelled: set[asyncio.Task[Any]] = set()
-        # What to do once a request's response is written (`after_response`), by its task
-        # while it runs, then by the future of its response.
-        self._afterwards: dict[asyncio.Future[Any], list[Callable[[], None]]] = {}
+        self._inflight = InFlight()
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._pending: dict[int, tuple[asyncio.Future[Any], str]] = {}
-        self._ids = itertools.count(1)
         self.closed = asyncio.get_running_loop().create_future()
+        self._outbound = Outbound(
+            lambda message, verbatim: self._send(message, verbatim=verbatim),
+            dispatcher.accept_response,
+            self.closed.done,
+        )
         self.exit_code = 0
 
     def __repr__(self) -> str:
         state = "closed" if self.closed.done() else "open"
-        return f"<Connection {state} inflight={len(self._inflight)} pending={len(self._pending)}>"
+        return f"<Connection {state} inflight={len(self._inflight)} pending={len(self._outbound)}>"
 
     # ------------------------------------------------------------------ input
 
@@ -173,7 +137,7 @@ class Connection:
         if responses:
             self._send(responses)
         for answer in answers:
-            self._run_afterwards(answer)
+            self._inflight.written(answer)
 
     def _process(
         self, obj: Any, *, alone: bool = False
@@ -187,21 +151,14 @@ class Connection:
         if isinstance(message, Notification):
             self._notify(message)
         elif isinstance(message, Response):
-            self._resolve(message)
+            self._outbound.resolve(message)
         else:
             return _ready(self._invalid(message))
         return None
 
     def _invalid(self, message: Invalid) -> dict[str, Any]:
         log.warning("invalid_message", reason=message.error.message)
-        entry = self._pending.pop(message.answers, None) if type(message.answers) is int else None
-        if entry is not None and not entry[0].done():  # our finding, not the peer's error
-            entry[0].set_exception(
-                InvalidResult(
-                    f"the answer to {entry[1]} is not a valid JSON-RPC response: "
-                    f"{message.error.message}"
-                )
-            )
+        self._outbound.malformed(message.answers, message.error.message)
         return jsonrpc.failure(message.id, message.error)
 
     def _start_request(
@@ -228,32 +185,8 @@ class Connection:
                     request.id, InternalError(f"Internal error while handling {request.method}")
                 )
             )
-        answer: asyncio.Future[dict[str, Any] | None] = asyncio.get_running_loop().create_future()
         task = self._spawn(self._serve(request, work, alone))
-        if request.id in self._inflight:
-            log.warning("duplicate_request_id", id=request.id)
-        self._inflight[request.id] = task
-        self._requests[task] = request
-
-        def finished(task: asyncio.Task[dict[str, Any] | None]) -> None:
-            self._requests.pop(task, None)
-            if (afterwards := self._afterwards.pop(task, None)) is not None:
-                self._afterwards[answer] = afterwards
-            if self._inflight.get(request.id) is task:
-                del self._inflight[request.id]
-            if task.cancelled():
-                if work is not None:
-                    work.close()  # never started if the task was cancelled before it ran
-                # Peer cancellation is answered even when the task never got to run;
-                # a shutdown cancellation is not answered.
-                peer = task in self._peer_cancelled
-                self._peer_cancelled.discard(task)
-                answer.set_result(jsonrpc.failure(request.id, RequestCancelled()) if peer else None)
-            else:
-                answer.set_result(task.result())
-
-        task.add_done_callback(finished)
-        return answer
+        return self._inflight.track(request, task, work)
 
     async def _serve(
         self, request: Request, work: Coroutine[Any, Any, Any] | None, alone: bool
@@ -264,9 +197,7 @@ class Connection:
         # Written in this task's last step, not by callbacks one and two loop turns later (a
         # cancelled prompt's answer is the figure: bench/cancel.py).
         self._send(response)
-        task = asyncio.current_task()
-        assert task is not None
-        _run(self._afterwards.pop(task, ()))
+        self._inflight.written_here()
         return None
 
     async def _outcome(
@@ -295,8 +226,8 @@ class Connection:
         return jsonrpc.success(request.id, result)
 
     def _notify(self, note: Notification) -> None:
-        if note.method == CANCEL_REQUEST:
-            self._cancel_inbound(note.params)
+        if note.method == jsonrpc.CANCEL_REQUEST:
+            self._inflight.cancel(note.params, self._dispatcher.cancel_request)
             return
         try:
             work = self._dispatcher.dispatch(note)
@@ -317,18 +248,6 @@ class Connection:
         except Exception:
             log.exception("notification_handler_failed")
 
-    def _cancel_inbound(self, params: Any) -> None:
-        request_id = params.get("requestId") if type(params) is dict else None
-        task = self._inflight.get(request_id) if jsonrpc.is_valid_id(request_id) else None
-        if task is None:
-            log.debug("cancel_request_unknown", request_id=request_id)
-            return
-        request = self._requests.get(task)
-        if request is not None and self._dispatcher.cancel_request(request):
-            return  # the method winds down on its own terms and answers normally
-        self._peer_cancelled.add(task)
-        task.cancel()
-
     # ----------------------------------------------------------------- output
 
     def _send(self, message: Any, *, verbatim: bool = False) -> None:
@@ -341,25 +260,17 @@ class Connection:
         response = answer.result()
         if response is not None:
             self._send(response)
-        self._run_afterwards(answer)
+        self._inflight.written(answer)
 
     def handling_request(self) -> bool:
         """Whether the calling task handles a request (`after_response` applies)."""
-        return asyncio.current_task() in self._requests
+        return self._inflight.handling_request()
 
     def after_response(self, callback: Callable[[], None]) -> None:
         """Run `callback` once the response to the request being handled (the calling task's)
         is written: what follows an answer (ACP's session-setup updates after `session/new`)
         is never sent before it."""
-        task = asyncio.current_task()
-        if task is None or task not in self._requests:
-            raise RuntimeError("after_response is for the task handling a request")
-        self._afterwards.setdefault(task, []).append(callback)
-
-    def _run_afterwards(self, answer: asyncio.Future[Any]) -> None:
-        callbacks = self._afterwards.pop(answer, ())
-        if answer.result() is not None:  # never answered (shutdown): nothing follows either
-            _run(callbacks)
+        self._inflight.after_response(callback)
 
     @property
     def congested(self) -> bool:
@@ -394,24 +305,7 @@ class Connection:
         template = jsonrpc.notification(method, params(cast(str, ANY_STRING)))
         if not self._dispatcher.check_template(method, "notification", template["params"]):
             return each
-        try:
-            encoded = orjson.dumps(template, default=_placeholder, option=orjson.OPT_APPEND_NEWLINE)
-        except TypeError:
-            return each
-        head, hole, tail = encoded.partition(_HOLE)
-        if not hole or _HOLE in tail:
-            return each
-        write, scrub = self._write_bytes, self._scrub
-
-        def send(text: str) -> bool:
-            try:
-                line = head + orjson.dumps(text) + tail
-            except TypeError:
-                return each(text)
-            write(line if scrub is None else scrub(line))
-            return True
-
-        return send
+        return sender(template, self._write_bytes, self._scrub, each)
 
     def request(
         self,
@@ -439,66 +333,9 @@ class Connection:
         if violation is not None:
             self._outbound_violation(method, "request", violation)
             raise InternalError(f"Internal error: invalid {method} request")
-        if self.closed.done():
-            raise ConnectionClosed(f"connection closed before {method} was sent")
-        if token is not None and token.is_cancelled:
-            raise OutboundCancelled(f"{method} cancelled before it was sent")
-        loop = asyncio.get_running_loop()
-        request_id = next(self._ids)
-        future: asyncio.Future[Any] = loop.create_future()
-        self._pending[request_id] = (future, method)
-        self._send(jsonrpc.request(request_id, method, params), verbatim=verbatim)
-
-        def give_up(error: Exception) -> None:
-            if not future.done():
-                future.set_exception(error)
-
-        timer = None
-        if timeout_ms:
-            timer = loop.call_later(
-                timeout_ms / 1000,
-                give_up,
-                OutboundTimeout(f"{method} got no response within {timeout_ms} ms"),
-            )
-        remove = (
-            token.on_cancel(lambda: give_up(OutboundCancelled(f"{method} cancelled")))
-            if token is not None
-            else None
+        return self._outbound.start(
+            method, params, token=token, timeout_ms=timeout_ms, verbatim=verbatim
         )
-
-        def settle(_: asyncio.Future[Any]) -> None:
-            if timer is not None:
-                timer.cancel()
-            if remove is not None:
-                remove()
-            if self._pending.pop(request_id, None) is not None and not self.closed.done():
-                log.info("outbound_abandoned", method=method, id=request_id)
-                self._send(jsonrpc.notification(CANCEL_REQUEST, {"requestId": request_id}))
-
-        future.add_done_callback(settle)
-        return future
-
-    def _resolve(self, response: Response) -> None:
-        entry = self._pending.pop(response.id, None) if type(response.id) is int else None
-        if entry is None:
-            log.warning("response_dropped", id=response.id, reason="no pending request")
-            return
-        future, method = entry
-        if future.done():
-            return
-        if response.error is not None:
-            error = response.error
-            future.set_exception(
-                RemoteError(error["code"], error["message"], error.get("data"), method=method)
-            )
-            return
-        try:
-            result = self._dispatcher.accept_response(method, response.result)
-        except InvalidResult as exc:
-            log.warning("peer_result_invalid", method=method, reason=str(exc))
-            future.set_exception(exc)
-            return
-        future.set_result(result)
 
     def audit_sent(self, method: str, kind: OutboundKind, payload: Any) -> None:
         """Check a message written before this connection existed (the startup path's answer to
@@ -526,10 +363,7 @@ class Connection:
             return
         log.info("connection_closing", reason=reason)
         self._dispatcher.closing(reason)
-        for future, method in self._pending.values():
-            if not future.done():
-                future.set_exception(ConnectionClosed(f"connection closed while awaiting {method}"))
-        self._pending.clear()
+        self._outbound.close()
         self.closed.set_result(reason)
 
     async def drain_tasks(self, grace: float) -> None:
@@ -541,24 +375,6 @@ class Connection:
                 task.cancel()
             if late:
                 await asyncio.wait(late, timeout=grace)
-
-
-def _run(callbacks: Iterable[Callable[[], None]]) -> None:
-    for callback in callbacks:
-        try:
-            callback()
-        except Exception:
-            log.exception("after_response_failed")
-
-
-_PLACEHOLDER = "\0the text of a notifier\0"  # stands for ANY_STRING while a template is encoded
-_HOLE = orjson.dumps(_PLACEHOLDER)
-
-
-def _placeholder(value: object) -> str:
-    if value is ANY_STRING:
-        return _PLACEHOLDER
-    raise TypeError(f"cannot encode {type(value).__name__}")
 
 
 def _ready(value: dict[str, Any] | None) -> asyncio.Future[dict[str, Any] | None]:

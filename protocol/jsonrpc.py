@@ -16,6 +16,8 @@ from acp_fsm.protocol.errors import InvalidRequest, RpcError
 Id = str | int | float
 
 JSONRPC = "2.0"
+# Either side asks the other to give up a request it sent (the LSP convention ACP follows).
+CANCEL_REQUEST = "$/cancel_request"
 
 
 @dataclass(frozen=True, slots=True)

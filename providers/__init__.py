@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from acp_fsm.protocol.cancel import CancellationToken
     from acp_fsm.providers.base import WireFormat
-    from acp_fsm.providers.endpoint import ProviderConfig
+    from acp_fsm.providers.config import ProviderConfig
     from acp_fsm.providers.stream import ModelStream
     from acp_fsm.providers.types import ModelRequest
 
@@ -24,7 +24,7 @@ if __name__ != "acp_fsm.providers":  # one name per module (docs/architecture.md
 
 
 def wire_format(provider: str, api: str = "chat") -> WireFormat:
-    from acp_fsm.providers.endpoint import ANTHROPIC, OPENAI, RESPONSES
+    from acp_fsm.providers.config import ANTHROPIC, OPENAI, RESPONSES
 
     if provider == OPENAI and api == RESPONSES:
         from acp_fsm.providers.responses import ResponsesWire
@@ -51,7 +51,7 @@ def open_stream(
 ) -> ModelStream:
     """Start a streaming model call (configuration from the environment unless given;
     `scrub` filters the encoded request body; `close_later` as in `ModelStream`)."""
-    from acp_fsm.providers.endpoint import api_of, load_config
+    from acp_fsm.providers.config import api_of, load_config
     from acp_fsm.providers.stream import ModelStream
 
     config = config or load_config()

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from acp_fsm.providers.assemble import MessageBuilder
+from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.encoder import Scrub
-from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.sse import SseEvent
 from acp_fsm.providers.types import Event, ModelRequest

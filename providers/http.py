@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import aiohttp
 
-    from acp_fsm.providers.endpoint import ProviderConfig
+    from acp_fsm.providers.config import ProviderConfig
 
 _session: aiohttp.ClientSession | None = None
 _body: type[aiohttp.payload.BytesPayload] | None = None  # see `body_payload`

@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from acp_fsm.providers.assemble import MessageBuilder
+from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.encoder import (
     MESSAGES,
     Encoder,
@@ -15,7 +16,6 @@ from acp_fsm.providers.encoder import (
     encoder_of,
     splice,
 )
-from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.errors import ProviderError, truncated
 from acp_fsm.providers.http import RETRYABLE_STATUSES
 from acp_fsm.providers.sse import SseEvent, json_data

@@ -15,8 +15,8 @@ from functools import partial
 from typing import Any
 
 from acp_fsm.providers.assemble import MessageBuilder
+from acp_fsm.providers.config import ProviderConfig, reasons
 from acp_fsm.providers.encoder import Encoder, Scrub, encoder_of, splice
-from acp_fsm.providers.endpoint import ProviderConfig, reasons
 from acp_fsm.providers.errors import ProviderError, truncated
 from acp_fsm.providers.openai import (
     CACHE_KEY,
@@ -62,12 +62,6 @@ INCOMPLETE_REASONS = {
     "max_output_tokens": StopReason.MAX_TOKENS,
     "content_filter": StopReason.REFUSAL,
 }
-
-
-def convert_items(messages: tuple[Message, ...], origin: str | None = None) -> list[dict[str, Any]]:
-    """The neutral transcript as Responses input items for `origin` (the reference for the
-    encoder)."""
-    return [item for message in messages for item in _convert(message, origin)]
 
 
 def origin_of(config: ProviderConfig, model: str) -> str:

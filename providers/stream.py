@@ -22,7 +22,7 @@ import structlog
 
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.providers.base import StreamParser, WireFormat
-from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.errors import ProviderError, StreamCancelled, empty_stream
 from acp_fsm.providers.http import (
     body_payload,

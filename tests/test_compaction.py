@@ -9,7 +9,8 @@ import pytest
 
 from acp_fsm import compaction, transcript
 from acp_fsm.commands import Command, parse
-from acp_fsm.devkit.provider.rules import AnthropicRules, OpenAiRules
+from acp_fsm.devkit.provider.anthropic_rules import AnthropicRules
+from acp_fsm.devkit.provider.openai_rules import OpenAiRules
 from acp_fsm.providers.anthropic import convert_messages as anthropic_messages
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.openai import convert_messages as openai_messages

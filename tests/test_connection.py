@@ -18,7 +18,8 @@ import pytest
 
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.protocol.codec import encode
-from acp_fsm.protocol.connection import CANCEL_REQUEST, Connection, OutboundKind
+from acp_fsm.protocol.connection import Connection
+from acp_fsm.protocol.dispatcher import OutboundKind
 from acp_fsm.protocol.errors import (
     ConnectionClosed,
     InternalError,
@@ -28,7 +29,7 @@ from acp_fsm.protocol.errors import (
     OutboundTimeout,
     RemoteError,
 )
-from acp_fsm.protocol.jsonrpc import Notification, Request
+from acp_fsm.protocol.jsonrpc import CANCEL_REQUEST, Notification, Request
 from acp_fsm.schemas.plain import ANY_STRING
 
 V = "2.0"

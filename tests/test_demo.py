@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from acp_fsm.devkit import demo
+from acp_fsm.devkit import demo, demo_script, demo_view
 from acp_fsm.devkit.editor import AgentLink
-from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.config import ProviderConfig
 from tests.harness import agent_command, agent_env
 
 TIMING_LINE = re.compile(r"    answered \d+\.\d ms after the cancel")
@@ -81,7 +81,7 @@ def test_demo_runs_offline_and_exits_zero(provider: str, tmp_path: Path) -> None
     # What was shown of the long answer is its beginning, in order, and nothing else.
     turn = lines[next(i for i, line in enumerate(lines) if "you: Explain" in line) : timing[0]]
     shown = "".join(m.group(1) for line in turn if (m := AGENT_LINE.fullmatch(line)))
-    assert demo.LONG_ANSWER.startswith(shown), shown
+    assert demo_script.LONG_ANSWER.startswith(shown), shown
     assert list(tmp.iterdir()) == []  # project and home removed
 
 
@@ -130,12 +130,15 @@ def test_an_interrupted_demo_stops_its_agent_and_removes_its_files(tmp_path: Pat
 
 
 def test_the_long_answer_is_prose_that_outlasts_the_cancel() -> None:
-    sentences = re.split(r"(?<=\.) ", demo.LONG_ANSWER)
+    sentences = re.split(r"(?<=\.) ", demo_script.LONG_ANSWER)
     assert len(sentences) >= 5
     assert len(set(sentences)) == len(sentences)
     assert len({s.split()[0] for s in sentences}) >= 4  # not one sentence pattern repeated
     # The scripted model sleeps before each word, so the stream outlasts the cancel by far.
-    assert len(demo._words(demo.LONG_ANSWER)) * demo.LONG_ANSWER_DELAY_S > 2 * demo.CANCEL_AFTER_S
+    assert (
+        len(demo_script.words(demo_script.LONG_ANSWER)) * demo_script.LONG_ANSWER_DELAY_S
+        > 2 * demo.CANCEL_AFTER_S
+    )
 
 
 def _line(message: dict[str, Any]) -> bytes:
@@ -157,7 +160,7 @@ def _chunk(text: str) -> bytes:
     )
 
 
-def _link(viewer: demo.Viewer, agent: Any) -> AgentLink:
+def _link(viewer: demo_view.Viewer, agent: Any) -> AgentLink:
     """The demo's link to an agent played by `agent` (called with what the demo writes)."""
     return AgentLink(agent, editor=viewer.editor, watch=viewer.watch)
 
@@ -170,7 +173,7 @@ def _feed(link: AgentLink, data: bytes) -> None:
 async def test_a_chunk_after_the_cancel_gets_a_line_of_its_own(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    viewer = demo.Viewer(tmp_path, demo.Style(color=False))
+    viewer = demo_view.Viewer(tmp_path, demo_view.Style(color=False))
     loop = asyncio.get_running_loop()
     prompts: list[int] = []
 
@@ -204,7 +207,7 @@ async def test_a_chunk_after_the_cancel_gets_a_line_of_its_own(
 async def test_a_request_is_printed_when_it_arrives(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    viewer = demo.Viewer(tmp_path, demo.Style(color=False))
+    viewer = demo_view.Viewer(tmp_path, demo_view.Style(color=False))
     answered: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
     link = _link(viewer, lambda data: answered.set_result(json.loads(data)))
     permission = {

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import pytest
 
-from acp_fsm import __version__, environment, schemas
+from acp_fsm import __version__, env_vars, schemas
 from acp_fsm.devkit import debug
 from acp_fsm.fsm.handshake import HandshakeTrigger
 from acp_fsm.initialize import PROTOCOL_VERSION, ClientInfo, initialize_result
@@ -427,33 +427,33 @@ PERMISSION = "session/request_permission"
 
 
 def test_timeout_default(clean_env: pytest.MonkeyPatch) -> None:
-    assert environment.client_rpc_timeout_ms() == 30000
-    assert environment.client_rpc_timeout_ms("fs/read_text_file") == 30000
-    assert environment.client_rpc_timeout_ms(PERMISSION) == 30000
+    assert env_vars.client_rpc_timeout_ms() == 30000
+    assert env_vars.client_rpc_timeout_ms("fs/read_text_file") == 30000
+    assert env_vars.client_rpc_timeout_ms(PERMISSION) == 30000
 
 
 def test_timeout_override(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", "1500")
-    assert environment.client_rpc_timeout_ms("fs/read_text_file") == 1500
-    assert environment.client_rpc_timeout_ms(PERMISSION) == 1500
+    assert env_vars.client_rpc_timeout_ms("fs/read_text_file") == 1500
+    assert env_vars.client_rpc_timeout_ms(PERMISSION) == 1500
 
 
 def test_permission_timeout_only_for_permission_requests(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", "1500")
     clean_env.setenv("ACP_PERMISSION_TIMEOUT_MS", "600000")
-    assert environment.client_rpc_timeout_ms(PERMISSION) == 600000
-    assert environment.client_rpc_timeout_ms("fs/read_text_file") == 1500
-    assert environment.client_rpc_timeout_ms("terminal/create") == 1500
-    assert environment.client_rpc_timeout_ms() == 1500
+    assert env_vars.client_rpc_timeout_ms(PERMISSION) == 600000
+    assert env_vars.client_rpc_timeout_ms("fs/read_text_file") == 1500
+    assert env_vars.client_rpc_timeout_ms("terminal/create") == 1500
+    assert env_vars.client_rpc_timeout_ms() == 1500
 
 
 def test_zero_means_no_limit_and_is_allowed(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", "0")
-    assert environment.client_rpc_timeout_ms("fs/read_text_file") == 0
+    assert env_vars.client_rpc_timeout_ms("fs/read_text_file") == 0
     clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", "100")
     clean_env.setenv("ACP_PERMISSION_TIMEOUT_MS", "0")
-    assert environment.client_rpc_timeout_ms(PERMISSION) == 0
-    assert environment.client_rpc_timeout_ms("fs/read_text_file") == 100
+    assert env_vars.client_rpc_timeout_ms(PERMISSION) == 0
+    assert env_vars.client_rpc_timeout_ms("fs/read_text_file") == 100
 
 
 @pytest.mark.parametrize("raw", ["abc", "-5", "1.5", "10ms", "0x10"])
@@ -461,7 +461,7 @@ def test_garbage_timeout_falls_back_with_a_warning(
     clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], raw: str
 ) -> None:
     clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", raw)
-    assert environment.client_rpc_timeout_ms("fs/read_text_file") == 30000
+    assert env_vars.client_rpc_timeout_ms("fs/read_text_file") == 30000
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "ACP_CLIENT_RPC_TIMEOUT_MS" in captured.err
@@ -470,7 +470,7 @@ def test_garbage_timeout_falls_back_with_a_warning(
 @pytest.mark.parametrize("raw", ["", "   "])
 def test_blank_timeout_is_the_default(clean_env: pytest.MonkeyPatch, raw: str) -> None:
     clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", raw)
-    assert environment.client_rpc_timeout_ms() == 30000
+    assert env_vars.client_rpc_timeout_ms() == 30000
 
 
 def test_garbage_permission_timeout_falls_back_to_client_timeout(
@@ -478,13 +478,13 @@ def test_garbage_permission_timeout_falls_back_to_client_timeout(
 ) -> None:
     clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", "2500")
     clean_env.setenv("ACP_PERMISSION_TIMEOUT_MS", "forever")
-    assert environment.client_rpc_timeout_ms(PERMISSION) == 2500
+    assert env_vars.client_rpc_timeout_ms(PERMISSION) == 2500
     assert "ACP_PERMISSION_TIMEOUT_MS" in capsys.readouterr().err
 
 
 def test_whitespace_around_a_number_is_accepted(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("ACP_CLIENT_RPC_TIMEOUT_MS", " 750 ")
-    assert environment.client_rpc_timeout_ms() == 750
+    assert env_vars.client_rpc_timeout_ms() == 750
 
 
 # ------------------------------------------------------------------ redaction
@@ -575,7 +575,7 @@ def test_secret_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-12345678")
     monkeypatch.setenv("SHORT_SECRET", "abc")  # too short to be worth matching
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    values = set(environment.secret_values())
+    values = set(env_vars.secret_values())
     assert {"sk-openai-abcdefgh", "tok-12345678"} <= values
     assert "abc" not in values
 

@@ -8,7 +8,7 @@ import json
 import orjson
 import pytest
 
-from acp_fsm import environment
+from acp_fsm import env_vars
 from acp_fsm.redact import REDACTED, Secrets, command_environment
 
 KEY = "sk-test-0123456789abcdef"
@@ -54,7 +54,7 @@ def test_commands_get_neither_keys_nor_our_variables(monkeypatch: pytest.MonkeyP
     ):
         assert name not in env
     assert env["GITHUB_TOKEN"] == "ghp_kept-for-gh-0000"  # a command may need it
-    assert "ghp_kept-for-gh-0000" in environment.secret_values()  # and its output is scrubbed
+    assert "ghp_kept-for-gh-0000" in env_vars.secret_values()  # and its output is scrubbed
 
 
 def test_a_dummy_key_strips_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,9 +9,9 @@ from typing import Any, cast
 
 import pytest
 
-from acp_fsm import models, settings
-from acp_fsm.providers.endpoint import load_config
-from acp_fsm.settings import Settings
+from acp_fsm import config_options, model_catalog
+from acp_fsm.config_options import Settings
+from acp_fsm.providers.config import load_config
 
 
 @pytest.fixture
@@ -23,9 +23,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_the_override_is_a_clean_list(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACP_FSM_MODELS", " a , b,,a, c ,")
-    assert models.override() == ["a", "b", "c"]
+    assert model_catalog.override() == ["a", "b", "c"]
     monkeypatch.setenv("ACP_FSM_MODELS", " , ")
-    assert models.override() is None
+    assert model_catalog.override() is None
 
 
 def test_the_fallback_lists_built_ins_only_for_the_providers_own_api(home: Path) -> None:
@@ -37,8 +37,8 @@ def test_the_fallback_lists_built_ins_only_for_the_providers_own_api(home: Path)
             "OPENAI_BASE_URL": "http://localhost:11434/v1",
         }
     )
-    assert models.fallback(official) == ["claude-x", *models.BUILT_IN["anthropic"]]
-    assert models.Catalog().models(local) == ["llama3"]
+    assert model_catalog.fallback(official) == ["claude-x", *model_catalog.BUILT_IN["anthropic"]]
+    assert model_catalog.Catalog().models(local) == ["llama3"]
 
 
 @pytest.mark.parametrize(
@@ -52,7 +52,7 @@ def test_the_fallback_lists_built_ins_only_for_the_providers_own_api(home: Path)
     ],
 )
 def test_a_cache_file_that_cannot_be_used_is_ignored(home: Path, cached: object) -> None:
-    (home / models.CACHE_FILE).write_text(json.dumps(cached))
+    (home / model_catalog.CACHE_FILE).write_text(json.dumps(cached))
     config = load_config(
         {
             "ACP_FSM_PROVIDER": "openai",
@@ -60,12 +60,14 @@ def test_a_cache_file_that_cannot_be_used_is_ignored(home: Path, cached: object)
             "OPENAI_BASE_URL": "http://localhost:1/v1",
         }
     )
-    assert models.Catalog().models(config) == ["m"]
+    assert model_catalog.Catalog().models(config) == ["m"]
 
 
 def test_a_usable_cache_file_is_the_list(home: Path) -> None:
     key = "openai http://localhost:1/v1"
-    (home / models.CACHE_FILE).write_text(json.dumps({key: {"fetchedAt": 1, "models": ["m", "n"]}}))
+    (home / model_catalog.CACHE_FILE).write_text(
+        json.dumps({key: {"fetchedAt": 1, "models": ["m", "n"]}})
+    )
     config = load_config(
         {
             "ACP_FSM_PROVIDER": "openai",
@@ -73,7 +75,7 @@ def test_a_usable_cache_file_is_the_list(home: Path) -> None:
             "OPENAI_BASE_URL": "http://localhost:1/v1",
         }
     )
-    assert models.Catalog().models(config) == ["m", "n"]
+    assert model_catalog.Catalog().models(config) == ["m", "n"]
 
 
 @pytest.mark.parametrize(
@@ -96,7 +98,7 @@ def test_a_usable_cache_file_is_the_list(home: Path) -> None:
     ],
 )
 def test_which_models_take_a_thought_level(provider: str, model: str, expected: bool) -> None:
-    assert settings.thinks(provider, model) is expected
+    assert config_options.thinks(provider, model) is expected
 
 
 def test_stored_choices_fold_in_order_and_unknown_values_are_left_out() -> None:
@@ -114,8 +116,8 @@ def test_stored_choices_fold_in_order_and_unknown_values_are_left_out() -> None:
 
 
 def test_the_picker_marks_the_models_whose_calls_go_elsewhere() -> None:
-    options = settings.config_options(
-        settings.Settings(), "openai", "gpt-5", ["gpt-5", "gpt-5-codex"], {"gpt-5-codex"}
+    options = config_options.config_options(
+        config_options.Settings(), "openai", "gpt-5", ["gpt-5", "gpt-5-codex"], {"gpt-5-codex"}
     )
     [model] = [o for o in options if o["id"] == "model"]
     assert model["type"] == "select"

@@ -18,60 +18,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import signal
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp_fsm.devkit.editor import AgentLink, Editor, NoAnswer, result_of
+from acp_fsm.devkit.demo_script import FIXED_LINE, model_script, write_project
+from acp_fsm.devkit.demo_view import Style, Viewer
+from acp_fsm.devkit.editor import AgentLink, NoAnswer, result_of
 from acp_fsm.protocol.errors import RemoteError
 
 if TYPE_CHECKING:
     from acp_fsm.devkit.provider import ScriptedProvider
-    from acp_fsm.providers.endpoint import ProviderConfig
+    from acp_fsm.providers.config import ProviderConfig
 
-PROJECT_FILES = {
-    "app.py": (
-        "def total(prices):\n"
-        '    """Sum of all prices."""\n'
-        "    result = 0\n"
-        "    for i in range(len(prices) - 1):\n"
-        "        result += prices[i]\n"
-        "    return result\n"
-    ),
-    "test_app.py": (
-        "from app import total\n\n\ndef test_total():\n    assert total([1, 2, 3]) == 6\n"
-    ),
-}
-FIXED_LINE = "    for i in range(len(prices)):\n"
-BUGGY_LINE = "    for i in range(len(prices) - 1):\n"
-LONG_ANSWER = (
-    "An off-by-one error is a loop or an index that is wrong by exactly one step. "
-    "The bug we just fixed is the classic case: range(len(prices) - 1) stops before the last "
-    "element, so the sum quietly leaves out one price. "
-    "The opposite mistake runs one step too far, and in Python that usually ends in an "
-    "IndexError instead of a wrong answer. "
-    "Most of these bugs come from mixing two conventions: a Python range includes its start "
-    "and excludes its end, while people tend to count the last index as part of it. "
-    "A half-open range from start to end holds end - start items, so range(len(items)) visits "
-    "every index once and never goes past the end. "
-    "Fence posts are the same bug in another shape: a ten-metre fence with a post every metre "
-    "needs eleven posts, not ten. "
-    "Slices follow the same rule, so items[:n] holds the first n items and items[n:] the rest, "
-    "with nothing lost or counted twice. "
-    "The safest habit is to avoid index arithmetic: loop over the items themselves, call "
-    "sum(prices), or use enumerate() when the position matters. "
-    "When indices cannot be avoided, test the edges: an empty list, a single item, and the "
-    "last item. "
-    "A test like total([1, 2, 3]) == 6 catches this bug because it depends on the last price, "
-    "which is exactly the one the loop skipped."
-)
 # The title call after the first turn is made with a model of its own, on the scripted server's
 # lane for it (`ScriptedProvider.lanes`): the conversation's script stays whole.
 TITLE_MODEL = "demo-title-model"
@@ -79,190 +44,7 @@ TITLE = "Off-by-one fix in total()"
 # The wire formats the scripted model speaks, by ACP_FSM_PROVIDER: OpenAI's two APIs share its
 # base URL and key.
 PROVIDERS = ("anthropic", "openai", "openai-responses")
-LONG_ANSWER_DELAY_S = 0.008  # before each streamed word: the whole answer takes over 1.5 s
 CANCEL_AFTER_S = 0.6
-
-
-class Style:
-    """ANSI styling when stdout is a terminal, plain text otherwise."""
-
-    def __init__(self, color: bool) -> None:
-        self.color = color
-
-    def _wrap(self, code: str, text: str) -> str:
-        return f"\033[{code}m{text}\033[0m" if self.color else text
-
-    def dim(self, text: str) -> str:
-        return self._wrap("2", text)
-
-    def bold(self, text: str) -> str:
-        return self._wrap("1", text)
-
-    def green(self, text: str) -> str:
-        return self._wrap("32", text)
-
-    def red(self, text: str) -> str:
-        return self._wrap("31", text)
-
-    def cyan(self, text: str) -> str:
-        return self._wrap("36", text)
-
-    def yellow(self, text: str) -> str:
-        return self._wrap("33", text)
-
-
-class Console:
-    """The demo's only writer to stdout: whole lines, and the one streamed line being built.
-
-    Streamed text goes on an open line as it arrives; `line` ends that line before printing,
-    so a chunk never lands inside another line. Everything is printed when it happens (an
-    inbound message when the connection reads it), so the output keeps the order of arrival.
-    """
-
-    def __init__(self) -> None:
-        self._open: str | None = None  # the label of the streamed line left open
-
-    def line(self, text: str = "") -> None:
-        self.end_stream()
-        print(text)
-
-    def stream(self, label: str, text: str) -> None:
-        if self._open != label:
-            self.end_stream()
-            print(label, end="")
-            self._open = label
-        print(text, end="", flush=True)
-
-    def end_stream(self) -> None:
-        if self._open is not None:
-            print()
-            self._open = None
-
-
-class Viewer:
-    """The editor's screen: prints each message of the agent when the link reads it (`watch`),
-    so the output keeps the order of arrival. Its `editor` answers the agent's requests as the
-    demo's user would: every tool call allowed once, files read from and saved to disk."""
-
-    def __init__(self, project: Path, style: Style) -> None:
-        self.project = project
-        self.style = style
-        self.out = Console()
-        self.editor = Editor(default_permission="allow_once", save_to_disk=True)
-        self.replayed: list[dict[str, Any]] = []
-        self.replaying = False
-        self.stopped = False  # the user pressed Stop in this turn: later chunks say so
-        self.checked = 0  # messages of the agent checked against the project's schemas
-        self.invalid: list[str] = []  # what was wrong with them
-        self._titles: dict[str, str] = {}
-        # (toolCallId, path, oldText, newText) of each diff shown: the agent sends an edit's
-        # diff with its preview and again once applied; the screen shows one unless it changed
-        self._diffs: set[tuple[str, str, str | None, str]] = set()
-
-    def check(self, link: AgentLink) -> None:
-        """Hold every message the agent wrote to the project's schemas."""
-        from acp_fsm.devkit.schema_check.checker import own_problems
-
-        self.checked += len(link.records)
-        self.invalid.extend(
-            f"{record.kind} {record.method}: {problem}"
-            for record in link.records
-            for problem in own_problems(record)
-        )
-
-    def watch(self, message: dict[str, Any]) -> None:
-        method, params = message.get("method"), message.get("params") or {}
-        if method == "session/update":
-            self._update(params)
-        elif method == "session/request_permission":
-            call = params["toolCall"]
-            self.out.line(
-                f"    {self.style.yellow('?')} permission asked for "
-                f"{self.style.bold(call.get('title', call['toolCallId']))} → "
-                f"{self.style.green('allow once')} "
-                f"{self.style.dim('(answered by the demo)')}"
-            )
-        elif method == "fs/read_text_file":
-            self._note(
-                f"← fs/read_text_file {self._short(Path(params['path']))} (the editor's buffer)"
-            )
-        elif method == "fs/write_text_file":
-            self._note(
-                f"← fs/write_text_file {self._short(Path(params['path']))} (the editor saves it)"
-            )
-
-    # -- updates ----------------------------------------------------------------------
-
-    def _update(self, params: dict[str, Any]) -> None:
-        update = params["update"]
-        if self.replaying:
-            self.replayed.append(update)
-            return
-        kind = update["sessionUpdate"]
-        if kind == "agent_message_chunk":
-            self._stream("agent", update["content"].get("text", ""), self.style.bold)
-        elif kind == "agent_thought_chunk":
-            self._stream("thinking", update["content"].get("text", ""), self.style.dim)
-        elif kind == "tool_call":
-            self._titles[update["toolCallId"]] = update["title"]
-            self.out.line(
-                f"    {self.style.cyan('⚙')} {self.style.bold(update['title'])} "
-                f"{self.style.dim('[' + update.get('kind', 'other') + ']')} "
-                f"{self.style.dim('pending')}"
-            )
-        elif kind == "tool_call_update":
-            self._tool_update(update)
-        elif kind == "session_info_update" and update.get("title"):
-            self._note(f"session title: {update['title']!r}")
-
-    def _tool_update(self, update: dict[str, Any]) -> None:
-        status = update.get("status")
-        title = self._titles.get(update["toolCallId"], update["toolCallId"])
-        for block in update.get("content") or ():
-            shown = (
-                update["toolCallId"],
-                block.get("path"),
-                block.get("oldText"),
-                block.get("newText"),
-            )
-            if block.get("type") == "diff" and shown not in self._diffs:
-                self._diffs.add(shown)
-                self._diff(block)
-        if status in ("completed", "failed"):
-            mark = self.style.green("✓") if status == "completed" else self.style.red("✗")
-            self.out.line(f"    {mark} {title} {self.style.dim(status)}")
-            texts = [
-                b["content"].get("text", "")
-                for b in update.get("content") or ()
-                if b.get("type") == "content"
-            ]
-            if status == "failed" and texts:
-                self.out.line(f"      {self.style.dim(texts[0].splitlines()[0])}")
-
-    def _diff(self, block: dict[str, Any]) -> None:
-        old = (block.get("oldText") or "").splitlines()
-        new = block["newText"].splitlines()
-        self.out.line(f"      diff {self._short(Path(block['path']))}:")
-        for line in old:
-            if line not in new:
-                self.out.line("      " + self.style.red(f"- {line}"))
-        for line in new:
-            if line not in old:
-                self.out.line("      " + self.style.green(f"+ {line}"))
-
-    def _stream(self, who: str, text: str, paint: Callable[[str], str]) -> None:
-        # ACP lets the agent send updates after a cancel, until it answers the prompt.
-        late = ", after the cancel" if self.stopped else ""
-        label = f"  {who}{late}: " if who == "agent" else f"  ({who}{late}) "
-        self.out.stream(self.style.dim(label), paint(text))
-
-    def _note(self, text: str) -> None:
-        self.out.line(f"      {self.style.dim(text)}")
-
-    def _short(self, path: Path) -> str:
-        with contextlib.suppress(ValueError):
-            return str(path.relative_to(self.project))
-        return str(path)
 
 
 @contextlib.asynccontextmanager
@@ -286,62 +68,6 @@ async def _close(link: AgentLink) -> int:
         await link.kill()
     assert link.proc is not None and link.proc.returncode is not None
     return link.proc.returncode
-
-
-def _script(provider: str) -> list[Any]:
-    """The model's side of the demo conversation."""
-    from acp_fsm.devkit.provider import Call, Hang, Reply
-
-    read = Call("call_read", "read_file", json.dumps({"path": "app.py"}))
-    edit = Call(
-        "call_edit",
-        "edit_file",
-        json.dumps({"path": "app.py", "old_text": BUGGY_LINE, "new_text": FIXED_LINE}),
-    )
-    thinking = (
-        "The user reports an off-by-one; total() probably skips an element. "
-        "Read the file before changing anything."
-    )
-    return [
-        Reply(
-            thinking=_words(thinking),
-            signature="demo-signature",
-            text="Let me read app.py.",
-            calls=(read,),
-            delay_s=0.01,
-        ),
-        Reply(
-            text=_words(
-                "The loop stops one element early: range(len(prices) - 1) skips the "
-                "last price. I'll fix the bound."
-            ),
-            calls=(edit,),
-            delay_s=0.01,
-        ),
-        Reply(
-            text=_words("Fixed: total() now adds every price, so total([1, 2, 3]) == 6."),
-            delay_s=0.01,
-        ),
-        Reply(text=_words(LONG_ANSWER), delay_s=LONG_ANSWER_DELAY_S, fault=Hang(120)),
-        Reply(
-            text=_words(
-                "You're welcome! The history I was given includes the fix and the "
-                "interrupted explanation, so we can pick up from there."
-            ),
-            delay_s=0.01,
-        ),
-    ]
-
-
-def _words(text: str) -> list[str]:
-    """Split text into token-like deltas (each word with its trailing space)."""
-    parts = text.split(" ")
-    return [p + " " for p in parts[:-1]] + [parts[-1]]
-
-
-def _write_project(project: Path) -> None:
-    for name, text in PROJECT_FILES.items():
-        (project / name).write_text(text, encoding="utf-8")
 
 
 def _path_line(style: Style, result: dict[str, Any]) -> str:
@@ -396,10 +122,10 @@ async def run_demo(provider: str, style: Style) -> int:
         tempfile.TemporaryDirectory(prefix="acp-fsm-demo-home-") as home,
     ):
         project = Path(project_dir)
-        _write_project(project)
+        write_project(project)
         viewer = Viewer(project, style)
         lanes = {TITLE_MODEL: Reply(text=TITLE)}
-        async with ScriptedProvider(*_script(provider), lanes=lanes) as server:
+        async with ScriptedProvider(*model_script(provider), lanes=lanes) as server:
             env = dict(
                 os.environ,
                 ACP_FSM_PROVIDER=provider,
@@ -528,7 +254,7 @@ def describe_provider(config: ProviderConfig) -> str:
 
 async def run_live(style: Style) -> int:
     """One prompt against the configured provider, permissions answered automatically."""
-    from acp_fsm.providers.endpoint import ConfigError, load_config
+    from acp_fsm.providers.config import ConfigError, load_config
 
     try:
         config = load_config()
@@ -546,7 +272,7 @@ async def run_live(style: Style) -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="acp-fsm-live-") as project_dir:
         project = Path(project_dir)
-        _write_project(project)
+        write_project(project)
         viewer = Viewer(project, style)
         viewer.out.line(
             style.bold("acp-fsm demo --live") + style.dim(f" — {describe_provider(config)}")

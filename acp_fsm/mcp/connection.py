@@ -12,41 +12,32 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import os
 import signal
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from contextlib import AsyncExitStack
 from typing import Any
 
-import httpx2
 import mcp_types as types
 import structlog
 from mcp.client.session import ClientSession
-from mcp.client.sse import sse_client
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
-from acp_fsm import __version__, environment
+from acp_fsm import __version__, env_vars
+from acp_fsm.mcp import transport
 from acp_fsm.mcp.specs import ServerSpec
+from acp_fsm.mcp.transport import STDERR_LINE_CHARS
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.system.groups import signal_group
-from acp_fsm.system.keeper import proc_stat
 from acp_fsm.system.reaper import REAPER
 
 log = structlog.get_logger("mcp")
 
 STDERR_TAIL_LINES = 3  # the last lines of a server's stderr, quoted in a failure's reason
-STDERR_LINE_CHARS = 500
 # Closing: a server gets this long to exit once its stdin is closed; then its process group
 # is killed (the SDK's own escalation takes seconds, which an exiting agent cannot wait).
 CLOSE_GRACE_S = 0.5
 KILLED_WAIT_S = 1.0  # for the SDK to see the killed server and wind down
-SSE_QUIET_S = 24 * 3600.0  # how long an SSE server's event stream may stay silent
-# An HTTP server's connect, write and pool limits (its responses may stay silent as long as an
-# SSE stream: a tool call is bounded by the call's own time limit).
-HTTP_TIMEOUT_S = 30.0
 CLIENT_INFO = types.Implementation(name="acp-fsm", version=__version__)
 
 
@@ -141,7 +132,7 @@ class McpConnection:
         self.stale = False
         try:
             self.tools = await asyncio.wait_for(
-                _list_tools(session), environment.mcp_startup_timeout_ms() / 1000
+                _list_tools(session), env_vars.mcp_startup_timeout_ms() / 1000
             )
         except Exception as exc:
             log.warning("mcp_tools_not_listed", server=self.spec.name, error=describe(exc))
@@ -226,7 +217,9 @@ class McpConnection:
         assert self._ready is not None
         try:
             async with AsyncExitStack() as stack:
-                read, write = await self._connect(stack)
+                read, write = await transport.connect(
+                    self.spec, self._cwd, stack, self._stderr_line, self._started
+                )
                 session = await stack.enter_async_context(
                     ClientSession(
                         read,
@@ -253,43 +246,9 @@ class McpConnection:
                 REAPER.stopped(self._group)
                 self._group = None
 
-    async def _connect(self, stack: AsyncExitStack) -> Any:
-        spec = self.spec
-        if spec.transport != "stdio":
-            client: AbstractAsyncContextManager[Any]
-            if spec.transport == "sse":
-                # The SDK drops a stream quiet for 5 min; a server between two turns may be.
-                client = sse_client(
-                    spec.url, headers=dict(spec.headers), sse_read_timeout=SSE_QUIET_S
-                )
-            else:
-                http = httpx2.AsyncClient(
-                    headers=dict(spec.headers),
-                    timeout=httpx2.Timeout(HTTP_TIMEOUT_S, read=SSE_QUIET_S),
-                )
-                stack.push_async_callback(http.aclose)
-                client = streamable_http_client(spec.url, http_client=http)
-            return await stack.enter_async_context(client)
-        params = StdioServerParameters(
-            command=spec.command, args=list(spec.args), env=dict(spec.env), cwd=self._cwd
-        )
-        read_fd, write_fd = os.pipe()
-        errlog = os.fdopen(write_fd, "w")
-        try:
-            streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
-        except BaseException:
-            os.close(read_fd)
-            raise
-        finally:
-            errlog.close()  # the server holds its own copy: EOF comes when it exits
-        self._group = _child_on_pipe(read_fd)
-        if self._group is not None:  # killed with the agent, even by kill -9
-            REAPER.started(self._group)
-        transport, _ = await asyncio.get_running_loop().connect_read_pipe(
-            lambda: _StderrLines(self), os.fdopen(read_fd, "rb", buffering=0)
-        )
-        stack.callback(transport.close)
-        return streams
+    def _started(self, group: int) -> None:
+        self._group = group
+        REAPER.started(group)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
@@ -337,63 +296,10 @@ class McpConnection:
         return f"MCP server {self.spec.name!r} {reason}" + (f"; its stderr: {said}" if said else "")
 
 
-class _StderrLines(asyncio.Protocol):
-    """A server's stderr, line by line. A line is kept to `STDERR_LINE_CHARS` (4 bytes a
-    character at most): the rest of it is dropped as it arrives, so a server writing without
-    newlines costs no memory."""
-
-    LIMIT = 4 * STDERR_LINE_CHARS
-
-    def __init__(self, connection: McpConnection) -> None:
-        self._connection = connection
-        self._partial = b""
-        self._skipping = False  # in the dropped rest of an over-long line
-
-    def data_received(self, data: bytes) -> None:
-        *lines, rest = data.split(b"\n")
-        if lines:
-            lines[0] = b"" if self._skipping else self._partial + lines[0]
-            self._partial, self._skipping = b"", False
-        elif self._skipping:
-            return
-        for line in lines:
-            self._emit(line)
-        self._partial += rest
-        if len(self._partial) > self.LIMIT:
-            self._emit(self._partial[: self.LIMIT])
-            self._partial, self._skipping = b"", True
-
-    def _emit(self, line: bytes) -> None:
-        if text := line.decode("utf-8", "replace").rstrip():
-            self._connection._stderr_line(text)
-
-    def eof_received(self) -> bool:
-        self._emit(self._partial)
-        self._partial = b""
-        return False
-
-
 def _retrieved(future: asyncio.Future[Any]) -> None:
     """Mark a future's outcome as seen (its failure is reported where it is awaited)."""
     if not future.cancelled():
         future.exception()
-
-
-def _child_on_pipe(read_fd: int) -> int | None:
-    """The pid of our child process whose stderr is the pipe of `read_fd`: the stdio server,
-    which the SDK starts as the leader of a session (so also of a process group) of its own."""
-    pipe = f"pipe:[{os.fstat(read_fd).st_ino}]".encode()
-    parent = str(os.getpid()).encode()
-    for name in os.listdir(b"/proc"):
-        fields = proc_stat(name) if name.isdigit() else None  # state, ppid, ...
-        if not fields or fields[1] != parent:
-            continue
-        try:
-            if os.readlink(b"/proc/" + name + b"/fd/2") == pipe:
-                return int(name)
-        except OSError:
-            continue  # gone meanwhile
-    return None
 
 
 async def _list_tools(session: ClientSession) -> list[types.Tool]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import environment
+from acp_fsm import env_vars
 from acp_fsm.blocking import run_blocking
 from acp_fsm.fsm.mcp_server import DOWN, MCP_SERVER, McpServerState, McpServerTrigger
 from acp_fsm.mcp.specs import ServerSpec, server_specs, tool_name
@@ -163,7 +163,7 @@ class McpServers:
     async def _start(self, spec: ServerSpec) -> None:
         """Start one server within the start-up timeout, counted from now: loading the SDK
         counts in it (the first session with servers waits for that)."""
-        timeout_s = environment.mcp_startup_timeout_ms() / 1000
+        timeout_s = env_vars.mcp_startup_timeout_ms() / 1000
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         try:

@@ -18,7 +18,7 @@ from acp_fsm.conversation import Conversation
 from acp_fsm.errors import SessionNotFound
 from acp_fsm.ledger import Ledger
 from acp_fsm.prompt import to_parts
-from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.types import Message
 from acp_fsm.session import prompting
 from acp_fsm.session.effects import SessionEffects

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from acp_fsm import commands, environment, redact, titles, updates
+from acp_fsm import commands, env_vars, redact, titles, updates
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
-from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.types import ModelRequest
 from acp_fsm.store import StoreError
 
@@ -63,7 +63,7 @@ class Naming:
         typed = commands.as_typed(self._session.title, self._session.toolbox.library)
         if typed is not None:
             found = (typed, found[1])
-        model = environment.title_model() or self._session.options.model(config)
+        model = env_vars.title_model() or self._session.options.model(config)
         model_request = titles.request(model, config.provider, *found)
         self._task = asyncio.get_running_loop().create_task(self._name(model_request, config))
 
@@ -105,7 +105,7 @@ class Naming:
         from acp_fsm.providers import open_stream  # loaded by the turn before
         from acp_fsm.providers.errors import ProviderError
         from acp_fsm.providers.types import Finished
-        from acp_fsm.turn.model import bill
+        from acp_fsm.turn.model_call import bill
 
         secrets = redact.configured()
         scrub = secrets.scrub if secrets else None

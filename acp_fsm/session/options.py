@@ -1,5 +1,5 @@
 """What the user steers in one session (the model, the mode, the thought level: ACP's config
-options, `acp_fsm.settings`) and what its editor was last told of them."""
+options, `acp_fsm.config_options`) and what its editor was last told of them."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from acp_fsm import limits, settings
+from acp_fsm import config_options, limits
+from acp_fsm.config_options import Settings
 from acp_fsm.errors import BadRequest
-from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.session.journal import Journal
-from acp_fsm.settings import Settings
 
 if TYPE_CHECKING:
     from acp_fsm.schemas import acp_types as acp
@@ -42,7 +42,7 @@ class Options:
 
     def model(self, config: ProviderConfig) -> str:
         """The model the next model call uses: the one chosen, else the default."""
-        return settings.model_of(self.settings, config)
+        return config_options.model_of(self.settings, config)
 
     def config_options(self) -> list[acp.SessionConfigOption]:
         """The session's ACP `configOptions` now, remembered as what the editor was told.
@@ -50,13 +50,13 @@ class Options:
         names the configuration error)."""
         config = self.provider
         if config is None:
-            options = settings.config_options(self.settings, "", "", [])
+            options = config_options.config_options(self.settings, "", "", [])
         else:
-            from acp_fsm.models import CATALOG
-            from acp_fsm.providers.endpoint import api_of
+            from acp_fsm.model_catalog import CATALOG
+            from acp_fsm.providers.config import api_of
 
             models, model = CATALOG.models(config), self.model(config)
-            options = settings.config_options(
+            options = config_options.config_options(
                 self.settings,
                 config.provider,
                 model,
@@ -69,7 +69,10 @@ class Options:
     def setup_result(self) -> acp.LoadSessionResponse:
         """What `session/new`, `load` and `resume` answer besides the id: the options, and
         the mode the older way."""
-        return {"configOptions": self.config_options(), "modes": settings.modes(self.settings)}
+        return {
+            "configOptions": self.config_options(),
+            "modes": config_options.modes(self.settings),
+        }
 
     def announce(self) -> None:
         """Send `config_option_update` if the options changed since the editor was told
@@ -83,11 +86,11 @@ class Options:
 
     async def set_option(self, config_id: str, value: object) -> list[acp.SessionConfigOption]:
         """`session/set_config_option`: stored, then in effect from the next model call."""
-        current = settings.check_choice(self.config_options(), config_id, value)
+        current = config_options.check_choice(self.config_options(), config_id, value)
         assert isinstance(value, str)  # a value of the option
         if value != current:
             await self._choose(config_id, value)
-            if config_id == settings.MODE:  # clients of the older API follow the mode too
+            if config_id == config_options.MODE:  # clients of the older API follow the mode too
                 self._send_update({"sessionUpdate": "current_mode_update", "currentModeId": value})
         return self.config_options()
 
@@ -95,19 +98,20 @@ class Options:
         """`session/set_model` (from earlier drafts, still called by older clients): the
         `model` option's checks and storage, announced with `config_option_update`."""
         before = self.settings.model
-        options = await self.set_option(settings.MODEL, model_id)
+        options = await self.set_option(config_options.MODEL, model_id)
         if self.settings.model != before:
             self._send_update({"sessionUpdate": "config_option_update", "configOptions": options})
 
     async def set_mode(self, mode_id: str) -> None:
         """`session/set_mode`, the older way to choose the mode."""
-        if mode_id not in settings.MODES:
+        if mode_id not in config_options.MODES:
             raise BadRequest(
                 "modeId",
-                f"unknown mode {limits.echo(mode_id)}; expected one of {', '.join(settings.MODES)}",
+                f"unknown mode {limits.echo(mode_id)}; expected one of "
+                f"{', '.join(config_options.MODES)}",
             )
         if mode_id != self.settings.mode:
-            await self._choose(settings.MODE, mode_id)
+            await self._choose(config_options.MODE, mode_id)
             self._send_update(
                 {"sessionUpdate": "config_option_update", "configOptions": self.config_options()}
             )
@@ -118,7 +122,7 @@ class Options:
         catching up with the store (`synced=False`), so another process's turn written
         meanwhile is still read at the next prompt."""
         await self._journal.write(
-            "settings", settings.entry_body(config_id, value), wait=True, synced=False
+            "settings", config_options.entry_body(config_id, value), wait=True, synced=False
         )
         self.settings = self.settings.chosen(config_id, value)
         log.info(

@@ -21,7 +21,7 @@ from acp_fsm.bulk import paused_collector
 from acp_fsm.errors import BadRequest, SessionNotFound
 from acp_fsm.fsm.session import SessionState
 from acp_fsm.mcp.specs import server_specs
-from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.types import Message
 from acp_fsm.session.core import Session
 from acp_fsm.session.lease import claim_or_not_found, release_soon

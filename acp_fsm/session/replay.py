@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from acp_fsm import transcript, updates
+from acp_fsm.config_options import Settings
 from acp_fsm.providers.types import Message, ToolResultsMessage
-from acp_fsm.settings import Settings
 from acp_fsm.store import Entry, Store
 
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from acp_fsm.mcp.servers import McpServers
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.session.holder import Server
-    from acp_fsm.tools.background import BackgroundJobs
     from acp_fsm.tools.base import Tool
+    from acp_fsm.tools.job import BackgroundJobs
 
 # The user's commands and skills, read once for the sessions that ask at once in a directory.
 _SCAN = Shared(scan)
@@ -94,7 +94,7 @@ class Toolbox:
         """The commands left running by `run_command` (background), stopped with the
         session; the tools' module is loaded only by a session that runs a turn."""
         if self._background is None:
-            from acp_fsm.tools.background import BackgroundJobs
+            from acp_fsm.tools.job import BackgroundJobs
 
             self._background = BackgroundJobs()
         return self._background

@@ -46,6 +46,9 @@ from typing import Any
 
 import structlog
 
+from acp_fsm.system import nofollow
+from acp_fsm.system.nofollow import Relinked
+
 log = structlog.get_logger("acp.tools")
 
 JOURNAL = ".json"
@@ -54,23 +57,10 @@ UNFINISHED = ".tmp"  # a journal being written: nothing of its set was staged ye
 # Kept and temporary files are named after their file, cut to this many bytes of its name
 # (with the set's id and a suffix, a name stays under the usual 255-byte limit).
 NAME_BYTES = 200
-# Read at once when hashing a file.
-CHUNK = 1024 * 1024
-
-_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0)
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-# What `os.link` fails with where a file system has no hard links.
-_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS, errno.EXDEV}
-
 # Called in the writing thread after each file of a set is changed, with the file's index: where
 # a test holds a set midway to kill the process there. Only the devkit's diagnostic extension
 # sets it (`ACP_FSM_DEBUG_HOLD_CHANGES`, docs/edits.md).
 after_change: Callable[[int], None] | None = None
-
-
-class Relinked(OSError):
-    """A folder of a resolved path is now a symbolic link, or no folder."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,37 +70,6 @@ class Change:
 
     path: Path
     content: bytes | None
-
-
-def open_folder(folder: Path, *, create: bool = False) -> int:
-    """A descriptor of `folder`, opened one name at a time from `/` without following symbolic
-    links (made where missing when `create`). `Relinked` when one of them is a link or not a
-    folder, `FileNotFoundError` when one is missing."""
-    fd = os.open("/", _FOLDER)
-    for depth, name in enumerate(folder.parts[1:], 2):
-        try:
-            if create:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(name, dir_fd=fd)
-            inner = os.open(name, _FOLDER, dir_fd=fd)
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                where = str(Path(*folder.parts[:depth]))
-                raise Relinked(exc.errno, "Not a folder, or a symbolic link", where) from exc
-            raise
-        finally:
-            os.close(fd)
-        fd = inner
-    return fd
-
-
-@contextlib.contextmanager
-def _folder(path: Path, *, create: bool = False) -> Iterator[int]:
-    fd = open_folder(path.parent, create=create)
-    try:
-        yield fd
-    finally:
-        os.close(fd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +106,7 @@ def apply(changes: Sequence[Change], journals: Path) -> None:
         for entry, change in zip(journal.entries, changes, strict=True):
             _stage(entry, change.content)
         for index, entry in enumerate(journal.entries):
-            with _folder(entry.path) as fd:
+            with nofollow.folder(entry.path) as fd:
                 if entry.digest is None:
                     os.unlink(entry.path.name, dir_fd=fd)
                 else:
@@ -204,16 +163,16 @@ class _Journal:
         unfinished = journals / f"{ident}{UNFINISHED}"
         try:
             journals.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(unfinished, _CREATE, 0o600)
+            fd = os.open(unfinished, nofollow.CREATE, 0o600)
         except OSError as exc:  # nothing was changed: say it is the journal that failed
             why = f"the journal of changes cannot be written ({exc.strerror or exc})"
             raise OSError(exc.errno, why, str(journals)) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # held until the set ends: the process is alive
-            _write_all(fd, json.dumps(body).encode())
+            nofollow.write_all(fd, json.dumps(body).encode())
             path = journals / f"{ident}{JOURNAL}"
             os.replace(unfinished, path)
-            _sync_folder(journals)
+            nofollow.sync_folder(journals)
         except BaseException:
             os.close(fd)
             unfinished.unlink(missing_ok=True)
@@ -235,9 +194,9 @@ class _Journal:
     def clean_up(self) -> None:
         """Remove what the set kept and staged, then the journal."""
         for entry in self.entries:
-            with contextlib.suppress(OSError), _folder(entry.path) as fd:
-                _remove(fd, entry.new)
-                _remove(fd, entry.kept)
+            with contextlib.suppress(OSError), nofollow.folder(entry.path) as fd:
+                nofollow.remove(fd, entry.new)
+                nofollow.remove(fd, entry.kept)
         self._end()
 
     def roll_back(self) -> list[Path]:
@@ -253,7 +212,7 @@ class _Journal:
                 whole = False
                 log.warning("change_roll_back_failed", path=str(entry.path), error=str(exc))
         for folder in reversed(self.folders):
-            with contextlib.suppress(OSError), _folder(folder) as fd:
+            with contextlib.suppress(OSError), nofollow.folder(folder) as fd:
                 os.rmdir(folder.name, dir_fd=fd)  # only when empty
         if whole:
             self._end()
@@ -312,20 +271,11 @@ def _entry(change: Change, ident: str) -> _Entry:
     content = change.content
     return _Entry(
         change.path,
-        existed=_exists(change.path),
+        existed=nofollow.exists(change.path),
         digest=None if content is None else hashlib.sha256(content).hexdigest(),
         new=f".{stem}.{ident}.new",
         kept=f".{stem}.{ident}.old",
     )
-
-
-def _exists(path: Path) -> bool:
-    try:
-        with _folder(path) as fd:
-            os.stat(path.name, dir_fd=fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    return True
 
 
 def _missing(folder: Path) -> list[Path]:
@@ -343,7 +293,7 @@ def _missing(folder: Path) -> list[Path]:
 def _stage(entry: _Entry, content: bytes | None) -> None:
     """Write the new content beside the file and keep the old one; the file is untouched."""
     name = entry.path.name
-    with _folder(entry.path, create=content is not None) as fd:
+    with nofollow.folder(entry.path, create=content is not None) as fd:
         try:
             info: os.stat_result | None = os.stat(name, dir_fd=fd, follow_symlinks=False)
         except FileNotFoundError:
@@ -356,16 +306,16 @@ def _stage(entry: _Entry, content: bytes | None) -> None:
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(entry.path))
         if content is not None:
             mode = 0o666 if info is None else stat.S_IMODE(info.st_mode)
-            _write_file(fd, entry.new, content, mode, exact=info is not None)
+            nofollow.write_file(fd, entry.new, content, mode, exact=info is not None)
         if info is not None:
-            _keep(fd, name, entry.kept, stat.S_IMODE(info.st_mode))
+            nofollow.keep(fd, name, entry.kept, stat.S_IMODE(info.st_mode))
 
 
 def _roll_back(entry: _Entry) -> bool:
     """Put `entry`'s file back as it was if it holds what the set wrote; True when it did."""
     try:
-        with _folder(entry.path) as fd:
-            _remove(fd, entry.new)
+        with nofollow.folder(entry.path) as fd:
+            nofollow.remove(fd, entry.new)
             return _put_back(fd, entry)
     except (FileNotFoundError, Relinked):
         return False  # its folder is gone or elsewhere: nothing of the set is left there
@@ -373,19 +323,21 @@ def _roll_back(entry: _Entry) -> bool:
 
 def _put_back(fd: int, entry: _Entry) -> bool:
     name = entry.path.name
-    current = _digest(fd, name)
+    current = nofollow.digest(fd, name)
     if entry.existed:
-        kept = _stat(fd, entry.kept)
+        kept = nofollow.stat_of(fd, entry.kept)
         if kept is None:
             return False  # staging stopped before this file: it was never changed
-        now = _stat(fd, name)
-        if now is not None and (os.path.samestat(kept, now) or current == _digest(fd, entry.kept)):
-            _remove(fd, entry.kept)  # never changed (or changed to the same bytes)
+        now = nofollow.stat_of(fd, name)
+        if now is not None and (
+            os.path.samestat(kept, now) or current == nofollow.digest(fd, entry.kept)
+        ):
+            nofollow.remove(fd, entry.kept)  # never changed (or changed to the same bytes)
             return False
         if current == entry.digest:  # what the set wrote (a deleted file: none)
             os.replace(entry.kept, name, src_dir_fd=fd, dst_dir_fd=fd)
             return True
-        _remove(fd, entry.kept)
+        nofollow.remove(fd, entry.kept)
     elif current is None:
         return False  # a new file that was never made
     elif current == entry.digest:
@@ -393,73 +345,3 @@ def _put_back(fd: int, entry: _Entry) -> bool:
         return True
     log.warning("change_left_as_changed_since", path=str(entry.path))
     return False
-
-
-def _digest(fd: int, name: str) -> str | None:
-    """sha256 of the regular file `name`; None when there is none, "" when it is not one."""
-    try:
-        file = os.open(name, _READ, dir_fd=fd)
-    except FileNotFoundError:
-        return None
-    except OSError:  # a link (ELOOP) or worse: not what the set wrote
-        return ""
-    with os.fdopen(file, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(file).st_mode):
-            return ""
-        digest = hashlib.sha256()
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _stat(fd: int, name: str) -> os.stat_result | None:
-    try:
-        return os.stat(name, dir_fd=fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
-
-
-def _remove(fd: int, name: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(name, dir_fd=fd)
-
-
-# -- writing ----------------------------------------------------------------------------------
-
-
-def _write_file(fd: int, name: str, content: bytes, mode: int, *, exact: bool) -> None:
-    """Write `name` in folder `fd`, flushed to disk; `mode` whatever the umask when `exact`."""
-    file = os.open(name, _CREATE, mode, dir_fd=fd)
-    try:
-        if exact:
-            os.fchmod(file, mode)
-        _write_all(file, content)
-    finally:
-        os.close(file)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-    os.fsync(fd)
-
-
-def _keep(fd: int, name: str, kept: str, mode: int) -> None:
-    """Keep the old content of `name` as `kept`: a hard link, else a copy."""
-    try:
-        os.link(name, kept, src_dir_fd=fd, dst_dir_fd=fd, follow_symlinks=False)
-        return
-    except OSError as exc:
-        if exc.errno not in _NO_LINKS:
-            raise
-    with os.fdopen(os.open(name, _READ, dir_fd=fd), "rb") as handle:
-        _write_file(fd, kept, handle.read(), mode, exact=True)
-
-
-def _sync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

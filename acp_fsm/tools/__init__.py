@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from acp_fsm import environment
+from acp_fsm import env_vars
 from acp_fsm.providers.types import ToolSpec
 from acp_fsm.tools.apply_patch import ApplyPatch
 from acp_fsm.tools.ask_user import AskUser
@@ -61,7 +61,7 @@ _OPENAI_FORMATS = ("openai", "openai-responses")
 def edit_style(provider: str | None, model: str) -> str:
     """`replace`, `patch` or `both`: what the environment says, else by the provider's wire
     format and the model's name."""
-    chosen = environment.edit_tools()
+    chosen = env_vars.edit_tools()
     if chosen is not None:
         return chosen
     if provider in _OPENAI_FORMATS and _PATCH_MODELS.search(model):

@@ -30,7 +30,12 @@ from acp_fsm.tools.common import (
     describe_os_error,
     linked_elsewhere,
 )
-from acp_fsm.tools.files import (
+from acp_fsm.tools.hunks import apply_hunks
+from acp_fsm.tools.patch_format import FileOp, parse_patch
+from acp_fsm.tools.paths import display, inside_roots, resolve
+from acp_fsm.tools.replace import first_changed_line
+from acp_fsm.tools.syntax import syntax_note
+from acp_fsm.tools.text_files import (
     check_approved,
     check_as_shown,
     current_text,
@@ -40,11 +45,6 @@ from acp_fsm.tools.files import (
     store_text,
     write_disk,
 )
-from acp_fsm.tools.hunks import apply_hunks
-from acp_fsm.tools.patch_format import FileOp, parse_patch
-from acp_fsm.tools.paths import display, inside_roots, resolve
-from acp_fsm.tools.replace import first_changed_line
-from acp_fsm.tools.syntax import syntax_note
 
 if TYPE_CHECKING:
     from acp_fsm.schemas.acp_types import ToolCallContent, ToolCallLocation

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from acp_fsm.library import Library
     from acp_fsm.questions import Answer, Question
     from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent, ToolCallLocation
-    from acp_fsm.tools.background import BackgroundJobs
+    from acp_fsm.tools.job import BackgroundJobs
 
 
 def _make_utf8(instance: object, *names: str) -> None:

@@ -13,14 +13,6 @@ from typing import TYPE_CHECKING, Any
 from acp_fsm import redact
 from acp_fsm.tools.base import Drafts, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import MutatingTool, ToolError
-from acp_fsm.tools.files import (
-    check_approved,
-    check_as_shown,
-    current_text,
-    diff_block,
-    load_text,
-    store_text,
-)
 from acp_fsm.tools.replace import (
     Change,
     Replacement,
@@ -29,6 +21,14 @@ from acp_fsm.tools.replace import (
     summary,
 )
 from acp_fsm.tools.syntax import syntax_note
+from acp_fsm.tools.text_files import (
+    check_approved,
+    check_as_shown,
+    current_text,
+    diff_block,
+    load_text,
+    store_text,
+)
 
 if TYPE_CHECKING:
     from acp_fsm.schemas.acp_types import ToolCallContent

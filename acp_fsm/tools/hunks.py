@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from acp_fsm.tools.common import ToolError
-from acp_fsm.tools.files import split_lines
 from acp_fsm.tools.matching import (
     INEXACT,
     Found,
@@ -29,6 +28,7 @@ from acp_fsm.tools.matching import (
     without_ending,
 )
 from acp_fsm.tools.patch_format import Hunk
+from acp_fsm.tools.text_files import split_lines
 
 
 class _Text:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import mcp_types as types
 
-from acp_fsm import environment
+from acp_fsm import env_vars
 from acp_fsm.mcp.connection import McpCallFailed, McpConnection, McpUnavailable
 from acp_fsm.tools.base import Drafts, ToolCallView, ToolEnv, ToolOutcome
 
@@ -71,7 +71,7 @@ class McpTool:
         return not self.read_only  # a read-only tool runs without asking, like read_file
 
     async def run(self, args: dict[str, Any], env: ToolEnv) -> ToolOutcome:
-        timeout_ms = environment.mcp_call_timeout_ms()
+        timeout_ms = env_vars.mcp_call_timeout_ms()
 
         async def report_progress(
             progress: float, total: float | None, message: str | None

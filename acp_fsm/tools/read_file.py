@@ -10,7 +10,7 @@ from acp_fsm import redact
 from acp_fsm.blocking import run_blocking
 from acp_fsm.tools.base import ToolCallView, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import BaseTool, FileMissing
-from acp_fsm.tools.files import (
+from acp_fsm.tools.text_files import (
     check_text_file,
     editor_serves,
     open_text_file,

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from acp_fsm.tools.common import ToolError, plural
-from acp_fsm.tools.files import split_lines
 from acp_fsm.tools.matching import (
     INEXACT,
     Level,
@@ -30,6 +29,7 @@ from acp_fsm.tools.matching import (
     with_eol,
     without_ending,
 )
+from acp_fsm.tools.text_files import split_lines
 
 # Compared a piece at a time when looking for the first change (a 10 MB file stays fast).
 _CHUNK = 4096

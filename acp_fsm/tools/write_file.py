@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any
 from acp_fsm import redact
 from acp_fsm.tools.base import Drafts, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import MutatingTool, plural
-from acp_fsm.tools.files import (
+from acp_fsm.tools.matching import eol_of, with_eol
+from acp_fsm.tools.syntax import syntax_note
+from acp_fsm.tools.text_files import (
     check_approved,
     check_as_shown,
     count_lines,
@@ -16,8 +18,6 @@ from acp_fsm.tools.files import (
     load_text,
     store_text,
 )
-from acp_fsm.tools.matching import eol_of, with_eol
-from acp_fsm.tools.syntax import syntax_note
 
 if TYPE_CHECKING:
     from acp_fsm.schemas.acp_types import ToolCallContent

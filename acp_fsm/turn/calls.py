@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from acp_fsm import compaction, results, settings, updates
+from acp_fsm import compaction, config_options, results, updates
 from acp_fsm.fsm.tool_call import ACP_STATUS, OPEN, TOOL_CALL, ToolCallState, ToolCallTrigger
 from acp_fsm.providers.types import ToolCallPart, ToolResultPart
 from acp_fsm.tools.base import Tool, ToolCallView, ToolOutcome
 from acp_fsm.turn import storing
-from acp_fsm.turn.model import window
+from acp_fsm.turn.model_call import window
 
 if TYPE_CHECKING:
     from acp_fsm.schemas import acp_types as acp
@@ -75,7 +75,7 @@ def classify(turn: Turn, call: ToolCallPart) -> PendingCall:
         )
     mode = turn.mode
     if tool is None:
-        offered = [name for name, t in turn.tools.items() if settings.offered(mode, t.kind)]
+        offered = [name for name, t in turn.tools.items() if config_options.offered(mode, t.kind)]
         return _denied_call(
             call,
             None,
@@ -94,13 +94,13 @@ def classify(turn: Turn, call: ToolCallPart) -> PendingCall:
         problem = f"the arguments could not be used ({type(exc).__name__}: {exc})"
     if problem is not None:
         return _denied_call(call, tool, generic, f"Invalid arguments for {call.name}: {problem}")
-    if not settings.offered(mode, tool.kind):
+    if not config_options.offered(mode, tool.kind):
         return _denied_call(call, tool, view, _planning(call.name, turn.read_only))
     pending = PendingCall(call, tool, view, confined=confined)
     if tool.always_asks(call.arguments, env):
         return pending  # in every mode, whatever was answered "always"
     if not remembered(turn, pending) and (
-        not asks or settings.runs_unasked(mode, tool.kind, confined)
+        not asks or config_options.runs_unasked(mode, tool.kind, confined)
     ):
         pending.fire(T.ALLOW)
     return pending

@@ -15,7 +15,7 @@ from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.types import Finished, Message, ModelRequest
 from acp_fsm.turn import storing
-from acp_fsm.turn.model import charge, open_call, request, reserve, window
+from acp_fsm.turn.model_call import charge, open_call, request, reserve, window
 
 if TYPE_CHECKING:
     from acp_fsm.turn.runner import Turn

@@ -19,12 +19,12 @@ from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.tools.base import Tool, ToolOutcome
 
 if TYPE_CHECKING:
+    from acp_fsm.config_options import Settings
     from acp_fsm.library import Library
-    from acp_fsm.providers.endpoint import ProviderConfig
+    from acp_fsm.providers.config import ProviderConfig
     from acp_fsm.providers.types import AssistantMessage, Event, ModelRequest
     from acp_fsm.schemas import acp_types as acp
-    from acp_fsm.settings import Settings
-    from acp_fsm.tools.background import BackgroundJobs
+    from acp_fsm.tools.job import BackgroundJobs
     from acp_fsm.updates import ChunkKind
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from acp_fsm import commands, settings
+from acp_fsm import commands, config_options
 from acp_fsm.blocking import run_blocking
 from acp_fsm.fsm.turn import TurnTrigger
 from acp_fsm.instructions import project_instructions
-from acp_fsm.providers.endpoint import RESPONSES, ProviderConfig, api_of
-from acp_fsm.turn.model import window
+from acp_fsm.providers.config import RESPONSES, ProviderConfig, api_of
+from acp_fsm.turn.model_call import window
 
 if TYPE_CHECKING:
     from acp_fsm.turn.runner import Turn
@@ -38,7 +38,7 @@ async def status_report(turn: Turn) -> str:
     ports = turn.context
     config = turn.config()
     chosen = ports.settings()
-    mode = settings.MODES[chosen.mode][0]
+    mode = config_options.MODES[chosen.mode][0]
     size = window(turn)
     used = turn.budget.used
     context = (
@@ -51,8 +51,8 @@ async def status_report(turn: Turn) -> str:
     found = await run_blocking(turn.token, project_instructions, roots[0], roots[1:])
     library = ports.library
     jobs = ports.background.summary()
-    model = settings.model_of(chosen, config)
-    level = settings.level_option(chosen, config.provider, model)
+    model = config_options.model_of(chosen, config)
+    level = config_options.level_option(chosen, config.provider, model)
     lines = [
         f"Provider: {config.provider}{_api(config, model)} ({_where(config.base_url)})",
         f"Model: {model}",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import credentials, settings, transcript, updates
+from acp_fsm import config_options, credentials, transcript, updates
 from acp_fsm.client import Client
 from acp_fsm.commands import REPORTS, Command
 from acp_fsm.context_budget import ContextBudget
@@ -36,10 +36,18 @@ from acp_fsm.fsm.turn import (
 from acp_fsm.ledger import Ledger
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.providers import open_stream
-from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.types import Usage
 from acp_fsm.tools.base import Tool, ToolOutcome
-from acp_fsm.turn import compacting, draining, permission, reporting, storing, streaming, tools
+from acp_fsm.turn import (
+    compacting,
+    draining,
+    permission,
+    reporting,
+    running_tools,
+    storing,
+    streaming,
+)
 from acp_fsm.turn.calls import PendingCall, close_open
 from acp_fsm.turn.ports import (
     Effects,
@@ -62,7 +70,7 @@ WORK: dict[TurnState, Work] = {
     TurnState.COMPACTING: compacting.compact,
     TurnState.REPORTING: reporting.report,
     TurnState.AWAITING_PERMISSION: permission.ask_permissions,
-    TurnState.RUNNING_TOOLS: tools.run_tools,
+    TurnState.RUNNING_TOOLS: running_tools.run_tools,
     TurnState.DRAINING: draining.drain,
 }
 
@@ -96,7 +104,7 @@ class Turn:
         self.command = command  # a slash command the prompt runs instead of a model turn
         self.state = TurnState(TURN.initial)  # moved by `_fire` only
         self.requests = 0  # model calls made
-        self.max_requests = tools.max_turn_requests()  # and allowed
+        self.max_requests = running_tools.max_turn_requests()  # and allowed
         self.spent = Usage()  # the tokens of its model calls (its subagents' included)
         self.calls: list[PendingCall] = []  # of the current assistant message
         self.stop_reason: acp.StopReason = "end_turn"  # when the turn ends done
@@ -137,7 +145,7 @@ class Turn:
     @property
     def mode(self) -> str:
         """The mode the turn works in: Plan's tools for a read-only turn (/review)."""
-        return settings.PLAN if self.read_only else self.context.settings().mode
+        return config_options.PLAN if self.read_only else self.context.settings().mode
 
     def _needs_permission(self) -> bool:
         """Guard of `tools_requested`: some call waits for the user's answer."""

@@ -12,7 +12,7 @@ from acp_fsm import compaction, pricing, transcript, updates
 from acp_fsm.errors import TurnFailed
 from acp_fsm.fsm.tool_call import ToolCallState
 from acp_fsm.fsm.turn import TurnTrigger
-from acp_fsm.models import CATALOG
+from acp_fsm.model_catalog import CATALOG
 from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.providers.errors import EMPTY_STREAM, ProviderError, StreamCancelled
 from acp_fsm.providers.types import (
@@ -29,7 +29,7 @@ from acp_fsm.tools.common import ToolError, describe_os_error
 from acp_fsm.turn import storing
 from acp_fsm.turn.calls import classify
 from acp_fsm.turn.compacting import cut
-from acp_fsm.turn.model import charge, instructions, known, open_call, request, reserve, window
+from acp_fsm.turn.model_call import charge, instructions, known, open_call, request, reserve, window
 from acp_fsm.warm import aiohttp_imported
 
 if TYPE_CHECKING:

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import environment, settings, transcript, updates
+from acp_fsm import config_options, env_vars, transcript, updates
 from acp_fsm.conversation import Conversation
-from acp_fsm.environment import ELICITATION_METHOD, PERMISSION_METHOD
+from acp_fsm.env_vars import ELICITATION_METHOD, PERMISSION_METHOD
 from acp_fsm.errors import DomainError
 from acp_fsm.instructions import SystemPrompt, subagent_prompt
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
@@ -40,16 +40,16 @@ from acp_fsm.providers.types import (
 from acp_fsm.tools.ask_user import ASK_USER_TOOL
 from acp_fsm.tools.base import Tool, ToolOutcome
 from acp_fsm.tools.task import TASK_TOOL
-from acp_fsm.turn.model import instructions
+from acp_fsm.turn.model_call import instructions
 from acp_fsm.turn.ports import Effects, TurnContext
 from acp_fsm.turn.runner import Turn
 from acp_fsm.updates import PLAN_TOOL
 
 if TYPE_CHECKING:
     from acp_fsm.client import ClientChannel
+    from acp_fsm.config_options import Settings
     from acp_fsm.initialize import ClientInfo
     from acp_fsm.schemas import acp_types as acp
-    from acp_fsm.settings import Settings
     from acp_fsm.updates import ChunkKind
 
 log = structlog.get_logger("turn")
@@ -210,7 +210,7 @@ def task_context(parent: TurnContext, *, read_only: bool) -> TurnContext:
     `NOT_DELEGATED` in Full access (a read-only turn's never more than reads), else those that
     change nothing and a page fetcher the user chose to always allow (a subagent cannot ask,
     and a fetch asks in the other modes)."""
-    own_model = environment.subagent_model()
+    own_model = env_vars.subagent_model()
 
     def chosen() -> Settings:
         found = parent.settings()
@@ -219,8 +219,8 @@ def task_context(parent: TurnContext, *, read_only: bool) -> TurnContext:
     def delegated(name: str, tool: Tool) -> bool:
         if name in NOT_DELEGATED:
             return False
-        everything = chosen().mode == settings.FULL_ACCESS and not read_only
-        if everything or tool.kind in settings.READ_ONLY_KINDS:
+        everything = chosen().mode == config_options.FULL_ACCESS and not read_only
+        if everything or tool.kind in config_options.READ_ONLY_KINDS:
             return True
         return tool.kind == "fetch" and parent.always.get(name) is True
 
@@ -249,7 +249,7 @@ async def delegate(parent: Turn, call_id: str, description: str, prompt: str) ->
         TaskEffects(parent.effects, progress),
         Unstored(),
         conversation,
-        parent.budget.subagents(own_model=bool(environment.subagent_model())),
+        parent.budget.subagents(own_model=bool(env_vars.subagent_model())),
         parent.ledger,  # its calls count in the session's
         parent.token,
         open_stream=parent.open_stream,
@@ -257,7 +257,7 @@ async def delegate(parent: Turn, call_id: str, description: str, prompt: str) ->
     sub.provider = parent.provider
     text = subagent_prompt(await instructions(parent), parent.context.roots[0])
     sub.system = SystemPrompt(text, [])
-    sub.max_requests = environment.subagent_max_steps()
+    sub.max_requests = env_vars.subagent_max_steps()
     sub.read_only = parent.read_only
     stop: acp.StopReason | None = None
     try:

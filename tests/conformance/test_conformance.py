@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from acp_fsm.devkit.conformance import GROUPS, Outcome, Run, main, run_suite, selected
+from acp_fsm.devkit.conformance.context import Context, Target
 from acp_fsm.devkit.conformance.model import Check, Rule
-from acp_fsm.devkit.conformance.probe import Context, Target
 from acp_fsm.devkit.conformance.runner import run_check
 from acp_fsm.devkit.schema_check import SCHEMA_ENV, OfficialSchema
 from tests.conformance.conftest import OFFICIAL_PATH

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from acp_fsm.config_options import MODE_NOTES, MODES
 from acp_fsm.devkit.provider import RecordedRequest, Reply, ScriptedProvider
 from acp_fsm.instructions import BASE
-from acp_fsm.settings import MODE_NOTES, MODES
 from tests.e2e.support import Launcher, of_kind
 
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from acp_fsm.devkit.provider import Reply, ScriptedProvider
-from acp_fsm.devkit.provider.rules import AnthropicRules, Rejection
+from acp_fsm.devkit.provider.anthropic_rules import AnthropicRules
+from acp_fsm.devkit.provider.rules import Rejection
 from acp_fsm.providers.types import Usage
 from tests.e2e.support import Launcher
 

@@ -300,7 +300,7 @@ async def test_a_compatible_server_serves_a_codex_model_on_the_api_it_was_given(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
     """Only on OpenAI's own API does a model served on the Responses API only go there by
-    itself (`providers.endpoint.api_of`); a proxy or a local server serves its models as it
+    itself (`providers.config.api_of`); a proxy or a local server serves its models as it
     says: Chat Completions here, and the picker marks nothing."""
     agent = await launch.start("openai", ACP_FSM_MODEL="gpt-5", ACP_FSM_MODELS="gpt-5,gpt-5-codex")
     session, created = await new_session(agent, project)

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from acp_fsm.config_options import PLAN_NOTE
 from acp_fsm.devkit.provider import Call, Hang, Reply, ScriptedProvider
 from acp_fsm.devkit.provider.script import DEFAULT_USAGE, HttpError, RecordedRequest, Scripted
-from acp_fsm.settings import PLAN_NOTE
 from tests.e2e.support import (
     Agent,
     Launcher,

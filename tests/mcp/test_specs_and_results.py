@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from acp_fsm import schemas
 from acp_fsm.errors import BadRequest
-from acp_fsm.mcp import connection
+from acp_fsm.mcp import connection, transport
 from acp_fsm.mcp.specs import MAX_TOOL_NAME, ServerSpec, server_specs, tool_name
 from acp_fsm.methods import answer
 from acp_fsm.schemas import acp_types as acp
@@ -153,19 +153,9 @@ def test_a_schema_is_made_what_both_providers_accept() -> None:
     }
 
 
-class _Lines:
-    """Stands where the connection receives the server's stderr lines."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def _stderr_line(self, line: str) -> None:
-        self.lines.append(line)
-
-
 def test_stderr_without_newlines_costs_no_memory_and_lines_stay_whole() -> None:
-    sink = _Lines()
-    reader = connection._StderrLines(sink)  # type: ignore[arg-type]
+    lines: list[str] = []
+    reader = transport.StderrLines(lines.append)
     reader.data_received(b"first li")
     reader.data_received(b"ne\nsecond\nthi")
     for _ in range(2_000):  # 16 MB without a newline
@@ -173,9 +163,9 @@ def test_stderr_without_newlines_costs_no_memory_and_lines_stay_whole() -> None:
         assert len(reader._partial) <= reader.LIMIT
     reader.data_received(b"EEE\nafter\nlast")
     reader.eof_received()
-    assert sink.lines[:2] == ["first line", "second"]
-    assert sink.lines[2] == "thi" + "E" * (reader.LIMIT - 3)  # cut once, the rest dropped
-    assert sink.lines[3:] == ["after", "last"]
+    assert lines[:2] == ["first line", "second"]
+    assert lines[2] == "thi" + "E" * (reader.LIMIT - 3)  # cut once, the rest dropped
+    assert lines[3:] == ["after", "last"]
 
 
 def test_a_tools_own_title_comes_before_its_annotations_title() -> None:

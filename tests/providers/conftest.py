@@ -12,7 +12,7 @@ import pytest
 from acp_fsm.devkit.provider import Reply, ScriptedProvider, render_anthropic, render_openai
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.providers import http, open_stream
-from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.stream import ModelStream
 from acp_fsm.providers.types import (
     Event,

@@ -20,7 +20,7 @@ from acp_fsm.devkit.provider import (
     render_openai,
 )
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
-from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.errors import StreamCancelled
 from acp_fsm.providers.types import (
     AssistantMessage,

@@ -9,7 +9,7 @@ import pytest
 from multidict import CIMultiDict
 
 from acp_fsm.providers import http
-from acp_fsm.providers.endpoint import ConfigError, ProviderConfig, load_config
+from acp_fsm.providers.config import ConfigError, ProviderConfig, load_config
 from acp_fsm.providers.http import MAX_RETRY_AFTER_S, RETRYABLE_STATUSES, retry_delay
 
 SECRET = "sk-ant-api03-SECRET-do-not-print"
@@ -193,7 +193,7 @@ async def test_client_session_does_not_warn_on_fixed_pythons(
     ],
 )
 def test_the_api_of_a_model(model: str, env: dict[str, str], api: str) -> None:
-    from acp_fsm.providers.endpoint import api_of
+    from acp_fsm.providers.config import api_of
 
     config = load_config({"ACP_FSM_PROVIDER": "openai", **env})
     assert api_of(config, model) == api

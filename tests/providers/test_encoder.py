@@ -14,8 +14,8 @@ from acp_fsm import transcript
 from acp_fsm.compaction import size_of
 from acp_fsm.conversation import Conversation
 from acp_fsm.providers import anthropic, openai
+from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.encoder import Encoder
-from acp_fsm.providers.endpoint import ProviderConfig
 from acp_fsm.providers.types import (
     AssistantMessage,
     ImagePart,

@@ -21,7 +21,7 @@ from acp_fsm.devkit.provider import (
 )
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.providers import http
-from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.types import Event, Finished, TextDelta
 from tests.providers.conftest import (

@@ -24,7 +24,7 @@ from acp_fsm.devkit.provider import (
     ScriptedProvider,
 )
 from acp_fsm.providers import http
-from acp_fsm.providers.endpoint import load_config
+from acp_fsm.providers.config import load_config
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.openai import OpenAiWire, convert_messages
 from acp_fsm.providers.types import (

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from acp_fsm.devkit.provider import Reply, ScriptedProvider
-from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.openai import OpenAiWire
 from acp_fsm.providers.types import (
@@ -418,9 +418,10 @@ def test_encrypted_reasoning_is_asked_of_models_that_reason(
 )
 def test_a_reasoning_item_without_encrypted_content_is_left_out(sealed: dict[str, Any]) -> None:
     """With `store: false` the API resolves a reasoning item by its encrypted content only."""
-    from acp_fsm.providers.responses import convert_items
+    from acp_fsm.providers.responses import ResponsesWire, origin_of
 
-    origin = "http://server/v1 model"
+    config = ProviderConfig("openai", "gpt-5", "https://api.openai.com/v1", api="responses")
+    origin = origin_of(config, "gpt-5")
     bare = json.dumps({"type": "reasoning", "id": "rs_1", "summary": [], **sealed})
     whole = json.dumps({"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "e"})
     answered = AssistantMessage(
@@ -431,8 +432,10 @@ def test_a_reasoning_item_without_encrypted_content_is_left_out(sealed: dict[str
             TextPart("again"),
         )
     )
-    sent = convert_items((answered,), origin)
+    request = make_request(UserMessage((TextPart("hi"),)), answered, model="gpt-5", memo={})
+    sent = json.loads(ResponsesWire().build(request, config)[2])["input"]
     assert [(i["type"], i.get("id")) for i in sent] == [
+        ("message", None),
         ("message", None),
         ("reasoning", "rs_2"),
         ("message", None),

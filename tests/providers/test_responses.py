@@ -12,7 +12,7 @@ import pytest
 
 from acp_fsm.devkit.provider import Call, HttpError, Raw, Reply, ScriptedProvider
 from acp_fsm.devkit.provider.wire import sse
-from acp_fsm.providers.endpoint import ConfigError, load_config
+from acp_fsm.providers.config import ConfigError, load_config
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.responses import ResponsesParser
 from acp_fsm.providers.sse import SseEvent

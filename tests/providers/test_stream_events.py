@@ -11,7 +11,7 @@ import pytest
 from acp_fsm.devkit.provider import Call, Raw, Reply, ScriptedProvider, Truncate, render_openai
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.providers import open_stream
-from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.types import (
     AssistantMessage,

@@ -23,8 +23,8 @@ from acp_fsm.library import EMPTY, Library
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.questions import Answer, NotAskable, Question
 from acp_fsm.tools import TOOLS
-from acp_fsm.tools.background import BackgroundJobs
 from acp_fsm.tools.base import ToolOutcome
+from acp_fsm.tools.job import BackgroundJobs
 
 if TYPE_CHECKING:
     from acp_fsm.schemas.acp_types import (

@@ -12,7 +12,7 @@ import pytest
 
 from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.system.keeper import proc_stat
-from acp_fsm.tools.background import LocalJob
+from acp_fsm.tools.local_job import LocalJob
 from tests.harness import wait_until
 from tests.timing import INTERRUPTED_S
 from tests.tools.conftest import Editor, Env, call

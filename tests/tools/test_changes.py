@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from acp_fsm.system import changes
-from acp_fsm.system.changes import Change, Relinked
+from acp_fsm.system.changes import Change
+from acp_fsm.system.nofollow import Relinked
 
 OLD = {"a.py": "a = 1\n", "b.py": "b = 1\n", "gone.txt": "obsolete\n"}
 

@@ -16,13 +16,8 @@ import pytest
 from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.tools import TOOLS, list_directory, ripgrep, search_files
 from acp_fsm.tools.globs import GlobFilter, compile_glob
-from acp_fsm.tools.search_files import (
-    MAX_SEARCH_FILE_BYTES,
-    MAX_SEARCH_MATCHES,
-    WORKER_COMMAND,
-    SearchRequest,
-    answer,
-)
+from acp_fsm.tools.search_files import MAX_SEARCH_FILE_BYTES, MAX_SEARCH_MATCHES, WORKER_COMMAND
+from acp_fsm.tools.search_tree import SearchRequest, answer
 from tests.harness import live_processes, wait_until
 from tests.timing import INTERRUPTED_S
 from tests.tools.conftest import Env, assert_strict_json, call

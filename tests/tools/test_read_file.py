@@ -17,8 +17,8 @@ from acp_fsm.blocking import BLOCKING_THREAD_NAME, run_blocking
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.tools import read_file
 from acp_fsm.tools.common import ToolError
-from acp_fsm.tools.files import open_text_file
 from acp_fsm.tools.read_file import MAX_READ_BYTES, MAX_READ_LINES
+from acp_fsm.tools.text_files import open_text_file
 from tests.harness import wait_until
 from tests.timing import INTERRUPTED_S
 from tests.tools.conftest import Env, call

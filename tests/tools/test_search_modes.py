@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from acp_fsm.tools import ripgrep
-from acp_fsm.tools.search_files import SearchRequest, render_report, search_tree
+from acp_fsm.tools.search_tree import SearchRequest, render_report, search_tree
 from tests.tools.conftest import Env, call
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from acp_fsm import updates
+from acp_fsm.config_options import Settings
 from acp_fsm.context_budget import ContextBudget
 from acp_fsm.conversation import Conversation
 from acp_fsm.credentials import InForce
@@ -29,7 +30,7 @@ from acp_fsm.library import EMPTY
 from acp_fsm.pricing import Charge
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.protocol.errors import OutboundCancelled
-from acp_fsm.providers.endpoint import ProviderConfig
+from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.errors import ProviderError, StreamCancelled
 from acp_fsm.providers.types import (
     AssistantMessage,
@@ -45,9 +46,8 @@ from acp_fsm.providers.types import (
     Usage,
     UserMessage,
 )
-from acp_fsm.settings import Settings
-from acp_fsm.tools.background import BackgroundJobs
 from acp_fsm.tools.base import Drafts, ToolCallView, ToolEnv, ToolOutcome
+from acp_fsm.tools.job import BackgroundJobs
 from acp_fsm.turn.ports import ModelCall, TurnContext
 from acp_fsm.turn.runner import Turn
 

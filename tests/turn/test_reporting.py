@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from acp_fsm.commands import MCP, STATUS, Command
+from acp_fsm.config_options import PLAN, Settings
 from acp_fsm.fsm.turn import TurnTrigger
 from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.providers.types import Usage
-from acp_fsm.settings import PLAN, Settings
 from acp_fsm.turn.reporting import report
 from tests.turn.memory import Setup
 

@@ -1,9 +1,11 @@
 """`acp-fsm conformance`: any ACP agent, started as an editor starts it, checked against the
 protocol rule by rule.
 
-- `model`: `Rule`, `Check`, `Outcome`, `Result`, and the verdicts a check raises;
-- `probe`: the agent under test (`Target`), each process of it with its transcript
-  (`Probe`), and what one check runs with (`Context`);
+- `model`: `Rule`, `Check`, `Result`; `verdicts`: the `Outcome` and the verdicts a check
+  raises;
+- `context`: the agent under test (`Target`) and what one check runs with (`Context`);
+- `probe`: each process of the agent with its transcript (`Probe`);
+- `reading`: what a check reads of it (a prompt's `Turn`, updates, clipped text);
 - `script`: the scripted model server's answers (streamed, or hanging mid-stream);
 - one module per group of checks: `transport`, `handshake`, `schema`, `sessions`, `cancel`,
   `advertised`, `robustness`;
@@ -15,7 +17,8 @@ The agent runtime never imports this package.
 """
 
 from acp_fsm.devkit.conformance.cli import main
-from acp_fsm.devkit.conformance.model import Check, Outcome, Result, Rule
+from acp_fsm.devkit.conformance.model import Check, Result, Rule
 from acp_fsm.devkit.conformance.runner import GROUPS, Run, run_suite, selected
+from acp_fsm.devkit.conformance.verdicts import Outcome
 
 __all__ = ["GROUPS", "Check", "Outcome", "Result", "Rule", "Run", "main", "run_suite", "selected"]

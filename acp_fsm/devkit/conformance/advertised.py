@@ -8,9 +8,12 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Final
 
-from acp_fsm.devkit.conformance.model import Check, NotApplicable, Rule, Violation
-from acp_fsm.devkit.conformance.probe import Context, Probe, Turn, clip, is_update
+from acp_fsm.devkit.conformance.context import Context
+from acp_fsm.devkit.conformance.model import Check, Rule
+from acp_fsm.devkit.conformance.probe import Probe
+from acp_fsm.devkit.conformance.reading import Turn, clip, is_update
 from acp_fsm.devkit.conformance.script import STREAM_PROMPT
+from acp_fsm.devkit.conformance.verdicts import NotApplicable, Violation
 from acp_fsm.devkit.editor import Message
 
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 from typing import Final
 
-from acp_fsm.devkit.conformance.model import Blocked, Check, Rule, Violation
-from acp_fsm.devkit.conformance.probe import Context, Turn, clip
+from acp_fsm.devkit.conformance.context import Context
+from acp_fsm.devkit.conformance.model import Check, Rule
+from acp_fsm.devkit.conformance.reading import Turn, clip
 from acp_fsm.devkit.conformance.script import HANG_CHUNKS, HANG_PROMPT
+from acp_fsm.devkit.conformance.verdicts import Blocked, Violation
 
 
 async def _cancelled_turn(ctx: Context) -> Turn:

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from acp_fsm.devkit.conformance.model import Blocked, Check, NotApplicable, Rule, Violation
-from acp_fsm.devkit.conformance.probe import INITIALIZE, Context, Probe, Turn, clip
+from acp_fsm.devkit.conformance.context import Context
+from acp_fsm.devkit.conformance.model import Check, Rule
+from acp_fsm.devkit.conformance.probe import INITIALIZE, Probe
+from acp_fsm.devkit.conformance.reading import Turn, clip
 from acp_fsm.devkit.conformance.script import (
     DONE_TEXT,
     NO_TOOL,
@@ -25,6 +27,7 @@ from acp_fsm.devkit.conformance.script import (
     run_prompt,
     write_prompt,
 )
+from acp_fsm.devkit.conformance.verdicts import Blocked, NotApplicable, Violation
 from acp_fsm.devkit.editor import HOLD, Editor, Message
 from acp_fsm.devkit.schema_check.official import AGENT
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from typing import Final
 
-from acp_fsm.devkit.conformance.model import Blocked, Check, Rule, Violation
-from acp_fsm.devkit.conformance.probe import INITIALIZE, Context, clip
+from acp_fsm.devkit.conformance.context import Context
+from acp_fsm.devkit.conformance.model import Check, Rule
+from acp_fsm.devkit.conformance.probe import INITIALIZE
+from acp_fsm.devkit.conformance.reading import clip
+from acp_fsm.devkit.conformance.verdicts import Blocked, Violation
 
 FUTURE_VERSION: Final = 999  # a protocol version no agent supports yet
 

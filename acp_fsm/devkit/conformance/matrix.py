@@ -13,8 +13,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from acp_fsm.devkit.conformance.model import Blocked, Check, NotApplicable, Rule, Violation
-from acp_fsm.devkit.conformance.probe import Context, Probe, asks_authentication, clip
+from acp_fsm.devkit.conformance.context import Context
+from acp_fsm.devkit.conformance.model import Check, Rule
+from acp_fsm.devkit.conformance.probe import Probe
+from acp_fsm.devkit.conformance.reading import asks_authentication, clip
+from acp_fsm.devkit.conformance.verdicts import Blocked, NotApplicable, Violation
 from acp_fsm.devkit.editor import Message, NoAnswer
 
 CLIENT: Final = {

@@ -6,19 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from acp_fsm.devkit.conformance.verdicts import Outcome
+
 if TYPE_CHECKING:
-    from acp_fsm.devkit.conformance.probe import Context
-
-
-class Outcome(StrEnum):
-    PASS = "pass"
-    FAIL = "fail"
-    WARN = "warn"  # a rule of acp-fsm's own, beyond ACP and JSON-RPC, broken: not a fail
-    NOT_APPLICABLE = "n/a"  # the agent does not advertise the capability the check needs
-    SKIPPED = "skip"  # a step the check needs failed first (another check names it)
+    from acp_fsm.devkit.conformance.context import Context
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,38 +37,6 @@ class Check:
     @property
     def group(self) -> str:
         return self.id.split(".", 1)[0]
-
-
-class Verdict(Exception):
-    """A check ends with an outcome other than pass; `evidence`, when given, replaces the
-    transcript's tail as the lines that show it."""
-
-    outcome = Outcome.FAIL
-
-    def __init__(self, reason: str, evidence: list[str] | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.evidence = evidence
-
-
-class Violation(Verdict):
-    """The agent broke the check's rule."""
-
-
-class Misanswered(Verdict):
-    """The agent answered a request in a form that cannot be matched to it (its id of another
-    JSON type, or null): JSON-RPC's rule, broken whatever the check's rule, so never a
-    warning."""
-
-
-class NotApplicable(Verdict):
-    outcome = Outcome.NOT_APPLICABLE
-
-
-class Blocked(Verdict):
-    """A step before the one the rule is about failed (its own check reports it)."""
-
-    outcome = Outcome.SKIPPED
 
 
 @dataclass(slots=True)

@@ -1,11 +1,9 @@
 """The agent under test, started the way an editor starts it, and the steps checks share.
 
-`Target` is what every check starts: the command, its environment (the scripted model server,
-dummy keys, private data directories, the user's `--env`) and the time limits. A check gets a
-`Context`, starts one or more `Probe`s from it (each a fresh agent process, an `AgentLink`
-that reads the agent's output through a bounded `Output`: the messages for the checks, the
-transcript's tail, counts) and leaves them to the context, which ends them and renders the
-evidence: the tail of the transcript."""
+A check gets a `Context` (`conformance.context`) and starts one or more `Probe`s from it,
+each a fresh agent process, an `AgentLink` that reads the agent's output through a bounded
+`Output` (the messages for the checks, the transcript's tail, counts); the context ends them
+and renders the evidence: the tail of the transcript."""
 
 from __future__ import annotations
 
@@ -13,52 +11,40 @@ import asyncio
 import contextlib
 import json
 import secrets
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, Self
 
 from acp_fsm import __version__
 from acp_fsm.devkit.conformance.ids import id_shown, json_type, misanswered
-from acp_fsm.devkit.conformance.model import Blocked, Misanswered, NotApplicable, Violation
 from acp_fsm.devkit.conformance.output import (
     MESSAGE_LIMIT,
     MIB,
     READ_CHUNK,
     Flood,
-    Line,
     Output,
 )
-from acp_fsm.devkit.editor import AgentLink, Editor, Message, NoAnswer, permission_outcome
-from acp_fsm.devkit.schema_check.official import OfficialSchema
+from acp_fsm.devkit.conformance.reading import (
+    ModelCalls,
+    Turn,
+    asks_authentication,
+    clip,
+    is_update,
+    model_not_called,
+    of_turn,
+)
+from acp_fsm.devkit.conformance.verdicts import Blocked, Misanswered, Violation
+from acp_fsm.devkit.editor import AgentLink, Message, NoAnswer, permission_outcome
 
 if TYPE_CHECKING:
     from acp_fsm.devkit.provider import ScriptedProvider
 
-AUTH_REQUIRED: Final = -32000  # ACP's error code: authenticate first
 # The longest wait for one answer or exit: an agent that starts an SDK or a CLI per session
 # takes seconds for session/new, more with four checks at once on two cores.
 WAIT_S: Final = 10.0
 PING: Final = "_conformance/ping"  # an extension request: any answer shows the agent serves
-EVIDENCE_LINES: Final = 20
-EVIDENCE_BYTES: Final = 2048
 Moment = tuple[str, Callable[[], bool]]
 """When to do something in a turn: what is awaited (for the reason when it never comes), and
 the test of it."""
-LINE_CLIP: Final = 240  # characters of one line shown in the evidence
-STDERR_TAIL: Final = 1000
-# The updates that belong to a turn; the others (session_info_update, usage_update, ...) are
-# about the session and may come at any time.
-TURN_KINDS: Final = frozenset(
-    {
-        "user_message_chunk",
-        "agent_message_chunk",
-        "agent_thought_chunk",
-        "tool_call",
-        "tool_call_update",
-        "plan",
-    }
-)
 INITIALIZE: Final = {
     "protocolVersion": 1,
     "clientCapabilities": {
@@ -67,20 +53,6 @@ INITIALIZE: Final = {
     },
     "clientInfo": {"name": "acp-fsm-conformance", "version": __version__},
 }
-
-
-@dataclass(frozen=True)
-class Target:
-    """The agent under test and the limits of every wait."""
-
-    command: tuple[str, ...]
-    env: dict[str, str]
-    project: Path  # the cwd of the sessions the checks open
-    wait_s: float = WAIT_S  # one answer, one exit
-    settle_s: float = 0.3  # how long after a response to watch for stray updates
-    official: OfficialSchema | None = None
-    auth_method: str | None = None  # `--auth`: the authMethods id to log in with
-    model: ScriptedProvider | None = None  # the model server the agent is pointed at
 
 
 class Probe(AgentLink):
@@ -350,195 +322,7 @@ class Probe(AgentLink):
         return Turn(
             response,
             [m for m in self.messages[start:end] if is_update(m, session_id)],
-            [m for m in self.messages[end + 1 :] if is_update(m, session_id) and _of_turn(m)],
+            [m for m in self.messages[end + 1 :] if is_update(m, session_id) and of_turn(m)],
             None if cancelled_at is None else (answered_at - cancelled_at) * 1000,
             calls.count(),
         )
-
-
-class ModelCalls:
-    """The calls to the model server that carry a prompt's tag, from the prompt on: those made
-    for that prompt, among those of the checks running beside it."""
-
-    def __init__(self, server: ScriptedProvider | None, tag: str) -> None:
-        self.server = server
-        self.tag = tag
-        self.since = 0 if server is None else len(server.requests)
-
-    def count(self) -> int | None:
-        """How many there were so far (None: no server to ask)."""
-        if self.server is None:
-            return None
-        tag = self.tag.encode()
-        return sum(tag in request.raw for request in self.server.requests[self.since :])
-
-
-def model_not_called(answered: str | None = None) -> NotApplicable:
-    """The verdict of a check of what the model says or does, on an agent that did not call
-    the model it was pointed at (one that answers by itself, or forwards to its own)."""
-    said = "" if answered is None else f"; it answered {clip(answered, 80)!r}"
-    return NotApplicable(
-        "the agent did not call the model it was pointed at (no request to the scripted "
-        f"model server carried the prompt){said}"
-    )
-
-
-@dataclass
-class Turn:
-    """A prompt's response, the session's updates before it and the turn's updates after it
-    (`TURN_KINDS`); the time from session/cancel to the response, when cancelled; how many
-    model calls carried the prompt (None: no model server to ask)."""
-
-    response: Message
-    updates: list[Message]
-    late: list[Message]
-    cancel_ms: float | None = None
-    model_calls: int | None = None
-
-    def needs_model(self) -> None:
-        """NotApplicable when the agent answered without calling the model it was pointed
-        at: a check of what that model says or does cannot apply."""
-        if self.model_calls == 0:
-            raise model_not_called(self.text())
-
-    @property
-    def stop_reason(self) -> Any:
-        return (self.response.get("result") or {}).get("stopReason")
-
-    def late_kinds(self) -> str:
-        """The kinds of the turn's updates after the response, for a reason."""
-        return f"{len(self.late)} session/update(s) after it: {', '.join(map(kind_of, self.late))}"
-
-    def text(self) -> str:
-        """The text of the agent_message_chunk updates, joined."""
-        return "".join(
-            str(content.get("text", ""))
-            for m in self.updates
-            if kind_of(m) == "agent_message_chunk"
-            and isinstance(content := m["params"]["update"].get("content"), dict)
-        )
-
-
-def is_update(message: Any, session_id: str, kind: str | None = None) -> bool:
-    """A session/update notification of `session_id` (of that kind, when given)."""
-    if not isinstance(message, dict) or message.get("method") != "session/update":
-        return False
-    params = message.get("params")
-    if not isinstance(params, dict) or params.get("sessionId") != session_id or "id" in message:
-        return False
-    update = params.get("update")
-    return kind is None or (isinstance(update, dict) and update.get("sessionUpdate") == kind)
-
-
-def asks_authentication(error: Any) -> bool:
-    """An error that asks the client to authenticate: ACP's auth_required (-32000), or
-    one whose message says so."""
-    if not isinstance(error, dict):
-        return False
-    lowered = str(error.get("message") or "").lower()
-    return error.get("code") == AUTH_REQUIRED or any(
-        word in lowered for word in ("auth_required", "authentication")
-    )
-
-
-def kind_of(update: Message) -> str:
-    """The `sessionUpdate` of a session/update notification."""
-    return str(update["params"]["update"].get("sessionUpdate", "?"))
-
-
-def _of_turn(update: Message) -> bool:
-    return kind_of(update) in TURN_KINDS
-
-
-def clip(text: str, size: int = LINE_CLIP) -> str:
-    return text if len(text) <= size else f"{text[:size]}… ({len(text)} characters)"
-
-
-@dataclass
-class Context:
-    """What one check runs with: its target, and the agents it started."""
-
-    target: Target
-    name: str = "check"  # the check's id: its sessions' cwd is a directory of that name
-    probes: list[Probe] = field(default_factory=list)
-    data: dict[str, Any] = field(default_factory=dict)  # measurements for the report
-
-    async def start(self, editor: Editor | None = None, *, unset: Iterable[str] = ()) -> Probe:
-        """A fresh agent process, its requests answered by `editor` (by default, one that
-        answers a permission request with an error and keeps what is written in memory),
-        the variables `unset` left out of its environment."""
-        gone = set(unset)
-        env = {k: v for k, v in self.target.env.items() if k not in gone}
-        try:
-            probe = await Probe.spawn(
-                env, command=self.target.command, editor=editor or Editor(), kept=True
-            )
-        except OSError as exc:
-            raise Violation(
-                f"could not start {' '.join(self.target.command)}: {exc.strerror or exc}"
-            ) from None
-        probe.wait_s, probe.settle_s = self.target.wait_s, self.target.settle_s
-        probe.auth_method = self.target.auth_method
-        probe.model = self.target.model
-        cwd = self.target.project / self.name
-        cwd.mkdir(parents=True, exist_ok=True)
-        probe.session_cwd = str(cwd)
-        self.probes.append(probe)
-        return probe
-
-    async def restart(self, probe: Probe) -> Probe:
-        """End `probe` as an editor does (stdin closed, the exit awaited; killed, as editors
-        do, when it has not exited in time: `robustness.stdin_eof` holds that rule), then a
-        fresh agent, initialized."""
-        try:
-            await probe.close(self.target.wait_s)
-        except NoAnswer as exc:
-            self.data["killed"] = f"{exc}; killed before the next agent started"
-            await probe.kill()
-        fresh = await self.start()
-        await fresh.initialize()
-        return fresh
-
-    async def close(self) -> None:
-        for probe in self.probes:
-            await probe.kill()
-
-    @property
-    def agent_info(self) -> Any:
-        return next((p.initialized.get("agentInfo") for p in self.probes if p.initialized), None)
-
-    def evidence(self) -> list[str]:
-        """The tail of the transcripts: at most `EVIDENCE_LINES` lines and about
-        `EVIDENCE_BYTES` bytes, each line clipped."""
-        lines: list[str] = []
-        for number, probe in enumerate(self.probes, 1):
-            prefix = f"[agent {number}] " if len(self.probes) > 1 else ""
-            lines += [f"{prefix}{shown(line)}" for line in probe.output.recent]
-        tail = lines[-EVIDENCE_LINES:]
-        while len(tail) > 1 and sum(len(line) + 1 for line in tail) > EVIDENCE_BYTES:
-            tail.pop(0)
-        return tail
-
-    def stderr(self) -> str:
-        """The end of the agents' stderr, after the size of the whole when that was more."""
-        tail = "".join(probe.stderr_tail(STDERR_TAIL) for probe in self.probes)[-STDERR_TAIL:]
-        written = sum(probe.output.stderr.bytes for probe in self.probes)
-        if written <= len(tail.encode()):
-            return tail
-        lines = sum(probe.output.stderr.lines for probe in self.probes)
-        return (
-            f"[{written:,} bytes in {lines:,} newline(s); the last {len(tail):,} characters] {tail}"
-        )
-
-
-def shown(line: Line) -> str:
-    """A kept line as evidence: its arrow, its text clipped, and what was not read of it."""
-    text = line.head.decode("utf-8", "replace")
-    if line.overlong:
-        return (
-            f"{line.arrow} {text[:LINE_CLIP]}… (a line of {line.size:,} bytes or more: longer "
-            f"than the {MESSAGE_LIMIT // MIB} MiB the tool reads as one message, not read)"
-        )
-    if line.size > len(line.head):
-        return f"{line.arrow} {text[:LINE_CLIP]}… ({line.size:,} bytes)"
-    return f"{line.arrow} {clip(text)}"

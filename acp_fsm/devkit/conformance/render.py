@@ -7,8 +7,9 @@ import json
 from typing import Any, Final
 
 from acp_fsm import __version__
-from acp_fsm.devkit.conformance.model import Outcome, Result
+from acp_fsm.devkit.conformance.model import Result
 from acp_fsm.devkit.conformance.runner import Run
+from acp_fsm.devkit.conformance.verdicts import Outcome
 
 REASON_WIDTH: Final = 72
 SHOWN: Final = (Outcome.FAIL, Outcome.WARN)  # the outcomes shown with their evidence

@@ -7,8 +7,10 @@ import asyncio
 import json
 from typing import Final
 
-from acp_fsm.devkit.conformance.model import Check, Rule, Violation
-from acp_fsm.devkit.conformance.probe import Context, clip
+from acp_fsm.devkit.conformance.context import Context
+from acp_fsm.devkit.conformance.model import Check, Rule
+from acp_fsm.devkit.conformance.reading import clip
+from acp_fsm.devkit.conformance.verdicts import Violation
 
 MALFORMED: Final = b'{"jsonrpc": "2.0", "id": 1, "method": \n'
 

@@ -23,9 +23,11 @@ from acp_fsm.devkit.conformance import (
     sessions,
     transport,
 )
-from acp_fsm.devkit.conformance.model import Check, Outcome, Result, Verdict, Violation
-from acp_fsm.devkit.conformance.probe import WAIT_S, Context, Target
+from acp_fsm.devkit.conformance.context import Context, Target
+from acp_fsm.devkit.conformance.model import Check, Result
+from acp_fsm.devkit.conformance.probe import WAIT_S
 from acp_fsm.devkit.conformance.script import answer
+from acp_fsm.devkit.conformance.verdicts import Outcome, Verdict, Violation
 from acp_fsm.devkit.provider import ScriptedProvider
 from acp_fsm.devkit.schema_check.official import OfficialSchema
 

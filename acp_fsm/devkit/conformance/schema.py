@@ -8,9 +8,11 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Final
 
-from acp_fsm.devkit.conformance.model import Blocked, Check, Rule, Violation
-from acp_fsm.devkit.conformance.probe import Context, clip
+from acp_fsm.devkit.conformance.context import Context
+from acp_fsm.devkit.conformance.model import Check, Rule
+from acp_fsm.devkit.conformance.reading import clip
 from acp_fsm.devkit.conformance.script import STREAM_PROMPT
+from acp_fsm.devkit.conformance.verdicts import Blocked, Violation
 from acp_fsm.devkit.editor import NoAnswer, Record
 from acp_fsm.devkit.schema_check.official import AGENT
 

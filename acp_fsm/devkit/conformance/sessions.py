@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 from typing import Final
 
-from acp_fsm.devkit.conformance.model import Check, Rule, Violation
-from acp_fsm.devkit.conformance.probe import Context, Turn, clip, kind_of
+from acp_fsm.devkit.conformance.context import Context
+from acp_fsm.devkit.conformance.model import Check, Rule
+from acp_fsm.devkit.conformance.reading import Turn, clip, kind_of
 from acp_fsm.devkit.conformance.script import STREAM_PROMPT, STREAMED_TEXT
+from acp_fsm.devkit.conformance.verdicts import Violation
 
 
 async def _turn(ctx: Context) -> Turn:

@@ -6,10 +6,13 @@ import asyncio
 import json
 from typing import Any, Final
 
-from acp_fsm.devkit.conformance.model import Blocked, Check, Rule, Violation
+from acp_fsm.devkit.conformance.context import Context, shown
+from acp_fsm.devkit.conformance.model import Check, Rule
 from acp_fsm.devkit.conformance.output import MESSAGE_LIMIT, MIB
-from acp_fsm.devkit.conformance.probe import INITIALIZE, PING, Context, clip, shown
+from acp_fsm.devkit.conformance.probe import INITIALIZE, PING
+from acp_fsm.devkit.conformance.reading import clip
 from acp_fsm.devkit.conformance.script import STREAM_PROMPT
+from acp_fsm.devkit.conformance.verdicts import Blocked, Violation
 
 LONG_LINE_BYTES: Final = 1 << 20  # far past the 64 KiB line limit of a default asyncio reader
 ECHOED_IDS: Final = ("7", "conformance-id", 0, -1, 2**53 - 1)  # ids of both types, edge values

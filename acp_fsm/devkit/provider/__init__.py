@@ -51,6 +51,7 @@ each API refuses), `models` (the model listings), `local` (local OpenAI-compatib
 `server` (the aiohttp server).
 """
 
+from acp_fsm.devkit.provider.anthropic_wire import render_anthropic
 from acp_fsm.devkit.provider.local import (
     LLAMA_CPP,
     LLAMA_CPP_PYTHON,
@@ -61,6 +62,7 @@ from acp_fsm.devkit.provider.local import (
     LocalServer,
 )
 from acp_fsm.devkit.provider.models import MODELS_PATH
+from acp_fsm.devkit.provider.openai_wire import render_openai, render_responses
 from acp_fsm.devkit.provider.rules import estimate_tokens
 from acp_fsm.devkit.provider.script import (
     DEFAULT_MODELS,
@@ -78,7 +80,6 @@ from acp_fsm.devkit.provider.script import (
     Truncate,
 )
 from acp_fsm.devkit.provider.server import OPENAI_PATH, SHUTDOWN_TIMEOUT_S, ScriptedProvider
-from acp_fsm.devkit.provider.wire import render_anthropic, render_openai, render_responses
 
 __all__ = [
     "DEFAULT_MODELS",

@@ -21,9 +21,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from acp_fsm.devkit.provider.openai_wire import render_openai
 from acp_fsm.devkit.provider.rules import Rejection
 from acp_fsm.devkit.provider.script import HttpError, Raw, Reply, Scripted
-from acp_fsm.devkit.provider.wire import json_text, render_openai, sse
+from acp_fsm.devkit.provider.wire import json_text, sse
 
 Describe = Callable[[Sequence[str], int | None, set[str]], dict[str, Any]]
 """An endpoint where a server states its window: (its models, its window, the models loaded)

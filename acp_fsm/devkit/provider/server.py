@@ -20,6 +20,8 @@ from typing import Any, Protocol
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from acp_fsm.devkit.provider.anthropic_rules import AnthropicRules
+from acp_fsm.devkit.provider.anthropic_wire import AnthropicWire
 from acp_fsm.devkit.provider.local import Describe, LocalServer
 from acp_fsm.devkit.provider.models import (
     MODELS_PATH,
@@ -27,13 +29,9 @@ from acp_fsm.devkit.provider.models import (
     anthropic_models,
     openai_models,
 )
-from acp_fsm.devkit.provider.rules import (
-    AnthropicRules,
-    OpenAiRules,
-    Rejection,
-    ResponsesRules,
-    estimate_tokens,
-)
+from acp_fsm.devkit.provider.openai_rules import OpenAiRules, ResponsesRules
+from acp_fsm.devkit.provider.openai_wire import OpenAiWire, ResponsesWire
+from acp_fsm.devkit.provider.rules import Rejection, estimate_tokens
 from acp_fsm.devkit.provider.script import (
     DEFAULT_MODELS,
     DEFAULT_USAGE,
@@ -51,13 +49,7 @@ from acp_fsm.devkit.provider.script import (
     Scripted,
     Served,
 )
-from acp_fsm.devkit.provider.wire import (
-    AnthropicWire,
-    OpenAiWire,
-    ResponsesWire,
-    json_text,
-    new_id,
-)
+from acp_fsm.devkit.provider.wire import json_text, new_id
 
 OPENAI_PATH = "/v1/chat/completions"
 RESPONSES_PATH = "/v1/responses"

@@ -2,6 +2,8 @@
 
 - `scenario`: `run_session` drives the real agent through a scripted session with the
   scripted editor (`acp_fsm.devkit.editor`), keeping every message the agent writes as a `Record`;
+- `session_script`: the session's cast: the tool calls and the editor's answers, the model's
+  replies, the agent's environment; `session_run`: what the session saw (`SessionRun`);
 - `source`: where the official schema comes from: the path given, else the user's cached
   copy, fetched once from the npm registry and checked (`official_schema`);
 - `official`: the official ACP schema, loaded (`OfficialSchema`);
@@ -34,7 +36,9 @@ from acp_fsm.devkit.schema_check.coverage import (
 )
 from acp_fsm.devkit.schema_check.official import AGENT, CLIENT, OfficialSchema
 from acp_fsm.devkit.schema_check.report import Report, Row, check_records
-from acp_fsm.devkit.schema_check.scenario import CALLS, ScenarioError, SessionRun, Turn, run_session
+from acp_fsm.devkit.schema_check.scenario import ScenarioError, run_session
+from acp_fsm.devkit.schema_check.session_run import SessionRun, Turn
+from acp_fsm.devkit.schema_check.session_script import CALLS
 from acp_fsm.devkit.schema_check.source import (
     REGISTRY_ENV,
     SCHEMA_ENV,

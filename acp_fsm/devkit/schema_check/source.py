@@ -128,7 +128,7 @@ def fetch_schema() -> Path:
                 f"of {SDK_NAME} {SDK_VERSION} (its sha256 differs from the "
                 f"pinned {pinned}): refused, nothing cached; {PASS_A_PATH}"
             )
-    from acp_fsm.system.files import atomic_write
+    from acp_fsm.system.atomic_write import atomic_write
 
     for member, schema in reversed(schemas.items()):  # schema.json last
         path = _cached(member)

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from acp_fsm import pricing, redact, settings
+from acp_fsm import config_options, pricing, redact
 from acp_fsm.blocking import Shared
 from acp_fsm.instructions import BRIEF, reopened, system_prompt
 from acp_fsm.library import skills_prompt
 from acp_fsm.providers.anthropic import THINKING_BUDGETS
-from acp_fsm.providers.endpoint import ANTHROPIC, ProviderConfig
+from acp_fsm.providers.config import ANTHROPIC, ProviderConfig
 from acp_fsm.providers.types import Finished, ModelRequest, ToolSpec, Usage
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ async def instructions(turn: Turn) -> str:
 
 def model(turn: Turn) -> str:
     """The model the next model call uses, as the settings are now."""
-    return settings.model_of(turn.context.settings(), turn.config())
+    return config_options.model_of(turn.context.settings(), turn.config())
 
 
 async def request(turn: Turn) -> ModelRequest:
@@ -48,7 +48,7 @@ async def request(turn: Turn) -> ModelRequest:
     config = turn.config()
     context = turn.context
     chosen = context.settings()
-    model = settings.model_of(chosen, config)
+    model = config_options.model_of(chosen, config)
     system = await instructions(turn)
     from acp_fsm.tools import SMALL_WINDOW_TOKENS, edit_style, listed  # with the first call
 
@@ -56,7 +56,7 @@ async def request(turn: Turn) -> ModelRequest:
         system = reopened(system, context.roots[0], BRIEF)  # the room is the conversation's
     # what the mode allows; a read-only turn (/review) and a subagent are told their own
     if not turn.read_only and not context.subagent:
-        system = f"{system}\n\n{settings.MODE_NOTES[turn.mode]}"
+        system = f"{system}\n\n{config_options.MODE_NOTES[turn.mode]}"
     jobs = context.background.summary()
     if jobs:
         system = f"{system}\n\n{jobs}"
@@ -79,14 +79,14 @@ async def request(turn: Turn) -> ModelRequest:
         tools=tuple(
             ToolSpec(t.name, t.description, t.input_schema)
             for t in turn.tools.values()
-            if settings.offered(turn.mode, t.kind)
+            if config_options.offered(turn.mode, t.kind)
             and listed(t.name, style, window(turn))
             and (skills or t.name != SKILL_TOOL)
         ),
         # never more than half the window: a server that counts the answer's
         # room in (vLLM) refuses the request otherwise
         max_tokens=min(config.max_tokens, max(1, window(turn) // 2)),
-        reasoning=settings.thought_level(chosen, config.provider, model),
+        reasoning=config_options.thought_level(chosen, config.provider, model),
     )
 
 

@@ -4,7 +4,7 @@ They are ACP session config options (`configOptions`, `session/set_config_option
 `config_option_update`), and the mode is also served the older way (`modes`,
 `session/set_mode`, `current_mode_update`). A session stores its `Settings` as `settings`
 entries, the last one wins (docs/settings.md). Pure: no IO here; the model list comes from
-`acp_fsm.models`.
+`acp_fsm.model_catalog`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 if TYPE_CHECKING:
-    from acp_fsm.providers.endpoint import ProviderConfig
+    from acp_fsm.providers.config import ProviderConfig
     from acp_fsm.schemas import acp_types as acp
 
 from acp_fsm.errors import BadRequest
@@ -133,10 +133,10 @@ class Settings(NamedTuple):
 
 
 def model_of(chosen: Settings, config: ProviderConfig) -> str:
-    """The model calls use: the one chosen, else the default (`models.CATALOG`)."""
+    """The model calls use: the one chosen, else the default (`model_catalog.CATALOG`)."""
     if chosen.model:
         return chosen.model
-    from acp_fsm.models import CATALOG
+    from acp_fsm.model_catalog import CATALOG
 
     return CATALOG.default_model(config)
 

@@ -23,7 +23,7 @@ import structlog
 from acp_fsm.compatible import ListingError as ListingError  # login checks a key with it
 from acp_fsm.compatible import ServerInfo, get_json, probe
 from acp_fsm.credentials import needs_login
-from acp_fsm.providers.endpoint import ANTHROPIC, ProviderConfig
+from acp_fsm.providers.config import ANTHROPIC, ProviderConfig
 from acp_fsm.warm import aiohttp_imported
 
 if TYPE_CHECKING:
@@ -222,7 +222,7 @@ class Catalog:
             pass  # no cache yet, or one this version cannot read: fetched again
 
     def _save(self) -> None:
-        from acp_fsm.system.files import atomic_write
+        from acp_fsm.system.atomic_write import atomic_write
 
         path = _cache_path()
         data = {

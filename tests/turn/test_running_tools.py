@@ -1,6 +1,6 @@
-"""`running_tools`' work (`acp_fsm.turn.tools.run_tools`) over in-memory ports: the calls run
-in order (or together), each result stored before it is shown, refused calls answered, the
-request limit, and a cancel while a call runs."""
+"""`running_tools`' work (`acp_fsm.turn.running_tools.run_tools`) over in-memory ports: the
+calls run in order (or together), each result stored before it is shown, refused calls
+answered, the request limit, and a cancel while a call runs."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.tools.base import Tool, ToolEnv, ToolOutcome
 from acp_fsm.turn.calls import classify
 from acp_fsm.turn.runner import Turn
-from acp_fsm.turn.tools import run_tools
+from acp_fsm.turn.running_tools import run_tools
 from tests.turn.memory import Gate, Setup, call
 
 S = ToolCallState

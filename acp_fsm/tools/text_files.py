@@ -192,7 +192,7 @@ def write_disk(wanted: list[changes.Change]) -> None:
     """Make every change on disk or none, even if the process is killed midway (blocking):
     `system.changes` journals the set, and the next process rolls back one left half made.
     Each folder is opened without following links: one replaced by a link since the path was
-    resolved fails the write (`changes.Relinked`) instead of taking it elsewhere."""
+    resolved fails the write (`nofollow.Relinked`) instead of taking it elsewhere."""
     from acp_fsm.store import changes_path  # the home, as the store finds it
 
     changes.apply(wanted, changes_path())
