@@ -55,7 +55,6 @@ REPLACING = ("edit_file", "multi_edit")
 PATCHING = ("apply_patch",)
 # OpenAI's model families trained on apply_patch, by name (a router's `openai/` prefix aside).
 _PATCH_MODELS = re.compile(r"^(?:[\w.-]+/)?(?:gpt-|o\d|codex)|codex", re.IGNORECASE)
-_OPENAI_FORMATS = ("openai", "openai-responses")
 
 
 def edit_style(provider: str | None, model: str) -> str:
@@ -64,7 +63,7 @@ def edit_style(provider: str | None, model: str) -> str:
     chosen = env_vars.edit_tools()
     if chosen is not None:
         return chosen
-    if provider in _OPENAI_FORMATS and _PATCH_MODELS.search(model):
+    if provider == "openai" and _PATCH_MODELS.search(model):  # Chat Completions or Responses
         return "patch"
     return "replace"
 
