@@ -262,7 +262,6 @@ async def test_a_failed_disk_write_puts_back_what_was_written(env: Env, project:
         ("openai", "gpt-5-codex", "patch"),
         ("openai", "codex-mini-latest", "patch"),
         ("openai", "openai/gpt-5", "patch"),
-        ("openai-responses", "gpt-5", "patch"),
         ("openai", "qwen2.5-coder-7b", "replace"),
         ("openai", "llama-3.1-8b", "replace"),
         ("openai", "gemma-3-270m-it", "replace"),
