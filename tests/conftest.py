@@ -22,6 +22,7 @@ from tests.workers import (
     run_folder,
     slow_first,
     spreads,
+    workers,
 )
 
 GUARD = pytest.StashKey[Guard]()
@@ -36,12 +37,12 @@ def _deaf(signum: int, frame: object) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_cmdline_main(config: pytest.Config) -> Generator[None, object, object]:
-    # A folder's tests on one worker a core unless the command line says how many, handed
-    # out a file at a time in the order collected (tests/workers.py); before pytest-xdist
-    # reads the options.
+    # A folder's tests on one worker a core and one more unless the command line says how
+    # many, handed out a file at a time in the order collected (tests/workers.py); before
+    # pytest-xdist reads the options.
     option = config.option
     if getattr(option, "numprocesses", 0) is None and spreads(config):
-        option.numprocesses = "auto"
+        option.numprocesses = workers()
     if getattr(option, "numprocesses", None) and option.dist == "no":
         option.dist = "loadfile"
         option.loadscopereorder = False

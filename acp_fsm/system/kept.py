@@ -119,16 +119,13 @@ async def spawn_kept(
         raise
     finally:
         theirs.close()
+    kept = Kept()
     try:
-        _, kept = await asyncio.get_running_loop().create_unix_connection(Kept, sock=ours)
-    except BaseException:
-        ours.close()
-        discard(started)
-        raise
-    try:
+        await asyncio.get_running_loop().create_unix_connection(lambda: kept, sock=ours)
         await until(kept.started)
     except BaseException:
         kept.close()
+        ours.close()
         discard(started)
         # Nobody awaits the start any more: that it fails now, as the keeper gives up, is
         # expected, not an error for asyncio to log ("exception was never retrieved").

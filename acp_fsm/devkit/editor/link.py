@@ -142,13 +142,19 @@ class AgentLink:
         }
         keeper: Kept | None = None
         if kept:
-            proc, keeper = await spawn_kept(
-                asyncio.create_subprocess_exec,
-                argv,
-                _close_process,
-                ends_with_leader=True,
-                **spawn_options,
-            )
+            given_up: list[asyncio.subprocess.Process] = []
+            try:
+                proc, keeper = await spawn_kept(
+                    asyncio.create_subprocess_exec,
+                    argv,
+                    given_up.append,
+                    ends_with_leader=True,
+                    **spawn_options,
+                )
+            finally:
+                for started in given_up:  # its lifeline closed: it ends the agent, and exits
+                    await _reaped(started)
+                    started._transport.close()  # type: ignore[attr-defined]
         else:
             proc = await asyncio.create_subprocess_exec(*argv, **spawn_options)
         assert proc.stdin is not None
@@ -435,14 +441,9 @@ class AgentLink:
         """`kill -9` the agent if it still runs (`kept`: everything it started too, whatever
         process group it is in) and stop reading it (idempotent). Pipes a process out of
         reach still holds are closed after `KILL_WAIT_S`."""
-        proc = self.proc
         self._kill_now()
-        if proc is not None:
-            try:
-                await asyncio.wait_for(asyncio.shield(proc.wait()), KILL_WAIT_S)
-            except TimeoutError:
-                proc._transport.close()  # type: ignore[attr-defined]
-                await proc.wait()
+        if self.proc is not None:
+            await _reaped(self.proc)
         if self.kept is not None:
             self.kept.close()
         for reader in self._readers:
@@ -450,8 +451,15 @@ class AgentLink:
         await asyncio.gather(*self._readers, return_exceptions=True)
 
 
-def _close_process(proc: asyncio.subprocess.Process) -> None:
-    proc._transport.close()  # type: ignore[attr-defined]
+async def _reaped(proc: asyncio.subprocess.Process) -> None:
+    """Wait for `proc`'s exit; after `KILL_WAIT_S`, close its pipes (`kill -9` when it still
+    runs) and wait for that. A process nobody waited for outlives the event loop that started
+    it, and its `Popen` warns when collected, in whatever runs then."""
+    try:
+        await asyncio.wait_for(asyncio.shield(proc.wait()), KILL_WAIT_S)
+    except TimeoutError:
+        proc._transport.close()  # type: ignore[attr-defined]
+        await proc.wait()
 
 
 def result_of(response: Message, method: str = "") -> Any:
