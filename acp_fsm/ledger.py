@@ -12,20 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from acp_fsm import pricing
+from acp_fsm import pricing, updates
 from acp_fsm.providers.types import Usage
 
 if TYPE_CHECKING:
     from acp_fsm.store import Entry
-
-# `Usage`'s fields as a stored entry names them (`updates.usage_totals`).
-_STORED_NAMES = (
-    ("input_tokens", "inputTokens"),
-    ("output_tokens", "outputTokens"),
-    ("cache_read_tokens", "cachedReadTokens"),
-    ("cache_write_tokens", "cachedWriteTokens"),
-    ("thought_tokens", "thoughtTokens"),
-)
 
 
 class Ledger:
@@ -66,5 +57,5 @@ def _usage(stored: Any) -> Usage:
     """A stored entry's tokens (liberal: what an entry lacks counts 0)."""
     if not isinstance(stored, dict):
         return Usage()
-    counts = {field: stored.get(name) for field, name in _STORED_NAMES}
+    counts = {field: stored.get(name) for field, name in updates.USAGE_NAMES}
     return Usage(**{field: n if isinstance(n, int) else 0 for field, n in counts.items()})

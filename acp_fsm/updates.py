@@ -120,18 +120,24 @@ def plan(entries: list[acp.PlanEntry]) -> acp.SessionUpdatePlan:
     return {"sessionUpdate": "plan", "entries": entries}
 
 
+# `Usage`'s counts by the names ACP's (unstable) `Usage` gives them, which a stored `usage`
+# entry keeps (`ledger` reads them back).
+USAGE_NAMES = (
+    ("input_tokens", "inputTokens"),
+    ("output_tokens", "outputTokens"),
+    ("cache_read_tokens", "cachedReadTokens"),
+    ("cache_write_tokens", "cachedWriteTokens"),
+    ("thought_tokens", "thoughtTokens"),
+)
+
+
 def usage_totals(usage: Usage) -> dict[str, int]:
-    """Token counts as ACP's (unstable) `Usage` names them; the reasoning ones (counted in
-    the output's) when the provider told them."""
-    totals = {
-        "inputTokens": usage.input_tokens,
-        "outputTokens": usage.output_tokens,
-        "cachedReadTokens": usage.cache_read_tokens,
-        "cachedWriteTokens": usage.cache_write_tokens,
-        "totalTokens": usage.input_tokens + usage.output_tokens,
-    }
-    if usage.thought_tokens:
-        totals["thoughtTokens"] = usage.thought_tokens
+    """Token counts as ACP's (unstable) `Usage` names them (`USAGE_NAMES`), with their total;
+    the reasoning ones (counted in the output's) when the provider told them."""
+    totals: dict[str, int] = {name: getattr(usage, field) for field, name in USAGE_NAMES}
+    if not usage.thought_tokens:
+        del totals["thoughtTokens"]
+    totals["totalTokens"] = usage.input_tokens + usage.output_tokens
     return totals
 
 
