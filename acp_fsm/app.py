@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -18,6 +18,9 @@ from acp_fsm.protocol.connection import Connection
 from acp_fsm.protocol.streams import Output, start_reading
 from acp_fsm.providers.http import close_client_session
 from acp_fsm.server import AcpServer
+
+if TYPE_CHECKING:
+    from acp_fsm.startup import Served
 
 log = structlog.get_logger("acp")
 
@@ -35,15 +38,14 @@ async def run(
     protocol_fd: int,
     pending: bytes,
     handshake: Handshake,
-    early_params: dict[str, Any] | None,
-    answered_ms: float | None,
+    served: Served,
     *,
     input_ended: bool = False,
     extensions: Sequence[Extension] = (),
 ) -> int:
-    """Serve the connection until it closes; `extensions` add their methods to the server
-    before the first message is read."""
-    client = ClientInfo(early_params) if early_params is not None else None
+    """Serve the connection until it closes, from where the startup path left it (`served`);
+    `extensions` add their methods to the server before the first message is read."""
+    client = ClientInfo(served.client) if served.client is not None else None
     server = AcpServer(handshake, client=client)
     for extend in extensions:
         extend(server)
@@ -67,8 +69,15 @@ async def run(
     server.attach(connection)
     schemas.plain_first(warm.FIRST_SCHEMAS)  # their validators: built after the first session
     if client is not None:
-        log.info("initialized", client=client.info, fast_path=True, answered_ms=answered_ms)
-        connection.audit_sent("initialize", "result", initialize_result(early_params))
+        log.info(
+            "initialized", client=client.info, fast_path=True, answered_ms=served.initialize_ms
+        )
+        connection.audit_sent("initialize", "result", initialize_result(served.client))
+    first = served.first_session
+    if first is not None:  # taken over before any later line is read
+        await server.open_first(first, served.session_ms)
+        connection.audit_sent("session/new", "result", first.answer)
+        connection.audit_sent("session/update", "notification", first.announcement)
     if pending:
         connection.feed(pending)
     if input_ended:  # read before the loop ran (a terminal's Ctrl+D is not seen twice)

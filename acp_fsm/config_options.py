@@ -270,6 +270,32 @@ def _config_options(
     return options
 
 
+def for_session(settings: Settings, config: ProviderConfig | None) -> list[acp.SessionConfigOption]:
+    """`config_options` of a session with `settings` working with `config` (the provider
+    configuration as read; None when it is not usable, and only the mode is offered: the
+    first prompt names the configuration error), its models those known now
+    (`model_catalog.CATALOG`)."""
+    if config is None:
+        return config_options(settings, "", "", [])
+    from acp_fsm.model_catalog import CATALOG
+    from acp_fsm.providers.config import api_of
+
+    models, model = CATALOG.models(config), model_of(settings, config)
+    return config_options(
+        settings,
+        config.provider,
+        model,
+        models,
+        elsewhere={m for m in (*models, model) if api_of(config, m) != config.api},
+    )
+
+
+def setup_result(settings: Settings, config: ProviderConfig | None) -> acp.LoadSessionResponse:
+    """What `session/new`, `load` and `resume` answer besides the id: the options, and the
+    mode the older way."""
+    return {"configOptions": for_session(settings, config), "modes": modes(settings)}
+
+
 def modes(settings: Settings) -> acp.SessionModeState:
     """The same choice of mode as ACP's older `modes` (a `SessionModeState`)."""
     return {

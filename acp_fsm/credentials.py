@@ -16,11 +16,11 @@ import os
 import stat
 import time
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from acp_fsm import redact
-from acp_fsm.blocking import Shared
 from acp_fsm.errors import LoginRequired
 from acp_fsm.providers.config import (
     ANTHROPIC,
@@ -39,6 +39,7 @@ from acp_fsm.providers.config import (
 from acp_fsm.small_files import NotRegular, read_head
 
 if TYPE_CHECKING:
+    from acp_fsm.blocking import Shared
     from acp_fsm.initialize import ClientInfo
 
 FILE = "credentials.json"
@@ -118,7 +119,7 @@ class InForce(NamedTuple):
 
 
 def path() -> Path:
-    from acp_fsm.store import default_path
+    from acp_fsm.sessions_db import default_path
 
     return default_path().with_name(FILE)
 
@@ -254,12 +255,18 @@ async def read() -> InForce:
     """`in_force`, read in a worker thread (one read for those who ask at once, each one
     started after they asked: `blocking.Shared`): a slow file system never holds up the event
     loop. The stored key is a secret from then on."""
-    found = await _read_shared(None)
+    found = await _shared_read()(None)
     learn(found.stored)
     return found
 
 
-_read_shared = Shared(in_force)
+@cache
+def _shared_read() -> Shared[InForce]:
+    """The shared reads of `read`, made at its first use: `in_force` is also on the startup
+    path, before asyncio is imported."""
+    from acp_fsm.blocking import Shared
+
+    return Shared(in_force)
 
 
 def needs_login(config: ProviderConfig) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from acp_fsm.errors import BadRequest
-from acp_fsm.store import MAX_BODY_BYTES, stored_size
+from acp_fsm.sessions_db import MAX_BODY_BYTES
 
 # A path the agent keeps and lists again (cwd, additionalDirectories): Linux's PATH_MAX.
 MAX_PATH_CHARS = 4096
@@ -65,7 +65,9 @@ def check_nesting(name: str, value: Any) -> None:
 
 
 def check_stored(name: str, body: dict[str, Any]) -> None:
-    """`body` fits one store entry (`store.MAX_BODY_BYTES`), as it will be stored."""
+    """`body` fits one store entry (`MAX_BODY_BYTES`), as it will be stored."""
+    from acp_fsm.store import stored_size  # orjson: not on the startup path
+
     size = stored_size(body)  # what orjson refuses (a lone surrogate) the store still holds
     if size > MAX_BODY_BYTES:
         raise BadRequest(

@@ -249,7 +249,7 @@ async def _check(config: ProviderConfig) -> int:
     it or could not be reached."""
     import aiohttp
 
-    from acp_fsm.model_catalog import ListingError, list_models
+    from acp_fsm.model_listing import ListingError, list_models
 
     try:
         models = await asyncio.wait_for(list_models(config, CHECK_TIMEOUT_S), CHECK_TIMEOUT_S)

@@ -2,15 +2,16 @@
 
 `ACP_FSM_MODELS` (comma-separated) is the list when set. Otherwise the list comes from the
 provider's models endpoint (OpenAI-compatible `GET {base}/models`, Anthropic
-`GET {base}/v1/models`), fetched in the background with a short timeout and kept for a day
-in `$ACP_FSM_HOME/models.json`. Until a fetch succeeds, the list is the last one kept, else the
-configured model and a short built-in list. A session answers at once with what is known and is
-told of a better list later (`config_option_update`).
+`GET {base}/v1/models`: `acp_fsm.model_listing`), fetched in the background with a short
+timeout and kept for a day in `$ACP_FSM_HOME/models.json`. Until a fetch succeeds, the list is
+the last one kept, else the configured model and a short built-in list. A session answers at
+once with what is known and is told of a better list later (`config_option_update`). What is
+known is read without asyncio or the logging library: the startup path answers the first
+`session/new` with it (`acp_fsm.early_session`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import time
@@ -18,18 +19,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import structlog
-
-from acp_fsm.compatible import ListingError as ListingError  # login checks a key with it
-from acp_fsm.compatible import ServerInfo, get_json, probe
 from acp_fsm.credentials import needs_login
 from acp_fsm.providers.config import ANTHROPIC, ProviderConfig
-from acp_fsm.warm import aiohttp_imported
 
 if TYPE_CHECKING:
-    import aiohttp
+    import asyncio
 
-log = structlog.get_logger("models")
+    from acp_fsm.compatible import ServerInfo
 
 CACHE_FILE = "models.json"
 CACHE_TTL_S = 24 * 3600
@@ -39,23 +35,6 @@ BUILT_IN = {
     ANTHROPIC: ("claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"),
     "openai": ("gpt-5", "gpt-5-mini", "gpt-4.1"),
 }
-# Ids of OpenAI models that do not chat (embeddings, speech, images, moderation, ...).
-_NOT_CHAT = (
-    "embedding",
-    "tts",
-    "whisper",
-    "dall-e",
-    "davinci",
-    "babbage",
-    "moderation",
-    "image",
-    "transcribe",
-    "realtime",
-    "audio",
-    "search",
-    "computer-use",
-    "sora",
-)
 
 
 def override() -> list[str] | None:
@@ -81,7 +60,7 @@ def listing_timeout_s(config: ProviderConfig) -> float:
 
 
 def _cache_path() -> Path:
-    from acp_fsm.store import default_path
+    from acp_fsm.sessions_db import default_path
 
     return default_path().with_name(CACHE_FILE)
 
@@ -145,6 +124,8 @@ class Catalog:
         self._start(config, on_change)
 
     def _start(self, config: ProviderConfig, on_change: Callable[[], None]) -> None:
+        import asyncio
+
         self._on_change = [on_change]
         self._fetching = asyncio.ensure_future(self._fetch(config))
 
@@ -153,6 +134,8 @@ class Catalog:
         says of itself (its default model, its window), started if it was not yet asked;
         None for the providers' own APIs, once it answered or was waited for once (a server
         that does not answer costs the first call its bound, not every call)."""
+        import asyncio
+
         key = _cache_key(config)
         if config.official or key in self._waited:
             return None  # a later fetch (after a failure) is not waited for at every call
@@ -175,6 +158,13 @@ class Catalog:
             self._start(config, lambda: None)
 
     async def _fetch(self, config: ProviderConfig) -> None:
+        import asyncio
+
+        import structlog
+
+        from acp_fsm.model_listing import server_info
+
+        log = structlog.get_logger("models")
         before = self.models(config)
         limit = listing_timeout_s(config)
         try:
@@ -197,7 +187,8 @@ class Catalog:
             self._failed_at = time.time()
             return
         self._models[_cache_key(config)] = (time.time(), info.models)
-        self._save()
+        if (unsaved := self._save()) is not None:
+            log.info("models_not_cached", error=unsaved)
         log.info("models_listed", provider=config.provider, count=len(info.models))
         if self.models(config) != before:
             for call in self._on_change:
@@ -221,7 +212,8 @@ class Catalog:
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             pass  # no cache yet, or one this version cannot read: fetched again
 
-    def _save(self) -> None:
+    def _save(self) -> str | None:
+        """Keep the lists for a day; what failed, if anything."""
         from acp_fsm.system.atomic_write import atomic_write
 
         path = _cache_path()
@@ -233,50 +225,8 @@ class Catalog:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             atomic_write(path, json.dumps(data))
         except OSError as exc:
-            log.info("models_not_cached", error=str(exc))
-
-
-async def list_models(config: ProviderConfig, timeout_s: float = FETCH_TIMEOUT_S) -> list[str]:
-    """The provider's models, from one authenticated GET of its models endpoint (all
-    Anthropic pages, each within `timeout_s`); `ListingError` or an aiohttp error when it
-    fails."""
-    return (await server_info(config, timeout_s)).models
-
-
-async def server_info(config: ProviderConfig, timeout_s: float = FETCH_TIMEOUT_S) -> ServerInfo:
-    """The provider's models and, from a compatible server, the windows it states, each GET
-    within `timeout_s` from its connecting on; OpenAI lists are rid of models that do not
-    chat. OpenAI's own list is sorted; a compatible server's keeps its order (its first model
-    is the default, see `Catalog.default_model`)."""
-    await aiohttp_imported()  # off the loop (acp_fsm.warm)
-    import aiohttp
-
-    timeout = aiohttp.ClientTimeout(total=timeout_s)
-    async with aiohttp.ClientSession(timeout=timeout) as http:
-        if config.provider == ANTHROPIC:
-            return ServerInfo(await _anthropic_models(http, config), {})
-        headers = {"authorization": f"Bearer {config.api_key}"} if config.api_key else {}
-        info = await probe(http, config, headers)
-    chat = [m for m in info.models if not any(word in m for word in _NOT_CHAT)]
-    return info._replace(models=sorted(chat) if config.official else chat)
-
-
-async def _anthropic_models(http: aiohttp.ClientSession, config: ProviderConfig) -> list[str]:
-    headers = {"anthropic-version": "2023-06-01"}
-    if config.api_key:
-        headers["x-api-key"] = config.api_key
-    params: dict[str, str] = {"limit": "1000"}
-    models: list[str] = []
-    while True:
-        page = await get_json(http, f"{config.base_url}/v1/models", headers, params)
-        models += [
-            m["id"]
-            for m in page.get("data") or ()
-            if isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"]
-        ]
-        if not page.get("has_more") or not page.get("last_id"):
-            return models
-        params["after_id"] = str(page["last_id"])
+            return str(exc)
+        return None
 
 
 CATALOG = Catalog()

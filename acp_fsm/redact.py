@@ -11,7 +11,6 @@ provider request body. Nothing upstream of them needs to care. See docs/redactio
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -128,6 +127,8 @@ class Secrets:
             or self._text.search(original) is None
         ):
             return written
+        import difflib  # not on the startup path, which scrubs
+
         old_lines = original.splitlines(keepends=True)
         seen = [self.scrub_text(line) for line in old_lines]
         new_lines = written.splitlines(keepends=True)

@@ -34,9 +34,11 @@ from acp_fsm.protocol.errors import (
 )
 from acp_fsm.protocol.jsonrpc import Notification, Request
 from acp_fsm.schemas import plain
-from acp_fsm.session import Session, Sessions
+from acp_fsm.session.core import Session
+from acp_fsm.session.registry import Sessions
 
 if TYPE_CHECKING:
+    from acp_fsm.early_session import FirstSession
     from acp_fsm.schemas import acp_types as acp
 
 log = structlog.get_logger("acp")
@@ -266,6 +268,12 @@ class AcpServer:
         )
         return {"sessionId": session.id, **self._set_up(session)}
 
+    async def open_first(self, first: FirstSession, answered_ms: float | None) -> None:
+        """Take over the session the startup path created, answered and announced the
+        commands of (`early_session`), and go on from there."""
+        session = await self.sessions.adopt(first, answered_ms)
+        self._after_announcing(session)
+
     async def on_session_fork(self, params: acp.ForkSessionRequest) -> acp.ForkSessionResponse:
         found = await credentials.read()
         if found.needs_login:
@@ -283,13 +291,18 @@ class AcpServer:
         """A session's setup result (its options), and what follows the answer: its slash
         commands, and the provider's model list, fetched if not known and announced if it
         changes."""
-        self.conn.after_response(lambda: self._after_setup(session))
+
+        def after() -> None:
+            from acp_fsm.commands import announcement
+
+            session.send_update(announcement())
+            self._after_announcing(session)
+
+        self.conn.after_response(after)
         return session.options.setup_result()
 
-    def _after_setup(self, session: Session) -> None:
-        from acp_fsm.commands import announcement
-
-        session.send_update(announcement())
+    def _after_announcing(self, session: Session) -> None:
+        """What follows a session's answer and its slash commands' announcement."""
         session.toolbox.read_library_soon()  # the user's commands and skills: told again if any
         # What the model list and the first prompt need (acp_fsm.warm), once the answer and
         # the updates before it are written: the threads take the GIL at their start.

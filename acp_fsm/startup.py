@@ -5,10 +5,14 @@ Startup is ordered for a fast `initialize` (editors time out on slow agents):
 2. read the first line; if it is a valid `initialize`, answer it right away using only the
    method registry, a plain-Python schema check (`schemas.plain`) and the handshake table -
    no event loop, no logging library, no native validator, nothing heavy imported yet;
-3. configure logging, import the rest, and run the asyncio connection, which takes over any
+3. then, if the next line comes within `early_session.WAIT_S` and is a `session/new` that
+   can be served here, create the session (its row in the store's file, by `sqlite3`) and
+   answer it the same way (`acp_fsm.early_session`);
+4. configure logging, import the rest, and run the asyncio connection, which takes over any
    bytes already read.
-Anything other than a clean `initialize` on the first line is left to the full path, which
-answers it (and logs) exactly as it would any later message.
+Anything other than a clean `initialize` on the first line (or a `session/new` that can be
+served here on the second) is left to the full path, which answers it (and logs) exactly as
+it would any later message.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import signal
 import sys
 import time
 
-from acp_fsm.fsm.handshake import Handshake
+from acp_fsm.fsm.handshake import Handshake, HandshakeTrigger
 from acp_fsm.initialize import initialize_result
 from acp_fsm.methods import PROTOCOL
 from acp_fsm.protocol.errors import RpcError
@@ -30,10 +34,11 @@ from acp_fsm.schemas.plain import surely_valid
 
 TYPE_CHECKING = False  # the startup path: no `typing`
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
     from acp_fsm.app import Extension
+    from acp_fsm.early_session import FirstSession
 
 
 def answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict[str, Any]] | None:
@@ -87,7 +92,12 @@ def _decode(line: bytes) -> object:
     )
 
 
-def _answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict[str, Any]] | None:
+def _routed(
+    line: bytes, handshake: Handshake, method: str, params_type: str
+) -> tuple[object, Any, HandshakeTrigger | None] | None:
+    """The id, params (of the request type `params_type` names) and handshake trigger of
+    `line` when it is a valid `method` request which the handshake's state admits; None for
+    anything else."""
     try:
         message = _decode(line)
     except ValueError:
@@ -97,23 +107,57 @@ def _answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict[s
     assert isinstance(message, dict)  # a valid Request is an object
     if isinstance(message["id"], float):
         return None  # the two encoders spell some floats differently (1e-05, 0.00001)
-    if message["method"] != "initialize":
+    if message["method"] != method:
         return None
     params = message.get("params")
-    if not surely_valid("acp.InitializeRequest", params):
+    if not surely_valid(params_type, params):
         return None
-    assert isinstance(params, dict)  # a valid InitializeRequest is an object
+    assert isinstance(params, dict)  # a valid request's params are an object
     try:
-        entry = PROTOCOL.route(
-            handshake.state, "initialize", params, request=True, params_checked=True
-        )
+        entry = PROTOCOL.route(handshake.state, method, params, request=True, params_checked=True)
     except RpcError:
         return None
-    result = initialize_result(params)
-    assert entry.trigger is not None
-    handshake.fire(entry.trigger)  # the transition before the side effect (the answer)
-    response = {"jsonrpc": "2.0", "id": message["id"], "result": result}
-    return json.dumps(response, separators=(",", ":"), ensure_ascii=False).encode() + b"\n", params
+    return message["id"], params, entry.trigger
+
+
+def _line(message: Mapping[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def _response(request_id: object, result: Mapping[str, Any]) -> bytes:
+    return _line({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def _answer_initialize(line: bytes, handshake: Handshake) -> tuple[bytes, dict[str, Any]] | None:
+    routed = _routed(line, handshake, "initialize", "acp.InitializeRequest")
+    if routed is None:
+        return None
+    request_id, params, trigger = routed
+    assert trigger is not None
+    handshake.fire(trigger)  # the transition before the side effect (the answer)
+    return _response(request_id, initialize_result(params)), params
+
+
+def answer_session_new(line: bytes, handshake: Handshake) -> tuple[bytes, FirstSession] | None:
+    """The response line, the announcement of the session's slash commands that follows it
+    (scrubbed as the full path's output is) and the session when `line` is a `session/new`
+    the startup path can serve (`early_session.create`); None for anything else, which the
+    full path answers exactly as it would any later line."""
+    try:
+        routed = _routed(line, handshake, "session/new", "acp.NewSessionRequest")
+    except (RecursionError, MemoryError):
+        return None
+    if routed is None:
+        return None
+    from acp_fsm import early_session, redact
+
+    request_id, params, trigger = routed
+    assert trigger is None  # a session moves no handshake
+    first = early_session.create(params)
+    if first is None:
+        return None
+    update = {"jsonrpc": "2.0", "method": "session/update", "params": first.announcement}
+    return redact.scrub(_response(request_id, first.answer) + _line(update)), first
 
 
 def _exit_quietly(signum: int, _frame: object) -> None:
@@ -127,6 +171,19 @@ TTY_HINT = (
 )
 
 
+class Served:
+    """What the startup path answered, for the event loop's path (`app.run`) to go on from."""
+
+    def __init__(self) -> None:
+        self.client: dict[str, Any] | None = None  # initialize's params, when it answered it
+        self.initialize_ms: float | None = None  # after the process began, when written
+        self.first_session: FirstSession | None = None  # the session/new it served
+        self.session_ms: float | None = None
+
+    def __repr__(self) -> str:
+        return f"<Served client={self.client is not None} session={self.first_session}>"
+
+
 def serve(extensions: Sequence[Extension] = ()) -> int:
     """Run the ACP server on stdio until stdin closes; returns the exit code. `extensions`
     add methods to the server once the startup path is done (`app.run`)."""
@@ -137,18 +194,17 @@ def serve(extensions: Sequence[Extension] = ()) -> int:
     person = os.isatty(0)
     if person:  # a person at a terminal, not an editor: say what this is
         sys.stderr.write(TTY_HINT)
-    first, rest, ended = read_line_blocking(0, MAX_LINE_BYTES)
+    served = Served()
     handshake = Handshake()
-    early = answer_initialize(first, handshake) if first is not None else None
-    answered_ms = None
-    if early is not None:
-        try:
-            write_all(protocol_fd, early[0])
-            answered_ms = (time.perf_counter() - started) * 1000
-        except OSError:  # nobody reads our output: the full path sees it and exits
-            pass
-    elif first is not None:
-        rest = first + b"\n" + rest
+    line, rest, ended = read_line_blocking(0, MAX_LINE_BYTES)
+    early = answer_initialize(line, handshake) if line is not None else None
+    if early is None:
+        rest = rest if line is None else line + b"\n" + rest
+    else:
+        served.client = early[1]
+        served.initialize_ms = _written(protocol_fd, early[0], started)
+        if served.initialize_ms is not None and not (person or ended):
+            rest, ended = _after_initialize(rest, handshake, protocol_fd, served, started)
 
     from acp_fsm import logs
 
@@ -159,13 +215,34 @@ def serve(extensions: Sequence[Extension] = ()) -> int:
     from acp_fsm.app import run
 
     return asyncio.run(
-        run(
-            protocol_fd,
-            rest,
-            handshake,
-            early[1] if early else None,
-            answered_ms,
-            input_ended=ended,
-            extensions=extensions,
-        )
+        run(protocol_fd, rest, handshake, served, input_ended=ended, extensions=extensions)
     )
+
+
+def _written(fd: int, data: bytes, started: float) -> float | None:
+    """Milliseconds after `started` when `data` was written to `fd`; None when it could not be
+    (nobody reads our output: the full path sees it and exits)."""
+    try:
+        write_all(fd, data)
+    except OSError:
+        return None
+    return (time.perf_counter() - started) * 1000
+
+
+def _after_initialize(
+    rest: bytes, handshake: Handshake, fd: int, served: Served, started: float
+) -> tuple[bytes, bool]:
+    """The request after `initialize`, answered here when it is a `session/new` the startup
+    path serves (`answer_session_new`); what is left for the full path: every byte read and
+    not answered, and whether input ended."""
+    from acp_fsm import early_session
+
+    line, rest, ended = read_line_blocking(0, MAX_LINE_BYTES, rest, early_session.WAIT_S)
+    if line is None:
+        return rest, ended
+    answered = answer_session_new(line, handshake)
+    if answered is None:
+        return line + b"\n" + rest, ended
+    served.first_session = answered[1]
+    served.session_ms = _written(fd, answered[0], started)
+    return rest, ended

@@ -34,7 +34,6 @@ import asyncio
 import base64
 import json
 import math
-import os
 import sqlite3
 import threading
 import time
@@ -42,7 +41,6 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -51,16 +49,29 @@ import structlog
 
 from acp_fsm import leases
 from acp_fsm.bulk import paused_collector
+from acp_fsm.sessions_db import (
+    BUSY_TIMEOUT_MS,
+    SESSION_COLUMNS,
+    connect,
+    default_path,
+    get_session,
+    insert_session,
+    migrate,
+    plain_json,
+    session_from_row,
+    session_row,
+    transaction,
+)
+from acp_fsm.sessions_db import (
+    MAX_BODY_BYTES as MAX_BODY_BYTES,
+)
+from acp_fsm.sessions_db import (
+    SessionRecord as SessionRecord,
+)
+from acp_fsm.sessions_db import (
+    StoreError as StoreError,
+)
 
-APP_DIR = "acp-fsm"
-DB_FILE = "sessions.db"
-DIR_MODE = 0o700  # the XDG spec's mode for a data directory we create
-FILE_MODE = 0o600  # transcripts hold code and prompts; SQLite gives -wal/-shm the same mode
-# A writer waits this long for another process's transaction before failing. The longest
-# transaction is one maximal append (tens of ms per 10 MB), so this is generous.
-BUSY_TIMEOUT_MS = 10_000
-# After a checkpoint the WAL is cut back to this size instead of keeping its peak (large appends).
-WAL_SIZE_LIMIT_BYTES = 32 * 1024 * 1024
 # The worker checkpoints once it has committed this many transactions and then been idle for
 # CHECKPOINT_IDLE_S; past CHECKPOINT_FORCE commits it checkpoints between jobs regardless.
 CHECKPOINT_AFTER = 64
@@ -70,12 +81,6 @@ CHECKPOINT_FORCE = 1024
 # thread (a few hundred microseconds at most).
 MAX_GROUP = 64
 HURRY_MAX_BYTES = 64 * 1024
-# Largest encoded entry body: the same bound as the largest inbound ACP message
-# (protocol.framing.MAX_LINE_BYTES).
-MAX_BODY_BYTES = 64 * 1024 * 1024
-# Deepest nesting accepted on the stdlib path; below Python's recursion limit, which bounds both
-# `json.dumps` and `json.loads` (orjson itself stops at 255 levels).
-MAX_JSON_DEPTH = 500
 DEFAULT_PAGE_SIZE = 50
 log = structlog.get_logger("store")
 MAX_PAGE_SIZE = 1000
@@ -84,63 +89,8 @@ MAX_CURSOR_CHARS = 1024  # a cursor holds one timestamp and one session id
 # else; let them fail and reach the strict check instead.
 _ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
-# Schema migrations in order: MIGRATIONS[n] takes a database from `user_version` n to n + 1.
-# A released migration is never edited; a schema change appends one.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """CREATE TABLE sessions (
-            id TEXT PRIMARY KEY NOT NULL,
-            cwd TEXT NOT NULL,
-            additional_directories TEXT NOT NULL,  -- JSON array of strings
-            mcp_servers TEXT NOT NULL,             -- JSON array, as given
-            title TEXT,
-            created_at REAL NOT NULL,
-            updated_at REAL NOT NULL
-        )""",
-        # list_sessions: newest first, optionally for one cwd, keyset pagination.
-        "CREATE INDEX sessions_by_recency ON sessions (updated_at DESC, id DESC)",
-        "CREATE INDEX sessions_by_cwd ON sessions (cwd, updated_at DESC, id DESC)",
-        """CREATE TABLE entries (
-            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-            seq INTEGER NOT NULL,
-            kind TEXT NOT NULL,
-            body TEXT NOT NULL,                    -- JSON object
-            created_at REAL NOT NULL
-        )""",
-        # A rowid table (bodies can be megabytes) with the (session, seq) key as an index.
-        "CREATE UNIQUE INDEX entries_by_session ON entries (session_id, seq)",
-    ),
-    (
-        # The process running a session's turn (acp_fsm.leases): one row while it runs.
-        """CREATE TABLE turn_leases (
-            session_id TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-            owner TEXT NOT NULL,                   -- host:pid:start of the process
-            heartbeat_at REAL NOT NULL
-        )""",
-    ),
-    (
-        # 1 once the title is the one a model made of the session (acp_fsm.session.naming):
-        # made once, whichever process has the session open.
-        "ALTER TABLE sessions ADD COLUMN model_title INTEGER NOT NULL DEFAULT 0",
-    ),
-)
-SCHEMA_VERSION = len(MIGRATIONS)
-
-_SESSION_COLUMNS = (
-    "id, cwd, additional_directories, mcp_servers, title, created_at, updated_at, model_title"
-)
 
 T = TypeVar("T")
-
-
-class StoreError(Exception):
-    """Anything that went wrong in the store. The message names the operation, file and
-    cause, for the log; `public` says the same without the file, for what the editor is told
-    (no local path of the agent's data leaves the process)."""
-
-    def __init__(self, message: str, public: str | None = None) -> None:
-        super().__init__(message)
-        self.public = message if public is None else public
 
 
 class SessionGone(StoreError):
@@ -161,20 +111,6 @@ class Claim:
 
 
 @dataclass(frozen=True, slots=True)
-class SessionRecord:
-    """One ACP session. Zero timestamps on `create_session` mean "now"."""
-
-    id: str
-    cwd: str
-    additional_directories: tuple[str, ...] = ()
-    mcp_servers: tuple[dict[str, Any], ...] = ()  # as given, less secrets (JSON)
-    title: str | None = None
-    created_at: float = 0.0  # unix seconds
-    updated_at: float = 0.0
-    model_title: bool = False  # the title is the one a model made (`Store.set_model_title`)
-
-
-@dataclass(frozen=True, slots=True)
 class Entry:
     """One committed message of a session's transcript."""
 
@@ -182,30 +118,6 @@ class Entry:
     kind: str  # "user", "assistant", "tool_result", ... (opaque to the store)
     body: dict[str, Any]
     created_at: float
-
-
-def default_path() -> Path:
-    """`$ACP_FSM_HOME/sessions.db`; ACP_FSM_HOME defaults to `$XDG_DATA_HOME/acp-fsm`, else
-    `~/.local/share/acp-fsm`. Empty variables count as unset, and so does a relative
-    XDG_DATA_HOME (the XDG spec says to ignore it)."""
-    get = os.environ.get
-    return _data_path(get("ACP_FSM_HOME", ""), get("XDG_DATA_HOME", ""), get("HOME"))
-
-
-def changes_path() -> Path:
-    """`$ACP_FSM_HOME/changes`: where the sets of file changes in flight are journaled
-    (`acp_fsm.system.changes`), beside the store."""
-    return default_path().with_name("changes")
-
-
-@lru_cache(maxsize=8)
-def _data_path(home: str, xdg: str, _user_home: str | None) -> Path:
-    """`default_path` for these variables (HOME: what `~` is), made once (the credentials'
-    path is asked at each prompt)."""
-    if home:
-        return Path(home).expanduser() / DB_FILE
-    data = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share"
-    return data / APP_DIR / DB_FILE
 
 
 # --- JSON --------------------------------------------------------------------------------------
@@ -218,29 +130,7 @@ def _encode_json(value: Any) -> bytes:
     try:
         return orjson.dumps(value, option=_ORJSON_OPTIONS)
     except TypeError:
-        _check_json(value)
-        return json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode()
-
-
-def _check_json(value: Any) -> None:
-    """Raise TypeError/ValueError naming the first part of `value` that is not plain JSON (the
-    stdlib encoder would turn a non-string key into a string instead of refusing it)."""
-    stack: list[tuple[Any, str, int]] = [(value, "$", 0)]
-    while stack:
-        item, where, depth = stack.pop()
-        if depth > MAX_JSON_DEPTH:
-            raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels (or circular) at {where}")
-        if isinstance(item, dict):
-            for key, child in item.items():
-                if not isinstance(key, str):
-                    raise TypeError(f"key {key!r} at {where} is not a string")
-                stack.append((child, f"{where}.{key}", depth + 1))
-        elif isinstance(item, list | tuple):
-            stack.extend((child, f"{where}[{i}]", depth + 1) for i, child in enumerate(item))
-        elif isinstance(item, float) and not math.isfinite(item):
-            raise ValueError(f"{item!r} at {where} is not a JSON number")
-        elif item is not None and not isinstance(item, str | int | float):
-            raise TypeError(f"{type(item).__name__} at {where} is not JSON")
+        return plain_json(value).encode()
 
 
 def _decode_json(data: bytes | str) -> Any:
@@ -298,151 +188,8 @@ def _decode_cursor(cursor: str) -> tuple[float, str]:
 # --- operations: plain functions run on the worker thread, one transaction each -----------------
 
 
-@contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    """`BEGIN IMMEDIATE` takes the write lock up front, so a writer in another process makes us
-    wait (busy_timeout) here instead of failing half-way with SQLITE_BUSY. Inside a group commit
-    the group's transaction (a failure undoes the whole group, which is then run one by one)."""
-    if conn.in_transaction:
-        yield
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-
-
-def _make_dirs(directory: Path) -> None:
-    """Create `directory` and its missing parents with DIR_MODE, whatever the umask."""
-    missing: list[Path] = []
-    while not directory.exists():
-        missing.append(directory)
-        directory = directory.parent
-    for path in reversed(missing):
-        try:
-            path.mkdir(mode=DIR_MODE)
-        except FileExistsError:  # another process was quicker; leave its mode alone
-            continue
-        path.chmod(DIR_MODE)
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    """Create the file with FILE_MODE (and tighten an existing one), then connect and configure.
-    A database from a newer schema is refused before anything is written to it."""
-    _make_dirs(path.parent)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
-    try:
-        os.fchmod(fd, FILE_MODE)
-    finally:
-        os.close(fd)
-    # We issue BEGIN/COMMIT ourselves. The worker's thread and, in `_Worker.hurry`, the loop's
-    # use it, one at a time (`_Worker._busy`).
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    try:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        _check_version(conn)
-        (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
-        if mode != "wal":
-            raise StoreError(f"SQLite refused WAL mode (journal_mode is {mode!r})")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA wal_autocheckpoint = 0")  # the worker's own (_Worker._checkpoint)
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT_BYTES}")
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def _check_version(conn: sqlite3.Connection) -> int:
-    (version,) = conn.execute("PRAGMA user_version").fetchone()
-    if version > len(MIGRATIONS):
-        raise StoreError(
-            f"the database has schema version {version}, newer than this acp-fsm knows "
-            f"({len(MIGRATIONS)}); it was written by a newer acp-fsm: upgrade, or use another file"
-        )
-    return int(version)
-
-
-def _migrate(conn: sqlite3.Connection) -> None:
-    """Apply the missing migrations in one transaction. The version is read again under the
-    write lock: another process may have migrated the file meanwhile."""
-    if _check_version(conn) == len(MIGRATIONS):
-        return
-    with _transaction(conn):
-        version = _check_version(conn)
-        for statements in MIGRATIONS[version:]:
-            for statement in statements:
-                conn.execute(statement)
-        conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
-
-
-def _session_from_row(row: tuple[Any, ...]) -> SessionRecord:
-    return SessionRecord(
-        id=row[0],
-        cwd=row[1],
-        additional_directories=tuple(json.loads(row[2])),
-        mcp_servers=tuple(json.loads(row[3])),
-        title=row[4],
-        created_at=row[5],
-        updated_at=row[6],
-        model_title=bool(row[7]),
-    )
-
-
-def _session_row(record: SessionRecord) -> tuple[Any, ...]:
-    """The columns of a new session, checked and JSON-encoded on the caller's side."""
-    if not isinstance(record.id, str) or not record.id:
-        raise ValueError(f"a session id must be a non-empty string, not {record.id!r}")
-    if not isinstance(record.cwd, str):
-        raise TypeError(f"cwd must be a string, not {type(record.cwd).__name__}")
-    return (
-        record.id,
-        record.cwd,
-        _encode_json(list(record.additional_directories)),
-        _encode_json(list(record.mcp_servers)),
-        record.title,
-        record.created_at,
-        record.updated_at,
-        int(record.model_title),
-    )
-
-
-def _insert_session(conn: sqlite3.Connection, row: tuple[Any, ...]) -> None:
-    session_id, cwd, directories, servers, title, created_at, updated_at, model_title = row
-    created_at = created_at or time.time()
-    with _transaction(conn):
-        if _get_session(conn, session_id) is not None:
-            raise StoreError(f"session {session_id!r} already exists")
-        conn.execute(
-            f"INSERT INTO sessions ({_SESSION_COLUMNS}) "
-            "VALUES (?, ?, CAST(? AS TEXT), CAST(? AS TEXT), ?, ?, ?, ?)",
-            (
-                session_id,
-                cwd,
-                directories,
-                servers,
-                title,
-                created_at,
-                updated_at or created_at,
-                model_title,
-            ),
-        )
-
-
-def _get_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
-    row = conn.execute(
-        f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
-    ).fetchone()
-    return None if row is None else _session_from_row(row)
-
-
 def _rewrite(conn: sqlite3.Connection, session_id: str, seq: int, body: bytes) -> None:
-    with _transaction(conn):
+    with transaction(conn):
         changed = conn.execute(
             "UPDATE entries SET body = CAST(? AS TEXT) WHERE session_id = ? AND seq = ?",
             (body, session_id, seq),
@@ -454,7 +201,7 @@ def _rewrite(conn: sqlite3.Connection, session_id: str, seq: int, body: bytes) -
 
 def _append(conn: sqlite3.Connection, session_id: str, kind: str, body: bytes) -> int:
     now = time.time()
-    with _transaction(conn):
+    with transaction(conn):
         # max(): a clock stepping back must not move the session down the list.
         bumped = conn.execute(
             "UPDATE sessions SET updated_at = max(updated_at, ?) WHERE id = ?", (now, session_id)
@@ -473,7 +220,7 @@ def _append(conn: sqlite3.Connection, session_id: str, kind: str, body: bytes) -
 
 
 def _set_title(conn: sqlite3.Connection, session_id: str, title: str) -> None:
-    with _transaction(conn):
+    with transaction(conn):
         changed = conn.execute(
             "UPDATE sessions SET title = ? WHERE id = ? AND title IS NULL", (title, session_id)
         )
@@ -482,7 +229,7 @@ def _set_title(conn: sqlite3.Connection, session_id: str, title: str) -> None:
 
 
 def _set_model_title(conn: sqlite3.Connection, session_id: str, title: str) -> float | None:
-    with _transaction(conn):
+    with transaction(conn):
         changed = conn.execute(
             "UPDATE sessions SET title = ?, model_title = 1 WHERE id = ? AND model_title = 0",
             (title, session_id),
@@ -498,12 +245,12 @@ def _set_model_title(conn: sqlite3.Connection, session_id: str, title: str) -> f
 
 def _check_session(conn: sqlite3.Connection, session_id: str) -> None:
     """SessionGone unless `session_id` is stored (another process may have deleted it)."""
-    if _get_session(conn, session_id) is None:
+    if get_session(conn, session_id) is None:
         raise SessionGone(f"no session {session_id!r}")
 
 
 def _claim_turn(conn: sqlite3.Connection, session_id: str, owner: str, now: float) -> Claim:
-    with _transaction(conn):
+    with transaction(conn):
         _check_session(conn, session_id)
         row = conn.execute(
             "SELECT owner, heartbeat_at FROM turn_leases WHERE session_id = ?", (session_id,)
@@ -522,7 +269,7 @@ def _claim_turn(conn: sqlite3.Connection, session_id: str, owner: str, now: floa
 
 
 def _renew_turn(conn: sqlite3.Connection, session_id: str, owner: str, now: float) -> bool:
-    with _transaction(conn):
+    with transaction(conn):
         return (
             conn.execute(
                 "UPDATE turn_leases SET heartbeat_at = ? WHERE session_id = ? AND owner = ?",
@@ -533,7 +280,7 @@ def _renew_turn(conn: sqlite3.Connection, session_id: str, owner: str, now: floa
 
 
 def _release_turn(conn: sqlite3.Connection, session_id: str, owner: str) -> None:
-    with _transaction(conn):
+    with transaction(conn):
         conn.execute(
             "DELETE FROM turn_leases WHERE session_id = ? AND owner = ?", (session_id, owner)
         )
@@ -573,15 +320,15 @@ def _list_sessions(
         params.extend(after)
     where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
     rows = conn.execute(
-        f"SELECT {_SESSION_COLUMNS} FROM sessions{where} ORDER BY updated_at DESC, id DESC LIMIT ?",
+        f"SELECT {SESSION_COLUMNS} FROM sessions{where} ORDER BY updated_at DESC, id DESC LIMIT ?",
         (*params, limit + 1),  # one more row tells whether another page exists
     ).fetchall()
-    page = [_session_from_row(row) for row in rows[:limit]]
+    page = [session_from_row(row) for row in rows[:limit]]
     return page, (_encode_cursor(page[-1]) if len(rows) > limit else None)
 
 
 def _delete_session(conn: sqlite3.Connection, session_id: str) -> bool:
-    with _transaction(conn):  # entries go with it: ON DELETE CASCADE
+    with transaction(conn):  # entries go with it: ON DELETE CASCADE
         return conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
 
 
@@ -647,13 +394,14 @@ class _Worker:
     time and in order.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, conn: sqlite3.Connection | None = None) -> None:
+        """`conn`: a connection to `path` opened already (by the startup path), to go on with."""
         self.path = path
         self._jobs: deque[_Job] = deque()
         self._ready = threading.Condition()  # guards _jobs, _busy, _stopped, _conn
         self._busy = False
         self._stopped = False
-        self._conn: sqlite3.Connection | None = None
+        self._conn = conn
         self._wake_soon = False  # a wake-up of the thread is scheduled on the caller's loop
         self._commits = 0  # transactions since the last checkpoint
         self._thread = threading.Thread(target=self._run, name=f"acp-fsm store {path}", daemon=True)
@@ -758,7 +506,7 @@ class _Worker:
         while (group := self._take()) is not None:
             try:
                 if self._conn is None:
-                    self._conn = _connect(self.path)
+                    self._conn = connect(self.path)
                 outcomes = _run_group(self._conn, group, self.path, wait=True)
             except Exception as exc:  # the connection could not be opened
                 outcomes = [(None, _failure(job.what, self.path, exc)) for job in group]
@@ -847,7 +595,7 @@ def _run_group(
     if not wait:
         conn.execute("PRAGMA busy_timeout = 0")
     try:
-        with _transaction(conn):
+        with transaction(conn):
             results = [job.op(conn) for job in group if job.op is not None]
     except Exception:
         return [_outcome(conn, job, path) for job in group] if wait else None
@@ -892,15 +640,21 @@ class Store:
 
     @classmethod
     async def open(
-        cls, path: Path | None = None, *, scrub: Callable[[bytes], bytes] | None = None
+        cls,
+        path: Path | None = None,
+        *,
+        scrub: Callable[[bytes], bytes] | None = None,
+        conn: sqlite3.Connection | None = None,
     ) -> Store:
         """Open (creating dirs 0700 and the file 0600) and migrate the database at `path`,
         by default `default_path()`. StoreError if it cannot, or if its schema is newer.
-        `scrub` filters every encoded body and title before it is written (secrets out)."""
+        `scrub` filters every encoded body and title before it is written (secrets out);
+        `conn`, a connection to that file already open (`sessions_db.create_session`), is
+        the one the store goes on with."""
         path = (default_path() if path is None else Path(path)).expanduser().absolute()
-        worker = _Worker(path)
+        worker = _Worker(path, conn)
         try:
-            await worker.run("open", _migrate)
+            await worker.run("open", migrate)
         except BaseException:
             worker.stop_soon()
             raise
@@ -914,14 +668,11 @@ class Store:
     async def create_session(self, record: SessionRecord) -> None:
         """Store a new session; StoreError if the id exists. Zero timestamps mean now."""
         with self._refusing("create_session"):
-            row = _session_row(record)
-        if self._scrub is not None:  # an MCP server's env may hold a configured key
-            scrub = self._scrub
-            row = (row[0], scrub(row[1].encode()).decode(), scrub(row[2]), scrub(row[3]), *row[4:])
-        await self._call("create_session", lambda conn: _insert_session(conn, row))
+            row = session_row(record, self._scrub)
+        await self._call("create_session", lambda conn: insert_session(conn, row))
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
-        return await self._call("get_session", lambda conn: _get_session(conn, session_id))
+        return await self._call("get_session", lambda conn: get_session(conn, session_id))
 
     async def append(self, session_id: str, kind: str, body: dict[str, Any]) -> int:
         """Commit one entry and return its seq (1, 2, ...); bumps the session's updated_at.

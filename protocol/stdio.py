@@ -12,6 +12,7 @@ import os
 import select
 import stat
 import sys
+import time
 
 
 class StderrWriter:
@@ -110,20 +111,28 @@ def claim_stdout() -> int:
     return protocol_fd
 
 
-def read_line_blocking(fd: int, limit: int) -> tuple[bytes | None, bytes, bool]:
-    """Read from `fd` until the first newline, EOF or `limit` bytes.
+def read_line_blocking(
+    fd: int, limit: int, buffered: bytes = b"", timeout_s: float | None = None
+) -> tuple[bytes | None, bytes, bool]:
+    """Read from `fd`, after the bytes `buffered` already read from it, until the first
+    newline, EOF, `limit` bytes or, with `timeout_s`, that many seconds without a line.
 
     Returns (first line without its newline, or None if none was completed; all bytes read after
-    that line; whether input ended). Used once at startup, before the event loop exists. On a
+    that line; whether input ended). Used at startup, before the event loop exists. On a
     terminal an EOF (Ctrl+D) is not sticky, so the caller must not read again after it.
     """
-    buffer = bytearray()
+    buffer = bytearray(buffered)
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
     while True:
         newline = buffer.find(b"\n")
         if newline >= 0:
             return bytes(buffer[:newline]), bytes(buffer[newline + 1 :]), False
         if len(buffer) > limit:
             return None, bytes(buffer), False
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None, bytes(buffer), False
         try:
             chunk = os.read(fd, 1 << 16)
         except OSError:  # EIO: the terminal is gone

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from acp_fsm.devkit.schema_check import cache_path
-from acp_fsm.store import APP_DIR, default_path
+from acp_fsm.sessions_db import APP_DIR, default_path
 
 # How the folder of a run's own homes is named (in the system's temporary folder).
 PREFIX = "acp-fsm-test-homes-"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from acp_fsm.protocol.stdio import StderrWriter
+from acp_fsm.protocol.stdio import StderrWriter, read_line_blocking
 
 
 def drain(fd: int) -> bytes:
@@ -68,3 +68,21 @@ def test_lines_written_in_pieces_are_not_split() -> None:
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+def test_the_startup_read_goes_on_from_what_it_read_and_waits_no_longer_than_told() -> None:
+    reader, writer = os.pipe()
+    try:
+        # a line already read is returned without reading, the bytes after it kept
+        assert read_line_blocking(reader, 100, b"one\ntwo", 0.0) == (b"one", b"two", False)
+        # no newline within the time: nothing is lost, input has not ended
+        assert read_line_blocking(reader, 100, b"tw", 0.01) == (None, b"tw", False)
+        os.write(writer, b"o\nthree")
+        assert read_line_blocking(reader, 100, b"tw", 5.0) == (b"two", b"three", False)
+        os.close(writer)
+        writer = -1
+        assert read_line_blocking(reader, 100, b"three", 5.0) == (None, b"three", True)
+    finally:
+        os.close(reader)
+        if writer >= 0:
+            os.close(writer)

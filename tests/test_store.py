@@ -27,19 +27,18 @@ from typing import Any
 
 import pytest
 
-from acp_fsm import leases, limits
+from acp_fsm import leases, limits, sessions_db
 from acp_fsm import store as store_module
+from acp_fsm.sessions_db import SCHEMA_VERSION, default_path
 from acp_fsm.store import (
     MAX_BODY_BYTES,
     MAX_PAGE_SIZE,
-    SCHEMA_VERSION,
     Claim,
     Entry,
     SessionGone,
     SessionRecord,
     Store,
     StoreError,
-    default_path,
     stored_size,
 )
 from tests.harness import wait_until
@@ -644,7 +643,7 @@ async def test_a_failing_write_in_a_group_undoes_only_itself(store: Store) -> No
     await store.create_session(record("s"))
 
     def half_done(conn: sqlite3.Connection) -> None:
-        with store_module._transaction(conn):  # as every operation that writes
+        with sessions_db.transaction(conn):  # as every operation that writes
             conn.execute(
                 "INSERT INTO entries (session_id, seq, kind, body, created_at) "
                 "VALUES ('s', 99, 'user', '{}', 0)"
@@ -823,7 +822,7 @@ async def test_migrations_apply_in_order_and_keep_data(
     await first.append("s", "user", {"text": "kept"})
     await first.close()
     added = ("ALTER TABLE sessions ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0",)
-    monkeypatch.setattr(store_module, "MIGRATIONS", (*store_module.MIGRATIONS, added))
+    monkeypatch.setattr(sessions_db, "MIGRATIONS", (*sessions_db.MIGRATIONS, added))
     second = await Store.open(db)
     try:
         assert [e.body for e in await second.entries("s")] == [{"text": "kept"}]
@@ -836,7 +835,7 @@ async def test_migrations_apply_in_order_and_keep_data(
 async def test_a_session_stored_before_model_titles_has_none(db: Path) -> None:
     db.parent.mkdir()
     with sqlite3.connect(db) as conn:
-        for statement in (s for step in store_module.MIGRATIONS[:2] for s in step):
+        for statement in (s for step in sessions_db.MIGRATIONS[:2] for s in step):
             conn.execute(statement)
         conn.execute(
             "INSERT INTO sessions VALUES ('old', '/w', '[]', '[]', 'first prompt', 1.0, 2.0)"
@@ -854,7 +853,7 @@ async def test_a_session_stored_before_model_titles_has_none(db: Path) -> None:
 async def test_failed_migration_changes_nothing(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     await (await Store.open(db)).close()
     broken = ("ALTER TABLE sessions ADD COLUMN half INTEGER", "SELECT * FROM nowhere")
-    monkeypatch.setattr(store_module, "MIGRATIONS", (*store_module.MIGRATIONS, broken))
+    monkeypatch.setattr(sessions_db, "MIGRATIONS", (*sessions_db.MIGRATIONS, broken))
     with pytest.raises(StoreError, match="no such table: nowhere"):
         await Store.open(db)
     assert sql(db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]

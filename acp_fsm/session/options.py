@@ -45,34 +45,20 @@ class Options:
         return config_options.model_of(self.settings, config)
 
     def config_options(self) -> list[acp.SessionConfigOption]:
-        """The session's ACP `configOptions` now, remembered as what the editor was told.
-        Without a usable provider configuration only the mode is offered (the first prompt
-        names the configuration error)."""
-        config = self.provider
-        if config is None:
-            options = config_options.config_options(self.settings, "", "", [])
-        else:
-            from acp_fsm.model_catalog import CATALOG
-            from acp_fsm.providers.config import api_of
-
-            models, model = CATALOG.models(config), self.model(config)
-            options = config_options.config_options(
-                self.settings,
-                config.provider,
-                model,
-                models,
-                elsewhere={m for m in (*models, model) if api_of(config, m) != config.api},
-            )
-        self._told = options
-        return options
+        """The session's ACP `configOptions` now, remembered as what the editor was told."""
+        self._told = config_options.for_session(self.settings, self.provider)
+        return self._told
 
     def setup_result(self) -> acp.LoadSessionResponse:
-        """What `session/new`, `load` and `resume` answer besides the id: the options, and
-        the mode the older way."""
-        return {
-            "configOptions": self.config_options(),
-            "modes": config_options.modes(self.settings),
-        }
+        """What `session/new`, `load` and `resume` answer besides the id, remembered as what
+        the editor was told."""
+        result = config_options.setup_result(self.settings, self.provider)
+        self.told(result)
+        return result
+
+    def told(self, result: acp.LoadSessionResponse) -> None:
+        """The editor was told `result` (a setup answer; the startup path's, say)."""
+        self._told = result.get("configOptions")
 
     def announce(self) -> None:
         """Send `config_option_update` if the options changed since the editor was told

@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-import uuid
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -25,11 +21,16 @@ from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.types import Message
 from acp_fsm.session.core import Session
 from acp_fsm.session.lease import claim_or_not_found, release_soon
+from acp_fsm.session.record import check_session, new_record
 from acp_fsm.session.replay import rebuild, replay_updates, settings_of
-from acp_fsm.store import Entry, SessionRecord, Store, StoreError, changes_path
+from acp_fsm.sessions_db import changes_path
+from acp_fsm.store import Entry, SessionRecord, Store, StoreError
 from acp_fsm.system import changes
 
 if TYPE_CHECKING:
+    import sqlite3
+
+    from acp_fsm.early_session import FirstSession
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.session.holder import Server
 
@@ -57,13 +58,16 @@ class Sessions:
     def __repr__(self) -> str:
         return f"<Sessions open={len(self._open)}>"
 
-    async def store(self) -> Store:
+    async def store(self, connection: sqlite3.Connection | None = None) -> Store:
+        """The store, opened at the first call (going on with `connection`, the startup
+        path's, when given)."""
         async with self._store_lock:
             if self._store is None:
                 # Before any session reads a file: the sets of file changes a killed process
                 # left half made are rolled back (docs/edits.md).
                 await _recover_changes()
-                self._store = await Store.open(scrub=redact.scrub)  # a login adds keys
+                # `redact.scrub`: the secrets known at each write (a login adds keys)
+                self._store = await Store.open(scrub=redact.scrub, conn=connection)
             return self._store
 
     @contextlib.asynccontextmanager
@@ -103,12 +107,28 @@ class Sessions:
     ) -> Session:
         """A new session, working with `provider` (the configuration in force, as read)."""
         check_session(cwd, additional, mcp_servers)
-        record = _record(cwd, additional, mcp_servers)
+        record = new_record(cwd, additional, mcp_servers)
         store = await self.store()
         await store.create_session(record)
         session = Session(self._server, store, record, [], partial(self.forget, record.id))
         log.info("session_created", session_id=record.id, cwd=cwd)
         return await self._opened(session, provider, mcp_servers)
+
+    async def adopt(self, first: FirstSession, answered_ms: float | None) -> Session:
+        """The session the startup path created and answered (`acp_fsm.early_session`), open
+        here, the store going on with the connection that created it."""
+        record = first.record
+        store = await self.store(first.connection)
+        session = Session(self._server, store, record, [], partial(self.forget, record.id))
+        session.options.told(first.result)
+        log.info(
+            "session_created",
+            session_id=record.id,
+            cwd=record.cwd,
+            fast_path=True,
+            answered_ms=answered_ms,
+        )
+        return await self._opened(session, first.config, [])
 
     async def fork(
         self,
@@ -127,8 +147,8 @@ class Sessions:
         if source is None:
             raise SessionNotFound(limits.echo(source_id))
         copied = completed(await store.entries(source_id))
-        record = replace(
-            _record(cwd, additional, mcp_servers, source.title), model_title=source.model_title
+        record = new_record(cwd, additional, mcp_servers, source.title)._replace(
+            model_title=source.model_title
         )
         await store.create_session(record)
         await asyncio.gather(*(store.append_soon(record.id, e.kind, e.body) for e in copied))
@@ -181,7 +201,7 @@ class Sessions:
             # ACP gives the working directory again: the project may have moved since.
             forget = partial(self.forget, session_id)
             session = Session(
-                self._server, store, replace(record, cwd=cwd), messages, forget, last, entries
+                self._server, store, record._replace(cwd=cwd), messages, forget, last, entries
             )
             self._open[session_id] = session
         else:
@@ -277,22 +297,6 @@ async def _recover_changes() -> None:
         log.warning("change_recovery_failed", error=describe_os_error(exc))
 
 
-def _record(
-    cwd: str, additional: list[str], mcp_servers: list[dict[str, Any]], title: str | None = None
-) -> SessionRecord:
-    """A new session's record (its MCP servers stored without their secrets)."""
-    now = time.time()
-    return SessionRecord(
-        id=f"sess_{uuid.uuid4().hex}",
-        cwd=cwd,
-        additional_directories=tuple(additional),
-        mcp_servers=tuple(redact.without_pair_values(entry) for entry in mcp_servers),
-        title=title,
-        created_at=now,
-        updated_at=now,
-    )
-
-
 def completed(entries: list[Entry]) -> list[Entry]:
     """What a fork copies of a session's entries: those up to its last ended turn, and the
     settings chosen since (what follows that turn's end belongs to a turn still running, or
@@ -300,23 +304,6 @@ def completed(entries: list[Entry]) -> list[Entry]:
     ends = [i for i, entry in enumerate(entries) if entry.kind == "turn_end"]
     cut = ends[-1] + 1 if ends else 0
     return entries[:cut] + [e for e in entries[cut:] if e.kind == "settings"]
-
-
-def check_session(cwd: str, additional: list[str], mcp_servers: list[Any]) -> None:
-    """What a session keeps, stores and lists again: absolute paths, within the limits, and
-    MCP servers that are servers."""
-    limits.check_count(
-        "additionalDirectories", additional, limits.MAX_DIRECTORIES, "MAX_DIRECTORIES"
-    )
-    limits.check_count("mcpServers", mcp_servers, limits.MAX_MCP_SERVERS, "MAX_MCP_SERVERS")
-    limits.check_nesting("mcpServers", mcp_servers)
-    server_specs(mcp_servers)  # what the schema lets through but is no server: -32602
-    for name, value in [("cwd", cwd)] + [
-        (f"additionalDirectories[{i}]", d) for i, d in enumerate(additional)
-    ]:
-        limits.check_path(name, value)
-        if not Path(value).is_absolute():
-            raise BadRequest(name, f"must be an absolute path, got {limits.echo(value)}")
 
 
 def info(record: SessionRecord) -> acp.SessionInfo:

@@ -193,7 +193,7 @@ def write_disk(wanted: list[changes.Change]) -> None:
     `system.changes` journals the set, and the next process rolls back one left half made.
     Each folder is opened without following links: one replaced by a link since the path was
     resolved fails the write (`nofollow.Relinked`) instead of taking it elsewhere."""
-    from acp_fsm.store import changes_path  # the home, as the store finds it
+    from acp_fsm.sessions_db import changes_path  # the home, as the store finds it
 
     changes.apply(wanted, changes_path())
 

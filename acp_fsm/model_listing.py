@@ -1,0 +1,77 @@
+"""Asking a provider which models it serves (and a compatible server what it states of
+each: `acp_fsm.compatible`): for the model picker (`acp_fsm.model_catalog`) and for the check
+of a key at login."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from acp_fsm.compatible import ListingError as ListingError  # login checks a key with it
+from acp_fsm.compatible import ServerInfo, get_json, probe
+from acp_fsm.model_catalog import FETCH_TIMEOUT_S
+from acp_fsm.providers.config import ANTHROPIC, ProviderConfig
+from acp_fsm.warm import aiohttp_imported
+
+if TYPE_CHECKING:
+    import aiohttp
+
+# Ids of OpenAI models that do not chat (embeddings, speech, images, moderation, ...).
+_NOT_CHAT = (
+    "embedding",
+    "tts",
+    "whisper",
+    "dall-e",
+    "davinci",
+    "babbage",
+    "moderation",
+    "image",
+    "transcribe",
+    "realtime",
+    "audio",
+    "search",
+    "computer-use",
+    "sora",
+)
+
+
+async def list_models(config: ProviderConfig, timeout_s: float = FETCH_TIMEOUT_S) -> list[str]:
+    """The provider's models, from one authenticated GET of its models endpoint (all
+    Anthropic pages, each within `timeout_s`); `ListingError` or an aiohttp error when it
+    fails."""
+    return (await server_info(config, timeout_s)).models
+
+
+async def server_info(config: ProviderConfig, timeout_s: float = FETCH_TIMEOUT_S) -> ServerInfo:
+    """The provider's models and, from a compatible server, the windows it states, each GET
+    within `timeout_s` from its connecting on; OpenAI lists are rid of models that do not
+    chat. OpenAI's own list is sorted; a compatible server's keeps its order (its first model
+    is the default, see `Catalog.default_model`)."""
+    await aiohttp_imported()  # off the loop (acp_fsm.warm)
+    import aiohttp
+
+    timeout = aiohttp.ClientTimeout(total=timeout_s)
+    async with aiohttp.ClientSession(timeout=timeout) as http:
+        if config.provider == ANTHROPIC:
+            return ServerInfo(await _anthropic_models(http, config), {})
+        headers = {"authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+        info = await probe(http, config, headers)
+    chat = [m for m in info.models if not any(word in m for word in _NOT_CHAT)]
+    return info._replace(models=sorted(chat) if config.official else chat)
+
+
+async def _anthropic_models(http: aiohttp.ClientSession, config: ProviderConfig) -> list[str]:
+    headers = {"anthropic-version": "2023-06-01"}
+    if config.api_key:
+        headers["x-api-key"] = config.api_key
+    params: dict[str, str] = {"limit": "1000"}
+    models: list[str] = []
+    while True:
+        page = await get_json(http, f"{config.base_url}/v1/models", headers, params)
+        models += [
+            m["id"]
+            for m in page.get("data") or ()
+            if isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"]
+        ]
+        if not page.get("has_more") or not page.get("last_id"):
+            return models
+        params["after_id"] = str(page["last_id"])
