@@ -20,7 +20,7 @@ from acp_fsm.providers.http import close_client_session
 from acp_fsm.server import AcpServer
 
 if TYPE_CHECKING:
-    from acp_fsm.startup import Served
+    from acp_fsm.handover import Handover
 
 log = structlog.get_logger("acp")
 
@@ -38,14 +38,14 @@ async def run(
     protocol_fd: int,
     pending: bytes,
     handshake: Handshake,
-    served: Served,
+    handover: Handover,
     *,
     input_ended: bool = False,
     extensions: Sequence[Extension] = (),
 ) -> int:
-    """Serve the connection until it closes, from where the startup path left it (`served`);
+    """Serve the connection until it closes, from where the startup path left it (`handover`);
     `extensions` add their methods to the server before the first message is read."""
-    client = ClientInfo(served.client) if served.client is not None else None
+    client = ClientInfo(handover.client) if handover.client is not None else None
     server = AcpServer(handshake, client=client)
     for extend in extensions:
         extend(server)
@@ -70,12 +70,12 @@ async def run(
     schemas.plain_first(warm.FIRST_SCHEMAS)  # their validators: built after the first session
     if client is not None:
         log.info(
-            "initialized", client=client.info, fast_path=True, answered_ms=served.initialize_ms
+            "initialized", client=client.info, fast_path=True, answered_ms=handover.initialize_ms
         )
-        connection.audit_sent("initialize", "result", initialize_result(served.client))
-    first = served.first_session
+        connection.audit_sent("initialize", "result", initialize_result(handover.client))
+    first = handover.first_session
     if first is not None:  # taken over before any later line is read
-        await server.open_first(first, served.session_ms)
+        await server.open_first(first, handover.session_ms)
         connection.audit_sent("session/new", "result", first.answer)
         connection.audit_sent("session/update", "notification", first.announcement)
     if pending:

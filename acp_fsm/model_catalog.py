@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 CACHE_FILE = "models.json"
 CACHE_TTL_S = 24 * 3600
-FETCH_TIMEOUT_S = 5.0  # a listing's longest, connecting included (`listing_timeout_s`)
 RETRY_AFTER_S = 60.0  # a failed fetch is not tried again sooner
 BUILT_IN = {
     ANTHROPIC: ("claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"),
@@ -49,14 +48,6 @@ def fallback(config: ProviderConfig) -> list[str]:
     OpenAI-compatible server has models of its own)."""
     built_in = BUILT_IN[config.provider] if config.official else ()
     return list(dict.fromkeys([config.model, *built_in]))
-
-
-def listing_timeout_s(config: ProviderConfig) -> float:
-    """How long a listing may take, connecting included: the connect limit
-    (ACP_FSM_CONNECT_TIMEOUT_MS), at most `FETCH_TIMEOUT_S`. A server answers it from what it
-    holds, at once once reached; the first call to a compatible server waits for it, and so
-    waits no longer than the user allows for reaching the server (docs/local-servers.md)."""
-    return min(FETCH_TIMEOUT_S, config.connect_timeout_s)
 
 
 def _cache_path() -> Path:
@@ -162,7 +153,7 @@ class Catalog:
 
         import structlog
 
-        from acp_fsm.model_listing import server_info
+        from acp_fsm.model_listing import FETCH_TIMEOUT_S, listing_timeout_s, server_info
 
         log = structlog.get_logger("models")
         before = self.models(config)

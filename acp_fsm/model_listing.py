@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING
 
 from acp_fsm.compatible import ListingError as ListingError  # login checks a key with it
 from acp_fsm.compatible import ServerInfo, get_json, probe
-from acp_fsm.model_catalog import FETCH_TIMEOUT_S
 from acp_fsm.providers.config import ANTHROPIC, ProviderConfig
 from acp_fsm.warm import aiohttp_imported
 
 if TYPE_CHECKING:
     import aiohttp
+
+FETCH_TIMEOUT_S = 5.0  # a listing's longest, connecting included (`listing_timeout_s`)
 
 # Ids of OpenAI models that do not chat (embeddings, speech, images, moderation, ...).
 _NOT_CHAT = (
@@ -32,6 +33,14 @@ _NOT_CHAT = (
     "computer-use",
     "sora",
 )
+
+
+def listing_timeout_s(config: ProviderConfig) -> float:
+    """How long a listing may take, connecting included: the connect limit
+    (ACP_FSM_CONNECT_TIMEOUT_MS), at most `FETCH_TIMEOUT_S`. A server answers it from what it
+    holds, at once once reached; the first call to a compatible server waits for it, and so
+    waits no longer than the user allows for reaching the server (docs/local-servers.md)."""
+    return min(FETCH_TIMEOUT_S, config.connect_timeout_s)
 
 
 async def list_models(config: ProviderConfig, timeout_s: float = FETCH_TIMEOUT_S) -> list[str]:

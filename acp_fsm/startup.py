@@ -25,6 +25,7 @@ import sys
 import time
 
 from acp_fsm.fsm.handshake import Handshake, HandshakeTrigger
+from acp_fsm.handover import Handover
 from acp_fsm.initialize import initialize_result
 from acp_fsm.methods import PROTOCOL
 from acp_fsm.protocol.errors import RpcError
@@ -171,19 +172,6 @@ TTY_HINT = (
 )
 
 
-class Served:
-    """What the startup path answered, for the event loop's path (`app.run`) to go on from."""
-
-    def __init__(self) -> None:
-        self.client: dict[str, Any] | None = None  # initialize's params, when it answered it
-        self.initialize_ms: float | None = None  # after the process began, when written
-        self.first_session: FirstSession | None = None  # the session/new it served
-        self.session_ms: float | None = None
-
-    def __repr__(self) -> str:
-        return f"<Served client={self.client is not None} session={self.first_session}>"
-
-
 def serve(extensions: Sequence[Extension] = ()) -> int:
     """Run the ACP server on stdio until stdin closes; returns the exit code. `extensions`
     add methods to the server once the startup path is done (`app.run`)."""
@@ -194,17 +182,17 @@ def serve(extensions: Sequence[Extension] = ()) -> int:
     person = os.isatty(0)
     if person:  # a person at a terminal, not an editor: say what this is
         sys.stderr.write(TTY_HINT)
-    served = Served()
+    handover = Handover()
     handshake = Handshake()
     line, rest, ended = read_line_blocking(0, MAX_LINE_BYTES)
     early = answer_initialize(line, handshake) if line is not None else None
     if early is None:
         rest = rest if line is None else line + b"\n" + rest
     else:
-        served.client = early[1]
-        served.initialize_ms = _written(protocol_fd, early[0], started)
-        if served.initialize_ms is not None and not (person or ended):
-            rest, ended = _after_initialize(rest, handshake, protocol_fd, served, started)
+        handover.client = early[1]
+        handover.initialize_ms = _written(protocol_fd, early[0], started)
+        if handover.initialize_ms is not None and not (person or ended):
+            rest, ended = _after_initialize(rest, handshake, protocol_fd, handover, started)
 
     from acp_fsm import logs
 
@@ -215,7 +203,7 @@ def serve(extensions: Sequence[Extension] = ()) -> int:
     from acp_fsm.app import run
 
     return asyncio.run(
-        run(protocol_fd, rest, handshake, served, input_ended=ended, extensions=extensions)
+        run(protocol_fd, rest, handshake, handover, input_ended=ended, extensions=extensions)
     )
 
 
@@ -230,7 +218,7 @@ def _written(fd: int, data: bytes, started: float) -> float | None:
 
 
 def _after_initialize(
-    rest: bytes, handshake: Handshake, fd: int, served: Served, started: float
+    rest: bytes, handshake: Handshake, fd: int, handover: Handover, started: float
 ) -> tuple[bytes, bool]:
     """The request after `initialize`, answered here when it is a `session/new` the startup
     path serves (`answer_session_new`); what is left for the full path: every byte read and
@@ -243,6 +231,6 @@ def _after_initialize(
     answered = answer_session_new(line, handshake)
     if answered is None:
         return line + b"\n" + rest, ended
-    served.first_session = answered[1]
-    served.session_ms = _written(fd, answered[0], started)
+    handover.first_session = answered[1]
+    handover.session_ms = _written(fd, answered[0], started)
     return rest, ended
