@@ -67,13 +67,13 @@ def create(params: acp.NewSessionRequest) -> FirstSession | None:
         return None
     redact.configured()  # the environment's secrets, scrubbed from the stored row
     credentials.learn(found.stored)
+    result = config_options.setup_result(config_options.Settings(), found.config)
     record = new_record(cwd, additional, [])
     path = sessions_db.default_path().expanduser().absolute()
     try:
-        connection = sessions_db.create_session(path, record, redact.scrub)
+        connection = sessions_db.create_session(path, record, redact.scrub)  # the last step
     except (sessions_db.StoreError, sqlite3.Error, OSError):
         return None
-    result = config_options.setup_result(config_options.Settings(), found.config)
     return FirstSession(record, found.config, connection, result)
 
 
