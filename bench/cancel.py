@@ -28,8 +28,12 @@ from bench.common import INIT, PYCACHE, agent_command, checkouts, table
 from tests.harness import AgentProcess, agent_env
 
 ROOT = Path(__file__).resolve().parents[1]
+# The streamed reply: a second of tokens or more, far beyond the cancel 50 ms in, and no
+# longer. The server renders a reply whole when it is asked for it and frees it when the client
+# disconnects: at 100,000 tokens that took a second of its CPU a prompt, and the freeing 3 ms
+# of it at the instant the client reads the answer, which on 2 cores it then waited out.
 REPLIES: dict[str, Scripted] = {
-    "bench-stream": Reply(text=["tok "] * 100_000, delay_s=0.0005, fault=Hang(50_000)),
+    "bench-stream": Reply(text=["tok "] * 4_000, delay_s=0.0005, fault=Hang(2_000)),
     "bench-permission": Reply(
         calls=(Call("call_w", "write_file", json.dumps({"path": "x.txt", "content": "x"})),)
     ),

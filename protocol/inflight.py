@@ -93,16 +93,25 @@ class InFlight:
         self._afterwards.setdefault(task, []).append(callback)
 
     def written_here(self) -> None:
-        """The calling task wrote its request's response: run what follows it."""
+        """The calling task wrote its request's response: what follows it runs next."""
         task = asyncio.current_task()
         assert task is not None
-        _run(self._afterwards.pop(task, ()))
+        _run_next(self._afterwards.pop(task, ()))
 
     def written(self, answer: asyncio.Future[Any]) -> None:
-        """The response `answer` gave is written (or was none): run what follows it."""
+        """The response `answer` gave is written (or was none): what follows it runs next."""
         callbacks = self._afterwards.pop(answer, ())
         if answer.result() is not None:  # never answered (shutdown): nothing follows either
-            _run(callbacks)
+            _run_next(callbacks)
+
+
+def _run_next(callbacks: Iterable[Callable[[], None]]) -> None:
+    """Run `callbacks` in the loop's next step, once the response written in this one has
+    left: the writer sends a step's frames in a callback queued with its first frame, so
+    before these. What follows an answer (closing the socket of a stream a cancel cut,
+    whose peer then wakes up to its disconnect) is never on the way to the answer."""
+    if callbacks:
+        asyncio.get_running_loop().call_soon(_run, callbacks)
 
 
 def _run(callbacks: Iterable[Callable[[], None]]) -> None:

@@ -1,16 +1,21 @@
 """Output on a real pipe: frames of one pass of the event loop leave together, in order;
-congestion is still seen at once; flush and a lost reader behave."""
+congestion is still seen at once; flush and a lost reader behave; what follows a response
+runs once the response has left."""
 
 from __future__ import annotations
 
 import asyncio
 import fcntl
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
+from acp_fsm.protocol.codec import encode
+from acp_fsm.protocol.connection import Connection
 from acp_fsm.protocol.streams import COALESCE_BYTES, OUTPUT_BUFFER_LIMIT_BYTES, Output
+from tests.test_connection import FakeDispatcher
 
 PIPE_BYTES = 4096  # a small kernel buffer, so that congestion comes early and surely
 
@@ -111,3 +116,30 @@ async def test_a_reader_gone_loses_what_waits_and_says_so_once(
     output.write(b"three\n")  # ignored, no error
     await asyncio.sleep(0)
     assert lost == ["lost"]
+
+
+class _Following(FakeDispatcher):
+    """`echo`, with `then` to follow its response (`Connection.after_response`)."""
+
+    conn: Connection
+    then: Callable[[], None]
+
+    async def echo(self, params: Any) -> Any:
+        self.conn.after_response(self.then)
+        return await super().echo(params)
+
+
+async def test_what_follows_a_response_runs_once_the_response_has_left(
+    pipe: tuple[int, Output, list[str]],
+) -> None:
+    """What follows an answer (closing the socket of a model stream a cancel cut, whose server
+    then wakes up to the disconnect) is never between the answer and the pipe."""
+    read_fd, output, _ = pipe
+    dispatcher = _Following()
+    dispatcher.conn = Connection(dispatcher, output.write)
+    seen: list[bytes] = []
+    dispatcher.then = lambda: seen.append(_available(read_fd))
+    dispatcher.conn.feed(encode({"jsonrpc": "2.0", "id": 1, "method": "echo", "params": [1]}))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert seen == [b'{"jsonrpc":"2.0","id":1,"result":{"echo":[1]}}\n']
