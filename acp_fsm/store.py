@@ -495,7 +495,11 @@ class _Worker:
                     self._jobs.extendleft(reversed(group))
                 else:
                     self._commits += 1
-                self._ready.notify()
+                # The thread is woken only when it has work: jobs, or a checkpoint its wait
+                # must now time out for. Woken for nothing, it would take the GIL from the
+                # caller, who is about to answer (a cancelled prompt's answer waits on this).
+                if self._jobs or self._commits >= CHECKPOINT_AFTER:
+                    self._ready.notify()
         if outcomes is None:
             return
         for job, (result, error) in zip(group, outcomes, strict=True):
