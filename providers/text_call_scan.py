@@ -153,12 +153,16 @@ class Scanner:
 
     def _take(self, j: int) -> None:
         """Hold `_buf[_i:j]` in the block."""
-        assert self._block is not None
+        block = self._held()
         if j > self._i:
-            self._block.parts.append(self._buf[self._i : j])
-            self._block.length += j - self._i
+            block.parts.append(self._buf[self._i : j])
+            block.length += j - self._i
             self._prev = self._buf[j - 1]
             self._i = j
+
+    def _held(self) -> Block:
+        assert self._block is not None, "no block is being read"
+        return self._block
 
     def _skip_space(self, j: int, spaces: str = " \t\r\n") -> int:
         buf, n = self._buf, len(self._buf)
@@ -166,14 +170,27 @@ class Scanner:
             j += 1
         return j
 
+    def _held_spaces(self) -> int | None:
+        """Hold the spaces that follow in the block: where its text goes on, or None if the
+        piece ends first."""
+        j = self._skip_space(self._i)
+        self._take(j)
+        return None if j == len(self._buf) else j
+
+    def _indent(self) -> int | None:
+        """At a line's start: its indentation as prose; where its text starts, or None if
+        the piece ends first."""
+        j = self._skip_space(self._i, " \t")
+        self._prose(j)
+        return None if j == len(self._buf) else j
+
     # ------------------------------------------------------------------------- prose
 
     def _text(self) -> bool:
         buf, n = self._buf, len(self._buf)
         if self._line_start:
-            j = self._skip_space(self._i, " \t")
-            self._prose(j)
-            if j == n:
+            j = self._indent()
+            if j is None:
                 return False
             started = self._opener(j, line_start=True)
             if started is None:
@@ -271,13 +288,13 @@ class Scanner:
         """Inside a code block that holds no call: prose up to a line starting with ```."""
         buf, n = self._buf, len(self._buf)
         if self._line_start:
-            j = self._skip_space(self._i, " \t")
-            self._prose(j)
-            found = self._waits(FENCE, j) if j < n else None
+            j = self._indent()
+            found = None if j is None else self._waits(FENCE, j)
             if found is None:
                 return False
             self._line_start = False
             if found:
+                assert j is not None
                 self._prose(j + len(FENCE))
                 self.mode = Mode.TEXT
                 return True
@@ -292,11 +309,9 @@ class Scanner:
     # ------------------------------------------------------------------- JSON blocks
 
     def _open(self) -> bool:
-        block = self._block
-        assert block is not None
-        j = self._skip_space(self._i)
-        self._take(j)
-        if j == len(self._buf):
+        block = self._held()
+        j = self._held_spaces()
+        if j is None:
             return False
         char = self._buf[j]
         if char in block.openers:
@@ -361,11 +376,9 @@ class Scanner:
 
     def _after(self) -> bool:
         """After a call's JSON: the block's closing syntax, another call, or its end."""
-        block = self._block
-        assert block is not None
-        j = self._skip_space(self._i)
-        self._take(j)
-        if j == len(self._buf):
+        block = self._held()
+        j = self._held_spaces()
+        if j is None:
             return False
         if block.close:
             found = self._waits(block.close, j)
@@ -388,8 +401,7 @@ class Scanner:
     # -------------------------------------------------------- <function=NAME> blocks
 
     def _function_name(self) -> bool:
-        block = self._block
-        assert block is not None
+        block = self._held()
         buf = self._buf
         end = _name_end(buf, self._i)
         if end == len(buf) and end - self._i <= MAX_NAME_CHARS:
@@ -406,8 +418,7 @@ class Scanner:
 
     def _function_body(self) -> bool:
         """Up to </function> (or, inside <tool_call>, the tag that closes it)."""
-        block = self._block
-        assert block is not None
+        block = self._held()
         buf, n = self._buf, len(self._buf)
         ends = [END_FUNCTION, END_TOOL_CALL] if block.wrapped else [END_FUNCTION]
         found = [(at, tag) for tag in ends if (at := buf.find(tag, self._i)) >= 0]
@@ -428,8 +439,7 @@ class Scanner:
         return True
 
     def _function_ends(self) -> None:
-        block = self._block
-        assert block is not None
+        block = self._held()
         body = "".join(block.parts)[block.body_from :]
         block.calls.append(function_call(block.name, body, self._tools))
 
@@ -459,8 +469,7 @@ class Scanner:
         if j == n or buf[j] != "{":
             self._give_up()
             return True
-        assert self._block is not None
-        self._block.name = name
+        self._held().name = name
         self._take(j)
         self.mode = Mode.OPEN
         return True
@@ -476,8 +485,7 @@ class Scanner:
     def _end_block(self) -> None:
         """The block ends with its last call (prose what followed it), or, with none, is
         prose; a fenced block that does not close is a code block, unless the answer ends."""
-        block = self._block
-        assert block is not None
+        block = self._held()
         if self.mode is Mode.FUNCTION_BODY:  # the answer ended inside it
             self._function_ends()
             block.kept = block.length
@@ -492,8 +500,7 @@ class Scanner:
     def _give_up(self) -> None:
         """What the block held is no call (what it held after its last call, if it has one);
         scanning goes on from here."""
-        block = self._block
-        assert block is not None
+        block = self._held()
         if block.calls and not (block.fenced and not self._final):
             self._end_block()
             return

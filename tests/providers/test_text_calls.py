@@ -51,6 +51,12 @@ def cut_out(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join([*kept, text[at:]])
 
 
+def assert_text(text: str) -> None:
+    """`text` holds no call, whole or cut anywhere."""
+    assert recognize(text, TOOLS) == Recognized((), text, text)
+    assert_same_at_every_cut(text)
+
+
 def assert_same_at_every_cut(text: str, tools: dict[str, ToolSpec] = TOOLS) -> None:
     """Fed in two pieces cut anywhere, and a character at a time: what is shown and then
     released is the prose of `recognize`, and the calls are its calls."""
@@ -125,8 +131,7 @@ def test_openai_shaped_call_object() -> None:
     ],
 )
 def test_json_that_is_not_shaped_as_a_call_is_text(text: str) -> None:
-    assert recognize(text, TOOLS) == Recognized((), text, text)
-    assert_same_at_every_cut(text)
+    assert_text(text)
 
 
 # ------------------------------------------------------------------ offered tools only
@@ -184,6 +189,8 @@ def test_json_alone_that_ends_the_answer_is_a_call(after: str) -> None:
     "after",
     [
         "\n" + "x" * (SHORT_REMARK_CHARS + 1),
+        "\nThis object names the tool in its name field and gives the tool its inputs in its"
+        " arguments; change the path to read another file.",
         "\nThis reads the file.\nYou can pick another path.",
         "\n\nThe name picks the tool.\n\nThe arguments are its inputs.",
         "\n```python\nprint(1)\n```",
@@ -191,9 +198,7 @@ def test_json_alone_that_ends_the_answer_is_a_call(after: str) -> None:
 )
 def test_json_alone_followed_by_more_than_a_short_line_is_text(after: str) -> None:
     for call in (FENCED_READ, READ):
-        text = f"For example:\n{call}{after}"
-        assert recognize(text, TOOLS) == Recognized((), text, text)
-        assert_same_at_every_cut(text)
+        assert_text(f"For example:\n{call}{after}")
 
 
 def test_calls_separated_by_short_lines_make_one_run() -> None:
@@ -232,8 +237,7 @@ def test_explicit_calls_count_wherever_they_stand() -> None:
 
 
 def test_json_alone_counts_only_at_a_line_start() -> None:
-    text = f"Enter: {READ}"
-    assert recognize(text, TOOLS) == Recognized((), text, text)
+    assert_text(f"Enter: {READ}")
     indented = f"Enter:\n    {READ}"
     assert calls(indented) == [("read_file", {"path": "a.py"})]
 
@@ -251,8 +255,7 @@ def test_json_alone_counts_only_at_a_line_start() -> None:
     ],
 )
 def test_calls_shown_as_code_are_text(text: str) -> None:
-    assert recognize(text, TOOLS) == Recognized((), text, text)
-    assert_same_at_every_cut(text)
+    assert_text(text)
 
 
 def test_a_code_block_ends_at_its_closing_fence() -> None:
@@ -289,8 +292,7 @@ def test_an_unclosed_tool_call_ends_with_its_json() -> None:
     ],
 )
 def test_an_answer_cut_inside_a_call_is_text(text: str) -> None:
-    assert recognize(text, TOOLS) == Recognized((), text, text)
-    assert_same_at_every_cut(text)
+    assert_text(text)
 
 
 def test_explicit_syntax_reports_what_it_cannot_read() -> None:
