@@ -46,9 +46,13 @@ _CALL_ID = re.compile(r"[A-Za-z0-9]*")
 
 
 class Sink(Protocol):
-    def prose(self, text: str) -> None: ...
+    """Where the scanner puts the answer, in order."""
 
-    def block(self, calls: list[TextCall], text: str) -> None: ...
+    def prose(self, text: str) -> None:
+        """Text that is no call's."""
+
+    def block(self, calls: list[TextCall], text: str) -> None:
+        """One block's calls (all of one format), and the block's text."""
 
 
 class Mode(Enum):

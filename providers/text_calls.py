@@ -25,11 +25,14 @@ answer. A run of them — each separated from the next by at most one short line
 nothing follows the last but spaces or one short line (a closing remark, at most
 SHORT_REMARK_CHARS characters); and their arguments must be JSON objects. Anything longer after
 them — an explanation, a second paragraph — makes them text: an example the user asked for,
-or JSON in the middle of an answer, is never run. The explicit syntaxes always count for an
-offered tool, wherever they stand, except inside a code block that holds no call (an example
-shown as code). Inside a block of calls, what cannot be read is said, not dropped: arguments
-that are not an object come as a call with `error` set, which the runtime reports to the
-model as it does for a native call.
+or JSON in the middle of an answer, is never run. JSON in mid-line is never a call.
+
+The explicit syntaxes always count for an offered tool, wherever they stand, except where
+they are shown rather than used: inside a code block that holds no call (```xml …), or right
+after a backtick (`<tool_call>` in inline code). Inside them, what cannot be read is said, not
+dropped: arguments that are no object, or JSON that does not parse, come as a call with
+`error` set, which the runtime reports to the model as it does for a native call. A call cut
+off by the answer's end (its JSON unfinished) is text.
 
 Arguments are repaired against the tool's schema where only one reading is possible (a
 numeric string for a number, "true" for a boolean, JSON text for an object or array, one value
