@@ -26,10 +26,11 @@ from acp_fsm.providers.types import (
 )
 from acp_fsm.tools.base import Drafts
 from acp_fsm.tools.common import ToolError, describe_os_error
-from acp_fsm.turn import storing
+from acp_fsm.turn import storing, written_calls
 from acp_fsm.turn.calls import classify
 from acp_fsm.turn.compacting import cut
 from acp_fsm.turn.model_call import charge, instructions, known, open_call, request, reserve, window
+from acp_fsm.turn.written_calls import WrittenCalls
 from acp_fsm.warm import aiohttp_imported
 
 if TYPE_CHECKING:
@@ -87,14 +88,24 @@ async def _streamed(
     effects = turn.effects
     answer = effects.text_sender("agent_message_chunk")
     thought = effects.text_sender("agent_thought_chunk")
+    written = (
+        WrittenCalls(model_request.tools)
+        if written_calls.applies(model_request, turn.config().official)
+        else None
+    )
     try:
         async with model_stream:
             async for event in model_stream:
                 if isinstance(event, TextDelta):
-                    answer(event.text)
+                    if text := event.text if written is None else written.feed(event.text):
+                        answer(text)
                 elif isinstance(event, ThinkingDelta):
                     thought(event.text)
                 elif isinstance(event, Finished):
+                    if written is not None:
+                        rest, event = written.finish(event)
+                        if rest:
+                            answer(rest)
                     finished = event
                 if (behind := effects.pace(turn.token)) is not None:  # the provider waits too
                     await behind

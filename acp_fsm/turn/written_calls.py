@@ -1,0 +1,82 @@
+"""Calls a model wrote in its answer's text, run as calls (docs/text-calls.md).
+
+A model on a compatible server (a local one: llama.cpp, Ollama, vLLM, LM Studio) often writes
+the call it means to make as text instead of the server's `tool_calls`. Its answer streams
+through `providers.text_calls.TextCallStream`: text that cannot become a call is shown at
+once, what may is held until it is decided; at the answer's end the calls it holds become the
+message's tool calls, and its text is the prose around them. An answer that came with native
+tool calls is left as it was written: the server parses this model's calls, and its text is
+shown whole. The providers' own APIs never get here: their models call tools natively.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+
+import structlog
+
+from acp_fsm.providers.text_calls import TextCallStream
+from acp_fsm.providers.types import (
+    AssistantMessage,
+    AssistantPart,
+    Finished,
+    ModelRequest,
+    StopReason,
+    TextPart,
+    ToolCallPart,
+    ToolSpec,
+)
+
+log = structlog.get_logger("turn")
+
+
+def applies(model_request: ModelRequest, official: bool) -> bool:
+    """Whether the answer to `model_request` is read for written calls: a compatible server's
+    model that was offered tools it may call."""
+    return not official and bool(model_request.tools) and not model_request.answer_only
+
+
+class WrittenCalls:
+    """One answer's text, read for the calls of the tools its request offered."""
+
+    def __init__(self, tools: Sequence[ToolSpec]) -> None:
+        self._stream = TextCallStream({tool.name: tool for tool in tools})
+        self._shown = 0  # characters of the answer's text shown so far
+
+    def __repr__(self) -> str:
+        return f"<WrittenCalls shown={self._shown}>"
+
+    def feed(self, text: str) -> str:
+        """The part of the answer's next `text` that can be shown now."""
+        shown = self._stream.feed(text)
+        self._shown += len(shown)
+        return shown
+
+    def finish(self, finished: Finished) -> tuple[str, Finished]:
+        """The text still to show, and the answer with the calls its text held (as it came
+        when it held none, or came with native calls)."""
+        found = self._stream.finish()
+        message = finished.message
+        if message.tool_calls or not found.calls:
+            return message.text[self._shown :], finished
+        parts: list[AssistantPart] = [p for p in message.parts if not isinstance(p, TextPart)]
+        if found.prose.strip():
+            parts.append(TextPart(found.prose.strip()))
+        parts += [
+            ToolCallPart(
+                f"call_{secrets.token_hex(8)}",
+                call.name,
+                call.arguments,
+                call.raw_arguments,
+                call.error,
+            )
+            for call in found.calls
+        ]
+        log.info(
+            "written_calls",
+            tools=[call.name for call in found.calls],
+            formats=sorted({call.format.value for call in found.calls}),
+        )
+        answer = AssistantMessage(tuple(parts), StopReason.TOOL_USE)
+        return found.released, finished._replace(stop_reason=StopReason.TOOL_USE, message=answer)

@@ -1,0 +1,118 @@
+"""Calls a model on a compatible server writes in its answer's text are run as calls
+(acp_fsm.turn.written_calls): shown as tool calls, not as text, their results sent back;
+an example in an explanation stays text and runs nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
+from tests.e2e.support import Launcher, args, statuses, tool_results
+
+HERMES = (
+    "Let me read it.\n"
+    '<tool_call>\n{"name": "read_file", "arguments": {"path": "notes.txt"}}\n</tool_call>'
+)
+# What Qwen2.5-Coder 1.5B answered on llama.cpp's server (issue 40), word for word.
+FENCED = (
+    'To create a file `notes.txt` containing the word "hi", please enter:\n'
+    "```json\n"
+    '{"name": "write_file", "arguments": {"path": "notes.txt", "content": "hi"}}\n'
+    "```"
+)
+EXAMPLE = (
+    "A call names the tool and its arguments, for example:\n"
+    "```json\n"
+    '{"name": "read_file", "arguments": {"path": "notes.txt"}}\n'
+    "```\n"
+    "The agent would then read notes.txt and show you its lines, one by one, with their "
+    "numbers; nothing is changed on disk."
+)
+
+
+def shown(updates: list[dict[str, Any]]) -> str:
+    """The answer's text as the editor was shown it."""
+    return "".join(
+        u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"
+    )
+
+
+def calls(updates: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Each tool call's updates, by its id."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for update in updates:
+        if "toolCallId" in update:
+            found.setdefault(update["toolCallId"], []).append(update)
+    return found
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_a_call_written_in_tags_is_run_and_its_result_sent_back(
+    launch: Launcher, server: ScriptedProvider, project: Path, provider: str
+) -> None:
+    (project / "notes.txt").write_text("first line\n")
+    agent = await launch.start(provider)
+    session = await agent.new_session(project)
+    server.script(Reply(text=HERMES), Reply(text="It says: first line."))
+
+    turn = await agent.prompt(session, "what is in notes.txt?")
+
+    assert turn.stop_reason == "end_turn"
+    assert shown(turn.updates) == "Let me read it.\nIt says: first line."
+    [(call_id, updates)] = calls(turn.updates).items()
+    assert updates[0]["title"] == "Read notes.txt" and updates[0]["kind"] == "read"
+    assert statuses(updates) == ["pending", "in_progress", "completed"]
+    [(sent_id, (result, _))] = tool_results(server.requests[-1]).items()
+    assert sent_id == call_id and "first line" in result
+    assert agent.log("written_calls")[0]["tools"] == ["read_file"]
+
+
+async def test_the_call_a_small_model_wrote_as_json_writes_the_file(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    agent = await launch.start("openai")
+    agent.editor.permissions.append("allow_once")
+    session = await agent.new_session(project)
+    server.script(Reply(text=FENCED), Reply(text="Done."))
+
+    turn = await agent.prompt(session, 'create notes.txt containing "hi"')
+
+    assert turn.stop_reason == "end_turn"
+    assert (project / "notes.txt").read_text() == "hi"
+    assert "```" not in shown(turn.updates) and '"arguments"' not in shown(turn.updates)
+    assert len(calls(turn.updates)) == 1
+
+
+async def test_an_example_in_an_explanation_is_text_and_runs_nothing(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    server.script(Reply(text=EXAMPLE))
+
+    turn = await agent.prompt(session, "how does a tool call look?")
+
+    assert turn.stop_reason == "end_turn"
+    assert shown(turn.updates) == EXAMPLE
+    assert calls(turn.updates) == {} and len(server.requests) == 1
+
+
+async def test_an_answer_with_native_calls_keeps_its_text_as_written(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """The server parsed the model's calls: its text is shown whole, its calls alone run."""
+    (project / "a.txt").write_text("a\n")
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    server.script(
+        Reply(text=HERMES, calls=(Call("native-1", "read_file", args(path="a.txt")),)),
+        Reply(text="done"),
+    )
+
+    turn = await agent.prompt(session, "read a.txt")
+
+    assert shown(turn.updates) == HERMES + "done"
+    assert list(calls(turn.updates)) == ["native-1"]
