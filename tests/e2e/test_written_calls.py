@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
+from acp_fsm.devkit.provider.script import WRITTEN
 from tests.e2e.support import Launcher, args, statuses, tool_results
+from tests.harness import wait_until
 
 HERMES = (
     "Let me read it.\n"
@@ -31,6 +33,16 @@ EXAMPLE = (
     "The agent would then read notes.txt and show you its lines, one by one, with their "
     "numbers; nothing is changed on disk."
 )
+
+
+# The format the recogniser names for each family the scripted server writes.
+FORMATS = {
+    "hermes": "hermes",
+    "qwen3": "qwen3_xml",
+    "mistral": "mistral",
+    "llama3": "python_tag",
+    "json": "fenced_json",
+}
 
 
 def shown(updates: list[dict[str, Any]]) -> str:
@@ -68,6 +80,31 @@ async def test_a_call_written_in_tags_is_run_and_its_result_sent_back(
     [(sent_id, (result, _))] = tool_results(server.requests[-1]).items()
     assert sent_id == call_id and "first line" in result
     assert agent.log("written_calls")[0]["tools"] == ["read_file"]
+
+
+@pytest.mark.parametrize("family", sorted(WRITTEN))
+async def test_each_family_s_written_calls_are_run(
+    launch: Launcher, server: ScriptedProvider, project: Path, family: str
+) -> None:
+    """Two calls, one with a number among its arguments, as each family writes them."""
+    (project / "notes.txt").write_text("one\ntwo\nthree\n")
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    reads = (
+        Call("r1", "read_file", args(path="notes.txt", offset=2, limit=1)),
+        Call("r2", "list_directory", args(path=".")),
+    )
+    server.script(Reply(text="Looking.", calls=reads, written=family), Reply(text="Seen."))
+
+    turn = await agent.prompt(session, "look at notes.txt")
+
+    assert turn.stop_reason == "end_turn"
+    assert shown(turn.updates).split() == ["Looking.", "Seen."]  # no syntax shown
+    (read, _), (listed, _) = tool_results(server.requests[-1]).values()
+    assert read.startswith("two") and "notes.txt" in listed
+    [found] = await wait_until(lambda: agent.log("written_calls"), "the calls' log line")
+    assert found["formats"] == [FORMATS[family]]
+    assert found["tools"] == ["read_file", "list_directory"]
 
 
 async def test_the_call_a_small_model_wrote_as_json_writes_the_file(

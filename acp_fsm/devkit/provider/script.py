@@ -4,8 +4,9 @@ neutrally, and `acp_fsm.devkit.provider.wire` renders it per API."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from multidict import CIMultiDictProxy
@@ -79,7 +80,9 @@ class Reply:
     `fault` breaks the stream after some events (`Drop`, `Hang`, `Truncate`, `ErrorEvent`).
     On the Responses API, a reply not `encrypted` has its reasoning item come without
     `encrypted_content` although the request included it (as a compatible server's, or a
-    proxy's that drops it): with `store: false` nothing can send that item back."""
+    proxy's that drops it): with `store: false` nothing can send that item back.
+    `written` (a key of `WRITTEN`) answers as an open model on a server that does not parse
+    its calls: the calls are written after the text in that syntax, none comes native."""
 
     text: str | Sequence[str] = ""
     thinking: str | Sequence[str] = ""
@@ -92,12 +95,46 @@ class Reply:
     headers_delay_s: float = 0.0
     omit_done: bool = False
     fault: Fault | None = None
+    written: str | None = None
 
     @property
     def stop_reason(self) -> StopReason:
         if self.stop is not None:
             return self.stop
         return StopReason.TOOL_USE if self.calls else StopReason.END_TURN
+
+    def as_sent(self) -> Reply:
+        """The reply as its server streams it: with `written`, its calls in its text."""
+        if self.written is None:
+            return self
+        write = WRITTEN[self.written]
+        calls = [write(call.name, "".join(call.fragments)) for call in self.calls]
+        text = "\n".join(t for t in ("".join(pieces(self.text)), *calls) if t)
+        return replace(self, text=text, calls=(), written=None)
+
+
+def _qwen3(name: str, arguments: str) -> str:
+    values = json.loads(arguments)
+    params = "".join(
+        f"<parameter={key}>\n{v if isinstance(v, str) else json.dumps(v)}\n</parameter>\n"
+        for key, v in values.items()
+    )
+    return f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>"
+
+
+def _call(name: str, arguments: str, key: str = "arguments") -> str:
+    return f'{{"name": {json.dumps(name)}, "{key}": {arguments}}}'
+
+
+# How open models write a call in their answer's text, by family (docs/text-calls.md): from
+# the call's name and its arguments' JSON text.
+WRITTEN: dict[str, Callable[[str, str], str]] = {
+    "hermes": lambda name, args: f"<tool_call>\n{_call(name, args)}\n</tool_call>",
+    "qwen3": _qwen3,
+    "mistral": lambda name, args: f"[TOOL_CALLS][{_call(name, args)}]",
+    "llama3": lambda name, args: f"<|python_tag|>{_call(name, args, 'parameters')}",
+    "json": lambda name, args: f"```json\n{_call(name, args)}\n```",
+}
 
 
 @dataclass(frozen=True)

@@ -380,6 +380,7 @@ class ScriptedProvider:
             parts: Sequence[bytes | float] = reply.parts
             return await self._stream(request, route, parts, reply.status, reply.content_type)
         await self._sleep(reply.headers_delay_s, request.path, 0)
+        reply = reply.as_sent()
         rendered = (
             self.local.render(reply, body)
             if self.local is not None and route is OPENAI_ROUTE
