@@ -5,8 +5,9 @@ the call it means to make as text instead of the server's `tool_calls`. Its answ
 through `providers.text_calls.TextCallStream`: text that cannot become a call is shown at
 once, what may is held until it is decided; at the answer's end the calls it holds become the
 message's tool calls, and its text is the prose around them. An answer that came with native
-tool calls is left as it was written: the server parses this model's calls, and its text is
-shown whole. The providers' own APIs never get here: their models call tools natively.
+tool calls keeps them alone: the server parses this model's calls (the answer is stored as
+it came; the editor is shown its text without any call syntax it held). The providers' own
+APIs never get here: their models call tools natively.
 """
 
 from __future__ import annotations
@@ -42,24 +43,22 @@ class WrittenCalls:
 
     def __init__(self, tools: Sequence[ToolSpec]) -> None:
         self._stream = TextCallStream({tool.name: tool for tool in tools})
-        self._shown = 0  # characters of the answer's text shown so far
 
     def __repr__(self) -> str:
-        return f"<WrittenCalls shown={self._shown}>"
+        return f"<WrittenCalls {self._stream!r}>"
 
     def feed(self, text: str) -> str:
         """The part of the answer's next `text` that can be shown now."""
-        shown = self._stream.feed(text)
-        self._shown += len(shown)
-        return shown
+        return self._stream.feed(text)
 
     def finish(self, finished: Finished) -> tuple[str, Finished]:
         """The text still to show, and the answer with the calls its text held (as it came
-        when it held none, or came with native calls)."""
+        when it held none, or came with native calls: those alone run, and the syntax of
+        the calls its text held, already cut from what was shown, stays out of it)."""
         found = self._stream.finish()
         message = finished.message
         if message.tool_calls or not found.calls:
-            return message.text[self._shown :], finished
+            return found.released, finished
         parts: list[AssistantPart] = [p for p in message.parts if not isinstance(p, TextPart)]
         if found.prose.strip():
             parts.append(TextPart(found.prose.strip()))

@@ -137,10 +137,11 @@ async def test_an_example_in_an_explanation_is_text_and_runs_nothing(
     assert calls(turn.updates) == {} and len(server.requests) == 1
 
 
-async def test_an_answer_with_native_calls_keeps_its_text_as_written(
+async def test_an_answer_with_native_calls_runs_those_alone(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
-    """The server parsed the model's calls: its text is shown whole, its calls alone run."""
+    """The server parsed the model's calls: they alone run; the call syntax its text held is
+    not shown."""
     (project / "a.txt").write_text("a\n")
     agent = await launch.start("openai")
     session = await agent.new_session(project)
@@ -151,5 +152,5 @@ async def test_an_answer_with_native_calls_keeps_its_text_as_written(
 
     turn = await agent.prompt(session, "read a.txt")
 
-    assert shown(turn.updates) == HERMES + "done"
+    assert shown(turn.updates) == "Let me read it.\ndone"
     assert list(calls(turn.updates)) == ["native-1"]
