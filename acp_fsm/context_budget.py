@@ -32,13 +32,15 @@ NEAR_WINDOW = 0.5
 class ContextBudget:
     """The budget of one conversation (a session's, or a subagent's own): `learned` is the
     window a refusal taught (`guessed`: only a bound), `drift` the tokens the provider counted
-    beyond the last estimate, `used` those of the last model call (what `usage_update` says)."""
+    beyond the last estimate, `used` those of the last model call (what `usage_update` says),
+    `longest_answer` the most tokens an answer of it took."""
 
     def __init__(self, learned: int | None = None, guessed: bool = False) -> None:
         self.learned = learned
         self.guessed = guessed
         self.drift = 0
         self.used = 0
+        self.longest_answer = 0
 
     def __repr__(self) -> str:
         guess = " guessed" if self.guessed else ""
@@ -80,6 +82,7 @@ class ContextBudget:
         estimate; the tokens it used (0: it did not say)."""
         if input_tokens:
             self.drift = max(0, input_tokens - estimate)
+        self.longest_answer = max(self.longest_answer, output_tokens)
         used = input_tokens + output_tokens
         if used:
             self.used = used

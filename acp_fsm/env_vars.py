@@ -107,22 +107,42 @@ def title_model() -> str | None:
 
 
 EDIT_TOOLS = ("replace", "patch", "both")
+TOOL_CALLS = ("native", "text", "auto")
+TOOL_SETS = ("lean", "full", "auto")
 _warned: set[str] = set()
+
+
+def _choice(name: str, choices: tuple[str, ...]) -> str | None:
+    """The variable `name` when it is one of `choices` (any case); None when unset, and when
+    it is something else (said once on stderr)."""
+    raw = os.environ.get(name, "").strip().lower()
+    if raw in choices:
+        return raw
+    if raw and f"{name}={raw}" not in _warned:
+        _warned.add(f"{name}={raw}")
+        expected = ", ".join(choices[:-1]) + f" or {choices[-1]}"
+        print(f"acp-fsm: ignoring {name}={raw!r}: expected {expected}", file=sys.stderr)
+    return None
 
 
 def edit_tools() -> str | None:
     """Which edit tools the model is given: `ACP_FSM_EDIT_TOOLS` = `replace` (edit_file and
     multi_edit), `patch` (apply_patch) or `both`; None (unset or unknown: the model decides)."""
-    raw = os.environ.get("ACP_FSM_EDIT_TOOLS", "").strip().lower()
-    if raw in EDIT_TOOLS:
-        return raw
-    if raw and raw not in _warned:
-        _warned.add(raw)
-        print(
-            f"acp-fsm: ignoring ACP_FSM_EDIT_TOOLS={raw!r}: expected replace, patch or both",
-            file=sys.stderr,
-        )
-    return None
+    return _choice("ACP_FSM_EDIT_TOOLS", EDIT_TOOLS)
+
+
+def tool_calls() -> str:
+    """How a compatible server's model calls tools (docs/text-calls.md): `ACP_FSM_TOOL_CALLS`
+    = `native` (the server's tool_calls only), `text` (written in its answer) or `auto` (the
+    default: decided from its first answers)."""
+    return _choice("ACP_FSM_TOOL_CALLS", TOOL_CALLS) or "auto"
+
+
+def tool_set() -> str:
+    """Which tools a model is shown (docs/local-servers.md): `ACP_FSM_TOOLS` = `lean` (the
+    few a small model needs, in few words), `full`, or `auto` (the default: lean on a
+    compatible server until the model has shown it calls tools natively in a large window)."""
+    return _choice("ACP_FSM_TOOLS", TOOL_SETS) or "auto"
 
 
 SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")

@@ -50,6 +50,7 @@ PROMPT_MODULES = (
     "acp_fsm.providers.anthropic",
     "acp_fsm.providers.responses",
     "acp_fsm.tools",
+    "acp_fsm.tools.lean",
     "acp_fsm.fsm.turn",
     "acp_fsm.fsm.tool_call",
     "acp_fsm.turn",

@@ -53,11 +53,12 @@ def open_stream(
     `scrub` filters the encoded request body; `close_later` as in `ModelStream`)."""
     from acp_fsm.providers.config import api_of, load_config
     from acp_fsm.providers.stream import ModelStream
+    from acp_fsm.providers.written_form import lowered
 
     config = config or load_config()
     return ModelStream(
         wire_format(config.provider, api_of(config, request.model)),
-        request,
+        lowered(request),
         config,
         token,
         scrub,

@@ -50,6 +50,7 @@ class ProviderConfig(NamedTuple):
     retry_base_s: float = 0.5
     retry_max_s: float = 8.0
     window_set: bool = False  # context_window is the user's (ACP_FSM_CONTEXT_WINDOW)
+    max_tokens_set: bool = False  # max_tokens is the user's (ACP_FSM_MAX_TOKENS)
     model_set: bool = False  # model is the user's (ACP_FSM_MODEL), not the provider default
     api: str = CHAT  # OpenAI's API: CHAT or RESPONSES (ACP_FSM_OPENAI_API)
     api_set: bool = False  # api is the user's, for every model (else by `api_of`)
@@ -123,6 +124,7 @@ def load_config(env: Mapping[str, str] | None = None) -> ProviderConfig:
         connect_timeout_s=_number(env, "ACP_FSM_CONNECT_TIMEOUT_MS", 10_000, minimum=1) / 1000,
         read_timeout_s=_number(env, "ACP_FSM_READ_TIMEOUT_MS", 180_000, minimum=1) / 1000,
         window_set=bool(env.get("ACP_FSM_CONTEXT_WINDOW", "").strip()),
+        max_tokens_set=bool(env.get("ACP_FSM_MAX_TOKENS", "").strip()),
         api=api if provider == OPENAI else CHAT,
         api_set=provider == OPENAI and (responses or bool(env.get(API_VARIABLE, "").strip())),
     )

@@ -125,6 +125,9 @@ class ModelRequest(NamedTuple):
     # Routes the calls of one conversation to the provider's cache of its prefix (OpenAI's
     # `prompt_cache_key`): the session's id; None: no key is sent.
     cache_key: str | None = None
+    # The call syntax of a model that writes its calls as text (`providers.written_form`):
+    # its tools go in the system prompt, its calls and results as text; None: the API's own.
+    calls_written: str | None = None
 
 
 # ------------------------------------------------------------------------ events

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from acp_fsm import config_options, pricing, redact
+from acp_fsm import config_options, env_vars, pricing, redact
 from acp_fsm.blocking import Shared
+from acp_fsm.call_modes import CALL_MODES, NATIVE, TEXT, CallMode
 from acp_fsm.instructions import BRIEF, reopened, system_prompt
 from acp_fsm.library import skills_prompt
 from acp_fsm.providers.anthropic import THINKING_BUDGETS
@@ -21,6 +22,13 @@ if TYPE_CHECKING:
     from acp_fsm.turn.runner import Turn
 
 log = structlog.get_logger("turn")
+
+# A window this large holds the whole tool list beside a conversation, for a model on a
+# compatible server that has shown it calls tools natively (`lean_list`).
+LARGE_WINDOW_TOKENS = 32_768
+# The share of the room a request leaves that its answer is not given: the request's size is
+# estimated, not counted (`open_room`).
+ESTIMATE_MARGIN = 0.1
 
 # The system prompt of turns starting at once in the same directories: read once for them.
 _SYSTEM_PROMPT = Shared(system_prompt)
@@ -44,15 +52,19 @@ def model(turn: Turn) -> str:
 
 async def request(turn: Turn) -> ModelRequest:
     """The next model call, with the session's settings as they are now: the model, the
-    thought level, and the tools and instructions of the mode."""
+    thought level, how the model calls tools, and the tools and instructions of the mode."""
     config = turn.config()
     context = turn.context
     chosen = context.settings()
     model = config_options.model_of(chosen, config)
     system = await instructions(turn)
-    from acp_fsm.tools import SMALL_WINDOW_TOKENS, edit_style, listed  # with the first call
+    from acp_fsm.tools import SMALL_WINDOW_TOKENS, TOOLS, edit_style, listed  # first call
+    from acp_fsm.tools.lean import LEAN, lean_spec
 
-    if window(turn) < SMALL_WINDOW_TOKENS and not context.subagent:
+    size = window(turn)
+    calls = CALL_MODES.mode(config, model)
+    lean = lean_list(config, calls, size)
+    if (lean or size < SMALL_WINDOW_TOKENS) and not context.subagent:
         system = reopened(system, context.roots[0], BRIEF)  # the room is the conversation's
     # what the mode allows; a read-only turn (/review) and a subagent are told their own
     if not turn.read_only and not context.subagent:
@@ -69,6 +81,14 @@ async def request(turn: Turn) -> ModelRequest:
         log.warning(
             "transcript_repaired", session_id=context.session_id, calls=[r.call_id for r in added]
         )
+    offered = [
+        t
+        for t in turn.tools.values()
+        if config_options.offered(turn.mode, t.kind)
+        and listed(t.name, style, size)
+        and (skills or t.name != SKILL_TOOL)
+        and (not lean or t.name in LEAN or t.name not in TOOLS)  # MCP tools: the user's
+    ]
     return ModelRequest(
         model=model,
         messages=messages,
@@ -77,17 +97,51 @@ async def request(turn: Turn) -> ModelRequest:
         # a subagent's calls share a prefix of their own (its instructions)
         cache_key=f"{context.session_id}:task" if context.subagent else context.session_id,
         tools=tuple(
-            ToolSpec(t.name, t.description, t.input_schema)
-            for t in turn.tools.values()
-            if config_options.offered(turn.mode, t.kind)
-            and listed(t.name, style, window(turn))
-            and (skills or t.name != SKILL_TOOL)
+            lean_spec(t)
+            if lean and t.name in LEAN
+            else ToolSpec(t.name, t.description, t.input_schema)
+            for t in offered
         ),
-        # never more than half the window: a server that counts the answer's
-        # room in (vLLM) refuses the request otherwise
-        max_tokens=min(config.max_tokens, max(1, window(turn) // 2)),
+        max_tokens=answer_room(config, size, turn.budget.longest_answer),
         reasoning=config_options.thought_level(chosen, config.provider, model),
+        calls_written=calls.syntax if calls.kind == TEXT else None,
     )
+
+
+def lean_list(config: ProviderConfig, calls: CallMode, size: int) -> bool:
+    """Whether the model is shown the small tool list (`acp_fsm.tools.lean`): as
+    `ACP_FSM_TOOLS` says, else on a compatible server until its model calls tools natively
+    in a window of at least LARGE_WINDOW_TOKENS."""
+    chosen = env_vars.tool_set()
+    if chosen != "auto":
+        return chosen == "lean"
+    return not config.official and not (calls.kind == NATIVE and size >= LARGE_WINDOW_TOKENS)
+
+
+def answer_room(config: ProviderConfig, size: int, longest: int) -> int:
+    """The room kept for the answer (max_tokens). Never more than half the window: a server
+    that counts the answer's room in (vLLM) refuses the request otherwise. On a compatible
+    server, what the conversation's answers have needed (twice the longest so far, at least
+    an eighth of the window), so a small window keeps the conversation rather than room no
+    answer uses; `open_room` then lets the answer have what the request leaves."""
+    room = min(config.max_tokens, max(1, size // 2))
+    if config.official or config.max_tokens_set:
+        return room
+    return min(room, max(size // 8, 2 * longest))
+
+
+def open_room(
+    model_request: ModelRequest, config: ProviderConfig, size: int, estimate: int
+) -> ModelRequest:
+    """`model_request` with max_tokens widened, on a compatible server, to what its window
+    leaves after the request (less a margin for the estimate's error), within max_tokens:
+    the reserve decides when to compact, not how long an answer may be."""
+    if config.official or config.max_tokens_set:
+        return model_request
+    left = min(config.max_tokens, size // 2, int((size - estimate) * (1 - ESTIMATE_MARGIN)))
+    if left <= model_request.max_tokens:
+        return model_request
+    return model_request._replace(max_tokens=left)
 
 
 def open_call(turn: Turn, model_request: ModelRequest) -> ModelCall:

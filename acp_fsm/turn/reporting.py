@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from acp_fsm import commands, config_options
 from acp_fsm.blocking import run_blocking
+from acp_fsm.call_modes import CALL_MODES
 from acp_fsm.fsm.turn import TurnTrigger
 from acp_fsm.instructions import project_instructions
 from acp_fsm.providers.config import RESPONSES, ProviderConfig, api_of
@@ -56,6 +57,7 @@ async def status_report(turn: Turn) -> str:
     lines = [
         f"Provider: {config.provider}{_api(config, model)} ({_where(config.base_url)})",
         f"Model: {model}",
+        f"Tool calls: {CALL_MODES.mode(config, model).describe()}",
         f"Mode: {mode}",
         # as the session's options show it; a model without the option has no level
         f"Thought level: {level or '— (this model has no thinking option)'}",

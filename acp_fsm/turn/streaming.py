@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from acp_fsm import compaction, pricing, transcript, updates
+from acp_fsm.blocking import run_blocking
+from acp_fsm.call_modes import CALL_MODES
 from acp_fsm.errors import TurnFailed
 from acp_fsm.fsm.tool_call import ToolCallState
 from acp_fsm.fsm.turn import TurnTrigger
@@ -29,11 +31,21 @@ from acp_fsm.tools.common import ToolError, describe_os_error
 from acp_fsm.turn import storing, written_calls
 from acp_fsm.turn.calls import classify
 from acp_fsm.turn.compacting import cut
-from acp_fsm.turn.model_call import charge, instructions, known, open_call, request, reserve, window
+from acp_fsm.turn.model_call import (
+    charge,
+    instructions,
+    known,
+    open_call,
+    open_room,
+    request,
+    reserve,
+    window,
+)
 from acp_fsm.turn.written_calls import WrittenCalls
 from acp_fsm.warm import aiohttp_imported
 
 if TYPE_CHECKING:
+    from acp_fsm.providers.config import ProviderConfig
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.turn.runner import Turn
 
@@ -66,6 +78,7 @@ async def stream(turn: Turn) -> TurnTrigger:
     budget = turn.budget
     if not turn.compactions() and budget.too_full(estimate, window(turn), room):
         return TurnTrigger.COMPACT
+    model_request = open_room(model_request, config, window(turn), estimate)
     turn.requests += 1
     finished = await _streamed(turn, model_request, estimate, room)
     if finished is None:
@@ -88,11 +101,10 @@ async def _streamed(
     effects = turn.effects
     answer = effects.text_sender("agent_message_chunk")
     thought = effects.text_sender("agent_thought_chunk")
-    written = (
-        WrittenCalls(model_request.tools)
-        if written_calls.applies(model_request, turn.config().official)
-        else None
-    )
+    config = turn.config()
+    mode = CALL_MODES.mode(config, model_request.model)
+    reads = written_calls.applies(model_request, mode)
+    written = WrittenCalls(model_request.tools) if reads else None
     try:
         async with model_stream:
             async for event in model_stream:
@@ -121,7 +133,23 @@ async def _streamed(
         await keep_partial(turn, model_stream.partial, "error", wait=True)
         raise _failure(turn, exc, model_request, estimate) from None
     assert finished is not None, "a stream ends with Finished or an exception"
+    if written is not None:
+        await _observed(config, model_request.model, written)
     return finished
+
+
+async def _observed(config: ProviderConfig, model: str, written: WrittenCalls) -> None:
+    """An answer read for written calls: it decides the model's mode if none is yet, and
+    the decision is kept for the next sessions (a failure to keep it only costs them the
+    decision)."""
+    decided = CALL_MODES.observe(config, model, written.native, written.formats)
+    if decided is None:
+        return
+    log.info("call_mode_decided", model=model, mode=decided, formats=written.formats)
+    try:
+        await run_blocking(None, CALL_MODES.save)
+    except OSError as exc:
+        log.warning("call_mode_not_kept", error=str(exc))
 
 
 async def _finish(turn: Turn, finished: Finished) -> TurnTrigger:

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 
 import structlog
 
+from acp_fsm.call_modes import CallMode
+from acp_fsm.providers.text_call_args import CallFormat
 from acp_fsm.providers.text_calls import TextCallStream
 from acp_fsm.providers.types import (
     AssistantMessage,
@@ -32,10 +34,10 @@ from acp_fsm.providers.types import (
 log = structlog.get_logger("turn")
 
 
-def applies(model_request: ModelRequest, official: bool) -> bool:
-    """Whether the answer to `model_request` is read for written calls: a compatible server's
-    model that was offered tools it may call."""
-    return not official and bool(model_request.tools) and not model_request.answer_only
+def applies(model_request: ModelRequest, mode: CallMode) -> bool:
+    """Whether the answer to `model_request` is read for written calls: a model whose `mode`
+    reads them, offered tools it may call."""
+    return mode.reads_text and bool(model_request.tools) and not model_request.answer_only
 
 
 class WrittenCalls:
@@ -43,6 +45,10 @@ class WrittenCalls:
 
     def __init__(self, tools: Sequence[ToolSpec]) -> None:
         self._stream = TextCallStream({tool.name: tool for tool in tools})
+        # once finished: whether the answer came with native calls, and the formats of the
+        # calls its text held (`acp_fsm.call_modes` decides a model's mode from them)
+        self.native = False
+        self.formats: list[CallFormat] = []
 
     def __repr__(self) -> str:
         return f"<WrittenCalls {self._stream!r}>"
@@ -57,6 +63,8 @@ class WrittenCalls:
         the calls its text held, already cut from what was shown, stays out of it)."""
         found = self._stream.finish()
         message = finished.message
+        self.native = bool(message.tool_calls)
+        self.formats = [call.format for call in found.calls]
         if message.tool_calls or not found.calls:
             return found.released, finished
         parts: list[AssistantPart] = [p for p in message.parts if not isinstance(p, TextPart)]

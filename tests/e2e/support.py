@@ -291,6 +291,9 @@ class Launcher:
                 "ACP_CLIENT_RPC_TIMEOUT_MS": None,
                 "ACP_FSM_MAX_TURN_REQUESTS": None,
                 "ACP_FSM_OPENAI_API": OPENAI_API if provider == "openai" else None,
+                # The scripted model is a capable one: every tool, as the providers' APIs
+                # get (tests/e2e/test_call_modes.py unsets it: a local server's default).
+                "ACP_FSM_TOOLS": "full",
                 **title_lane(self.server),
                 **self.defaults,
                 **overrides,

@@ -193,9 +193,9 @@ async def test_a_window_too_small_for_the_tools_costs_no_summary_call_per_prompt
     """ACP_FSM_CONTEXT_WINDOW set to llama-cpp-python's small context: the system prompt
     and the tools alone pass the threshold, so older turns are dropped without a model call
     (before: a summary call at every prompt, which could never make it fit)."""
-    async with serving(LLAMA_CPP_PYTHON, tmp_path, window=3000) as (server, launch):
+    async with serving(LLAMA_CPP_PYTHON, tmp_path, window=2048) as (server, launch):
         server.fallback = Reply(text=PAGE[:2000])  # long answers: older turns to drop
-        agent = await launch.start("openai", OPENAI_API_KEY=None, ACP_FSM_CONTEXT_WINDOW="3000")
+        agent = await launch.start("openai", OPENAI_API_KEY=None, ACP_FSM_CONTEXT_WINDOW="2048")
         session = await agent.new_session(tmp_path)
         turns = [await agent.prompt(session, f"question {i}") for i in range(4)]
     assert [t.stop_reason for t in turns] == ["end_turn"] * 4

@@ -1,6 +1,7 @@
 """Calls a model on a compatible server writes in its answer's text are run as calls
-(acp_fsm.turn.written_calls): shown as tool calls, not as text, their results sent back;
-an example in an explanation stays text and runs nothing."""
+(acp_fsm.turn.written_calls): shown as tool calls, not as text, their results sent back in
+the model's own convention (providers.written_form); an example in an explanation stays
+text and runs nothing."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from typing import Any
 import pytest
 
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
-from acp_fsm.devkit.provider.script import WRITTEN
-from tests.e2e.support import Launcher, args, statuses, tool_results
+from acp_fsm.providers.written_form import WRITE as WRITTEN
+from tests.e2e.support import Launcher, args, statuses, tool_results, user_texts
 from tests.harness import wait_until
 
 HERMES = (
@@ -74,11 +75,11 @@ async def test_a_call_written_in_tags_is_run_and_its_result_sent_back(
 
     assert turn.stop_reason == "end_turn"
     assert shown(turn.updates) == "Let me read it.\nIt says: first line."
-    [(call_id, updates)] = calls(turn.updates).items()
+    [updates] = calls(turn.updates).values()
     assert updates[0]["title"] == "Read notes.txt" and updates[0]["kind"] == "read"
     assert statuses(updates) == ["pending", "in_progress", "completed"]
-    [(sent_id, (result, _))] = tool_results(server.requests[-1]).items()
-    assert sent_id == call_id and "first line" in result
+    assert tool_results(server.requests[-1]) == {}  # text mode from here on
+    assert user_texts(server.requests[-1])[-1] == "<tool_response>\nfirst line\n\n</tool_response>"
     assert agent.log("written_calls")[0]["tools"] == ["read_file"]
 
 
@@ -100,8 +101,8 @@ async def test_each_family_s_written_calls_are_run(
 
     assert turn.stop_reason == "end_turn"
     assert shown(turn.updates).split() == ["Looking.", "Seen."]  # no syntax shown
-    (read, _), (listed, _) = tool_results(server.requests[-1]).values()
-    assert read.startswith("two") and "notes.txt" in listed
+    results = user_texts(server.requests[-1])[-1]  # both, in the family's convention
+    assert "two" in results and "three" not in results and "notes.txt" in results
     [found] = await wait_until(lambda: agent.log("written_calls"), "the calls' log line")
     assert found["formats"] == [FORMATS[family]]
     assert found["tools"] == ["read_file", "list_directory"]

@@ -58,6 +58,7 @@ def test_explicit_provider_model_url_and_limits() -> None:
         base_url="http://localhost:11434/v1",
         api_key=None,
         max_tokens=4096,
+        max_tokens_set=True,
         max_retries=0,
         connect_timeout_s=2.5,
         read_timeout_s=60.0,

@@ -4,7 +4,6 @@ neutrally, and `acp_fsm.devkit.provider.wire` renders it per API."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 from multidict import CIMultiDictProxy
 
 from acp_fsm.providers.types import StopReason, Usage
+from acp_fsm.providers.written_form import WRITE
 
 SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8"
 DEFAULT_USAGE = Usage(input_tokens=12, output_tokens=7)
@@ -81,8 +81,9 @@ class Reply:
     On the Responses API, a reply not `encrypted` has its reasoning item come without
     `encrypted_content` although the request included it (as a compatible server's, or a
     proxy's that drops it): with `store: false` nothing can send that item back.
-    `written` (a key of `WRITTEN`) answers as an open model on a server that does not parse
-    its calls: the calls are written after the text in that syntax, none comes native."""
+    `written` (a key of `providers.written_form.WRITE`) answers as an open model on a server
+    that does not parse its calls: the calls are written after the text in that syntax,
+    none comes native."""
 
     text: str | Sequence[str] = ""
     thinking: str | Sequence[str] = ""
@@ -107,34 +108,10 @@ class Reply:
         """The reply as its server streams it: with `written`, its calls in its text."""
         if self.written is None:
             return self
-        write = WRITTEN[self.written]
+        write = WRITE[self.written]
         calls = [write(call.name, "".join(call.fragments)) for call in self.calls]
         text = "\n".join(t for t in ("".join(pieces(self.text)), *calls) if t)
         return replace(self, text=text, calls=(), written=None)
-
-
-def _qwen3(name: str, arguments: str) -> str:
-    values = json.loads(arguments)
-    params = "".join(
-        f"<parameter={key}>\n{v if isinstance(v, str) else json.dumps(v)}\n</parameter>\n"
-        for key, v in values.items()
-    )
-    return f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>"
-
-
-def _call(name: str, arguments: str, key: str = "arguments") -> str:
-    return f'{{"name": {json.dumps(name)}, "{key}": {arguments}}}'
-
-
-# How open models write a call in their answer's text, by family (docs/text-calls.md): from
-# the call's name and its arguments' JSON text.
-WRITTEN: dict[str, Callable[[str, str], str]] = {
-    "hermes": lambda name, args: f"<tool_call>\n{_call(name, args)}\n</tool_call>",
-    "qwen3": _qwen3,
-    "mistral": lambda name, args: f"[TOOL_CALLS][{_call(name, args)}]",
-    "llama3": lambda name, args: f"<|python_tag|>{_call(name, args, 'parameters')}",
-    "json": lambda name, args: f"```json\n{_call(name, args)}\n```",
-}
 
 
 @dataclass(frozen=True)
