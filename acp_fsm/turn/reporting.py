@@ -12,7 +12,7 @@ from acp_fsm.call_modes import CALL_MODES
 from acp_fsm.fsm.turn import TurnTrigger
 from acp_fsm.instructions import project_instructions
 from acp_fsm.providers.config import RESPONSES, ProviderConfig, api_of
-from acp_fsm.turn.model_call import window
+from acp_fsm.turn.model_call import lean_list, window
 
 if TYPE_CHECKING:
     from acp_fsm.turn.runner import Turn
@@ -53,11 +53,15 @@ async def status_report(turn: Turn) -> str:
     library = ports.library
     jobs = ports.background.summary()
     model = config_options.model_of(chosen, config)
+    calls = CALL_MODES.mode(config, model)
+    lean = lean_list(config, calls, size)
     level = config_options.level_option(chosen, config.provider, model)
     lines = [
         f"Provider: {config.provider}{_api(config, model)} ({_where(config.base_url)})",
         f"Model: {model}",
-        f"Tool calls: {CALL_MODES.mode(config, model).describe()}",
+        f"Tool calls: {calls.describe()}",
+        "Tool list: "
+        + ("small (a local server's model; ACP_FSM_TOOLS=full for all)" if lean else "full"),
         f"Mode: {mode}",
         # as the session's options show it; a model without the option has no level
         f"Thought level: {level or '— (this model has no thinking option)'}",

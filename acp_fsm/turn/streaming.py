@@ -125,12 +125,16 @@ async def _streamed(
         partial = (
             cancelled.partial if isinstance(cancelled, StreamCancelled) else model_stream.partial
         )
-        await keep_partial(turn, partial, transcript.CANCELLED)
+        # what was held back as a call in the making was never shown: it is not kept either
+        kept = partial if written is None else written.as_shown(partial)
+        await keep_partial(turn, kept, transcript.CANCELLED)
         raise
     except ProviderError as exc:
         if _overflowed(turn, exc, model_request, estimate, room):  # refused whole: nothing streamed
             return None
-        await keep_partial(turn, model_stream.partial, "error", wait=True)
+        partial = model_stream.partial
+        kept = partial if written is None else written.as_shown(partial)
+        await keep_partial(turn, kept, "error", wait=True)
         raise _failure(turn, exc, model_request, estimate) from None
     assert finished is not None, "a stream ends with Finished or an exception"
     if written is not None:

@@ -49,13 +49,25 @@ class WrittenCalls:
         # calls its text held (`acp_fsm.call_modes` decides a model's mode from them)
         self.native = False
         self.formats: list[CallFormat] = []
+        self._shown: list[str] = []  # what `feed` let through
 
     def __repr__(self) -> str:
         return f"<WrittenCalls {self._stream!r}>"
 
     def feed(self, text: str) -> str:
         """The part of the answer's next `text` that can be shown now."""
-        return self._stream.feed(text)
+        shown = self._stream.feed(text)
+        if shown:
+            self._shown.append(shown)
+        return shown
+
+    def as_shown(self, partial: AssistantMessage) -> AssistantMessage:
+        """An answer cut short (cancelled, failed) with the text the editor was shown: what
+        was held back, a call in the making, was never seen, and is not kept."""
+        parts: list[AssistantPart] = [p for p in partial.parts if not isinstance(p, TextPart)]
+        if shown := "".join(self._shown):
+            parts.append(TextPart(shown))
+        return partial._replace(parts=tuple(parts))
 
     def finish(self, finished: Finished) -> tuple[str, Finished]:
         """The text still to show, and the answer with the calls its text held (as it came

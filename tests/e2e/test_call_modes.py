@@ -105,6 +105,7 @@ async def test_the_mode_decided_is_where_the_next_session_starts(
     assert turn.stop_reason == "end_turn"
     report = "".join(u["content"]["text"] for u in status.updates if "content" in u)
     assert "Tool calls: text (qwen3 syntax), decided from this model's answers" in report
+    assert "Tool list: small (a local server's model; ACP_FSM_TOOLS=full for all)" in report
 
 
 async def test_a_model_that_calls_natively_stays_native(

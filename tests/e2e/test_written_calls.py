@@ -5,14 +5,22 @@ text and runs nothing."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
+from acp_fsm.devkit.provider import Call, Hang, Reply, ScriptedProvider
 from acp_fsm.providers.written_form import WRITE as WRITTEN
-from tests.e2e.support import Launcher, args, statuses, tool_results, user_texts
+from tests.e2e.support import (
+    Launcher,
+    args,
+    statuses,
+    stored,
+    tool_results,
+    user_texts,
+)
 from tests.harness import wait_until
 
 HERMES = (
@@ -155,3 +163,25 @@ async def test_an_answer_with_native_calls_runs_those_alone(
 
     assert shown(turn.updates) == "Let me read it.\ndone"
     assert list(calls(turn.updates)) == ["native-1"]
+
+
+async def test_a_cancel_keeps_only_what_was_shown_of_a_call_in_the_making(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """Text held back because it may be a call was never shown: the stored answer, which a
+    reload replays, holds the text the editor saw and no more."""
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    making = ("Let me read it.\n", '<tool_call>\n{"name": "read_file", "argu')
+    server.script(Reply(text=making, fault=Hang(3)))  # the role, then the two pieces
+    pending = await agent.start_prompt(session, "read notes.txt")
+    await wait_until(lambda: agent.updates(session, pending.start), "the first line", 20)
+    await asyncio.sleep(0.3)  # the held piece comes with it, before the hang
+
+    await agent.cancel(session)
+    turn = await pending.result()
+
+    assert turn.stop_reason == "cancelled"
+    assert shown(turn.updates) == "Let me read it.\n"
+    [answer] = [body for kind, body in stored(launch.home, session) if kind == "assistant"]
+    assert answer["parts"] == [{"type": "text", "text": "Let me read it.\n"}]

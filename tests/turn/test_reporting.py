@@ -32,7 +32,7 @@ async def test_status_says_what_the_ports_know(tmp_path: Path) -> None:
         "- Model: gpt-4o\n- Tool calls: native (the server's tool calls), the provider's API\n"
         in text
     )
-    assert "- Mode: Plan\n" in text
+    assert "- Tool list: full\n- Mode: Plan\n" in text
     assert "- Context: 3,200 of 128,000 tokens (2%)" in text
     assert "- Tokens so far: 1,000 in (400 read from the cache, 0 written to it), 50 out" in text
     assert "- MCP servers: files (stdio): running" in text
