@@ -238,6 +238,8 @@ class ScriptedProvider:
             model = record.body.get("model") if isinstance(record.body, dict) else None
             lane = self.lanes.get(model) if isinstance(model, str) else None
             (self.requests if lane is None else self.lane_requests).append(record)
+            if self.local is not None and (lacks := self.local.unserved(route.path)) is not None:
+                return self._error_response(route, lacks)
             prompt = estimate_tokens(record.body)
             try:
                 self._authenticate(route, record)
