@@ -78,7 +78,10 @@ def reader(request: RecordedRequest) -> Reply:
     if summary_call(request):
         return Reply(text="SUMMARY: the user asked for page.txt several times.")
     last = history(request)[-1]
-    if last.get("role") == "tool":
+    content = last.get("content")
+    if last.get("role") == "tool" or (  # a tool's result, in either format
+        isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
+    ):
         return Reply(text="I read it.")
     return Reply(calls=(Call(f"call_{len(history(request))}", "read_file", args(path="page.txt")),))
 
@@ -240,6 +243,30 @@ async def test_the_window_a_server_states_keeps_every_request_within_it(
     assert server.truncated == []  # nothing cut (Ollama)
     assert any(summary_call(r) for r in server.requests)
     assert all(estimate_tokens(request.body) < window for request in server.requests)
+    usage = of_kind(agent.updates(session, turns[1].start, metadata=True), "usage_update")
+    assert usage and {u["size"] for u in usage} == {window}
+
+
+async def test_the_anthropic_route_to_llama_cpp_keeps_to_the_window_it_states(
+    tmp_path: Path,
+) -> None:
+    """ACP_FSM_PROVIDER=anthropic with ANTHROPIC_BASE_URL at llama.cpp's server (it speaks the
+    Messages API too): its model, its window (/props) and an output limit within it; before,
+    the agent assumed 200,000 tokens and asked for 8,192 (one prompt ran ten minutes)."""
+    window = 6000
+    async with serving(LLAMA_CPP, tmp_path, window=window, models=("coder",)) as (server, launch):
+        server.fallback = reader
+        (tmp_path / "page.txt").write_text(PAGE * 2)
+        agent = await launch.start("anthropic", ANTHROPIC_API_KEY=None)
+        session = await agent.new_session(tmp_path)
+        turns = [await agent.prompt(session, f"read page.txt ({i})") for i in range(6)]
+    assert [t.stop_reason for t in turns] == ["end_turn"] * 6
+    assert {r.path for r in server.requests} == {"/v1/messages"}
+    assert all(isinstance(s.reply, Reply) for s in server.served)  # nothing refused
+    assert any(summary_call(r) for r in server.requests)
+    assert all(r.body["model"] == "coder" for r in server.requests)
+    assert all(r.body["max_tokens"] < window for r in server.requests)
+    assert all(estimate_tokens(r.body) < window for r in server.requests)
     usage = of_kind(agent.updates(session, turns[1].start, metadata=True), "usage_update")
     assert usage and {u["size"] for u in usage} == {window}
 

@@ -23,6 +23,7 @@ from acp_fsm.devkit.provider import (
     Reply,
     ScriptedProvider,
 )
+from acp_fsm.model_listing import server_info
 from acp_fsm.providers import http
 from acp_fsm.providers.config import load_config
 from acp_fsm.providers.errors import ProviderError
@@ -304,3 +305,14 @@ async def test_what_each_server_states_of_its_window(
         assert loaded.loaded_only == {"tiny"}
     else:
         assert info.loaded_only == frozenset() and loaded == info
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_llama_cpp_states_its_window_to_either_api(provider: str) -> None:
+    """llama.cpp's server speaks Anthropic's Messages API too: its list and its `/props` are
+    read on that route as on the OpenAI-compatible one."""
+    async with ScriptedProvider(local=LLAMA_CPP, context_window=6000, models=("coder",)) as server:
+        info = await server_info(make_config(server, provider, api_key=None))
+        asked = sorted(r.path for r in server.model_list_requests)
+    assert info.models == ["coder"] and info.window("coder") == 6000
+    assert asked == ["/props", "/v1/models"]
