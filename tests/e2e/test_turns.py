@@ -338,7 +338,7 @@ async def test_title_and_usage_are_reported_before_the_answer(
         "session/prompt",
         {
             "sessionId": session,
-            "prompt": [{"type": "text", "text": "  Summarise\n the   project  "}],
+            "prompt": [{"type": "text", "text": "  Summarise   the project  \n in a line"}],
         },
     )
     end = agent.messages.index(first)

@@ -264,7 +264,8 @@ async def test_ollama_s_unknown_model_keeps_its_own_message() -> None:
         with pytest.raises(ProviderError) as caught:
             await collect(make_config(server, "openai", max_retries=0))
     assert caught.value.advice is None
-    assert str(caught.value) == 'openai HTTP 404 api_error: model "m" not found, try pulling it first'
+    said = 'openai HTTP 404 api_error: model "m" not found, try pulling it first'
+    assert str(caught.value) == said
 
 
 def test_only_the_providers_own_hosts_are_official() -> None:
