@@ -208,19 +208,50 @@ async def test_a_window_too_small_for_the_tools_costs_no_summary_call_per_prompt
     assert len(dropped) == 3 and all("system prompt and the tools alone" in n for n in dropped)
 
 
-async def test_without_a_model_set_the_server_s_first_model_is_used(tmp_path: Path) -> None:
-    """Ollama refuses a model it does not have ("gpt-5" was sent before)."""
+async def test_without_a_model_set_the_first_session_answers_with_the_server_s_models(
+    tmp_path: Path,
+) -> None:
+    """The first session's picker showed `gpt-5` until the server's list came, and Ollama
+    refuses a model it does not have: `session/new` waits for the list."""
     models = ("qwen2.5-coder:7b", "llama3.2:1b")
     async with serving(OLLAMA, tmp_path, Reply(text="hi"), models=models) as (server, launch):
         agent = await launch.start("openai", OPENAI_API_KEY=None)
-        session = await agent.new_session(tmp_path)
+        result = await agent.result("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        session = result["sessionId"]
         turn = await agent.prompt(session, "hello")
         options = agent.updates(session, metadata=True)
     assert turn.stop_reason == "end_turn"
     assert server.requests[-1].body["model"] == "qwen2.5-coder:7b"
-    [announced] = [u for u in of_kind(options, "config_option_update")]
-    [model] = [o for o in announced["configOptions"] if o["id"] == "model"]
+    [model] = [o for o in result["configOptions"] if o["id"] == "model"]
     assert model["currentValue"] == "qwen2.5-coder:7b"
+    assert [v["value"] for v in model["options"]] == list(models)
+    assert of_kind(options, "config_option_update") == []  # nothing to correct
+    assert not [t for t in user_texts(server.requests[-1]) if "did not list" in t]
+
+
+async def test_a_server_that_does_not_list_its_models_is_said_to_at_the_first_prompt(
+    tmp_path: Path,
+) -> None:
+    """No model configured and the listing fails: the session goes to the provider's default
+    name, and the user is told why and what to set (once a session)."""
+    async with serving(OLLAMA, tmp_path, models=("qwen2.5-coder:7b",)) as (server, launch):
+        server.models_error = HttpError(500, "the listing broke")
+        agent = await launch.start("openai", OPENAI_API_KEY=None)
+        result = await agent.result("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        session = result["sessionId"]
+        first = await agent.prompt(session, "hello")
+        second = await agent.prompt(session, "again")
+        base = server.openai_base_url
+    [model] = [o for o in result["configOptions"] if o["id"] == "model"]
+    assert model["currentValue"] == "gpt-5"
+    told = [u["content"]["text"] for u in of_kind(first.updates, "agent_message_chunk")]
+    assert told[0].startswith(
+        f"The server at {base} did not list its models (GET {base}/models: HTTP 500): calls "
+        "go to 'gpt-5', a name it may not serve. Set ACP_FSM_MODEL to a model it serves."
+    )
+    assert 'model "gpt-5" not found' in first.error["message"]  # Ollama's own words
+    assert not [u for u in of_kind(second.updates, "agent_message_chunk") if "did not" in str(u)]
+    assert all(r.body["model"] == "gpt-5" for r in server.requests)
 
 
 @pytest.mark.parametrize("local", [LLAMA_CPP, VLLM, OLLAMA, LM_STUDIO])
