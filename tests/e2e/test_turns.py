@@ -208,7 +208,8 @@ async def test_unauthorized_is_a_json_rpc_error_without_the_key(
     launch: Launcher, server: ScriptedProvider, project: Path, provider: str
 ) -> None:
     server.api_key = "sk-the-right-key-0000"
-    agent = await launch.start(provider)
+    # a model configured: the listing, refused too, is not awaited (and said) before the session
+    agent = await launch.start(provider, ACP_FSM_MODEL="m")
     session = await agent.new_session(project)
 
     failed = await agent.prompt(session, "first")
