@@ -324,24 +324,21 @@ async def test_a_window_the_tools_nearly_fill_still_takes_prompt_after_prompt(
 
 
 @pytest.mark.parametrize(
-    ("provider", "env", "said", "instead"),
+    ("provider", "api", "said", "instead"),
     [
-        ("anthropic", {}, "does not serve Anthropic's Messages API", "ACP_FSM_PROVIDER=openai"),
-        (
-            "openai",
-            {"ACP_FSM_OPENAI_API": "responses"},
-            "does not serve OpenAI's Responses API",
-            "ACP_FSM_OPENAI_API=chat",
-        ),
+        ("anthropic", None, "does not serve Anthropic's Messages API", "ACP_FSM_PROVIDER=openai"),
+        ("openai", "responses", "does not serve OpenAI's Responses API", "ACP_FSM_OPENAI_API=chat"),
     ],
 )
 async def test_an_api_the_server_lacks_is_said_with_what_to_set_instead(
-    tmp_path: Path, provider: str, env: dict[str, str], said: str, instead: str
+    tmp_path: Path, provider: str, api: str | None, said: str, instead: str
 ) -> None:
     """llama-cpp-python serves neither the Messages nor the Responses API: the prompt's error
     said "HTTP 404" and no more."""
     async with serving(LLAMA_CPP_PYTHON, tmp_path, Reply(text="never")) as (server, launch):
-        agent = await launch.start(provider, OPENAI_API_KEY=None, ANTHROPIC_API_KEY=None, **env)
+        agent = await launch.start(
+            provider, OPENAI_API_KEY=None, ANTHROPIC_API_KEY=None, ACP_FSM_OPENAI_API=api
+        )
         session = await agent.new_session(tmp_path)
         failed = await agent.prompt(session, "hi")
         assert server.remaining == 1 and len(server.requests) == 1  # not retried
