@@ -254,50 +254,43 @@ async def test_a_server_that_does_not_list_its_models_is_said_to_at_the_first_pr
     assert all(r.body["model"] == "gpt-5" for r in server.requests)
 
 
-@pytest.mark.parametrize("local", [LLAMA_CPP, VLLM, OLLAMA, LM_STUDIO])
+@pytest.mark.parametrize(
+    ("local", "provider"),
+    [
+        (LLAMA_CPP, "openai"),
+        (VLLM, "openai"),
+        (OLLAMA, "openai"),
+        (LM_STUDIO, "openai"),
+        (LLAMA_CPP, "anthropic"),  # its server speaks the Messages API too
+    ],
+    ids=["llama.cpp", "vllm", "ollama", "lm-studio", "llama.cpp-anthropic"],
+)
 async def test_the_window_a_server_states_keeps_every_request_within_it(
-    tmp_path: Path, local: LocalServer
+    tmp_path: Path, local: LocalServer, provider: str
 ) -> None:
     """llama.cpp's /props, vLLM's max_model_len, Ollama's /api/ps and LM Studio's
     /api/v0/models (the last two once the model is loaded): the agent compacts before the
-    server would refuse (llama.cpp, vLLM, LM Studio) or cut (Ollama) a request, and vLLM is
-    never asked for more output than the window leaves."""
+    server would refuse (llama.cpp, vLLM, LM Studio) or cut (Ollama) a request, and never
+    asks for more output than the window leaves. On the Anthropic route to llama.cpp
+    (ACP_FSM_PROVIDER=anthropic, ANTHROPIC_BASE_URL at its server) the agent assumed 200,000
+    tokens and asked for 8,192 (one prompt ran ten minutes)."""
     window = 6000
     async with serving(local, tmp_path, window=window, models=("coder",)) as (server, launch):
         server.fallback = reader
         (tmp_path / "page.txt").write_text(PAGE * 2)
-        agent = await launch.start("openai", OPENAI_API_KEY=None)
+        agent = await launch.start(provider, OPENAI_API_KEY=None, ANTHROPIC_API_KEY=None)
         session = await agent.new_session(tmp_path)
         turns = [await agent.prompt(session, f"read page.txt ({i})") for i in range(6)]
     assert [t.stop_reason for t in turns] == ["end_turn"] * 6
+    path = "/v1/messages" if provider == "anthropic" else "/v1/chat/completions"
+    assert {r.path for r in server.requests} == {path}
     assert all(isinstance(s.reply, Reply) for s in server.served)  # nothing refused
     assert server.truncated == []  # nothing cut (Ollama)
     assert any(summary_call(r) for r in server.requests)
-    assert all(estimate_tokens(request.body) < window for request in server.requests)
-    usage = of_kind(agent.updates(session, turns[1].start, metadata=True), "usage_update")
-    assert usage and {u["size"] for u in usage} == {window}
-
-
-async def test_the_anthropic_route_to_llama_cpp_keeps_to_the_window_it_states(
-    tmp_path: Path,
-) -> None:
-    """ACP_FSM_PROVIDER=anthropic with ANTHROPIC_BASE_URL at llama.cpp's server (it speaks the
-    Messages API too): its model, its window (/props) and an output limit within it; before,
-    the agent assumed 200,000 tokens and asked for 8,192 (one prompt ran ten minutes)."""
-    window = 6000
-    async with serving(LLAMA_CPP, tmp_path, window=window, models=("coder",)) as (server, launch):
-        server.fallback = reader
-        (tmp_path / "page.txt").write_text(PAGE * 2)
-        agent = await launch.start("anthropic", ANTHROPIC_API_KEY=None)
-        session = await agent.new_session(tmp_path)
-        turns = [await agent.prompt(session, f"read page.txt ({i})") for i in range(6)]
-    assert [t.stop_reason for t in turns] == ["end_turn"] * 6
-    assert {r.path for r in server.requests} == {"/v1/messages"}
-    assert all(isinstance(s.reply, Reply) for s in server.served)  # nothing refused
-    assert any(summary_call(r) for r in server.requests)
     assert all(r.body["model"] == "coder" for r in server.requests)
-    assert all(r.body["max_tokens"] < window for r in server.requests)
-    assert all(estimate_tokens(r.body) < window for r in server.requests)
+    # (Ollama and LM Studio state the window once the model is loaded: after the first call)
+    assert all(r.body["max_tokens"] < window for r in server.requests[1:])
+    assert all(estimate_tokens(request.body) < window for request in server.requests)
     usage = of_kind(agent.updates(session, turns[1].start, metadata=True), "usage_update")
     assert usage and {u["size"] for u in usage} == {window}
 
