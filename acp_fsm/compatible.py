@@ -1,19 +1,21 @@
-"""What an OpenAI-compatible server (a local one: llama.cpp, Ollama, vLLM, LM Studio,
-llama-cpp-python) tells of itself: the models it serves, in its own order, and the context
-window it gives each, where it says (docs/local-servers.md).
+"""What a compatible server (a local one: llama.cpp, Ollama, vLLM, LM Studio, llama-cpp-python;
+or a proxy) tells of itself: the models it serves, in its own order, and the context window it
+gives each, where it says (docs/local-servers.md).
 
-One `GET {base}/models` lists the models (vLLM adds `max_model_len` to each); at the same
-time the other servers' own endpoints are asked, each answering only on its server:
-llama.cpp's `GET /props` (`default_generation_settings.n_ctx`, the window of one slot),
-Ollama's `GET /api/ps` (`context_length` of each loaded model) and LM Studio's
-`GET /api/v0/models` (`loaded_context_length` of each loaded model). llama-cpp-python states
-no window: ACP_FSM_CONTEXT_WINDOW is the only way to know it. Ollama and LM Studio state the
-window of loaded models only, so a model not loaded yet is asked about again after a call.
+Its model list (OpenAI-compatible `GET {base}/models`, where vLLM adds `max_model_len` to each;
+or Anthropic's `GET {base}/v1/models`, which llama.cpp's server answers too) is asked at the
+same time as the other servers' own endpoints, each answering only on its server: llama.cpp's
+`GET /props` (`default_generation_settings.n_ctx`, the window of one slot), Ollama's
+`GET /api/ps` (`context_length` of each loaded model) and LM Studio's `GET /api/v0/models`
+(`loaded_context_length` of each loaded model). llama-cpp-python states no window:
+ACP_FSM_CONTEXT_WINDOW is the only way to know it. Ollama and LM Studio state the window of
+loaded models only, so a model not loaded yet is asked about again after a call.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
@@ -77,21 +79,24 @@ async def get_json(
 
 
 async def probe(
-    http: aiohttp.ClientSession, config: ProviderConfig, headers: dict[str, str]
+    http: aiohttp.ClientSession,
+    config: ProviderConfig,
+    headers: dict[str, str],
+    listing: Awaitable[list[dict[str, Any]]] | None = None,
 ) -> ServerInfo:
-    """Ask the server at `config.base_url` for its models and windows (all at once); a
-    failed listing raises, a server that answers none of the other endpoints states none."""
+    """Ask the server at `config.base_url` for its models (`listing`, the entries of its list;
+    by default its OpenAI-compatible one) and windows, all at once; a failed listing raises,
+    a server that answers none of the other endpoints states none."""
     root = root_of(config.base_url)
     # within the listing's bound too: one that hangs then leaves the list as it came
     optional_s = min(OPTIONAL_TIMEOUT_S, http.timeout.total or OPTIONAL_TIMEOUT_S)
-    listing, props, ollama, lm_studio = await asyncio.gather(
-        get_json(http, f"{config.base_url}/models", headers),
+    entries, props, ollama, lm_studio = await asyncio.gather(
+        listing or openai_entries(http, config, headers),
         *(
             _optional(get_json(http, f"{root}{path}", headers, timeout_s=optional_s))
             for path in ("/props", "/api/ps", "/api/v0/models")
         ),
     )
-    entries = [m for m in listing.get("data") or () if _named(m)]
     windows = {m["id"]: m["max_model_len"] for m in entries if _size(m.get("max_model_len"))}
     loaded_only: set[str] = set()
     if ollama is not None:  # only loaded models are listed
@@ -100,12 +105,11 @@ async def probe(
                 for name in {model.get("name"), model.get("model")} - {None}:
                     windows[str(name)] = model["context_length"]
         loaded_only.update(m["id"] for m in entries if m["id"] not in windows)
-    for model in (lm_studio or {}).get("data") or ():
-        if _named(model):
-            if _size(model.get("loaded_context_length")):
-                windows[model["id"]] = model["loaded_context_length"]
-            else:
-                loaded_only.add(model["id"])
+    for model in named(lm_studio or {}):
+        if _size(model.get("loaded_context_length")):
+            windows[model["id"]] = model["loaded_context_length"]
+        else:
+            loaded_only.add(model["id"])
     settings = (props or {}).get("default_generation_settings")
     every = settings.get("n_ctx") if isinstance(settings, dict) else None
     return ServerInfo(
@@ -114,6 +118,19 @@ async def probe(
         every if _size(every) else None,
         frozenset(loaded_only - windows.keys()),
     )
+
+
+async def openai_entries(
+    http: aiohttp.ClientSession, config: ProviderConfig, headers: dict[str, str]
+) -> list[dict[str, Any]]:
+    """The models an OpenAI-compatible `GET {base}/models` lists, each an object with an id."""
+    listing = await get_json(http, f"{config.base_url}/models", headers)
+    return named(listing)
+
+
+def named(page: dict[str, Any]) -> list[dict[str, Any]]:
+    """The entries of a listing's `data` that have an id (both APIs' shape)."""
+    return [m for m in page.get("data") or () if _named(m)]
 
 
 async def _optional(request: Any) -> dict[str, Any] | None:

@@ -4,7 +4,8 @@ event loop, the logging library and the rest of the agent are imported; the loop
 the session over (`AcpServer.open_first`) and sends what follows the answer.
 
 Only what is sure to succeed here is served here: a session without MCP servers (they start
-on the loop), with credentials that need no login, paths that pass the checks, no file
+on the loop), with credentials that need no login, a model known (a compatible server's list
+is awaited on the full path: `model_catalog`), paths that pass the checks, no file
 changes of a killed process to roll back first (docs/edits.md: the full path does that
 before it answers), and a store that takes the row. Anything else is left to the full path,
 which answers it (and logs) as it would any later request. The same checks, record, row and
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from acp_fsm import commands, config_options, credentials, redact, sessions_db
 from acp_fsm.errors import BadRequest
+from acp_fsm.model_catalog import CATALOG
 from acp_fsm.session.record import check_session, new_record
 
 if TYPE_CHECKING:
@@ -63,8 +65,8 @@ def create(params: acp.NewSessionRequest) -> FirstSession | None:
     if _changes_journaled():
         return None
     found = credentials.in_force()
-    if found.needs_login:
-        return None
+    if found.needs_login or (found.config is not None and CATALOG.awaits_listing(found.config)):
+        return None  # a login first; or a compatible server's list, which the full path awaits
     redact.configured()  # the environment's secrets, scrubbed from the stored row
     credentials.learn(found.stored)
     result = config_options.setup_result(config_options.Settings(), found.config)

@@ -77,6 +77,12 @@ def text_field(document: Document, key: str, limit: int) -> str | None:
     return shortened(" ".join(str(value).split()), limit) or None
 
 
-def shortened(text: str, limit: int) -> str:
-    """`text`, cut to `limit` characters with an ellipsis when longer."""
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+def shortened(text: str, limit: int, *, at_word: bool = False) -> str:
+    """`text`, cut to `limit` characters with an ellipsis when longer (`at_word`: after its
+    last whole word, unless that leaves less than half)."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if at_word and not text[limit - 1].isspace() and (space := cut.rfind(" ")) > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip() + "…"

@@ -5,9 +5,12 @@ provider's models endpoint (OpenAI-compatible `GET {base}/models`, Anthropic
 `GET {base}/v1/models`: `acp_fsm.model_listing`), fetched in the background with a short
 timeout and kept for a day in `$ACP_FSM_HOME/models.json`. Until a fetch succeeds, the list is
 the last one kept, else the configured model and a short built-in list. A session answers at
-once with what is known and is told of a better list later (`config_option_update`). What is
-known is read without asyncio or the logging library: the startup path answers the first
-`session/new` with it (`acp_fsm.early_session`).
+once with what is known and is told of a better list later (`config_option_update`); but on
+a compatible server with no model configured and none of its models known, `session/new`
+waits for its list (`listed`: the server's models are its own, and its first is the default).
+What is known is read without asyncio or the logging library: the startup path answers the
+first `session/new` with it (`acp_fsm.early_session`), or leaves it to the full path when it
+`awaits_listing`.
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ class Catalog:
         self._loaded = False
         self._fetching: asyncio.Task[None] | None = None
         self._failed_at = 0.0
+        self._unlisted: dict[str, str] = {}  # cache key -> why its last fetch gave no list
         self._on_change: list[Callable[[], None]] = []  # told if the running fetch changes it
 
     def models(self, config: ProviderConfig) -> list[str]:
@@ -88,6 +92,32 @@ class Catalog:
         if config.model_set or config.official:
             return config.model
         return self.models(config)[0]
+
+    def awaits_listing(self, config: ProviderConfig) -> bool:
+        """Whether a session's answer waits for the models list: a compatible server, no model
+        configured (ACP_FSM_MODEL, ACP_FSM_MODELS) and none of its models known (none kept,
+        none listed by this process), so that the picker and the first call have the server's
+        own model, not the provider's default name."""
+        if config.official or config.model_set or override() is not None:
+            return False
+        self._load()
+        return _cache_key(config) not in self._models
+
+    async def listed(self, config: ProviderConfig) -> str | None:
+        """Before a session's answer: when it `awaits_listing`, the listing waited for (within
+        its own bound, `model_listing.listing_timeout_s`; one that failed is not asked again
+        for `RETRY_AFTER_S`); what the user is to be told when it gave no model."""
+        if not self.awaits_listing(config):
+            return None
+        if (fetch := self._fetched(config)) is not None:  # another session's, maybe
+            await fetch
+        if not self.awaits_listing(config):
+            return None
+        why = self._unlisted.get(_cache_key(config), "no answer")
+        return (
+            f"The server at {config.base_url} did not list its models ({why}): calls go to "
+            f"{config.model!r}, a name it may not serve. Set ACP_FSM_MODEL to a model it serves."
+        )
 
     def window(self, config: ProviderConfig, model: str) -> int | None:
         """The context window a compatible server states for `model`, if it did."""
@@ -125,16 +155,20 @@ class Catalog:
         says of itself (its default model, its window), started if it was not yet asked;
         None for the providers' own APIs, once it answered or was waited for once (a server
         that does not answer costs the first call its bound, not every call)."""
+        if config.official or _cache_key(config) in self._waited:
+            return None  # a later fetch (after a failure) is not waited for at every call
+        return self._fetched(config)
+
+    def _fetched(self, config: ProviderConfig) -> asyncio.Future[None] | None:
+        """The fetch under way, started if due, to wait for (a cancelled wait leaves it
+        running); None when none is."""
         import asyncio
 
-        key = _cache_key(config)
-        if config.official or key in self._waited:
-            return None  # a later fetch (after a failure) is not waited for at every call
         self.refresh_soon(config, lambda: None)
         if self._fetching is None or self._fetching.done():
             return None
-        self._waited.add(key)
-        return asyncio.shield(self._fetching)  # a cancelled turn leaves it running
+        self._waited.add(_cache_key(config))  # the first model call: nothing left to wait for
+        return asyncio.shield(self._fetching)
 
     def after_call(self, config: ProviderConfig, model: str) -> None:
         """A model call went through: a server that states the window of loaded models only
@@ -164,6 +198,7 @@ class Catalog:
             self._failed_at = time.time()
             late = isinstance(exc, TimeoutError)
             error = f"no answer within {limit:g} s" if late else str(exc) or type(exc).__name__
+            self._unlisted[_cache_key(config)] = error
             log.info("models_not_listed", provider=config.provider, error=error)
             return
         if not config.official:
@@ -176,7 +211,9 @@ class Catalog:
             )
         if not info.models:
             self._failed_at = time.time()
+            self._unlisted[_cache_key(config)] = "it lists none"
             return
+        self._unlisted.pop(_cache_key(config), None)
         self._models[_cache_key(config)] = (time.time(), info.models)
         if (unsaved := self._save()) is not None:
             log.info("models_not_cached", error=unsaved)

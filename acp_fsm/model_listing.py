@@ -1,13 +1,13 @@
-"""Asking a provider which models it serves (and a compatible server what it states of
-each: `acp_fsm.compatible`): for the model picker (`acp_fsm.model_catalog`) and for the check
-of a key at login."""
+"""Asking a provider which models it serves (and a compatible server, on either API, what it
+states of each: `acp_fsm.compatible`): for the model picker (`acp_fsm.model_catalog`) and for
+the check of a key at login."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from acp_fsm.compatible import ListingError as ListingError  # login checks a key with it
-from acp_fsm.compatible import ServerInfo, get_json, probe
+from acp_fsm.compatible import ServerInfo, get_json, named, openai_entries, probe
 from acp_fsm.providers.config import ANTHROPIC, ProviderConfig
 from acp_fsm.warm import aiohttp_imported
 
@@ -51,36 +51,42 @@ async def list_models(config: ProviderConfig, timeout_s: float = FETCH_TIMEOUT_S
 
 
 async def server_info(config: ProviderConfig, timeout_s: float = FETCH_TIMEOUT_S) -> ServerInfo:
-    """The provider's models and, from a compatible server, the windows it states, each GET
-    within `timeout_s` from its connecting on; OpenAI lists are rid of models that do not
-    chat. OpenAI's own list is sorted; a compatible server's keeps its order (its first model
-    is the default, see `Catalog.default_model`)."""
+    """The provider's models and, from a compatible server (on either API: llama.cpp's serves
+    both), the windows it states, each GET within `timeout_s` from its connecting on; OpenAI
+    lists are rid of models that do not chat. OpenAI's own list is sorted; a compatible
+    server's keeps its order (its first model is the default, see `Catalog.default_model`)."""
     await aiohttp_imported()  # off the loop (acp_fsm.warm)
     import aiohttp
 
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     async with aiohttp.ClientSession(timeout=timeout) as http:
         if config.provider == ANTHROPIC:
-            return ServerInfo(await _anthropic_models(http, config), {})
-        headers = {"authorization": f"Bearer {config.api_key}"} if config.api_key else {}
-        info = await probe(http, config, headers)
+            headers = {"anthropic-version": "2023-06-01"}
+            if config.api_key:
+                headers["x-api-key"] = config.api_key
+            listing = _anthropic_entries(http, config, headers)
+        else:
+            headers = {"authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+            listing = openai_entries(http, config, headers)
+        if config.official:  # states no window: the provider's own API
+            info = ServerInfo([m["id"] for m in await listing], {})
+        else:
+            info = await probe(http, config, headers, listing)
+    if config.provider == ANTHROPIC:
+        return info
     chat = [m for m in info.models if not any(word in m for word in _NOT_CHAT)]
     return info._replace(models=sorted(chat) if config.official else chat)
 
 
-async def _anthropic_models(http: aiohttp.ClientSession, config: ProviderConfig) -> list[str]:
-    headers = {"anthropic-version": "2023-06-01"}
-    if config.api_key:
-        headers["x-api-key"] = config.api_key
+async def _anthropic_entries(
+    http: aiohttp.ClientSession, config: ProviderConfig, headers: dict[str, str]
+) -> list[dict[str, Any]]:
+    """Every page of Anthropic's `GET {base}/v1/models`."""
     params: dict[str, str] = {"limit": "1000"}
-    models: list[str] = []
+    models: list[dict[str, Any]] = []
     while True:
         page = await get_json(http, f"{config.base_url}/v1/models", headers, params)
-        models += [
-            m["id"]
-            for m in page.get("data") or ()
-            if isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"]
-        ]
+        models += named(page)
         if not page.get("has_more") or not page.get("last_id"):
             return models
         params["after_id"] = str(page["last_id"])

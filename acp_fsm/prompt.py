@@ -65,12 +65,14 @@ def _image(index: int, mime: str, data: object) -> ImagePart:
 def title_of(
     blocks: list[acp.ContentBlock], limit: int = TITLE_CHARS, clean: Callable[[str], str] = str
 ) -> str | None:
-    """A session title from the first prompt: its first line of text, `clean`ed (secrets
-    scrubbed: a cut could leave a piece of one), then shortened. It stays the title unless a
-    model makes a better one (`acp_fsm.titles`)."""
+    """A session title from the first prompt as the user typed it (a command as typed, not
+    what it expands to): the first line of its text, `clean`ed (secrets scrubbed: a cut could
+    leave a piece of one), its spaces collapsed, cut after a whole word. It stays the title
+    unless a model makes another (`acp_fsm.titles`; never on a compatible server, unless
+    ACP_FSM_TITLE_MODEL asks for it)."""
     for block in blocks:
         if block["type"] == "text":
-            text = " ".join(clean(block["text"]).split())
-            if text:
-                return shortened(text, limit)
+            for line in clean(block["text"]).splitlines():
+                if text := " ".join(line.split()):
+                    return shortened(text, limit, at_word=True)
     return None

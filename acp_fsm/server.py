@@ -260,12 +260,19 @@ class AcpServer:
         found = await credentials.read()
         if found.needs_login:  # said now, not after the first prompt is typed
             raise found.refusal(self.client)
+        unlisted: str | None = None
+        if found.config is not None:  # a compatible server's own models, if none is known
+            from acp_fsm.model_catalog import CATALOG
+
+            unlisted = await CATALOG.listed(found.config)
         session = await self.sessions.new(
             params["cwd"],
             params.get("additionalDirectories") or [],
             params.get("mcpServers") or [],
             found.config,
         )
+        if unlisted is not None:  # with the first answer
+            session.toolbox.tell_once(unlisted)
         return {"sessionId": session.id, **self._set_up(session)}
 
     async def open_first(self, first: FirstSession, answered_ms: float | None) -> None:

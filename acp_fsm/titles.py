@@ -1,5 +1,6 @@
-"""The title a model makes of a session: the request of that one short call, and what is kept
-of its answer. Pure: `acp_fsm.session.naming` makes the call, stores and tells the title.
+"""The title a model makes of a session: which model makes it (none on a compatible server,
+unless the user names one), the request of that one short call, and what is kept of its
+answer. Pure: `acp_fsm.session.naming` makes the call, stores and tells the title.
 
 The call sees the start of the conversation only (the first prompt and the beginning of the
 first answer, each cut to a named limit), offers no tools and may write a few tokens. Its
@@ -16,7 +17,7 @@ from collections.abc import Callable, Sequence
 from acp_fsm import config_options
 from acp_fsm.front_matter import shortened
 from acp_fsm.prompt import TITLE_CHARS
-from acp_fsm.providers.config import OPENAI
+from acp_fsm.providers.config import OPENAI, ProviderConfig
 from acp_fsm.providers.types import AssistantMessage, Message, ModelRequest, TextPart, UserMessage
 
 # The answer's room: a title of a few words, and some for a model that says more.
@@ -59,6 +60,16 @@ def opening(messages: Sequence[Message]) -> tuple[str, str] | None:
         )
         return shortened(prompt, PROMPT_CHARS), shortened(answer, ANSWER_CHARS)
     return None
+
+
+def model_of(config: ProviderConfig, chosen: str | None, session_model: str) -> str | None:
+    """The model that makes a session's title: the one the user `chosen`
+    (ACP_FSM_TITLE_MODEL), else the session's on the providers' own APIs; None on a compatible
+    server, whose title is the first prompt's words: a call there would evict a single-slot
+    server's prompt cache, and the next turn would read the whole conversation again."""
+    if chosen is not None:
+        return chosen
+    return session_model if config.official else None
 
 
 def request(model: str, provider: str, prompt: str, answer: str) -> ModelRequest:

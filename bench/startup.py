@@ -65,10 +65,13 @@ def one_run(command: list[str], root: Path, env: dict[str, str]) -> tuple[float,
 
 def measure(runs: int) -> dict[str, tuple[list[float], list[float]]]:
     # A configured provider (a session needs one), on a port nobody listens on: the model list
-    # the agent fetches after answering fails at once and costs the answer nothing.
+    # the agent fetches after answering fails at once and costs the answer nothing. The model
+    # is configured: without one, a server that is not OpenAI's own is asked for its list
+    # before the first session is answered (on the full path: acp_fsm.early_session).
     env = agent_env(
         ACP_FSM_HOME=tempfile.mkdtemp(prefix="acp-fsm-bench-"),
         ACP_FSM_PROVIDER="openai",
+        ACP_FSM_MODEL="gpt-5",
         OPENAI_API_KEY="sk-bench-not-a-key",
         OPENAI_BASE_URL="http://127.0.0.1:9/v1",
         PYTHONPYCACHEPREFIX=str(PYCACHE),

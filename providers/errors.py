@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from acp_fsm.protocol.cancel import Cancelled
+from acp_fsm.providers.config import API_VARIABLE
 from acp_fsm.providers.types import AssistantMessage
 
 # How the APIs word a request over the context window, when they give no code for it
@@ -47,18 +48,21 @@ class ProviderError(Exception):
         status: int | None = None,
         error_type: str | None = None,
         retryable: bool = False,
+        advice: str | None = None,
     ) -> None:
         self.provider = provider
         self.status = status
         self.error_type = error_type
         self.message = message
         self.retryable = retryable
+        self.advice = advice  # ours: what the error means and what to do, never cut
         super().__init__(str(self))
 
     def __str__(self) -> str:
         where = f"HTTP {self.status}" if self.status is not None else "stream"
         kind = f" {self.error_type}" if self.error_type else ""
-        return f"{self.provider} {where}{kind}: {self.brief}"
+        advice = f". {self.advice}" if self.advice else ""
+        return f"{self.provider} {where}{kind}: {self.brief}{advice}"
 
     @property
     def brief(self) -> str:
@@ -96,7 +100,8 @@ class ProviderError(Exception):
     def __repr__(self) -> str:
         return (
             f"ProviderError({self.provider!r}, {self.message!r}, status={self.status}, "
-            f"error_type={self.error_type!r}, retryable={self.retryable})"
+            f"error_type={self.error_type!r}, retryable={self.retryable}, "
+            f"advice={self.advice!r})"
         )
 
 
@@ -126,6 +131,37 @@ def truncated(provider: str, before: str) -> ProviderError:
         error_type="truncated",
         retryable=True,
     )
+
+
+def unserved(error: ProviderError, url: str, model: str, base_url: str) -> ProviderError:
+    """A compatible server's 404 to the model call's `url`: it does not serve that API
+    (llama-cpp-python has no Messages or Responses API, a base URL without `/v1` reaches no
+    Chat Completions), said with what to set instead; a 404 for a model it does not have
+    (OpenAI's `model_not_found`, Ollama's and vLLM's messages name the model) is left as it
+    is (docs/local-servers.md)."""
+    message = error.message.lower()
+    if error.error_type == "model_not_found" or "model" in message or model.lower() in message:
+        return error
+    if url.endswith("/messages"):
+        api = "Anthropic's Messages API"
+        instead = (
+            f"set ACP_FSM_PROVIDER=openai and OPENAI_BASE_URL={base_url.removesuffix('/v1')}/v1"
+            " to use its OpenAI-compatible API"
+        )
+    elif url.endswith("/responses"):
+        api = "OpenAI's Responses API"
+        instead = (
+            f"set {API_VARIABLE}=chat (and ACP_FSM_PROVIDER=openai, not openai-responses) to "
+            "use its Chat Completions"
+        )
+    elif base_url.endswith("/v1"):
+        api = "Chat Completions at this URL"
+        instead = "check that OPENAI_BASE_URL is the server's OpenAI-compatible API"
+    else:
+        api = "Chat Completions at this URL"
+        instead = f"OPENAI_BASE_URL should end with /v1, as local servers serve it ({base_url}/v1)"
+    error.advice = f"This server does not serve {api} (POST {url}): {instead}"
+    return error
 
 
 class StreamCancelled(Cancelled):

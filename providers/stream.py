@@ -23,7 +23,7 @@ import structlog
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.providers.base import StreamParser, WireFormat
 from acp_fsm.providers.config import ProviderConfig
-from acp_fsm.providers.errors import ProviderError, StreamCancelled, empty_stream
+from acp_fsm.providers.errors import ProviderError, StreamCancelled, empty_stream, unserved
 from acp_fsm.providers.http import (
     body_payload,
     client_session,
@@ -266,6 +266,8 @@ class ModelStream:
                     error_type="not_streaming",
                 )
             error = self._wire.parse_error(response.status, payload)
+            if response.status == 404 and not self._config.official:  # an API it lacks?
+                error = unserved(error, url, self._request.model, self._config.base_url)
             if not self._may_retry(error):
                 raise error
             await self._back_off(error, response.headers)

@@ -42,6 +42,29 @@ def test_the_fallback_lists_built_ins_only_for_the_providers_own_api(home: Path)
 
 
 @pytest.mark.parametrize(
+    ("env", "awaits"),
+    [
+        ({"OPENAI_BASE_URL": "http://localhost:1/v1"}, True),  # nothing known of its models
+        ({"ACP_FSM_PROVIDER": "anthropic", "ANTHROPIC_BASE_URL": "http://localhost:1"}, True),
+        ({"OPENAI_BASE_URL": "http://localhost:1/v1", "ACP_FSM_MODEL": "m"}, False),
+        ({"OPENAI_BASE_URL": "http://localhost:1/v1", "ACP_FSM_MODELS": "m,n"}, False),
+        ({"OPENAI_BASE_URL": "http://localhost:2/v1"}, False),  # a list kept (models.json)
+        ({"ACP_FSM_PROVIDER": "openai"}, False),  # OpenAI's own API: answered at once
+        ({"ACP_FSM_PROVIDER": "anthropic"}, False),
+    ],
+)
+def test_a_session_awaits_only_a_compatible_server_s_unknown_list(
+    home: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], awaits: bool
+) -> None:
+    (home / model_catalog.CACHE_FILE).write_text(
+        json.dumps({"openai http://localhost:2/v1": {"fetchedAt": 1, "models": ["m"]}})
+    )
+    if "ACP_FSM_MODELS" in env:
+        monkeypatch.setenv("ACP_FSM_MODELS", env["ACP_FSM_MODELS"])
+    assert model_catalog.Catalog().awaits_listing(load_config(env)) is awaits
+
+
+@pytest.mark.parametrize(
     "cached",
     [
         {"openai http://localhost:1/v1": {"fetchedAt": 1, "models": "abc"}},

@@ -2,7 +2,8 @@
 
 Until then the title is the first prompt's words (`session.prompting`). Once the first turn
 that completed (not cancelled, not failed) has been answered, one short model call runs in a
-task of its own: `ACP_FSM_TITLE_MODEL`, else the session's model, no tools, a few tokens. Its
+task of its own: `ACP_FSM_TITLE_MODEL`, else the session's model, no tools, a few tokens (on a
+compatible server none unless ACP_FSM_TITLE_MODEL is set: `titles.model_of`). Its
 title is stored (`Store.set_model_title`: once a session, whichever process has it open),
 then told (`session_info_update`). The call is never on a turn's way: it starts after the
 answer is written, may run on while the next turn does (it reads the conversation only when
@@ -55,6 +56,9 @@ class Naming:
         model's already or this process tried once."""
         if self.made or self._task is not None or self._token.is_cancelled:
             return
+        model = titles.model_of(config, env_vars.title_model(), self._session.options.model(config))
+        if model is None:  # a compatible server: the first prompt's words stay the title
+            return
         found = titles.opening(self._session.messages)
         if found is None:  # no text to name the session by (an image alone)
             return
@@ -63,7 +67,6 @@ class Naming:
         typed = commands.as_typed(self._session.title, self._session.toolbox.library)
         if typed is not None:
             found = (typed, found[1])
-        model = env_vars.title_model() or self._session.options.model(config)
         model_request = titles.request(model, config.provider, *found)
         self._task = asyncio.get_running_loop().create_task(self._name(model_request, config))
 

@@ -135,8 +135,10 @@ async def test_a_session_that_needs_a_login_is_refused_as_on_the_full_path(
 async def test_a_session_served_early_is_the_same_session(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
-    """Prompted, listed and stored; loaded by another process, which replays it."""
-    agent = await launch.start()
+    """Prompted, listed and stored; loaded by another process, which replays it (a model
+    configured: the scripted provider is a compatible server, whose list the full path awaits
+    otherwise)."""
+    agent = await launch.start(ACP_FSM_MODEL="gpt-5")
     session = await agent.new_session(project)
     await wait_until(lambda: agent.log("session_created"), "the session's log", WAIT_S)
     [event] = agent.log("session_created")
@@ -148,7 +150,7 @@ async def test_a_session_served_early_is_the_same_session(
     assert [s["sessionId"] for s in listed] == [session]
     await launch.close(agent)
 
-    other = await launch.start()
+    other = await launch.start(ACP_FSM_MODEL="gpt-5")
     params = {"sessionId": session, "cwd": str(project), "mcpServers": []}
     start = len(other.messages)
     assert "result" in await other.request("session/load", params)
@@ -166,3 +168,24 @@ async def test_a_key_in_the_first_session_s_cwd_is_not_stored(tmp_path: Path) ->
     assert [e["fast_path"] for e in created(log)] == [True]
     stored = b"".join(p.read_bytes() for p in home.glob("sessions.db*"))
     assert b"/w/[redacted]" in stored and API_KEY.encode() not in stored
+
+
+async def test_a_compatible_server_s_list_is_awaited_on_the_full_path(tmp_path: Path) -> None:
+    """No model configured and none of the server's known: the startup path leaves the session
+    to the full path, which answers once the server listed its models (its picker showed
+    `gpt-5`, a name a local server does not serve)."""
+    async with ScriptedProvider(models=("coder-7b", "coder-1b")) as server:
+        env = {
+            "ACP_FSM_PROVIDER": "openai",
+            "OPENAI_API_KEY": None,
+            "OPENAI_BASE_URL": server.openai_base_url,
+            "ACP_FSM_MODEL": None,
+            "ACP_FSM_MODELS": None,
+        }
+        lines, log = await run(INIT + b"\n" + SECOND["a session"][0] + b"\n", tmp_path, env)
+        assert [r.path for r in server.model_list_requests] == ["/v1/models"]
+    [answer] = [json.loads(line) for line in lines if b'"id":"new"' in line]
+    [model] = [o for o in answer["result"]["configOptions"] if o["id"] == "model"]
+    assert model["currentValue"] == "coder-7b"
+    assert [v["value"] for v in model["options"]] == ["coder-7b", "coder-1b"]
+    assert [e.get("fast_path", False) for e in created(log)] == [False]

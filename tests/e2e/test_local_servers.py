@@ -78,7 +78,10 @@ def reader(request: RecordedRequest) -> Reply:
     if summary_call(request):
         return Reply(text="SUMMARY: the user asked for page.txt several times.")
     last = history(request)[-1]
-    if last.get("role") == "tool":
+    content = last.get("content")
+    if last.get("role") == "tool" or (  # a tool's result, in either format
+        isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
+    ):
         return Reply(text="I read it.")
     return Reply(calls=(Call(f"call_{len(history(request))}", "read_file", args(path="page.txt")),))
 
@@ -205,40 +208,88 @@ async def test_a_window_too_small_for_the_tools_costs_no_summary_call_per_prompt
     assert len(dropped) == 3 and all("system prompt and the tools alone" in n for n in dropped)
 
 
-async def test_without_a_model_set_the_server_s_first_model_is_used(tmp_path: Path) -> None:
-    """Ollama refuses a model it does not have ("gpt-5" was sent before)."""
+async def test_without_a_model_set_the_first_session_answers_with_the_server_s_models(
+    tmp_path: Path,
+) -> None:
+    """The first session's picker showed `gpt-5` until the server's list came, and Ollama
+    refuses a model it does not have: `session/new` waits for the list."""
     models = ("qwen2.5-coder:7b", "llama3.2:1b")
     async with serving(OLLAMA, tmp_path, Reply(text="hi"), models=models) as (server, launch):
         agent = await launch.start("openai", OPENAI_API_KEY=None)
-        session = await agent.new_session(tmp_path)
+        result = await agent.result("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        session = result["sessionId"]
         turn = await agent.prompt(session, "hello")
         options = agent.updates(session, metadata=True)
     assert turn.stop_reason == "end_turn"
     assert server.requests[-1].body["model"] == "qwen2.5-coder:7b"
-    [announced] = [u for u in of_kind(options, "config_option_update")]
-    [model] = [o for o in announced["configOptions"] if o["id"] == "model"]
+    [model] = [o for o in result["configOptions"] if o["id"] == "model"]
     assert model["currentValue"] == "qwen2.5-coder:7b"
+    assert [v["value"] for v in model["options"]] == list(models)
+    assert of_kind(options, "config_option_update") == []  # nothing to correct
+    assert not [t for t in user_texts(server.requests[-1]) if "did not list" in t]
 
 
-@pytest.mark.parametrize("local", [LLAMA_CPP, VLLM, OLLAMA, LM_STUDIO])
+async def test_a_server_that_does_not_list_its_models_is_said_to_at_the_first_prompt(
+    tmp_path: Path,
+) -> None:
+    """No model configured and the listing fails: the session goes to the provider's default
+    name, and the user is told why and what to set (once a session)."""
+    async with serving(OLLAMA, tmp_path, models=("qwen2.5-coder:7b",)) as (server, launch):
+        server.models_error = HttpError(500, "the listing broke")
+        agent = await launch.start("openai", OPENAI_API_KEY=None)
+        result = await agent.result("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        session = result["sessionId"]
+        first = await agent.prompt(session, "hello")
+        second = await agent.prompt(session, "again")
+        base = server.openai_base_url
+    [model] = [o for o in result["configOptions"] if o["id"] == "model"]
+    assert model["currentValue"] == "gpt-5"
+    told = [u["content"]["text"] for u in of_kind(first.updates, "agent_message_chunk")]
+    assert told[0].startswith(
+        f"The server at {base} did not list its models (GET {base}/models: HTTP 500): calls "
+        "go to 'gpt-5', a name it may not serve. Set ACP_FSM_MODEL to a model it serves."
+    )
+    assert 'model "gpt-5" not found' in first.error["message"]  # Ollama's own words
+    assert not [u for u in of_kind(second.updates, "agent_message_chunk") if "did not" in str(u)]
+    assert all(r.body["model"] == "gpt-5" for r in server.requests)
+
+
+@pytest.mark.parametrize(
+    ("local", "provider"),
+    [
+        (LLAMA_CPP, "openai"),
+        (VLLM, "openai"),
+        (OLLAMA, "openai"),
+        (LM_STUDIO, "openai"),
+        (LLAMA_CPP, "anthropic"),  # its server speaks the Messages API too
+    ],
+    ids=["llama.cpp", "vllm", "ollama", "lm-studio", "llama.cpp-anthropic"],
+)
 async def test_the_window_a_server_states_keeps_every_request_within_it(
-    tmp_path: Path, local: LocalServer
+    tmp_path: Path, local: LocalServer, provider: str
 ) -> None:
     """llama.cpp's /props, vLLM's max_model_len, Ollama's /api/ps and LM Studio's
     /api/v0/models (the last two once the model is loaded): the agent compacts before the
-    server would refuse (llama.cpp, vLLM, LM Studio) or cut (Ollama) a request, and vLLM is
-    never asked for more output than the window leaves."""
+    server would refuse (llama.cpp, vLLM, LM Studio) or cut (Ollama) a request, and never
+    asks for more output than the window leaves. On the Anthropic route to llama.cpp
+    (ACP_FSM_PROVIDER=anthropic, ANTHROPIC_BASE_URL at its server) the agent assumed 200,000
+    tokens and asked for 8,192 (one prompt ran ten minutes)."""
     window = 6000
     async with serving(local, tmp_path, window=window, models=("coder",)) as (server, launch):
         server.fallback = reader
         (tmp_path / "page.txt").write_text(PAGE * 2)
-        agent = await launch.start("openai", OPENAI_API_KEY=None)
+        agent = await launch.start(provider, OPENAI_API_KEY=None, ANTHROPIC_API_KEY=None)
         session = await agent.new_session(tmp_path)
         turns = [await agent.prompt(session, f"read page.txt ({i})") for i in range(6)]
     assert [t.stop_reason for t in turns] == ["end_turn"] * 6
+    path = "/v1/messages" if provider == "anthropic" else "/v1/chat/completions"
+    assert {r.path for r in server.requests} == {path}
     assert all(isinstance(s.reply, Reply) for s in server.served)  # nothing refused
     assert server.truncated == []  # nothing cut (Ollama)
     assert any(summary_call(r) for r in server.requests)
+    assert all(r.body["model"] == "coder" for r in server.requests)
+    # (Ollama and LM Studio state the window once the model is loaded: after the first call)
+    assert all(r.body["max_tokens"] < window for r in server.requests[1:])
     assert all(estimate_tokens(request.body) < window for request in server.requests)
     usage = of_kind(agent.updates(session, turns[1].start, metadata=True), "usage_update")
     assert usage and {u["size"] for u in usage} == {window}
@@ -263,3 +314,28 @@ async def test_a_window_the_tools_nearly_fill_still_takes_prompt_after_prompt(
     names = [{t["function"]["name"] for t in r.body.get("tools") or ()} for r in server.requests]
     assert names[0] >= ESSENTIAL - {"apply_patch"} | {"glob", "multi_edit", "update_plan"}
     assert all(listed <= ESSENTIAL for listed in names[1:] if listed)
+
+
+@pytest.mark.parametrize(
+    ("provider", "api", "said", "instead"),
+    [
+        ("anthropic", None, "does not serve Anthropic's Messages API", "ACP_FSM_PROVIDER=openai"),
+        ("openai", "responses", "does not serve OpenAI's Responses API", "ACP_FSM_OPENAI_API=chat"),
+    ],
+)
+async def test_an_api_the_server_lacks_is_said_with_what_to_set_instead(
+    tmp_path: Path, provider: str, api: str | None, said: str, instead: str
+) -> None:
+    """llama-cpp-python serves neither the Messages nor the Responses API: the prompt's error
+    said "HTTP 404" and no more."""
+    async with serving(LLAMA_CPP_PYTHON, tmp_path, Reply(text="never")) as (server, launch):
+        agent = await launch.start(
+            provider, OPENAI_API_KEY=None, ANTHROPIC_API_KEY=None, ACP_FSM_OPENAI_API=api
+        )
+        session = await agent.new_session(tmp_path)
+        failed = await agent.prompt(session, "hi")
+        assert server.remaining == 1 and len(server.requests) == 1  # not retried
+    message = failed.error["message"]
+    assert "Not Found" in message and f". This server {said} (POST " in message
+    assert instead in message
+    assert failed.error["data"]["status"] == 404

@@ -22,7 +22,7 @@ from tests.e2e.test_cancel import cancel_and_wait, next_prompt_is_accepted
 from tests.e2e.test_compaction import SUMMARY, TIGHT, is_summary_call, notices, read
 from tests.e2e.test_compaction import start as compaction_start
 from tests.e2e.test_sessions import restore
-from tests.e2e.test_settings import choose, new_session, option_updates
+from tests.e2e.test_settings import choose, new_session
 from tests.e2e.test_user_commands import said
 from tests.harness import wait_until
 
@@ -338,11 +338,9 @@ async def test_the_picker_lists_the_servers_models(
 ) -> None:
     server.models = ("gpt-5-codex", "gpt-5", "text-embedding-3-small")
     agent = await launch.start("openai-responses")
-    session, _ = await new_session(agent, project)
+    session, result = await new_session(agent, project)  # a compatible server's list, awaited
 
-    await wait_until(lambda: option_updates(agent, session), "the list to arrive")
-    [update] = option_updates(agent, session)
-    [model] = [o for o in update["configOptions"] if o["id"] == "model"]
+    [model] = [o for o in result["configOptions"] if o["id"] == "model"]
     assert [o["value"] for o in model["options"]] == ["gpt-5-codex", "gpt-5"]
     server.script(Reply(text="ok"))
     assert (await agent.prompt(session, "hi")).stop_reason == "end_turn"

@@ -346,7 +346,7 @@ async def test_list_filters_by_cwd_newest_first_with_titles(
 
     # the session nobody prompted has nothing to resume: editors would show an empty line
     assert [s["sessionId"] for s in listed] == [alpha, gamma]
-    assert [s.get("title") for s in listed] == ["Alpha task with details", "Gamma"]
+    assert [s.get("title") for s in listed] == ["Alpha task", "Gamma"]  # the first line
     assert [s["cwd"] for s in listed] == [str(project), str(project)]
     assert all(s["updatedAt"].endswith("Z") for s in listed)
     assert listed[0]["updatedAt"] >= listed[1]["updatedAt"]

@@ -362,19 +362,18 @@ async def test_the_model_list_comes_from_the_provider_and_is_kept_for_the_next_s
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
     """A compatible server (the scripted one is not OpenAI's own API): its chat models in its
-    own order, the first the default; kept for the next start, which asks the server again
-    (it may serve other models by then)."""
+    own order, the first the default; nothing known of them yet, the first `session/new`
+    waits for them (it answered `gpt-5`, the provider's default name, before); kept for the
+    next start, which answers with them at once and asks the server again (it may serve
+    other models by then)."""
     server.models = ("o3", "gpt-5", "text-embedding-3-small", "whisper-1", "gpt-5-mini")
     agent = await launch.start("openai")
     session, result = await new_session(agent, project)
-    assert options_of(result)["model"] == ("gpt-5", ["gpt-5"])  # a local server: no built-ins
-
-    await wait_until(lambda: option_updates(agent, session), "the list to arrive")
-    [update] = option_updates(agent, session)
-    assert options_of(update)["model"] == ("o3", ["o3", "gpt-5", "gpt-5-mini"])
+    assert options_of(result)["model"] == ("o3", ["o3", "gpt-5", "gpt-5-mini"])
     [listing] = server.model_list_requests
     assert listing.headers["authorization"].startswith("Bearer ")
     await launch.close(agent)
+    assert option_updates(agent, session) == []  # nothing to correct
 
     server.models = ("gpt-5-mini", "o3")
     again = await launch.start("openai")
@@ -392,10 +391,8 @@ async def test_the_anthropic_model_list_and_a_failed_listing(
 ) -> None:
     server.models = ("claude-opus-4-1", "claude-sonnet-4-5")
     agent = await launch.start("anthropic")
-    session, _ = await new_session(agent, project)
-    await wait_until(lambda: option_updates(agent, session), "the list to arrive")
-    [update] = option_updates(agent, session)
-    assert options_of(update)["model"] == (
+    session, result = await new_session(agent, project)  # a compatible server: its list awaited
+    assert options_of(result)["model"] == (
         "claude-opus-4-1",  # its first: not Anthropic's
         ["claude-opus-4-1", "claude-sonnet-4-5"],
     )
@@ -404,8 +401,9 @@ async def test_the_anthropic_model_list_and_a_failed_listing(
     server.models_error = HttpError(401, "invalid x-api-key")
     other = await launch.start("openai")  # nothing kept for this provider yet
     session, result = await new_session(other, project)
-    await wait_until(lambda: len(server.model_list_requests) == 2, "the second listing")
-    await wait_until(lambda: other.log("models_not_listed"), "the failure logged")
+    assert len(server.model_list_requests) == 2  # answered once the listing failed
+    [failed] = other.log("models_not_listed")
+    assert failed["error"].endswith("/v1/models: HTTP 401")
     assert options_of(result)["model"] == ("gpt-5", ["gpt-5"])
     assert option_updates(other, session) == []
 

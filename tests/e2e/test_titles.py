@@ -113,10 +113,13 @@ async def test_the_title_model_names_the_session_once_after_its_first_answer(
         ("anthropic", "claude-sonnet-4-5", TITLE_MAX_TOKENS),  # no thinking for a title
     ],
 )
-async def test_without_a_title_model_the_session_s_model_makes_it(
+async def test_a_title_model_that_is_the_session_s_own_makes_it(
     launch: Launcher, server: ScriptedProvider, project: Path, provider: str, model: str, room: int
 ) -> None:
-    agent = await launch.start(provider, ACP_FSM_TITLE_MODEL=None, ACP_FSM_MODEL=model)
+    """The title call of each kind of model. On the providers' own APIs the session's model
+    makes it unless ACP_FSM_TITLE_MODEL names another (tests/test_titles.py); on a compatible
+    server such as the scripted one, only when that names one."""
+    agent = await launch.start(provider, ACP_FSM_TITLE_MODEL=model, ACP_FSM_MODEL=model)
     session = await agent.new_session(project)
     server.script(Reply(text="On it."), Reply(text="Login test repair"))
     turn = await agent.prompt(session, PROMPT)
@@ -131,6 +134,29 @@ async def test_without_a_title_model_the_session_s_model_makes_it(
     assert reasoning_effort(call) == ("low" if model == "gpt-5" else None)
     assert "thinking" not in call.body
     assert server.lane_requests == []
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_on_a_compatible_server_the_first_prompt_s_words_are_the_title_without_a_call(
+    launch: Launcher, server: ScriptedProvider, project: Path, provider: str
+) -> None:
+    """Without ACP_FSM_TITLE_MODEL, on a server other than the providers' own APIs (the
+    scripted one is such): a title call evicts a single-slot server's prompt cache, and
+    llama-cpp-python read 3,959 tokens again on the next turn (59 s against 3.4 s)."""
+    agent = await launch.start(provider, ACP_FSM_TITLE_MODEL=None)
+    session = await agent.new_session(project)
+    server.script(Reply(text="On it."), Reply(text="Done."))
+
+    first = await agent.prompt(session, f"  {PROMPT}  \nTraceback (most recent call last):\n")
+    second = await agent.prompt(session, "and run it")
+
+    assert first.stop_reason == second.stop_reason == "end_turn"
+    assert len(server.requests) == 2 and all("tools" in r.body for r in server.requests)
+    assert server.lane_requests == [] and server.remaining == 0
+    told = of_kind(agent.updates(session, 0, metadata=True), "session_info_update")
+    before = of_kind(agent.updates(session, 0, first.end, metadata=True), "session_info_update")
+    assert [u["title"] for u in told] == [u["title"] for u in before] == [PROMPT]  # first line
+    assert await listed_titles(agent) == [PROMPT]
 
 
 @pytest.mark.parametrize(

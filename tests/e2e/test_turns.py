@@ -208,7 +208,8 @@ async def test_unauthorized_is_a_json_rpc_error_without_the_key(
     launch: Launcher, server: ScriptedProvider, project: Path, provider: str
 ) -> None:
     server.api_key = "sk-the-right-key-0000"
-    agent = await launch.start(provider)
+    # a model configured: the listing, refused too, is not awaited (and said) before the session
+    agent = await launch.start(provider, ACP_FSM_MODEL="m")
     session = await agent.new_session(project)
 
     failed = await agent.prompt(session, "first")
@@ -338,7 +339,7 @@ async def test_title_and_usage_are_reported_before_the_answer(
         "session/prompt",
         {
             "sessionId": session,
-            "prompt": [{"type": "text", "text": "  Summarise\n the   project  "}],
+            "prompt": [{"type": "text", "text": "  Summarise   the project  \n in a line"}],
         },
     )
     end = agent.messages.index(first)

@@ -23,6 +23,7 @@ from acp_fsm.devkit.provider import (
     Reply,
     ScriptedProvider,
 )
+from acp_fsm.model_listing import server_info
 from acp_fsm.providers import http
 from acp_fsm.providers.config import load_config
 from acp_fsm.providers.errors import ProviderError
@@ -186,6 +187,87 @@ def test_a_refusal_for_length_states_the_sizes(local: LocalServer) -> None:
     assert error.context_exceeded and maximum == 4096 and prompt in (5000, 5100)
 
 
+@pytest.mark.parametrize(
+    ("provider", "overrides", "path", "said"),
+    [
+        (
+            "anthropic",
+            {},
+            "/v1/messages",
+            "does not serve Anthropic's Messages API (POST {url}/v1/messages): set "
+            "ACP_FSM_PROVIDER=openai and OPENAI_BASE_URL={url}/v1 to use its OpenAI-compatible",
+        ),
+        (
+            "openai",
+            {"api": "responses"},
+            "/v1/responses",
+            "does not serve OpenAI's Responses API (POST {url}/v1/responses): set "
+            "ACP_FSM_OPENAI_API=chat",
+        ),
+        (
+            "openai",
+            {"base_url": "{url}"},  # without /v1: nothing is served at /chat/completions
+            "/chat/completions",
+            "does not serve Chat Completions at this URL (POST {url}/chat/completions): "
+            "OPENAI_BASE_URL should end with /v1, as local servers serve it ({url}/v1)",
+        ),
+    ],
+    ids=["messages", "responses", "no-v1"],
+)
+async def test_an_api_the_server_lacks_is_named_with_what_to_set_instead(
+    provider: str, overrides: dict[str, str], path: str, said: str
+) -> None:
+    """llama-cpp-python serves Chat Completions alone: its 404 said only "Not Found"."""
+    async with ScriptedProvider(Reply(text="never"), local=LLAMA_CPP_PYTHON) as server:
+        config = make_config(
+            server, provider, api_key=None, max_retries=0,
+            **{k: v.format(url=server.url) for k, v in overrides.items()},
+        )  # fmt: skip
+        with pytest.raises(ProviderError) as caught:
+            await collect(config)
+        error, url = caught.value, server.url
+    assert error.status == 404 and not error.retryable and server.remaining == 1
+    assert error.advice is not None and said.format(url=url) in str(error)
+    assert str(error).startswith(f"{provider} HTTP 404: ") and "\n" not in str(error)
+    assert [r.path for r in server.requests] == ([path] if path.startswith("/v1") else [])
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [
+        (  # OpenAI
+            404,
+            b'{"error":{"message":"The model `m` does not exist or you do not have access to '
+            b'it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}',
+        ),
+        (  # vLLM
+            404,
+            b'{"object":"error","message":"The model `m` does not exist.","type":"NotFoundError",'
+            b'"param":null,"code":404}',
+        ),
+        (404, b'{"error":{"message":"unknown: m","type":"not_found_error"}}'),  # names it
+        (400, b'{"detail":"Not Found"}'),  # not a 404
+    ],
+    ids=["openai", "vllm", "named", "not-404"],
+)
+async def test_a_model_the_server_does_not_have_keeps_its_own_message(
+    status: int, body: bytes
+) -> None:
+    async with ScriptedProvider(HttpError(status, body=body)) as server:
+        with pytest.raises(ProviderError) as caught:
+            await collect(make_config(server, "openai", max_retries=0))
+    assert caught.value.advice is None and caught.value.status == status
+
+
+async def test_ollama_s_unknown_model_keeps_its_own_message() -> None:
+    async with ScriptedProvider(local=OLLAMA, models=("qwen2.5-coder:7b",)) as server:
+        with pytest.raises(ProviderError) as caught:
+            await collect(make_config(server, "openai", max_retries=0))
+    assert caught.value.advice is None
+    said = 'openai HTTP 404 api_error: model "m" not found, try pulling it first'
+    assert str(caught.value) == said
+
+
 def test_only_the_providers_own_hosts_are_official() -> None:
     def official(url: str) -> bool:
         return load_config({"ACP_FSM_PROVIDER": "openai", "OPENAI_BASE_URL": url}).official
@@ -224,3 +306,14 @@ async def test_what_each_server_states_of_its_window(
         assert loaded.loaded_only == {"tiny"}
     else:
         assert info.loaded_only == frozenset() and loaded == info
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_llama_cpp_states_its_window_to_either_api(provider: str) -> None:
+    """llama.cpp's server speaks Anthropic's Messages API too: its list and its `/props` are
+    read on that route as on the OpenAI-compatible one."""
+    async with ScriptedProvider(local=LLAMA_CPP, context_window=6000, models=("coder",)) as server:
+        info = await server_info(make_config(server, provider, api_key=None))
+        asked = sorted(r.path for r in server.model_list_requests)
+    assert info.models == ["coder"] and info.window("coder") == 6000
+    assert asked == ["/props", "/v1/models"]

@@ -27,7 +27,9 @@ be rejected in production is rejected here:
 - with `local` (`LLAMA_CPP_PYTHON`, `LLAMA_CPP`, `VLLM`, `OLLAMA`, `LM_STUDIO`), the
   Chat Completions route answers as that local server does where it differs from OpenAI's
   (what it refuses, a request over `context_window`, its chunks, its model listing, the
-  endpoint where it states its window: `local`).
+  endpoint where it states its window: `local`); the other routes refuse what it refuses,
+  or answer 404 where it lacks the API (llama-cpp-python), and the listing is its own
+  whichever API asks (llama.cpp's server speaks Anthropic's Messages API too).
 
 Model calls for the models named in `lanes` are answered by their lane's entry, never from
 the script (calls a test leaves aside, such as the agent's title call).

@@ -4,13 +4,14 @@ models and where it states its window (docs/local-servers.md). `ScriptedProvider
 answers as one of them; `context_window` is then the server's own (llama.cpp's `--ctx-size`,
 Ollama's `num_ctx`, vLLM's `--max-model-len`).
 
-`LLAMA_CPP_PYTHON` is reproduced from its recorded answers (0.3.x): a 500 with a validation
-dump for an assistant `content: null`, a `200 OK` with an empty body for a prompt of the window
-or more (the error comes after the headers), no usage chunk, a role chunk without content, and
-every tool-call fragment carrying the call's id and name again. The others follow their
-documentation and bug reports: llama.cpp refuses with a 400 `exceed_context_size_error`, vLLM
-with a 400 when the prompt and `max_tokens` together pass `max_model_len`, LM Studio answers
-200 and then an error in the stream, and Ollama cuts the prompt to fit without a word.
+`LLAMA_CPP_PYTHON` is reproduced from its recorded answers (0.3.x): Chat Completions only (a
+404 for the Messages and Responses APIs), a 500 with a validation dump for an assistant
+`content: null`, a `200 OK` with an empty body for a prompt of the window or more (the error
+comes after the headers), no usage chunk, a role chunk without content, and every tool-call
+fragment carrying the call's id and name again. The others follow their documentation and bug
+reports: llama.cpp refuses with a 400 `exceed_context_size_error`, vLLM with a 400 when the
+prompt and `max_tokens` together pass `max_model_len`, LM Studio answers 200 and then an error
+in the stream, and Ollama cuts the prompt to fit without a word.
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ class LocalServer:
     name = "openai"
     truncates = False  # a prompt over the window is cut to fit (Ollama), not refused
 
+    def unserved(self, path: str) -> HttpError | None:
+        """The answer to a model call on an API the server lacks (POST `path`); None where
+        it serves it (this base: every API the scripted provider speaks)."""
+        return None
+
     def check(self, body: dict[str, Any], models: Sequence[str]) -> None:
         """Refuse what the server refuses beyond OpenAI's rules (raises `Rejection`); it
         serves `models`."""
@@ -70,6 +76,12 @@ class LlamaCppPython(LocalServer):
     """llama-cpp-python's server (`python -m llama_cpp.server`)."""
 
     name = "llama-cpp-python"
+
+    def unserved(self, path: str) -> HttpError | None:
+        # Chat Completions only: FastAPI's answer to any other path.
+        if path == "/v1/chat/completions":
+            return None
+        return HttpError(404, body=json_text({"detail": "Not Found"}).encode())
 
     def check(self, body: dict[str, Any], models: Sequence[str]) -> None:
         for index, message in enumerate(body.get("messages") or ()):

@@ -238,6 +238,8 @@ class ScriptedProvider:
             model = record.body.get("model") if isinstance(record.body, dict) else None
             lane = self.lanes.get(model) if isinstance(model, str) else None
             (self.requests if lane is None else self.lane_requests).append(record)
+            if self.local is not None and (lacks := self.local.unserved(route.path)) is not None:
+                return self._error_response(route, lacks)
             prompt = estimate_tokens(record.body)
             try:
                 self._authenticate(route, record)
@@ -263,7 +265,8 @@ class ScriptedProvider:
 
     async def _models(self, request: web.Request) -> web.Response:
         """`GET /v1/models`: Anthropic's shape when the request carries `anthropic-version` or
-        `x-api-key` (then the version is required, as on `/v1/messages`), else OpenAI's."""
+        `x-api-key` (then the version is required, as on `/v1/messages`), else OpenAI's; a
+        local server's own, whichever asks."""
         record = await self._record(request, self.model_list_requests)
         anthropic = "anthropic-version" in record.headers or "x-api-key" in record.headers
         route = ANTHROPIC_ROUTE if anthropic else OPENAI_ROUTE
@@ -273,9 +276,9 @@ class ScriptedProvider:
             route.rules.check_headers(record.headers)
             if self.models_error is not None:
                 return self._error_response(route, self.models_error)
-            listing = (
+            listing = (  # a local server has one listing, whichever API asks (llama.cpp)
                 self.local.listing(self.models, self.context_window)
-                if self.local is not None and route is OPENAI_ROUTE
+                if self.local is not None
                 else route.list_models(self.models, request.query)
             )
         except Rejection as rejection:
