@@ -81,9 +81,11 @@ def created(log: str) -> list[dict[str, Any]]:
     return [e for e in events if e.get("event") == "session_created"]
 
 
-async def run(lines: bytes, home: Path, env: dict[str, str | None]) -> tuple[list[bytes], str]:
-    """The lines the agent writes for `lines` (input then ends), session ids made alike, in
-    order; and its log."""
+async def run(
+    lines: bytes, home: Path, env: dict[str, str | None], until: bytes | None = None
+) -> tuple[list[bytes], str]:
+    """The lines the agent writes for `lines` (input then ends; with `until`, once a line
+    holding it was written), session ids made alike, in order; and its log."""
     proc = await asyncio.create_subprocess_exec(
         *agent_command(),
         stdin=asyncio.subprocess.PIPE,
@@ -92,7 +94,17 @@ async def run(lines: bytes, home: Path, env: dict[str, str | None]) -> tuple[lis
         env=agent_env(ACP_FSM_HOME=str(home), **env),
         limit=1 << 24,
     )
+    written: list[bytes] = []
+    if until is not None:  # a request the agent answers later: the input stays open till then
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(lines)
+        while until not in (line := await asyncio.wait_for(proc.stdout.readline(), 60)):
+            assert line, "the agent ended first"
+            written.append(line)
+        written.append(line)
+        lines = b""
     out, err = await asyncio.wait_for(proc.communicate(lines), 60)
+    out = b"".join(written) + out
     log = err.decode(errors="replace")
     assert proc.returncode == 0 and "Traceback" not in log, log[-2000:]
     return [SESSION_ID.sub(b"sess_X", line) for line in out.splitlines()], log
@@ -182,7 +194,9 @@ async def test_a_compatible_server_s_list_is_awaited_on_the_full_path(tmp_path: 
             "ACP_FSM_MODEL": None,
             "ACP_FSM_MODELS": None,
         }
-        lines, log = await run(INIT + b"\n" + SECOND["a session"][0] + b"\n", tmp_path, env)
+        lines, log = await run(
+            INIT + b"\n" + SECOND["a session"][0] + b"\n", tmp_path, env, until=b'"id":"new"'
+        )
         assert [r.path for r in server.model_list_requests] == ["/v1/models"]
     [answer] = [json.loads(line) for line in lines if b'"id":"new"' in line]
     [model] = [o for o in answer["result"]["configOptions"] if o["id"] == "model"]
