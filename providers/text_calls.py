@@ -43,7 +43,7 @@ for a one-item array); a missing argument is never invented.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
 from acp_fsm.providers.text_call_args import AMBIGUOUS, CallFormat, TextCall
@@ -70,6 +70,29 @@ def recognize(text: str, tools: Mapping[str, ToolSpec]) -> Recognized:
     shown = stream.feed(text)
     found = stream.finish()
     return found._replace(released=shown + found.released)
+
+
+def stray_calls(text: str, tools: Mapping[str, ToolSpec]) -> list[TextCall]:
+    """The calls a whole answer holds of tools not among `tools`, under the same rules: a
+    small model's `{"name": "greet.py", "arguments": {…}}`. They are never run; that the model
+    wrote them says it writes its calls as text (`acp_fsm.call_modes`)."""
+    return [call for call in recognize(text, _AnyName()).calls if call.name not in tools]
+
+
+class _AnyName(Mapping[str, ToolSpec]):
+    """Every name taken for a tool's, whose arguments may be any object."""
+
+    def __getitem__(self, name: str) -> ToolSpec:
+        return ToolSpec(name, "", {"type": "object"})
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and bool(name.strip())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
 
 
 class _Run(NamedTuple):

@@ -19,7 +19,7 @@ import structlog
 
 from acp_fsm.call_modes import CallMode
 from acp_fsm.providers.text_call_args import CallFormat
-from acp_fsm.providers.text_calls import TextCallStream
+from acp_fsm.providers.text_calls import TextCallStream, stray_calls
 from acp_fsm.providers.types import (
     AssistantMessage,
     AssistantPart,
@@ -44,9 +44,11 @@ class WrittenCalls:
     """One answer's text, read for the calls of the tools its request offered."""
 
     def __init__(self, tools: Sequence[ToolSpec]) -> None:
-        self._stream = TextCallStream({tool.name: tool for tool in tools})
+        self._tools = {tool.name: tool for tool in tools}
+        self._stream = TextCallStream(self._tools)
         # once finished: whether the answer came with native calls, and the formats of the
-        # calls its text held (`acp_fsm.call_modes` decides a model's mode from them)
+        # calls its text held, else of those of tools it was not offered (`acp_fsm.call_modes`
+        # decides a model's mode from them)
         self.native = False
         self.formats: list[CallFormat] = []
         self._shown: list[str] = []  # what `feed` let through
@@ -77,6 +79,8 @@ class WrittenCalls:
         message = finished.message
         self.native = bool(message.tool_calls)
         self.formats = [call.format for call in found.calls]
+        if not self.native and not found.calls:  # calls of tools it was not offered still tell
+            self.formats = [call.format for call in stray_calls(message.text, self._tools)]
         if message.tool_calls or not found.calls:
             return found.released, finished
         parts: list[AssistantPart] = [p for p in message.parts if not isinstance(p, TextPart)]

@@ -199,3 +199,23 @@ async def test_a_small_window_keeps_the_conversation(
     assert len(server.requests) == 4  # no summary call among them
     assert len(history(server.requests[-1])) == 7  # every earlier turn kept
     assert 1_000 < server.requests[0].body["max_tokens"] <= 2_048
+
+
+async def test_a_call_of_a_tool_never_offered_runs_nothing_but_decides_text(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """What Qwen2.5-Coder 0.5B wrote on llama.cpp's server (issue 40): the file for the tool's
+    name. It is shown as text and nothing runs; the model writes its calls as text, so the
+    next request teaches it the tools in text."""
+    wrong = '{"name": "greet.py", "arguments": {"greeting": "Howdy"}}'
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    server.script(Reply(text=wrong), Reply(text="ok"))
+
+    first = await agent.prompt(session, "change the greeting in greet.py to Howdy")
+    await agent.prompt(session, "and?")
+
+    assert "".join(u["content"]["text"] for u in first.updates if "content" in u) == wrong
+    assert all("toolCallId" not in u for u in first.updates)
+    assert offered_tools(server.requests[0]) and "tools" not in server.requests[1].body
+    assert decided(launch.home) == {"gpt-5": {"mode": "text", "syntax": "json"}}

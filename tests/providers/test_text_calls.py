@@ -17,6 +17,7 @@ from acp_fsm.providers.text_calls import (
     Recognized,
     TextCallStream,
     recognize,
+    stray_calls,
 )
 from acp_fsm.providers.types import ToolSpec
 from acp_fsm.tools import tool_specs
@@ -548,3 +549,11 @@ def test_any_text_gives_calls_and_prose_the_same_at_any_cut(tokens: list[str], s
     assert (shown + found.released, found.calls) == (whole.prose, whole.calls)
     shown, found = streamed(list(text))
     assert (shown + found.released, found.calls) == (whole.prose, whole.calls)
+
+
+def test_calls_of_tools_never_offered_are_found_apart_under_the_same_rules() -> None:
+    wrong = stray_calls('{"name": "greet.py", "arguments": {"greeting": "Howdy"}}', TOOLS)
+    assert [(c.name, c.arguments) for c in wrong] == [("greet.py", {"greeting": "Howdy"})]
+    assert stray_calls(READ, TOOLS) == []
+    explained = '```json\n{"name": "w", "arguments": {}}\n```\n' + "And then, " * 20
+    assert stray_calls(explained, TOOLS) == []
