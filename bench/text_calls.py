@@ -106,8 +106,9 @@ async def replay(
     local = _StatedWindows()
     async with ScriptedProvider(fallback=replayer, models=tuple(WINDOWS), local=local) as server:
         launch = Launcher(server, scratch / "home", command)
+        launch.defaults.update(env)
         try:
-            agent = await launch.start("openai", ACP_FSM_MODEL=SMALL, OPENAI_API_KEY=None, **env)
+            agent = await launch.start("openai", ACP_FSM_MODEL=SMALL, OPENAI_API_KEY=None)
             agent.editor.permission_kinds = ("allow_once",)
             outcomes = []
             for number, answer in enumerate(answers):
