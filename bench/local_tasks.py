@@ -4,7 +4,9 @@ calls the agent ran)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,9 +81,15 @@ print("ok")
 def _fixed(project: Path, answer: str, calls: Sequence[Ran]) -> bool:
     if (project / "test_calc.py").read_text(errors="replace") != TEST_CALC:
         return False  # the test was changed, not the bug fixed
-    done = subprocess.run(
-        ["python3", "test_calc.py"], cwd=project, capture_output=True, timeout=60, check=False
-    )
+    with tempfile.TemporaryDirectory() as caches:  # never a bytecode cache of the old code
+        done = subprocess.run(
+            ["python3", "test_calc.py"],
+            cwd=project,
+            env=dict(os.environ, PYTHONPYCACHEPREFIX=caches),
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
     return done.returncode == 0
 
 
