@@ -69,6 +69,7 @@ class TaskResult:
     ran: list[Ran]
     tally: Tally
     solved: bool
+    load: float  # the machine's load average (1 min) when the task ended: a shared machine
 
     @property
     def first(self) -> ModelAnswer | None:
@@ -85,6 +86,7 @@ class TaskResult:
             "solved": self.solved,
             "stop_reason": self.stop_reason,
             "seconds": round(self.seconds, 1),
+            "load_average": round(self.load, 1),
             "first_word_s": None if self.first_word_s is None else round(self.first_word_s, 1),
             "first_prompt_tokens": first and first.prompt_tokens,
             "first_prompt_ms": first and first.timings.get("prompt_ms"),
@@ -238,6 +240,7 @@ async def run_task(
         ran,
         tally(intended, ran, done=True),
         task.check(project, shown, ran),
+        os.getloadavg()[0],
     )
 
 
