@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 
@@ -18,6 +19,7 @@ __all__ = [
     "cpu_ms",
     "summary",
     "table",
+    "tree_agent",
 ]
 
 INIT = (
@@ -44,6 +46,16 @@ def checkouts() -> list[tuple[str, Path]]:
     if other:
         found.append((Path(other).name, Path(other).resolve()))
     return found
+
+
+def tree_agent(tree: Path) -> tuple[list[str], dict[str, str]]:
+    """The agent of a checkout (its own venv's `acp-fsm`: `python -m venv .venv &&
+    .venv/bin/pip install -e .` there), and the environment that runs that checkout's code
+    rather than the one a test harness puts first on the path."""
+    command = tree.resolve() / ".venv" / "bin" / "acp-fsm"
+    if not command.is_file():
+        sys.exit(f"no agent at {command}: install the checkout in its .venv first")
+    return [str(command)], {"PYTHONPATH": str(tree.resolve())}
 
 
 def cpu_ms(pid: int) -> float:

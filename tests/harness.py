@@ -68,10 +68,18 @@ class AgentProcess(AgentLink):
 
     @classmethod
     async def start(
-        cls, env: dict[str, str] | None = None, *args: str, editor: Editor | None = None
+        cls,
+        env: dict[str, str] | None = None,
+        *args: str,
+        editor: Editor | None = None,
+        command: list[str] | None = None,
     ) -> AgentProcess:
         return await cls.spawn(
-            env or agent_env(), *args, command=agent_command(), limit=READ_LIMIT, editor=editor
+            env or agent_env(),
+            *args,
+            command=command or agent_command(),
+            limit=READ_LIMIT,
+            editor=editor,
         )
 
     async def initialize(self, **capabilities: Any) -> dict[str, Any]:

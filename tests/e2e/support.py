@@ -269,9 +269,12 @@ class Launcher:
     """Starts agents against one scripted provider, each with the same ACP_FSM_HOME, and
     closes them all at teardown (exit code 0, clean stdout, no editor surprise)."""
 
-    def __init__(self, server: ScriptedProvider, home: Path) -> None:
+    def __init__(
+        self, server: ScriptedProvider, home: Path, command: list[str] | None = None
+    ) -> None:
         self.server = server
         self.home = home
+        self.command = command  # the agent to run: this checkout's unless given
         self.agents: list[Agent] = []
         self.defaults: dict[str, str | None] = {}  # a test module's environment for all
 
@@ -309,7 +312,9 @@ class Launcher:
     ) -> Agent:
         # Held requests stay unanswered when the agent withdraws them: tests answer them late.
         editor = Editor(answer_withdrawn=False)
-        proc = await AgentProcess.start(self.env(provider, **env), editor=editor)
+        proc = await AgentProcess.start(
+            self.env(provider, **env), editor=editor, command=self.command
+        )
         agent = Agent(proc, editor, self.server)
         self.agents.append(agent)
         await proc.initialize(**(capabilities or BARE))

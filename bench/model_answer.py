@@ -1,0 +1,126 @@
+"""A model's answer as a recording proxy kept it (bench/recording_proxy.py): the tools its
+request offered, its text, the calls the server returned natively, the calls its text holds
+(the agent's recogniser, `acp_fsm.providers.text_calls.recognize`, over the tools offered),
+a looser count of what names a tool, and what llama.cpp's server says of the work (its
+`usage` and `timings`)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection
+from typing import Any, NamedTuple
+
+from acp_fsm.providers.errors import ProviderError
+from acp_fsm.providers.openai import OpenAiParser
+from acp_fsm.providers.sse import SseDecoder, json_data
+from acp_fsm.providers.text_calls import recognize
+from acp_fsm.providers.types import AssistantMessage, Finished, ToolSpec
+from acp_fsm.tools import TOOLS
+from bench.recording_proxy import Exchange
+from bench.tally import Intended
+
+CHAT_PATH = "/chat/completions"
+# What names a tool in an answer, whether or not the recogniser takes it for a call: a JSON
+# key `"name"` (a call object), Qwen3-Coder's `<function=NAME`, Mistral's `NAME[ARGS]`, and a
+# Python-style `NAME(` of a tool's name.
+_JSON_NAME = re.compile(r'"name"\s*:\s*"([^"\\\n]{1,64})"')
+_FUNCTION_TAG = re.compile(r"<function=([\w.-]+)")
+_MISTRAL_ARGS = re.compile(r"\[TOOL_CALLS\]\s*[\w.-]+\s*\[ARGS\]")
+_ARGUMENT_KEY = re.compile(r'"(?:arguments|parameters)"\s*:')
+
+
+class ModelAnswer(NamedTuple):
+    offered: dict[str, ToolSpec]  # the tools the request offered, by name
+    text: str
+    native: tuple[Intended, ...]  # the calls the server returned as tool_calls
+    native_ids: dict[str, str]  # their ids -> tools
+    written: tuple[Intended, ...]  # the calls the recogniser finds in the text
+    loose: int  # what names a tool, loosely counted
+    usage: dict[str, Any]
+    timings: dict[str, Any]  # llama.cpp's: prompt_n, prompt_ms, predicted_n, cache_n, ...
+    complete: bool  # the stream ended (not cut by a cancel)
+
+    @property
+    def intended(self) -> tuple[Intended, ...]:
+        """The calls the model meant, as the agent can know them: native ones (run alone when
+        there are any), else those written in its text."""
+        return self.native or self.written
+
+    @property
+    def prompt_tokens(self) -> int | None:
+        """The prompt's tokens, as the server counted them."""
+        tokens = self.usage.get("prompt_tokens")
+        if isinstance(tokens, int):
+            return tokens
+        evaluated, cached = self.timings.get("prompt_n"), self.timings.get("cache_n")
+        return evaluated + (cached or 0) if isinstance(evaluated, int) else None
+
+
+def offered_tools(body: dict[str, Any]) -> dict[str, ToolSpec]:
+    """The tools a Chat Completions request offered."""
+    found = {}
+    for tool in body.get("tools") or ():
+        function = tool.get("function") or {}
+        name = function.get("name")
+        if isinstance(name, str):
+            schema = function.get("parameters") or {"type": "object", "properties": {}}
+            found[name] = ToolSpec(name, function.get("description") or "", schema)
+    return found
+
+
+def loose_count(text: str, names: Collection[str]) -> int:
+    """How many places of `text` name a tool as a call would: a `"name"` key of one of
+    `names` (or beside an `"arguments"`/`"parameters"` key), a `<function=NAME`, a
+    `NAME[ARGS]`, a `NAME(` of one of `names`."""
+    arguments = bool(_ARGUMENT_KEY.search(text))
+    found = sum(m.group(1) in names or arguments for m in _JSON_NAME.finditer(text))
+    found += len(_FUNCTION_TAG.findall(text)) + len(_MISTRAL_ARGS.findall(text))
+    if names:
+        called = re.compile(rf"\b(?:{'|'.join(map(re.escape, sorted(names)))})\s*\(")
+        found += len(called.findall(text))
+    return found
+
+
+def read_answer(exchange: Exchange) -> ModelAnswer | None:
+    """The model's answer in a Chat Completions exchange (None for any other request, or an
+    answer that is not a stream)."""
+    if not exchange.path.split("?")[0].endswith(CHAT_PATH) or exchange.status != 200:
+        return None
+    body = json.loads(exchange.body)
+    offered = offered_tools(body)
+    message, usage, timings, complete = _stream(bytes(exchange.response))
+    native = tuple(Intended(c.name, c.arguments) for c in message.tool_calls)
+    text = message.text
+    written = tuple(Intended(c.name, c.arguments) for c in recognize(text, offered).calls)
+    names = set(offered) | set(TOOLS)
+    return ModelAnswer(
+        offered,
+        text,
+        native,
+        {c.id: c.name for c in message.tool_calls},
+        written,
+        max(loose_count(text, names), len(native) + len(written)),
+        usage,
+        timings,
+        complete,
+    )
+
+
+def _stream(raw: bytes) -> tuple[AssistantMessage, dict[str, Any], dict[str, Any], bool]:
+    """An OpenAI stream's message (what came of it, when it was cut), its usage and timings,
+    and whether it ended."""
+    decoder, parser = SseDecoder(), OpenAiParser()
+    usage: dict[str, Any] = {}
+    timings: dict[str, Any] = {}
+    try:
+        for event in [*decoder.feed(raw), *decoder.close()]:
+            parser.feed(event)
+            if event.data != "[DONE]":
+                chunk = json_data(event)
+                usage = chunk.get("usage") or usage
+                timings = chunk.get("timings") or timings
+        ended = [e for e in parser.end() if isinstance(e, Finished)]
+    except (ProviderError, ValueError):
+        return parser.builder.message(), usage, timings, False
+    return ended[0].message, usage, timings, True
