@@ -190,11 +190,18 @@ class _FirstWord:
 
 
 async def run_task(
-    task: Task, upstream: str, agent: tuple[list[str], dict[str, str]], scratch: Path, limit: float
+    task: Task,
+    upstream: str,
+    agent: tuple[list[str], dict[str, str]],
+    scratch: Path,
+    limit: float,
+    home: Path | None = None,
 ) -> TaskResult:
     """One task: a fresh project and agent process, one prompt (cancelled after `limit`
-    seconds), against the server at `upstream` (a root URL) through a recording proxy."""
-    project, home = scratch / task.name / "project", scratch / task.name / "home"
+    seconds), against the server at `upstream` (a root URL) through a recording proxy; in
+    `home` when given, else a fresh one."""
+    project = scratch / task.name / "project"
+    home = home or scratch / task.name / "home"
     project.mkdir(parents=True)
     task.make(project)
     project = project.resolve()
@@ -313,6 +320,7 @@ class Setup:
     server: Path
     context: int
     limit: float
+    home: Path | None = None  # one home for every task (a user's own: what was learned stays)
     label: str = field(init=False)
     commit: str = field(init=False)
 
@@ -324,7 +332,8 @@ class Setup:
             check=False,
         ).stdout.strip()
         model = self.model.name.removesuffix(".gguf")
-        self.label = f"{self.tree.resolve().name}-{model}-c{self.context}"
+        kept = "" if self.home is None else "-kept-home"
+        self.label = f"{self.tree.resolve().name}-{model}-c{self.context}{kept}"
 
     def describe(self) -> dict[str, Any]:
         version = subprocess.run(
@@ -345,6 +354,7 @@ class Setup:
             ),
             "server_flags": f"--jinja -t {THREADS} -c {self.context}",
             "task_limit_s": self.limit,
+            "home": "kept across tasks" if self.home else "fresh for each task",
             "date": time.strftime("%Y-%m-%d %H:%M"),
         }
 
@@ -397,7 +407,7 @@ async def run(setup: Setup, tasks: Sequence[Task], scratch: Path, log: Path) -> 
     async with llama_server(setup.server, setup.model, setup.context, log) as url:
         for task in tasks:
             print(f"  {time.strftime('%H:%M:%S')} {task.name}", file=sys.stderr, flush=True)
-            results.append(await run_task(task, url, agent, scratch, setup.limit))
+            results.append(await run_task(task, url, agent, scratch, setup.limit, setup.home))
     return results
 
 
@@ -411,6 +421,9 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--tasks", default=",".join(t.name for t in TASKS))
     parser.add_argument("--out", type=Path, default=RESULTS, help="the summary's folder")
     parser.add_argument("--raw", type=Path, help="the raw answers' folder (default: OUT/raw)")
+    parser.add_argument(
+        "--home", type=Path, help="one ACP_FSM_HOME for every task, kept (default: fresh each)"
+    )
     found = parser.parse_args(sys.argv[1:])
     if found.server is None or found.model_file is None:
         parser.error("give --server and --model-file (or LLAMA_SERVER and LLAMA_MODEL_FILE)")
@@ -427,7 +440,9 @@ def main() -> None:
     if unknown:
         sys.exit(f"no such task: {', '.join(sorted(unknown))} (choose from {', '.join(by_name)})")
     tasks = [by_name[name] for name in given.tasks.split(",")]
-    setup = Setup(given.agent, given.model_file, given.server, given.ctx, given.task_timeout)
+    setup = Setup(
+        given.agent, given.model_file, given.server, given.ctx, given.task_timeout, given.home
+    )
     raw = given.raw or given.out / "raw"
     with tempfile.TemporaryDirectory(prefix="acp-fsm-local-model-") as scratch:
         raw.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,9 @@ from acp_fsm.providers.openai import OpenAiParser
 from acp_fsm.providers.sse import SseDecoder, json_data
 from acp_fsm.providers.text_calls import recognize
 from acp_fsm.providers.types import AssistantMessage, Finished, ToolSpec
-from acp_fsm.tools import TOOLS
+from acp_fsm.providers.written_form import TAUGHT_HEADING
+from acp_fsm.tools import TOOLS, Tool
+from acp_fsm.tools.lean import LEAN, lean_spec
 from bench.recording_proxy import Exchange
 from bench.tally import Intended
 
@@ -58,8 +60,9 @@ class ModelAnswer(NamedTuple):
 
 
 def offered_tools(body: dict[str, Any]) -> dict[str, ToolSpec]:
-    """The tools a Chat Completions request offered."""
-    found = {}
+    """The tools a Chat Completions request offered: declared, or in text mode listed in its
+    system prompt (`acp_fsm.providers.written_form.taught`)."""
+    found = _taught(body)
     for tool in body.get("tools") or ():
         function = tool.get("function") or {}
         name = function.get("name")
@@ -67,6 +70,24 @@ def offered_tools(body: dict[str, Any]) -> dict[str, ToolSpec]:
             schema = function.get("parameters") or {"type": "object", "properties": {}}
             found[name] = ToolSpec(name, function.get("description") or "", schema)
     return found
+
+
+_TAUGHT = re.compile(r"^- ([\w-]+): ", re.MULTILINE)
+
+
+def _taught(body: dict[str, Any]) -> dict[str, ToolSpec]:
+    """The agent's tools a text-mode request's system prompt lists (no tool declared)."""
+    if body.get("tools"):
+        return {}
+    system = next(
+        (m.get("content") for m in body.get("messages") or () if m.get("role") == "system"), ""
+    )
+    if not isinstance(system, str) or TAUGHT_HEADING not in system:
+        return {}
+    listed = _TAUGHT.findall(system.split(TAUGHT_HEADING, 1)[1])
+    return {
+        n: lean_spec(TOOLS[n]) if n in LEAN else tool_spec(TOOLS[n]) for n in listed if n in TOOLS
+    }
 
 
 def loose_count(text: str, names: Collection[str]) -> int:
@@ -105,6 +126,10 @@ def read_answer(exchange: Exchange) -> ModelAnswer | None:
         timings,
         complete,
     )
+
+
+def tool_spec(tool: Tool) -> ToolSpec:
+    return ToolSpec(tool.name, tool.description, tool.input_schema)
 
 
 def _stream(raw: bytes) -> tuple[AssistantMessage, dict[str, Any], dict[str, Any], bool]:

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 from acp_fsm.devkit.provider import RecordedRequest, Reply, ScriptedProvider
 from acp_fsm.devkit.provider.local import Vllm
 from bench.common import table, tree_agent
+from bench.model_answer import offered_tools
 from bench.tally import Intended, Ran, Tally, ran_calls, tally, written_tools
 from tests.e2e.support import Agent, Launcher
 from tests.harness import wait_until
@@ -133,7 +134,7 @@ async def _one(agent: Agent, server: ScriptedProvider, answer: Answer, project: 
     turn = await pending.result(TURN_S)
     assert turn.stop_reason == "end_turn", (answer.name, turn.response)
     first = server.requests[requests].body
-    offered = frozenset(t["function"]["name"] for t in first.get("tools") or ())
+    offered = frozenset(offered_tools(first))  # declared, or taught in text mode
     written: list[dict[str, Any]] = []
     if any(u["sessionUpdate"] == "tool_call" for u in turn.updates):  # its log line may lag
         written = await wait_until(

@@ -91,6 +91,9 @@ def _result(syntax: str, name: str, text: str) -> str:
     return write(name, text) if write else f"Result of {name}:\n{text}"
 
 
+TAUGHT_HEADING = "# Tools"  # the system prompt's section on the tools, in text mode
+
+
 def taught(tools: Sequence[ToolSpec], syntax: str) -> str:
     """The system prompt's section on the tools: each with its arguments, and how to call
     one in `syntax` (an example of the first tool's)."""
@@ -100,7 +103,7 @@ def taught(tools: Sequence[ToolSpec], syntax: str) -> str:
     response = _result(syntax, first.name, "...")
     listing = "\n".join(_line(tool) for tool in tools)
     return (
-        "# Tools\n"
+        f"{TAUGHT_HEADING}\n"
         "To use a tool, write the call at the end of your answer, exactly like this, and "
         f"stop:\n{example}\n"
         "Write one such block per call, with the arguments as JSON. Its result comes back "

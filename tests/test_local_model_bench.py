@@ -32,10 +32,11 @@ UNKNOWN_SYNTAX = 'I will call it:\nwrite_file(path="notes.txt", content="hi")'
 
 
 def model(first: Reply):  # type: ignore[no-untyped-def]
-    """A model that answers a prompt with `first`, and a tool's result with a word."""
+    """A model that answers a prompt with `first`, and a tool's result (native, or in text
+    mode after its calls written) with a word."""
 
     def answer(request: RecordedRequest) -> Reply:
-        if request.body["messages"][-1]["role"] == "tool":
+        if any(m["role"] in ("tool", "assistant") for m in request.body["messages"]):
             return Reply(text="Done.")
         return first
 
