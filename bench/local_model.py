@@ -196,10 +196,11 @@ async def run_task(
     scratch: Path,
     limit: float,
     home: Path | None = None,
+    port: int = 0,
 ) -> TaskResult:
     """One task: a fresh project and agent process, one prompt (cancelled after `limit`
-    seconds), against the server at `upstream` (a root URL) through a recording proxy; in
-    `home` when given, else a fresh one."""
+    seconds), against the server at `upstream` (a root URL) through a recording proxy (on
+    `port`, else any free one); in `home` when given, else a fresh one."""
     project = scratch / task.name / "project"
     home = home or scratch / task.name / "home"
     project.mkdir(parents=True)
@@ -207,7 +208,7 @@ async def run_task(
     project = project.resolve()
     command, extra = agent
     first = _FirstWord()
-    async with recording(upstream) as proxy:
+    async with recording(upstream, port) as proxy:
         env = user_env(f"{proxy.url}/v1", home, extra)
         editor = Editor(permission_kinds=("allow_once", "allow_always"))
         link = await AgentLink.spawn(env, command=command, editor=editor, watch=first, kept=True)
@@ -403,11 +404,14 @@ def write_results(setup: Setup, results: Sequence[TaskResult], out: Path, raw: P
 
 async def run(setup: Setup, tasks: Sequence[Task], scratch: Path, log: Path) -> list[TaskResult]:
     agent = tree_agent(setup.tree)
+    # a kept home keeps what it learned of the server by its address: one for every task
+    port = 0 if setup.home is None else free_port()
     results = []
     async with llama_server(setup.server, setup.model, setup.context, log) as url:
         for task in tasks:
             print(f"  {time.strftime('%H:%M:%S')} {task.name}", file=sys.stderr, flush=True)
-            results.append(await run_task(task, url, agent, scratch, setup.limit, setup.home))
+            found = await run_task(task, url, agent, scratch, setup.limit, setup.home, port)
+            results.append(found)
     return results
 
 

@@ -36,8 +36,9 @@ class Exchange:
 class RecordingProxy:
     """Serves on 127.0.0.1 (a free port) what `upstream` (a server's root URL) answers."""
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, port: int = 0) -> None:
         self.upstream = upstream.rstrip("/")
+        self.port = port  # 0: any free one
         self.exchanges: list[Exchange] = []
         self._runner: web.AppRunner | None = None
         self._http: aiohttp.ClientSession | None = None
@@ -54,7 +55,7 @@ class RecordingProxy:
         app.router.add_route("*", "/{tail:.*}", self._forward)
         self._runner = web.AppRunner(app, handler_cancellation=True)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         await site.start()
         host, port = self._runner.addresses[0][:2]
         self.url = f"http://{host}:{port}"
@@ -98,9 +99,9 @@ class RecordingProxy:
 
 
 @contextlib.asynccontextmanager
-async def recording(upstream: str) -> AsyncIterator[RecordingProxy]:
-    """A proxy to `upstream`, serving while the block runs."""
-    proxy = RecordingProxy(upstream)
+async def recording(upstream: str, port: int = 0) -> AsyncIterator[RecordingProxy]:
+    """A proxy to `upstream` (on `port`, else any free one), serving while the block runs."""
+    proxy = RecordingProxy(upstream, port)
     await proxy.start()
     try:
         yield proxy
