@@ -10,7 +10,7 @@ tools the answer was written for: a small window (the essential tools, the corpu
 list) or, for the few answers that call one more tool, a large one (every tool); the server
 states each model's window as vLLM does. After the calls' results it answers "Done.".
 
-The goal: every intended call run right, no false call (tests/e2e/test_text_call_corpus.py
+The goal: every intended call run right, no false call (tests/e2e/test_written_call_corpus.py
 holds the agent to it). Run: python -m bench text_calls
 """
 
