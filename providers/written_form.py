@@ -95,21 +95,22 @@ TAUGHT_HEADING = "# Tools"  # the system prompt's section on the tools, in text 
 
 
 def taught(tools: Sequence[ToolSpec], syntax: str) -> str:
-    """The system prompt's section on the tools: each with its arguments, and how to call
-    one in `syntax` (an example of the first tool's)."""
+    """The system prompt's section on the tools: each with its arguments, then how to call
+    one in `syntax` (an example of the first tool's). The result's form is not shown: a
+    small model shown one answers with a made-up result instead of a call."""
     first = tools[0]
     required = first.input_schema.get("required") or list(first.input_schema.get("properties", {}))
     example = WRITE[syntax](first.name, json.dumps({name: "..." for name in required[:2]}))
-    response = _result(syntax, first.name, "...")
     listing = "\n".join(_line(tool) for tool in tools)
     return (
         f"{TAUGHT_HEADING}\n"
-        "To use a tool, write the call at the end of your answer, exactly like this, and "
-        f"stop:\n{example}\n"
-        "Write one such block per call, with the arguments as JSON. Its result comes back "
-        f"in the next message, like this:\n{response}\n"
-        "Do not invent results. Only these tools exist:\n"
-        f"{listing}"
+        "You can call these tools:\n"
+        f"{listing}\n"
+        "To call one, end your answer with the call, written exactly like this:\n"
+        f"{example}\n"
+        "One such block per call, with the tool's name and its arguments as JSON. Then stop: "
+        "the tool runs, and its result comes back to you in the next message. Never write "
+        "a result yourself."
     )
 
 
