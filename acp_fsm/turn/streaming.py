@@ -10,7 +10,7 @@ import structlog
 
 from acp_fsm import compaction, pricing, transcript, updates
 from acp_fsm.blocking import run_blocking
-from acp_fsm.call_modes import CALL_MODES
+from acp_fsm.call_modes import AUTO, CALL_MODES
 from acp_fsm.errors import TurnFailed
 from acp_fsm.fsm.tool_call import ToolCallState
 from acp_fsm.fsm.turn import TurnTrigger
@@ -104,7 +104,7 @@ async def _streamed(
     config = turn.config()
     mode = CALL_MODES.mode(config, model_request.model)
     reads = written_calls.applies(model_request, mode)
-    written = WrittenCalls(model_request.tools) if reads else None
+    written = WrittenCalls(model_request.tools, deciding=mode.kind == AUTO) if reads else None
     try:
         async with model_stream:
             async for event in model_stream:

@@ -43,8 +43,9 @@ def applies(model_request: ModelRequest, mode: CallMode) -> bool:
 class WrittenCalls:
     """One answer's text, read for the calls of the tools its request offered."""
 
-    def __init__(self, tools: Sequence[ToolSpec]) -> None:
+    def __init__(self, tools: Sequence[ToolSpec], *, deciding: bool = False) -> None:
         self._tools = {tool.name: tool for tool in tools}
+        self._deciding = deciding  # the model's mode is not decided yet
         self._stream = TextCallStream(self._tools)
         # once finished: whether the answer came with native calls, and the formats of the
         # calls its text held, else of those of tools it was not offered (`acp_fsm.call_modes`
@@ -79,7 +80,7 @@ class WrittenCalls:
         message = finished.message
         self.native = bool(message.tool_calls)
         self.formats = [call.format for call in found.calls]
-        if not self.native and not found.calls:  # calls of tools it was not offered still tell
+        if self._deciding and not self.native and not found.calls:  # calls of other tools tell
             self.formats = [call.format for call in stray_calls(message.text, self._tools)]
         if message.tool_calls or not found.calls:
             return found.released, finished
