@@ -17,7 +17,7 @@ from acp_fsm.providers.sse import SseDecoder, json_data
 from acp_fsm.providers.text_calls import recognize
 from acp_fsm.providers.types import AssistantMessage, Finished, ToolSpec
 from acp_fsm.providers.written_form import TAUGHT_HEADING
-from acp_fsm.tools import TOOLS, Tool
+from acp_fsm.tools import TOOLS, spec_of
 from acp_fsm.tools.lean import LEAN, lean_spec
 from bench.recording_proxy import Exchange
 from bench.tally import Intended
@@ -86,7 +86,7 @@ def _taught(body: dict[str, Any]) -> dict[str, ToolSpec]:
         return {}
     listed = _TAUGHT.findall(system.split(TAUGHT_HEADING, 1)[1])
     return {
-        n: lean_spec(TOOLS[n]) if n in LEAN else tool_spec(TOOLS[n]) for n in listed if n in TOOLS
+        n: lean_spec(TOOLS[n]) if n in LEAN else spec_of(TOOLS[n]) for n in listed if n in TOOLS
     }
 
 
@@ -126,10 +126,6 @@ def read_answer(exchange: Exchange) -> ModelAnswer | None:
         timings,
         complete,
     )
-
-
-def tool_spec(tool: Tool) -> ToolSpec:
-    return ToolSpec(tool.name, tool.description, tool.input_schema)
 
 
 def _stream(raw: bytes) -> tuple[AssistantMessage, dict[str, Any], dict[str, Any], bool]:

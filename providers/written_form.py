@@ -71,11 +71,6 @@ def family_of(model: str) -> str | None:
     return next((syntax for name, syntax in _FAMILIES if name.search(model)), None)
 
 
-def syntax_of(model: str) -> str:
-    """`family_of(model)`, else Hermes' tags, which no prose or example is mistaken for."""
-    return family_of(model) or HERMES
-
-
 # How each family is told the result of a call, from the tool's name and the result's text.
 _RESULT: dict[str, Callable[[str, str], str]] = {
     HERMES: lambda name, text: f"<tool_response>\n{text}\n</tool_response>",
@@ -155,20 +150,20 @@ def lowered(request: ModelRequest) -> ModelRequest:
             kept = (message, _lower(message, syntax, names))
         kept_now[id(message)] = kept
         messages.append(kept[1])
-    # a call that may call no tool (a summary) is not taught them
-    system = taught(request.tools, syntax) if request.tools and not request.answer_only else None
-    if system and request.system:
-        system = f"{request.system}\n\n{system}"
-    return request._replace(
-        system=system or request.system, tools=(), messages=tuple(messages), calls_written=None
-    )
+    system = request.system
+    if request.tools and not request.answer_only:  # a call that may call none is not taught
+        tools = taught(request.tools, syntax)
+        system = f"{system}\n\n{tools}" if system else tools
+    return request._replace(system=system, tools=(), messages=tuple(messages), calls_written=None)
 
 
 def _lower(message: Message, syntax: str, names: dict[str, str]) -> Message:
     if isinstance(message, ToolResultsMessage):
         return UserMessage((TextPart(_results(message.results, syntax, names)),))
     if isinstance(message, AssistantMessage) and message.tool_calls:
-        parts: list[AssistantPart] = [p for p in message.parts if not isinstance(p, ToolCallPart)]
+        parts: list[AssistantPart] = [
+            p for p in message.parts if not isinstance(p, TextPart | ToolCallPart)
+        ]
         text = "\n".join(
             WRITE[syntax](
                 call.name,
@@ -177,7 +172,6 @@ def _lower(message: Message, syntax: str, names: dict[str, str]) -> Message:
             for call in message.tool_calls
         )
         prose = message.text.rstrip()
-        parts = [p for p in parts if not isinstance(p, TextPart)]
         parts.append(TextPart(f"{prose}\n{text}" if prose else text))
         return AssistantMessage(tuple(parts), message.stop_reason)
     return message

@@ -87,9 +87,14 @@ def listed(name: str, style: str, window: int | None = None) -> bool:
     return name not in {"replace": PATCHING, "patch": REPLACING, "both": ()}[style]
 
 
+def spec_of(tool: Tool) -> ToolSpec:
+    """What the model is told about `tool`."""
+    return ToolSpec(tool.name, tool.description, tool.input_schema)
+
+
 def tool_specs() -> tuple[ToolSpec, ...]:
     """What the model is told about every tool, in `TOOLS` order."""
-    return tuple(ToolSpec(t.name, t.description, t.input_schema) for t in TOOLS.values())
+    return tuple(spec_of(t) for t in TOOLS.values())
 
 
-__all__ = ["TOOLS", "Tool", "edit_style", "listed", "tool_specs"]
+__all__ = ["TOOLS", "Tool", "edit_style", "listed", "spec_of", "tool_specs"]

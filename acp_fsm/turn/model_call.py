@@ -14,7 +14,7 @@ from acp_fsm.instructions import BRIEF, reopened, system_prompt
 from acp_fsm.library import skills_prompt
 from acp_fsm.providers.anthropic import THINKING_BUDGETS
 from acp_fsm.providers.config import ANTHROPIC, ProviderConfig
-from acp_fsm.providers.types import Finished, ModelRequest, ToolSpec, Usage
+from acp_fsm.providers.types import Finished, ModelRequest, Usage
 
 if TYPE_CHECKING:
     from acp_fsm.ledger import Ledger
@@ -58,7 +58,7 @@ async def request(turn: Turn) -> ModelRequest:
     chosen = context.settings()
     model = config_options.model_of(chosen, config)
     system = await instructions(turn)
-    from acp_fsm.tools import SMALL_WINDOW_TOKENS, TOOLS, edit_style, listed  # first call
+    from acp_fsm.tools import SMALL_WINDOW_TOKENS, TOOLS, edit_style, listed, spec_of
     from acp_fsm.tools.lean import LEAN, lean_spec
 
     size = window(turn)
@@ -96,12 +96,7 @@ async def request(turn: Turn) -> ModelRequest:
         memo=turn.conversation.memo,
         # a subagent's calls share a prefix of their own (its instructions)
         cache_key=f"{context.session_id}:task" if context.subagent else context.session_id,
-        tools=tuple(
-            lean_spec(t)
-            if lean and t.name in LEAN
-            else ToolSpec(t.name, t.description, t.input_schema)
-            for t in offered
-        ),
+        tools=tuple(lean_spec(t) if lean and t.name in LEAN else spec_of(t) for t in offered),
         max_tokens=answer_room(config, size, turn.budget.longest_answer),
         reasoning=config_options.thought_level(chosen, config.provider, model),
         calls_written=calls.syntax if calls.kind == TEXT else None,

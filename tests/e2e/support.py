@@ -423,6 +423,19 @@ def _chat_parts(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"type": "text", "text": content}] if isinstance(content, str) else content
 
 
+def system_of(request: RecordedRequest) -> str:
+    """The system prompt a model call carried, in any of the wire formats."""
+    body: dict[str, Any] = request.body or {}
+    if "system" in body:  # Anthropic: a string, or text blocks
+        system = body["system"]
+        return system if isinstance(system, str) else "".join(b["text"] for b in system)
+    if "input" in body:  # the Responses API
+        return str(body["instructions"])
+    first = body["messages"][0]
+    assert first["role"] == "system"
+    return str(first["content"])
+
+
 def history(request: RecordedRequest) -> list[dict[str, Any]]:
     """The conversation a model call carried (OpenAI's system message left out), without
     Anthropic's cache breakpoints (which move to the last block at every call;

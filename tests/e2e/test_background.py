@@ -18,8 +18,16 @@ import pytest
 
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
 from acp_fsm.system.kept import KEEPER_SCRIPT
-from tests.e2e.support import EDITOR, Agent, Launcher, args, tool_results, unique_sleep, unseen
-from tests.e2e.test_instructions import system_of
+from tests.e2e.support import (
+    EDITOR,
+    Agent,
+    Launcher,
+    args,
+    system_of,
+    tool_results,
+    unique_sleep,
+    unseen,
+)
 from tests.e2e.test_tools import result_of
 from tests.harness import alive, live_processes, wait_until
 

@@ -13,9 +13,16 @@ from typing import Any
 import pytest
 
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
-from acp_fsm.devkit.provider.script import RecordedRequest
 from acp_fsm.tools.lean import LEAN
-from tests.e2e.support import Launcher, args, history, offered_tools, tool_results
+from tests.e2e.support import (
+    Launcher,
+    args,
+    history,
+    offered_tools,
+    system_of,
+    tool_results,
+    user_texts,
+)
 from tests.harness import wait_until
 
 
@@ -27,17 +34,6 @@ def _local_default(launch: Launcher) -> None:
 
 READ = Call("r1", "read_file", args(path="notes.txt"))
 MODES_FILE = "call-modes.json"
-
-
-def system_of(request: RecordedRequest) -> str:
-    """The system prompt a Chat Completions call carried."""
-    [system] = [m["content"] for m in request.body["messages"] if m["role"] == "system"]
-    return str(system)
-
-
-def last_user_text(request: RecordedRequest) -> str:
-    content = history(request)[-1]["content"]
-    return content if isinstance(content, str) else "".join(b["text"] for b in content)
 
 
 def decided(home: Path) -> dict[str, Any]:
@@ -76,8 +72,8 @@ async def test_a_model_that_writes_its_calls_is_then_spoken_to_in_text(
         "\n</tool_call>"
     )
     assert result["role"] == "user"
-    assert last_user_text(second).startswith("<tool_response>\nfirst line\n")
-    assert last_user_text(second).endswith("</tool_response>")
+    assert user_texts(second)[-1].startswith("<tool_response>\nfirst line\n")
+    assert user_texts(second)[-1].endswith("</tool_response>")
     assert decided(launch.home) == {"gpt-5": {"mode": "text", "syntax": "hermes"}}
 
 
@@ -101,7 +97,7 @@ async def test_the_mode_decided_is_where_the_next_session_starts(
     first, second = server.requests
     assert "tools" not in first.body
     assert "<function=read_file>\n<parameter=path>\n...\n</parameter>" in system_of(first)
-    assert "first line" in last_user_text(second)
+    assert "first line" in user_texts(second)[-1]
     assert turn.stop_reason == "end_turn"
     report = "".join(u["content"]["text"] for u in status.updates if "content" in u)
     assert "Tool calls: text (qwen3 syntax), decided from this model's answers" in report

@@ -5,26 +5,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from acp_fsm.config_options import MODE_NOTES, MODES
-from acp_fsm.devkit.provider import RecordedRequest, Reply, ScriptedProvider
+from acp_fsm.devkit.provider import Reply, ScriptedProvider
 from acp_fsm.instructions import BASE
-from tests.e2e.support import Launcher, of_kind
-
-
-def system_of(request: RecordedRequest) -> str:
-    body: dict[str, Any] = request.body or {}
-    if "system" in body:  # Anthropic: a string, or text blocks
-        system = body["system"]
-        return system if isinstance(system, str) else "".join(b["text"] for b in system)
-    if "input" in body:  # the Responses API
-        return str(body["instructions"])
-    first = body["messages"][0]
-    assert first["role"] == "system"
-    return str(first["content"])
+from tests.e2e.support import Launcher, of_kind, system_of
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])

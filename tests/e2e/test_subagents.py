@@ -24,11 +24,11 @@ from tests.e2e.support import (
     content_text,
     for_call,
     stored,
+    system_of,
     tool_results,
     user_texts,
 )
 from tests.e2e.test_compaction import BIG, TIGHT, is_summary_call
-from tests.e2e.test_instructions import system_of
 from tests.e2e.test_sessions import restore
 from tests.harness import wait_until
 from tests.timing import INTERRUPTED_S

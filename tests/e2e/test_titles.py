@@ -27,10 +27,10 @@ from tests.e2e.support import (
     made_titles,
     of_kind,
     reasoning_effort,
+    system_of,
     text_events,
     user_texts,
 )
-from tests.e2e.test_instructions import system_of
 from tests.harness import MADE_TITLE, TITLE_MODEL, wait_until
 from tests.timing import INTERRUPTED_S
 

@@ -16,8 +16,15 @@ import pytest
 
 from acp_fsm.commands import COMMANDS
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
-from tests.e2e.support import Agent, Launcher, args, offered_tools, tool_results, user_texts
-from tests.e2e.test_instructions import system_of
+from tests.e2e.support import (
+    Agent,
+    Launcher,
+    args,
+    offered_tools,
+    system_of,
+    tool_results,
+    user_texts,
+)
 from tests.e2e.test_sessions import restore
 from tests.harness import wait_until
 
