@@ -9,7 +9,9 @@ agent gets only what a user sets (OPENAI_BASE_URL, a dummy key, the openai provi
 and an editor that offers neither files nor terminals and allows every call. Between them a
 recording proxy (bench/recording_proxy.py) keeps the model's raw answers. Per task: the calls
 the model meant (native `tool_calls`, or written in its text as the agent's recogniser reads
-them, and a looser count of what names a tool), the calls the agent ran and those run right
+them, and a looser count of what names a tool; apart, the calls written of no tool, such as
+a small model's `{"name": "greet.py", …}`, which are never run), the calls the agent ran and
+those run right
 (the intended tool and arguments, completed), whether the task was solved, the seconds from
 the prompt to the first word (the first message chunk or tool call), the first request's
 prompt tokens and the server's milliseconds on them, and the whole task's seconds.
@@ -79,6 +81,10 @@ class TaskResult:
     def loose(self) -> int:
         return sum(a.loose for a in self.answers)
 
+    @property
+    def unknown(self) -> int:
+        return sum(a.unknown for a in self.answers)
+
     def summary(self) -> dict[str, Any]:
         first = self.first
         return {
@@ -93,6 +99,7 @@ class TaskResult:
             "tools_offered": first and len(first.offered),
             "model_calls": len(self.answers),
             "intended_loose": self.loose,
+            "named_no_tool": self.unknown,
             **self.tally._asdict(),
             "ran": [[r.name, r.arguments, r.status] for r in self.ran],
             "missed": missed(self.answers),
@@ -283,7 +290,7 @@ async def _end(link: AgentLink) -> None:
 
 
 HEADER = (
-    "task    solved intended recognised run right false  first word s  1st prompt tok"
+    "task    solved intended no tool recognised run right false  first word s  1st prompt tok"
     "  1st prompt s  task s"
 )
 
@@ -295,7 +302,7 @@ def rows(results: Sequence[TaskResult]) -> list[str]:
         tokens = first.prompt_tokens if first else None
         prompt_ms = first.timings.get("prompt_ms") if first else None
         lines.append(
-            f"{r.task.name:<8}{'yes' if r.solved else 'no':>6} {r.loose:>8} "
+            f"{r.task.name:<8}{'yes' if r.solved else 'no':>6} {r.loose:>8} {r.unknown:>7} "
             f"{r.tally.intended:>10} {r.tally.run:>3} {r.tally.right:>5} {r.tally.false:>5}"
             f"  {_number(r.first_word_s):>12}  {_number(tokens, 0):>14}"
             f"  {_number(prompt_ms and prompt_ms / 1000):>12}  {r.seconds:>6.0f}"
@@ -303,7 +310,8 @@ def rows(results: Sequence[TaskResult]) -> list[str]:
     total = sum((r.tally for r in results), Tally())
     lines.append(
         f"{'total':<8}{sum(r.solved for r in results):>6} {sum(r.loose for r in results):>8} "
-        f"{total.intended:>10} {total.run:>3} {total.right:>5} {total.false:>5}"
+        f"{sum(r.unknown for r in results):>7} {total.intended:>10} {total.run:>3} "
+        f"{total.right:>5} {total.false:>5}"
     )
     return lines
 
@@ -372,6 +380,7 @@ def write_results(setup: Setup, results: Sequence[TaskResult], out: Path, raw: P
         "totals": {
             "solved": sum(r.solved for r in results),
             "intended_loose": sum(r.loose for r in results),
+            "named_no_tool": sum(r.unknown for r in results),
             **total._asdict(),
         },
     }

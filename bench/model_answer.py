@@ -15,7 +15,7 @@ from acp_fsm.providers.errors import ProviderError
 from acp_fsm.providers.openai import OpenAiParser
 from acp_fsm.providers.sse import SseDecoder, json_data
 from acp_fsm.providers.text_calls import recognize
-from acp_fsm.providers.types import AssistantMessage, Finished, ToolSpec
+from acp_fsm.providers.types import AssistantMessage, Finished, StopReason, ToolSpec
 from acp_fsm.providers.written_form import TAUGHT_HEADING
 from acp_fsm.tools import TOOLS, spec_of
 from acp_fsm.tools.lean import LEAN, lean_spec
@@ -24,12 +24,12 @@ from bench.tally import Intended
 
 CHAT_PATH = "/chat/completions"
 # What names a tool in an answer, whether or not the recogniser takes it for a call: a JSON
-# key `"name"` (a call object), Qwen3-Coder's `<function=NAME`, Mistral's `NAME[ARGS]`, and a
-# Python-style `NAME(` of a tool's name.
-_JSON_NAME = re.compile(r'"name"\s*:\s*"([^"\\\n]{1,64})"')
+# key `"name"` (a call object's; with the key after it: a definition's is "description"),
+# Qwen3-Coder's `<function=NAME`, Mistral's `NAME[ARGS]`, and a Python-style `NAME(`.
+_JSON_NAME = re.compile(r'"name"\s*:\s*"([^"\\\n]{1,64})"(?:\s*,\s*"(\w+)")?')
 _FUNCTION_TAG = re.compile(r"<function=([\w.-]+)")
-_MISTRAL_ARGS = re.compile(r"\[TOOL_CALLS\]\s*[\w.-]+\s*\[ARGS\]")
-_ARGUMENT_KEY = re.compile(r'"(?:arguments|parameters)"\s*:')
+_MISTRAL_ARGS = re.compile(r"\[TOOL_CALLS\]\s*([\w.-]+)\s*\[ARGS\]")
+_ARGUMENT_KEYS = ("arguments", "parameters")
 
 
 class ModelAnswer(NamedTuple):
@@ -38,7 +38,8 @@ class ModelAnswer(NamedTuple):
     native: tuple[Intended, ...]  # the calls the server returned as tool_calls
     native_ids: dict[str, str]  # their ids -> tools
     written: tuple[Intended, ...]  # the calls the recogniser finds in the text
-    loose: int  # what names a tool, loosely counted
+    loose: int  # what names a tool as a call would, loosely counted
+    unknown: int  # what is written as a call but names no tool (a file, a command)
     usage: dict[str, Any]
     timings: dict[str, Any]  # llama.cpp's: prompt_n, prompt_ms, predicted_n, cache_n, ...
     complete: bool  # the stream ended (not cut by a cancel)
@@ -90,17 +91,31 @@ def _taught(body: dict[str, Any]) -> dict[str, ToolSpec]:
     }
 
 
-def loose_count(text: str, names: Collection[str]) -> int:
-    """How many places of `text` name a tool as a call would: a `"name"` key of one of
-    `names` (or beside an `"arguments"`/`"parameters"` key), a `<function=NAME`, a
-    `NAME[ARGS]`, a `NAME(` of one of `names`."""
-    arguments = bool(_ARGUMENT_KEY.search(text))
-    found = sum(m.group(1) in names or arguments for m in _JSON_NAME.finditer(text))
-    found += len(_FUNCTION_TAG.findall(text)) + len(_MISTRAL_ARGS.findall(text))
+def loose_count(text: str, names: Collection[str]) -> tuple[int, int]:
+    """How many places of `text` name one of `names` as a call would — a `"name"` key (not
+    a definition's), a `<function=NAME`, a `NAME[ARGS]`, a `NAME(` — and how many name no
+    tool where a call's arguments follow (`{"name": "greet.py", "arguments": …}`). A call
+    written again word for word in one answer is counted once, as the recogniser runs it."""
+    tools: set[str] = set()
+    unknown: set[str] = set()
+    for match in _JSON_NAME.finditer(text):
+        name, after = match.group(1), match.group(2)
+        line_end = text.find("\n", match.end())
+        written = text[match.start() : None if line_end < 0 else line_end]
+        if after == "description":  # a tool's definition
+            continue
+        if name in names:
+            tools.add(written)
+        elif after in _ARGUMENT_KEYS:
+            unknown.add(written)
+    for pattern in (_FUNCTION_TAG, _MISTRAL_ARGS):
+        for match in pattern.finditer(text):
+            (tools if match.group(1) in names else unknown).add(f"{match.start()}")
+    found = len(tools)
     if names:
         called = re.compile(rf"\b(?:{'|'.join(map(re.escape, sorted(names)))})\s*\(")
         found += len(called.findall(text))
-    return found
+    return found, len(unknown)
 
 
 def read_answer(exchange: Exchange) -> ModelAnswer | None:
@@ -113,15 +128,18 @@ def read_answer(exchange: Exchange) -> ModelAnswer | None:
     message, usage, timings, complete = _stream(bytes(exchange.response))
     native = tuple(Intended(c.name, c.arguments) for c in message.tool_calls)
     text = message.text
-    written = tuple(Intended(c.name, c.arguments) for c in recognize(text, offered).calls)
-    names = set(offered) | set(TOOLS)
+    cut = message.stop_reason is StopReason.MAX_TOKENS
+    found = recognize(text, offered, cut=cut).calls
+    written = tuple(Intended(c.name, c.arguments) for c in found)
+    loose, unknown = loose_count(text, set(offered) | set(TOOLS))
     return ModelAnswer(
         offered,
         text,
         native,
         {c.id: c.name for c in message.tool_calls},
         written,
-        max(loose_count(text, names), len(native) + len(written)),
+        max(loose, len(native) + len(written)),
+        unknown,
         usage,
         timings,
         complete,

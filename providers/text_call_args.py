@@ -56,6 +56,9 @@ _DECODER = json.JSONDecoder(strict=False)  # small models put raw newlines in st
 _INTEGER = re.compile(r"[+-]?\d+")
 _PARAMETER = re.compile(r"<parameter=([^>\n]+)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.S)
 _MISSING = object()
+# A JSON string, or a word of Python's that JSON spells otherwise (a small model's `True`).
+_STRING_OR_PYTHON = re.compile(r'"(?:[^"\\]|\\.)*"|\b(?:True|False|None)\b', re.S)
+_PYTHON_WORDS = {"True": "true", "False": "false", "None": "null"}
 _JSON_TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str,
     "object": dict,
@@ -67,8 +70,15 @@ _JSON_TYPES: dict[str, type | tuple[type, ...]] = {
 
 
 def decode(text: str) -> Any:
-    """`text` as one JSON value; ValueError if it is not one."""
-    return _DECODER.decode(text)
+    """`text` as one JSON value, where Python's `True`, `False` and `None` outside strings
+    are read as JSON's (the only reading they have); ValueError if it is no such value."""
+    try:
+        return _DECODER.decode(text)
+    except ValueError:
+        json_words = _STRING_OR_PYTHON.sub(lambda m: _PYTHON_WORDS.get(m[0], m[0]), text)
+        if json_words == text:
+            raise
+    return _DECODER.decode(json_words)
 
 
 def calls_in(value: Any, tools: Mapping[str, ToolSpec], form: CallFormat) -> list[TextCall] | None:

@@ -1,9 +1,11 @@
 """Code fences in a streamed answer: a call's block, or code shown as prose (part of
 `providers.text_calls`).
 
-At ``` the fence's first line decides: ```json, ```tool_call or a bare ``` may hold calls
-(read as a JSON block that closes with ```); any other language is a code block, prose up to
-its closing fence, in which no call syntax counts — it is shown, not used.
+A fenced block may hold calls whatever its language says (```json, ```tool_call, none, and
+the ```python a small model puts around its call alike): its content decides. A block whose
+first character opens JSON is read as a JSON block that closes with ```; any other is a code
+block, prose up to its closing fence, in which no call syntax counts — it is shown, not used.
+A fence whose first line is longer than MAX_FENCE_LINE is a code block's title.
 """
 
 from __future__ import annotations
@@ -11,24 +13,19 @@ from __future__ import annotations
 from acp_fsm.providers.text_call_args import CallFormat
 from acp_fsm.providers.text_call_cursor import FENCE, Block, Cursor, Mode
 
-# Fence languages whose block may hold a call: ```json, ```tool_call, or none.
-CALL_FENCES = ("", "json", "tool_call")
 # A fence's first line longer than this is a code block's title, not a call's.
 MAX_FENCE_LINE = 40
 
 
 def fence_line(cur: Cursor) -> bool:
-    """At ``` (not consumed): a call's fence if its first line is one of CALL_FENCES."""
+    """At ``` (not consumed): a block that may hold calls if its first line is short."""
     buf, start = cur.buf, cur.i
     first = start + len(FENCE)
     end = buf.find("\n", first, first + MAX_FENCE_LINE + 1)
     line = buf[first : end if end >= 0 else first + MAX_FENCE_LINE + 1]
-    if end >= 0:
-        calls = line.strip().lower() in CALL_FENCES
-    elif len(line) > MAX_FENCE_LINE or cur.final or not _may_become_call_fence(line):
-        calls = False
-    else:
+    if end < 0 and len(line) <= MAX_FENCE_LINE and not cur.final:
         return False
+    calls = end >= 0
     if calls:
         block = Block(CallFormat.FENCED_JSON, cur.at + start, close=FENCE, more=True)
         block.fenced = True
@@ -63,13 +60,3 @@ def code(cur: Cursor) -> bool:
     cur.prose(end + 1)
     cur.line_start = True
     return True
-
-
-def _may_become_call_fence(line: str) -> bool:
-    """Whether a fence's first line, cut short, may still end as one of CALL_FENCES."""
-    word = line.strip().lower()
-    if not word:
-        return True
-    if line[-1].isspace():  # the word is complete: anything more after a space is no call's
-        return word in CALL_FENCES
-    return any(lang.startswith(word) for lang in CALL_FENCES)

@@ -38,11 +38,12 @@ class JsonScan:
 
     With `names` (the offered tools) it is to be a call object or a list of them, and the
     call objects' own keys and names are checked as they come; without, any object (a call's
-    arguments). The call objects stand at depth 1, or 2 inside a list.
+    arguments). The call objects stand at depth 1, or 2 inside a list or inside doubled
+    braces (`{{"name": …}}`, a template's escaped braces copied: `doubled`).
     """
 
     __slots__ = ("_capture", "_captured", "_ended", "_escape", "_expect", "_key", "_level",
-                 "_names", "_role", "_stack", "names_seen")  # fmt: skip
+                 "_names", "_role", "_stack", "doubled", "names_seen")  # fmt: skip
 
     def __init__(self, names: Collection[str] | None) -> None:
         self._names = names
@@ -57,6 +58,7 @@ class JsonScan:
         self._ended = ""  # the role of the string that closed last
         self._expect = "key"  # in a call object: "key", "colon", "value" or "comma"
         self._key = ""
+        self.doubled = False
         self.names_seen: list[str] = []
 
     def scan(self, text: str, i: int) -> tuple[int, Scan]:
@@ -94,6 +96,12 @@ class JsonScan:
                     return i - (verdict is Scan.DEAD), verdict
         return n, Scan.MORE
 
+    def closers(self) -> str:
+        """What closes every bracket still open ("" inside a string: it cannot be known)."""
+        if self._role:
+            return ""
+        return "".join("}" if bracket == "{" else "]" for bracket in reversed(self._stack))
+
     def _open(self, char: str) -> bool:
         if char == "{":
             self._level = 0 if self._names is None else 1
@@ -122,7 +130,7 @@ class JsonScan:
         if char == "{":
             self._stack.append(char)
             self._expect = "key"
-        elif char == "]":
+        elif char == ("}" if self.doubled else "]"):
             self._stack.pop()
             return Scan.DONE
         elif char != "," and char not in _SPACE:
@@ -134,7 +142,10 @@ class JsonScan:
         if char in _SPACE:
             return Scan.MORE
         expect = self._expect
-        if expect == "key" and char == '"':
+        if expect == "key" and char == "{" and self._level == 1 and not self._ended:
+            self.doubled, self._level = True, 2  # `{{`: the call object is the inner one
+            self._stack.append(char)
+        elif expect == "key" and char == '"':
             self._role, self._capture, self._captured = "key", [], 0
         elif expect == "colon" and char == ":":
             self._expect = "value"

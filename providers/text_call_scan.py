@@ -71,14 +71,18 @@ class Scanner:
         cur.i = 0
         self._run()
 
-    def close(self) -> None:
-        """The answer ended: whatever was held is decided."""
+    def close(self, cut: bool = False) -> None:
+        """The answer ended (`cut`: cut short by its length limit): whatever was held is
+        decided. A call whose JSON lacks only its closing brackets at the end of an answer
+        that stopped is read with them; in one cut short it was cut, not finished."""
         cur = self._cur
         cur.final = True
         self._run()
         while cur.mode not in (Mode.TEXT, Mode.CODE):
             if cur.mode is Mode.FUNCTION_BODY:
                 function_cut_off(cur)
+            elif cur.mode is Mode.JSON and not cut and _closed_at_end(cur):
+                continue
             cur.end_block()
             self._run()
 
@@ -203,21 +207,40 @@ def _in_json(cur: Cursor) -> bool:
     if verdict is Scan.DEAD:
         cur.give_up()
         return True
-    calls = _read(cur, block, "".join(block.parts[block.json_from :]), scan)
+    _json_ended(cur, block, "".join(block.parts[block.json_from :]), scan)
+    return True
+
+
+def _closed_at_end(cur: Cursor) -> bool:
+    """At the end of an answer that stopped inside a block's JSON: True when its closing
+    brackets were all it lacked (a small model's last brace left out); read with them."""
+    block, scan = cur.held(), cur.json
+    assert scan is not None
+    closers = scan.closers()
+    if not closers or scan.scan(closers, 0) != (len(closers), Scan.DONE):
+        return False
+    _json_ended(cur, block, "".join(block.parts[block.json_from :]) + closers, scan)
+    return True
+
+
+def _json_ended(cur: Cursor, block: Block, text: str, scan: JsonScan) -> None:
+    """A block's JSON, `text`, ended: its calls are the block's, or it is no call."""
+    calls = _read(cur, block, text, scan)
     if calls is None:
         cur.give_up()
-        return True
+        return
     block.calls += calls
     block.kept = block.length
     if block.close or block.more:
         cur.mode = Mode.AFTER
     else:
         cur.end_block()
-    return True
 
 
 def _read(cur: Cursor, block: Block, text: str, scan: JsonScan) -> list[TextCall] | None:
-    """The calls of a block's JSON that just ended."""
+    """The calls of a block's JSON that just ended (doubled braces read as a list's)."""
+    if scan.doubled:
+        text = f"[{text.strip()[1:-1]}]"
     form = CallFormat.MISTRAL_ARGS if block.name else block.form
     try:
         value = decode(text)

@@ -12,27 +12,34 @@ Formats (`CallFormat`):
   `<function=NAME>{…}</function>`; Mistral `[TOOL_CALLS][{"name": …, "arguments": …}, …]` and
   `[TOOL_CALLS]NAME[ARGS]{…}` (with `[CALL_ID]id` or not); Llama 3.x `<|python_tag|>{"name":
   …, "parameters": …}`, several joined by `;`;
-- JSON alone, the ambiguous forms: a fenced block (```json, ```tool_call or ``` with no
-  language) or a bare JSON value at a line's start, holding a call object or a list of them.
+- JSON alone, the ambiguous forms: a fenced block (```json, ```tool_call, none, or any other
+  language whose block holds only JSON: a small model's ```python around its call) or a bare
+  JSON value at a line's start, holding a call object or a list of them.
 
 A call object is `{"name", "arguments"}` or `{"name", "parameters"}` (with `"type":
 "function"` and an `"id"` allowed beside them), or OpenAI's `{"type": "function", "function":
 {"name", "arguments"}}`; the arguments may be JSON text. A block of several calls is calls
-only if every one of them is a call of an offered tool.
+only if every one of them is a call of an offered tool. Read where only one reading exists:
+doubled braces around a call (`{{"name": …}}`, a template's escaped braces copied), Python's
+`True`, `False` and `None` for JSON's.
 
 The rule for the ambiguous forms: JSON alone is taken for calls only when the calls end the
 answer. A run of them — each separated from the next by at most one short line — counts when
 nothing follows the last but spaces or one short line (a closing remark, at most
 SHORT_REMARK_CHARS characters); and their arguments must be JSON objects. Anything longer after
 them — an explanation, a second paragraph — makes them text: an example the user asked for,
-or JSON in the middle of an answer, is never run. JSON in mid-line is never a call.
+or JSON in the middle of an answer, is never run. JSON in mid-line is never a call. Nor do
+they count in an answer cut short by its length limit: the calls did not end it.
 
 The explicit syntaxes always count for an offered tool, wherever they stand, except where
 they are shown rather than used: inside a code block that holds no call (```xml …), or right
 after a backtick (`<tool_call>` in inline code). Inside them, what cannot be read is said, not
 dropped: arguments that are no object, or JSON that does not parse, come as a call with
 `error` set, which the runtime reports to the model as it does for a native call. A call cut
-off by the answer's end (its JSON unfinished) is text.
+off by the answer's end (its JSON unfinished) is text, unless all it lacks is its closing
+brackets and the answer stopped (was not cut short): the model left them out.
+
+The same call written twice in one answer is one call (a small model loops).
 
 Arguments are repaired against the tool's schema where only one reading is possible (a
 numeric string for a number, "true" for a boolean, JSON text for an object or array, one value
@@ -43,6 +50,7 @@ for a one-item array); a missing argument is never invented.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
@@ -64,11 +72,12 @@ class Recognized(NamedTuple):
     released: str
 
 
-def recognize(text: str, tools: Mapping[str, ToolSpec]) -> Recognized:
-    """The calls of offered `tools` that a whole answer holds (see the module's rules)."""
+def recognize(text: str, tools: Mapping[str, ToolSpec], *, cut: bool = False) -> Recognized:
+    """The calls of offered `tools` that a whole answer holds (see the module's rules);
+    `cut`: the answer was cut short by its length limit."""
     stream = TextCallStream(tools)
     shown = stream.feed(text)
-    found = stream.finish()
+    found = stream.finish(cut=cut)
     return found._replace(released=shown + found.released)
 
 
@@ -125,13 +134,14 @@ class TextCallStream:
         self._scanner.feed(delta)
         return self._answer.shown()
 
-    def finish(self) -> Recognized:
-        """The answer ended: its calls, its prose, and the prose still to show."""
+    def finish(self, *, cut: bool = False) -> Recognized:
+        """The answer ended (`cut`: cut short by its length limit): its calls, its prose,
+        and the prose still to show."""
         if self._finished:
             raise ValueError("the answer was finished")
         self._finished = True
-        self._scanner.close()
-        return self._answer.ended()
+        self._scanner.close(cut)
+        return self._answer.ended(cut)
 
 
 class _Answer:
@@ -173,8 +183,11 @@ class _Answer:
         self._out.clear()
         return shown
 
-    def ended(self) -> Recognized:
-        """The answer ended: a run still held stands, with what followed it as prose."""
+    def ended(self, cut: bool) -> Recognized:
+        """The answer ended: a run still held stands, with what followed it as prose; unless
+        the answer was cut short (the calls did not end it: it had not ended)."""
+        if cut:
+            self._break_run()
         for piece in self._run:
             self._calls += piece.calls
             if not piece.calls:
@@ -182,7 +195,7 @@ class _Answer:
         for remark in self._remark:
             self._emit(remark)
         self._run, self._remark = [], []
-        return Recognized(tuple(self._calls), "".join(self._prose), self.shown())
+        return Recognized(_once(self._calls), "".join(self._prose), self.shown())
 
     def _remark_is_short(self, text: str) -> bool:
         """Whether the remark after the run, `text` added, is still at most one short line."""
@@ -216,6 +229,20 @@ class _Answer:
     def _emit(self, text: str) -> None:
         self._out.append(text)
         self._prose.append(text)
+
+
+def _once(calls: list[TextCall]) -> tuple[TextCall, ...]:
+    """`calls` without those that repeat an earlier one word for word: a small model that
+    loops writes the same call again and again, and means it once."""
+    seen: set[tuple[str, str, str | None, str]] = set()
+    kept = []
+    for call in calls:
+        arguments = json.dumps(call.arguments, sort_keys=True)
+        key = (call.name, arguments, call.error, call.raw_arguments)
+        if key not in seen:
+            seen.add(key)
+            kept.append(call)
+    return tuple(kept)
 
 
 __all__ = [

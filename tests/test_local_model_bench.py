@@ -148,12 +148,19 @@ def test_tasks_are_checked_on_disk(tmp_path: Path) -> None:
 
 def test_a_loose_count_finds_what_names_a_tool() -> None:
     names = {"read_file", "write_file"}
-    assert loose_count(FENCED, names) == 1
-    assert loose_count(UNKNOWN_SYNTAX, names) == 1
-    assert loose_count('{"name": "create_file", "arguments": {}}', names) == 1
-    assert loose_count('{"name": "my-app", "version": "1.0"}', names) == 0
-    assert loose_count("<function=read_file>\n<parameter=path>\na\n</parameter>", names) == 1
-    assert loose_count("Nothing to do here.", names) == 0
+    assert loose_count(FENCED, names) == (1, 0)
+    assert loose_count(UNKNOWN_SYNTAX, names) == (1, 0)
+    assert loose_count('{"name": "create_file", "arguments": {}}', names) == (0, 1)
+    assert loose_count('{"name": "my-app", "version": "1.0"}', names) == (0, 0)
+    assert loose_count("<function=read_file>\n<parameter=path>\na\n</parameter>", names) == (1, 0)
+    assert loose_count("Nothing to do here.", names) == (0, 0)
+    looped = '{"name": "read_file", "arguments": {"path": "a"}}\n' * 3
+    assert loose_count(looped + '{"name": "read_file", "arguments": {"path": "b"}}', names) == (
+        2,
+        0,
+    )
+    definition = '{"name": "calc", "description": "Add.", "parameters": {"type": "object"}}'
+    assert loose_count(definition, names) == (0, 0)
 
 
 def test_a_call_is_right_once_only_and_extra_runs_are_false() -> None:

@@ -76,7 +76,7 @@ class WrittenCalls:
         """The text still to show, and the answer with the calls its text held (as it came
         when it held none, or came with native calls: those alone run, and the syntax of
         the calls its text held, already cut from what was shown, stays out of it)."""
-        found = self._stream.finish()
+        found = self._stream.finish(cut=finished.stop_reason is StopReason.MAX_TOKENS)
         message = finished.message
         self.native = bool(message.tool_calls)
         self.formats = [call.format for call in found.calls]

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from acp_fsm.devkit.provider import Call, Hang, Reply, ScriptedProvider
+from acp_fsm.providers.types import StopReason
 from acp_fsm.providers.written_form import WRITE as WRITTEN
 from tests.e2e.support import (
     Launcher,
@@ -130,6 +131,63 @@ async def test_the_call_a_small_model_wrote_as_json_writes_the_file(
     assert (project / "notes.txt").read_text() == "hi"
     assert "```" not in shown(turn.updates) and '"arguments"' not in shown(turn.updates)
     assert len(calls(turn.updates)) == 1
+
+
+# What Qwen2.5-Coder 1.5B and 0.5B wrote on llama.cpp's server (bench/local_model), word for
+# word: doubled braces in the tool list's tags; the last brace left out; a ```python fence.
+SLIPS = {
+    "doubled-braces": (
+        "<tools>\n"
+        '{{"name": "read_file", "arguments": {"path": "greet.py"}}}\n'
+        '{{"name": "edit_file", "arguments": {"path": "greet.py", "old_text": "Hello", '
+        '"new_text": "Howdy"}}}\n</tools>'
+    ),
+    "last-brace-left-out": (
+        '{"name": "edit_file", "arguments": {"path": "greet.py", "old_text": "Hello", '
+        '"new_text": "Howdy"}'
+    ),
+    "python-fence": (
+        "Change it, then check it:\n\n```python\n"
+        '{"name": "edit_file", "arguments": {"path": "greet.py", "old_text": "Hello", '
+        '"new_text": "Howdy", "replace_all": False}}\n```\n\nThis changes the greeting.'
+    ),
+}
+
+
+@pytest.mark.parametrize("slip", list(SLIPS))
+async def test_a_small_model_s_slips_in_writing_a_call_still_run_it(
+    launch: Launcher, server: ScriptedProvider, project: Path, slip: str
+) -> None:
+    (project / "greet.py").write_text('print("Hello")\n')
+    agent = await launch.start("openai", ACP_FSM_EDIT_TOOLS="replace")
+    agent.editor.permissions.append("allow_once")
+    session = await agent.new_session(project)
+    server.script(Reply(text=SLIPS[slip]), Reply(text="Done."))
+
+    turn = await agent.prompt(session, "In greet.py change the greeting from Hello to Howdy")
+
+    assert turn.stop_reason == "end_turn"
+    assert (project / "greet.py").read_text() == 'print("Howdy")\n'
+    ran = calls(turn.updates)
+    assert ran and all(statuses(updates)[-1] == "completed" for updates in ran.values())
+    assert '"arguments"' not in shown(turn.updates)
+
+
+async def test_calls_looped_until_the_length_limit_cut_them_run_nothing(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """Qwen2.5-Coder 0.5B looped through calls until max_tokens cut the last: none runs."""
+    call = '{"name": "write_file", "arguments": {"path": "notes.txt", "content": "hi"}}\n'
+    looped = call * 3 + '{"name": "edit_file", "arguments": {"path": "notes.txt", "old_t'
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    server.script(Reply(text=looped, stop=StopReason.MAX_TOKENS))
+
+    turn = await agent.prompt(session, "create notes.txt containing hi")
+
+    assert turn.stop_reason == "max_tokens"
+    assert shown(turn.updates) == looped
+    assert calls(turn.updates) == {} and not (project / "notes.txt").exists()
 
 
 async def test_an_example_in_an_explanation_is_text_and_runs_nothing(

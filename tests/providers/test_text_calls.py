@@ -36,10 +36,12 @@ def calls(text: str, tools: dict[str, ToolSpec] = TOOLS) -> list[tuple[str, dict
     return [(call.name, call.arguments) for call in recognize(text, tools).calls]
 
 
-def streamed(pieces: list[str], tools: dict[str, ToolSpec] = TOOLS) -> tuple[str, Recognized]:
+def streamed(
+    pieces: list[str], tools: dict[str, ToolSpec] = TOOLS, *, cut: bool = False
+) -> tuple[str, Recognized]:
     stream = TextCallStream(tools)
     shown = "".join(stream.feed(piece) for piece in pieces)
-    return shown, stream.finish()
+    return shown, stream.finish(cut=cut)
 
 
 def cut_out(text: str, spans: list[tuple[int, int]]) -> str:
@@ -52,20 +54,22 @@ def cut_out(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join([*kept, text[at:]])
 
 
-def assert_text(text: str) -> None:
-    """`text` holds no call, whole or cut anywhere."""
-    assert recognize(text, TOOLS) == Recognized((), text, text)
-    assert_same_at_every_cut(text)
+def assert_text(text: str, *, cut: bool = False) -> None:
+    """`text` holds no call, whole or cut anywhere (`cut`: the answer was cut short)."""
+    assert recognize(text, TOOLS, cut=cut) == Recognized((), text, text)
+    assert_same_at_every_cut(text, cut=cut)
 
 
-def assert_same_at_every_cut(text: str, tools: dict[str, ToolSpec] = TOOLS) -> None:
+def assert_same_at_every_cut(
+    text: str, tools: dict[str, ToolSpec] = TOOLS, *, cut: bool = False
+) -> None:
     """Fed in two pieces cut anywhere, and a character at a time: what is shown and then
     released is the prose of `recognize`, and the calls are its calls."""
-    whole = recognize(text, tools)
+    whole = recognize(text, tools, cut=cut)
     assert whole.released == whole.prose
-    cuts = [[text[:cut], text[cut:]] for cut in range(len(text) + 1)]
+    cuts = [[text[:at], text[at:]] for at in range(len(text) + 1)]
     for pieces in [*cuts, list(text)]:
-        shown, found = streamed(pieces, tools)
+        shown, found = streamed(pieces, tools, cut=cut)
         assert shown + found.released == whole.prose, pieces
         assert found.calls == whole.calls, pieces
 
@@ -99,9 +103,13 @@ def test_each_syntax_gives_the_call_its_span_and_no_prose(text: str, form: CallF
 
 
 def test_spans_cut_the_calls_out_of_the_prose() -> None:
-    text = f"Reading.\n<tool_call>{READ}</tool_call>\nThen <tool_call>{READ}</tool_call> done."
+    other = READ.replace("a.py", "b.py")
+    text = f"Reading.\n<tool_call>{READ}</tool_call>\nThen <tool_call>{other}</tool_call> done."
     found = recognize(text, TOOLS)
-    assert [text[slice(*c.span)] for c in found.calls] == [f"<tool_call>{READ}</tool_call>"] * 2
+    assert [text[slice(*c.span)] for c in found.calls] == [
+        f"<tool_call>{READ}</tool_call>",
+        f"<tool_call>{other}</tool_call>",
+    ]
     assert found.prose == "Reading.\n\nThen  done."
 
 
@@ -246,7 +254,8 @@ def test_json_alone_counts_only_at_a_line_start() -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        f"```python\n{READ}\n```",
+        f"```python\ncall = {READ}\n```",
+        f"```python\n{READ}\nsend(call)\n```",
         f"```xml\n<tool_call>{READ}</tool_call>\n```",
         f"```\n<tool_call>{READ}</tool_call>\n```",
         f'```json\n{READ}\n{{"other": 1}}\n```',
@@ -293,7 +302,102 @@ def test_an_unclosed_tool_call_ends_with_its_json() -> None:
     ],
 )
 def test_an_answer_cut_inside_a_call_is_text(text: str) -> None:
+    assert_text(text, cut=True)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "edit_file", "arguments": {"path": "g.py", "old_text": "a", "new_text": "b"}',
+        '```json\n{"name": "edit_file", "arguments": {"path": "g.py", "old_text": "a", '
+        '"new_text": "b"\n',
+        '<tool_call>{"name": "edit_file", "arguments": {"path": "g.py", "old_text": "a", '
+        '"new_text": "b"}',
+    ],
+)
+def test_a_call_that_stopped_short_of_its_closing_brackets_is_read_with_them(text: str) -> None:
+    assert calls(text) == [("edit_file", {"path": "g.py", "old_text": "a", "new_text": "b"})]
+    assert recognize(text, TOOLS).prose.strip() == ""
+    assert_same_at_every_cut(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "read_file", "arguments": {"path": "a.py',  # inside a string: unknowable
+        '{"name": "read_file", "arguments": {"path":',
+        '{"name": "read_file", "arguments": {"path": "a.py"}, "limit"',
+    ],
+)
+def test_a_call_that_stopped_where_brackets_cannot_close_it_is_text(text: str) -> None:
     assert_text(text)
+
+
+def test_an_answer_cut_short_after_calls_written_as_json_alone_holds_none() -> None:
+    """Qwen2.5-Coder 0.5B (bench/local_model, write task) looped through calls until its
+    length limit cut the last: what it wrote was no plan, and none of it runs."""
+    other = READ.replace("a.py", "b.py")
+    assert_text(f"{READ}\n{other}\n" + '{"name": "edit_file", "arguments": {"pa', cut=True)
+
+
+def test_the_same_call_written_again_runs_once() -> None:
+    """Qwen2.5-Coder 0.5B looping (bench/local_model, write task): one call, ten times."""
+    other = READ.replace("a.py", "b.py")
+    text = "\n".join([READ] * 10 + [other, READ])
+    found = recognize(text, TOOLS)
+    assert [c.arguments for c in found.calls] == [{"path": "a.py"}, {"path": "b.py"}]
+    assert found.prose.strip() == ""
+    assert_same_at_every_cut("\n".join([READ] * 3))
+
+
+def test_a_fence_of_any_language_holding_only_a_call_holds_it() -> None:
+    """Qwen2.5-Coder 1.5B (bench/local_model, fix task) put its call in a ```python fence."""
+    text = (
+        "After making this change, re-run the test by executing:\n\n```python\n"
+        '{"name": "run_command", "arguments": {"command": "pytest test_calc.py"}}\n```\n\n'
+        "This should pass without errors."
+    )
+    assert calls(text) == [("run_command", {"command": "pytest test_calc.py"})]
+    assert recognize(text, TOOLS).prose == (
+        "After making this change, re-run the test by executing:\n\n\n\n"
+        "This should pass without errors."
+    )
+    assert_same_at_every_cut(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<tools>\n{" + READ + "}\n{" + READ.replace("a.py", "b.py") + "}\n</tools>",
+        "<tool_call>{" + READ + "}</tool_call>\n<tool_call>{" + READ.replace("a.py", "b.py") + "}",
+        "{ " + READ + " }\n" + READ.replace("a.py", "b.py"),
+    ],
+)
+def test_doubled_braces_around_a_call_are_read_as_one_pair(text: str) -> None:
+    """Qwen2.5-Coder 1.5B (bench/local_model, edit task) copied a template's `{{`."""
+    assert calls(text) == [("read_file", {"path": "a.py"}), ("read_file", {"path": "b.py"})]
+    assert recognize(text, TOOLS).prose.strip() in ("", "<tools>\n\n\n</tools>")
+    assert_same_at_every_cut(text)
+
+
+@pytest.mark.parametrize(
+    "text", ['{{"other": 1}}', '{{"name": "nope", "arguments": {}}}', "{{}}", '{"a": {{"b": 1}}}']
+)
+def test_doubled_braces_around_anything_else_are_text(text: str) -> None:
+    assert_text(text)
+
+
+def test_python_words_in_the_arguments_are_read_as_json() -> None:
+    """Qwen2.5-Coder 1.5B (bench/local_model, read task) wrote Python's True."""
+    text = (
+        '{"name": "search_files", "arguments": {"pattern": "True", "path": ".", '
+        '"case_sensitive": True, "glob": None}}'
+    )
+    assert calls(text) == [
+        ("search_files", {"pattern": "True", "path": ".", "case_sensitive": True, "glob": None})
+    ]
+    assert_same_at_every_cut(text)
+    assert calls("<tool_call>" + text.replace("True,", "Truth,") + "</tool_call>")[0][1] == {}
 
 
 def test_explicit_syntax_reports_what_it_cannot_read() -> None:
@@ -425,9 +529,11 @@ def test_qwen3_parameters_without_closing_tags() -> None:
     [
         (['{"version"', ": 1"], '{"version": 1'),
         (['{"name": "rea', 'd_filex"', ", "], '{"name": "read_filex", '),
-        (["```p", "ython\n"], "```python\n"),
+        (["```p", "ython\n", "def"], "```python\ndef"),
+        (["```p", "ython\n", "{"], ""),
         (["```jso", "n\n{"], ""),
-        (["```json x"], "```json x"),
+        (["```json x", "\nimport"], "```json x\nimport"),
+        (["```" + "x" * 41], "```" + "x" * 41),
         (["<tool_call>\n", "hello"], "<tool_call>\nhello"),
         (["<tool", "_cal"], ""),
         (["<tool", "s>"], "<tools>"),
