@@ -59,6 +59,12 @@ _MISSING = object()
 # A JSON string, or a word of Python's that JSON spells otherwise (a small model's `True`).
 _STRING_OR_PYTHON = re.compile(r'"(?:[^"\\]|\\.)*"|\b(?:True|False|None)\b', re.S)
 _PYTHON_WORDS = {"True": "true", "False": "false", "None": "null"}
+_QUOTE_OR_ESCAPE = re.compile(r'["\\]')
+# What follows a string's closing quote in JSON (spaces aside): a quote followed by anything
+# else stands inside the string (a small model's unescaped f"…"). In valid JSON every
+# string's closing quote is followed by one of these, so valid JSON reads the same.
+AFTER_STRING = ",:}]"
+SPACES = " \t\r\n"
 _JSON_TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str,
     "object": dict,
@@ -70,15 +76,48 @@ _JSON_TYPES: dict[str, type | tuple[type, ...]] = {
 
 
 def decode(text: str) -> Any:
-    """`text` as one JSON value, where Python's `True`, `False` and `None` outside strings
-    are read as JSON's (the only reading they have); ValueError if it is no such value."""
+    """`text` as one JSON value; ValueError if it is none. What is not JSON but has one
+    reading is read so: a quote inside a string that does not end it (not followed by
+    AFTER_STRING), and Python's `True`, `False` and `None` outside strings."""
     try:
         return _DECODER.decode(text)
-    except ValueError:
-        json_words = _STRING_OR_PYTHON.sub(lambda m: _PYTHON_WORDS.get(m[0], m[0]), text)
-        if json_words == text:
+    except ValueError as exc:
+        lenient = _STRING_OR_PYTHON.sub(_json_word, _inner_quotes_escaped(text))
+        if lenient == text:
             raise
-    return _DECODER.decode(json_words)
+        try:
+            return _DECODER.decode(lenient)
+        except ValueError:
+            raise exc from None
+
+
+def _json_word(match: re.Match[str]) -> str:
+    return _PYTHON_WORDS.get(match[0], match[0])
+
+
+def _inner_quotes_escaped(text: str) -> str:
+    """`text` with each quote that stands inside a string (by AFTER_STRING) escaped."""
+    out: list[str] = []
+    i, n, in_string = 0, len(text), False
+    while (match := _QUOTE_OR_ESCAPE.search(text, i)) is not None:
+        k = match.start()
+        out.append(text[i:k])
+        if text[k] == "\\":
+            out.append(text[k : k + 2])
+            i = k + 2
+            continue
+        if in_string:
+            after = k + 1
+            while after < n and text[after] in SPACES:
+                after += 1
+            in_string = after < n and text[after] not in AFTER_STRING
+            out.append('\\"' if in_string else '"')
+        else:
+            in_string = True
+            out.append('"')
+        i = k + 1
+    out.append(text[i:])
+    return "".join(out)
 
 
 def calls_in(value: Any, tools: Mapping[str, ToolSpec], form: CallFormat) -> list[TextCall] | None:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Collection
 from enum import Enum
 
-from acp_fsm.providers.text_call_args import CALL_KEYS
+from acp_fsm.providers.text_call_args import AFTER_STRING, CALL_KEYS, SPACES
 
 # A call's key or tool name is short (OpenAI allows 64 characters in a function's name); a
 # longer string there is no call's, and is not waited for.
@@ -24,7 +24,6 @@ _CAPTURE_CHARS = 2 * MAX_NAME_CHARS  # as written: escapes take more than one ch
 
 _STRING_STOP = re.compile(r'["\\]')
 _STRUCTURE = re.compile(r'["{}\[\]]')
-_SPACE = " \t\r\n"
 
 
 class Scan(Enum):
@@ -43,7 +42,7 @@ class JsonScan:
     """
 
     __slots__ = ("_capture", "_captured", "_ended", "_escape", "_expect", "_key", "_level",
-                 "_names", "_role", "_stack", "doubled", "names_seen")  # fmt: skip
+                 "_names", "_quote", "_role", "_stack", "doubled", "names_seen")  # fmt: skip
 
     def __init__(self, names: Collection[str] | None) -> None:
         self._names = names
@@ -53,6 +52,7 @@ class JsonScan:
         # "value" (another of its values), "nested" (deeper); "" outside strings.
         self._role = ""
         self._escape = False  # the last piece ended just after a backslash in a string
+        self._quote = ""  # a quote that may end the string, and the spaces after it
         self._capture: list[str] = []
         self._captured = 0
         self._ended = ""  # the role of the string that closed last
@@ -98,7 +98,7 @@ class JsonScan:
 
     def closers(self) -> str:
         """What closes every bracket still open ("" inside a string: it cannot be known)."""
-        if self._role:
+        if self._role and not self._quote:
             return ""
         return "".join("}" if bracket == "{" else "]" for bracket in reversed(self._stack))
 
@@ -133,13 +133,13 @@ class JsonScan:
         elif char == ("}" if self.doubled else "]"):
             self._stack.pop()
             return Scan.DONE
-        elif char != "," and char not in _SPACE:
+        elif char != "," and char not in SPACES:
             return Scan.DEAD
         return Scan.MORE
 
     def _call_level(self, char: str) -> Scan:
         """One character directly inside a call object."""
-        if char in _SPACE:
+        if char in SPACES:
             return Scan.MORE
         expect = self._expect
         if expect == "key" and char == "{" and self._level == 1 and not self._ended:
@@ -169,12 +169,27 @@ class JsonScan:
         return Scan.MORE
 
     def _string(self, text: str, i: int) -> tuple[int, Scan]:
-        """Read a string on from `text[i]`: DONE past its closing quote (`_role` then
-        cleared), MORE at the piece's end, DEAD at the first character of a key or name too
-        long to be one."""
+        """Read a string on from `text[i]`: DONE past its closing quote and the spaces after
+        it (`_role` then cleared), MORE at the piece's end, DEAD at the first character of a
+        key or name too long to be one, or with a quote inside. A quote ends the string only
+        where what follows it may follow a string (`text_call_args.AFTER_STRING`)."""
         n = len(text)
         keep = self._role in ("key", "name")
         while i < n:
+            if self._quote:  # after a quote: it ends the string if what follows may
+                j = i
+                while j < n and text[j] in SPACES:
+                    j += 1
+                self._quote += text[i:j]
+                if j == n:
+                    return n, Scan.MORE
+                if text[j] in AFTER_STRING:
+                    self._quote, self._role, self._ended = "", "", self._role
+                    return j, Scan.DONE
+                if keep:  # a quote inside a key or a name: it is no call's
+                    return j, Scan.DEAD
+                self._quote, i = "", j
+                continue
             if self._escape:  # the character after a backslash
                 self._escape, stop, closing = False, i + 1, False
             else:
@@ -189,9 +204,9 @@ class JsonScan:
                     return i + room, Scan.DEAD
                 self._captured += stop - i
                 self._capture.append(text[i:stop])
-            if closing:
-                self._role, self._ended = "", self._role
-                return stop + 1, Scan.DONE
+            if closing:  # unless what follows says the quote stands inside the string
+                self._quote, i = '"', stop + 1
+                continue
             i = stop
         return n, Scan.MORE
 

@@ -21,7 +21,8 @@ A call object is `{"name", "arguments"}` or `{"name", "parameters"}` (with `"typ
 {"name", "arguments"}}`; the arguments may be JSON text. A block of several calls is calls
 only if every one of them is a call of an offered tool. Read where only one reading exists:
 doubled braces around a call (`{{"name": …}}`, a template's escaped braces copied), Python's
-`True`, `False` and `None` for JSON's.
+`True`, `False` and `None` for JSON's, a quote left unescaped inside a string (one ends a
+string only where a comma, colon or closing bracket follows, as in all valid JSON).
 
 The rule for the ambiguous forms: JSON alone is taken for calls only when the calls end the
 answer. A run of them — each separated from the next by at most one short line — counts when

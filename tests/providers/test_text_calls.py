@@ -387,6 +387,23 @@ def test_doubled_braces_around_anything_else_are_text(text: str) -> None:
     assert_text(text)
 
 
+def test_a_quote_left_unescaped_inside_a_string_stays_in_it() -> None:
+    """Qwen2.5-Coder 1.5B (bench/local_model, fix task) wrote an f-string's quotes bare: a
+    quote ends a string only where what follows may follow a string."""
+    text = (
+        '{"name": "edit_file", "arguments": {"path": "t.py", "old_text": "x", '
+        '"new_text": "assert x, f"got {x}" \n"}}\n'
+        '{"name": "run_command", "arguments": {"command" : "pytest" }}'
+    )
+    assert calls(text) == [
+        ("edit_file", {"path": "t.py", "old_text": "x", "new_text": 'assert x, f"got {x}" \n'}),
+        ("run_command", {"command": "pytest"}),
+    ]
+    assert_same_at_every_cut(text)
+    assert_text('{"name": "read"_file", "arguments": {}}')  # a quote inside a name
+    assert_text('{"name": "read_file", "arguments": {"path": "a.py"\nThen I will read it.')
+
+
 def test_python_words_in_the_arguments_are_read_as_json() -> None:
     """Qwen2.5-Coder 1.5B (bench/local_model, read task) wrote Python's True."""
     text = (
