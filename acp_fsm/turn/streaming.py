@@ -111,7 +111,9 @@ async def _streamed(
                 if isinstance(event, TextDelta):
                     if text := event.text if written is None else written.feed(event.text):
                         answer(text)
-                elif isinstance(event, ThinkingDelta):
+                    if written is not None and written.looping:  # its limit comes now
+                        event = Finished(StopReason.MAX_TOKENS, model_stream.partial)
+                if isinstance(event, ThinkingDelta):
                     thought(event.text)
                 elif isinstance(event, Finished):
                     if written is not None:
@@ -121,6 +123,8 @@ async def _streamed(
                     finished = event
                 if (behind := effects.pace(turn.token)) is not None:  # the provider waits too
                     await behind
+                if finished is not None and written is not None and written.looping:
+                    break  # the server stops generating when the stream is closed
     except Cancelled as cancelled:  # in the stream, or while the editor was behind
         partial = (
             cancelled.partial if isinstance(cancelled, StreamCancelled) else model_stream.partial
@@ -139,6 +143,12 @@ async def _streamed(
     assert finished is not None, "a stream ends with Finished or an exception"
     if written is not None:
         await _observed(config, model_request.model, written)
+        if written.looping:
+            log.warning("answer_looped", model=model_request.model, period=written.looping)
+            await turn.tell(
+                f"The model was repeating itself (the same {written.looping} characters over "
+                "and over), so its answer was stopped."
+            )
     return finished
 
 

@@ -30,6 +30,7 @@ from acp_fsm.providers.types import (
     ToolCallPart,
     ToolSpec,
 )
+from acp_fsm.turn.repetition import Repetition
 
 log = structlog.get_logger("turn")
 
@@ -53,12 +54,17 @@ class WrittenCalls:
         self.native = False
         self.formats: list[CallFormat] = []
         self._shown: list[str] = []  # what `feed` let through
+        self._repetition = Repetition()
+        self.looping = 0  # the length of the unit the answer repeats, once it loops
 
     def __repr__(self) -> str:
         return f"<WrittenCalls {self._stream!r}>"
 
     def feed(self, text: str) -> str:
-        """The part of the answer's next `text` that can be shown now."""
+        """The part of the answer's next `text` that can be shown now (`looping` says when
+        the answer has become a loop: it is then to be stopped, as cut short)."""
+        if self._repetition.feed(text):
+            self.looping = self._repetition.period
         shown = self._stream.feed(text)
         if shown:
             self._shown.append(shown)

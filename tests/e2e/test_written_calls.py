@@ -190,6 +190,31 @@ async def test_calls_looped_until_the_length_limit_cut_them_run_nothing(
     assert calls(turn.updates) == {} and not (project / "notes.txt").exists()
 
 
+async def test_an_answer_that_loops_is_stopped_long_before_its_limit(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """Qwen2.5-Coder 0.5B wrote `hi\\n` inside a call's content for 230 s (bench/local_model):
+    the agent stops such an answer once it repeats itself, runs none of it and says why."""
+    start = '```json\n{"name": "write_file", "arguments": {"path": "notes.txt", "content": "'
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    server.script(Reply(text=[start, *["hi\\n"] * 20_000]))  # 80,000 characters
+
+    turn = await agent.prompt(session, "create notes.txt containing hi")
+
+    assert turn.stop_reason == "max_tokens"
+    text = shown(turn.updates)
+    assert text.startswith(start) and len(text) < 4_000
+    assert text.endswith("so its answer was stopped.")
+    assert calls(turn.updates) == {} and not (project / "notes.txt").exists()
+    assert agent.log("answer_looped")[0]["period"] == 4
+    server.script(Reply(text="Sorry, I will write it once."))
+    again = await agent.prompt(session, "try again")
+    assert again.stop_reason == "end_turn"
+    sent = server.requests[-1].body["messages"]
+    assert sent[-2]["role"] == "assistant" and sent[-2]["content"].startswith(start)
+
+
 async def test_an_example_in_an_explanation_is_text_and_runs_nothing(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
