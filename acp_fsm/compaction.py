@@ -315,13 +315,14 @@ def from_body(body: dict[str, Any]) -> list[Message]:
     return replaced(body["summary"], [transcript.message_from_json(m) for m in body["kept"]])
 
 
-def kept_budget(request: ModelRequest, window: int, reserve: int, drift: int) -> float:
-    """The tokens the kept part of a compacted conversation may take: `KEEP_SHARE` of the
-    usable window, less where the system prompt, the tools and the drift leave less room
-    than that below the threshold (a small window; at least `MIN_CUT_TOKENS`, for the last
-    message cut down)."""
-    room = COMPACT_AT * usable(window, reserve) - fixed_part(request) - drift
-    return max(float(MIN_CUT_TOKENS), min(KEEP_SHARE * usable(window, reserve), room))
+def kept_budget(request: ModelRequest, window: int, reserve: int, scale: float) -> float:
+    """The tokens (as estimated) the kept part of a compacted conversation may take:
+    `KEEP_SHARE` of the usable window, less where the system prompt and the tools leave less
+    room than that below the threshold (a small window; at least `MIN_CUT_TOKENS`, for the
+    last message cut down); the window in estimated tokens, the provider's over `scale`."""
+    space = usable(window, reserve) / scale
+    room = COMPACT_AT * space - fixed_part(request)
+    return max(float(MIN_CUT_TOKENS), min(KEEP_SHARE * space, room))
 
 
 def fixed_part(request: ModelRequest) -> int:

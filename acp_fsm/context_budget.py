@@ -5,13 +5,15 @@ The window is the configured one (`ACP_FSM_CONTEXT_WINDOW`), or what a compatibl
 states for the model (at most the configured one when that is set), or less once the provider
 refused a request as longer than it: then it said its window, or the request is taken as a
 bound (`guessed`), which each later refusal lowers. The provider's count of a request's
-tokens beyond the estimate (`drift`) is added to the next estimate. From these follow: when a
-request is compacted before it is sent, where a compaction cuts, and how long one tool
-result may be. Pure arithmetic over `acp_fsm.compaction`; the turn makes the calls.
+tokens over the estimate (`scale`: its tokenizer's, on this conversation's text) multiplies
+the next estimates, a compacted conversation's too. From these follow: when a request is
+compacted before it is sent, where a compaction cuts, and how long one tool result may be.
+Pure arithmetic over `acp_fsm.compaction`; the turn makes the calls.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import structlog
@@ -31,20 +33,26 @@ NEAR_WINDOW = 0.5
 
 class ContextBudget:
     """The budget of one conversation (a session's, or a subagent's own): `learned` is the
-    window a refusal taught (`guessed`: only a bound), `drift` the tokens the provider counted
-    beyond the last estimate, `used` those of the last model call (what `usage_update` says),
-    `longest_answer` the most tokens an answer of it took."""
+    window a refusal taught (`guessed`: only a bound), `scale` the provider's tokens per
+    estimated token (at least 1: an estimate is never taken for more than it says), `used`
+    those of the last model call (what `usage_update` says), `longest_answer` the most tokens
+    an answer of it took."""
 
     def __init__(self, learned: int | None = None, guessed: bool = False) -> None:
         self.learned = learned
         self.guessed = guessed
-        self.drift = 0
+        self.scale = 1.0
         self.used = 0
         self.longest_answer = 0
 
     def __repr__(self) -> str:
         guess = " guessed" if self.guessed else ""
-        return f"<ContextBudget learned={self.learned}{guess} drift={self.drift} used={self.used}>"
+        scale = f"{self.scale:.2f}"
+        return f"<ContextBudget learned={self.learned}{guess} scale={scale} used={self.used}>"
+
+    def tokens(self, estimate: int) -> int:
+        """An estimate as the provider will count it."""
+        return math.ceil(estimate * self.scale)
 
     def window(self, config: ProviderConfig, model: str) -> int:
         """The context window of `model`'s calls."""
@@ -70,27 +78,23 @@ class ContextBudget:
 
     def too_full(self, estimate: int, window: int, room: int) -> bool:
         """Whether a request of `estimate` tokens is compacted before it is sent."""
-        return compaction.too_full(estimate + self.drift, window, room)
+        return compaction.too_full(self.tokens(estimate), window, room)
 
     def near(self, estimate: int, window: int, room: int) -> bool:
         """Whether a request of `estimate` tokens came near enough to the window that an empty
         answer may be a server's refusal for length."""
-        return estimate + self.drift >= NEAR_WINDOW * compaction.usable(window, room)
+        return self.tokens(estimate) >= NEAR_WINDOW * compaction.usable(window, room)
 
     def counted(self, input_tokens: int, output_tokens: int, estimate: int) -> int:
         """A call went through: the provider's count of its request corrects the next
-        estimate; the tokens it used (0: it did not say)."""
-        if input_tokens:
-            self.drift = max(0, input_tokens - estimate)
+        estimates; the tokens it used (0: it did not say)."""
+        if input_tokens and estimate:
+            self.scale = max(1.0, input_tokens / estimate)
         self.longest_answer = max(self.longest_answer, output_tokens)
         used = input_tokens + output_tokens
         if used:
             self.used = used
         return used
-
-    def compacted(self) -> None:
-        """The conversation was replaced by its compacted form: no drift is known of it."""
-        self.drift = 0
 
     def learn(self, exc: ProviderError, estimate: int, window: int, room: int, known: bool) -> None:
         """The provider refused a request of `estimate` tokens as too long for `window`
@@ -101,10 +105,9 @@ class ContextBudget:
         lowers."""
         prompt, maximum = exc.context_sizes
         if prompt is not None:
-            self.drift = max(self.drift, prompt - estimate)
+            self._at_least(prompt, estimate)
         elif maximum is None and known:
-            full = int(compaction.usable(window, room)) + 1
-            self.drift = max(self.drift, full - estimate)
+            self._at_least(int(compaction.usable(window, room)) + 1, estimate)
         if maximum is not None or not known:
             self.learned = maximum or min(window, estimate)
             self.guessed = maximum is None
@@ -127,10 +130,15 @@ class ContextBudget:
             window,
             room,
             on_demand=on_demand,
-            budget=compaction.kept_budget(request, window, room, self.drift),
+            budget=compaction.kept_budget(request, window, room, self.scale),
         )
+
+    def _at_least(self, tokens: int, estimate: int) -> None:
+        """A request of `estimate` tokens was at least `tokens` as the provider counts."""
+        if estimate > 0:
+            self.scale = max(self.scale, tokens / estimate)
 
     def subagents(self, own_model: bool) -> ContextBudget:
         """A subagent's budget: what this conversation learned of the window holds for it,
-        unless it calls a model of its own; its drift and use are its own."""
+        unless it calls a model of its own; its scale and use are its own."""
         return ContextBudget() if own_model else ContextBudget(self.learned, self.guessed)

@@ -9,6 +9,7 @@ import pytest
 
 from acp_fsm import compaction, transcript
 from acp_fsm.commands import Command, parse
+from acp_fsm.context_budget import ContextBudget
 from acp_fsm.devkit.provider.anthropic_rules import AnthropicRules
 from acp_fsm.devkit.provider.openai_rules import OpenAiRules
 from acp_fsm.providers.anthropic import convert_messages as anthropic_messages
@@ -102,6 +103,21 @@ def test_too_full_is_a_share_of_the_window_less_the_answer() -> None:
     assert compaction.usable(1_000, 8_192) == 500  # the answer takes at most half
     assert not compaction.too_full(7_650, WINDOW, MAX_TOKENS)
     assert compaction.too_full(7_651, WINDOW, MAX_TOKENS)
+
+
+def test_the_provider_s_count_over_the_estimate_scales_the_next_ones() -> None:
+    """A tokenizer that counts 1.4 tokens where the estimate says 1 (a local code model's):
+    the next estimates, a compacted conversation's too, are taken at 1.4 times; one that
+    counts fewer never lowers them below the estimate."""
+    budget = ContextBudget()
+    assert budget.counted(1_400, 10, 1_000) == 1_410 and budget.tokens(5_500) == 7_700
+    assert budget.too_full(5_500, WINDOW, MAX_TOKENS)  # 7,700 of 9,000: over 85 %
+    request = ModelRequest("m", ())
+    assert compaction.kept_budget(request, WINDOW, MAX_TOKENS, budget.scale) == pytest.approx(
+        2_700 / 1.4
+    )
+    budget.counted(800, 10, 1_000)
+    assert budget.tokens(5_500) == 5_500 and not budget.too_full(5_500, WINDOW, MAX_TOKENS)
 
 
 def test_the_cut_keeps_the_latest_turns_whole() -> None:

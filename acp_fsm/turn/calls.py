@@ -142,9 +142,8 @@ async def answer(
     caller sends it once the store has caught up (`close_open`). A result too large for the
     store or the window is cut down first (`results.bounded`)."""
     closed = ToolCallState(TOOL_CALL.step(pc.state, trigger))  # refused here if illegal
-    outcome = results.bounded(
-        outcome, compaction.result_chars(window(turn), turn.config().max_tokens)
-    )
+    most = compaction.result_chars(window(turn), turn.config().max_tokens)
+    outcome = results.bounded(outcome, int(most / turn.budget.scale))
     output = outcome.output or "(no output)"
     status = ACP_STATUS[closed]
     content = list(outcome.content) or [updates.text_block(output)]

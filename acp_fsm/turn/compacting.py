@@ -32,7 +32,7 @@ async def compact(turn: Turn) -> TurnTrigger:
     model_request = await request(turn)
     size = window(turn)
     room = reserve(model_request, turn.config())
-    before = compaction.estimate(model_request) + turn.budget.drift
+    before = turn.budget.tokens(compaction.estimate(model_request))
     parts = cut(turn, model_request)  # the next model call is sent as it is (`compactions`)
     if parts is None:
         if turn.command is not None:

@@ -62,7 +62,6 @@ async def compact_to(turn: Turn, messages: list[Message], body: dict[str, Any]) 
     """Replace the conversation by its compacted form, once that is stored."""
     await write(turn, "compaction", body, wait=True)
     turn.conversation.compacted(messages)
-    turn.budget.compacted()
 
 
 async def add_notice(turn: Turn, text: str) -> None:

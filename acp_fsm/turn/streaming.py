@@ -78,7 +78,7 @@ async def stream(turn: Turn) -> TurnTrigger:
     budget = turn.budget
     if not turn.compactions() and budget.too_full(estimate, window(turn), room):
         return TurnTrigger.COMPACT
-    model_request = open_room(model_request, config, window(turn), estimate)
+    model_request = open_room(model_request, config, window(turn), budget.tokens(estimate))
     turn.requests += 1
     finished = await _streamed(turn, model_request, estimate, room)
     if finished is None:
@@ -248,17 +248,19 @@ def _overflowed(
 def _guessed_too_large(
     turn: Turn, exc: ProviderError, model_request: ModelRequest, estimate: int, room: int
 ) -> bool:
-    """A compacted request refused as too long although it fit the window guessed from an
-    earlier refusal (that request was larger: it listed every tool, say): the guess comes
-    down to this request, and it is compacted again if that can cut anything. Once a model
-    call, so a turn never loops."""
+    """A compacted request refused as too long although it fit the budget: the window
+    guessed from an earlier refusal (that request was larger: it listed every tool, say)
+    comes down to this request, or the provider counted more tokens than the estimate said
+    (a local model's tokenizer); it is compacted again if the refusal taught that and the
+    cut can take anything. Once a model call, so a turn never loops."""
     refused = exc.error_type == EMPTY_STREAM or exc.context_exceeded
     budget = turn.budget
-    if turn.compactions() > 1 or not refused or not budget.guessed:
+    if turn.compactions() > 1 or not refused:
         return False
-    if estimate >= window(turn):
-        return False  # it teaches nothing new
+    before = (budget.learned, budget.scale)
     budget.learn(exc, estimate, window(turn), room, known(turn))
+    if (budget.learned, budget.scale) == before:
+        return False  # it teaches nothing new
     return cut(turn, model_request) is not None
 
 
@@ -269,7 +271,8 @@ def _failure(
     whole message in its data; for a request over the window, what to do."""
     message = str(exc)
     if exc.context_exceeded or exc.error_type == EMPTY_STREAM:
-        sizes = (estimate, compaction.fixed_part(model_request), window(turn))
+        fixed = turn.budget.tokens(compaction.fixed_part(model_request))
+        sizes = (turn.budget.tokens(estimate), fixed, window(turn))
         message = f"{message}. {_too_long(exc, sizes, bool(turn.compactions()))}"
     return TurnFailed(message, data=_error_data(exc))
 

@@ -45,12 +45,17 @@ async def serving(
     *replies: Scripted,
     window: int | None = None,
     models: tuple[str, ...] = (MODEL,),
+    chars_per_token: float = 4.0,
 ) -> AsyncIterator[tuple[ScriptedProvider, Launcher]]:
-    """A scripted `local` server with context `window` (its own setting), and a launcher of
-    agents pointed at it (no key: local servers need none), on Chat Completions in every run
-    (the local servers are scripted on it)."""
+    """A scripted `local` server with context `window` (its own setting) and its tokenizer's
+    `chars_per_token`, and a launcher of agents pointed at it (no key: local servers need
+    none), on Chat Completions in every run (the local servers are scripted on it)."""
     async with ScriptedProvider(
-        *replies, local=local, context_window=window, models=models
+        *replies,
+        local=local,
+        context_window=window,
+        models=models,
+        chars_per_token=chars_per_token,
     ) as server:
         launcher = Launcher(server, tmp_path / "home")
         launcher.defaults["ACP_FSM_OPENAI_API"] = "chat"
@@ -293,6 +298,29 @@ async def test_the_window_a_server_states_keeps_every_request_within_it(
     assert all(estimate_tokens(request.body) < window for request in server.requests)
     usage = of_kind(agent.updates(session, turns[1].start, metadata=True), "usage_update")
     assert usage and {u["size"] for u in usage} == {window}
+
+
+async def test_a_tokenizer_that_counts_more_than_the_estimate_is_followed_after_compacting(
+    tmp_path: Path,
+) -> None:
+    """A local model's tokenizer counts a conversation of tool calls and paths at fewer
+    characters a token than the agent's estimate (3.5; Qwen2.5-Coder 2.5, here 2): the ratio
+    the server's counts showed sizes every later request, a compacted one's too, so none is
+    refused (bench/local_model: a compacted request the estimate put at 6,057 tokens was
+    8,437 on a window of 8,192, and the turn failed)."""
+    window = 6000
+    async with serving(
+        LLAMA_CPP, tmp_path, window=window, models=("coder",), chars_per_token=2.0
+    ) as (server, launch):
+        server.fallback = reader
+        (tmp_path / "page.txt").write_text(PAGE * 3)
+        agent = await launch.start("openai", OPENAI_API_KEY=None, ACP_FSM_TOOLS="lean")
+        session = await agent.new_session(tmp_path)
+        turns = [await agent.prompt(session, f"read page.txt ({i})") for i in range(5)]
+    assert [t.stop_reason for t in turns] == ["end_turn"] * 5
+    assert all(isinstance(s.reply, Reply) for s in server.served)  # nothing refused
+    assert any(summary_call(r) for r in server.requests), "the test proves nothing"
+    assert all(estimate_tokens(r.body, 2.0) < window for r in server.requests)
 
 
 async def test_a_window_the_tools_nearly_fill_still_takes_prompt_after_prompt(

@@ -41,7 +41,7 @@ def long_talk() -> list[Message]:
 
 async def test_the_older_part_is_summarised_stored_and_told(tmp_path: Path) -> None:
     setup = Setup(tmp_path, messages=long_talk())
-    setup.budget.drift = 500
+    setup.budget.scale = 1.4
     setup.model.script(Reply("the summary"))
     turn = setup.turn(ON_DEMAND)
 
@@ -52,7 +52,7 @@ async def test_the_older_part_is_summarised_stored_and_told(tmp_path: Path) -> N
     messages = setup.conversation.messages
     assert messages[0].parts[0].text.endswith("the summary")  # type: ignore[union-attr]
     assert messages[1:] == [UserMessage((TextPart("q3"),))]  # the last turn kept
-    assert setup.budget.drift == 0
+    assert setup.budget.scale == 1.4  # the tokenizer's, a compacted conversation's too
     assert [c.call for c in setup.charges] == ["summary"] and turn.requests == 1
     assert setup.editor.text().startswith("Context compacted: 4 earlier messages were summarised")
     [summary_call] = setup.model.requests

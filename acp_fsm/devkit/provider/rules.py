@@ -42,13 +42,13 @@ def is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def estimate_tokens(body: Any) -> int:
-    """The prompt tokens the scripted provider counts for a request body: ceil(n / 4), where n
-    is the number of characters of the compact JSON text (`json_text`) of its `system`,
-    `messages` and `tools` (the Responses API's `instructions` and `input`), each counted when
-    present (0 for a body that is not an object)."""
+def estimate_tokens(body: Any, chars_per_token: float = 4.0) -> int:
+    """The prompt tokens the scripted provider counts for a request body: ceil(n /
+    `chars_per_token`), where n is the number of characters of the compact JSON text
+    (`json_text`) of its `system`, `messages` and `tools` (the Responses API's `instructions`
+    and `input`), each counted when present (0 for a body that is not an object)."""
     if not isinstance(body, dict):
         return 0
     keys = ("system", "instructions", "messages", "input", "tools")
     parts = (json_text(body[key]) for key in keys if key in body)
-    return math.ceil(sum(map(len, parts)) / 4)
+    return math.ceil(sum(map(len, parts)) / chars_per_token)

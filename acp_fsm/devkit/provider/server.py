@@ -116,7 +116,8 @@ class ScriptedProvider:
     stops), or answers `models_error` when set; these requests are recorded in
     `model_list_requests`, not `requests`. `context_window`, when set, refuses a model call
     whose `estimate_tokens` plus its output limit exceeds it, and a reply left at
-    `DEFAULT_USAGE` then reports that estimate as its input tokens. `reasons` gives every
+    `DEFAULT_USAGE` then reports that estimate as its input tokens; `chars_per_token` is its
+    tokenizer's (4; a local code model's counts JSON and paths at about 2.5). `reasons` gives every
     reply on the Responses route a reasoning item, as a reasoning model's (its summary empty
     unless the reply has thinking), which each of its function calls must come back with."""
 
@@ -132,6 +133,7 @@ class ScriptedProvider:
         local: LocalServer | None = None,
         lanes: Mapping[str, Scripted | Responder] | None = None,
         reasons: bool = False,
+        chars_per_token: float = 4.0,
     ) -> None:
         self.requests: list[RecordedRequest] = []
         self.lanes: dict[str, Scripted | Responder] = dict(lanes or {})  # model → its answer
@@ -148,6 +150,7 @@ class ScriptedProvider:
         self.context_window = context_window
         self.local = local
         self.reasons = reasons
+        self.chars_per_token = chars_per_token
         self.loaded: set[str] = set()  # models a local server has loaded (asked to answer)
         self.truncated: list[RecordedRequest] = []  # prompts cut to fit (Ollama)
         self._script: deque[Scripted | Responder] = deque(replies)
@@ -240,7 +243,7 @@ class ScriptedProvider:
             (self.requests if lane is None else self.lane_requests).append(record)
             if self.local is not None and (lacks := self.local.unserved(route.path)) is not None:
                 return self._error_response(route, lacks)
-            prompt = estimate_tokens(record.body)
+            prompt = estimate_tokens(record.body, self.chars_per_token)
             try:
                 self._authenticate(route, record)
                 route.rules.validate(record.headers, record.body)
