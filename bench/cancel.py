@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from acp_fsm.devkit.provider import Call, Hang, Reply, Scripted
-from bench.common import INIT, PYCACHE, agent_command, checkouts, table
+from bench.common import INIT, PYCACHE, agent_command, checkouts, numbered, table
 from tests.harness import AgentProcess, agent_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # disconnects: at 100,000 tokens that took a second of its CPU a prompt, and the freeing 3 ms
 # of it at the instant the client reads the answer, which on 2 cores it then waited out.
 REPLIES: dict[str, Scripted] = {
-    "bench-stream": Reply(text=["tok "] * 4_000, delay_s=0.0005, fault=Hang(2_000)),
+    "bench-stream": Reply(text=numbered("tok ", 4_000), delay_s=0.0005, fault=Hang(2_000)),
     "bench-permission": Reply(
         calls=(Call("call_w", "write_file", json.dumps({"path": "x.txt", "content": "x"})),)
     ),

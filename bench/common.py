@@ -37,6 +37,12 @@ def agent_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def numbered(text: str, count: int) -> tuple[str, ...]:
+    """`count` deltas of `text`, each with its number before it: a stream that never repeats
+    itself (the agent stops an answer that loops, acp_fsm.turn.repetition)."""
+    return tuple(f"{i} {text}" for i in range(count))
+
+
 def checkouts() -> list[tuple[str, Path]]:
     """The checkouts whose agents a benchmark compares, by label: this one, and the one
     `BENCH_AGAINST` names (a worktree of another commit: the "before" of a change). Run

@@ -50,7 +50,7 @@ from acp_fsm.devkit.provider import (
     render_openai,
     render_responses,
 )
-from bench.common import INIT, agent_command, agent_env, cpu_ms, table
+from bench.common import INIT, agent_command, agent_env, cpu_ms, numbered, table
 from tests.harness import title_lane
 
 CEILING = "bare relay (ceiling)"
@@ -197,7 +197,7 @@ async def measure(
 async def _measure(
     deltas: int, runs: int, before: str | None, wires: tuple[Wire, ...], folder: Path
 ) -> Samples:
-    events = {wire.name: wire.render(Reply(text=["tok "] * deltas)) for wire in wires}
+    events = {wire.name: wire.render(Reply(text=numbered("tok ", deltas))) for wire in wires}
     async with ScriptedProvider(api_key="sk-bench") as server:
         env = agent_env(
             PYTHONPATH=_root(),

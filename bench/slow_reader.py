@@ -19,7 +19,7 @@ import time
 from acp_fsm.devkit.editor import Message
 from acp_fsm.devkit.provider import Reply, ScriptedProvider
 from acp_fsm.protocol.streams import OUTPUT_BUFFER_LIMIT_BYTES
-from bench.common import table
+from bench.common import numbered, table
 from tests.harness import AgentProcess, agent_env, title_lane
 
 CHUNK = "All work and no play makes a slow editor. " * 24  # ~1 KB per update
@@ -60,7 +60,7 @@ async def one_run(server: ScriptedProvider, chunks: int, reader: str) -> tuple[f
             ]["sessionId"]
             assert agent.proc is not None
             idle = peak_rss_mb(agent.proc.pid)
-            server.script(Reply(text=(CHUNK,) * chunks))
+            server.script(Reply(text=numbered(CHUNK, chunks)))
             # asyncio's subprocess keeps the pipe's transport private: no public pause_reading
             stdout = agent.proc._transport.get_pipe_transport(1)  # type: ignore[attr-defined]
             started = time.perf_counter()

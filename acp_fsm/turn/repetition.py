@@ -16,6 +16,7 @@ MIN_REPEATS = 8  # periods of it, for a long unit
 MAX_PERIOD = 512  # the longest unit: a cycle of a few calls
 _KEEP = MAX_PERIOD * (MIN_REPEATS + 1)  # the tail a check needs
 _CHECK_EVERY = 256  # characters between checks: a loop is caught this much late at most
+_PROBE = 64  # the end of the answer looked for again, at most MAX_PERIOD characters before
 
 
 class Repetition:
@@ -44,12 +45,16 @@ class Repetition:
 
 def period_of(tail: str) -> int:
     """The shortest unit whose exact repetition ends `tail` over MIN_SPAN characters and at
-    least MIN_REPEATS periods; 0 when there is none."""
+    least MIN_REPEATS periods; 0 when there is none. Only the distances at which the last
+    _PROBE characters occur again are tried (a search in C, not a loop over every period)."""
     n = len(tail)
-    for period in range(1, MAX_PERIOD + 1):
+    probe = tail[-_PROBE:]
+    lowest = max(0, n - _PROBE - MAX_PERIOD)
+    end = n - 1  # an occurrence ends before the probe does: a period of 1 at least
+    while n >= _PROBE and (start := tail.rfind(probe, lowest, end)) >= 0:
+        period = n - _PROBE - start
         span = max(MIN_SPAN, MIN_REPEATS * period)
-        if span + period > n:
-            return 0
-        if tail[-1] == tail[-1 - period] and tail[n - span :] == tail[n - span - period : -period]:
+        if span + period <= n and tail[n - span :] == tail[n - span - period : -period]:
             return period
+        end = start + _PROBE - 1  # the occurrences before this one: longer periods
     return 0

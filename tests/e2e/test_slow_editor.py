@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from acp_fsm.devkit.provider import Reply, ScriptedProvider
+from bench.common import numbered
 from tests.e2e.support import Launcher
 from tests.harness import wait_until
 from tests.timing import INTERRUPTED_S
@@ -41,7 +42,7 @@ async def test_a_stalled_editor_stalls_the_stream_and_a_cancel_still_lands(
 ) -> None:
     agent = await launch.start("openai")
     session = await agent.new_session(project)
-    server.script(Reply(text=(CHUNK,) * CHUNKS))
+    server.script(Reply(text=numbered(CHUNK, CHUNKS)))  # an answer that loops is stopped
     assert agent.proc.proc is not None
     # the pipe's transport is private to asyncio's subprocess: no public way to pause reading
     stdout = agent.proc.proc._transport.get_pipe_transport(1)  # type: ignore[attr-defined]

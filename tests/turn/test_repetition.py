@@ -43,6 +43,9 @@ def test_repetition_short_of_the_span_or_the_periods_is_no_loop() -> None:
     assert period_of(unit * (MIN_REPEATS - 1)) == 0
     assert period_of(unit * (MIN_REPEATS + 1)) == len(unit)
     assert period_of(("y" * (MAX_PERIOD + 1)) * 20) == 1  # its shortest unit
+    runs = "x" * 70 + "y" + "x" * 70 + "z"  # the end seen again at 1, 2, ... before 142
+    assert period_of(runs * 20) == period_of((runs * 20)[:-30]) == len(runs)
+    assert period_of(("a" * 600 + "b") * 10) == 0  # a unit longer than MAX_PERIOD
     assert period_of("") == 0
 
 
