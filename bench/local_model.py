@@ -85,6 +85,13 @@ class TaskResult:
     def unknown(self) -> int:
         return sum(a.unknown for a in self.answers)
 
+    @property
+    def cut(self) -> int:
+        """What `loose` counts in answers cut short (by their length limit, or stopped by
+        the agent as loops), where by the recogniser's rule no call written as JSON alone
+        runs."""
+        return sum(a.loose for a in self.answers if a.cut)
+
     def summary(self) -> dict[str, Any]:
         first = self.first
         return {
@@ -100,6 +107,7 @@ class TaskResult:
             "model_calls": len(self.answers),
             "intended_loose": self.loose,
             "named_no_tool": self.unknown,
+            "intended_in_cut_answers": self.cut,
             **self.tally._asdict(),
             "ran": [[r.name, r.arguments, r.status] for r in self.ran],
             "missed": missed(self.answers),
@@ -290,7 +298,7 @@ async def _end(link: AgentLink) -> None:
 
 
 HEADER = (
-    "task    solved intended no tool recognised run right false  first word s  1st prompt tok"
+    "task    solved intended cut no tool recognised run right false  first word s  1st prompt tok"
     "  1st prompt s  task s"
 )
 
@@ -302,15 +310,17 @@ def rows(results: Sequence[TaskResult]) -> list[str]:
         tokens = first.prompt_tokens if first else None
         prompt_ms = first.timings.get("prompt_ms") if first else None
         lines.append(
-            f"{r.task.name:<8}{'yes' if r.solved else 'no':>6} {r.loose:>8} {r.unknown:>7} "
-            f"{r.tally.intended:>10} {r.tally.run:>3} {r.tally.right:>5} {r.tally.false:>5}"
+            f"{r.task.name:<8}{'yes' if r.solved else 'no':>6} {r.loose:>8} {r.cut:>3} "
+            f"{r.unknown:>7} {r.tally.intended:>10} {r.tally.run:>3} {r.tally.right:>5} "
+            f"{r.tally.false:>5}"
             f"  {_number(r.first_word_s):>12}  {_number(tokens, 0):>14}"
             f"  {_number(prompt_ms and prompt_ms / 1000):>12}  {r.seconds:>6.0f}"
         )
     total = sum((r.tally for r in results), Tally())
     lines.append(
         f"{'total':<8}{sum(r.solved for r in results):>6} {sum(r.loose for r in results):>8} "
-        f"{sum(r.unknown for r in results):>7} {total.intended:>10} {total.run:>3} "
+        f"{sum(r.cut for r in results):>3} {sum(r.unknown for r in results):>7} "
+        f"{total.intended:>10} {total.run:>3} "
         f"{total.right:>5} {total.false:>5}"
     )
     return lines
@@ -381,6 +391,7 @@ def write_results(setup: Setup, results: Sequence[TaskResult], out: Path, raw: P
             "solved": sum(r.solved for r in results),
             "intended_loose": sum(r.loose for r in results),
             "named_no_tool": sum(r.unknown for r in results),
+            "intended_in_cut_answers": sum(r.cut for r in results),
             **total._asdict(),
         },
     }

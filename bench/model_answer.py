@@ -43,6 +43,7 @@ class ModelAnswer(NamedTuple):
     usage: dict[str, Any]
     timings: dict[str, Any]  # llama.cpp's: prompt_n, prompt_ms, predicted_n, cache_n, ...
     complete: bool  # the stream ended (not cut by a cancel)
+    cut: bool  # cut short: by its length limit, or by the agent (a loop stopped, a cancel)
 
     @property
     def intended(self) -> tuple[Intended, ...]:
@@ -128,7 +129,7 @@ def read_answer(exchange: Exchange) -> ModelAnswer | None:
     message, usage, timings, complete = _stream(bytes(exchange.response))
     native = tuple(Intended(c.name, c.arguments) for c in message.tool_calls)
     text = message.text
-    cut = message.stop_reason is StopReason.MAX_TOKENS
+    cut = message.stop_reason is StopReason.MAX_TOKENS or not complete
     found = recognize(text, offered, cut=cut).calls
     written = tuple(Intended(c.name, c.arguments) for c in found)
     loose, unknown = loose_count(text, set(offered) | set(TOOLS))
@@ -143,6 +144,7 @@ def read_answer(exchange: Exchange) -> ModelAnswer | None:
         usage,
         timings,
         complete,
+        cut,
     )
 
 

@@ -135,6 +135,11 @@ class TextCallStream:
         self._scanner.feed(delta)
         return self._answer.shown()
 
+    @property
+    def repeated(self) -> int:
+        """How many of the calls found so far repeat an earlier one word for word."""
+        return self._answer.repeated
+
     def finish(self, *, cut: bool = False) -> Recognized:
         """The answer ended (`cut`: cut short by its length limit): its calls, its prose,
         and the prose still to show."""
@@ -157,6 +162,8 @@ class _Answer:
         self._remark: list[str] = []  # the prose after the run's last call
         self._remark_chars = 0  # its length from its first non-space character to its line's end
         self._remark_ended = False  # its first line has ended
+        self._seen: set[tuple[str, str, str | None, str]] = set()  # the calls found so far
+        self.repeated = 0  # how many of them repeat an earlier one word for word
 
     def __repr__(self) -> str:
         remark = sum(map(len, self._remark))
@@ -171,6 +178,10 @@ class _Answer:
             self._break_run()
 
     def block(self, calls: list[TextCall], text: str) -> None:
+        for call in calls:
+            key = _key(call)
+            self.repeated += key in self._seen
+            self._seen.add(key)
         if not self._run and calls[0].format not in AMBIGUOUS:
             self._calls += calls
             return
@@ -238,12 +249,16 @@ def _once(calls: list[TextCall]) -> tuple[TextCall, ...]:
     seen: set[tuple[str, str, str | None, str]] = set()
     kept = []
     for call in calls:
-        arguments = json.dumps(call.arguments, sort_keys=True)
-        key = (call.name, arguments, call.error, call.raw_arguments)
-        if key not in seen:
+        if (key := _key(call)) not in seen:
             seen.add(key)
             kept.append(call)
     return tuple(kept)
+
+
+def _key(call: TextCall) -> tuple[str, str, str | None, str]:
+    """What makes two calls the same call."""
+    arguments = json.dumps(call.arguments, sort_keys=True)
+    return (call.name, arguments, call.error, call.raw_arguments)
 
 
 __all__ = [

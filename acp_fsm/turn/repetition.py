@@ -6,11 +6,14 @@ its limit cut it (bench/local_model). Nothing of such an answer is of use, and w
 is in the making the editor is shown none of it. `Repetition` watches the answer's text: once
 its last MIN_SPAN characters (and at least MIN_REPEATS periods) repeat one unit of at most
 MAX_PERIOD characters exactly, the answer is looping, and the turn stops it as if its length
-limit had come (acp_fsm.turn.streaming). Text a model means is not so exact for so long.
+limit had come (acp_fsm.turn.streaming). Text a model means is not so exact for so long. So is
+an answer in which REPEATED_CALLS calls each repeat an earlier one word for word (the same
+two calls in turn, now and then one twice: no exact period), counted by the recogniser.
 """
 
 from __future__ import annotations
 
+REPEATED_CALLS = 8  # calls written again word for word in one answer
 MIN_SPAN = 2048  # characters of exact repetition
 MIN_REPEATS = 8  # periods of it, for a long unit
 MAX_PERIOD = 512  # the longest unit: a cycle of a few calls

@@ -144,10 +144,9 @@ async def _streamed(
     if written is not None:
         await _observed(config, model_request.model, written)
         if written.looping:
-            log.warning("answer_looped", model=model_request.model, period=written.looping)
+            log.warning("answer_looped", model=model_request.model, how=written.looping)
             await turn.tell(
-                f"The model was repeating itself (the same {written.looping} characters over "
-                "and over), so its answer was stopped."
+                f"The model was repeating itself ({written.looping}), so its answer was stopped."
             )
     return finished
 

@@ -30,7 +30,7 @@ from acp_fsm.providers.types import (
     ToolCallPart,
     ToolSpec,
 )
-from acp_fsm.turn.repetition import Repetition
+from acp_fsm.turn.repetition import REPEATED_CALLS, Repetition
 
 log = structlog.get_logger("turn")
 
@@ -55,7 +55,7 @@ class WrittenCalls:
         self.formats: list[CallFormat] = []
         self._shown: list[str] = []  # what `feed` let through
         self._repetition = Repetition()
-        self.looping = 0  # the length of the unit the answer repeats, once it loops
+        self.looping = ""  # how the answer repeats itself, once it loops
 
     def __repr__(self) -> str:
         return f"<WrittenCalls {self._stream!r}>"
@@ -64,8 +64,10 @@ class WrittenCalls:
         """The part of the answer's next `text` that can be shown now (`looping` says when
         the answer has become a loop: it is then to be stopped, as cut short)."""
         if self._repetition.feed(text):
-            self.looping = self._repetition.period
+            self.looping = f"the same {self._repetition.period} characters over and over"
         shown = self._stream.feed(text)
+        if self._stream.repeated >= REPEATED_CALLS and not self.looping:
+            self.looping = f"{self._stream.repeated} calls it had written already"
         if shown:
             self._shown.append(shown)
         return shown

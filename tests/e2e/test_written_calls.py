@@ -207,12 +207,34 @@ async def test_an_answer_that_loops_is_stopped_long_before_its_limit(
     assert text.startswith(start) and len(text) < 4_000
     assert text.endswith("so its answer was stopped.")
     assert calls(turn.updates) == {} and not (project / "notes.txt").exists()
-    assert agent.log("answer_looped")[0]["period"] == 4
+    assert agent.log("answer_looped")[0]["how"] == "the same 4 characters over and over"
     server.script(Reply(text="Sorry, I will write it once."))
     again = await agent.prompt(session, "try again")
     assert again.stop_reason == "end_turn"
     sent = server.requests[-1].body["messages"]
     assert sent[-2]["role"] == "assistant" and sent[-2]["content"].startswith(start)
+
+
+async def test_an_answer_that_writes_its_calls_again_and_again_is_stopped(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """Qwen2.5-Coder 0.5B, its home kept (bench/local_model, write task): after three calls,
+    two of them in turn, now and then one twice, for 223 s; stopped at the eighth repeat."""
+    listing = '{"name": "list_directory", "arguments": {"path": "."}}\n'
+    echo = '{"name": "run_command", "arguments": {"command": "echo hi\\n", "output": "hi\\n"}}\n'
+    first = '{"name": "write_file", "arguments": {"path": "notes.txt", "content": "hi\\n"}}\n'
+    lines = [first, listing, echo, listing, listing, echo] + [listing, echo] * 200
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    server.script(Reply(text=lines))
+
+    turn = await agent.prompt(session, "create notes.txt containing hi")
+
+    assert turn.stop_reason == "max_tokens"
+    text = shown(turn.updates)
+    assert text.endswith("(8 calls it had written already), so its answer was stopped.")
+    assert text.count("list_directory") < 10 and calls(turn.updates) == {}
+    assert not (project / "notes.txt").exists()
 
 
 async def test_an_example_in_an_explanation_is_text_and_runs_nothing(

@@ -344,6 +344,11 @@ def test_the_same_call_written_again_runs_once() -> None:
     """Qwen2.5-Coder 0.5B looping (bench/local_model, write task): one call, ten times."""
     other = READ.replace("a.py", "b.py")
     text = "\n".join([READ] * 10 + [other, READ])
+    stream = TextCallStream(TOOLS)
+    stream.feed(text)
+    assert stream.repeated == 9  # those that repeat an earlier one, as they come (not the last,
+    stream.finish()  # which the answer's end decides)
+    assert stream.repeated == 10
     found = recognize(text, TOOLS)
     assert [c.arguments for c in found.calls] == [{"path": "a.py"}, {"path": "b.py"}]
     assert found.prose.strip() == ""
