@@ -248,15 +248,15 @@ def result_chars(window: int, reserve: int) -> int:
 
 
 def summary_request(
-    request: ModelRequest, older: list[Message], focus: str, window: int
+    request: ModelRequest, older: list[Message], focus: str, window: int, scale: float = 1.0
 ) -> ModelRequest:
     """The model call that summarises `older`: the same system prompt and tools (the
     transcript names them; the model may call none), the older messages (the oldest dropped,
     then the largest cut down, if even they do not fit) and the request for a summary, with
-    the user's `focus`."""
+    the user's `focus`; the window in estimated tokens is the provider's over `scale`."""
     ask = SUMMARY_REQUEST + (f"\n\nThe user asks to focus on: {focus}" if focus else "")
     max_tokens = min(request.max_tokens, SUMMARY_MAX_TOKENS)
-    room = COMPACT_AT * usable(window, max_tokens) - estimate(
+    room = COMPACT_AT * usable(window, max_tokens) / scale - estimate(
         request._replace(messages=(UserMessage((TextPart(ask),)),))
     )
     total = sum(_tokens(m) for m in older)

@@ -109,7 +109,7 @@ class ContextBudget:
         elif maximum is None and known:
             self._at_least(int(compaction.usable(window, room)) + 1, estimate)
         if maximum is not None or not known:
-            self.learned = maximum or min(window, estimate)
+            self.learned = maximum or min(window, self.tokens(estimate))
             self.guessed = maximum is None
         log.info(
             "context_exceeded",
@@ -140,5 +140,10 @@ class ContextBudget:
 
     def subagents(self, own_model: bool) -> ContextBudget:
         """A subagent's budget: what this conversation learned of the window holds for it,
-        unless it calls a model of its own; its scale and use are its own."""
-        return ContextBudget() if own_model else ContextBudget(self.learned, self.guessed)
+        unless it calls a model of its own, and so does the scale of its estimates; its use
+        is its own."""
+        if own_model:
+            return ContextBudget()
+        budget = ContextBudget(self.learned, self.guessed)
+        budget.scale = self.scale
+        return budget

@@ -101,22 +101,27 @@ def loose_count(text: str, names: Collection[str]) -> tuple[int, int]:
     unknown: set[str] = set()
     for match in _JSON_NAME.finditer(text):
         name, after = match.group(1), match.group(2)
-        line_end = text.find("\n", match.end())
-        written = text[match.start() : None if line_end < 0 else line_end]
         if after == "description":  # a tool's definition
             continue
         if name in names:
-            tools.add(written)
+            tools.add(_line_from(text, match.start()))
         elif after in _ARGUMENT_KEYS:
-            unknown.add(written)
-    for pattern in (_FUNCTION_TAG, _MISTRAL_ARGS):
+            unknown.add(_line_from(text, match.start()))
+    for pattern in (_FUNCTION_TAG, _MISTRAL_ARGS):  # each place (their calls span lines)
         for match in pattern.finditer(text):
-            (tools if match.group(1) in names else unknown).add(f"{match.start()}")
+            found_in = tools if match.group(1) in names else unknown
+            found_in.add(f"{match.start()}")
     found = len(tools)
     if names:
         called = re.compile(rf"\b(?:{'|'.join(map(re.escape, sorted(names)))})\s*\(")
         found += len(called.findall(text))
     return found, len(unknown)
+
+
+def _line_from(text: str, start: int) -> str:
+    """`text` from `start` to its line's end: one call, as written."""
+    end = text.find("\n", start)
+    return text[start : None if end < 0 else end]
 
 
 def read_answer(exchange: Exchange) -> ModelAnswer | None:

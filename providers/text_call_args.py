@@ -59,11 +59,13 @@ _MISSING = object()
 # A JSON string, or a word of Python's that JSON spells otherwise (a small model's `True`).
 _STRING_OR_PYTHON = re.compile(r'"(?:[^"\\]|\\.)*"|\b(?:True|False|None)\b', re.S)
 _PYTHON_WORDS = {"True": "true", "False": "false", "None": "null"}
+_QUOTE_OR_STRUCTURE = re.compile(r'["{}\[\],:]')
 _QUOTE_OR_ESCAPE = re.compile(r'["\\]')
-# What follows a string's closing quote in JSON (spaces aside): a quote followed by anything
-# else stands inside the string (a small model's unescaped f"…"). In valid JSON every
-# string's closing quote is followed by one of these, so valid JSON reads the same.
-AFTER_STRING = ",:}]"
+# What follows a string's closing quote in JSON, spaces aside: a key's colon, a value's comma
+# or closing bracket. A quote followed by anything else stands inside the string (a small
+# model's unescaped `f"…"` or `{"debug": true}` in a file's content); in valid JSON every
+# closing quote is followed so, so valid JSON reads the same.
+AFTER_KEY, AFTER_VALUE = ":", ",}]"
 SPACES = " \t\r\n"
 _JSON_TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str,
@@ -78,17 +80,27 @@ _JSON_TYPES: dict[str, type | tuple[type, ...]] = {
 def decode(text: str) -> Any:
     """`text` as one JSON value; ValueError if it is none. What is not JSON but has one
     reading is read so: a quote inside a string that does not end it (not followed by
-    AFTER_STRING), and Python's `True`, `False` and `None` outside strings."""
+    AFTER_KEY or AFTER_VALUE, as the string is a key or a value), and Python's `True`,
+    `False` and `None` outside strings."""
     try:
-        return _DECODER.decode(text)
+        return _strict(text)
     except ValueError as exc:
         lenient = _STRING_OR_PYTHON.sub(_json_word, _inner_quotes_escaped(text))
         if lenient == text:
             raise
         try:
-            return _DECODER.decode(lenient)
+            return _strict(lenient)
         except ValueError:
             raise exc from None
+
+
+def _strict(text: str) -> Any:
+    """`text` as one JSON value (raw newlines in strings allowed); ValueError if it is none,
+    or nested too deep to read."""
+    try:
+        return _DECODER.decode(text)
+    except RecursionError:
+        raise ValueError("the JSON is nested too deep") from None
 
 
 def _json_word(match: re.Match[str]) -> str:
@@ -96,28 +108,50 @@ def _json_word(match: re.Match[str]) -> str:
 
 
 def _inner_quotes_escaped(text: str) -> str:
-    """`text` with each quote that stands inside a string (by AFTER_STRING) escaped."""
+    """`text` with each quote that stands inside a string (by AFTER_KEY, AFTER_VALUE)
+    escaped; a string the text ends in is left as it is."""
     out: list[str] = []
-    i, n, in_string = 0, len(text), False
-    while (match := _QUOTE_OR_ESCAPE.search(text, i)) is not None:
-        k = match.start()
-        out.append(text[i:k])
-        if text[k] == "\\":
-            out.append(text[k : k + 2])
-            i = k + 2
+    stack: list[str] = []
+    i, key_next = 0, False
+    while (match := _QUOTE_OR_STRUCTURE.search(text, i)) is not None:
+        char = match[0]
+        if char == '"':
+            out.append(text[i : match.start()])
+            i, string = _string(text, match.end(), AFTER_KEY if key_next else AFTER_VALUE)
+            out.append(string)
             continue
-        if in_string:
-            after = k + 1
-            while after < n and text[after] in SPACES:
-                after += 1
-            in_string = after < n and text[after] not in AFTER_STRING
-            out.append('\\"' if in_string else '"')
-        else:
-            in_string = True
-            out.append('"')
-        i = k + 1
+        if char in "{[":
+            stack.append(char)
+            key_next = char == "{"
+        elif char in "}]":
+            del stack[-1:]
+        else:  # a comma or a colon
+            key_next = char == "," and stack[-1:] == ["{"]
+        out.append(text[i : match.end()])
+        i = match.end()
     out.append(text[i:])
     return "".join(out)
+
+
+def _string(text: str, i: int, after: str) -> tuple[int, str]:
+    """The string that opens just before `text[i]`: where it ends (past the quote `after`
+    follows, spaces aside; else the text's end) and its source, inner quotes escaped."""
+    out, start, n = ['"'], i, len(text)
+    while (match := _QUOTE_OR_ESCAPE.search(text, i)) is not None:
+        k = match.start()
+        if match[0] == "\\":
+            i = k + 2
+            continue
+        j = k + 1
+        while j < n and text[j] in SPACES:
+            j += 1
+        if j == n or text[j] in after:
+            out.append(text[start : k + 1])
+            return k + 1, "".join(out)
+        out.append(text[start:k] + '\\"')
+        start = i = k + 1
+    out.append(text[start:])
+    return n, "".join(out)
 
 
 def calls_in(value: Any, tools: Mapping[str, ToolSpec], form: CallFormat) -> list[TextCall] | None:

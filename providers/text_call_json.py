@@ -15,7 +15,7 @@ import re
 from collections.abc import Collection
 from enum import Enum
 
-from acp_fsm.providers.text_call_args import AFTER_STRING, CALL_KEYS, SPACES
+from acp_fsm.providers.text_call_args import AFTER_KEY, AFTER_VALUE, CALL_KEYS, SPACES
 
 # A call's key or tool name is short (OpenAI allows 64 characters in a function's name); a
 # longer string there is no call's, and is not waited for.
@@ -23,7 +23,7 @@ MAX_NAME_CHARS = 64
 _CAPTURE_CHARS = 2 * MAX_NAME_CHARS  # as written: escapes take more than one character
 
 _STRING_STOP = re.compile(r'["\\]')
-_STRUCTURE = re.compile(r'["{}\[\]]')
+_STRUCTURE = re.compile(r'["{}\[\],:]')
 
 
 class Scan(Enum):
@@ -41,8 +41,9 @@ class JsonScan:
     braces (`{{"name": …}}`, a template's escaped braces copied: `doubled`).
     """
 
-    __slots__ = ("_capture", "_captured", "_ended", "_escape", "_expect", "_key", "_level",
-                 "_names", "_quote", "_role", "_stack", "doubled", "names_seen")  # fmt: skip
+    __slots__ = ("_after", "_capture", "_captured", "_ended", "_escape", "_expect", "_key",
+                 "_key_next", "_level", "_names", "_quote", "_role", "_stack", "doubled",
+                 "names_seen")  # fmt: skip
 
     def __init__(self, names: Collection[str] | None) -> None:
         self._names = names
@@ -52,7 +53,9 @@ class JsonScan:
         # "value" (another of its values), "nested" (deeper); "" outside strings.
         self._role = ""
         self._escape = False  # the last piece ended just after a backslash in a string
-        self._quote = ""  # a quote that may end the string, and the spaces after it
+        self._quote = False  # the string's last quote may end it: what follows decides
+        self._after = AFTER_VALUE  # what may follow the string being read (a key's: ":")
+        self._key_next = False  # below the call objects: a string now is an object's key
         self._capture: list[str] = []
         self._captured = 0
         self._ended = ""  # the role of the string that closed last
@@ -97,8 +100,9 @@ class JsonScan:
         return n, Scan.MORE
 
     def closers(self) -> str:
-        """What closes every bracket still open ("" inside a string: it cannot be known)."""
-        if self._role and not self._quote:
+        """What closes every bracket still open ("" inside a string, even after a quote
+        that may have ended it: where it ends cannot be known)."""
+        if self._role:
             return ""
         return "".join("}" if bracket == "{" else "]" for bracket in reversed(self._stack))
 
@@ -110,14 +114,20 @@ class JsonScan:
         else:
             return False
         self._stack.append(char)
+        self._key_next = char == "{"
         return True
 
     def _nested(self, char: str) -> bool:
-        """A quote or bracket below the call objects; True when it closed the whole value."""
+        """A quote, bracket, comma or colon below the call objects; True when it closed the
+        whole value."""
         if char == '"':
             self._role = "nested"
+            self._after = AFTER_KEY if self._key_next else AFTER_VALUE
         elif char in "{[":
             self._stack.append(char)
+            self._key_next = char == "{"
+        elif char in ",:":
+            self._key_next = char == "," and self._stack[-1] == "{"
         else:
             self._stack.pop()  # a mismatched bracket is found when the value is parsed
             if not self._stack:
@@ -147,15 +157,18 @@ class JsonScan:
             self._stack.append(char)
         elif expect == "key" and char == '"':
             self._role, self._capture, self._captured = "key", [], 0
+            self._after = AFTER_KEY
         elif expect == "colon" and char == ":":
             self._expect = "value"
         elif expect == "value" and char == '"':
             self._role = "name" if self._key == "name" else "value"
             self._capture, self._captured = [], 0
+            self._after = AFTER_VALUE
         elif expect == "value" and self._key == "name":
             return Scan.DEAD  # a name is a string
         elif expect == "value" and char in "{[":
             self._stack.append(char)
+            self._key_next = char == "{"
         elif expect == "value":
             self._expect = "comma"  # the first character of a number, true, false or null
         elif expect in ("key", "comma") and char == "}":
@@ -172,7 +185,8 @@ class JsonScan:
         """Read a string on from `text[i]`: DONE past its closing quote and the spaces after
         it (`_role` then cleared), MORE at the piece's end, DEAD at the first character of a
         key or name too long to be one, or with a quote inside. A quote ends the string only
-        where what follows it may follow a string (`text_call_args.AFTER_STRING`)."""
+        where what follows it may follow such a string (`_after`: a key's colon, a value's
+        comma or closing bracket; `text_call_args.AFTER_KEY`, `AFTER_VALUE`)."""
         n = len(text)
         keep = self._role in ("key", "name")
         while i < n:
@@ -180,15 +194,15 @@ class JsonScan:
                 j = i
                 while j < n and text[j] in SPACES:
                     j += 1
-                self._quote += text[i:j]
                 if j == n:
                     return n, Scan.MORE
-                if text[j] in AFTER_STRING:
-                    self._quote, self._role, self._ended = "", "", self._role
+                self._quote = False
+                if text[j] in self._after:
+                    self._role, self._ended = "", self._role
                     return j, Scan.DONE
                 if keep:  # a quote inside a key or a name: it is no call's
                     return j, Scan.DEAD
-                self._quote, i = "", j
+                i = j
                 continue
             if self._escape:  # the character after a backslash
                 self._escape, stop, closing = False, i + 1, False
@@ -205,7 +219,7 @@ class JsonScan:
                 self._captured += stop - i
                 self._capture.append(text[i:stop])
             if closing:  # unless what follows says the quote stands inside the string
-                self._quote, i = '"', stop + 1
+                self._quote, i = True, stop + 1
                 continue
             i = stop
         return n, Scan.MORE

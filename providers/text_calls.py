@@ -12,17 +12,18 @@ Formats (`CallFormat`):
   `<function=NAME>{…}</function>`; Mistral `[TOOL_CALLS][{"name": …, "arguments": …}, …]` and
   `[TOOL_CALLS]NAME[ARGS]{…}` (with `[CALL_ID]id` or not); Llama 3.x `<|python_tag|>{"name":
   …, "parameters": …}`, several joined by `;`;
-- JSON alone, the ambiguous forms: a fenced block (```json, ```tool_call, none, or any other
-  language whose block holds only JSON: a small model's ```python around its call) or a bare
-  JSON value at a line's start, holding a call object or a list of them.
+- JSON alone, the ambiguous forms: a fenced block (```json and its kin, ```tool_call, none,
+  or the ```python a small model puts around its call) opening with JSON, or a bare JSON value
+  at a line's start, holding a call object or a list of them.
 
 A call object is `{"name", "arguments"}` or `{"name", "parameters"}` (with `"type":
 "function"` and an `"id"` allowed beside them), or OpenAI's `{"type": "function", "function":
 {"name", "arguments"}}`; the arguments may be JSON text. A block of several calls is calls
 only if every one of them is a call of an offered tool. Read where only one reading exists:
 doubled braces around a call (`{{"name": …}}`, a template's escaped braces copied), Python's
-`True`, `False` and `None` for JSON's, a quote left unescaped inside a string (one ends a
-string only where a comma, colon or closing bracket follows, as in all valid JSON).
+`True`, `False` and `None` for JSON's, a quote left unescaped inside a string (one ends a key
+only where a colon follows, a value only where a comma or closing bracket does, as in all
+valid JSON).
 
 The rule for the ambiguous forms: JSON alone is taken for calls only when the calls end the
 answer. A run of them — each separated from the next by at most one short line — counts when

@@ -44,7 +44,9 @@ async def compact(turn: Turn) -> TurnTrigger:
     try:
         summary, dropped = await _summary(turn, model_request, parts.older, size, room)
         messages = compaction.replaced(summary, parts.kept)
-        after = compaction.estimate(model_request._replace(messages=tuple(messages)))
+        after = turn.budget.tokens(
+            compaction.estimate(model_request._replace(messages=tuple(messages)))
+        )
         text = compaction.notice(before, after, len(parts.older), dropped)
         if turn.command is None:
             text += "\n\n"  # the model's answer follows
@@ -95,14 +97,14 @@ async def _summary(
     the threshold (it could not make the conversation fit, and would be made again at every
     prompt), unless the user asked for it (/compact)."""
     fixed = compaction.fixed_part(model_request)
-    if turn.command is None and compaction.too_full(fixed, size, room):
-        return None, compaction.too_small(fixed, size)
+    if turn.command is None and turn.budget.too_full(fixed, size, room):
+        return None, compaction.too_small(turn.budget.tokens(fixed), size)
     focus = turn.command.argument if turn.command is not None else ""
     turn.requests += 1
     finished: Finished | None = None
     try:
         async with open_call(
-            turn, compaction.summary_request(model_request, older, focus, size)
+            turn, compaction.summary_request(model_request, older, focus, size, turn.budget.scale)
         ) as summary_stream:
             async for event in summary_stream:
                 if isinstance(event, Finished):

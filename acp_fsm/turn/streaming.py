@@ -10,7 +10,7 @@ import structlog
 
 from acp_fsm import compaction, pricing, transcript, updates
 from acp_fsm.blocking import run_blocking
-from acp_fsm.call_modes import AUTO, CALL_MODES
+from acp_fsm.call_modes import AUTO, CALL_MODES, NATIVE
 from acp_fsm.errors import TurnFailed
 from acp_fsm.fsm.tool_call import ToolCallState
 from acp_fsm.fsm.turn import TurnTrigger
@@ -80,22 +80,24 @@ async def stream(turn: Turn) -> TurnTrigger:
         return TurnTrigger.COMPACT
     model_request = open_room(model_request, config, window(turn), budget.tokens(estimate))
     turn.requests += 1
-    finished = await _streamed(turn, model_request, estimate, room)
-    if finished is None:
+    streamed = await _streamed(turn, model_request, estimate, room)
+    if streamed is None:
         return TurnTrigger.COMPACT
+    finished, looped = streamed
     CATALOG.after_call(config, model_request.model)
     usage = await charge(turn, finished, model_request.model, "turn")
     used = budget.counted(usage.input_tokens, usage.output_tokens, estimate)
     if used:
         turn.update(updates.usage(used, window(turn), pricing.to_acp(turn.ledger.cost)))
-    return await _finish(turn, finished)
+    return await _finish(turn, finished, looped)
 
 
 async def _streamed(
     turn: Turn, model_request: ModelRequest, estimate: int, room: int
-) -> Finished | None:
-    """Stream the call to the editor; its end, or None when the provider refused it as over
-    the window before anything streamed (a compaction may help)."""
+) -> tuple[Finished, str] | None:
+    """Stream the call to the editor; its end and how it looped ("" when it did not: see
+    `WrittenCalls.looping`), or None when the provider refused it as over the window before
+    anything streamed (a compaction may help)."""
     model_stream = open_call(turn, model_request)
     finished: Finished | None = None
     effects = turn.effects
@@ -104,7 +106,11 @@ async def _streamed(
     config = turn.config()
     mode = CALL_MODES.mode(config, model_request.model)
     reads = written_calls.applies(model_request, mode)
-    written = WrittenCalls(model_request.tools, deciding=mode.kind == AUTO) if reads else None
+    written = (
+        WrittenCalls(model_request.tools, deciding=mode.kind == AUTO, loops=mode.kind != NATIVE)
+        if reads
+        else None
+    )
     try:
         async with model_stream:
             async for event in model_stream:
@@ -141,14 +147,12 @@ async def _streamed(
         await keep_partial(turn, kept, "error", wait=True)
         raise _failure(turn, exc, model_request, estimate) from None
     assert finished is not None, "a stream ends with Finished or an exception"
-    if written is not None:
-        await _observed(config, model_request.model, written)
-        if written.looping:
-            log.warning("answer_looped", model=model_request.model, how=written.looping)
-            await turn.tell(
-                f"The model was repeating itself ({written.looping}), so its answer was stopped."
-            )
-    return finished
+    if written is None:
+        return finished, ""
+    await _observed(config, model_request.model, written)
+    if written.looping:
+        log.warning("answer_looped", model=model_request.model, how=written.looping)
+    return finished, written.looping
 
 
 async def _observed(config: ProviderConfig, model: str, written: WrittenCalls) -> None:
@@ -165,8 +169,9 @@ async def _observed(config: ProviderConfig, model: str, written: WrittenCalls) -
         log.warning("call_mode_not_kept", error=str(exc))
 
 
-async def _finish(turn: Turn, finished: Finished) -> TurnTrigger:
-    """Store the model's message, announce its calls and decide what follows."""
+async def _finish(turn: Turn, finished: Finished, looped: str) -> TurnTrigger:
+    """Store the model's message, announce its calls and decide what follows (`looped`: how
+    the answer repeated itself, when it was stopped for it)."""
     message = finished.message
     turn.calls = [classify(turn, call) for call in message.tool_calls]
     views = {pc.call.id: updates.view_body(pc.view) for pc in turn.calls}
@@ -176,7 +181,11 @@ async def _finish(turn: Turn, finished: Finished) -> TurnTrigger:
     turn.token.raise_if_cancelled()  # a cancel that came with the last token still counts
     if not turn.calls:
         turn.stop_reason = ACP_STOP[finished.stop_reason]
-        if not message.text.strip():  # a role chunk and a stop: the user sees nothing
+        if looped:
+            await turn.tell(
+                f"\n\nThe model was repeating itself ({looped}), so its answer was stopped."
+            )
+        elif not message.text.strip():  # a role chunk and a stop: the user sees nothing
             await turn.tell(_empty_answer(finished.stop_reason))
         return TurnTrigger.MODEL_DONE
     await _preview(turn)
@@ -228,20 +237,24 @@ def _overflowed(
 ) -> bool:
     """Whether the call was refused for being over the context window, so that compacting and
     sending it again may help (once a model call: a request sent as it is after a compaction
-    is not compacted again, unless the window was only guessed, this refusal lowers the
-    guess, and there is still something to cut; that happens once). An empty 200 stream
-    counts when the request was near the window, or the window is only assumed:
-    llama-cpp-python answers so."""
+    is not compacted again, unless this refusal taught a lower window or a larger scale and
+    there is still something to cut; that happens once). An empty 200 stream counts when the
+    request was near the window, or the window is only assumed: llama-cpp-python answers
+    so."""
+    if not _for_length(turn, exc, estimate, room):
+        return False
     if turn.compactions():
         return _guessed_too_large(turn, exc, model_request, estimate, room)
-    budget = turn.budget
-    if exc.error_type == EMPTY_STREAM:
-        if known(turn) and not budget.near(estimate, window(turn), room):
-            return False
-    elif not exc.context_exceeded:
-        return False
-    budget.learn(exc, estimate, window(turn), room, known(turn))
+    turn.budget.learn(exc, estimate, window(turn), room, known(turn))
     return True
+
+
+def _for_length(turn: Turn, exc: ProviderError, estimate: int, room: int) -> bool:
+    """Whether the provider refused the call as over the window: it said so, or answered
+    an empty stream to a request near a known window (or to any, the window assumed)."""
+    if exc.error_type == EMPTY_STREAM:
+        return not known(turn) or turn.budget.near(estimate, window(turn), room)
+    return exc.context_exceeded
 
 
 def _guessed_too_large(
@@ -252,9 +265,8 @@ def _guessed_too_large(
     comes down to this request, or the provider counted more tokens than the estimate said
     (a local model's tokenizer); it is compacted again if the refusal taught that and the
     cut can take anything. Once a model call, so a turn never loops."""
-    refused = exc.error_type == EMPTY_STREAM or exc.context_exceeded
     budget = turn.budget
-    if turn.compactions() > 1 or not refused:
+    if turn.compactions() > 1:
         return False
     before = (budget.learned, budget.scale)
     budget.learn(exc, estimate, window(turn), room, known(turn))

@@ -44,7 +44,9 @@ def applies(model_request: ModelRequest, mode: CallMode) -> bool:
 class WrittenCalls:
     """One answer's text, read for the calls of the tools its request offered."""
 
-    def __init__(self, tools: Sequence[ToolSpec], *, deciding: bool = False) -> None:
+    def __init__(
+        self, tools: Sequence[ToolSpec], *, deciding: bool = False, loops: bool = True
+    ) -> None:
         self._tools = {tool.name: tool for tool in tools}
         self._deciding = deciding  # the model's mode is not decided yet
         self._stream = TextCallStream(self._tools)
@@ -54,8 +56,9 @@ class WrittenCalls:
         self.native = False
         self.formats: list[CallFormat] = []
         self._shown: list[str] = []  # what `feed` let through
-        self._repetition = Repetition()
-        self.looping = ""  # how the answer repeats itself, once it loops
+        # a model not known to call natively is watched for loops (a small local one)
+        self._repetition = Repetition() if loops else None
+        self.looping = ""  # how the answer repeats itself, once it loops: nothing of it runs
 
     def __repr__(self) -> str:
         return f"<WrittenCalls {self._stream!r}>"
@@ -63,10 +66,11 @@ class WrittenCalls:
     def feed(self, text: str) -> str:
         """The part of the answer's next `text` that can be shown now (`looping` says when
         the answer has become a loop: it is then to be stopped, as cut short)."""
-        if self._repetition.feed(text):
-            self.looping = f"the same {self._repetition.period} characters over and over"
+        watch = self._repetition
+        if watch is not None and not self.looping and watch.feed(text):
+            self.looping = f"the same {watch.period} characters over and over"
         shown = self._stream.feed(text)
-        if self._stream.repeated >= REPEATED_CALLS and not self.looping:
+        if watch is not None and not self.looping and self._stream.repeated >= REPEATED_CALLS:
             self.looping = f"{self._stream.repeated} calls it had written already"
         if shown:
             self._shown.append(shown)
@@ -83,11 +87,17 @@ class WrittenCalls:
     def finish(self, finished: Finished) -> tuple[str, Finished]:
         """The text still to show, and the answer with the calls its text held (as it came
         when it held none, or came with native calls: those alone run, and the syntax of
-        the calls its text held, already cut from what was shown, stays out of it)."""
+        the calls its text held, already cut from what was shown, stays out of it; as it was
+        shown, with no call, when it looped)."""
         found = self._stream.finish(cut=finished.stop_reason is StopReason.MAX_TOKENS)
         message = finished.message
         self.native = bool(message.tool_calls)
         self.formats = [call.format for call in found.calls]
+        if self.looping:  # nothing of it runs; it is kept as the editor was shown it
+            self._shown.append(found.released)
+            shown = self.as_shown(message)
+            kept = tuple(p for p in shown.parts if not isinstance(p, ToolCallPart))
+            return found.released, finished._replace(message=shown._replace(parts=kept))
         if self._deciding and not self.native and not found.calls:  # calls of other tools tell
             self.formats = [call.format for call in stray_calls(message.text, self._tools)]
         if message.tool_calls or not found.calls:

@@ -16,6 +16,7 @@ from acp_fsm.devkit.provider import (
     Call,
     Hang,
     HttpError,
+    Raw,
     RecordedRequest,
     Reply,
     ScriptedProvider,
@@ -132,6 +133,28 @@ async def test_a_session_past_the_window_is_compacted_and_goes_on(
     before_reload = history(server.requests[5])
     assert history(server.requests[-1])[: len(before_reload)] == before_reload
     assert user_texts(server.requests[-1])[-1] == "you remember?"
+
+
+async def test_an_empty_stream_after_a_compaction_on_a_known_window_is_said_not_compacted(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """An empty answer to a compacted request far below a configured window is a server's
+    hiccup, not a refusal for length: the turn says so, and is not summarised once more."""
+    agent, session = await start(launch, project, "openai", **TIGHT, ACP_FSM_TOOLS="lean")
+    server.script(
+        read("a", "a.txt"),
+        Reply(text="a holds x"),
+        read("b", "b.txt"),
+        Reply(text=SUMMARY),
+        Raw(()),  # to a request of under half the usable window
+    )
+    await agent.prompt(session, "read a.txt")
+
+    second = await agent.prompt(session, "read b.txt")
+
+    assert second.error is not None and "empty" in second.error["message"]
+    [compacted] = agent.log("context_compacted")  # once, to under half the usable window
+    assert compacted["after"] < 3500 and len(server.requests) == 5
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])

@@ -237,6 +237,25 @@ async def test_an_answer_that_writes_its_calls_again_and_again_is_stopped(
     assert not (project / "notes.txt").exists()
 
 
+async def test_a_loop_of_calls_in_the_model_s_own_syntax_runs_none_of_them(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """A loop is no plan, whatever syntax its calls are in: `<tool_call>` ones stay text too."""
+    call = '<tool_call>{"name": "run_command", "arguments": {"command": "echo hi >> log.txt"}}'
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    server.script(Reply(text=[f"{call}</tool_call>\n"] * 20))
+
+    turn = await agent.prompt(session, "log hi")
+
+    assert turn.stop_reason == "max_tokens" and len(server.requests) == 1
+    assert calls(turn.updates) == {} and not (project / "log.txt").exists()
+    assert shown(turn.updates).endswith(
+        "\n\nThe model was repeating itself (8 calls it had written already), so its answer "
+        "was stopped."
+    )
+
+
 async def test_an_example_in_an_explanation_is_text_and_runs_nothing(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:

@@ -255,6 +255,7 @@ def test_json_alone_counts_only_at_a_line_start() -> None:
     "text",
     [
         f"```python\ncall = {READ}\n```",
+        f"```javascript\n{READ}\n```",
         f"```python\n{READ}\nsend(call)\n```",
         f"```xml\n<tool_call>{READ}</tool_call>\n```",
         f"```\n<tool_call>{READ}</tool_call>\n```",
@@ -310,7 +311,7 @@ def test_an_answer_cut_inside_a_call_is_text(text: str) -> None:
     [
         '{"name": "edit_file", "arguments": {"path": "g.py", "old_text": "a", "new_text": "b"}',
         '```json\n{"name": "edit_file", "arguments": {"path": "g.py", "old_text": "a", '
-        '"new_text": "b"\n',
+        '"new_text": "b"}\n',
         '<tool_call>{"name": "edit_file", "arguments": {"path": "g.py", "old_text": "a", '
         '"new_text": "b"}',
     ],
@@ -327,6 +328,7 @@ def test_a_call_that_stopped_short_of_its_closing_brackets_is_read_with_them(tex
         '{"name": "read_file", "arguments": {"path": "a.py',  # inside a string: unknowable
         '{"name": "read_file", "arguments": {"path":',
         '{"name": "read_file", "arguments": {"path": "a.py"}, "limit"',
+        '{"name": "read_file", "arguments": {"path": "a.py"',  # the last quote may be inside
     ],
 )
 def test_a_call_that_stopped_where_brackets_cannot_close_it_is_text(text: str) -> None:
@@ -407,6 +409,19 @@ def test_a_quote_left_unescaped_inside_a_string_stays_in_it() -> None:
     assert_same_at_every_cut(text)
     assert_text('{"name": "read"_file", "arguments": {}}')  # a quote inside a name
     assert_text('{"name": "read_file", "arguments": {"path": "a.py"\nThen I will read it.')
+    assert_text('{"name": "write_file", "arguments": {"path": "a.py", "content": "x = "')
+
+
+def test_an_object_unescaped_in_a_string_stays_in_it() -> None:
+    """A value's quote followed by a colon stands inside it: only a key's ends so."""
+    text = (
+        '<tool_call>\n{"name": "write_file", "arguments": {"path": "conf.py", '
+        '"content": "CONFIG = {"debug": True, "level": 2}\n"}}\n</tool_call>'
+    )
+    content = 'CONFIG = {"debug": True, "level": 2}\n'
+    assert calls(text) == [("write_file", {"path": "conf.py", "content": content})]
+    assert recognize(text, TOOLS).calls[0].error is None
+    assert_same_at_every_cut(text)
 
 
 def test_python_words_in_the_arguments_are_read_as_json() -> None:
