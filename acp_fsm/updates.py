@@ -27,9 +27,11 @@ def chunk(kind: ChunkKind, content: acp.ContentBlock) -> acp.SessionUpdate:
     return {"sessionUpdate": "agent_message_chunk", "content": content}
 
 
-def view_body(view: ToolCallView) -> dict[str, Any]:
-    """The stored form of a call's initial view (replayed as its `tool_call`)."""
+def view_body(view: ToolCallView, name: str) -> dict[str, Any]:
+    """The stored form of a call's initial view (replayed as its `tool_call`); `name` is the
+    tool's, as the model called it (an MCP tool's `mcp__server__tool`)."""
     body = {
+        "name": name,
         "title": view.title,
         "kind": view.kind,
         "locations": list(view.locations),
@@ -52,6 +54,8 @@ def tool_call_fields(
         "kind": view["kind"],
         "rawInput": view["rawInput"],
     }
+    if view.get("name"):  # stored before tool calls were named: none
+        fields["name"] = view["name"]
     content = list(preview) or view.get("content")
     if content:
         fields["content"] = content

@@ -96,7 +96,7 @@ def replay_updates(entries: list[Any]) -> list[acp.SessionUpdate]:
                         "kind": "other",
                         "rawInput": part.get("arguments") or {},
                     }
-                    out.append(updates.tool_call(part["id"], view))
+                    out.append(updates.tool_call(part["id"], {"name": part["name"], **view}))
                     if part["name"] == updates.PLAN_TOOL:
                         plans[part["id"]] = (part.get("arguments") or {}).get("entries") or []
         elif entry.kind == "tool_result":

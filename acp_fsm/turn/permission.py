@@ -44,7 +44,9 @@ async def _ask(turn: Turn, pc: PendingCall) -> None:
     offered = options_for(pc)
     params = {
         "sessionId": turn.context.session_id,
-        "toolCall": updates.tool_call_fields(pc.call.id, updates.view_body(pc.view), pc.preview),
+        "toolCall": updates.tool_call_fields(
+            pc.call.id, updates.view_body(pc.view, pc.call.name), pc.preview
+        ),
         "options": offered,
     }
     pc.fire(ToolCallTrigger.ASK)

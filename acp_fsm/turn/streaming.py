@@ -174,7 +174,7 @@ async def _finish(turn: Turn, finished: Finished, looped: str) -> TurnTrigger:
     the answer repeated itself, when it was stopped for it)."""
     message = finished.message
     turn.calls = [classify(turn, call) for call in message.tool_calls]
-    views = {pc.call.id: updates.view_body(pc.view) for pc in turn.calls}
+    views = {pc.call.id: updates.view_body(pc.view, pc.call.name) for pc in turn.calls}
     await storing.add_assistant(turn, message, finished.stop_reason.value, views)
     for pc in turn.calls:  # stored: announced even if a cancel came meanwhile
         turn.update(updates.tool_call(pc.call.id, views[pc.call.id]))

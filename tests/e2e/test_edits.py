@@ -60,7 +60,7 @@ async def test_multi_edit_asks_once_with_one_diff_and_applies_every_edit(
     )
     diff = {"type": "diff", "path": path, "oldText": SOURCE, "newText": after}
     assert updates == [
-        pending("m1", "Edit calc.py", "edit", raw, [{"path": path}]),
+        pending("m1", "multi_edit", "Edit calc.py", "edit", raw, [{"path": path}]),
         shows("m1", [diff]),
         progress("m1"),
         final("m1", "completed", [diff], [{"path": path, "line": 1}]),

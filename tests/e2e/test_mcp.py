@@ -102,8 +102,10 @@ async def test_the_model_calls_an_mcp_tool_with_the_users_permission(
     assert tools["mcp__tools__add"]["properties"].keys() == {"a", "b"}
     asked = agent.editor.of_method("session/request_permission")
     assert [a["params"]["toolCall"]["title"] for a in asked] == ["add (tools)"]
+    assert [a["params"]["toolCall"]["name"] for a in asked] == ["mcp__tools__add"]
     call = for_call(turn.updates, "c1")
     assert call[0]["kind"] == "other" and call[0]["rawInput"] == {"a": 2, "b": 3}
+    assert call[0]["name"] == "mcp__tools__add"  # as the model sees it
     assert statuses(call) == ["pending", "in_progress", "completed"]
     assert call[-1]["content"] == [text_block("5")]
     assert tool_results(server.requests[-1])["c1"] == ("5", None)

@@ -61,6 +61,7 @@ async def test_allow_once_asks_every_time(
     assert first["sessionId"] == session
     assert first["toolCall"] == {
         "toolCallId": "w1",
+        "name": "write_file",
         "status": "pending",
         "title": "Write a.txt",
         "kind": "edit",

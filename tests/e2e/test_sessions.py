@@ -176,6 +176,8 @@ async def test_load_in_a_new_process_replays_what_was_shown_live(
 
     assert_restored(response["result"])
     assert_same(replayed, as_replayed(("Fix the bug", live.updates)))
+    named = [u["name"] for u in replayed if u["sessionUpdate"] == "tool_call"]
+    assert named == ["read_file", "edit_file", "write_file"]  # the tools', as the model called
     assert [u["sessionUpdate"] for u in replayed] == [
         "user_message_chunk",
         "agent_thought_chunk",

@@ -44,6 +44,7 @@ async def one_call(
 
 def pending(
     call_id: str,
+    name: str,
     title: str,
     kind: str,
     raw_input: dict[str, Any],
@@ -53,6 +54,7 @@ def pending(
     update: dict[str, Any] = {
         "sessionUpdate": "tool_call",
         "toolCallId": call_id,
+        "name": name,
         "status": "pending",
         "title": title,
         "kind": kind,
@@ -134,7 +136,7 @@ async def test_read_file(
     expected = "unsaved 1\nunsaved 2\n" if via_editor else "on disk 1\non disk 2\n"
     where = [{"path": path, "line": 1}]
     assert updates == [
-        pending("read-1", "Read notes.txt", "read", {"path": "notes.txt"}, where),
+        pending("read-1", "read_file", "Read notes.txt", "read", {"path": "notes.txt"}, where),
         progress("read-1"),
         final("read-1", "completed", [text_content(expected)], where),
     ]
@@ -167,7 +169,7 @@ async def test_write_file(
     where = [{"path": path}]
     diff = {"type": "diff", "path": path, "oldText": "old\n", "newText": "new\n"}
     assert updates == [
-        pending("write-1", "Write notes.txt", "edit", raw, where),
+        pending("write-1", "write_file", "Write notes.txt", "edit", raw, where),
         shows("write-1", [diff]),
         progress("write-1"),
         final("write-1", "completed", [diff], where),
@@ -216,7 +218,7 @@ async def test_edit_file(
 
     diff = {"type": "diff", "path": path, "oldText": "a = 1\nb = 2\n", "newText": "a = 1\nb = 3\n"}
     assert updates == [
-        pending("edit-1", "Edit code.py", "edit", raw, [{"path": path}]),
+        pending("edit-1", "edit_file", "Edit code.py", "edit", raw, [{"path": path}]),
         shows("edit-1", [diff]),
         progress("edit-1"),
         final("edit-1", "completed", [diff], [{"path": path, "line": 2}]),
@@ -243,7 +245,7 @@ async def test_run_command_in_the_editor_terminal(
     terminal = [{"type": "terminal", "terminalId": "term-1"}]
     shown = command_view("echo hello", project)
     assert updates == [
-        pending("run-1", "Run `echo hello`", "execute", raw, None, shown),
+        pending("run-1", "run_command", "Run `echo hello`", "execute", raw, None, shown),
         progress("run-1"),
         progress("run-1", content=terminal),  # embedded before the release
         final("run-1", "completed", None),
@@ -285,7 +287,7 @@ async def test_run_command_as_a_local_process(
     output = f"Exit code: 3\n{project}\nto-stderr\n"
     shown = command_view(raw["command"], project)
     assert updates == [
-        pending("run-1", f"Run `{raw['command']}`", "execute", raw, None, shown),
+        pending("run-1", "run_command", f"Run `{raw['command']}`", "execute", raw, None, shown),
         progress("run-1"),
         final("run-1", "completed", [text_content(output)]),
     ]
@@ -315,9 +317,9 @@ async def test_list_directory_and_search_files(
     assert turn.stop_reason == "end_turn"
     root = str(project)
     assert [u for u in turn.updates if u["sessionUpdate"] == "tool_call"] == [
-        pending("ls-1", "List .", "read", {"path": "."}, [{"path": root}]),
+        pending("ls-1", "list_directory", "List .", "read", {"path": "."}, [{"path": root}]),
         pending(
-            "grep-1", "Search /need+le/ in .", "search", {"pattern": "need+le"}, [{"path": root}]
+            "grep-1", "search_files", "Search /need+le/ in .", "search", {"pattern": "need+le"}, [{"path": root}]
         ),
     ]
     listing = "README\nsrc/"
