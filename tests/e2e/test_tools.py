@@ -319,7 +319,12 @@ async def test_list_directory_and_search_files(
     assert [u for u in turn.updates if u["sessionUpdate"] == "tool_call"] == [
         pending("ls-1", "list_directory", "List .", "read", {"path": "."}, [{"path": root}]),
         pending(
-            "grep-1", "search_files", "Search /need+le/ in .", "search", {"pattern": "need+le"}, [{"path": root}]
+            "grep-1",
+            "search_files",
+            "Search /need+le/ in .",
+            "search",
+            {"pattern": "need+le"},
+            [{"path": root}],
         ),
     ]
     listing = "README\nsrc/"
