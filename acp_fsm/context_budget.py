@@ -38,10 +38,12 @@ class ContextBudget:
     those of the last model call (what `usage_update` says), `longest_answer` the most tokens
     an answer of it took."""
 
-    def __init__(self, learned: int | None = None, guessed: bool = False) -> None:
+    def __init__(
+        self, learned: int | None = None, guessed: bool = False, scale: float = 1.0
+    ) -> None:
         self.learned = learned
         self.guessed = guessed
-        self.scale = 1.0
+        self.scale = scale
         self.used = 0
         self.longest_answer = 0
 
@@ -142,8 +144,6 @@ class ContextBudget:
         """A subagent's budget: what this conversation learned of the window holds for it,
         unless it calls a model of its own, and so does the scale of its estimates; its use
         is its own."""
-        if own_model:
-            return ContextBudget()
-        budget = ContextBudget(self.learned, self.guessed)
-        budget.scale = self.scale
-        return budget
+        return (
+            ContextBudget() if own_model else ContextBudget(self.learned, self.guessed, self.scale)
+        )

@@ -60,7 +60,7 @@ _MISSING = object()
 _STRING_OR_PYTHON = re.compile(r'"(?:[^"\\]|\\.)*"|\b(?:True|False|None)\b', re.S)
 _PYTHON_WORDS = {"True": "true", "False": "false", "None": "null"}
 _QUOTE_OR_STRUCTURE = re.compile(r'["{}\[\],:]')
-_QUOTE_OR_ESCAPE = re.compile(r'["\\]')
+QUOTE_OR_ESCAPE = re.compile(r'["\\]')  # where a string may end, or an escape begins
 # What follows a string's closing quote in JSON, spaces aside: a key's colon, a value's comma
 # or closing bracket. A quote followed by anything else stands inside the string (a small
 # model's unescaped `f"…"` or `{"debug": true}` in a file's content); in valid JSON every
@@ -137,7 +137,7 @@ def _string(text: str, i: int, after: str) -> tuple[int, str]:
     """The string that opens just before `text[i]`: where it ends (past the quote `after`
     follows, spaces aside; else the text's end) and its source, inner quotes escaped."""
     out, start, n = ['"'], i, len(text)
-    while (match := _QUOTE_OR_ESCAPE.search(text, i)) is not None:
+    while (match := QUOTE_OR_ESCAPE.search(text, i)) is not None:
         k = match.start()
         if match[0] == "\\":
             i = k + 2

@@ -15,14 +15,19 @@ import re
 from collections.abc import Collection
 from enum import Enum
 
-from acp_fsm.providers.text_call_args import AFTER_KEY, AFTER_VALUE, CALL_KEYS, SPACES
+from acp_fsm.providers.text_call_args import (
+    AFTER_KEY,
+    AFTER_VALUE,
+    CALL_KEYS,
+    QUOTE_OR_ESCAPE,
+    SPACES,
+)
 
 # A call's key or tool name is short (OpenAI allows 64 characters in a function's name); a
 # longer string there is no call's, and is not waited for.
 MAX_NAME_CHARS = 64
 _CAPTURE_CHARS = 2 * MAX_NAME_CHARS  # as written: escapes take more than one character
 
-_STRING_STOP = re.compile(r'["\\]')
 _STRUCTURE = re.compile(r'["{}\[\],:]')
 
 
@@ -207,7 +212,7 @@ class JsonScan:
             if self._escape:  # the character after a backslash
                 self._escape, stop, closing = False, i + 1, False
             else:
-                match = _STRING_STOP.search(text, i)
+                match = QUOTE_OR_ESCAPE.search(text, i)
                 stop = n if match is None else match.start()
                 closing = stop < n and text[stop] == '"'
                 if stop < n and not closing:  # a backslash, then the character it escapes
