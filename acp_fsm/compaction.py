@@ -300,13 +300,17 @@ def replaced(summary: str | None, kept: list[Message]) -> list[Message]:
     return [UserMessage((TextPart(head),)), *kept]
 
 
-def to_body(summary: str | None, kept: list[Message], notice: str) -> dict[str, Any]:
+def to_body(
+    summary: str | None, kept: list[Message], notice: str, message_id: str
+) -> dict[str, Any]:
     """The stored compaction: the whole new conversation (its summary, None when the older
-    messages were dropped, and the kept messages) and what the user was told."""
+    messages were dropped, and the kept messages) and what the user was told (message
+    `message_id`)."""
     return {
         "summary": summary,
         "kept": [transcript.message_to_json(m) for m in kept],
         "notice": notice,
+        "messageId": message_id,
     }
 
 

@@ -96,14 +96,23 @@ def part_from_json(body: dict[str, Any]) -> Any:
 
 
 def assistant_body(
-    message: AssistantMessage, stop_reason: str | None, views: dict[str, dict[str, Any]]
+    message: AssistantMessage,
+    stop_reason: str | None,
+    views: dict[str, dict[str, Any]],
+    message_ids: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The stored form of an assistant message, with the editor view of each tool call."""
-    return {
-        "parts": [part_to_json(p) for p in message.parts],
-        "stopReason": stop_reason,
-        "views": views,
-    }
+    """The stored form of an assistant message, with the editor view of each tool call and
+    the ids its text and its thought were shown with (`updates.message_id`), if it was."""
+    parts = [part_to_json(p) for p in message.parts]
+    body: dict[str, Any] = {"parts": parts, "stopReason": stop_reason, "views": views}
+    shown = {kind: id_ for kind, id_ in (message_ids or {}).items() if _has(parts, kind)}
+    if shown:
+        body["messageIds"] = shown
+    return body
+
+
+def _has(parts: list[dict[str, Any]], kind: str) -> bool:
+    return any(part["type"] == kind for part in parts)
 
 
 _STOP_REASONS = {reason.value: reason for reason in StopReason}

@@ -4,6 +4,7 @@ so a loaded session looks exactly as it did live."""
 from __future__ import annotations
 
 import time
+import uuid
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -18,13 +19,29 @@ def text_content(text: str) -> acp.ContentBlockText:
     return {"type": "text", "text": text}
 
 
-def chunk(kind: ChunkKind, content: acp.ContentBlock) -> acp.SessionUpdate:
-    """`user_message_chunk`, `agent_message_chunk` or `agent_thought_chunk`."""
+def chunk(kind: ChunkKind, content: acp.ContentBlock, message_id: str) -> acp.SessionUpdate:
+    """`user_message_chunk`, `agent_message_chunk` or `agent_thought_chunk` of message
+    `message_id` (its every chunk carries it; a thought is a message of its own)."""
     if kind == "user_message_chunk":
-        return {"sessionUpdate": "user_message_chunk", "content": content}
+        return {"sessionUpdate": "user_message_chunk", "content": content, "messageId": message_id}
     if kind == "agent_thought_chunk":
-        return {"sessionUpdate": "agent_thought_chunk", "content": content}
-    return {"sessionUpdate": "agent_message_chunk", "content": content}
+        return {"sessionUpdate": "agent_thought_chunk", "content": content, "messageId": message_id}
+    return {"sessionUpdate": "agent_message_chunk", "content": content, "messageId": message_id}
+
+
+def message_id() -> str:
+    """A new message's id (ACP: `messageId`): opaque, unique. One that a load shows again is
+    stored with its entry."""
+    return str(uuid.uuid4())
+
+
+_STORED = uuid.UUID("6f1c2a9e-4b0d-4e53-9a57-2d1c0f3e8b61")
+
+
+def stored_message_id(session_id: str, seq: int, part: str) -> str:
+    """The id of a message stored without one (before messages had ids): made from where it
+    is stored, so every load shows the same."""
+    return str(uuid.uuid5(_STORED, f"{session_id}/{seq}/{part}"))
 
 
 def view_body(view: ToolCallView, name: str) -> dict[str, Any]:

@@ -259,7 +259,7 @@ def test_the_stored_form_gives_the_same_conversation_back() -> None:
         ToolResultsMessage((ToolResultPart("c1", "text", True),)),
         UserMessage((ImagePart("AAAA", "image/png"), TextPart("see"))),
     ]
-    body = compaction.to_body("summary", kept, "told")
+    body = compaction.to_body("summary", kept, "told", "m1")
     stored = json.loads(json.dumps(body))
 
     assert compaction.from_body(stored) == compaction.replaced("summary", kept)

@@ -15,7 +15,7 @@ def test_a_terminal_of_an_earlier_connection_is_replayed_as_its_output() -> None
         "isError": False,
         "view": {"status": "completed", "content": [{"type": "terminal", "terminalId": "term-1"}]},
     }
-    [update] = replay_updates([Entry(1, "tool_result", stored, 0.0)])
+    [update] = replay_updates("s1", [Entry(1, "tool_result", stored, 0.0)])
     assert update == {
         "sessionUpdate": "tool_call_update",
         "toolCallId": "r1",
@@ -34,6 +34,72 @@ def test_a_diff_is_replayed_as_stored() -> None:
         "isError": False,
         "view": {"status": "completed", "content": [diff]},
     }
-    [update] = replay_updates([Entry(1, "tool_result", stored, 0.0)])
+    [update] = replay_updates("s1", [Entry(1, "tool_result", stored, 0.0)])
     assert update["sessionUpdate"] == "tool_call_update"
     assert update["content"] == [diff]
+
+
+def _chunk_ids(session_id: str, entries: list[Entry]) -> list[tuple[str, str]]:
+    return [
+        (u["sessionUpdate"], u["messageId"])
+        for u in replay_updates(session_id, entries)
+        if "messageId" in u
+    ]
+
+
+def test_messages_stored_without_ids_get_the_same_ids_at_every_load() -> None:
+    """Entries written before messages had ids: each message gets one made from where it is
+    stored (a thought's apart from its answer's), the same at every load, another in another
+    session."""
+    entries = [
+        Entry(1, "user", {"prompt": [{"type": "text", "text": "hi"}], "parts": []}, 0.0),
+        Entry(
+            2,
+            "assistant",
+            {
+                "parts": [
+                    {"type": "thinking", "text": "hmm"},
+                    {"type": "text", "text": "a"},
+                    {"type": "text", "text": "b"},
+                ],
+                "stopReason": "end_turn",
+            },
+            0.0,
+        ),
+        Entry(3, "notice", {"text": "told"}, 0.0),
+    ]
+    first = _chunk_ids("s1", entries)
+    assert [kind for kind, _ in first] == [
+        "user_message_chunk",
+        "agent_thought_chunk",
+        "agent_message_chunk",
+        "agent_message_chunk",
+        "agent_message_chunk",
+    ]
+    ids = [message_id for _, message_id in first]
+    assert ids[2] == ids[3]  # two text parts of one message
+    assert len({ids[0], ids[1], ids[2], ids[4]}) == 4
+    assert _chunk_ids("s1", entries) == first
+    assert not {i for _, i in _chunk_ids("s2", entries)} & set(ids)
+
+
+def test_stored_ids_are_replayed_as_stored() -> None:
+    entries = [
+        Entry(1, "command", {"prompt": [{"type": "text", "text": "/status"}], "messageId": "u"}, 0),
+        Entry(2, "notice", {"text": "Status", "messageId": "n"}, 0.0),
+        Entry(
+            3,
+            "assistant",
+            {
+                "parts": [{"type": "thinking", "text": "t"}, {"type": "text", "text": "x"}],
+                "messageIds": {"text": "a", "thinking": "th"},
+            },
+            0.0,
+        ),
+    ]
+    assert _chunk_ids("s1", entries) == [
+        ("user_message_chunk", "u"),
+        ("agent_message_chunk", "n"),
+        ("agent_thought_chunk", "th"),
+        ("agent_message_chunk", "a"),
+    ]

@@ -26,7 +26,7 @@ def test_progress_is_a_line_per_call_marked_when_it_fails() -> None:
     progress.seen(updates.tool_call("b", {"title": "Search 'x'", "kind": "search", "rawInput": {}}))
     progress.seen(updates.tool_call_update("b", "failed"))
     progress.seen(updates.tool_call_update("b", "failed"))
-    progress.seen(updates.chunk("agent_message_chunk", updates.text_content("words")))
+    progress.seen(updates.chunk("agent_message_chunk", updates.text_content("words"), "m1"))
     assert len(shown) == 4  # the text chunk shows nothing
     assert texts(shown[-1]) == ["• Read a.py\n• Search 'x' (failed)"]
     assert texts(progress.content("the report")) == [texts(shown[-1])[0], "the report"]

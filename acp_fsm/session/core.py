@@ -12,7 +12,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp_fsm import limits, pricing, transcript
+from acp_fsm import limits, pricing, transcript, updates
 from acp_fsm.context_budget import ContextBudget
 from acp_fsm.conversation import Conversation
 from acp_fsm.errors import SessionNotFound
@@ -96,6 +96,7 @@ class Session:
         limits.check_nesting("prompt", prompt)  # refused now, never answered unstored
         parts = to_parts(prompt)
         body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in parts]}
+        body["messageId"] = updates.message_id()  # a load shows the prompt as this message
         limits.check_stored("prompt", body)
         return self._answered(
             self.lifecycle.admit(prompt, lambda token: prompting.run(self, token, body, parts))

@@ -28,7 +28,6 @@ class SessionEffects:
         self._server = server
         self._session_id = session_id
         self._news = news
-        self._text_senders: dict[str, Callable[[str], object]] = {}  # see `text_sender`
 
     def __repr__(self) -> str:
         return f"<SessionEffects {self._session_id}>"
@@ -42,19 +41,17 @@ class SessionEffects:
             "session/update", {"sessionId": self._session_id, "update": update}
         )
 
-    def text_sender(self, kind: updates.ChunkKind) -> Callable[[str], object]:
-        """The sender of this session's `kind` chunks of text (`updates.chunk`): a streamed
-        answer's, one per delta, validated as a template (`Connection.notifier`)."""
-        sender = self._text_senders.get(kind)
-        if sender is None:
-            sender = self._text_senders[kind] = self._server.conn.notifier(
-                "session/update",
-                lambda text: {
-                    "sessionId": self._session_id,
-                    "update": updates.chunk(kind, updates.text_content(text)),
-                },
-            )
-        return sender
+    def text_sender(self, kind: updates.ChunkKind, message_id: str) -> Callable[[str], object]:
+        """The sender of this session's `kind` chunks of message `message_id`'s text
+        (`updates.chunk`): a streamed answer's, one per delta, validated as a template
+        (`Connection.notifier`)."""
+        return self._server.conn.notifier(
+            "session/update",
+            lambda text: {
+                "sessionId": self._session_id,
+                "update": updates.chunk(kind, updates.text_content(text), message_id),
+            },
+        )
 
     def pace(self, token: CancellationToken | None) -> Awaitable[None] | None:
         """While the editor reads slower than updates are written, the wait for it to catch

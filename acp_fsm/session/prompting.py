@@ -43,7 +43,8 @@ async def run(
     try:
         await session.toolbox.read_library(token)  # the files may have changed
         if command is not None:  # shown again by a load, never sent to a model
-            await session.journal.write("command", {"prompt": body["prompt"]}, wait=True)
+            stored = {"prompt": body["prompt"], "messageId": body["messageId"]}
+            await session.journal.write("command", stored, wait=True)
             return await _answer(session, session.new_turn(token, found, command))
         return await _converse(session, token, found, body, parts)
     finally:

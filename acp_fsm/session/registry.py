@@ -209,7 +209,7 @@ class Sessions:
             session.options.settings = settings_of(entries)  # another process may have chosen
         if replay:
             with paused_collector():
-                replayed = replay_updates(entries)
+                replayed = replay_updates(session_id, entries)
             for update in replayed:
                 session.send_update(update)
                 if session.lifecycle.state == SessionState.IDLE:  # no turn's updates between

@@ -68,58 +68,86 @@ def settings_of(entries: list[Entry]) -> Settings:
     return Settings.folded([e.body for e in entries if e.kind == "settings"])
 
 
-def replay_updates(entries: list[Any]) -> list[acp.SessionUpdate]:
-    """The updates that show a stored conversation as it looked live (ACP: session/load)."""
+def replay_updates(session_id: str, entries: list[Entry]) -> list[acp.SessionUpdate]:
+    """The updates that show a stored conversation as it looked live (ACP: session/load),
+    each message with the id it was shown with (`_message_id`)."""
     out: list[acp.SessionUpdate] = []
     plans: dict[str, list[acp.PlanEntry]] = {}  # call id -> the plan an update_plan call set
     for entry in entries:
         body = entry.body
         if entry.kind in ("user", "command"):
-            out.extend(_user_chunks(body["prompt"]))
+            out.extend(_user_chunks(body["prompt"], _message_id(session_id, entry, "user")))
         elif entry.kind in ("compaction", "notice"):
             text = body["notice"] if entry.kind == "compaction" else body["text"]
-            out.append(updates.chunk("agent_message_chunk", updates.text_content(text)))
+            message_id = _message_id(session_id, entry, "text")
+            out.append(updates.chunk("agent_message_chunk", updates.text_content(text), message_id))
         elif entry.kind == "assistant":
-            views = body.get("views") or {}
-            for part in body["parts"]:
-                if part["type"] == "text" and part["text"]:
-                    out.append(
-                        updates.chunk("agent_message_chunk", updates.text_content(part["text"]))
-                    )
-                elif part["type"] == "thinking" and part["text"]:
-                    out.append(
-                        updates.chunk("agent_thought_chunk", updates.text_content(part["text"]))
-                    )
-                elif part["type"] == "tool_call":
-                    view = views.get(part["id"]) or {
-                        "title": part["name"],
-                        "kind": "other",
-                        "rawInput": part.get("arguments") or {},
-                    }
-                    out.append(updates.tool_call(part["id"], {"name": part["name"], **view}))
-                    if part["name"] == updates.PLAN_TOOL:
-                        plans[part["id"]] = (part.get("arguments") or {}).get("entries") or []
+            out.extend(_assistant(session_id, entry, plans))
         elif entry.kind == "tool_result":
-            view = body.get("view") or {}
-            content = view.get("content")
-            if not content or any(block.get("type") == "terminal" for block in content):
-                # a terminal belongs to the connection that ran it (sessions stored before
-                # its output was kept): the result the model read holds the output instead
-                content = [updates.text_block(body["content"])]
-            out.append(
-                updates.tool_call_update(
-                    body["callId"],
-                    view.get("status", "failed"),
-                    content=content,
-                    locations=view.get("locations"),
-                )
-            )
-            if body["callId"] in plans and view.get("status") == "completed":
-                out.append(updates.plan(plans[body["callId"]]))
+            out.extend(_result(body, plans))
     return out
 
 
-def _user_chunks(prompt: list[Any]) -> list[acp.SessionUpdate]:
+def _message_id(session_id: str, entry: Entry, part: str) -> str:
+    """The id message `part` of `entry` ("user", "text" or "thinking") was shown with live;
+    for one stored before messages had ids, one made from where it is stored, the same at
+    every load."""
+    if entry.kind == "assistant":
+        found = (entry.body.get("messageIds") or {}).get(part)
+    else:
+        found = entry.body.get("messageId")
+    if isinstance(found, str):
+        return found
+    return updates.stored_message_id(session_id, entry.seq, part)
+
+
+def _assistant(
+    session_id: str, entry: Entry, plans: dict[str, list[acp.PlanEntry]]
+) -> list[acp.SessionUpdate]:
+    """A stored model message: its text, its thought and its calls, as they were streamed."""
+    out: list[acp.SessionUpdate] = []
+    views = entry.body.get("views") or {}
+    for part in entry.body["parts"]:
+        if part["type"] in ("text", "thinking") and part["text"]:
+            kind: updates.ChunkKind = (
+                "agent_message_chunk" if part["type"] == "text" else "agent_thought_chunk"
+            )
+            message_id = _message_id(session_id, entry, part["type"])
+            out.append(updates.chunk(kind, updates.text_content(part["text"]), message_id))
+        elif part["type"] == "tool_call":
+            view = views.get(part["id"]) or {
+                "title": part["name"],
+                "kind": "other",
+                "rawInput": part.get("arguments") or {},
+            }
+            out.append(updates.tool_call(part["id"], {"name": part["name"], **view}))
+            if part["name"] == updates.PLAN_TOOL:
+                plans[part["id"]] = (part.get("arguments") or {}).get("entries") or []
+    return out
+
+
+def _result(body: dict[str, Any], plans: dict[str, list[acp.PlanEntry]]) -> list[acp.SessionUpdate]:
+    """A stored tool result: the call's final update (and the plan an `update_plan` set)."""
+    view = body.get("view") or {}
+    content = view.get("content")
+    if not content or any(block.get("type") == "terminal" for block in content):
+        # a terminal belongs to the connection that ran it (sessions stored before
+        # its output was kept): the result the model read holds the output instead
+        content = [updates.text_block(body["content"])]
+    out: list[acp.SessionUpdate] = [
+        updates.tool_call_update(
+            body["callId"],
+            view.get("status", "failed"),
+            content=content,
+            locations=view.get("locations"),
+        )
+    ]
+    if body["callId"] in plans and view.get("status") == "completed":
+        out.append(updates.plan(plans[body["callId"]]))
+    return out
+
+
+def _user_chunks(prompt: list[Any], message_id: str) -> list[acp.SessionUpdate]:
     """A stored prompt's blocks as `user_message_chunk`s. Clients join the chunks of a message
     as they come, so a text block followed by another one ends with a blank line (none is
     added where a line break stands between them already): the blocks stay apart, as the
@@ -128,7 +156,7 @@ def _user_chunks(prompt: list[Any]) -> list[acp.SessionUpdate]:
     for block, after in zip(prompt, [*prompt[1:], None], strict=True):
         if _runs_into(block, after):
             block = {**block, "text": block["text"] + BLOCK_SEPARATOR}
-        chunks.append(updates.chunk("user_message_chunk", block))
+        chunks.append(updates.chunk("user_message_chunk", block, message_id))
     return chunks
 
 

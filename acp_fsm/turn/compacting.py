@@ -50,7 +50,9 @@ async def compact(turn: Turn) -> TurnTrigger:
         text = compaction.notice(before, after, len(parts.older), dropped)
         if turn.command is None:
             text += "\n\n"  # the model's answer follows
-        await storing.compact_to(turn, messages, compaction.to_body(summary, parts.kept, text))
+        message_id = updates.message_id()
+        body = compaction.to_body(summary, parts.kept, text, message_id)
+        await storing.compact_to(turn, messages, body)
     except BaseException as exc:
         if shown is not None:
             ended = "cancelled" if isinstance(exc, Cancelled | CancelledError) else "failed"
@@ -65,7 +67,7 @@ async def compact(turn: Turn) -> TurnTrigger:
         dropped=dropped,
     )
     if shown is None:
-        turn.update(updates.chunk("agent_message_chunk", updates.text_content(text)))
+        turn.update(updates.chunk("agent_message_chunk", updates.text_content(text), message_id))
     else:
         if summary:
             turn.update(updates.compaction_summary(shown, summary))

@@ -54,8 +54,9 @@ class Effects(Protocol):
     def send(self, update: acp.SessionUpdate) -> None:
         """Send a `session/update`."""
 
-    def text_sender(self, kind: ChunkKind) -> Callable[[str], object]:
-        """What sends a `kind` chunk of text as a `session/update`, for each streamed delta."""
+    def text_sender(self, kind: ChunkKind, message_id: str) -> Callable[[str], object]:
+        """What sends a `kind` chunk of message `message_id`'s text as a `session/update`, for
+        each streamed delta."""
 
     def pace(self, token: CancellationToken | None) -> Awaitable[None] | None:
         """What to wait for while the editor is behind (a cancel of `token` ends it); None when

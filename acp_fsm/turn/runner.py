@@ -118,6 +118,9 @@ class Turn:
         self.read_only = False  # this turn has the read-only tools only, whatever the mode
         # Its last stored assistant message: (its pending or done write, its body).
         self.last_assistant: tuple[asyncio.Future[int], dict[str, Any]] | None = None
+        # The ids of its current model call's answer and thought ("text", "thinking": ACP's
+        # messageId), stored with the message.
+        self.message_ids: dict[str, str] = {}
         # What to close once the prompt is answered (a model call's response cut by a cancel:
         # closing its socket is not on the way to the answer).
         self.closers: list[Callable[[], None]] = []
@@ -273,10 +276,15 @@ class Turn:
         if client is not None and client.shows_notices:
             self.update(updates.notice(text))
         else:
-            self.update(updates.chunk("agent_message_chunk", updates.text_content(text + "\n\n")))
+            self.update(
+                updates.chunk(
+                    "agent_message_chunk", updates.text_content(text + "\n\n"), updates.message_id()
+                )
+            )
 
     async def tell(self, text: str) -> None:
         """Tell the user something of the turn that is not the model's (stored: a load shows
         it again; never sent to the model)."""
-        await storing.add_notice(self, text)
-        self.update(updates.chunk("agent_message_chunk", updates.text_content(text)))
+        message_id = updates.message_id()
+        await storing.add_notice(self, text, message_id)
+        self.update(updates.chunk("agent_message_chunk", updates.text_content(text), message_id))

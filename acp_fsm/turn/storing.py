@@ -23,7 +23,7 @@ async def add_assistant(
     wait: bool = True,
 ) -> None:
     """Store the model's message (and its tool calls' views)."""
-    body = transcript.assistant_body(message, stop_reason, views)
+    body = transcript.assistant_body(message, stop_reason, views, turn.message_ids)
     written = turn.entries.queue("assistant", body, required=wait)
     turn.conversation.append(message)
     # Known before the wait, so a cancel during the write can still mark the message.
@@ -64,10 +64,10 @@ async def compact_to(turn: Turn, messages: list[Message], body: dict[str, Any]) 
     turn.conversation.compacted(messages)
 
 
-async def add_notice(turn: Turn, text: str) -> None:
+async def add_notice(turn: Turn, text: str, message_id: str) -> None:
     """Store a message to the user that is not part of the conversation (a command's answer):
-    a load shows it again."""
-    await write(turn, "notice", {"text": text}, wait=True)
+    a load shows it again, as message `message_id`."""
+    await write(turn, "notice", {"text": text, "messageId": message_id}, wait=True)
 
 
 async def write(turn: Turn, kind: str, body: dict[str, Any], *, wait: bool) -> None:

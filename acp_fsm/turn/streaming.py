@@ -101,8 +101,9 @@ async def _streamed(
     model_stream = open_call(turn, model_request)
     finished: Finished | None = None
     effects = turn.effects
-    answer = effects.text_sender("agent_message_chunk")
-    thought = effects.text_sender("agent_thought_chunk")
+    turn.message_ids = {"text": updates.message_id(), "thinking": updates.message_id()}
+    answer = effects.text_sender("agent_message_chunk", turn.message_ids["text"])
+    thought = effects.text_sender("agent_thought_chunk", turn.message_ids["thinking"])
     config = turn.config()
     mode = CALL_MODES.mode(config, model_request.model)
     reads = written_calls.applies(model_request, mode)

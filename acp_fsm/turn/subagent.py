@@ -142,7 +142,7 @@ class TaskEffects:
     def send(self, update: acp.SessionUpdate) -> None:
         self._progress.seen(update)
 
-    def text_sender(self, kind: ChunkKind) -> Callable[[str], object]:
+    def text_sender(self, kind: ChunkKind, message_id: str) -> Callable[[str], object]:
         return _ignore
 
     def pace(self, token: CancellationToken | None) -> Awaitable[None] | None:

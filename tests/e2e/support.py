@@ -74,6 +74,17 @@ def chunk(kind: str, text_value: str) -> dict[str, Any]:
     return {"sessionUpdate": kind, "content": text(text_value)}
 
 
+CHUNKS = frozenset({"user_message_chunk", "agent_message_chunk", "agent_thought_chunk"})
+
+
+def without_message_id(update: dict[str, Any]) -> dict[str, Any]:
+    """`update` without its `messageId`, which it must have if it is a message chunk."""
+    if update.get("sessionUpdate") not in CHUNKS:
+        return update
+    assert isinstance(update.get("messageId"), str), f"a chunk without a messageId: {update}"
+    return {k: v for k, v in update.items() if k != "messageId"}
+
+
 def message_chunks(*texts: str) -> list[dict[str, Any]]:
     return [chunk("agent_message_chunk", t) for t in texts]
 
@@ -209,13 +220,20 @@ class Agent:
         await self.proc.notify("session/cancel", {"sessionId": session_id})
 
     def updates(
-        self, session_id: str, start: int = 0, end: int | None = None, *, metadata: bool = False
+        self,
+        session_id: str,
+        start: int = 0,
+        end: int | None = None,
+        *,
+        metadata: bool = False,
+        ids: bool = False,
     ) -> list[dict[str, Any]]:
         """The `session/update` payloads for `session_id` in `messages[start:end]`: the
         conversation's own (chunks and tool calls), plus session metadata (title, usage)
-        when `metadata` is set."""
+        when `metadata` is set. Every message chunk must carry a `messageId`; it is left out
+        unless `ids` is set (tests/e2e/test_message_ids.py checks them)."""
         return [
-            m["params"]["update"]
+            m["params"]["update"] if ids else without_message_id(m["params"]["update"])
             for m in self.messages[start:end]
             if m.get("method") == "session/update"
             and m["params"]["sessionId"] == session_id
@@ -562,8 +580,9 @@ def unreasoned(entries: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dic
     ]
 
 
-def stored(home: Path, session_id: str) -> list[tuple[str, dict[str, Any]]]:
-    """The committed transcript of a session, read from the agent's SQLite file."""
+def stored(home: Path, session_id: str, *, ids: bool = False) -> list[tuple[str, dict[str, Any]]]:
+    """The committed transcript of a session, read from the agent's SQLite file; without the
+    ids its messages were shown with unless `ids` is set (test_message_ids.py checks them)."""
     import sqlite3
 
     with contextlib.closing(
@@ -572,4 +591,12 @@ def stored(home: Path, session_id: str) -> list[tuple[str, dict[str, Any]]]:
         rows = conn.execute(
             "SELECT kind, body FROM entries WHERE session_id = ? ORDER BY seq", (session_id,)
         ).fetchall()
-    return [(kind, json.loads(body)) for kind, body in rows]
+    entries = [(kind, json.loads(body)) for kind, body in rows]
+    if ids:
+        return entries
+    return [
+        (kind, {k: v for k, v in body.items() if k not in MESSAGE_IDS}) for kind, body in entries
+    ]
+
+
+MESSAGE_IDS = ("messageId", "messageIds")  # where an entry keeps its messages' ids

@@ -263,12 +263,16 @@ async def test_a_cancel_while_a_commands_keeper_starts_logs_no_error(
     )
     assert "result" in response, response
     for n in range(6):
-        command = args(command=f"echo {n}", background=n % 2 == 1)
+        background = n % 2 == 1
+        command = args(command=f"sleep 5; echo {n}", background=background)
         server.script(Reply(calls=(Call(f"run-{n}", "run_command", command),)))
         pending = await agent.start_prompt(session, "run it")
         await agent.proc.wait_for("the call to start", started, start=pending.start)
         turn = await cancel_and_wait(agent, pending)  # within the keeper's 10 ms, mostly
-        assert statuses(for_call(turn.updates, f"run-{n}"))[-1] == "failed"
+        # a background command's call is done once it started: on a loaded machine, that
+        # can come before the cancel
+        ended = {"failed", "completed"} if background else {"failed"}
+        assert statuses(for_call(turn.updates, f"run-{n}"))[-1] in ended
     await wait_until(lambda: not keepers_of(agent), "the keepers to end")
     await launch.close(agent)  # what a collected future logs is in the log by then
     assert not [e for e in agent.proc.log_events() if e.get("level") == "error"]

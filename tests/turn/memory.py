@@ -137,8 +137,8 @@ class Editor:
         self.updates.append(update)
         self.sent.set()
 
-    def text_sender(self, kind: ChunkKind) -> Callable[[str], object]:
-        return lambda text: self.send(updates.chunk(kind, updates.text_content(text)))
+    def text_sender(self, kind: ChunkKind, message_id: str) -> Callable[[str], object]:
+        return lambda text: self.send(updates.chunk(kind, updates.text_content(text), message_id))
 
     def pace(self, token: CancellationToken | None) -> Awaitable[None] | None:
         if self.behind is None or self.behind.is_set():

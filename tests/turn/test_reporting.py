@@ -37,7 +37,8 @@ async def test_status_says_what_the_ports_know(tmp_path: Path) -> None:
     assert "- Tokens so far: 1,000 in (400 read from the cache, 0 written to it), 50 out" in text
     assert "- MCP servers: files (stdio): running" in text
     assert f"- Instruction files: {tmp_path / 'AGENTS.md'}" in text
-    assert setup.memory.of("notice") == [{"text": text}]
+    [shown] = setup.editor.plain()
+    assert setup.memory.of("notice") == [{"text": text, "messageId": shown["messageId"]}]
     assert setup.model.requests == []
 
 
