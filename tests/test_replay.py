@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from acp_fsm.session.replay import replay_updates
 from acp_fsm.store import Entry
 
@@ -40,11 +42,8 @@ def test_a_diff_is_replayed_as_stored() -> None:
 
 
 def _chunk_ids(session_id: str, entries: list[Entry]) -> list[tuple[str, str]]:
-    return [
-        (u["sessionUpdate"], u["messageId"])
-        for u in replay_updates(session_id, entries)
-        if "messageId" in u
-    ]
+    found = [cast("dict[str, Any]", u) for u in replay_updates(session_id, entries)]
+    return [(u["sessionUpdate"], u["messageId"]) for u in found if "messageId" in u]
 
 
 def test_messages_stored_without_ids_get_the_same_ids_at_every_load() -> None:
