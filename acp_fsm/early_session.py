@@ -55,8 +55,8 @@ class FirstSession(NamedTuple):
 def create(params: acp.NewSessionRequest) -> FirstSession | None:
     """The session `params` ask for, created and stored, when it can be here; None when it
     cannot (nothing stored, nothing learned that the full path would not learn again)."""
-    if params.get("mcpServers"):
-        return None
+    if params.get("mcpServers") or params.get("systemPrompt") is not None:
+        return None  # started, or checked and stored, on the loop
     cwd, additional = params["cwd"], params.get("additionalDirectories") or []
     try:
         check_session(cwd, additional, [])

@@ -11,6 +11,7 @@ becomes a JSON-RPC error. Imported on the startup path: no `typing`, no `datacla
 from __future__ import annotations
 
 from acp_fsm import schemas
+from acp_fsm.client_prompt import CAPABILITY as CLIENT_PROMPT
 from acp_fsm.errors import (
     BadRequest,
     DomainError,
@@ -115,7 +116,10 @@ SERVED = _table(
     Served("logout", advertises={("auth", "logout"): {}}),
     Served(
         "session/new",
-        advertises={("sessionCapabilities", "additionalDirectories"): {}},
+        advertises={
+            ("sessionCapabilities", "additionalDirectories"): {},
+            ("sessionCapabilities", "systemPrompt"): CLIENT_PROMPT,
+        },
     ),
     Served(
         "session/prompt",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import credentials, env_vars, limits, warm
+from acp_fsm import client_prompt, credentials, env_vars, limits, warm
 from acp_fsm.errors import DomainError
 from acp_fsm.fsm.handshake import Handshake, HandshakeState, HandshakeTrigger
 from acp_fsm.initialize import API_KEY_LOGIN, TERMINAL_LOGIN, ClientInfo, initialize_result
@@ -257,6 +257,7 @@ class AcpServer:
         return {}
 
     async def on_session_new(self, params: acp.NewSessionRequest) -> acp.NewSessionResponse:
+        prompt = client_prompt.parse(params.get("systemPrompt"))
         found = await credentials.read()
         if found.needs_login:  # said now, not after the first prompt is typed
             raise found.refusal(self.client)
@@ -270,6 +271,7 @@ class AcpServer:
             params.get("additionalDirectories") or [],
             params.get("mcpServers") or [],
             found.config,
+            prompt,
         )
         if unlisted is not None:  # with the first answer
             session.toolbox.tell_once(unlisted)
@@ -282,6 +284,7 @@ class AcpServer:
         self._after_announcing(session)
 
     async def on_session_fork(self, params: acp.ForkSessionRequest) -> acp.ForkSessionResponse:
+        prompt = client_prompt.parse(params.get("systemPrompt"))
         found = await credentials.read()
         if found.needs_login:
             raise found.refusal(self.client)
@@ -291,6 +294,7 @@ class AcpServer:
             params.get("additionalDirectories") or [],
             params.get("mcpServers") or [],
             found.config,
+            prompt,
         )
         return {"sessionId": session.id, **self._set_up(session)}
 
@@ -335,16 +339,20 @@ class AcpServer:
             log.debug("cancel_while_idle")
 
     async def on_session_load(self, params: acp.LoadSessionRequest) -> acp.LoadSessionResponse:
-        session = await self.sessions.restore(
-            params["sessionId"], params["cwd"], params.get("mcpServers") or [], replay=True
-        )
-        return self._set_up(session)
+        return await self._restore(params, replay=True)
 
     async def on_session_resume(
         self, params: acp.ResumeSessionRequest
     ) -> acp.ResumeSessionResponse:
+        return await self._restore(params, replay=False)
+
+    async def _restore(
+        self, params: acp.LoadSessionRequest | acp.ResumeSessionRequest, *, replay: bool
+    ) -> acp.LoadSessionResponse:
+        """`session/load` (with `replay`) or `session/resume`."""
+        prompt = client_prompt.parse(params.get("systemPrompt"))
         session = await self.sessions.restore(
-            params["sessionId"], params["cwd"], params.get("mcpServers") or [], replay=False
+            params["sessionId"], params["cwd"], params.get("mcpServers") or [], replay, prompt
         )
         return self._set_up(session)
 

@@ -452,6 +452,33 @@ class SessionCapabilities(TypedDict, total=False):
     resume: SessionResumeCapabilities | None
     close: SessionCloseCapabilities | None
     fork: SessionForkCapabilities | None
+    systemPrompt: SessionSystemPromptCapabilities | None
+    _meta: dict[str, Any] | None
+
+
+class SessionSystemPromptCapabilities(TypedDict, total=False):
+    """Present when the agent takes systemPrompt on session setup requests (append mode;
+    others under mode)."""
+    mode: SessionSystemPromptModeCapabilities | None
+    _meta: dict[str, Any] | None
+
+
+class SessionSystemPromptModeCapabilities(TypedDict, total=False):
+    """System prompt modes supported besides append."""
+    override: SessionSystemPromptOverrideCapabilities | None
+    _meta: dict[str, Any] | None
+
+
+class SessionSystemPromptOverrideCapabilities(TypedDict, total=False):
+    """Present when the client's system prompt may replace the agent's built-in
+    instructions."""
+    _meta: dict[str, Any] | None
+
+
+class SystemPrompt(TypedDict, total=False):
+    """Client-provided system-level instructions for a session."""
+    mode: Required[str]
+    content: Required[list[ContentBlock]]
     _meta: dict[str, Any] | None
 
 
@@ -589,6 +616,7 @@ class NewSessionRequest(TypedDict, total=False):
     cwd: Required[str]
     additionalDirectories: list[str]
     mcpServers: Required[list[McpServer]]
+    systemPrompt: SystemPrompt | None
     _meta: dict[str, Any] | None
 
 
@@ -666,6 +694,7 @@ class LoadSessionRequest(TypedDict, total=False):
     cwd: Required[str]
     additionalDirectories: list[str]
     sessionId: Required[SessionId]
+    systemPrompt: SystemPrompt | None
     _meta: dict[str, Any] | None
 
 
@@ -682,6 +711,7 @@ class ResumeSessionRequest(TypedDict, total=False):
     cwd: Required[str]
     additionalDirectories: list[str]
     mcpServers: list[McpServer]
+    systemPrompt: SystemPrompt | None
     _meta: dict[str, Any] | None
 
 
@@ -699,6 +729,7 @@ class ForkSessionRequest(TypedDict, total=False):
     cwd: Required[str]
     additionalDirectories: list[str]
     mcpServers: list[McpServer | McpServerAcp]
+    systemPrompt: SystemPrompt | None
     _meta: dict[str, Any] | None
 
 

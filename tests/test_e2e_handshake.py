@@ -79,6 +79,7 @@ async def test_initialize_result_advertises_only_what_is_served(agent: AgentProc
         "delete": {},
         "fork": {},
         "additionalDirectories": {},
+        "systemPrompt": {"mode": {"override": {}}},
     }
     assert capabilities["promptCapabilities"] == {
         "image": True,

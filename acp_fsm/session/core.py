@@ -12,7 +12,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp_fsm import limits, pricing, transcript, updates
+from acp_fsm import client_prompt, limits, pricing, transcript, updates
 from acp_fsm.context_budget import ContextBudget
 from acp_fsm.conversation import Conversation
 from acp_fsm.errors import SessionNotFound
@@ -33,6 +33,7 @@ from acp_fsm.store import Entry, SessionRecord, Store
 
 if TYPE_CHECKING:
     from acp_fsm import credentials
+    from acp_fsm.client_prompt import ClientPrompt
     from acp_fsm.commands import Command
     from acp_fsm.mcp.servers import McpServers
     from acp_fsm.protocol.cancel import CancellationToken
@@ -76,6 +77,8 @@ class Session:
         self.journal = Journal(store, record.id, synced_seq, forget)
         self.lease = TurnLease(store, record.id, forget)
         self.options = Options(self.journal, self.send_update)
+        # The editor's system prompt (`acp_fsm.client_prompt`): stored, re-sent on load.
+        self.client_prompt = client_prompt.stored(entries) if entries else None
         if entries:
             self.options.settings = settings_of(entries)
             self.ledger.reload(entries)
@@ -128,6 +131,15 @@ class Session:
 
         await self.lifecycle.close(reason, grace, stop)
 
+    async def instruct(self, prompt: ClientPrompt) -> None:
+        """The editor's system prompt, sent with a session setup request: stored when it
+        differs from the one in force, and in force from the next prompt."""
+        if prompt == self.client_prompt:
+            return
+        body = client_prompt.to_body(prompt)
+        await self.journal.write(client_prompt.ENTRY, body, wait=True, synced=False)
+        self.client_prompt = prompt
+
     # ---------------------------------------------------------------- its turns
 
     def new_turn(
@@ -154,6 +166,7 @@ class Session:
             lambda: self.options.settings,
             toolbox.tools,
             toolbox.status,
+            self.client_prompt,
         )
         turn = Turn(
             context,

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import credentials, leases, limits, redact, transcript, updates
+from acp_fsm import client_prompt, credentials, leases, limits, redact, transcript, updates
 from acp_fsm.blocking import run_blocking
 from acp_fsm.bulk import paused_collector
+from acp_fsm.client_prompt import ENTRY, ClientPrompt
 from acp_fsm.errors import BadRequest, SessionNotFound
 from acp_fsm.fsm.session import SessionState
 from acp_fsm.mcp.specs import server_specs
@@ -104,13 +105,17 @@ class Sessions:
         additional: list[str],
         mcp_servers: list[Any],
         provider: ProviderConfig | None,
+        prompt: ClientPrompt | None = None,
     ) -> Session:
-        """A new session, working with `provider` (the configuration in force, as read)."""
+        """A new session, working with `provider` (the configuration in force, as read) and
+        the editor's system `prompt`, if it sent one."""
         check_session(cwd, additional, mcp_servers)
         record = new_record(cwd, additional, mcp_servers)
         store = await self.store()
         await store.create_session(record)
         session = Session(self._server, store, record, [], partial(self.forget, record.id))
+        if prompt is not None:
+            await session.instruct(prompt)
         log.info("session_created", session_id=record.id, cwd=cwd)
         return await self._opened(session, provider, mcp_servers)
 
@@ -137,10 +142,12 @@ class Sessions:
         additional: list[str],
         mcp_servers: list[Any],
         provider: ProviderConfig | None,
+        prompt: ClientPrompt | None = None,
     ) -> Session:
         """`session/fork`: a new session whose stored conversation is a copy of the source's
-        up to its last completed turn (a turn running now is not copied), with its settings;
-        the source, stored by this process or another, is unchanged."""
+        up to its last completed turn (a turn running now is not copied), with its settings
+        and the editor's system prompt (the one `prompt` re-sends, else the source's); the
+        source, stored by this process or another, is unchanged."""
         check_session(cwd, additional, mcp_servers)
         store = await self.store()
         source = await store.get_session(source_id)
@@ -157,6 +164,8 @@ class Sessions:
             messages, last = await rebuild(store, record.id, entries)
         forget = partial(self.forget, record.id)
         session = Session(self._server, store, record, messages, forget, last, entries)
+        if prompt is not None:
+            await session.instruct(prompt)
         log.info("session_forked", session_id=record.id, source=source_id, entries=len(copied))
         return await self._opened(session, provider, mcp_servers)
 
@@ -175,14 +184,22 @@ class Sessions:
         return session
 
     async def restore(
-        self, session_id: str, cwd: str, mcp_servers: list[Any], replay: bool
+        self,
+        session_id: str,
+        cwd: str,
+        mcp_servers: list[Any],
+        replay: bool,
+        prompt: ClientPrompt | None = None,
     ) -> Session:
         """`session/load` (replay=True) or `session/resume`: the session, re-bound if it is
-        already open here (a cancel after the load still reaches its running turn)."""
+        already open here (a cancel after the load still reaches its running turn), with the
+        editor's system prompt `prompt` if it re-sent one (else the stored one stays)."""
         check_session(cwd, [], mcp_servers)
         store = await self.store()
         async with self._lifecycle(session_id):
             session = await self._restore(store, session_id, cwd, replay)
+            if prompt is not None:
+                await session.instruct(prompt)
             session.options.provider = (await credentials.read()).config
             if mcp_servers or session.mcp is not None:
                 connected = session.mcp.specs if session.mcp is not None else []
@@ -207,6 +224,7 @@ class Sessions:
         else:
             entries = await store.entries(session_id)
             session.options.settings = settings_of(entries)  # another process may have chosen
+            session.client_prompt = client_prompt.stored(entries)
         if replay:
             with paused_collector():
                 replayed = replay_updates(session_id, entries)
@@ -299,11 +317,11 @@ async def _recover_changes() -> None:
 
 def completed(entries: list[Entry]) -> list[Entry]:
     """What a fork copies of a session's entries: those up to its last ended turn, and the
-    settings chosen since (what follows that turn's end belongs to a turn still running, or
-    one that never ended)."""
+    settings chosen and the system prompts sent since (what follows that turn's end belongs to
+    a turn still running, or one that never ended)."""
     ends = [i for i, entry in enumerate(entries) if entry.kind == "turn_end"]
     cut = ends[-1] + 1 if ends else 0
-    return entries[:cut] + [e for e in entries[cut:] if e.kind == "settings"]
+    return entries[:cut] + [e for e in entries[cut:] if e.kind in ("settings", ENTRY)]
 
 
 def info(record: SessionRecord) -> acp.SessionInfo:

@@ -10,7 +10,8 @@ import structlog
 from acp_fsm import config_options, env_vars, pricing, redact
 from acp_fsm.blocking import Shared
 from acp_fsm.call_modes import CALL_MODES, NATIVE, TEXT, CallMode
-from acp_fsm.instructions import BRIEF, reopened, system_prompt
+from acp_fsm.client_prompt import applied, overrides
+from acp_fsm.instructions import BASE, BRIEF, reopened, system_prompt
 from acp_fsm.library import skills_prompt
 from acp_fsm.providers.anthropic import THINKING_BUDGETS
 from acp_fsm.providers.config import ANTHROPIC, ProviderConfig
@@ -41,7 +42,9 @@ async def instructions(turn: Turn) -> str:
         roots = turn.context.roots
         prompt = await _SYSTEM_PROMPT(turn.token, roots[0], roots[1:])
         skills = skills_prompt(turn.context.library.skills)
-        turn.system = prompt._replace(text=f"{prompt.text}\n\n{skills}") if skills else prompt
+        text = f"{prompt.text}\n\n{skills}" if skills else prompt.text
+        guidance = BASE.format(cwd=roots[0])
+        turn.system = prompt._replace(text=applied(turn.context.client_prompt, text, guidance))
     return turn.system.text
 
 
@@ -64,8 +67,9 @@ async def request(turn: Turn) -> ModelRequest:
     size = window(turn)
     calls = CALL_MODES.mode(config, model)
     lean = lean_list(config, calls, size)
-    if (lean or size < SMALL_WINDOW_TOKENS) and not context.subagent:
-        system = reopened(system, context.roots[0], BRIEF)  # the room is the conversation's
+    brief = lean or size < SMALL_WINDOW_TOKENS  # the room is the conversation's
+    if brief and not context.subagent and not overrides(context.client_prompt):
+        system = reopened(system, context.roots[0], BRIEF)
     # what the mode allows; a read-only turn (/review) and a subagent are told their own
     if not turn.read_only and not context.subagent:
         system = f"{system}\n\n{config_options.MODE_NOTES[turn.mode]}"

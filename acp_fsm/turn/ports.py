@@ -19,6 +19,7 @@ from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.tools.base import Tool, ToolOutcome
 
 if TYPE_CHECKING:
+    from acp_fsm.client_prompt import ClientPrompt
     from acp_fsm.config_options import Settings
     from acp_fsm.library import Library
     from acp_fsm.providers.config import ProviderConfig
@@ -42,6 +43,7 @@ class TurnContext:
     settings: Callable[[], Settings]  # as chosen now: a choice applies from the next model call
     tools: Callable[[], Awaitable[dict[str, Tool]]]  # now, by name (its MCP servers' included)
     status: Callable[[], list[str]]  # a line per MCP server of the session: its state, its tools
+    client_prompt: ClientPrompt | None = None  # the editor's system prompt, when it sent one
 
 
 class Effects(Protocol):
