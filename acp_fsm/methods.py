@@ -142,6 +142,7 @@ SERVED = _table(
     Served("session/delete", advertises={("sessionCapabilities", "delete"): {}}),
     Served("session/set_mode"),
     Served("session/set_config_option"),
+    Served("session/set_title", advertises={("sessionCapabilities", "title"): {}}),
 )
 
 

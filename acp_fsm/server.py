@@ -102,6 +102,7 @@ class AcpServer:
             "session/set_config_option": self.on_session_set_config_option,
             "session/set_model": self.on_session_set_model,
             "session/fork": self.on_session_fork,
+            "session/set_title": self.on_session_set_title,
         }
 
     def extend(self, specs: dict[str, MethodSpec], handlers: dict[str, Handler]) -> None:
@@ -393,6 +394,11 @@ class AcpServer:
     ) -> acp.DeleteSessionResponse:
         await self.sessions.delete(params["sessionId"])
         return {}
+
+    async def on_session_set_title(
+        self, params: acp.SetSessionTitleRequest
+    ) -> acp.SetSessionTitleResponse:
+        return {"title": await self.sessions.set_title(params["sessionId"], params["title"])}
 
     async def on_session_list(self, params: acp.ListSessionsRequest) -> acp.ListSessionsResponse:
         return await self.sessions.list(params.get("cwd"), params.get("cursor"))

@@ -71,7 +71,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     (
         # 1 once the title is the one a model made of the session (acp_fsm.session.naming):
-        # made once, whichever process has the session open.
+        # made once, whichever process has the session open; 2 once it is the one the user
+        # set (session/set_title), which nothing made replaces.
         "ALTER TABLE sessions ADD COLUMN model_title INTEGER NOT NULL DEFAULT 0",
     ),
 )
@@ -102,7 +103,7 @@ class SessionRecord(NamedTuple):
     title: str | None = None
     created_at: float = 0.0  # unix seconds
     updated_at: float = 0.0
-    model_title: bool = False  # the title is the one a model made (`Store.set_model_title`)
+    model_title: bool = False  # the title is a model's or the user's: none is made for it
 
 
 def default_path() -> Path:

@@ -243,6 +243,21 @@ def _set_model_title(conn: sqlite3.Connection, session_id: str, title: str) -> f
     return float(updated_at)
 
 
+def _set_user_title(
+    conn: sqlite3.Connection, session_id: str, title: str
+) -> tuple[str, float] | None:
+    with transaction(conn):
+        changed = conn.execute(
+            "UPDATE sessions SET title = ?, model_title = 2 WHERE id = ?", (title, session_id)
+        )
+        if changed.rowcount == 0:
+            return None
+        (updated_at,) = conn.execute(
+            "SELECT updated_at FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+    return title, float(updated_at)
+
+
 def _check_session(conn: sqlite3.Connection, session_id: str) -> None:
     """SessionGone unless `session_id` is stored (another process may have deleted it)."""
     if get_session(conn, session_id) is None:
@@ -727,6 +742,17 @@ class Store:
             title = self._scrub(title.encode()).decode()
         return await self._call(
             "set_model_title", lambda conn: _set_model_title(conn, session_id, title), group=True
+        )
+
+    async def set_user_title(self, session_id: str, title: str) -> tuple[str, float] | None:
+        """Set the title the user chose (`session/set_title`): it replaces any, and neither
+        the first prompt's words nor a model replaces it after. The title as stored
+        (secrets scrubbed) and the session's `updated_at`; None when no such session is
+        stored."""
+        if self._scrub is not None:
+            title = self._scrub(title.encode()).decode()
+        return await self._call(
+            "set_user_title", lambda conn: _set_user_title(conn, session_id, title), group=True
         )
 
     def _encode(self, body: dict[str, Any]) -> bytes:

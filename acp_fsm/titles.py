@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from acp_fsm import config_options
+from acp_fsm.errors import BadRequest
 from acp_fsm.front_matter import shortened
 from acp_fsm.prompt import TITLE_CHARS
 from acp_fsm.providers.config import OPENAI, ProviderConfig
@@ -29,6 +30,7 @@ REASONING_EFFORT = "low"
 PROMPT_CHARS = 2000  # of the first prompt, sent to the title call
 ANSWER_CHARS = 1000  # of the first answer, the same
 MAX_WORDS = 10  # of a title kept (the instructions ask for 3 to 7)
+USER_TITLE_CHARS = 200  # of a title the user sets (`session/set_title`): theirs, kept longer
 INSTRUCTIONS = (
     "You name conversations. Write a title of 3 to 7 words for the conversation the user "
     "shows you, in its language, saying what the user wants. Answer with the title alone: "
@@ -110,3 +112,17 @@ def _title_in(line: str) -> str:
     line = line.strip(f"{_QUOTES}* \t").rstrip(_END).strip(f"{_QUOTES}* \t")
     line = " ".join(line.split())
     return line if any(c.isalnum() for c in line) else ""
+
+
+def user_title(title: str) -> str:
+    """A title the user set, as it is stored (ACP lets the agent normalise it): every run of
+    whitespace, line breaks included, one space, trimmed, cut at `USER_TITLE_CHARS` (on a
+    word boundary where one is near); `BadRequest` when nothing is left."""
+    kept = " ".join(title.split())
+    if not kept:
+        raise BadRequest("title", "empty; a session's title needs a visible character")
+    if len(kept) <= USER_TITLE_CHARS:
+        return kept
+    cut = kept[:USER_TITLE_CHARS]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > USER_TITLE_CHARS // 2 else cut).rstrip() + "…"

@@ -453,6 +453,7 @@ class SessionCapabilities(TypedDict, total=False):
     close: SessionCloseCapabilities | None
     fork: SessionForkCapabilities | None
     systemPrompt: SessionSystemPromptCapabilities | None
+    title: SessionTitleCapabilities | None
     _meta: dict[str, Any] | None
 
 
@@ -786,6 +787,24 @@ class ListSessionsResponse(TypedDict, total=False):
     """Result of session/list."""
     sessions: Required[list[SessionInfo]]
     nextCursor: str | None
+    _meta: dict[str, Any] | None
+
+
+class SetSessionTitleRequest(TypedDict, total=False):
+    """Params of session/set_title (unstable): the title the user chose."""
+    sessionId: Required[SessionId]
+    title: Required[str]
+    _meta: dict[str, Any] | None
+
+
+class SetSessionTitleResponse(TypedDict, total=False):
+    """Result of session/set_title: the title as the agent stored it."""
+    title: Required[str]
+    _meta: dict[str, Any] | None
+
+
+class SessionTitleCapabilities(TypedDict, total=False):
+    """Present when the agent serves session/set_title."""
     _meta: dict[str, Any] | None
 
 

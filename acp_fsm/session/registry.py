@@ -271,6 +271,26 @@ class Sessions:
             if not await store.delete_session(session_id) and session is None:
                 raise SessionNotFound(limits.echo(session_id))
 
+    async def set_title(self, session_id: str, title: str) -> str:
+        """`session/set_title`: the title the user chose, normalised (`titles.user_title`)
+        and stored, for any stored session, open here or not; told to the editor where it is
+        open. No title made later replaces it. The title as stored."""
+        from acp_fsm.titles import user_title
+
+        kept = user_title(title)
+        store = await self.store()
+        stored = await store.set_user_title(session_id, kept)
+        if stored is None:
+            raise SessionNotFound(limits.echo(session_id))
+        kept, updated_at = stored
+        session = self._open.get(session_id)
+        if session is not None:
+            session.title = kept
+            session.naming.made = True  # a title call running now finds it taken
+            session.send_update(updates.session_info(kept, updates.iso_time(updated_at)))
+        log.info("title_set", session_id=session_id)
+        return kept
+
     async def list(self, cwd: str | None, cursor: str | None) -> acp.ListSessionsResponse:
         store = await self.store()
         try:

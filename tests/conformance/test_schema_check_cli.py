@@ -126,3 +126,18 @@ def test_help_says_where_the_official_schema_comes_from(tmp_path: Path) -> None:
         str(tmp_path / "acp-fsm" / "acp-schema-v1-sdk-2.4.0" / "schema.json"),
     ):
         assert said in done.stdout, said
+
+
+def test_a_method_newer_than_the_official_files_is_checked_against_its_marked_definition(
+    official: OfficialSchema,
+) -> None:
+    """`session/set_title` is not in the official 2.4.0 files: its messages are judged by
+    acp-fsm's definition, marked with its source; a method without such a mark stays
+    undefined."""
+    ok = {"jsonrpc": "2.0", "id": 1, "result": {"title": "Mine"}}
+    bad = {"jsonrpc": "2.0", "id": 1, "result": {"title": 3}}
+    assert official.message_problems("agent", "result", "session/set_title", ok) == []
+    [problem] = official.message_problems("agent", "result", "session/set_title", bad)
+    assert problem.startswith("acp-fsm's SetSessionTitleResponse (newer ACP): ")
+    unknown = official.message_problems("agent", "result", "session/rename", ok)
+    assert unknown[-1].startswith("no official definition")

@@ -215,6 +215,7 @@ def test_unreadable_requests_are_answered_with_a_null_id(session_run: SessionRun
         "session/new",
         "list",
         "list_next",
+        "set_title",
         "close",
         "delete",
         "initialize_reload",

@@ -312,3 +312,77 @@ async def test_what_is_kept_of_a_small_model_s_answer(
     await wait_until(lambda: made_titles(agent, session, answered), "the model's title")
     assert made_titles(agent, session, answered)[0]["title"] == title
     assert await listed_titles(agent) == [title]
+
+
+# ------------------------------------------------------------------ titles the user sets
+
+
+async def test_a_title_the_user_sets_is_stored_told_listed_and_never_replaced(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """`session/set_title` (unstable ACP): normalised, stored, told with
+    `session_info_update`, listed; no title made after it replaces it, in any process."""
+    server.lanes[TITLE_MODEL] = Reply(text="Flaky login test fix")
+    agent = await launch.start("openai")
+    [init] = [m["result"] for m in agent.messages if "agentCapabilities" in m.get("result", {})]
+    assert init["agentCapabilities"]["sessionCapabilities"]["title"] == {}
+    session = await agent.new_session(project)
+    start = len(agent.messages)
+
+    result = await agent.result(
+        "session/set_title", {"sessionId": session, "title": "  Login\n  bug   hunt "}
+    )
+
+    assert result == {"title": "Login bug hunt"}
+    [told] = of_kind(agent.updates(session, start, metadata=True), "session_info_update")
+    assert told["title"] == "Login bug hunt"
+    answered = await first_turn(agent, server, session)
+    assert await listed_titles(agent) == ["Login bug hunt"]  # not the first prompt's words
+    assert made_titles(agent, session, answered) == []
+    assert server.lane_requests == []  # no title call: the user named it
+    await launch.close(agent)
+
+    other = await launch.start("openai")
+    load = {"sessionId": session, "cwd": str(project), "mcpServers": []}
+    assert_restored(await other.result("session/load", load))
+    server.script(Reply(text="Still green."))
+    assert (await other.prompt(session, "once more")).stop_reason == "end_turn"
+    assert await listed_titles(other) == ["Login bug hunt"]
+    assert server.lane_requests == []
+
+
+async def test_a_session_open_elsewhere_or_nowhere_can_be_retitled(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """Any stored session can be retitled, open on this connection or not; the title
+    replaces a model's."""
+    server.lanes[TITLE_MODEL] = Reply(text="Flaky login test fix")
+    first = await launch.start("openai")
+    session = await first.new_session(project)
+    answered = await first_turn(first, server, session)
+    await wait_until(lambda: made_titles(first, session, answered), "the model's title")
+    await launch.close(first)
+
+    second = await launch.start("openai")
+    result = await second.result("session/set_title", {"sessionId": session, "title": "Mine"})
+    assert result == {"title": "Mine"}
+    assert await listed_titles(second) == ["Mine"]
+    assert second.updates(session, metadata=True) == []  # not open here: nothing to tell
+
+
+@pytest.mark.parametrize(
+    ("params", "code"),
+    [
+        ({"sessionId": "sess_nope", "title": "x"}, -32002),
+        ({"sessionId": None, "title": " \n\t "}, -32602),
+    ],
+)
+async def test_an_unknown_session_or_an_empty_title_is_refused(
+    launch: Launcher, project: Path, params: dict[str, object], code: int
+) -> None:
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    sent = {**params, "sessionId": params["sessionId"] or session}
+    response = await agent.request("session/set_title", sent)
+    assert response["error"]["code"] == code, response
+    assert await listed_titles(agent) == []

@@ -8,6 +8,7 @@ annotations.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -19,6 +20,8 @@ UNSTABLE_FILE: Final = "schema.unstable.json"  # beside schema.json, as the SDK 
 # Methods the agent serves for older clients that the official schema no longer defines:
 # their messages are checked against the root and the agent's own schema only.
 LEGACY: Final = frozenset({"session/set_model"})
+# How schemas/acp.json marks a definition of newer ACP than the official files: its source.
+SOURCE: Final = "Source:"
 
 
 def _direct_refs(node: Any) -> set[str]:
@@ -139,6 +142,9 @@ class OfficialSchema:
         part = "result" if kind == "result" else "params"
         found = self.defining(writer, part, method)
         if found is None:
+            added = addition(part, method)
+            if added is not None:  # newer ACP than the official files: acp-fsm's definition
+                return self.problems(None, message) + added(payload)
             return [
                 *self.problems(None, message),
                 f"no official definition of the {part} of {method} written by the {writer}",
@@ -146,6 +152,36 @@ class OfficialSchema:
         # A method only the unstable schema defines is judged by that schema, root included.
         schema, name = found
         return schema.problems(None, message) + schema.problems(name, payload)
+
+
+def newer(method: str, part: str = "params") -> str | None:
+    """The name of the definition of `method`'s `part` ("params" or "result") when the
+    method is one of ACP's newer than the official files, defined in schemas/acp.json with
+    its source (a `$comment` that starts with `SOURCE`); None otherwise."""
+    from acp_fsm import schemas
+
+    spec = schemas.load_json("methods.json").get(method)
+    name = spec.get(part) if isinstance(spec, dict) else None
+    definition = schemas.definitions("acp").get(name) if isinstance(name, str) else None
+    if not isinstance(definition, dict):
+        return None
+    return name if str(definition.get("$comment", "")).startswith(SOURCE) else None
+
+
+def addition(part: str, method: str) -> Callable[[Any], list[str]] | None:
+    """The check of `method`'s `part` when the method is newer than the official files
+    (`newer`), by acp-fsm's definition; None otherwise."""
+    from acp_fsm import schemas
+
+    name = newer(method, part)
+    if name is None:
+        return None
+
+    def problems(payload: Any) -> list[str]:
+        violation = schemas.validate(f"acp.{name}", payload)
+        return [] if violation is None else [f"acp-fsm's {name} (newer ACP): {violation}"]
+
+    return problems
 
 
 def _other(side: str) -> str:

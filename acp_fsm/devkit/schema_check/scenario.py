@@ -282,6 +282,8 @@ class _Session:
                 f" {json.dumps(first)[:300]}"
             )
         await self.step(link, "list_next", "session/list", {"cursor": cursor})
+        title = {"sessionId": ids[0], "title": "Named by the user"}
+        await self.step(link, "set_title", "session/set_title", title)
         await self.step(link, "close", "session/close", {"sessionId": ids[0]})
         await self.step(
             link,
