@@ -143,6 +143,7 @@ SERVED = _table(
     Served("session/set_mode"),
     Served("session/set_config_option"),
     Served("session/set_title", advertises={("sessionCapabilities", "title"): {}}),
+    Served("_session/steering", advertises={("_meta", "steering", "supported"): True}),
 )
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import client_prompt, credentials, env_vars, limits, warm
+from acp_fsm import client_prompt, credentials, env_vars, limits, steering, warm
 from acp_fsm.errors import DomainError
 from acp_fsm.fsm.handshake import Handshake, HandshakeState, HandshakeTrigger
 from acp_fsm.initialize import API_KEY_LOGIN, TERMINAL_LOGIN, ClientInfo, initialize_result
@@ -103,6 +103,7 @@ class AcpServer:
             "session/set_model": self.on_session_set_model,
             "session/fork": self.on_session_fork,
             "session/set_title": self.on_session_set_title,
+            steering.METHOD: self.on_steering,
         }
 
     def extend(self, specs: dict[str, MethodSpec], handlers: dict[str, Handler]) -> None:
@@ -394,6 +395,16 @@ class AcpServer:
     ) -> acp.DeleteSessionResponse:
         await self.sessions.delete(params["sessionId"])
         return {}
+
+    def on_steering(self, params: acp.SteeringRequest) -> Coroutine[Any, Any, acp.SteeringResponse]:
+        # Synchronous, as a prompt is: the message reaches the turn running when it is read.
+        session = self.sessions.get(params["sessionId"])
+        outcome = session.steer(params["prompt"], steering.idle_behavior(dict(params)))
+
+        async def answer() -> acp.SteeringResponse:
+            return outcome
+
+        return answer()
 
     async def on_session_set_title(
         self, params: acp.SetSessionTitleRequest

@@ -1,6 +1,7 @@
 """The turn machine: one `session/prompt` from the prompt to its stop reason.
 
     idle --start--> streaming --model_done--> done
+    streaming --model_done [steered]--> streaming    (the user steered meanwhile: one more call)
     idle --compact--> compacting --compacted [on_demand]--> done      (the /compact command)
     idle --report--> reporting --reported--> done     (/status, /mcp: the agent answers)
     streaming --compact--> compacting --compacted--> streaming       (the context is nearly full)
@@ -66,6 +67,7 @@ FINAL = (S.CANCELLED, S.DONE, S.FAILED)
 
 NEEDS_PERMISSION = Guard("needs_permission", "some call waits for the user's answer")
 ON_DEMAND = Guard("on_demand", "the user asked for it (/compact), so the turn ends")
+STEERED = Guard("steered", "a message the user steered the turn with waits for the model")
 
 TURN = MachineSpec(
     name="turn",
@@ -94,6 +96,13 @@ TURN = MachineSpec(
         Row(T.PERMISSIONS_SETTLED, S.AWAITING_PERMISSION, S.RUNNING_TOOLS),
         Row(T.TOOLS_DONE, S.RUNNING_TOOLS, S.STREAMING),
         Row(T.LIMIT_REACHED, S.RUNNING_TOOLS, S.DONE),
+        Row(
+            T.MODEL_DONE,
+            S.STREAMING,
+            S.STREAMING,
+            guard=STEERED,
+            doc="the answer ended the turn, but the user's steered message has not been read",
+        ),
         Row(T.MODEL_DONE, S.STREAMING, S.DONE),
         Row(T.CANCEL, CANCELLABLE, S.DRAINING),
         Row(T.DRAINED, S.DRAINING, S.CANCELLED),

@@ -790,6 +790,20 @@ class ListSessionsResponse(TypedDict, total=False):
     _meta: dict[str, Any] | None
 
 
+class SteeringRequest(TypedDict, total=False):
+    """Params of _session/steering: a message that joins the running turn."""
+    sessionId: Required[SessionId]
+    prompt: Required[list[ContentBlock]]
+    _meta: dict[str, Any] | None
+
+
+class SteeringResponse(TypedDict, total=False):
+    """Result of _session/steering: what became of the message."""
+    outcome: Required[str]
+    reason: str
+    _meta: dict[str, Any] | None
+
+
 class SetSessionTitleRequest(TypedDict, total=False):
     """Params of session/set_title (unstable): the title the user chose."""
     sessionId: Required[SessionId]

@@ -14,6 +14,7 @@ from acp_fsm.fsm.turn import (
     FINAL,
     NEEDS_PERMISSION,
     ON_DEMAND,
+    STEERED,
     TURN,
     TurnState,
     TurnTrigger,
@@ -50,9 +51,12 @@ EXPECTED: dict[tuple[TurnState, TurnTrigger], TurnState] = {
 }
 
 
-def guards(asks: bool = False, command: bool = False) -> dict[Guard, Callable[[], bool]]:
-    """The turn's guards as a turn passes them: some call waits for the user, /compact."""
-    return {NEEDS_PERMISSION: lambda: asks, ON_DEMAND: lambda: command}
+def guards(
+    asks: bool = False, command: bool = False, steered: bool = False
+) -> dict[Guard, Callable[[], bool]]:
+    """The turn's guards as a turn passes them: some call waits for the user, /compact, a
+    steered message waits."""
+    return {NEEDS_PERMISSION: lambda: asks, ON_DEMAND: lambda: command, STEERED: lambda: steered}
 
 
 @pytest.mark.parametrize(
@@ -74,7 +78,13 @@ def test_the_guard_sends_tools_to_permission_first() -> None:
     assert [(r.trigger, r.dest, r.guard) for r in guarded] == [
         (T.COMPACTED, S.DONE, ON_DEMAND),
         (T.TOOLS_REQUESTED, S.AWAITING_PERMISSION, NEEDS_PERMISSION),
+        (T.MODEL_DONE, S.STREAMING, STEERED),
     ]
+
+
+def test_a_steered_message_gets_one_more_model_call() -> None:
+    assert TURN.step(S.STREAMING, T.MODEL_DONE, guards(steered=True)) == S.STREAMING
+    assert TURN.step(S.STREAMING, T.MODEL_DONE, guards(steered=False)) == S.DONE
 
 
 def test_the_guard_ends_an_on_demand_compaction() -> None:

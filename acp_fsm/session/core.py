@@ -12,14 +12,17 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp_fsm import client_prompt, limits, pricing, transcript, updates
+import structlog
+
+from acp_fsm import client_prompt, limits, pricing, steering, transcript, updates
 from acp_fsm.context_budget import ContextBudget
 from acp_fsm.conversation import Conversation
 from acp_fsm.errors import SessionNotFound
+from acp_fsm.fsm.session import BUSY
 from acp_fsm.ledger import Ledger
 from acp_fsm.prompt import to_parts
 from acp_fsm.providers.config import ProviderConfig
-from acp_fsm.providers.types import Message
+from acp_fsm.providers.types import Message, UserPart
 from acp_fsm.session import prompting
 from acp_fsm.session.effects import SessionEffects
 from acp_fsm.session.journal import Journal
@@ -27,7 +30,7 @@ from acp_fsm.session.lease import TurnLease
 from acp_fsm.session.lifecycle import Lifecycle
 from acp_fsm.session.naming import Naming
 from acp_fsm.session.options import Options
-from acp_fsm.session.replay import settings_of
+from acp_fsm.session.replay import settings_of, user_chunks
 from acp_fsm.session.toolbox import Toolbox
 from acp_fsm.store import Entry, SessionRecord, Store
 
@@ -40,6 +43,8 @@ if TYPE_CHECKING:
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.session.holder import Server
     from acp_fsm.turn import Turn
+
+log = structlog.get_logger("session")
 
 
 class Session:
@@ -79,6 +84,8 @@ class Session:
         self.options = Options(self.journal, self.send_update)
         # The editor's system prompt (`acp_fsm.client_prompt`): stored, re-sent on load.
         self.client_prompt = client_prompt.stored(entries) if entries else None
+        self.steering = steering.Inbox()  # what the user steered the running turn with
+        self._unanswered: set[asyncio.Task[acp.PromptResponse]] = set()  # `_unawaited`
         if entries:
             self.options.settings = settings_of(entries)
             self.ledger.reload(entries)
@@ -94,6 +101,20 @@ class Session:
         after the prompt reaches this turn); then the coroutine that runs the turn and gives
         the prompt's answer. A prompt sent while a turn runs (or others wait) is queued: it
         runs after them, in order (a cancel meanwhile answers it `cancelled`, unrun)."""
+        body, parts = self._checked(prompt)
+        return self._admitted(prompt, body, parts)
+
+    def _admitted(
+        self, prompt: list[acp.ContentBlock], body: dict[str, Any], parts: tuple[UserPart, ...]
+    ) -> Coroutine[Any, Any, acp.PromptResponse]:
+        return self._answered(
+            self.lifecycle.admit(prompt, lambda token: prompting.run(self, token, body, parts))
+        )
+
+    def _checked(
+        self, prompt: list[acp.ContentBlock]
+    ) -> tuple[dict[str, Any], tuple[UserPart, ...]]:
+        """A prompt of the user's, checked and converted: its stored body and its parts."""
         if not self.lifecycle.taking_prompts:
             raise SessionNotFound(f"{self.id} is being closed")
         limits.check_nesting("prompt", prompt)  # refused now, never answered unstored
@@ -101,9 +122,47 @@ class Session:
         body = {"prompt": prompt, "parts": [transcript.part_to_json(p) for p in parts]}
         body["messageId"] = updates.message_id()  # a load shows the prompt as this message
         limits.check_stored("prompt", body)
-        return self._answered(
-            self.lifecycle.admit(prompt, lambda token: prompting.run(self, token, body, parts))
-        )
+        return body, parts
+
+    def steer(
+        self, prompt: list[acp.ContentBlock], idle_behavior: str | None
+    ) -> acp.SteeringResponse:
+        """`_session/steering` (`acp_fsm.steering`): `prompt` joins the running turn, shown
+        at once; with none running, it starts one (its answer nobody awaits: the turn is
+        told by its updates), or nothing is done when the client asked to send it itself."""
+        running = self.lifecycle.state in BUSY
+        if not running and idle_behavior == steering.PROMPT_REQUIRED:
+            return {"outcome": steering.PROMPT_REQUIRED, "reason": steering.NO_RUNNING_TURN}
+        body, parts = self._checked(prompt)
+        self._show(body)
+        if running:
+            self.steering.put(steering.Steer(body, parts))
+            log.info("turn_steered", session_id=self.id)
+            return {"outcome": steering.INJECTED}
+        answer = self._admitted(prompt, body, parts)  # its turn begins now
+        self.after_answer(lambda: self._unawaited(answer))
+        return {"outcome": steering.STARTED}
+
+    def _unawaited(self, answer: Coroutine[Any, Any, acp.PromptResponse]) -> None:
+        """Run a turn whose answer no request awaits (one a steered message started): its
+        end and any failure are logged, its updates told it."""
+
+        def ended(task: asyncio.Task[acp.PromptResponse]) -> None:
+            self._unanswered.discard(task)
+            if task.cancelled():
+                return
+            if (exc := task.exception()) is not None:
+                log.warning("steered_turn_failed", session_id=self.id, error=str(exc))
+            else:
+                log.info("steered_turn_ended", session_id=self.id, stop=task.result()["stopReason"])
+
+        task = asyncio.get_running_loop().create_task(answer)
+        self._unanswered.add(task)  # kept until it ends
+        task.add_done_callback(ended)
+
+    def _show(self, body: dict[str, Any]) -> None:
+        for update in user_chunks(body["prompt"], body["messageId"]):
+            self.send_update(update)
 
     @staticmethod
     async def _answered(
@@ -167,6 +226,7 @@ class Session:
             toolbox.tools,
             toolbox.status,
             self.client_prompt,
+            self.steering,
         )
         turn = Turn(
             context,

@@ -85,6 +85,7 @@ async def _answer(session: Session, turn: Turn) -> acp.PromptResponse:
     try:
         stop_reason = await turn.run()
     finally:
+        _keep_steered(session)
         # The lease goes with the turn's last entries (queued behind them, so in the same
         # commit or after it). Commit, then tell: the answer goes out once all the turn
         # wrote is durable. The streams a cancel cut are closed once it is answered.
@@ -104,6 +105,14 @@ async def _answer(session: Session, turn: Turn) -> acp.PromptResponse:
     if (cost := pricing.to_acp(session.ledger.cost)) is not None:
         meta["sessionCost"] = cost
     return {"stopReason": stop_reason, "_meta": {"acpFsm": meta}}
+
+
+def _keep_steered(session: Session) -> None:
+    """What the user steered a turn with that no model call read (the turn was cancelled,
+    failed, or a command's): kept as the user's message, read with the next prompt."""
+    for steered in session.steering.take():
+        session.journal.queue("user", steered.body)
+        session.conversation.append(UserMessage(steered.parts))
 
 
 async def _claim(session: Session) -> None:

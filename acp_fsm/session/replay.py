@@ -76,7 +76,7 @@ def replay_updates(session_id: str, entries: list[Entry]) -> list[acp.SessionUpd
     for entry in entries:
         body = entry.body
         if entry.kind in ("user", "command"):
-            out.extend(_user_chunks(body["prompt"], _message_id(session_id, entry, "user")))
+            out.extend(user_chunks(body["prompt"], _message_id(session_id, entry, "user")))
         elif entry.kind in ("compaction", "notice"):
             text = body["notice"] if entry.kind == "compaction" else body["text"]
             message_id = _message_id(session_id, entry, "text")
@@ -147,7 +147,7 @@ def _result(body: dict[str, Any], plans: dict[str, list[acp.PlanEntry]]) -> list
     return out
 
 
-def _user_chunks(prompt: list[Any], message_id: str) -> list[acp.SessionUpdate]:
+def user_chunks(prompt: list[Any], message_id: str) -> list[acp.SessionUpdate]:
     """A stored prompt's blocks as `user_message_chunk`s. Clients join the chunks of a message
     as they come, so a text block followed by another one ends with a blank line (none is
     added where a line break stands between them already): the blocks stay apart, as the

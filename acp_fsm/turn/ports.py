@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from acp_fsm import updates
 from acp_fsm.client import Client, ClientChannel
 from acp_fsm.protocol.cancel import CancellationToken
+from acp_fsm.steering import Inbox
 from acp_fsm.tools.base import Tool, ToolOutcome
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ class TurnContext:
     tools: Callable[[], Awaitable[dict[str, Tool]]]  # now, by name (its MCP servers' included)
     status: Callable[[], list[str]]  # a line per MCP server of the session: its state, its tools
     client_prompt: ClientPrompt | None = None  # the editor's system prompt, when it sent one
+    # What the user steers the turn with (`acp_fsm.steering`): read at each model call.
+    steering: Inbox = field(default_factory=Inbox)
 
 
 class Effects(Protocol):

@@ -29,6 +29,7 @@ from acp_fsm.fsm.turn import (
     FINAL,
     NEEDS_PERMISSION,
     ON_DEMAND,
+    STEERED,
     TURN,
     TurnState,
     TurnTrigger,
@@ -127,6 +128,7 @@ class Turn:
         self._guards: dict[Guard, Callable[[], bool]] = {
             NEEDS_PERMISSION: self._needs_permission,
             ON_DEMAND: lambda: self.command is not None,
+            STEERED: self.context.steering.waiting,
         }
 
     def __repr__(self) -> str:

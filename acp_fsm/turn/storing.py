@@ -8,9 +8,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from acp_fsm import transcript
+from acp_fsm.providers.types import UserMessage
 
 if TYPE_CHECKING:
-    from acp_fsm.providers.types import AssistantMessage, Message, ToolResultPart
+    from acp_fsm.providers.types import AssistantMessage, Message, ToolResultPart, UserPart
     from acp_fsm.turn.runner import Turn
 
 
@@ -30,6 +31,12 @@ async def add_assistant(
     turn.last_assistant = (written, body) if written is not None else None
     if wait:
         await turn.entries.commit("assistant", written)
+
+
+async def add_user(turn: Turn, body: dict[str, Any], parts: tuple[UserPart, ...]) -> None:
+    """Store a message of the user's that joins the turn (`acp_fsm.steering`)."""
+    await write(turn, "user", body, wait=True)
+    turn.conversation.append(UserMessage(parts))
 
 
 async def add_result(

@@ -61,6 +61,8 @@ ACP_STOP: dict[StopReason, acp.StopReason] = {
 
 async def stream(turn: Turn) -> TurnTrigger:
     turn.calls = []
+    for steered in turn.context.steering.take():  # after the last calls' results: in order
+        await storing.add_user(turn, steered.body, steered.parts)
     # The request and its calls see one set; a server slow to list them cannot hold up a
     # cancel.
     turn.tools = await turn.token.race(turn.context.tools())

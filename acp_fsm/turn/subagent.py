@@ -37,6 +37,7 @@ from acp_fsm.providers.types import (
     ToolResultsMessage,
     UserMessage,
 )
+from acp_fsm.steering import Inbox
 from acp_fsm.tools.ask_user import ASK_USER_TOOL
 from acp_fsm.tools.base import Tool, ToolOutcome
 from acp_fsm.tools.task import TASK_TOOL
@@ -228,7 +229,7 @@ def task_context(parent: TurnContext, *, read_only: bool) -> TurnContext:
         found = await parent.tools()
         return {name: tool for name, tool in found.items() if delegated(name, tool)}
 
-    return replace(parent, subagent=True, settings=chosen, tools=tools)
+    return replace(parent, subagent=True, settings=chosen, tools=tools, steering=Inbox())
 
 
 def _ignore(text: str) -> None:
