@@ -243,12 +243,16 @@ def environment(env: Mapping[str, str], stored: Stored | None) -> Mapping[str, s
 def in_force(env: Mapping[str, str] | None = None) -> InForce:
     """The provider configuration in force now: the environment (`os.environ` unless `env`
     is given), then the stored credentials. Reads the file: off the event loop, `read`."""
+    from acp_fsm.llm_providers import EDITOR  # the endpoint the editor set, if it did
+
     stored, problem = inspect()
     try:
-        config = load_config(environment(os.environ if env is None else env, stored))
+        config = load_config(
+            EDITOR.environ(environment(os.environ if env is None else env, stored))
+        )
     except ConfigError as exc:
         return InForce(None, str(exc), stored, problem)
-    return InForce(config, "", stored, problem)
+    return InForce(EDITOR.applied(config), "", stored, problem)
 
 
 async def read() -> InForce:
@@ -270,8 +274,9 @@ def _shared_read() -> Shared[InForce]:
 
 
 def needs_login(config: ProviderConfig) -> bool:
-    """No key for a provider's own API (a local server may need none)."""
-    return not config.api_key and config.official
+    """No key for a provider's own API (a local server may need none; the editor's headers,
+    `providers/set`, carry their own)."""
+    return not config.api_key and not config.headers and config.official
 
 
 def status() -> tuple[str, bool]:

@@ -144,6 +144,9 @@ SERVED = _table(
     Served("session/set_config_option"),
     Served("session/set_title", advertises={("sessionCapabilities", "title"): {}}),
     Served("_session/steering", advertises={("_meta", "steering", "supported"): True}),
+    Served("providers/list", advertises={("providers",): {}}),
+    Served("providers/set"),
+    Served("providers/disable"),
 )
 
 

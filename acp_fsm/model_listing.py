@@ -64,9 +64,11 @@ async def server_info(config: ProviderConfig, timeout_s: float = FETCH_TIMEOUT_S
             headers = {"anthropic-version": "2023-06-01"}
             if config.api_key:
                 headers["x-api-key"] = config.api_key
+            headers.update(config.headers)  # the editor's (`llm_providers`)
             listing = _anthropic_entries(http, config, headers)
         else:
             headers = {"authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+            headers.update(config.headers)
             listing = openai_entries(http, config, headers)
         if config.official:  # states no window: the provider's own API
             info = ServerInfo([m["id"] for m in await listing], {})

@@ -18,6 +18,7 @@ from acp_fsm import client_prompt, credentials, env_vars, limits, steering, warm
 from acp_fsm.errors import DomainError
 from acp_fsm.fsm.handshake import Handshake, HandshakeState, HandshakeTrigger
 from acp_fsm.initialize import API_KEY_LOGIN, TERMINAL_LOGIN, ClientInfo, initialize_result
+from acp_fsm.llm_providers import EDITOR
 from acp_fsm.methods import (
     PROTOCOL,
     MethodSpec,
@@ -104,6 +105,9 @@ class AcpServer:
             "session/fork": self.on_session_fork,
             "session/set_title": self.on_session_set_title,
             steering.METHOD: self.on_steering,
+            "providers/list": self.on_providers_list,
+            "providers/set": self.on_providers_set,
+            "providers/disable": self.on_providers_disable,
         }
 
     def extend(self, specs: dict[str, MethodSpec], handlers: dict[str, Handler]) -> None:
@@ -405,6 +409,24 @@ class AcpServer:
             return outcome
 
         return answer()
+
+    async def on_providers_list(
+        self, params: acp.ListProvidersRequest
+    ) -> acp.ListProvidersResponse:
+        return EDITOR.listed((await credentials.read()).config)
+
+    async def on_providers_set(self, params: acp.SetProviderRequest) -> acp.SetProviderResponse:
+        EDITOR.set(params)
+        found = await credentials.read()
+        log.info("provider_set", api_type=params["apiType"], base_url=params["baseUrl"])
+        self.sessions.reconfigured(found.config)
+        return {}
+
+    async def on_providers_disable(
+        self, params: acp.DisableProviderRequest
+    ) -> acp.DisableProviderResponse:
+        EDITOR.disable(params)
+        return {}
 
     async def on_session_set_title(
         self, params: acp.SetSessionTitleRequest

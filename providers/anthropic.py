@@ -137,6 +137,7 @@ class AnthropicWire:
         }
         if config.api_key:
             headers["x-api-key"] = config.api_key
+        headers.update(config.headers)
         encoded = encoder_of(request, NAME, lambda: Encoder(_convert, _merge)).encode(
             request.messages, scrub
         )

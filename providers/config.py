@@ -54,6 +54,8 @@ class ProviderConfig(NamedTuple):
     model_set: bool = False  # model is the user's (ACP_FSM_MODEL), not the provider default
     api: str = CHAT  # OpenAI's API: CHAT or RESPONSES (ACP_FSM_OPENAI_API)
     api_set: bool = False  # api is the user's, for every model (else by `api_of`)
+    # Sent with every request, after the agent's own (the editor's: `providers/set`); secrets.
+    headers: tuple[tuple[str, str], ...] = ()
 
     @property
     def official(self) -> bool:

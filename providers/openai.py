@@ -197,6 +197,7 @@ def bearer_headers(config: ProviderConfig) -> dict[str, str]:
     headers = {"content-type": "application/json", "accept": "text/event-stream"}
     if config.api_key:
         headers["authorization"] = f"Bearer {config.api_key}"
+    headers.update(config.headers)
     return headers
 
 

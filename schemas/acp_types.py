@@ -495,6 +495,7 @@ class AgentCapabilities(TypedDict, total=False):
     promptCapabilities: PromptCapabilities
     mcpCapabilities: McpCapabilities
     sessionCapabilities: SessionCapabilities
+    providers: ProvidersCapabilities | None
     auth: AgentAuthCapabilities
     _meta: dict[str, Any] | None
 
@@ -801,6 +802,63 @@ class SteeringResponse(TypedDict, total=False):
     """Result of _session/steering: what became of the message."""
     outcome: Required[str]
     reason: str
+    _meta: dict[str, Any] | None
+
+
+class ProvidersCapabilities(TypedDict, total=False):
+    """Present when the agent serves providers/list, providers/set and providers/disable."""
+    _meta: dict[str, Any] | None
+
+
+class ProviderCurrentConfig(TypedDict, total=False):
+    """The non-secret routing of a provider in use."""
+    apiType: Required[LlmProtocol]
+    baseUrl: Required[str]
+    _meta: dict[str, Any] | None
+
+
+class ProviderInfo(TypedDict, total=False):
+    """A configurable provider (no secret)."""
+    providerId: Required[str]
+    supported: Required[list[LlmProtocol]]
+    required: Required[bool]
+    current: ProviderCurrentConfig | None
+    _meta: dict[str, Any] | None
+
+
+class ListProvidersRequest(TypedDict, total=False):
+    """Params of providers/list (unstable)."""
+    _meta: dict[str, Any] | None
+
+
+class ListProvidersResponse(TypedDict, total=False):
+    """Result of providers/list."""
+    providers: Required[list[ProviderInfo]]
+    _meta: dict[str, Any] | None
+
+
+class SetProviderRequest(TypedDict, total=False):
+    """Params of providers/set (unstable): the whole configuration of one provider."""
+    providerId: Required[str]
+    apiType: Required[LlmProtocol]
+    baseUrl: Required[str]
+    headers: dict[str, Any]
+    _meta: dict[str, Any] | None
+
+
+class SetProviderResponse(TypedDict, total=False):
+    """Result of providers/set."""
+    _meta: dict[str, Any] | None
+
+
+class DisableProviderRequest(TypedDict, total=False):
+    """Params of providers/disable (unstable)."""
+    providerId: Required[str]
+    _meta: dict[str, Any] | None
+
+
+class DisableProviderResponse(TypedDict, total=False):
+    """Result of providers/disable."""
     _meta: dict[str, Any] | None
 
 
@@ -1233,6 +1291,9 @@ SessionConfigSelectOptions: TypeAlias = 'list[SessionConfigSelectOption] | list[
 # SessionConfigOption: A session configuration option (model, mode, reasoning level, ...),
 # tagged by `type`.
 SessionConfigOption: TypeAlias = 'SessionConfigOptionSelect | SessionConfigOptionBoolean'
+# LlmProtocol: An API protocol: anthropic, openai, azure, vertex, bedrock, or another (a name
+# starting with _ is custom).
+LlmProtocol: TypeAlias = 'str'
 # AvailableCommandInput: How a command takes input.
 AvailableCommandInput: TypeAlias = 'UnstructuredCommandInput'
 # SessionUpdate: A session/update payload, tagged by `sessionUpdate`.

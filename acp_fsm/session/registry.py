@@ -304,6 +304,17 @@ class Sessions:
             result["nextCursor"] = next_cursor
         return result
 
+    def reconfigured(self, config: ProviderConfig | None) -> None:
+        """The provider configuration changed (the editor's endpoint): every open session's
+        model options follow it, its picker refreshed from the new endpoint's list."""
+        for session in self._open.values():
+            session.options.provider = config
+        self.announce_options()
+        if config is not None:
+            from acp_fsm.model_catalog import CATALOG
+
+            CATALOG.refresh_soon(config, self.announce_options)
+
     def announce_options(self) -> None:
         """Tell every open session's editor of options that changed (a new model list)."""
         for session in self._open.values():
