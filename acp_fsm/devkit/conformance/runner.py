@@ -18,6 +18,7 @@ from acp_fsm.devkit.conformance import (
     delegation,
     handshake,
     matrix,
+    newer,
     robustness,
     schema,
     sessions,
@@ -39,6 +40,7 @@ GROUPS: Final[dict[str, tuple[Check, ...]]] = {
     "cancel": cancel.CHECKS,
     "delegation": delegation.CHECKS,
     "advertised": advertised.CHECKS,
+    "newer": newer.CHECKS,
     "matrix": matrix.CHECKS,
     "robustness": robustness.CHECKS,
 }

@@ -1,0 +1,194 @@
+"""ACP newer than the official 2.4.0 schema: checked when the agent advertises it (or, for
+what needs no capability, when it sends it), not applicable otherwise. The client's system
+prompt reaches the model; message ids keep a thought apart from its answer; the model endpoint
+the client sets gets the next call; a title the client sets is stored; steering with no turn
+running leaves the message to the client when asked to."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+from acp_fsm.devkit.conformance.context import Context
+from acp_fsm.devkit.conformance.model import Check, Rule
+from acp_fsm.devkit.conformance.probe import Probe
+from acp_fsm.devkit.conformance.reading import clip, kind_of
+from acp_fsm.devkit.conformance.script import STREAM_PROMPT
+from acp_fsm.devkit.conformance.verdicts import NotApplicable, Violation
+
+CHUNKS: Final = ("agent_message_chunk", "agent_thought_chunk")
+
+
+async def _advertising(ctx: Context, *capability: str) -> Probe:
+    """An initialized agent that advertises `capability` (NotApplicable otherwise)."""
+    probe = await ctx.start()
+    await probe.initialize()
+    if probe.capability(*capability) in (None, False):
+        raise NotApplicable(f"agentCapabilities.{'.'.join(capability)} not advertised")
+    return probe
+
+
+def _since(ctx: Context) -> int:
+    model = ctx.target.model
+    return 0 if model is None else len(model.requests)
+
+
+def _model_requests(ctx: Context, since: int) -> list[Any]:
+    model = ctx.target.model
+    if model is None:
+        raise NotApplicable("no model server: what the model is sent cannot be seen")
+    found = [r for r in model.requests[since:] if STREAM_PROMPT.encode() in r.raw]
+    if not found:
+        raise NotApplicable("the agent did not call the model it was pointed at")
+    return found
+
+
+async def system_prompt(ctx: Context) -> str:
+    probe = await _advertising(ctx, "sessionCapabilities", "systemPrompt")
+    marker = f"conformance-system-{secrets.token_hex(4)}"
+    params = {
+        "cwd": probe.session_cwd,
+        "mcpServers": [],
+        "systemPrompt": {"mode": "append", "content": [{"type": "text", "text": marker}]},
+    }
+    response = await probe.answer("session/new", params)
+    session_id = (response.get("result") or {}).get("sessionId")
+    if not isinstance(session_id, str):
+        raise Violation(
+            f"session/new with an append systemPrompt failed: {clip(json.dumps(response))}"
+        )
+    since = _since(ctx)
+    await probe.prompt(session_id, STREAM_PROMPT)
+    requests = _model_requests(ctx, since)
+    if not any(marker.encode() in r.raw for r in requests):
+        raise Violation("the model was not sent the client's system prompt")
+    return "the model was sent it"
+
+
+async def message_ids(ctx: Context) -> str:
+    probe = await ctx.start()
+    session_id = await probe.new_session()
+    turn = await probe.prompt(session_id, STREAM_PROMPT)
+    chunks = [m["params"]["update"] for m in turn.updates if kind_of(m) in CHUNKS]
+    with_ids = [c for c in chunks if "messageId" in c]
+    if not with_ids:
+        raise NotApplicable("the agent sends no messageId")
+    if len(with_ids) != len(chunks):
+        raise Violation(f"{len(chunks) - len(with_ids)} of {len(chunks)} chunks carry no messageId")
+    kinds: dict[str, set[str]] = {}
+    for chunk in chunks:
+        kinds.setdefault(str(chunk["messageId"]), set()).add(chunk["sessionUpdate"])
+    shared = [i for i, of in kinds.items() if len(of) > 1]
+    if shared:
+        raise Violation(f"a thought and an answer share messageId {clip(shared[0], 60)}")
+    return f"{len(chunks)} chunk(s), {len(kinds)} message(s), each of one kind"
+
+
+async def providers(ctx: Context) -> str:
+    probe = await _advertising(ctx, "providers")
+    model = ctx.target.model
+    if model is None:
+        raise NotApplicable("no model server to point the agent at")
+    listed = await probe.answer("providers/list", {})
+    infos = (listed.get("result") or {}).get("providers")
+    if not isinstance(infos, list) or not infos:
+        raise Violation(f"providers/list gave no provider: {clip(json.dumps(listed))}")
+    info = infos[0]
+    supported = info.get("supported") or []
+    api_type = next((t for t in ("openai", "anthropic") if t in supported), None)
+    if api_type is None:
+        raise NotApplicable(f"{info.get('providerId')} takes neither openai nor anthropic")
+    token = secrets.token_hex(8)
+    base = model.openai_base_url if api_type == "openai" else model.anthropic_base_url
+    params = {
+        "providerId": info.get("providerId"),
+        "apiType": api_type,
+        "baseUrl": base,
+        "headers": {"x-acp-conformance": token},
+    }
+    response = await probe.answer("providers/set", params)
+    if "result" not in response:
+        raise Violation(f"providers/set failed: {clip(json.dumps(response))}")
+    session_id = await probe.new_session()
+    since = _since(ctx)
+    await probe.prompt(session_id, STREAM_PROMPT)
+    requests = _model_requests(ctx, since)
+    if not any(r.headers.get("x-acp-conformance") == token for r in requests):
+        raise Violation("the next model call did not go where providers/set said, with its headers")
+    if token in json.dumps(await probe.answer("providers/list", {})):
+        raise Violation("providers/list shows a header value")
+    return f"{api_type} at the model server, with its headers"
+
+
+async def set_title(ctx: Context) -> str:
+    probe = await _advertising(ctx, "sessionCapabilities", "title")
+    session_id = await probe.new_session()
+    response = await probe.answer(
+        "session/set_title", {"sessionId": session_id, "title": "Conformance title"}
+    )
+    title = (response.get("result") or {}).get("title")
+    if not isinstance(title, str) or not title:
+        raise Violation(f"session/set_title gave no title: {clip(json.dumps(response))}")
+    return f"stored as {clip(title, 40)!r}"
+
+
+async def steering(ctx: Context) -> str:
+    probe = await ctx.start()
+    await probe.initialize()
+    meta = (probe.initialized or {}).get("agentCapabilities", {}).get("_meta") or {}
+    if not (meta.get("steering") or {}).get("supported"):
+        raise NotApplicable("_meta.steering.supported not advertised")
+    session_id = await probe.new_session()
+    params = {
+        "sessionId": session_id,
+        "prompt": [{"type": "text", "text": STREAM_PROMPT}],
+        "_meta": {"steering": {"idleBehavior": "promptRequired"}},
+    }
+    response = await probe.answer("_session/steering", params)
+    outcome = (response.get("result") or {}).get("outcome")
+    if outcome != "promptRequired":
+        raise Violation(
+            f"with no turn running and promptRequired asked for: {clip(json.dumps(response))}"
+        )
+    return "promptRequired with no turn running"
+
+
+def _check(name: str, run: Callable[[Context], Awaitable[str]], source: str, text: str) -> Check:
+    return Check(f"newer.{name}", Rule(source, text), run)
+
+
+CHECKS: Final[tuple[Check, ...]] = (
+    _check(
+        "system_prompt",
+        system_prompt,
+        "ACP session setup, system prompt (when sessionCapabilities.systemPrompt)",
+        "a systemPrompt sent with session/new in append mode reaches the model",
+    ),
+    _check(
+        "message_ids",
+        message_ids,
+        "ACP prompt turn, message ids (when the agent sends them)",
+        "every message chunk carries a messageId, and a thought never shares one with an answer",
+    ),
+    _check(
+        "providers",
+        providers,
+        "ACP providers/* (unstable; when agentCapabilities.providers)",
+        "providers/set sends the next model call to its baseUrl with its headers; "
+        "providers/list never shows a header",
+    ),
+    _check(
+        "set_title",
+        set_title,
+        "ACP session/set_title (unstable; when sessionCapabilities.title)",
+        "session/set_title answers the title it stored",
+    ),
+    _check(
+        "steering",
+        steering,
+        "_session/steering (claude-agent-acp's and codex-acp's extension; when advertised)",
+        "with no turn running and idleBehavior promptRequired, nothing starts: promptRequired",
+    ),
+)
