@@ -74,6 +74,9 @@ def initialize_result(params: Mapping[str, Any] | None = None) -> acp.Initialize
         "agentCapabilities": cast("acp.AgentCapabilities", agent_capabilities()),
         "authMethods": auth_methods(params),
         "agentInfo": AGENT_INFO.copy(),
+        # `_session/steering` (acp_fsm.steering), where claude-agent-acp and codex-acp say it:
+        # the result's own `_meta`, beside agentCapabilities.
+        "_meta": {"steering": {"supported": True}},
     }
 
 

@@ -143,7 +143,7 @@ SERVED = _table(
     Served("session/set_mode"),
     Served("session/set_config_option"),
     Served("session/set_title", advertises={("sessionCapabilities", "title"): {}}),
-    Served("_session/steering", advertises={("_meta", "steering", "supported"): True}),
+    Served("_session/steering"),  # advertised beside agentCapabilities (`initialize_result`)
     Served("providers/list", advertises={("providers",): {}}),
     Served("providers/set"),
     Served("providers/disable"),

@@ -1,6 +1,7 @@
 """Steering a running turn: the `_session/steering` extension claude-agent-acp and codex-acp
-ship (advertised as `_meta.steering.supported` at `initialize`; params `sessionId`, `prompt`,
-and `_meta.steering.idleBehavior`; result `outcome`).
+ship (advertised as `_meta.steering.supported` in the `initialize` result, beside
+`agentCapabilities`; params `sessionId`, `prompt`, and `_meta.steering.idleBehavior`; result
+`outcome`).
 
 A message the user steers with while a turn runs joins that turn: the editor is shown it at
 once (`user_message_chunk`s with its own `messageId`), and the turn hands it to the model with

@@ -90,11 +90,7 @@ async def test_initialize_result_advertises_only_what_is_served(agent: AgentProc
     assert capabilities["mcpCapabilities"] == {"http": True, "sse": True}
     assert capabilities["auth"] == {"logout": {}}
     # prompts sent while a turn runs are queued (claude-agent-acp's key, and our own)
-    assert capabilities["_meta"] == {
-        "promptQueueing": True,
-        "claudeCode": {"promptQueueing": True},
-        "steering": {"supported": True},
-    }
+    assert capabilities["_meta"] == {"promptQueueing": True, "claudeCode": {"promptQueueing": True}}
     assert [m["id"] for m in result["authMethods"]] == ["api-key"]  # no terminal advertised
 
 

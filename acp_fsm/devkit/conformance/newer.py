@@ -137,8 +137,9 @@ async def set_title(ctx: Context) -> str:
 async def steering(ctx: Context) -> str:
     probe = await ctx.start()
     await probe.initialize()
-    meta = (probe.initialized or {}).get("agentCapabilities", {}).get("_meta") or {}
-    if not (meta.get("steering") or {}).get("supported"):
+    initialized = probe.initialized or {}
+    where = (initialized.get("_meta"), (initialized.get("agentCapabilities") or {}).get("_meta"))
+    if not any(isinstance(m, dict) and (m.get("steering") or {}).get("supported") for m in where):
         raise NotApplicable("_meta.steering.supported not advertised")
     session_id = await probe.new_session()
     params = {
