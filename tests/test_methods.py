@@ -65,8 +65,9 @@ VALID_INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {}}
 
 
 # Handlers that do their synchronous part in the reader on purpose: session/prompt takes the
-# turn's token before any await; session/cancel fires it inline (NOTES §4).
-SYNC_HANDLERS = {"session/prompt", "session/cancel"}
+# turn's token before any await; session/cancel fires it inline (NOTES §4); a steered message
+# reaches the turn running when it is read.
+SYNC_HANDLERS = {"session/prompt", "session/cancel", "_session/steering"}
 
 
 def test_every_served_method_has_its_handler_bound() -> None:

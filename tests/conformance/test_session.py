@@ -224,6 +224,9 @@ def test_unreadable_requests_are_answered_with_a_null_id(session_run: SessionRun
         "list_cwd",
         "fork",
         "set_model",
+        "providers_list",
+        "providers_set",
+        "providers_disable",
     ],
 )
 def test_successful_steps(session_run: SessionRun, step: str) -> None:

@@ -337,6 +337,18 @@ class _Session:
             "session/set_model",
             {"sessionId": forked["result"]["sessionId"], "modelId": "gpt-5-mini"},
         )
+        await self.providers(link)
+
+    async def providers(self, link: AgentLink) -> None:
+        """The model endpoint an editor sets (unstable): listed, set where it is, a header
+        added, and an unknown provider disabled. Last: the process ends after it."""
+        listed = await self.step(link, "providers_list", "providers/list", {})
+        [main] = listed["result"]["providers"]
+        where = {"providerId": main["providerId"], **main["current"]}
+        await self.step(
+            link, "providers_set", "providers/set", {**where, "headers": {"x-team": "blue"}}
+        )
+        await self.step(link, "providers_disable", "providers/disable", {"providerId": "nope"})
 
 
 def _is_update(message: dict[str, Any], session_id: str, kind: str) -> bool:
