@@ -96,6 +96,7 @@ class InForce(NamedTuple):
     error: str = ""
     stored: Stored | None = None
     problem: str | None = None  # what is wrong with the stored file, if it cannot be used
+    endpoint: int = 0  # the editor's endpoint as read (`llm_providers.EditorEndpoint.version`)
 
     @property
     def needs_login(self) -> bool:
@@ -251,8 +252,8 @@ def in_force(env: Mapping[str, str] | None = None) -> InForce:
             EDITOR.environ(environment(os.environ if env is None else env, stored))
         )
     except ConfigError as exc:
-        return InForce(None, str(exc), stored, problem)
-    return InForce(EDITOR.applied(config), "", stored, problem)
+        return InForce(None, str(exc), stored, problem, EDITOR.version)
+    return InForce(EDITOR.applied(config), "", stored, problem, EDITOR.version)
 
 
 async def read() -> InForce:

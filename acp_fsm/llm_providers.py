@@ -20,9 +20,9 @@ which, and `model` the model a session that chose none uses.
 
 The environment's key goes with the editor's endpoint only when it is the environment's own
 (same wire, same URL): a key is never sent where it was not meant to go. The limits and
-timeouts stay the environment's. It is in force from the next prompt of every session (each
-prompt reads the configuration), and each open session's model picker is refreshed from the
-new endpoint's list.
+timeouts stay the environment's. It is in force from the next model call of every session (a
+running turn reads the configuration again before its next call), and each open session's
+model picker is refreshed from the new endpoint's list.
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ class EditorEndpoint:
 
     def __init__(self) -> None:
         self.endpoint: Endpoint | None = None
+        self.version = 0  # one more at each change: a turn that read an older one reads again
 
     def __repr__(self) -> str:
         where = self.endpoint.base_url if self.endpoint else "the environment's"
@@ -95,6 +96,7 @@ class EditorEndpoint:
         for _, value in headers:
             redact.also_secret(value)  # before anything can log or store it
         self.endpoint = Endpoint(str(api_type), base_url, headers)
+        self.version += 1
 
     def disable(self, params: Mapping[str, Any]) -> None:
         """`providers/disable`: `main` is required; any other id is disabled already."""

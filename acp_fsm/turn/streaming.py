@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import compaction, pricing, transcript, updates
+from acp_fsm import compaction, credentials, pricing, transcript, updates
 from acp_fsm.blocking import run_blocking
 from acp_fsm.call_modes import AUTO, CALL_MODES, NATIVE
 from acp_fsm.errors import TurnFailed
 from acp_fsm.fsm.tool_call import ToolCallState
 from acp_fsm.fsm.turn import TurnTrigger
+from acp_fsm.llm_providers import EDITOR
 from acp_fsm.model_catalog import CATALOG
 from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.providers.errors import EMPTY_STREAM, ProviderError, StreamCancelled
@@ -63,6 +64,9 @@ async def stream(turn: Turn) -> TurnTrigger:
     turn.calls = []
     for steered in turn.context.steering.take():  # after the last calls' results: in order
         await storing.add_user(turn, steered.body, steered.parts)
+    found = turn.provider
+    if found is not None and found.endpoint != EDITOR.version and not turn.context.subagent:
+        turn.provider = await turn.token.race(credentials.read())  # the editor's new endpoint
     # The request and its calls see one set; a server slow to list them cannot hold up a
     # cancel.
     turn.tools = await turn.token.race(turn.context.tools())

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from acp_fsm.devkit.provider import RecordedRequest, Reply, ScriptedProvider
-from tests.e2e.support import API_KEY, Agent, Launcher, of_kind
+from acp_fsm.devkit.editor import HOLD
+from acp_fsm.devkit.provider import Call, RecordedRequest, Reply, ScriptedProvider
+from tests.e2e.support import API_KEY, Agent, Launcher, args, of_kind
 from tests.harness import TITLE_MODEL, wait_until
 
 SECRET = "sk-editor-gateway-0a1b2c3d4e5f"
@@ -131,3 +132,28 @@ async def test_what_cannot_be_applied_is_refused_and_nothing_changes(
 async def test_disabling_an_unknown_provider_succeeds(launch: Launcher) -> None:
     agent = await launch.start("openai")
     assert await agent.result("providers/disable", {"providerId": "nope"}) == {}
+
+
+async def test_a_running_turn_makes_its_next_call_to_the_new_endpoint(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """Set while a turn waits for a permission: the call after the tool's result goes to
+    the new endpoint, in the same turn."""
+    agent = await launch.start("openai")
+    agent.editor.permissions.append(HOLD)
+    session = await agent.new_session(project)
+    write = Call("w1", "write_file", args(path="a.txt", content="one\n"))
+    server.script(Reply(text="Writing.", calls=(write,)))
+    async with ScriptedProvider(fallback=Reply(text="Done, from the gateway.")) as gateway:
+        pending = await agent.start_prompt(session, "write a.txt")
+        asked = await agent.wait_request("session/request_permission")
+        params = {"providerId": "main", "apiType": "openai", "baseUrl": gateway.openai_base_url}
+        await agent.result("providers/set", params)
+        await agent.answer_held(
+            asked, {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+        )
+        turn = await pending.result()
+        assert turn.stop_reason == "end_turn"
+        assert len([r for r in server.requests if not titling(r)]) == 1
+        [after] = [r for r in gateway.requests if not titling(r)]
+        assert "tool" in [m["role"] for m in after.body["messages"]]  # the result went along
