@@ -9,11 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from acp_fsm.devkit.editor import HOLD
+from acp_fsm.devkit.editor import HOLD, Message
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
 from tests.e2e.support import (
     Agent,
     Launcher,
+    PendingTurn,
     args,
     history,
     of_kind,
@@ -38,6 +39,20 @@ def shown(agent: Agent, session: str, start: int) -> list[tuple[str, str]]:
     return [(c["content"]["text"], c["messageId"]) for c in chunks]
 
 
+async def asking(
+    launch: Launcher, server: ScriptedProvider, project: Path, provider: str, *after: Reply
+) -> tuple[Agent, str, PendingTurn, Message]:
+    """A turn whose model wrote a file and waits for the user's permission (held), the model's
+    replies after it scripted: the agent, the session, the turn and the held request."""
+    agent = await launch.start(provider)
+    agent.editor.permissions.append(HOLD)
+    session = await agent.new_session(project)
+    write = Call("w1", "write_file", args(path="a.txt", content="one\n"))
+    server.script(Reply(text="Writing.", calls=(write,)), *after)
+    pending = await agent.start_prompt(session, "write a.txt")
+    return agent, session, pending, await agent.wait_request("session/request_permission")
+
+
 async def test_it_is_advertised(launch: Launcher) -> None:
     agent = await launch.start()
     [init] = [m["result"] for m in agent.messages if "agentCapabilities" in m.get("result", {})]
@@ -47,13 +62,8 @@ async def test_it_is_advertised(launch: Launcher) -> None:
 async def test_a_steered_message_joins_the_turn_after_the_running_calls(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
-    agent = await launch.start("anthropic")
-    agent.editor.permissions.append(HOLD)
-    session = await agent.new_session(project)
-    write = Call("w1", "write_file", args(path="a.txt", content="one\n"))
-    server.script(Reply(text="Writing.", calls=(write,)), Reply(text="Done, b.txt noted."))
-    pending = await agent.start_prompt(session, "write a.txt")
-    asked = await agent.wait_request("session/request_permission")
+    done = Reply(text="Done, b.txt noted.")
+    agent, session, pending, asked = await asking(launch, server, project, "anthropic", done)
 
     start = len(agent.messages)
     assert await steer(agent, session, "and b.txt next") == {"outcome": "injected"}
@@ -132,13 +142,7 @@ async def test_with_no_turn_running_it_starts_one_or_is_left_to_the_client(
 async def test_a_message_a_cancelled_turn_never_read_is_kept_for_the_next_prompt(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
-    agent = await launch.start("openai")
-    agent.editor.permissions.append(HOLD)
-    session = await agent.new_session(project)
-    write = Call("w1", "write_file", args(path="a.txt", content="one\n"))
-    server.script(Reply(text="Writing.", calls=(write,)))
-    pending = await agent.start_prompt(session, "write a.txt")
-    asked = await agent.wait_request("session/request_permission")
+    agent, session, pending, asked = await asking(launch, server, project, "openai")
     assert await steer(agent, session, "use tabs") == {"outcome": "injected"}
     await agent.cancel(session)
     await agent.answer_held(asked, {"outcome": {"outcome": "cancelled"}})
