@@ -63,7 +63,8 @@ def _text(block: object, where: str) -> str:
     if kind == "resource":
         resource = cast("dict[str, Any]", block).get("resource")
         if isinstance(resource, dict) and isinstance(resource.get("text"), str):
-            return f"{resource.get('uri', '')}:\n\n{resource['text']}".lstrip(":\n")
+            uri = resource.get("uri")
+            return f"{uri}:\n\n{resource['text']}" if uri else str(resource["text"])
         raise BadRequest(where, "a binary resource; the system prompt takes text only")
     if kind in ("image", "audio"):
         raise BadRequest(

@@ -15,8 +15,9 @@ which, and `model` the model a session that chose none uses.
 - `baseUrl`: where, as the environment's `OPENAI_BASE_URL` (with `/v1`) or
   `ANTHROPIC_BASE_URL` (without) would say it;
 - `headers`: sent with every model call and model listing to it (an `authorization` or
-  `x-api-key` among them replaces the key). They are secrets: scrubbed from every log line
-  and stored entry, never listed.
+  `x-api-key` among them replaces the key). None is ever logged, stored or listed; the
+  values of those that carry credentials (`authorization`, a name with `key`, `token`,
+  `secret`, `auth`, ...) are also scrubbed wherever they could appear, as keys are.
 
 The environment's key goes with the editor's endpoint only when it is the environment's own
 (same wire, same URL): a key is never sent where it was not meant to go. The limits and
@@ -89,12 +90,13 @@ class EditorEndpoint:
                 f"{limits.echo(api_type)} is not a wire this agent speaks; expected one of "
                 f"{', '.join(PROTOCOLS)}",
             )
-        base_url = str(params.get("baseUrl", "")).rstrip("/")
-        if not base_url.startswith(("http://", "https://")) or len(base_url) > 2048:
-            raise BadRequest("baseUrl", f"{limits.echo(base_url)} is not an http(s) URL")
+        base_url = _url(params.get("baseUrl"))
         headers = _headers(params.get("headers") or {})
-        for _, value in headers:
-            redact.also_secret(value)  # before anything can log or store it
+        for name, value in headers:
+            if _credential(name):  # before anything can log or store it
+                for secret in (value, value.partition(" ")[2]):  # "Bearer <token>" too
+                    if secret:
+                        redact.also_secret(secret)
         self.endpoint = Endpoint(str(api_type), base_url, headers)
         self.version += 1
 
@@ -165,6 +167,38 @@ def load_quietly(env: Mapping[str, str]) -> ProviderConfig | None:
         return load_config(env)
     except ConfigError:
         return None
+
+
+def _url(value: object) -> str:
+    """The `baseUrl` of `providers/set`: http(s), without credentials (they would be listed
+    and logged with it: they go in a header)."""
+    from urllib.parse import urlsplit
+
+    url = str(value or "").rstrip("/")
+    if not url.startswith(("http://", "https://")) or len(url) > 2048:
+        raise BadRequest("baseUrl", f"{limits.echo(url)} is not an http(s) URL")
+    try:
+        split = urlsplit(url)
+    except ValueError:
+        raise BadRequest("baseUrl", f"{limits.echo(url)} is not a URL") from None
+    if split.username is not None or split.password is not None:
+        raise BadRequest(
+            "baseUrl",
+            "credentials in the URL would be listed and logged with it; send them in a "
+            "header (authorization)",
+        )
+    return url
+
+
+# Headers whose values are credentials: scrubbed wherever they could appear. The others (a
+# route, a tenant) are sent and never logged, stored or listed, but not scrubbed from what the
+# user and the model say.
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+CREDENTIAL_WORDS = ("key", "token", "secret", "auth", "password", "session")
+
+
+def _credential(name: str) -> bool:
+    return name in CREDENTIAL_HEADERS or any(word in name for word in CREDENTIAL_WORDS)
 
 
 def _headers(value: object) -> tuple[tuple[str, str], ...]:

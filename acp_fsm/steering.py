@@ -38,25 +38,44 @@ class Steer(NamedTuple):
 
 
 class Inbox:
-    """The steered messages of a session that no model call has read yet, in order."""
+    """The steered messages of a session that no model call has read yet, in order. It takes
+    them while a turn can still read them: from the turn's start (`open`) to its end
+    (`close`); a message that comes later starts a turn of its own."""
 
     __slots__ = ("_waiting",)
 
     def __init__(self) -> None:
-        self._waiting: list[Steer] = []
+        self._waiting: list[Steer] | None = None  # None: no turn can read one now
 
     def __repr__(self) -> str:
-        return f"<Inbox waiting={len(self._waiting)}>"
+        state = "closed" if self._waiting is None else f"waiting={len(self._waiting)}"
+        return f"<Inbox {state}>"
 
-    def put(self, steer: Steer) -> None:
+    def open(self) -> None:
+        """A turn begins: it reads what comes from now on."""
+        if self._waiting is None:
+            self._waiting = []
+
+    def put(self, steer: Steer) -> bool:
+        """Whether a turn will read `steer` (False: none can any more)."""
+        if self._waiting is None:
+            return False
         self._waiting.append(steer)
+        return True
 
     def waiting(self) -> bool:
         return bool(self._waiting)
 
     def take(self) -> list[Steer]:
         """What waits, in order; none waits after."""
+        if not self._waiting:
+            return []
         taken, self._waiting = self._waiting, []
+        return taken
+
+    def close(self) -> list[Steer]:
+        """The turn ends: what no model call read, in order; nothing is taken after."""
+        taken, self._waiting = self._waiting or [], None
         return taken
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from acp_fsm import config_options
 from acp_fsm.errors import BadRequest
@@ -31,6 +32,7 @@ PROMPT_CHARS = 2000  # of the first prompt, sent to the title call
 ANSWER_CHARS = 1000  # of the first answer, the same
 MAX_WORDS = 10  # of a title kept (the instructions ask for 3 to 7)
 USER_TITLE_CHARS = 200  # of a title the user sets (`session/set_title`): theirs, kept longer
+TITLE_ENTRY = "title"  # the stored entry of a title the user set
 INSTRUCTIONS = (
     "You name conversations. Write a title of 3 to 7 words for the conversation the user "
     "shows you, in its language, saying what the user wants. Answer with the title alone: "
@@ -126,3 +128,11 @@ def user_title(title: str) -> str:
     cut = kept[:USER_TITLE_CHARS]
     space = cut.rfind(" ")
     return (cut[:space] if space > USER_TITLE_CHARS // 2 else cut).rstrip() + "…"
+
+
+def set_by_user(entries: Sequence[Any]) -> str | None:
+    """The last title the user set among stored `entries` (None: they set none)."""
+    for entry in reversed(entries):
+        if entry.kind == TITLE_ENTRY and isinstance(title := entry.body.get("title"), str):
+            return title
+    return None

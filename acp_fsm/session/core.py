@@ -18,7 +18,6 @@ from acp_fsm import client_prompt, limits, pricing, steering, transcript, update
 from acp_fsm.context_budget import ContextBudget
 from acp_fsm.conversation import Conversation
 from acp_fsm.errors import SessionNotFound
-from acp_fsm.fsm.session import BUSY
 from acp_fsm.ledger import Ledger
 from acp_fsm.prompt import to_parts
 from acp_fsm.providers.config import ProviderConfig
@@ -128,18 +127,18 @@ class Session:
         self, prompt: list[acp.ContentBlock], idle_behavior: str | None
     ) -> acp.SteeringResponse:
         """`_session/steering` (`acp_fsm.steering`): `prompt` joins the running turn, shown
-        at once; with none running, it starts one (its answer nobody awaits: the turn is
-        told by its updates), or nothing is done when the client asked to send it itself."""
-        running = self.lifecycle.state in BUSY
-        if not running and idle_behavior == steering.PROMPT_REQUIRED:
-            return {"outcome": steering.PROMPT_REQUIRED, "reason": steering.NO_RUNNING_TURN}
+        at once; when no turn can read it any more, it starts one (after those running or
+        waiting; its answer nobody awaits: the turn is told by its updates), or nothing is
+        done when the client asked to send it itself."""
         body, parts = self._checked(prompt)
-        self._show(body)
-        if running:
-            self.steering.put(steering.Steer(body, parts))
+        if self.steering.put(steering.Steer(body, parts)):
+            self._show(body)
             log.info("turn_steered", session_id=self.id)
             return {"outcome": steering.INJECTED}
-        answer = self._admitted(prompt, body, parts)  # its turn begins now
+        if idle_behavior == steering.PROMPT_REQUIRED:  # no turn can read it: the client's
+            return {"outcome": steering.PROMPT_REQUIRED, "reason": steering.NO_RUNNING_TURN}
+        self._show(body)
+        answer = self._admitted(prompt, body, parts)  # after the turns before it, if any
         self.after_answer(lambda: self._unawaited(answer))
         return {"outcome": steering.STARTED}
 
@@ -153,6 +152,13 @@ class Session:
                 return
             if (exc := task.exception()) is not None:
                 log.warning("steered_turn_failed", session_id=self.id, error=str(exc))
+                # no request answers it with the error: the user is told in the session
+                told = f"The turn your steered message started failed: {exc}"
+                self.send_update(
+                    updates.chunk(
+                        "agent_message_chunk", updates.text_content(told), updates.message_id()
+                    )
+                )
             else:
                 log.info("steered_turn_ended", session_id=self.id, stop=task.result()["stopReason"])
 
@@ -214,6 +220,7 @@ class Session:
         from acp_fsm.turn import Turn
         from acp_fsm.turn.ports import TurnContext
 
+        self.steering.open()  # closed when its prompt is answered (`prompting`)
         toolbox = self.toolbox
         context = TurnContext(
             self.id,

@@ -36,6 +36,7 @@ class Options:
         self.settings = chosen or Settings()
         self.provider: ProviderConfig | None = None
         self._told: list[acp.SessionConfigOption] | None = None  # configOptions last sent
+        self._moot: set[str] = set()  # models chosen on a wire the editor left (`forget_model`)
 
     def __repr__(self) -> str:
         return f"<Options {self.settings!r}>"
@@ -111,12 +112,23 @@ class Options:
             "settings", config_options.entry_body(config_id, value), wait=True, synced=False
         )
         self.settings = self.settings.chosen(config_id, value)
+        self._moot.discard(value)  # chosen again: the user's
         log.info(
             "settings_changed", session_id=self._journal.session_id, option=config_id, value=value
         )
 
+    def forget_model(self) -> None:
+        """The model chosen is not the provider's any more (the editor set an endpoint of
+        another wire): the default from now on, in this process (what is stored stays, for
+        the environment's provider), until the user chooses it again."""
+        if self.settings.model is not None:
+            self._moot.add(self.settings.model)
+        self.settings = self.settings._replace(model=None)
+
     def adopt(self, chosen: Settings) -> None:
         """Settings read from the store (another process chose): announced if they differ."""
+        if chosen.model in self._moot:  # forgotten here (`forget_model`)
+            chosen = chosen._replace(model=None)
         if chosen == self.settings:
             return
         mode_changed = chosen.mode != self.settings.mode

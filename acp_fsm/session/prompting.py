@@ -15,6 +15,7 @@ from acp_fsm.prompt import title_of
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.providers.types import TextPart, UserMessage, UserPart
 from acp_fsm.session.replay import rebuild, settings_of
+from acp_fsm.titles import set_by_user
 
 if TYPE_CHECKING:
     from acp_fsm.schemas import acp_types as acp
@@ -48,6 +49,7 @@ async def run(
             return await _answer(session, session.new_turn(token, found, command))
         return await _converse(session, token, found, body, parts)
     finally:
+        _keep_steered(session)  # a turn that failed before it ran (`_answer` keeps the rest)
         session.lease.release()
 
 
@@ -110,7 +112,7 @@ async def _answer(session: Session, turn: Turn) -> acp.PromptResponse:
 def _keep_steered(session: Session) -> None:
     """What the user steered a turn with that no model call read (the turn was cancelled,
     failed, or a command's): kept as the user's message, read with the next prompt."""
-    for steered in session.steering.take():
+    for steered in session.steering.close():
         session.journal.queue("user", steered.body)
         session.conversation.append(UserMessage(steered.parts))
 
@@ -127,6 +129,9 @@ async def _claim(session: Session) -> None:
             session.conversation.replace(messages)
             session.options.adopt(settings_of(entries))
             session.ledger.reload(entries)
+            if (title := set_by_user(entries)) is not None:  # another process's editor's
+                session.title = title
+                session.naming.made = True
             log.info("session_caught_up", session_id=session.id, taken_over=claim.taken_over)
     except BaseException:
         session.lease.release()

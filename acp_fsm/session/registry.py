@@ -275,7 +275,7 @@ class Sessions:
         """`session/set_title`: the title the user chose, normalised (`titles.user_title`)
         and stored, for any stored session, open here or not; told to the editor where it is
         open. No title made later replaces it. The title as stored."""
-        from acp_fsm.titles import user_title
+        from acp_fsm.titles import TITLE_ENTRY, user_title
 
         kept = user_title(title)
         store = await self.store()
@@ -283,6 +283,9 @@ class Sessions:
         if stored is None:
             raise SessionNotFound(limits.echo(session_id))
         kept, updated_at = stored
+        # An entry too: a process that has the session open learns it at its next prompt
+        # (`prompting._claim` catches up with the store), and tells no title of its own.
+        await store.append(session_id, TITLE_ENTRY, {"title": kept})
         session = self._open.get(session_id)
         if session is not None:
             session.title = kept
@@ -306,8 +309,12 @@ class Sessions:
 
     def reconfigured(self, config: ProviderConfig | None) -> None:
         """The provider configuration changed (the editor's endpoint): every open session's
-        model options follow it, its picker refreshed from the new endpoint's list."""
+        model options follow it, its picker refreshed from the new endpoint's list; a model
+        a session chose on another wire is not the new one's, so it takes the default."""
         for session in self._open.values():
+            before = session.options.provider
+            if config is None or before is None or before.provider != config.provider:
+                session.options.forget_model()  # a model of another wire: the new default
             session.options.provider = config
         self.announce_options()
         if config is not None:

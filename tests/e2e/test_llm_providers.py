@@ -113,6 +113,7 @@ SET = {"providerId": "main", "apiType": "openai", "baseUrl": "http://127.0.0.1:9
         ("providers/set", {**SET, "providerId": "other"}, "providerId"),
         ("providers/set", {**SET, "apiType": "bedrock"}, "apiType"),
         ("providers/set", {**SET, "baseUrl": "ftp://x"}, "baseUrl"),
+        ("providers/set", {**SET, "baseUrl": "http://u:pw-secret-1@127.0.0.1:9/v1"}, "credentials"),
         ("providers/set", {**SET, "headers": {"a b": "c"}}, "headers"),
         ("providers/set", {**SET, "headers": {"a": "b\r\nc: d"}}, "line break"),
         ("providers/disable", {"providerId": "main"}, "main is required"),
@@ -157,3 +158,33 @@ async def test_a_running_turn_makes_its_next_call_to_the_new_endpoint(
         assert len([r for r in server.requests if not titling(r)]) == 1
         [after] = [r for r in gateway.requests if not titling(r)]
         assert "tool" in [m["role"] for m in after.body["messages"]]  # the result went along
+
+
+async def test_only_credential_headers_are_scrubbed_and_a_model_of_another_wire_is_dropped(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """A route header's value is the user's word too: it reaches the model and the editor
+    as it is. A model chosen on the environment's wire is not asked of the new one."""
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    choose = {"sessionId": session, "configId": "model", "value": "gpt-5-mini"}
+    assert "result" in await agent.request("session/set_config_option", choose)
+    async with ScriptedProvider(
+        fallback=Reply(text="Route team-blue-route is fine."), models=("claude-x-1",)
+    ) as gateway:
+        headers = {"x-api-key": SECRET, "x-route": "team-blue-route"}
+        params = {
+            "providerId": "main",
+            "apiType": "anthropic",
+            "baseUrl": gateway.anthropic_base_url,
+            "headers": headers,
+        }
+        await agent.result("providers/set", params)
+        turn = await agent.prompt(session, "is team-blue-route up?")
+        assert turn.stop_reason == "end_turn"
+        said = "".join(u["content"]["text"] for u in of_kind(turn.updates, "agent_message_chunk"))
+        assert "team-blue-route" in said
+        [call] = [r for r in gateway.requests if r.path == "/v1/messages" and not titling(r)]
+        assert "team-blue-route" in call.raw.decode()
+        assert call.body["model"] == "claude-x-1"  # not gpt-5-mini, the other wire's
+        assert call.headers["x-api-key"] == SECRET

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_fsm.devkit.editor import HOLD, Message
-from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
+from acp_fsm.devkit.provider import Call, HttpError, Reply, ScriptedProvider
 from tests.e2e.support import (
     Agent,
     Launcher,
@@ -174,3 +174,21 @@ async def test_a_subagent_never_takes_the_sessions_steered_message(
     subagent_call, parent_call = server.requests[1], server.requests[2]
     assert "check tests too" not in user_texts(subagent_call)
     assert user_texts(parent_call)[-1] == "check tests too"
+
+
+async def test_a_turn_a_steered_message_started_that_fails_is_told_in_the_session(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """No request answers it with the error, so the session says it failed."""
+    agent = await launch.start("openai")
+    session = await agent.new_session(project)
+    server.script(HttpError(400, "bad request"))
+    start = len(agent.messages)
+    assert await steer(agent, session, "hello") == {"outcome": "startedNewTurn"}
+
+    def said() -> str:
+        chunks = of_kind(agent.updates(session, start), "agent_message_chunk")
+        return "".join(c["content"]["text"] for c in chunks)
+
+    await wait_until(lambda: "failed" in said(), "the failure told")
+    assert said().startswith("The turn your steered message started failed: ")

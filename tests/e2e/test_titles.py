@@ -386,3 +386,22 @@ async def test_an_unknown_session_or_an_empty_title_is_refused(
     response = await agent.request("session/set_title", sent)
     assert response["error"]["code"] == code, response
     assert await listed_titles(agent) == []
+
+
+async def test_a_title_set_in_another_process_is_not_contradicted_by_a_first_prompt(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """Open in process A, retitled in process B: A's first prompt tells no title of its
+    own (neither its words nor a model's) and lists the user's."""
+    server.lanes[TITLE_MODEL] = Reply(text="Flaky login test fix")
+    first = await launch.start("openai")
+    session = await first.new_session(project)
+    second = await launch.start("openai")
+    await second.result("session/set_title", {"sessionId": session, "title": "User Chosen"})
+
+    answered = await first_turn(first, server, session)
+    told = of_kind(first.updates(session, 0, answered, metadata=True), "session_info_update")
+    assert [u["title"] for u in told] == []
+    assert await listed_titles(first) == ["User Chosen"]
+    assert made_titles(first, session, answered) == []
+    assert server.lane_requests == []
