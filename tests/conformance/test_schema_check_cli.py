@@ -138,6 +138,9 @@ def test_a_method_newer_than_the_official_files_is_checked_against_its_marked_de
     bad = {"jsonrpc": "2.0", "id": 1, "result": {"title": 3}}
     assert official.message_problems("agent", "result", "session/set_title", ok) == []
     [problem] = official.message_problems("agent", "result", "session/set_title", bad)
-    assert problem.startswith("acp-fsm's SetSessionTitleResponse (newer ACP): ")
+    if official.defining("agent", "result", "session/set_title") is None:  # the shared copy
+        assert problem.startswith("acp-fsm's SetSessionTitleResponse (newer ACP): ")
+    else:  # the SDK's unstable file defines it: it judges
+        assert problem.startswith("SetSessionTitleResponse at $.title")
     unknown = official.message_problems("agent", "result", "session/rename", ok)
     assert unknown[-1].startswith("no official definition")
