@@ -14,7 +14,7 @@ from typing import Any, Final
 from acp_fsm.devkit.conformance.context import Context
 from acp_fsm.devkit.conformance.model import Check, Rule
 from acp_fsm.devkit.conformance.probe import Probe
-from acp_fsm.devkit.conformance.reading import clip, kind_of
+from acp_fsm.devkit.conformance.reading import Turn, clip, kind_of
 from acp_fsm.devkit.conformance.script import STREAM_PROMPT
 from acp_fsm.devkit.conformance.verdicts import NotApplicable, Violation
 
@@ -30,19 +30,13 @@ async def _advertising(ctx: Context, *capability: str) -> Probe:
     return probe
 
 
-def _since(ctx: Context) -> int:
-    model = ctx.target.model
-    return 0 if model is None else len(model.requests)
-
-
-def _model_requests(ctx: Context, since: int) -> list[Any]:
-    model = ctx.target.model
-    if model is None:
+def _model_requests(turn: Turn) -> list[Any]:
+    """The model calls that carried the turn's prompt (NotApplicable when none can be
+    seen)."""
+    if turn.model_requests is None:
         raise NotApplicable("no model server: what the model is sent cannot be seen")
-    found = [r for r in model.requests[since:] if STREAM_PROMPT.encode() in r.raw]
-    if not found:
-        raise NotApplicable("the agent did not call the model it was pointed at")
-    return found
+    turn.needs_model()
+    return turn.model_requests
 
 
 async def system_prompt(ctx: Context) -> str:
@@ -59,9 +53,7 @@ async def system_prompt(ctx: Context) -> str:
         raise Violation(
             f"session/new with an append systemPrompt failed: {clip(json.dumps(response))}"
         )
-    since = _since(ctx)
-    await probe.prompt(session_id, STREAM_PROMPT)
-    requests = _model_requests(ctx, since)
+    requests = _model_requests(await probe.prompt(session_id, STREAM_PROMPT))
     if not any(marker.encode() in r.raw for r in requests):
         raise Violation("the model was not sent the client's system prompt")
     return "the model was sent it"
@@ -112,9 +104,7 @@ async def providers(ctx: Context) -> str:
     if "result" not in response:
         raise Violation(f"providers/set failed: {clip(json.dumps(response))}")
     session_id = await probe.new_session()
-    since = _since(ctx)
-    await probe.prompt(session_id, STREAM_PROMPT)
-    requests = _model_requests(ctx, since)
+    requests = _model_requests(await probe.prompt(session_id, STREAM_PROMPT))
     if not any(r.headers.get("x-acp-conformance") == token for r in requests):
         raise Violation("the next model call did not go where providers/set said, with its headers")
     if token in json.dumps(await probe.answer("providers/list", {})):

@@ -324,5 +324,5 @@ class Probe(AgentLink):
             [m for m in self.messages[start:end] if is_update(m, session_id)],
             [m for m in self.messages[end + 1 :] if is_update(m, session_id) and of_turn(m)],
             None if cancelled_at is None else (answered_at - cancelled_at) * 1000,
-            calls.count(),
+            calls.requests(),
         )

@@ -11,7 +11,7 @@ from acp_fsm.devkit.conformance.verdicts import NotApplicable
 from acp_fsm.devkit.editor import Message
 
 if TYPE_CHECKING:
-    from acp_fsm.devkit.provider import ScriptedProvider
+    from acp_fsm.devkit.provider import RecordedRequest, ScriptedProvider
 
 AUTH_REQUIRED: Final = -32000  # ACP's error code: authenticate first
 LINE_CLIP: Final = 240  # characters of one line shown in the evidence
@@ -38,12 +38,17 @@ class ModelCalls:
         self.tag = tag
         self.since = 0 if server is None else len(server.requests)
 
-    def count(self) -> int | None:
-        """How many there were so far (None: no server to ask)."""
+    def requests(self) -> list[RecordedRequest] | None:
+        """Those there were so far (None: no server to ask)."""
         if self.server is None:
             return None
         tag = self.tag.encode()
-        return sum(tag in request.raw for request in self.server.requests[self.since :])
+        return [request for request in self.server.requests[self.since :] if tag in request.raw]
+
+    def count(self) -> int | None:
+        """How many there were so far (None: no server to ask)."""
+        found = self.requests()
+        return None if found is None else len(found)
 
 
 def model_not_called(answered: str | None = None) -> NotApplicable:
@@ -59,14 +64,18 @@ def model_not_called(answered: str | None = None) -> NotApplicable:
 @dataclass
 class Turn:
     """A prompt's response, the session's updates before it and the turn's updates after it
-    (`TURN_KINDS`); the time from session/cancel to the response, when cancelled; how many
-    model calls carried the prompt (None: no model server to ask)."""
+    (`TURN_KINDS`); the time from session/cancel to the response, when cancelled; the model
+    calls that carried the prompt (None: no model server to ask)."""
 
     response: Message
     updates: list[Message]
     late: list[Message]
     cancel_ms: float | None = None
-    model_calls: int | None = None
+    model_requests: list[RecordedRequest] | None = None  # None: no model server to ask
+
+    @property
+    def model_calls(self) -> int | None:
+        return None if self.model_requests is None else len(self.model_requests)
 
     def needs_model(self) -> None:
         """NotApplicable when the agent answered without calling the model it was pointed
