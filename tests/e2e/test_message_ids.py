@@ -10,6 +10,7 @@ from typing import Any
 
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
 from tests.e2e.support import Agent, Launcher, args
+from tests.e2e.test_sessions import restore
 
 
 def messages(updates: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
@@ -32,12 +33,9 @@ def messages(updates: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
 
 
 async def loaded(agent: Agent, session: str, project: Path) -> list[dict[str, Any]]:
-    start = len(agent.messages)
-    response = await agent.request(
-        "session/load", {"sessionId": session, "cwd": str(project), "mcpServers": []}
-    )
+    response, replayed = await restore(agent, "session/load", session, project, ids=True)
     assert "result" in response, response
-    return agent.updates(session, start, agent.position(response), ids=True)
+    return replayed
 
 
 async def test_each_message_has_one_id_and_a_load_shows_it_again(

@@ -37,16 +37,16 @@ from tests.harness import TITLE_MODEL, live_processes, wait_until
 
 
 async def restore(
-    agent: Agent, method: str, session: str, cwd: Path
+    agent: Agent, method: str, session: str, cwd: Path, *, ids: bool = False
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """`session/load` or `session/resume`: the response and the updates sent before it, after
-    checking that nothing about the session follows it."""
+    """`session/load` or `session/resume`: the response and the updates sent before it (with
+    their message ids when `ids`), after checking that nothing about the session follows it."""
     start = len(agent.messages)
     response = await agent.request(
         method, {"sessionId": session, "cwd": str(cwd), "mcpServers": []}
     )
     end = agent.position(response)
-    replayed = agent.updates(session, start, end)
+    replayed = agent.updates(session, start, end, ids=ids)
     await asyncio.sleep(SETTLE_S)
     assert agent.updates(session, end + 1) == []
     return response, replayed
