@@ -284,6 +284,15 @@ def keepers_of(agent: Agent) -> list[int]:
     return children_of(agent, str(KEEPER_SCRIPT))
 
 
+def has_said_started(keeper: int) -> bool:
+    """Whether `keeper` has said `started` to the agent: right after, it points its own
+    standard streams at /dev/null (killed before that, the command's start is unknown)."""
+    try:
+        return os.readlink(f"/proc/{keeper}/fd/1") == os.devnull
+    except OSError:
+        return False
+
+
 def children_of(agent: Agent, marker: str) -> list[int]:
     """The agent's child processes still running whose command line holds `marker`."""
     assert agent.proc.proc is not None
@@ -361,6 +370,7 @@ async def test_a_command_whose_keeper_is_killed_by_hand_has_no_exit_status(
     try:
         await wait_until(lambda: live_processes(child), "the command to run")
         [keeper] = keepers_of(agent)
+        await wait_until(lambda: has_said_started(keeper), "the keeper to say it started it")
         os.kill(keeper, signal.SIGKILL)
         assert (await pending.result()).stop_reason == "end_turn"
 
