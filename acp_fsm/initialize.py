@@ -141,6 +141,11 @@ class ClientInfo:
         return self._present("session", "compaction")
 
     @property
+    def shows_subagents(self) -> bool:
+        """It advertised `subagents`: each subagent is a child session (`child_sessions`)."""
+        return self._present("subagents")
+
+    @property
     def shows_forms(self) -> bool:
         """It advertised `elicitation.form` (an object: ACP's capabilities are present or not)."""
         return self._present("elicitation", "form")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import client_prompt, credentials, env_vars, limits, steering, warm
+from acp_fsm import child_sessions, client_prompt, credentials, env_vars, limits, steering, warm
 from acp_fsm.errors import DomainError
 from acp_fsm.fsm.handshake import Handshake, HandshakeState, HandshakeTrigger
 from acp_fsm.initialize import API_KEY_LOGIN, TERMINAL_LOGIN, ClientInfo, initialize_result
@@ -338,9 +338,15 @@ class AcpServer:
         return self.sessions.get(params["sessionId"]).start_turn(params["prompt"])
 
     def on_session_cancel(self, params: acp.CancelNotification) -> None:
-        session = self.sessions.find(params["sessionId"])
-        if session is None:
-            log.info("cancel_for_unknown_session", session_id=params["sessionId"])
+        session_id = params["sessionId"]
+        session = self.sessions.find(session_id)
+        parent = child_sessions.parent_of(session_id) if session is None else None
+        if parent is not None:  # a subagent's child session: its work alone
+            held = self.sessions.find(parent)
+            if held is None or not held.cancel_child(session_id):
+                log.debug("cancel_of_idle_subagent", session_id=session_id)
+        elif session is None:
+            log.info("cancel_for_unknown_session", session_id=session_id)
         elif not session.cancel():
             log.debug("cancel_while_idle")
 

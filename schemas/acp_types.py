@@ -133,6 +133,17 @@ class ToolCallContentTerminal(Terminal, total=False):
     type: Required[Literal["terminal"]]
 
 
+class SessionReference(TypedDict, total=False):
+    """Tool-call content that shows a session the call works on (a subagent's child session,
+    announced before)."""
+    sessionId: Required[SessionId]
+    _meta: dict[str, Any] | None
+
+
+class ToolCallContentSession(SessionReference, total=False):
+    type: Required[Literal["session"]]
+
+
 class ToolCallLocation(TypedDict, total=False):
     """A file location a tool call touches (for follow-along)."""
     path: Required[str]
@@ -383,6 +394,7 @@ class ClientCapabilities(TypedDict, total=False):
     session: ClientSessionCapabilities | None
     auth: AuthCapabilities
     elicitation: ElicitationCapabilities | None
+    subagents: SubagentCapabilities | None
     _meta: dict[str, Any] | None
 
 
@@ -1093,6 +1105,40 @@ class SessionUpdateCompactionSummaryChunk(CompactionSummaryChunk, total=False):
     sessionUpdate: Required[Literal["compaction_summary_chunk"]]
 
 
+class SubagentUpdate(TypedDict, total=False):
+    """Sent on the parent session: announces a child session (its first update) or patches
+    what the client holds of it; omitted fields are unchanged, null clears."""
+    sessionId: Required[SessionId]
+    title: str | None
+    description: str | None
+    capabilities: SubagentSessionCapabilities | None
+    state: StateUpdate | None
+    cwd: str | None
+    additionalDirectories: list[str] | None
+    _meta: dict[str, Any] | None
+
+
+class SessionUpdateSubagentUpdate(SubagentUpdate, total=False):
+    sessionUpdate: Required[Literal["subagent_update"]]
+
+
+class SessionMessage(TypedDict, total=False):
+    """A message between two sessions as one of them sees it (an upsert): the sender's
+    outgoing view names the recipient's view (recipientMessageId), the recipient's incoming
+    view the sender's (senderMessageId)."""
+    messageId: Required[MessageId]
+    senderSessionId: SessionId | None
+    recipientSessionId: SessionId | None
+    senderMessageId: MessageId | None
+    recipientMessageId: MessageId | None
+    content: list[ContentBlock] | None
+    _meta: dict[str, Any] | None
+
+
+class SessionUpdateSessionMessage(SessionMessage, total=False):
+    sessionUpdate: Required[Literal["session_message"]]
+
+
 class SessionNotification(TypedDict, total=False):
     """Params of session/update."""
     sessionId: Required[SessionId]
@@ -1211,6 +1257,53 @@ class CancelRequestNotification(TypedDict, total=False):
     _meta: dict[str, Any] | None
 
 
+class SubagentCapabilities(TypedDict, total=False):
+    """The client shows subagents as child sessions (subagent_update, session_message,
+    session tool-call content); without it the agent sends none of those."""
+    _meta: dict[str, Any] | None
+
+
+class SubagentSessionCapabilities(TypedDict, total=False):
+    """What the client may do to one child session."""
+    cancel: SessionCancelCapabilities | None
+    _meta: dict[str, Any] | None
+
+
+class SessionCancelCapabilities(TypedDict, total=False):
+    """The client may cancel the child's current work with session/cancel (the child session
+    lives on)."""
+    _meta: dict[str, Any] | None
+
+
+class RunningStateUpdate(TypedDict, total=False):
+    """Work is in progress."""
+    _meta: dict[str, Any] | None
+
+
+class StateUpdateRunning(RunningStateUpdate, total=False):
+    state: Required[Literal["running"]]
+
+
+class IdleStateUpdate(TypedDict, total=False):
+    """Ready for more work; why the last work stopped."""
+    stopReason: IdleStopReason | None
+    error: Error | None
+    _meta: dict[str, Any] | None
+
+
+class StateUpdateIdle(IdleStateUpdate, total=False):
+    state: Required[Literal["idle"]]
+
+
+class RequiresActionStateUpdate(TypedDict, total=False):
+    """Work waits for the user (a permission request)."""
+    _meta: dict[str, Any] | None
+
+
+class StateUpdateRequiresAction(RequiresActionStateUpdate, total=False):
+    state: Required[Literal["requires_action"]]
+
+
 # ProtocolVersion: ACP major protocol version (16-bit unsigned), as the agent answers it.
 ProtocolVersion: TypeAlias = 'int'
 # RequestedProtocolVersion: The version a client asks for in initialize.
@@ -1269,7 +1362,7 @@ EmbeddedResourceResource: TypeAlias = 'TextResourceContents | BlobResourceConten
 # ContentBlock: One piece of content in prompts, messages and tool output, tagged by `type`.
 ContentBlock: TypeAlias = 'ContentBlockText | ContentBlockImage | ContentBlockAudio | ContentBlockResourceLink | ContentBlockResource'
 # ToolCallContent: Content produced by a tool call, tagged by `type`.
-ToolCallContent: TypeAlias = 'ToolCallContentContent | ToolCallContentDiff | ToolCallContentTerminal'
+ToolCallContent: TypeAlias = 'ToolCallContentContent | ToolCallContentDiff | ToolCallContentTerminal | ToolCallContentSession'
 # RequestPermissionOutcome: Result of a permission request, tagged by `outcome`.
 RequestPermissionOutcome: TypeAlias = 'RequestPermissionOutcomeCancelled | RequestPermissionOutcomeSelected'
 # CompactionCapabilities: Present when the client understands compaction updates.
@@ -1297,4 +1390,9 @@ LlmProtocol: TypeAlias = 'str'
 # AvailableCommandInput: How a command takes input.
 AvailableCommandInput: TypeAlias = 'UnstructuredCommandInput'
 # SessionUpdate: A session/update payload, tagged by `sessionUpdate`.
-SessionUpdate: TypeAlias = 'SessionUpdateUserMessageChunk | SessionUpdateAgentMessageChunk | SessionUpdateAgentThoughtChunk | SessionUpdateToolCall | SessionUpdateToolCallUpdate | SessionUpdatePlan | SessionUpdateAvailableCommandsUpdate | SessionUpdateCurrentModeUpdate | SessionUpdateConfigOptionUpdate | SessionUpdateSessionInfoUpdate | SessionUpdateUsageUpdate | SessionUpdateNotice | SessionUpdateCompactionUpdate | SessionUpdateCompactionSummaryChunk'
+SessionUpdate: TypeAlias = 'SessionUpdateUserMessageChunk | SessionUpdateAgentMessageChunk | SessionUpdateAgentThoughtChunk | SessionUpdateToolCall | SessionUpdateToolCallUpdate | SessionUpdatePlan | SessionUpdateAvailableCommandsUpdate | SessionUpdateCurrentModeUpdate | SessionUpdateConfigOptionUpdate | SessionUpdateSessionInfoUpdate | SessionUpdateUsageUpdate | SessionUpdateNotice | SessionUpdateCompactionUpdate | SessionUpdateCompactionSummaryChunk | SessionUpdateSubagentUpdate | SessionUpdateSessionMessage'
+# StateUpdate: A child session's foreground work, a whole snapshot, tagged by `state`.
+StateUpdate: TypeAlias = 'StateUpdateRunning | StateUpdateIdle | StateUpdateRequiresAction'
+# IdleStopReason: Why a child's work stopped: a prompt's stop reasons, and error (its `error`
+# beside it).
+IdleStopReason: TypeAlias = 'Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled", "error"]'

@@ -17,7 +17,8 @@ def test_a_terminal_of_an_earlier_connection_is_replayed_as_its_output() -> None
         "isError": False,
         "view": {"status": "completed", "content": [{"type": "terminal", "terminalId": "term-1"}]},
     }
-    [update] = replay_updates("s1", [Entry(1, "tool_result", stored, 0.0)])
+    [(on, update)] = replay_updates("s1", [Entry(1, "tool_result", stored, 0.0)])
+    assert on == "s1"
     assert update == {
         "sessionUpdate": "tool_call_update",
         "toolCallId": "r1",
@@ -36,13 +37,14 @@ def test_a_diff_is_replayed_as_stored() -> None:
         "isError": False,
         "view": {"status": "completed", "content": [diff]},
     }
-    [update] = replay_updates("s1", [Entry(1, "tool_result", stored, 0.0)])
+    [(on, update)] = replay_updates("s1", [Entry(1, "tool_result", stored, 0.0)])
+    assert on == "s1"
     assert update["sessionUpdate"] == "tool_call_update"
     assert update["content"] == [diff]
 
 
 def _chunk_ids(session_id: str, entries: list[Entry]) -> list[tuple[str, str]]:
-    found = [cast("dict[str, Any]", u) for u in replay_updates(session_id, entries)]
+    found = [cast("dict[str, Any]", u) for _, u in replay_updates(session_id, entries)]
     return [(u["sessionUpdate"], u["messageId"]) for u in found if "messageId" in u]
 
 

@@ -70,6 +70,8 @@ class Session:
         self.conversation = Conversation(messages)
         self.lifecycle = Lifecycle(record.id)
         self.always: dict[str, bool] = {}  # tool name → remembered "always" answer
+        # Its subagents at work, by child session id: the token `cancel_child` fires.
+        self.children: dict[str, CancellationToken] = {}
         self.toolbox = Toolbox(
             server, record.id, self.cwd, self.send_update, lambda: self.lifecycle.token
         )
@@ -183,6 +185,12 @@ class Session:
         (and nothing fired) when no turn runs."""
         return self.lifecycle.cancel(reason)
 
+    def cancel_child(self, child_id: str, reason: str = "session/cancel") -> bool:
+        """Stop the work of subagent `child_id` only (`session/cancel` of its child session);
+        False when it is not at work."""
+        token = self.children.get(child_id)
+        return token is not None and token.cancel(reason)
+
     def cancel_prompt(self, prompt: list[acp.ContentBlock], reason: str) -> bool:
         """`$/cancel_request` for `prompt` (the request's own list), waiting or running."""
         return self.lifecycle.cancel_prompt(prompt, reason)
@@ -234,6 +242,7 @@ class Session:
             toolbox.status,
             self.client_prompt,
             self.steering,
+            self.children,
         )
         turn = Turn(
             context,
@@ -288,8 +297,9 @@ class Session:
         else:
             callback()
 
-    def send_update(self, update: acp.SessionUpdate) -> None:
-        self.effects.send(update)
+    def send_update(self, update: acp.SessionUpdate, on: str | None = None) -> None:
+        """Send `update` on this session, or on its child session `on`."""
+        (self.effects if on in (None, self.id) else self.effects.child(on)).send(update)
 
     async def keep_pace(self) -> None:
         """Wait while the editor reads slower than updates are written."""

@@ -36,6 +36,14 @@ class SessionEffects:
     def client(self) -> ClientChannel:
         return self._server
 
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    def child(self, session_id: str) -> SessionEffects:
+        """The editor as child session `session_id` reaches it: no notices of its own."""
+        return SessionEffects(self._server, session_id, lambda found: [])
+
     def send(self, update: acp.SessionUpdate) -> None:
         self._server.conn.notify(
             "session/update", {"sessionId": self._session_id, "update": update}

@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import client_prompt, credentials, leases, limits, redact, transcript, updates
+from acp_fsm import (
+    child_sessions,
+    client_prompt,
+    credentials,
+    leases,
+    limits,
+    redact,
+    transcript,
+    updates,
+)
 from acp_fsm.blocking import run_blocking
 from acp_fsm.bulk import paused_collector
 from acp_fsm.client_prompt import ENTRY, ClientPrompt
@@ -42,6 +51,12 @@ CLOSE_GRACE_S = 2.0
 # The same when the process is exiting: the editor waits on it (a cancelled turn needs
 # milliseconds; a local command that ignores SIGTERM is killed after 0.2 s).
 SHUTDOWN_GRACE_S = 1.0
+
+
+def not_found(session_id: str) -> BadRequest | SessionNotFound:
+    """Why no session `session_id` is here: it is a subagent's (`child_sessions.refusal`),
+    or none of that id is open or stored."""
+    return child_sessions.refusal(session_id) or SessionNotFound(limits.echo(session_id))
 
 
 class Sessions:
@@ -93,7 +108,7 @@ class Sessions:
     def get(self, session_id: str) -> Session:
         session = self._open.get(session_id)
         if session is None:
-            raise SessionNotFound(limits.echo(session_id))
+            raise not_found(session_id)
         return session
 
     def find(self, session_id: str) -> Session | None:
@@ -152,7 +167,7 @@ class Sessions:
         store = await self.store()
         source = await store.get_session(source_id)
         if source is None:
-            raise SessionNotFound(limits.echo(source_id))
+            raise not_found(source_id)
         copied = completed(await store.entries(source_id))
         record = new_record(cwd, additional, mcp_servers, source.title)._replace(
             model_title=source.model_title
@@ -210,7 +225,7 @@ class Sessions:
     async def _restore(self, store: Store, session_id: str, cwd: str, replay: bool) -> Session:
         record = await store.get_session(session_id)
         if record is None:
-            raise SessionNotFound(limits.echo(session_id))
+            raise not_found(session_id)
         session = self._open.get(session_id)
         if session is None:
             with paused_collector():  # thousands of objects at once (acp_fsm.bulk)
@@ -226,10 +241,12 @@ class Sessions:
             session.options.settings = settings_of(entries)  # another process may have chosen
             session.client_prompt = client_prompt.stored(entries)
         if replay:
+            client = self._server.client
+            subagents = client is not None and client.shows_subagents
             with paused_collector():
-                replayed = replay_updates(session_id, entries)
-            for update in replayed:
-                session.send_update(update)
+                replayed = replay_updates(session_id, entries, subagents=subagents)
+            for on, update in replayed:
+                session.send_update(update, on)
                 if session.lifecycle.state == SessionState.IDLE:  # no turn's updates between
                     await session.keep_pace()
         return session
@@ -269,7 +286,7 @@ class Sessions:
             if session is not None:
                 await session.close("session/delete", CLOSE_GRACE_S)
             if not await store.delete_session(session_id) and session is None:
-                raise SessionNotFound(limits.echo(session_id))
+                raise not_found(session_id)
 
     async def set_title(self, session_id: str, title: str) -> str:
         """`session/set_title`: the title the user chose, normalised (`titles.user_title`)
@@ -281,7 +298,7 @@ class Sessions:
         store = await self.store()
         stored = await store.set_user_title(session_id, kept)
         if stored is None:
-            raise SessionNotFound(limits.echo(session_id))
+            raise not_found(session_id)
         kept, updated_at = stored
         # An entry too: a process that has the session open learns it at its next prompt
         # (`prompting._claim` catches up with the store), and tells no title of its own.

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import transcript, updates
+from acp_fsm import child_sessions, transcript, updates
 from acp_fsm.config_options import Settings
 from acp_fsm.providers.types import Message, ToolResultsMessage
 from acp_fsm.store import Entry, Store
@@ -68,23 +68,69 @@ def settings_of(entries: list[Entry]) -> Settings:
     return Settings.folded([e.body for e in entries if e.kind == "settings"])
 
 
-def replay_updates(session_id: str, entries: list[Entry]) -> list[acp.SessionUpdate]:
+# An update of a replay and the session it is on (a subagent's child session, or the one
+# loaded).
+Replayed = tuple[str, "acp.SessionUpdate"]
+
+
+def replay_updates(
+    session_id: str, entries: list[Entry], *, subagents: bool = False
+) -> list[Replayed]:
     """The updates that show a stored conversation as it looked live (ACP: session/load),
-    each message with the id it was shown with (`_message_id`)."""
-    out: list[acp.SessionUpdate] = []
+    each message with the id it was shown with (`_message_id`); with `subagents` (the editor
+    shows them as child sessions), each subagent as its child session (`_child`)."""
+    out: list[Replayed] = []
     plans: dict[str, list[acp.PlanEntry]] = {}  # call id -> the plan an update_plan call set
+    children: dict[str, str] = {}  # call id -> its subagent's child session, replayed
+
+    def add(*found: acp.SessionUpdate) -> None:
+        out.extend((session_id, update) for update in found)
+
     for entry in entries:
         body = entry.body
         if entry.kind in ("user", "command"):
-            out.extend(user_chunks(body["prompt"], _message_id(session_id, entry, "user")))
+            add(*user_chunks(body["prompt"], _message_id(session_id, entry, "user")))
         elif entry.kind in ("compaction", "notice"):
             text = body["notice"] if entry.kind == "compaction" else body["text"]
             message_id = _message_id(session_id, entry, "text")
-            out.append(updates.chunk("agent_message_chunk", updates.text_content(text), message_id))
+            add(updates.chunk("agent_message_chunk", updates.text_content(text), message_id))
         elif entry.kind == "assistant":
-            out.extend(_assistant(session_id, entry, plans))
+            add(*_assistant(session_id, entry, plans))
+        elif entry.kind == "subagent" and subagents and "entries" in body:
+            out.extend(_child(session_id, body))
+            children[body["callId"]] = body["sessionId"]
         elif entry.kind == "tool_result":
-            out.extend(_result(body, plans))
+            add(*_result(body, plans, children.get(body["callId"])))
+    return out
+
+
+def _child(parent: str, body: dict[str, Any]) -> list[Replayed]:
+    """A stored subagent as its child session showed it: announced on `parent` (no longer at
+    work: no capabilities, no running state), its task from the parent, its own updates, its
+    report to the parent, and how its work ended."""
+    child = body["sessionId"]
+    out: list[Replayed] = [
+        (
+            parent,
+            child_sessions.announcement(child, body["description"], body["prompt"], live=False),
+        )
+    ]
+
+    def message(sender: str, recipient: str, text: str, ids: list[str]) -> None:
+        outgoing, incoming = child_sessions.views(sender, recipient, text, (ids[0], ids[1]))
+        out.extend(((sender, outgoing), (recipient, incoming)))
+
+    message(parent, child, body["prompt"], body["messageIds"]["prompt"])
+    own = [Entry(seq, item["kind"], item["body"], 0.0) for seq, item in enumerate(body["entries"])]
+    out.extend(replay_updates(child, own))
+    if body["report"]:
+        message(child, parent, body["report"], body["messageIds"]["report"])
+    out.append(
+        (
+            parent,
+            child_sessions.state(child, child_sessions.idle(body["stopReason"], body.get("error"))),
+        )
+    )
     return out
 
 
@@ -126,14 +172,19 @@ def _assistant(
     return out
 
 
-def _result(body: dict[str, Any], plans: dict[str, list[acp.PlanEntry]]) -> list[acp.SessionUpdate]:
-    """A stored tool result: the call's final update (and the plan an `update_plan` set)."""
+def _result(
+    body: dict[str, Any], plans: dict[str, list[acp.PlanEntry]], child: str | None
+) -> list[acp.SessionUpdate]:
+    """A stored tool result: the call's final update (and the plan an `update_plan` set),
+    linked to its subagent's `child` session when that was replayed (else linked to none)."""
     view = body.get("view") or {}
-    content = view.get("content")
+    content = child_sessions.without_references(view.get("content") or [])
     if not content or any(block.get("type") == "terminal" for block in content):
         # a terminal belongs to the connection that ran it (sessions stored before
         # its output was kept): the result the model read holds the output instead
         content = [updates.text_block(body["content"])]
+    if child is not None:
+        content = [child_sessions.reference(child), *content]
     out: list[acp.SessionUpdate] = [
         updates.tool_call_update(
             body["callId"],

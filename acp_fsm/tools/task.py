@@ -12,6 +12,7 @@ from typing import Any
 
 from acp_fsm.tools.base import ToolCallView, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import BaseTool
+from acp_fsm.updates import text_block
 
 TASK_TOOL = "task"
 
@@ -31,7 +32,14 @@ class Task(BaseTool):
     concurrent = True
 
     def view(self, args: dict[str, Any], env: ToolEnv) -> ToolCallView:
-        return ToolCallView(title=self.title(args, env), kind=self.kind, raw_input=dict(args))
+        """The task as the call's title and its prompt as its content, of kind `other` in the
+        editor: clients draw `think` as reasoning, and some hide its title."""
+        return ToolCallView(
+            title=self.title(args, env),
+            kind="other",
+            raw_input=dict(args),
+            content=(text_block(str(args.get("prompt", "")).strip()),),
+        )
 
     def title(self, args: dict[str, Any], env: ToolEnv) -> str:
         return f"Task: {' '.join(str(args.get('description', '')).split())}"

@@ -43,7 +43,7 @@ async def ask_permissions(turn: Turn) -> TurnTrigger:
 async def _ask(turn: Turn, pc: PendingCall) -> None:
     offered = options_for(pc)
     params = {
-        "sessionId": turn.context.session_id,
+        "sessionId": turn.effects.session_id,
         "toolCall": updates.tool_call_fields(
             pc.call.id, updates.view_body(pc.view, pc.call.name), pc.preview
         ),

@@ -47,6 +47,9 @@ class TurnContext:
     client_prompt: ClientPrompt | None = None  # the editor's system prompt, when it sent one
     # What the user steers the turn with (`acp_fsm.steering`): read at each model call.
     steering: Inbox = field(default_factory=Inbox)
+    # The session's subagents at work, by child session id (`acp_fsm.child_sessions`): the
+    # token a `session/cancel` of that id fires.
+    children: dict[str, CancellationToken] = field(default_factory=dict)
 
 
 class Effects(Protocol):
@@ -55,6 +58,14 @@ class Effects(Protocol):
     @property
     def client(self) -> ClientChannel:
         """The editor, for permission and client requests."""
+
+    @property
+    def session_id(self) -> str:
+        """The session the turn's updates and requests name (a subagent's child session's,
+        when the editor shows it as one)."""
+
+    def child(self, session_id: str) -> Effects:
+        """The same editor, for child session `session_id` (`acp_fsm.child_sessions`)."""
 
     def send(self, update: acp.SessionUpdate) -> None:
         """Send a `session/update`."""

@@ -111,7 +111,7 @@ class Turn:
         self.stop_reason: acp.StopReason = "end_turn"  # when the turn ends done
         self.error: DomainError | None = None
         self.path: list[str] = [self.state.value]
-        self.client = Client(effects.client, context.session_id, token)
+        self.client = Client(effects.client, effects.session_id, token)
         # The provider configuration, read when the prompt came (`session.prompting`).
         self.provider: credentials.InForce | None = None
         self.tools: dict[str, Tool] = {}  # of the current model call

@@ -1,34 +1,37 @@
 """A subagent (the `task` tool): a turn of its own, on the same machine (`Turn`), over a
 sub-conversation that starts with the task's prompt and nothing of the session's.
 
-It runs under the calling turn's token, so a cancel reaches its stream and its tools as it
-reaches the turn's own. It stands on ports of its own (`turn.ports`): the session's
-directories, settings and background commands (`task_context`), the editor as a subagent may
-reach it (`TaskEffects`), its own conversation (`TaskConversation`), kept in memory (`Unstored`)
-and stored whole with the session when it ends (a `subagent` entry), its own context budget,
-and the session's ledger, in which its calls count. The editor sees one call: each of the
-subagent's tool calls becomes a line of that call's content, and its report ends it.
-Its tools are the read-only ones (read, search, fetch and MCP tools marked read-only) unless
-the session's mode runs everything unasked; it cannot ask the user anything (a call that would
-ask is refused and the subagent told why), nor start a subagent of its own.
+It runs under a token of its own that the calling turn's fires, so a cancel of the turn
+reaches its stream and its tools as it reaches the turn's own, and a `session/cancel` of its
+child session stops it alone (the turn goes on with what it reported). It stands on ports of
+its own (`turn.ports`): the session's directories, settings and background commands
+(`task_context`), the editor as a subagent may reach it, its own conversation
+(`TaskConversation`), its entries kept in memory (`turn.child_session.Collected`) and stored
+whole with the session when it ends (a `subagent` entry), its own context budget, and the
+session's ledger, in which its calls count.
+
+An editor that shows subagents as child sessions (`clientCapabilities.subagents`) sees it as
+one (`turn.child_session`); to another, it is one call: each of the subagent's tool calls
+becomes a line of that call's content (`TaskEffects`), and its report ends it. Its tools are
+the read-only ones (read, search, fetch and MCP tools marked read-only) unless the session's
+mode runs everything unasked; it cannot ask the user a question, nor for permission unless it
+is a child session the request names (a call that would ask is refused and the subagent told
+why), nor start a subagent of its own.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
-from acp_fsm import config_options, env_vars, transcript, updates
+from acp_fsm import child_sessions, config_options, env_vars, methods, updates
 from acp_fsm.conversation import Conversation
-from acp_fsm.env_vars import ELICITATION_METHOD, PERMISSION_METHOD
 from acp_fsm.errors import DomainError
 from acp_fsm.instructions import SystemPrompt, subagent_prompt
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
-from acp_fsm.protocol.errors import OutboundError
 from acp_fsm.providers.types import (
     AssistantMessage,
     Message,
@@ -41,6 +44,7 @@ from acp_fsm.steering import Inbox
 from acp_fsm.tools.ask_user import ASK_USER_TOOL
 from acp_fsm.tools.base import Tool, ToolOutcome
 from acp_fsm.tools.task import TASK_TOOL
+from acp_fsm.turn.child_session import ChildSession, Collected, Reach
 from acp_fsm.turn.model_call import instructions
 from acp_fsm.turn.ports import Effects, TurnContext
 from acp_fsm.turn.runner import Turn
@@ -59,10 +63,6 @@ log = structlog.get_logger("turn")
 NOT_DELEGATED = frozenset({TASK_TOOL, PLAN_TOOL, ASK_USER_TOOL})  # ask_user: it cannot ask
 # Progress lines the call shows at most (the latest; a note counts the others).
 MAX_LINES = 60
-NO_ASKING = (
-    "a subagent cannot ask the user: in this session's mode the call needs their permission. "
-    "Say in your report what you could not do, so the agent can do it itself"
-)
 
 
 class Progress:
@@ -98,34 +98,6 @@ class Progress:
         return tuple(blocks)
 
 
-class _Unasking:
-    """The editor as a subagent reaches it: everything but permission requests and questions."""
-
-    def __init__(self, server: ClientChannel) -> None:
-        self._server = server
-
-    @property
-    def client(self) -> ClientInfo | None:
-        return self._server.client
-
-    def call_client(
-        self,
-        method: str,
-        params: Any,
-        *,
-        token: CancellationToken | None = None,
-        timeout_ms: int | None = None,
-        verbatim: bool = False,
-    ) -> asyncio.Future[Any]:
-        if method not in (PERMISSION_METHOD, ELICITATION_METHOD):
-            return self._server.call_client(
-                method, params, token=token, timeout_ms=timeout_ms, verbatim=verbatim
-            )
-        refused: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        refused.set_exception(OutboundError(NO_ASKING))
-        return refused
-
-
 class TaskEffects:
     """A subagent's `Effects`: its updates become lines of the task's call (`Progress`), its
     streamed text is not shown (its report is read from its last message), the editor cannot
@@ -133,12 +105,19 @@ class TaskEffects:
 
     def __init__(self, parent: Effects, progress: Progress) -> None:
         self._parent = parent
-        self._client = _Unasking(parent.client)
+        self._client = Reach(parent.client)
         self._progress = progress
 
     @property
     def client(self) -> ClientChannel:
         return self._client
+
+    @property
+    def session_id(self) -> str:
+        return self._parent.session_id
+
+    def child(self, session_id: str) -> Effects:
+        return self._parent.child(session_id)
 
     def send(self, update: acp.SessionUpdate) -> None:
         self._progress.seen(update)
@@ -151,25 +130,6 @@ class TaskEffects:
 
     def notices(self, found: Iterable[str] = ()) -> list[str]:
         return []
-
-
-class Unstored:
-    """A subagent's `Entries`: nothing is stored as it goes; its whole transcript is, with
-    the session, when it ends (`delegate`)."""
-
-    def queue(
-        self, kind: str, body: dict[str, Any], *, required: bool = False
-    ) -> asyncio.Future[int] | None:
-        return None
-
-    async def commit(self, kind: str, written: asyncio.Future[int] | None) -> None:
-        pass
-
-    def rewrite(self, seq: int, body: dict[str, Any]) -> None:
-        pass
-
-    async def settle(self) -> None:
-        pass
 
 
 class TaskConversation(Conversation):
@@ -239,20 +199,23 @@ def _ignore(text: str) -> None:
 async def delegate(parent: Turn, call_id: str, description: str, prompt: str) -> ToolOutcome:
     """Run `prompt` in a subagent for call `call_id` of `parent`: its report as the outcome.
     Its tokens count in the parent turn's and the session's; its transcript is stored."""
-
-    def show(content: tuple[acp.ToolCallContent, ...]) -> None:
-        parent.update(updates.tool_call_update(call_id, "in_progress", content=list(content)))
-
-    progress = Progress(show)
+    child = child_sessions.child_id(parent.context.session_id)
+    client = parent.effects.client.client
+    progress = Progress(lambda content: _show(parent, call_id, content))
+    shown = ChildSession(parent.effects, call_id, child) if _shows(client) else None
+    token = CancellationToken(child)
+    unlink = parent.token.on_cancel(lambda: token.cancel(parent.token.reason or "cancelled"))
+    parent.context.children[child] = token
     conversation = TaskConversation(prompt)
+    entries = Collected()
     sub = Turn(
         task_context(parent.context, read_only=parent.read_only),
-        TaskEffects(parent.effects, progress),
-        Unstored(),
+        shown.effects if shown else TaskEffects(parent.effects, progress),
+        entries,
         conversation,
         parent.budget.subagents(own_model=bool(env_vars.subagent_model())),
         parent.ledger,  # its calls count in the session's
-        parent.token,
+        token,
         open_stream=parent.open_stream,
     )
     sub.provider = parent.provider
@@ -260,43 +223,90 @@ async def delegate(parent: Turn, call_id: str, description: str, prompt: str) ->
     sub.system = SystemPrompt(text, [])
     sub.max_requests = env_vars.subagent_max_steps()
     sub.read_only = parent.read_only
-    stop: acp.StopReason | None = None
+    if shown:
+        shown.open(description, prompt, lambda link: _show(parent, call_id, (link,)))
     try:
-        stop = await sub.run()
+        stop: acp.StopReason = await sub.run()
     except DomainError as exc:
-        failure = f"The subagent failed: {exc.message}"
-        return ToolOutcome(failure, is_error=True, content=progress.content(failure))
+        report, is_error, ended = f"The subagent failed: {exc.message}", True, _failed(exc)
+    except BaseException:  # the turn's own end (its task cancelled): the child's too
+        if shown:
+            shown.close("", child_sessions.idle("cancelled"))
+        raise
+    else:
+        if stop == "cancelled" and not parent.token.is_cancelled:
+            report, is_error = _stopped(conversation.messages), True
+        else:
+            report, is_error = _report(conversation.messages, stop, sub.requests)
+        ended = child_sessions.idle(stop)
     finally:
+        unlink()
+        parent.context.children.pop(child, None)
         parent.spent = parent.spent.plus(sub.spent)
         parent.closers.extend(sub.closers)
-        # Queued, not waited for: what the editor is told rests on the call's result.
-        parent.entries.queue(
-            "subagent",
-            {
-                "callId": call_id,
-                "description": description,
-                "stopReason": stop or sub.stop_reason_now,
-                "modelCalls": sub.requests,
-                "usage": updates.usage_totals(sub.spent),
-                "compactions": conversation.compactions,
-                "messages": [
-                    transcript.message_to_json(m)
-                    for m in transcript.group_results(conversation.transcript)
-                ],
+    if shown:  # a cancelled turn is told nothing more: its subagent's report goes nowhere
+        shown.close("" if parent.token.is_cancelled else report, ended)
+    # Queued, not waited for: what the editor is told rests on the call's result.
+    parent.entries.queue(
+        "subagent",
+        {
+            "callId": call_id,
+            "sessionId": child,
+            "description": description,
+            "prompt": prompt,
+            "report": report,
+            "stopReason": ended["stopReason"],
+            **({"error": ended["error"]} if "error" in ended else {}),
+            "messageIds": {
+                "prompt": list(shown.prompt_ids if shown else child_sessions.message_ids()),
+                "report": list(shown.report_ids if shown else child_sessions.message_ids()),
             },
-        )
-        log.info("subagent_finished", call=call_id, stop=stop, requests=sub.requests)
-    if stop == "cancelled":
+            "modelCalls": sub.requests,
+            "usage": updates.usage_totals(sub.spent),
+            "compactions": conversation.compactions,
+            "entries": entries.items,
+        },
+    )
+    log.info("subagent_finished", call=call_id, child=child, stop=ended["stopReason"])
+    if ended["stopReason"] == "cancelled" and parent.token.is_cancelled:
         raise Cancelled(parent.token.reason or "cancelled")
-    report, is_error = _report(conversation.messages, stop, sub.requests)
-    return ToolOutcome(report, is_error=is_error, content=progress.content(report))
+    content = (child_sessions.reference(child),) if shown else progress.content()
+    return ToolOutcome(report, is_error=is_error, content=(*content, updates.text_block(report)))
+
+
+def _shows(client: ClientInfo | None) -> bool:
+    """Whether the editor shows subagents as child sessions."""
+    return client is not None and client.shows_subagents
+
+
+def _show(parent: Turn, call_id: str, content: tuple[acp.ToolCallContent, ...]) -> None:
+    """What the task's call shows while its subagent works."""
+    parent.update(updates.tool_call_update(call_id, "in_progress", content=list(content)))
+
+
+def _failed(failure: DomainError) -> acp.StateUpdateIdle:
+    """The child's state once `failure` ended its work: the error, as a request would get it."""
+    error = methods.answer(failure).to_error()
+    return child_sessions.idle("error", {"code": error["code"], "message": error["message"]})
+
+
+def _stopped(messages: list[Message]) -> str:
+    """The report of a subagent the user stopped alone: what it had said by then."""
+    said = _last_words(messages)
+    note = "The user stopped this subagent before it finished."
+    return f"{note} What it had said by then:\n\n{said}" if said else f"{note} It reported nothing."
+
+
+def _last_words(messages: list[Message]) -> str:
+    """The subagent's last words ("" when it said nothing)."""
+    said = (m.text.strip() for m in reversed(messages) if isinstance(m, AssistantMessage))
+    return next((text for text in said if text), "")
 
 
 def _report(messages: list[Message], stop: acp.StopReason, requests: int) -> tuple[str, bool]:
     """The subagent's report (its last words), with a note when it stopped short; whether it
     is a failure (no words at all)."""
-    said = (m.text.strip() for m in reversed(messages) if isinstance(m, AssistantMessage))
-    last = next((text for text in said if text), "")
+    last = _last_words(messages)
     note = {
         "max_turn_requests": (
             f"The subagent stopped after {requests} model calls (ACP_FSM_SUBAGENT_MAX_STEPS) "

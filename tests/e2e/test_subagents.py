@@ -108,13 +108,17 @@ async def test_a_subagent_reads_and_reports_and_the_main_context_holds_only_the_
     assert {"read_file", "search_files", "glob"} <= names(subs[0])
     assert not names(subs[0]) & {"write_file", "edit_file", "run_command", "task"}
     assert "task" in names(main[0])
-    # the editor: one call of kind think, the subagent's calls as its lines, then the report
+    # the editor (no child sessions): one call of kind other showing the task's prompt, the
+    # subagent's calls as its lines, then the report
     shown = for_call(turn.updates, "t-a.py")
-    assert shown[0]["kind"] == "think" and shown[0]["title"] == "Task: look at a.py"
+    assert shown[0]["kind"] == "other" and shown[0]["title"] == "Task: look at a.py"
+    assert content_text(shown[0]) == "read a.py"
     assert [u.get("status") for u in shown][-1] == "completed"
     assert any(content_text(u) == "• Read a.py" for u in shown if u.get("content"))
     assert content_text(shown[-1]) == f"• Read a.py{report}"
     assert not any(u.get("toolCallId") == "read-a.py" for u in turn.updates)
+    sent = {m["params"]["sessionId"] for m in agent.notifications("session/update")}
+    assert sent == {session}  # no child session for a client that did not opt in
     assert agent.editor.of_method("session/request_permission") == []
     # the turn's usage counts the subagent's calls
     usage = turn.response["result"]["_meta"]["acpFsm"]["usage"]
@@ -126,7 +130,13 @@ async def test_a_subagent_reads_and_reports_and_the_main_context_holds_only_the_
     assert [(b["callId"], b["stopReason"], b["modelCalls"]) for b in kept] == [
         ("t-a.py", "end_turn", 2)
     ]
-    assert [m["role"] for m in kept[0]["messages"]] == ["user", "assistant", "results", "assistant"]
+    assert kept[0]["prompt"] == "read a.py" and kept[0]["report"] == report
+    assert [e["kind"] for e in kept[0]["entries"]] == [
+        "assistant",
+        "tool_result",
+        "assistant",
+        "turn_end",
+    ]
     second = await launch.start(provider)
     _, replayed = await restore(second, "session/load", session, project)
     final = for_call(replayed, "t-a.py")[-1]
@@ -278,8 +288,10 @@ async def test_a_subagent_that_compacts_keeps_its_task_and_its_whole_transcript(
     await launch.close(agent)
     kept = [body for kind, body in stored(launch.home, session) if kind == "subagent"]
     assert kept[0]["compactions"] >= 1
-    roles = [m["role"] for m in kept[0]["messages"]]
-    assert roles == ["user"] + ["assistant", "results"] * 4 + ["assistant"]
+    assert kept[0]["prompt"] == task
+    kinds = [e["kind"] for e in kept[0]["entries"] if e["kind"] != "compaction"]
+    assert kinds == ["assistant", "tool_result"] * 4 + ["assistant", "turn_end"]
+    assert [e["kind"] for e in kept[0]["entries"]].count("compaction") == kept[0]["compactions"]
 
 
 async def test_in_plan_mode_a_subagent_reports_and_gets_no_plan_note(

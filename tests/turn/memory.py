@@ -65,6 +65,9 @@ CONFIG = ProviderConfig(
 # ------------------------------------------------------------------ the editor
 
 
+SESSION_ID = "sess_test"  # the session of every turn here
+
+
 @dataclass
 class Request:
     """A request the turn sent the editor, answered by the test (`answer`)."""
@@ -121,8 +124,12 @@ class Editor:
     """The `Effects` of a turn, in memory: `updates` holds every update, streamed text
     included, in order; while `behind` is set, `pace` waits for it to clear."""
 
-    def __init__(self, capabilities: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, capabilities: dict[str, Any] | None = None, session_id: str = SESSION_ID
+    ) -> None:
         self.channel = Channel(capabilities)
+        self.session_id = session_id
+        self.children: dict[str, Editor] = {}  # by child session id: what each was sent
         self.updates: list[acp.SessionUpdate] = []
         self.gathered: list[str] = []  # the session's news, told with the next model call
         self.told: set[str] = set()
@@ -132,6 +139,13 @@ class Editor:
     @property
     def client(self) -> Channel:
         return self.channel
+
+    def child(self, session_id: str) -> Editor:
+        found = self.children.get(session_id)
+        if found is None:
+            found = self.children[session_id] = Editor(session_id=session_id)
+            found.channel = self.channel
+        return found
 
     def send(self, update: acp.SessionUpdate) -> None:
         self.updates.append(update)
@@ -442,7 +456,7 @@ class Setup:
             return self.tools
 
         context = TurnContext(
-            "sess_test",
+            SESSION_ID,
             (self.root,),
             EMPTY,
             False,

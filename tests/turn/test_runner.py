@@ -135,7 +135,12 @@ async def test_a_subagent_runs_on_ports_of_its_own(tmp_path: Path) -> None:
     assert setup.memory.kinds() == ["assistant", "subagent", "tool_result", "assistant", "turn_end"]
     [stored] = setup.memory.of("subagent")
     assert stored["callId"] == "t1" and stored["modelCalls"] == 2
-    assert len(stored["messages"]) == 4
+    assert [e["kind"] for e in stored["entries"]] == [
+        "assistant",
+        "tool_result",
+        "assistant",
+        "turn_end",
+    ]
     # Its calls count in the session's ledger, marked; its progress shows in the task's call.
     assert [(c.call, c.subagent) for c in setup.charges] == [
         ("turn", False),

@@ -1,6 +1,7 @@
 """ACP newer than the official 2.4.0 schema: checked when the agent advertises it (or, for
 what needs no capability, when it sends it), not applicable otherwise. The client's system
-prompt reaches the model; message ids keep a thought apart from its answer; the model endpoint
+prompt reaches the model; message ids keep a thought apart from its answer; a tool call is
+named as the model called it; the model endpoint
 the client sets gets the next call; a title the client sets is stored; steering with no turn
 running leaves the message to the client when asked to."""
 
@@ -76,6 +77,24 @@ async def message_ids(ctx: Context) -> str:
     if shared:
         raise Violation(f"a thought and an answer share messageId {clip(shared[0], 60)}")
     return f"{len(chunks)} chunk(s), {len(kinds)} message(s), each of one kind"
+
+
+async def tool_names(ctx: Context) -> str:
+    from acp_fsm.devkit.conformance.delegation import tool_turn
+    from acp_fsm.devkit.conformance.script import offered
+
+    done = await tool_turn(ctx)
+    calls = [m["params"]["update"] for m in done.turn.updates if kind_of(m) == "tool_call"]
+    named = [c["name"] for c in calls if isinstance(c.get("name"), str) and c["name"]]
+    if not named:
+        raise NotApplicable(f"no tool_call carries a name ({len(calls)} tool call(s))")
+    if len(named) != len(calls):
+        raise Violation(f"{len(calls) - len(named)} of {len(calls)} tool calls carry no name")
+    tools = {name for r in _model_requests(done.turn) for name in offered(r.body)}
+    unknown = [name for name in named if name not in tools]
+    if unknown:
+        raise Violation(f"tool call name {clip(unknown[0], 60)!r} is no tool the model was offered")
+    return f"{len(named)} tool call(s), each named as the model called it"
 
 
 async def providers(ctx: Context) -> str:
@@ -162,6 +181,12 @@ CHECKS: Final[tuple[Check, ...]] = (
         message_ids,
         "ACP prompt turn, message ids (when the agent sends them)",
         "every message chunk carries a messageId, and a thought never shares one with an answer",
+    ),
+    _check(
+        "tool_names",
+        tool_names,
+        "ACP tool calls, name (when the agent sends it)",
+        "every tool_call carries the name of the tool the model called",
     ),
     _check(
         "providers",

@@ -45,12 +45,13 @@ PING: Final = "_conformance/ping"  # an extension request: any answer shows the 
 Moment = tuple[str, Callable[[], bool]]
 """When to do something in a turn: what is awaited (for the reason when it never comes), and
 the test of it."""
+CLIENT_CAPABILITIES: Final[dict[str, Any]] = {
+    "fs": {"readTextFile": False, "writeTextFile": False},
+    "terminal": False,
+}
 INITIALIZE: Final = {
     "protocolVersion": 1,
-    "clientCapabilities": {
-        "fs": {"readTextFile": False, "writeTextFile": False},
-        "terminal": False,
-    },
+    "clientCapabilities": CLIENT_CAPABILITIES,
     "clientInfo": {"name": "acp-fsm-conformance", "version": __version__},
 }
 

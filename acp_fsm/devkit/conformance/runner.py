@@ -22,6 +22,7 @@ from acp_fsm.devkit.conformance import (
     robustness,
     schema,
     sessions,
+    subagents,
     transport,
 )
 from acp_fsm.devkit.conformance.context import Context, Target
@@ -41,6 +42,7 @@ GROUPS: Final[dict[str, tuple[Check, ...]]] = {
     "delegation": delegation.CHECKS,
     "advertised": advertised.CHECKS,
     "newer": newer.CHECKS,
+    "subagents": subagents.CHECKS,
     "matrix": matrix.CHECKS,
     "robustness": robustness.CHECKS,
 }

@@ -10,6 +10,10 @@ every model call (whatever model it names) from the conversation it carries.
   short closing reply. An agent that offers no such tool gets `NO_TOOL` and the tools' names
   as the reply. The call opens with a thinking block when an Anthropic request turns
   thinking on, as the real model's does.
+- A prompt made by `delegate_prompt` gets one call of the tool the agent offers that hands
+  work to a subagent (`task`, `Task`, `Agent`, ...), given `SUBAGENT_TASK` (with
+  `HANG_MARKER` when asked: the subagent's call then hangs); the subagent's call gets
+  `REPORT`, and once the call's result is in the conversation, a short closing reply.
 - Any other prompt gets `CHUNKS`, several chunks with a pause between them.
 
 Nothing here knows one agent's tools: OpenAI Chat (`function.parameters`), Responses
@@ -45,6 +49,14 @@ SIGNATURE: Final = "YWNwLWZzbSBjb25mb3JtYW5jZSB0aG91Z2h0"  # opaque, as the API'
 NO_TOOL: Final = "acp-fsm conformance found no tool to"
 _WRITE: Final = re.compile(r"acp-fsm conformance: write the file (.+?)\)")
 _RUN: Final = "acp-fsm conformance: run a command"
+_DELEGATE: Final = "acp-fsm conformance: hand it to a subagent"
+DELEGATE_CALL_ID: Final = "call_acp_fsm_conformance_task"
+SUBAGENT_TASK: Final = "Say one word (acp-fsm conformance: a subagent's task)."
+_SUBAGENT: Final = "acp-fsm conformance: a subagent's task"
+REPORT: Final = "Report of the conformance subagent."
+_DELEGATES: Final = re.compile(r"^(task|agent|dispatch_agent|spawn_agent|subagent|delegate)$", re.I)
+_TASKS: Final = ("prompt", "task", "message", "instructions", "query")
+_LABELS: Final = ("description", "title", "name")
 
 # What a tool's name says it does, and the names its parameters go by.
 _WRITES: Final = re.compile(r"write|create_file|save_file|^edit$|str_replace_based_edit", re.I)
@@ -70,6 +82,12 @@ def run_prompt() -> str:
     return f"Run `{COMMAND}` ({_RUN})."
 
 
+def delegate_prompt(*, hang: bool) -> str:
+    """A prompt the model answers by handing `SUBAGENT_TASK` to a subagent (whose model call
+    hangs with `hang`)."""
+    return f"Ask a subagent for one word ({_DELEGATE}{'; it will hang' if hang else ''})."
+
+
 def answer(request: RecordedRequest) -> Scripted:
     """The reply to one model call (OpenAI Chat Completions or Responses, Anthropic)."""
     body = request.body if isinstance(request.body, dict) else {}
@@ -78,6 +96,8 @@ def answer(request: RecordedRequest) -> Scripted:
     last = json.dumps(conversation[-1] if isinstance(conversation, list) and conversation else None)
     if HANG_MARKER in last:
         return Reply(text=HANG_CHUNKS, fault=Hang(HANG_AFTER))
+    if _DELEGATE in said or _SUBAGENT in said:
+        return _delegation(body, said)
     wanted = _WRITE.search(said)
     if wanted is None and _RUN not in said:
         return Reply(text=CHUNKS, delay_s=CHUNK_DELAY_S)
@@ -94,6 +114,22 @@ def answer(request: RecordedRequest) -> Scripted:
     return Reply(calls=(call,))
 
 
+def _delegation(body: dict[str, Any], said: str) -> Scripted:
+    """The main model's call of the agent's subagent tool, the subagent's report, then the
+    main model's closing reply."""
+    if DELEGATE_CALL_ID in said:
+        return Reply(text=DONE_TEXT)
+    if _DELEGATE not in said:  # the subagent's own call: its task, nothing of the session
+        return Reply(text=REPORT)
+    task = f"{HANG_PROMPT} {SUBAGENT_TASK}" if "it will hang" in said else SUBAGENT_TASK
+    for name, schema in _tools(body.get("tools")):
+        wanted: Wanted = ((_TASKS, task), (_LABELS, "conformance subagent"))
+        if _DELEGATES.search(name) and (arguments := _arguments(schema, wanted)) is not None:
+            return Reply(calls=(Call(DELEGATE_CALL_ID, name, json.dumps(arguments)),))
+    names = ", ".join(offered(body)) or "none offered"
+    return Reply(text=f"{NO_TOOL} hand work to a subagent among the agent's tools ({names}).")
+
+
 def _thinks(body: dict[str, Any]) -> bool:
     """Whether an Anthropic request turns thinking on: the real model then opens its reply
     with a thinking block, which a tool loop must send back."""
@@ -108,6 +144,11 @@ def _tools(listed: Any) -> Iterator[tuple[str, dict[str, Any]]]:
         name = _dict(function).get("name")
         if isinstance(name, str):
             yield name, _dict(function.get("parameters", function.get("input_schema")))
+
+
+def offered(body: Any) -> list[str]:
+    """The names of the tools a model call offers, whatever the wire format."""
+    return [name for name, _ in _tools(_dict(body).get("tools"))]
 
 
 def _free_form(listed: Any) -> Iterator[str]:
@@ -193,6 +234,8 @@ def _filler(key: str, spec: dict[str, Any]) -> Any:
         return False
     if key.lower() in _NOTES:
         return "acp-fsm conformance"
+    if key.lower() == "subagent_type":  # Claude Code's Task/Agent tool
+        return "general-purpose"
     return None
 
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
+from acp_fsm import schemas
 from acp_fsm.devkit.editor.link import PAYLOAD
 
 AGENT: Final = "agent"
@@ -22,6 +24,9 @@ UNSTABLE_FILE: Final = "schema.unstable.json"  # beside schema.json, as the SDK 
 LEGACY: Final = frozenset({"session/set_model"})
 # How schemas/acp.json marks a definition of newer ACP than the official files: its source.
 SOURCE: Final = "Source:"
+# What stands in for a `session/update` of a newer kind when the official schema judges the
+# message around it.
+STAND_IN: Final = {"sessionUpdate": "plan", "entries": []}
 
 
 def _direct_refs(node: Any) -> set[str]:
@@ -76,6 +81,54 @@ class OfficialSchema:
         beside = path.with_name(UNSTABLE_FILE)
         unstable = cls.load(beside) if beside.is_file() and beside != path else None
         return cls(json.loads(path.read_text(encoding="utf-8")), path, unstable)
+
+    def newer_problems(self, node: Any) -> list[str]:
+        """Why the parts of `node` newer than the official files (`newer_parts`) are invalid
+        by acp-fsm's definitions of them."""
+        found = []
+        for name, part in self.newer_parts(node):
+            violation = schemas.validate(f"acp.{name}", part)
+            if violation is not None:
+                found.append(f"acp-fsm's {name} (newer ACP): {violation}")
+        return found
+
+    def newer_parts(self, node: Any) -> list[tuple[str, Any]]:
+        """The parts of `node` newer than the official files, each with acp-fsm's definition
+        of it: tool-call content of a newer type, a `session/update` of a newer kind."""
+        if isinstance(node, list):
+            return [found for value in node for found in self.newer_parts(value)]
+        if not isinstance(node, dict):
+            return []
+        content_type = newer_content_types().get(str(node.get("type")))
+        update = self.newer_update(node)
+        if content_type or update:
+            return [(str(content_type or update), node)]
+        return [found for value in node.values() for found in self.newer_parts(value)]
+
+    def as_official(self, node: Any) -> Any:
+        """`node` as the official files judge it: its tool-call content of a newer type left
+        out, a `session/update` of a newer kind replaced by `STAND_IN`."""
+        if isinstance(node, list):
+            newer = newer_content_types()
+            kept = (v for v in node if not (isinstance(v, dict) and v.get("type") in newer))
+            return [self.as_official(value) for value in kept]
+        if not isinstance(node, dict):
+            return node
+        if self.newer_update(node) is not None:
+            return STAND_IN
+        return {key: self.as_official(value) for key, value in node.items()}
+
+    def newer_update(self, update: Any) -> str | None:
+        """The definition in schemas/acp.json (marked with its source) of `update`'s kind when
+        no official file defines that kind of `session/update`; None otherwise."""
+        kind = update.get("sessionUpdate") if isinstance(update, dict) else None
+        if not isinstance(kind, str) or kind in self.update_kinds():
+            return None
+        return newer_update_kinds().get(kind)
+
+    def update_kinds(self) -> set[str]:
+        """The kinds of `session/update` the official files define."""
+        return {kind for schema in self.documents() for kind in tags(schema.defs, "SessionUpdate")}
 
     def definition(self, writer: str, part: str, method: str) -> str | None:
         """The definition of the params or result of `method` as `writer` writes them."""
@@ -149,17 +202,30 @@ class OfficialSchema:
                 *self.problems(None, message),
                 f"no official definition of the {part} of {method} written by the {writer}",
             ]
-        # A method only the unstable schema defines is judged by that schema, root included.
+        # What is newer than the official files (`session` content, a `subagent_update` for
+        # older files) is judged by acp-fsm's definition, the rest by the official one.
+        own = self.newer_problems(payload)
+        judged = self.as_official(payload)
+        if judged != payload:
+            payload = judged
+            message = {**message, PAYLOAD[kind]: payload}
+        # A method only the unstable schema defines is judged by that schema, root included,
+        # and so is a `session/update` of a kind only it defines (`subagent_update`).
         schema, name = found
-        return schema.problems(None, message) + schema.problems(name, payload)
+        update = payload.get("update") if isinstance(payload, dict) else None
+        if method == "session/update" and self.unstable is not None and schema is self:
+            tag = update.get("sessionUpdate") if isinstance(update, dict) else None
+            later = self.unstable.definition(writer, part, method)
+            if tag not in tags(self.defs, "SessionUpdate") and later is not None:
+                schema, name = self.unstable, later
+        problems = schema.problems(None, message) + schema.problems(name, payload)
+        return own + problems
 
 
 def newer(method: str, part: str = "params") -> str | None:
     """The name of the definition of `method`'s `part` ("params" or "result") when the
     method is one of ACP's newer than the official files, defined in schemas/acp.json with
     its source (a `$comment` that starts with `SOURCE`); None otherwise."""
-    from acp_fsm import schemas
-
     spec = schemas.load_json("methods.json").get(method)
     name = spec.get(part) if isinstance(spec, dict) else None
     definition = schemas.definitions("acp").get(name) if isinstance(name, str) else None
@@ -171,8 +237,6 @@ def newer(method: str, part: str = "params") -> str | None:
 def addition(part: str, method: str) -> Callable[[Any], list[str]] | None:
     """The check of `method`'s `part` when the method is newer than the official files
     (`newer`), by acp-fsm's definition; None otherwise."""
-    from acp_fsm import schemas
-
     name = newer(method, part)
     if name is None:
         return None
@@ -182,6 +246,44 @@ def addition(part: str, method: str) -> Callable[[Any], list[str]] | None:
         return [] if violation is None else [f"acp-fsm's {name} (newer ACP): {violation}"]
 
     return problems
+
+
+def tags(defs: dict[str, Any], union: str) -> dict[str, str]:
+    """The branches of tagged union `union` in `defs`: each tag's value, and the definition
+    the branch refers to ("" where it refers to none)."""
+    found: dict[str, str] = {}
+    for branch in (defs.get(union) or {}).get("oneOf") or ():
+        consts = [p.get("const") for p in (branch.get("properties") or {}).values()]
+        refs = [r["$ref"].rsplit("/", 1)[1] for r in branch.get("allOf") or () if "$ref" in r]
+        for tag in consts:
+            if isinstance(tag, str):
+                found[tag] = refs[0] if refs else ""
+    return found
+
+
+def _marked(union: str) -> dict[str, str]:
+    """The branches of `union` in schemas/acp.json newer than the official files: those whose
+    definition is marked with its source."""
+    defs = schemas.definitions("acp")
+    return {
+        tag: name
+        for tag, name in tags(defs, union).items()
+        if str(defs.get(name, {}).get("$comment", "")).startswith(SOURCE)
+    }
+
+
+@cache
+def newer_update_kinds() -> dict[str, str]:
+    """The kinds of `session/update` newer than the official files (`subagent_update`), each
+    with its definition in schemas/acp.json."""
+    return _marked("SessionUpdate")
+
+
+@cache
+def newer_content_types() -> dict[str, str]:
+    """The tool-call content `type`s newer than the official files (`session`), each with its
+    definition in schemas/acp.json."""
+    return _marked("ToolCallContent")
 
 
 def _other(side: str) -> str:

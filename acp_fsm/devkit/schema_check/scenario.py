@@ -89,6 +89,7 @@ class _Session:
                     "elicitation": {"form": {}},
                     # notices (its MCP server fails) and compactions (/compact) as updates
                     "session": {"notices": {}, "compaction": {}},
+                    "subagents": {},  # its task is a child session
                 },
                 "clientInfo": {"name": "acp-fsm-schema-check", "version": "1"},
             },

@@ -28,7 +28,7 @@ CALLS: Final[dict[str, tuple[str, Choice | None]]] = {
     "call_slow": ("run_command", None),  # allowed always, earlier in the session
     "call_held": ("write_file", HOLD),  # answered after the agent's $/cancel_request
     "call_plan": ("update_plan", None),  # never asks
-    "call_task": ("task", None),  # never asks: its subagent cannot
+    "call_task": ("task", None),  # never asks: its subagent only reads
     "call_ask": ("ask_user", None),  # a question: a form (`elicitation/create`), not a permission
 }
 # The editor's answer to the question's form.
