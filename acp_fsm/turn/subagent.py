@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -203,26 +203,13 @@ async def delegate(parent: Turn, call_id: str, description: str, prompt: str) ->
     client = parent.effects.client.client
     progress = Progress(lambda content: _show(parent, call_id, content))
     shown = ChildSession(parent.effects, call_id, child) if _shows(client) else None
-    token = CancellationToken(child)
+    token = CancellationToken(child)  # fired by the turn's, or by a cancel of the child alone
     unlink = parent.token.on_cancel(lambda: token.cancel(parent.token.reason or "cancelled"))
     parent.context.children[child] = token
     conversation = TaskConversation(prompt)
     entries = Collected()
-    sub = Turn(
-        task_context(parent.context, read_only=parent.read_only),
-        shown.effects if shown else TaskEffects(parent.effects, progress),
-        entries,
-        conversation,
-        parent.budget.subagents(own_model=bool(env_vars.subagent_model())),
-        parent.ledger,  # its calls count in the session's
-        token,
-        open_stream=parent.open_stream,
-    )
-    sub.provider = parent.provider
-    text = subagent_prompt(await instructions(parent), parent.context.roots[0])
-    sub.system = SystemPrompt(text, [])
-    sub.max_requests = env_vars.subagent_max_steps()
-    sub.read_only = parent.read_only
+    effects = shown.effects if shown else TaskEffects(parent.effects, progress)
+    sub = await _sub_turn(parent, effects, entries, conversation, token)
     if shown:
         shown.open(description, prompt, lambda link: _show(parent, call_id, (link,)))
     try:
@@ -244,34 +231,71 @@ async def delegate(parent: Turn, call_id: str, description: str, prompt: str) ->
         parent.context.children.pop(child, None)
         parent.spent = parent.spent.plus(sub.spent)
         parent.closers.extend(sub.closers)
-    if shown:  # a cancelled turn is told nothing more: its subagent's report goes nowhere
-        shown.close("" if parent.token.is_cancelled else report, ended)
+    # A cancelled turn is told nothing more: its subagent's report goes nowhere.
+    told = "" if parent.token.is_cancelled else report
+    if shown:
+        shown.close(told, ended)
+    ids = (shown.prompt_ids, shown.report_ids) if shown else None
+    body = {"callId": call_id, "sessionId": child, "description": description, "prompt": prompt}
     # Queued, not waited for: what the editor is told rests on the call's result.
-    parent.entries.queue(
-        "subagent",
-        {
-            "callId": call_id,
-            "sessionId": child,
-            "description": description,
-            "prompt": prompt,
-            "report": report,
-            "stopReason": ended["stopReason"],
-            **({"error": ended["error"]} if "error" in ended else {}),
-            "messageIds": {
-                "prompt": list(shown.prompt_ids if shown else child_sessions.message_ids()),
-                "report": list(shown.report_ids if shown else child_sessions.message_ids()),
-            },
-            "modelCalls": sub.requests,
-            "usage": updates.usage_totals(sub.spent),
-            "compactions": conversation.compactions,
-            "entries": entries.items,
-        },
-    )
+    kept = _record(sub, conversation, told, ended, entries, ids)
+    parent.entries.queue("subagent", {**body, **kept})
     log.info("subagent_finished", call=call_id, child=child, stop=ended["stopReason"])
     if ended["stopReason"] == "cancelled" and parent.token.is_cancelled:
         raise Cancelled(parent.token.reason or "cancelled")
     content = (child_sessions.reference(child),) if shown else progress.content()
     return ToolOutcome(report, is_error=is_error, content=(*content, updates.text_block(report)))
+
+
+async def _sub_turn(
+    parent: Turn,
+    effects: Effects,
+    entries: Collected,
+    conversation: TaskConversation,
+    token: CancellationToken,
+) -> Turn:
+    """The subagent's turn, on its own ports, under `token`."""
+    sub = Turn(
+        task_context(parent.context, read_only=parent.read_only),
+        effects,
+        entries,
+        conversation,
+        parent.budget.subagents(own_model=bool(env_vars.subagent_model())),
+        parent.ledger,  # its calls count in the session's
+        token,
+        open_stream=parent.open_stream,
+    )
+    sub.provider = parent.provider
+    text = subagent_prompt(await instructions(parent), parent.context.roots[0])
+    sub.system = SystemPrompt(text, [])
+    sub.max_requests = env_vars.subagent_max_steps()
+    sub.read_only = parent.read_only
+    return sub
+
+
+def _record(
+    sub: Turn,
+    conversation: TaskConversation,
+    report: str,
+    ended: acp.StateUpdateIdle,
+    entries: Collected,
+    ids: tuple[tuple[str, str], tuple[str, str]] | None,
+) -> dict[str, Any]:
+    """What the `subagent` entry keeps of how the subagent ran: its report and end, the ids
+    of its messages with its parent (new ones when the editor was shown none: a load may
+    show them), its calls, tokens and compactions, and its own entries (a load replays them
+    as its child session's)."""
+    prompt_ids, report_ids = ids or (child_sessions.message_ids(), child_sessions.message_ids())
+    return {
+        "report": report,
+        "stopReason": ended["stopReason"],
+        **({"error": ended["error"]} if "error" in ended else {}),
+        "messageIds": {"prompt": list(prompt_ids), "report": list(report_ids)},
+        "modelCalls": sub.requests,
+        "usage": updates.usage_totals(sub.spent),
+        "compactions": conversation.compactions,
+        "entries": entries.items,
+    }
 
 
 def _shows(client: ClientInfo | None) -> bool:

@@ -306,7 +306,8 @@ def test_replay_holds_tool_calls_with_their_final_state(session_run: SessionRun)
 
 
 def test_tool_call_content_kinds(session_run: SessionRun) -> None:
-    """Tool output reached the editor as text, diffs (write/edit) and embedded terminals."""
+    """Tool output reached the editor as text, diffs (write/edit), embedded terminals and the
+    link to a subagent's child session (the scenario's editor shows them)."""
     kinds = {
         block["type"]
         for turn in session_run.turns.values()
@@ -314,7 +315,7 @@ def test_tool_call_content_kinds(session_run: SessionRun) -> None:
         if u["sessionUpdate"] == "tool_call_update"
         for block in u.get("content") or ()
     }
-    assert kinds == {"content", "diff", "terminal"}
+    assert kinds == {"content", "diff", "terminal", "session"}
 
 
 def test_each_tool_with_each_permission_answer(session_run: SessionRun) -> None:

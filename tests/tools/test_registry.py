@@ -53,7 +53,7 @@ KINDS = {
     "update_plan": "think",
 }
 # The kind a call shows in the editor: its tool's, but a question is not drawn as reasoning.
-SHOWN_KINDS = {**KINDS, "ask_user": "other"}
+SHOWN_KINDS = {**KINDS, "ask_user": "other", "task": "other"}  # clients draw `think` as reasoning
 
 
 def test_registry_order_and_kinds() -> None:

@@ -21,10 +21,17 @@ async def test_a_blank_or_missing_prompt_is_refused_before_anything_runs(env: En
     assert env.client.calls == []
 
 
-def test_a_task_is_a_think_call_titled_by_its_description_and_asks_nothing(env: Env) -> None:
+def test_a_task_is_shown_titled_by_its_description_with_its_prompt_and_asks_nothing(
+    env: Env,
+) -> None:
+    """Of kind `other` in the editor (clients draw `think` as reasoning, and some hide its
+    title); of kind `think` for the modes (it changes nothing)."""
     task = TOOLS["task"]
-    args = {"description": "map\nthe   modules", "prompt": "p"}
+    args = {"description": "map\nthe   modules", "prompt": " Map the modules.\n"}
     view = task.view(args, env)
-    assert (view.title, view.kind) == ("Task: map the modules", "think")
+    assert (view.title, view.kind, task.kind) == ("Task: map the modules", "other", "think")
+    assert view.content == (
+        {"type": "content", "content": {"type": "text", "text": "Map the modules."}},
+    )
     assert not task.needs_permission(args, env) and task.confined(args, env)
     assert task.concurrent and not TOOLS["read_file"].concurrent
