@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from acp_fsm import child_sessions
-from acp_fsm.session.replay import replay_updates
+from acp_fsm.session.replay import Replayed, replay_updates
 from acp_fsm.store import Entry
 from acp_fsm.tools.base import Tool
 from acp_fsm.tools.task import Task
@@ -29,6 +29,11 @@ def delegating(tmp_path: Path, *, reports: bool = True) -> tuple[Setup, Gate]:
         Reply("the answer"),
     )
     return setup, reader
+
+
+def plain(replayed: list[Replayed]) -> list[tuple[str, dict[str, Any]]]:
+    """A replay's updates as the editor reads them (JSON objects)."""
+    return cast("list[tuple[str, dict[str, Any]]]", replayed)
 
 
 def kinds(updates: list[Any]) -> list[str]:
@@ -97,7 +102,7 @@ async def test_a_stored_child_replays_as_it_ran_or_as_one_call(tmp_path: Path) -
     entries = [Entry(seq, kind, body, 0.0) for seq, (kind, body) in enumerate(setup.memory.entries)]
     [child] = setup.editor.children
 
-    shown = replay_updates(SESSION_ID, entries, subagents=True)
+    shown = plain(replay_updates(SESSION_ID, entries, subagents=True))
     live = kinds(setup.editor.children[child].plain())
     live.remove("tool_call_update")  # its call's start: a load shows each call's end
     assert kinds([u for on, u in shown if on == child]) == live
@@ -106,10 +111,10 @@ async def test_a_stored_child_replays_as_it_ran_or_as_one_call(tmp_path: Path) -
     final = [u for _, u in shown if u.get("toolCallId") == "t1"][-1]
     assert final["content"][0] == {"type": "session", "sessionId": child}
 
-    plain = replay_updates(SESSION_ID, entries)
-    assert {on for on, _ in plain} == {SESSION_ID}
-    assert not {"subagent_update", "session_message"} & {u["sessionUpdate"] for _, u in plain}
-    final = [u for _, u in plain if u.get("toolCallId") == "t1"][-1]
+    alone = plain(replay_updates(SESSION_ID, entries))
+    assert {on for on, _ in alone} == {SESSION_ID}
+    assert not {"subagent_update", "session_message"} & {u["sessionUpdate"] for _, u in alone}
+    final = [u for _, u in alone if u.get("toolCallId") == "t1"][-1]
     assert [block["type"] for block in final["content"]] == ["content"]
 
 
