@@ -109,12 +109,8 @@ def _child(parent: str, body: dict[str, Any]) -> list[Replayed]:
     work: no capabilities, no running state), its task from the parent, its own updates, its
     report to the parent, and how its work ended."""
     child = body["sessionId"]
-    out: list[Replayed] = [
-        (
-            parent,
-            child_sessions.announcement(child, body["description"], body["prompt"], live=False),
-        )
-    ]
+    shown = child_sessions.announcement(child, body["description"], body["prompt"], live=False)
+    out: list[Replayed] = [(parent, shown)]
 
     def message(sender: str, recipient: str, text: str, ids: list[str]) -> None:
         outgoing, incoming = child_sessions.views(sender, recipient, text, (ids[0], ids[1]))
@@ -125,12 +121,8 @@ def _child(parent: str, body: dict[str, Any]) -> list[Replayed]:
     out.extend(replay_updates(child, own))
     if body["report"]:
         message(child, parent, body["report"], body["messageIds"]["report"])
-    out.append(
-        (
-            parent,
-            child_sessions.state(child, child_sessions.idle(body["stopReason"], body.get("error"))),
-        )
-    )
+    ended = child_sessions.idle(body["stopReason"], body.get("error"))
+    out.append((parent, child_sessions.state(child, ended)))
     return out
 
 

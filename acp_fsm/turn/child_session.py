@@ -125,13 +125,12 @@ class ChildEffects:
 
 
 class ChildSession:
-    """What the parent's turn shows of child session `child`, the subagent of its call
-    `call_id`: the child announced, linked and given its task (`open`), then its report and
-    its end (`close`). The ids of the messages between them are kept for the stored entry."""
+    """What the parent's turn shows of child session `child`, its subagent: the child
+    announced, linked to the call and given its task (`open`), then its report and its end
+    (`close`). The ids of the messages between them are kept for the stored entry."""
 
-    def __init__(self, parent: Effects, call_id: str, child: str) -> None:
+    def __init__(self, parent: Effects, child: str) -> None:
         self.parent = parent
-        self.call_id = call_id
         self.child = child
         self.effects = ChildEffects(parent, child)
         self.prompt_ids = child_sessions.message_ids()

@@ -202,7 +202,7 @@ async def delegate(parent: Turn, call_id: str, description: str, prompt: str) ->
     child = child_sessions.child_id(parent.context.session_id)
     client = parent.effects.client.client
     progress = Progress(lambda content: _show(parent, call_id, content))
-    shown = ChildSession(parent.effects, call_id, child) if _shows(client) else None
+    shown = ChildSession(parent.effects, child) if _shows(client) else None
     token = CancellationToken(child)  # fired by the turn's, or by a cancel of the child alone
     unlink = parent.token.on_cancel(lambda: token.cancel(parent.token.reason or "cancelled"))
     parent.context.children[child] = token
@@ -230,7 +230,6 @@ async def delegate(parent: Turn, call_id: str, description: str, prompt: str) ->
         unlink()
         parent.context.children.pop(child, None)
         parent.spent = parent.spent.plus(sub.spent)
-        parent.closers.extend(sub.closers)
     # A cancelled turn is told nothing more: its subagent's report goes nowhere.
     told = "" if parent.token.is_cancelled else report
     if shown:
@@ -266,6 +265,7 @@ async def _sub_turn(
         open_stream=parent.open_stream,
     )
     sub.provider = parent.provider
+    sub.closers = parent.closers  # a stream its cancel cut, closed once the prompt is answered
     text = subagent_prompt(await instructions(parent), parent.context.roots[0])
     sub.system = SystemPrompt(text, [])
     sub.max_requests = env_vars.subagent_max_steps()

@@ -170,25 +170,29 @@ async def test_a_task_is_a_child_session_announced_before_its_traffic_and_replay
 
 
 def hanging(request: RecordedRequest) -> Scripted:
-    """A subagent whose stream starts and then hangs, unless its file is a.py."""
+    """A subagent whose model streams its first words and then hangs, unless its file is
+    a.py."""
     if "a.py" in str(request.body):
         return reader(request)
-    return Reply(text=["I am looking", " and looking"], fault=Hang(after=1))
+    return Reply(text=["I am looking", " and looking"], fault=Hang(after=4))
 
 
 async def running_child(agent: Agent, session: str, start: int, title: str) -> str:
-    """The child session of the task titled `title`, once it has streamed something."""
+    """The child session of the task titled `title`, once its model has streamed words."""
     found: list[str] = []
 
     def ready() -> bool:
         seen = followed(agent, session, start)
-        found[:] = [
-            c for c, f in seen.fields.items() if f["title"] == title and seen.updates.get(c)
-        ]
+        found[:] = [c for c, f in seen.fields.items() if f["title"] == title and said(seen, c)]
         return bool(found)
 
     await wait_until(ready, f"the child of {title!r} at work")
     return found[0]
+
+
+def said(seen: Children, child: str) -> bool:
+    """Whether `child`'s model has streamed words to it."""
+    return any(u["sessionUpdate"] == "agent_message_chunk" for u in seen.updates.get(child, ()))
 
 
 async def test_a_cancel_of_a_child_stops_that_subagent_alone(

@@ -46,21 +46,20 @@ class Children:
             if on != self.parent:
                 self.updates.setdefault(on, []).append(update)
             if update.get("sessionUpdate") == "subagent_update":
-                self._patch(on, update)
+                self._patch(update)
             self._check_names(update)
         return self
 
     def known(self, session_id: Any) -> bool:
         return session_id == self.parent or session_id in self.fields
 
-    def _patch(self, on: str, update: dict[str, Any]) -> None:
-        child = update["sessionId"]
-        if child not in self.fields and on != self.parent and on not in self.fields:
-            self.problems.append(f"{clip(child, 60)} announced on an unknown session")
-        held = self.fields.setdefault(child, {})
+    def _patch(self, update: dict[str, Any]) -> None:
+        """A `subagent_update` (on the parent, or on a child of its own): the child's fields
+        patched, its state kept."""
+        held = self.fields.setdefault(update["sessionId"], {})
         held.update({k: v for k, v in update.items() if k != "sessionUpdate"})
-        if "state" in update and update["state"] is not None:
-            self.states.setdefault(child, []).append(update["state"])
+        if update.get("state") is not None:
+            self.states.setdefault(update["sessionId"], []).append(update["state"])
 
     def _check_names(self, update: dict[str, Any]) -> None:
         """A message or a session content block names only announced sessions."""

@@ -118,6 +118,18 @@ class OfficialSchema:
             return STAND_IN
         return {key: self.as_official(value) for key, value in node.items()}
 
+    def judging(self, name: str, payload: Any) -> OfficialSchema:
+        """The schema that judges `payload` as definition `name`: this one, or the unstable
+        one for a `session/update` of a kind only it defines (`subagent_update`)."""
+        update = payload.get("update") if isinstance(payload, dict) else None
+        tag = update.get("sessionUpdate") if isinstance(update, dict) else None
+        later = self.unstable
+        if later is None or name not in later.defs or not isinstance(tag, str):
+            return self
+        if tag in tags(self.defs, "SessionUpdate") or tag not in tags(later.defs, "SessionUpdate"):
+            return self
+        return later
+
     def newer_update(self, update: Any) -> str | None:
         """The definition in schemas/acp.json (marked with its source) of `update`'s kind when
         no official file defines that kind of `session/update`; None otherwise."""
@@ -212,12 +224,7 @@ class OfficialSchema:
         # A method only the unstable schema defines is judged by that schema, root included,
         # and so is a `session/update` of a kind only it defines (`subagent_update`).
         schema, name = found
-        update = payload.get("update") if isinstance(payload, dict) else None
-        if method == "session/update" and self.unstable is not None and schema is self:
-            tag = update.get("sessionUpdate") if isinstance(update, dict) else None
-            later = self.unstable.definition(writer, part, method)
-            if tag not in tags(self.defs, "SessionUpdate") and later is not None:
-                schema, name = self.unstable, later
+        schema = schema.judging(name, payload)
         problems = schema.problems(None, message) + schema.problems(name, payload)
         return own + problems
 
