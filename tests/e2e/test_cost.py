@@ -230,10 +230,10 @@ async def test_subagent_calls_count_at_their_own_models_price(
     sub = (12 * 10 + 7 * 20) / 1e6
     assert costs(agent, session) == [usd(main), usd(2 * main + 2 * sub)]
     assert session_cost(turn) == usd(2 * main + 2 * sub)
-    calls = [
+    calls = [  # the turn's (the title's, made after the answer, may be stored by now)
         (b["model"], b.get("subagent", False))
         for k, b in stored(launch.home, session)
-        if k == "usage"
+        if k == "usage" and b["call"] == "turn"
     ]
     assert calls == [
         ("main-model", False),
