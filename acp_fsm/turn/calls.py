@@ -18,6 +18,7 @@ from acp_fsm.turn import storing
 from acp_fsm.turn.model_call import window
 
 if TYPE_CHECKING:
+    from acp_fsm.permission_rules import Rule
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.turn.runner import Turn
 
@@ -37,6 +38,7 @@ class PendingCall:
     reason: str = ""  # why a denied call does not run: its result's text
     confined: bool = False  # inside the session's roots (see `Tool.confined`)
     preview: tuple[acp.ToolCallContent, ...] = ()  # the change it will make, shown before asking
+    rule: Rule | None = None  # the user's permission rule that decides it, if one does
     result: ToolResultPart | None = None
 
     @property
@@ -94,9 +96,16 @@ def classify(turn: Turn, call: ToolCallPart) -> PendingCall:
         problem = f"the arguments could not be used ({type(exc).__name__}: {exc})"
     if problem is not None:
         return _denied_call(call, tool, generic, f"Invalid arguments for {call.name}: {problem}")
+    rule = turn.rules.judge(call.name, call.arguments, env.cwd) if turn.rules else None
+    if rule is not None and rule.verdict == "deny":  # in every mode, Full access included
+        return _denied_call(call, tool, view, ruled_out(call.name, rule))
     if not config_options.offered(mode, tool.kind):
         return _denied_call(call, tool, view, _planning(call.name, turn.read_only))
-    pending = PendingCall(call, tool, view, confined=confined)
+    pending = PendingCall(call, tool, view, confined=confined, rule=rule)
+    if rule is not None:  # the user's word for such calls: asked every time, or never
+        if rule.verdict == "allow":
+            pending.fire(T.ALLOW)
+        return pending
     if tool.always_asks(call.arguments, env):
         return pending  # in every mode, whatever was answered "always"
     if not remembered(turn, pending) and (
@@ -104,6 +113,14 @@ def classify(turn: Turn, call: ToolCallPart) -> PendingCall:
     ):
         pending.fire(T.ALLOW)
     return pending
+
+
+def ruled_out(tool: str, rule: Rule) -> str:
+    """What the model reads of a call a deny rule of the user's refused."""
+    return (
+        f"The user's permission rule `{rule.text}` (in {rule.source}) denies this {tool} "
+        "call, so it was not run. Do not try to get around it; say what you could not do."
+    )
 
 
 def _denied_call(

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from acp_fsm import config_options, env_vars, pricing, redact
-from acp_fsm.blocking import Shared
+from acp_fsm import config_options, env_vars, permission_rules, pricing, redact
+from acp_fsm.blocking import Shared, run_blocking
 from acp_fsm.call_modes import CALL_MODES, NATIVE, TEXT, CallMode
 from acp_fsm.client_prompt import applied, overrides
 from acp_fsm.instructions import BASE, BRIEF, reopened, system_prompt
@@ -19,6 +19,7 @@ from acp_fsm.providers.types import Finished, ModelRequest, Usage
 
 if TYPE_CHECKING:
     from acp_fsm.ledger import Ledger
+    from acp_fsm.permission_rules import Rules
     from acp_fsm.turn.ports import ModelCall
     from acp_fsm.turn.runner import Turn
 
@@ -46,6 +47,15 @@ async def instructions(turn: Turn) -> str:
         guidance = BASE.format(cwd=roots[0])
         turn.system = prompt._replace(text=applied(turn.context.client_prompt, text, guidance))
     return turn.system.text
+
+
+async def rules(turn: Turn) -> Rules:
+    """The user's permission rules (`acp_fsm.permission_rules`), read once a turn, off the
+    event loop (a change to the settings files applies from the next turn); what could not
+    be read is in `problems`, for the user."""
+    if turn.rules is None:
+        turn.rules = await run_blocking(turn.token, permission_rules.read, turn.context.roots[0])
+    return turn.rules
 
 
 def model(turn: Turn) -> str:
@@ -92,6 +102,7 @@ async def request(turn: Turn) -> ModelRequest:
         and listed(t.name, style, size)
         and (skills or t.name != SKILL_TOOL)
         and (not lean or t.name in LEAN or t.name not in TOOLS)  # MCP tools: the user's
+        and not (turn.rules is not None and turn.rules.hides(t.name))
     ]
     return ModelRequest(
         model=model,

@@ -23,13 +23,15 @@ PERMISSION_OPTIONS: list[acp.PermissionOption] = [
     {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
 ]
 # For a call an "always allow" would not cover (`calls.remembered`: one outside the roots, a
-# fetch of the user's own network): the next such call is asked anyway, so it is not offered.
+# fetch of the user's own network, one an ask rule decides): the next such call is asked
+# anyway, so it is not offered.
 _NOT_ALWAYS = [option for option in PERMISSION_OPTIONS if option["kind"] != "allow_always"]
 
 
 def options_for(pc: PendingCall) -> list[acp.PermissionOption]:
-    """The options the user is offered for `pc`: only answers that will be honoured."""
-    return PERMISSION_OPTIONS if pc.confined else _NOT_ALWAYS
+    """The options the user is offered for `pc`: only answers that will be honoured (a call
+    an ask rule of the user's decides is asked every time)."""
+    return PERMISSION_OPTIONS if pc.confined and pc.rule is None else _NOT_ALWAYS
 
 
 async def ask_permissions(turn: Turn) -> TurnTrigger:

@@ -60,6 +60,7 @@ from acp_fsm.turn.ports import (
 
 if TYPE_CHECKING:
     from acp_fsm.instructions import SystemPrompt
+    from acp_fsm.permission_rules import Rules
     from acp_fsm.schemas import acp_types as acp
 
 log = structlog.get_logger("turn")
@@ -116,6 +117,7 @@ class Turn:
         self.provider: credentials.InForce | None = None
         self.tools: dict[str, Tool] = {}  # of the current model call
         self.system: SystemPrompt | None = None  # read once a turn (the files may change)
+        self.rules: Rules | None = None  # the user's permission rules, read once a turn too
         self.read_only = False  # this turn has the read-only tools only, whatever the mode
         # Its last stored assistant message: (its pending or done write, its body).
         self.last_assistant: tuple[asyncio.Future[int], dict[str, Any]] | None = None

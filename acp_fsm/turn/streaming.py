@@ -40,6 +40,7 @@ from acp_fsm.turn.model_call import (
     open_room,
     request,
     reserve,
+    rules,
     window,
 )
 from acp_fsm.turn.written_calls import WrittenCalls
@@ -72,7 +73,8 @@ async def stream(turn: Turn) -> TurnTrigger:
     turn.tools = await turn.token.race(turn.context.tools())
     await instructions(turn)
     assert turn.system is not None
-    for notice in turn.effects.notices(turn.system.skipped):  # apart from the answer
+    unread = [*turn.system.skipped, *(await rules(turn)).problems]
+    for notice in turn.effects.notices(unread):  # apart from the answer
         turn.notify(notice)
     config = turn.config()
     if (described := CATALOG.pending(config)) is not None:  # its models, its window
