@@ -1,0 +1,121 @@
+"""The user's permission rules through the real agent (`acp_fsm.permission_rules`): read from
+Claude Code's settings files and acp-fsm's own, the user's and the project's; a deny holds
+in Full access and is read by the model; an allow runs a command unasked in Ask mode but
+never a second command chained to it; an ask asks even in Full access, without an "always"
+it would not honour; a whole-tool deny keeps the tool from the model; a bad rule is named
+once; a change to the files applies from the next turn."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
+from acp_fsm.devkit.provider.script import RecordedRequest
+from tests.e2e.support import Agent, Launcher, args, tool_results
+
+
+def settings(path: Path, **lists: list[str]) -> None:
+    """Write a settings file holding these permission lists."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"permissions": lists}))
+
+
+async def started(launch: Launcher, project: Path, home: Path, mode: str) -> tuple[Agent, str]:
+    """An agent whose user's home is `home`, and a session of it in `mode`."""
+    agent = await launch.start("anthropic", HOME=str(home))
+    session = await agent.new_session(project)
+    await agent.result("session/set_mode", {"sessionId": session, "modeId": mode})
+    return agent, session
+
+
+def offered(request: RecordedRequest) -> set[str]:
+    body: dict[str, Any] = request.body
+    return {tool["name"] for tool in body.get("tools") or ()}
+
+
+async def test_a_deny_from_the_users_file_holds_in_full_access_for_any_chained_part(
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    settings(home / ".claude" / "settings.json", deny=["Bash(rm:*)", "WebFetch"])
+    (project / "keep.txt").write_text("kept\n")
+    server.script(
+        Reply(calls=(Call("r1", "run_command", args(command="echo hi && rm -f keep.txt")),)),
+        Reply(text="done"),
+    )
+    agent, session = await started(launch, project, home, "full_access")
+    assert (await agent.prompt(session, "clean up")).stop_reason == "end_turn"
+
+    result, is_error = tool_results(server.requests[-1])["r1"]
+    assert is_error
+    assert "The user's permission rule `Bash(rm:*)`" in result
+    assert str(home / ".claude" / "settings.json") in result
+    assert (project / "keep.txt").read_text() == "kept\n"
+    assert agent.editor.of_method("session/request_permission") == []
+    assert "fetch_url" not in offered(server.requests[0])  # denied whole: never offered
+    assert "run_command" in offered(server.requests[0])
+
+
+async def test_an_allow_runs_its_command_unasked_and_nothing_chained_to_it(
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
+    settings(project / ".acp-fsm" / "settings.local.json", allow=["Bash(echo:*)"])
+    server.script(
+        Reply(calls=(Call("r1", "run_command", args(command="echo allowed")),)),
+        Reply(calls=(Call("r2", "run_command", args(command="echo hi; touch made")),)),
+        Reply(text="done"),
+    )
+    agent, session = await started(launch, project, tmp_path / "home", "ask")
+    agent.editor.permissions.append("reject_once")
+    assert (await agent.prompt(session, "run them")).stop_reason == "end_turn"
+
+    results = tool_results(server.requests[-1])
+    assert "allowed" in results["r1"][0]
+    [asked] = agent.editor.of_method("session/request_permission")
+    assert asked["params"]["toolCall"]["toolCallId"] == "r2"  # `touch made` is no echo
+    assert not (project / "made").exists()
+
+
+async def test_an_ask_asks_in_full_access_and_offers_no_always(
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
+    settings(project / ".claude" / "settings.json", ask=["Read(./secrets/**)"])
+    (project / "secrets").mkdir()
+    (project / "secrets" / "key.txt").write_text("hunter2\n")
+    server.script(
+        Reply(calls=(Call("r1", "read_file", args(path="secrets/key.txt")),)),
+        Reply(text="done"),
+    )
+    agent, session = await started(launch, project, tmp_path / "home", "full_access")
+    agent.editor.permissions.append("allow_once")
+    assert (await agent.prompt(session, "read it")).stop_reason == "end_turn"
+
+    [asked] = agent.editor.of_method("session/request_permission")
+    kinds = {option["kind"] for option in asked["params"]["options"]}
+    assert "allow_always" not in kinds and "allow_once" in kinds
+    assert "hunter2" in tool_results(server.requests[-1])["r1"][0]
+
+
+async def test_a_bad_rule_is_named_once_and_a_changed_file_applies_from_the_next_turn(
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
+    local = project / ".claude" / "settings.local.json"
+    settings(local, allow=["Teleport(now)"])
+    server.script(
+        Reply(calls=(Call("r1", "run_command", args(command="echo one")),)),
+        Reply(text="ran"),
+        Reply(calls=(Call("r2", "run_command", args(command="echo two")),)),
+        Reply(text="refused"),
+    )
+    agent, session = await started(launch, project, tmp_path / "home", "full_access")
+    first = await agent.prompt(session, "one")
+    told = [u for u in first.updates if "Teleport" in json.dumps(u)]
+    assert len(told) == 1 and "no tool 'Teleport'" in json.dumps(told[0])
+    assert "one" in tool_results(server.requests[1])["r1"][0]
+
+    settings(local, allow=["Teleport(now)"], deny=["Bash(echo two)"])
+    second = await agent.prompt(session, "two")
+    assert not [u for u in second.updates if "Teleport" in json.dumps(u)]  # named once
+    assert "`Bash(echo two)`" in tool_results(server.requests[-1])["r2"][0]
