@@ -36,7 +36,9 @@ def options_for(pc: PendingCall) -> list[acp.PermissionOption]:
 
 async def ask_permissions(turn: Turn) -> TurnTrigger:
     for pc in turn.calls:
-        if pc.state != ToolCallState.PENDING or remembered(turn, pc):  # answered this turn
+        if pc.state != ToolCallState.PENDING:
+            continue
+        if pc.rule is None and remembered(turn, pc):  # answered "always"; an ask rule asks
             continue
         await _ask(turn, pc)
     return TurnTrigger.PERMISSIONS_SETTLED

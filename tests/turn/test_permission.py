@@ -12,6 +12,7 @@ import pytest
 
 from acp_fsm.fsm.tool_call import ToolCallState
 from acp_fsm.fsm.turn import TurnTrigger
+from acp_fsm.permission_rules import Rule, Rules
 from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.protocol.errors import OutboundTimeout
 from acp_fsm.tools.base import Tool
@@ -85,6 +86,25 @@ async def test_an_always_answer_is_remembered_and_settles_the_next_call(tmp_path
         "reject_once",
         "reject_always",
     ]
+
+
+async def test_a_call_an_ask_rule_decides_is_asked_whatever_was_answered_always(
+    tmp_path: Path,
+) -> None:
+    """The user's ask rule (`permission_rules`): asked every time, "always allow" earlier in
+    the session notwithstanding, and never offered an "always" it would not honour."""
+    tools: dict[str, Tool] = {"edit": Gate("edit", "edit", asks=True)}
+    setup = Setup(tmp_path, tools=tools, always={"edit": True})
+    turn = setup.turn()
+    turn.tools = tools
+    source = tmp_path / ".claude" / "settings.json"
+    turn.rules = Rules([Rule("ask", "edit", frozenset({"edit"}), None, source, tmp_path)])
+    turn.calls = [classify(turn, call("c1", "edit"))]
+    work = asyncio.ensure_future(ask_permissions(turn))
+    [asked] = await answering(setup, chose("allow_once"))
+    assert await work == TurnTrigger.PERMISSIONS_SETTLED
+    assert [o["kind"] for o in asked["options"]] == ["allow_once", "reject_once", "reject_always"]
+    assert turn.calls[0].state == S.ALLOWED
 
 
 async def test_an_unanswered_request_denies_the_call(tmp_path: Path) -> None:
