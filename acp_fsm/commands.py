@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     )
 
 COMPACT, INIT, REVIEW, STATUS, MCP = "compact", "init", "review", "status", "mcp"
+PERMISSIONS = "permissions"
 # name -> (description, hint for its input, None when it takes none)
 COMMANDS: dict[str, tuple[str, str | None]] = {
     COMPACT: (
@@ -42,9 +43,14 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
         None,
     ),
     MCP: ("The session's MCP servers, their state and their tools", None),
+    PERMISSIONS: (
+        "The permission rules in force (allow, ask, deny), each with the settings file it "
+        "comes from, and the rules that could not be used",
+        None,
+    ),
 }
-TURN_COMMANDS = frozenset({COMPACT, STATUS, MCP})  # run by the turn machine itself
-REPORTS = frozenset({STATUS, MCP})  # answered by the agent, no model call
+TURN_COMMANDS = frozenset({COMPACT, STATUS, MCP, PERMISSIONS})  # run by the turn machine
+REPORTS = frozenset({STATUS, MCP, PERMISSIONS})  # answered by the agent, no model call
 
 
 class Command(NamedTuple):

@@ -1,8 +1,9 @@
-"""`reporting`: the agent answers `/status` or `/mcp` itself, from what the session knows (no
-model call); the answer is stored like a notice, so a reload shows it."""
+"""`reporting`: the agent answers `/status`, `/mcp` or `/permissions` itself, from what the
+session knows (no model call); the answer is stored like a notice, so a reload shows it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -11,8 +12,9 @@ from acp_fsm.blocking import run_blocking
 from acp_fsm.call_modes import CALL_MODES
 from acp_fsm.fsm.turn import TurnTrigger
 from acp_fsm.instructions import project_instructions
+from acp_fsm.permission_rules import VERDICTS, Rules, settings_files
 from acp_fsm.providers.config import RESPONSES, ProviderConfig, api_of
-from acp_fsm.turn.model_call import lean_list, window
+from acp_fsm.turn.model_call import lean_list, rules, window
 
 if TYPE_CHECKING:
     from acp_fsm.turn.runner import Turn
@@ -22,6 +24,8 @@ async def report(turn: Turn) -> TurnTrigger:
     assert turn.command is not None
     if turn.command.name == commands.MCP:
         text = mcp_report(turn)
+    elif turn.command.name == commands.PERMISSIONS:
+        text = permissions_report(await rules(turn), turn.context.roots[0])
     else:
         text = await status_report(turn)
     await turn.tell(text)
@@ -33,6 +37,26 @@ def mcp_report(turn: Turn) -> str:
     if not lines:
         return "No MCP servers in this session (the editor configures them)."
     return "MCP servers:\n" + "\n".join(f"- {line}" for line in lines)
+
+
+def permissions_report(found: Rules, cwd: Path) -> str:
+    """The rules in force by verdict, in the order they are tried, each with its file; what
+    could not be used; where rules are read when there are none."""
+    lines = [
+        f"- {rule.verdict} `{rule.text}` ({rule.source})"
+        for verdict in VERDICTS
+        for rule in found.rules
+        if rule.verdict == verdict
+    ]
+    if lines:
+        text = "Permission rules (deny, then ask, then allow; the first that matches decides):\n"
+        text += "\n".join(lines)
+    else:
+        files = "; ".join(str(path) for path, _ in settings_files(cwd))
+        text = f"No permission rules: the session's mode decides every call. Read from: {files}."
+    if found.problems:
+        text += "\n\nNot used:\n" + "\n".join(f"- {problem}" for problem in found.problems)
+    return text
 
 
 async def status_report(turn: Turn) -> str:

@@ -261,6 +261,7 @@ async def test_compact_on_demand_keeps_the_last_turn_and_is_not_a_prompt(
         "review",
         "status",
         "mcp",
+        "permissions",
     ]
 
     await launch.close(agent)

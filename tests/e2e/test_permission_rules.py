@@ -119,3 +119,27 @@ async def test_a_bad_rule_is_named_once_and_a_changed_file_applies_from_the_next
     second = await agent.prompt(session, "two")
     assert not [u for u in second.updates if "Teleport" in json.dumps(u)]  # named once
     assert "`Bash(echo two)`" in tool_results(server.requests[-1])["r2"][0]
+
+
+async def test_permissions_lists_the_rules_in_force_with_their_files_without_a_model_call(
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    settings(home / ".claude" / "settings.json", allow=["Bash(npm test:*)"])
+    settings(project / ".acp-fsm" / "settings.json", deny=["Read(.env)"], ask=["Bad(rule"])
+    agent, session = await started(launch, project, home, "ask")
+    turn = await agent.prompt(session, "/permissions")
+    assert turn.stop_reason == "end_turn" and server.requests == []
+    text = "".join(
+        u["content"]["text"] for u in turn.updates if u["sessionUpdate"] == "agent_message_chunk"
+    )
+    denied = text.index(f"- deny `Read(.env)` ({project / '.acp-fsm' / 'settings.json'})")
+    allowed = text.index(f"- allow `Bash(npm test:*)` ({home / '.claude' / 'settings.json'})")
+    assert denied < allowed  # in the order they are tried
+    assert "Not used:" in text and "'Bad(rule' is skipped" in text
+
+    other, bare = await started(launch, tmp_path, tmp_path / "empty", "ask")  # no rules at all
+    listed = await other.prompt(bare, "/permissions")
+    assert "No permission rules: the session's mode decides every call." in "".join(
+        u["content"]["text"] for u in listed.updates if u["sessionUpdate"] == "agent_message_chunk"
+    )
