@@ -37,6 +37,14 @@ VERDICTS: Final[tuple[Verdict, ...]] = ("deny", "ask", "allow")
 MAX_FILE_BYTES: Final = 1024 * 1024  # a settings file larger than this is not read
 MAX_RULES: Final = 2000  # per file and verdict: the rest are named as skipped
 
+# The project's shared settings (a checkout anyone may have written): their deny and ask rules
+# apply, their allow rules do not (Claude Code applies them only once the user trusts the
+# folder, and acp-fsm has no such step).
+SHARED: Final = (".claude/settings.json", ".acp-fsm/settings.json")
+UNTRUSTED: Final = (
+    "its allow rules are not applied: a project's shared settings cannot grant permissions "
+    "(put them in settings.local.json or in your own settings)"
+)
 # Claude Code's tool names, and acp-fsm's tools each stands for.
 COMMANDS: Final = frozenset({"run_command"})
 READS: Final = frozenset({"read_file", "list_directory", "glob", "search_files"})
@@ -130,14 +138,13 @@ def read(cwd: Path) -> Rules:
 
 def settings_files(cwd: Path) -> list[tuple[Path, Path]]:
     """Each settings file that may hold rules, with the folder its `/x` paths are relative to
-    (the project's, or the home directory for the user's)."""
+    (the project, or the user's own settings folder)."""
     home = Path.home()
     config = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
     return [
         (home / ".claude" / "settings.json", home / ".claude"),
         (config / "acp-fsm" / "settings.json", config / "acp-fsm"),
-        (cwd / ".claude" / "settings.json", cwd),
-        (cwd / ".acp-fsm" / "settings.json", cwd),
+        *((cwd / name, cwd) for name in SHARED),
         (cwd / ".claude" / "settings.local.json", cwd),
         (cwd / ".acp-fsm" / "settings.local.json", cwd),
     ]
@@ -164,6 +171,9 @@ def _read_file(path: Path, base: Path, found: Rules) -> None:
         listed = permissions.get(verdict, [])
         if not isinstance(listed, list):
             found.problems.append(f"{path}: `permissions.{verdict}` is not a list, skipped")
+            continue
+        if verdict == "allow" and listed and path.relative_to(base).as_posix() in SHARED:
+            found.problems.append(f"{path}: {UNTRUSTED}")
             continue
         for text in listed[:MAX_RULES]:
             rule = parse(text, verdict, path, base)

@@ -201,18 +201,23 @@ def test_rules_are_read_from_claudes_files_and_acp_fsms(
 
     write(home / ".claude" / "settings.json", {"permissions": {"deny": ["Bash(rm:*)"]}})
     write(home / ".config" / "acp-fsm" / "settings.json", {"permissions": {"ask": ["Task"]}})
-    write(project / ".claude" / "settings.json", {"permissions": {"allow": ["Bash(ls:*)", 7]}})
-    write(project / ".claude" / "settings.local.json", "{not json")
+    shared = {"permissions": {"allow": ["Bash"], "deny": ["Bash(curl:*)", 7]}}
+    write(project / ".claude" / "settings.json", shared)  # a checkout cannot grant itself
+    write(project / ".claude" / "settings.local.json", {"permissions": {"allow": ["Bash(ls:*)"]}})
+    write(project / ".acp-fsm" / "settings.json", "{not json")
     write(project / ".acp-fsm" / "settings.local.json", {"permissions": {"allow": "Bash"}})
     found = read(project)
     assert [(r.verdict, r.text) for r in found.rules] == [
         ("deny", "Bash(rm:*)"),
         ("ask", "Task"),
+        ("deny", "Bash(curl:*)"),
         ("allow", "Bash(ls:*)"),
     ]
     assert [p.split(":", 1)[0] for p in found.problems] == [
         str(project / ".claude" / "settings.json"),
-        str(project / ".claude" / "settings.local.json"),
+        str(project / ".claude" / "settings.json"),
+        str(project / ".acp-fsm" / "settings.json"),
         str(project / ".acp-fsm" / "settings.local.json"),
     ]
-    assert "the allow rule 7 is skipped: a rule is a string" in found.problems[0]
+    assert "the deny rule 7 is skipped: a rule is a string" in found.problems[0]
+    assert "a project's shared settings cannot grant permissions" in found.problems[1]
