@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, Final
 
@@ -58,6 +58,8 @@ class OfficialSchema:
         # (session/fork, say) are read there.
         self.unstable = unstable
         self.defs: dict[str, Any] = doc["$defs"]
+        # The kinds of `session/update` this document defines.
+        self.own_update_kinds = frozenset(tags(self.defs, "SessionUpdate"))
         self._validators: dict[str | None, Any] = {}
         results = _direct_refs(self.defs.get("AgentResponse")) | _direct_refs(
             self.defs.get("ClientResponse")
@@ -81,16 +83,6 @@ class OfficialSchema:
         beside = path.with_name(UNSTABLE_FILE)
         unstable = cls.load(beside) if beside.is_file() and beside != path else None
         return cls(json.loads(path.read_text(encoding="utf-8")), path, unstable)
-
-    def newer_problems(self, node: Any) -> list[str]:
-        """Why the parts of `node` newer than the official files (`newer_parts`) are invalid
-        by acp-fsm's definitions of them."""
-        found = []
-        for name, part in self.newer_parts(node):
-            violation = schemas.validate(f"acp.{name}", part)
-            if violation is not None:
-                found.append(f"acp-fsm's {name} (newer ACP): {violation}")
-        return found
 
     def newer_parts(self, node: Any) -> list[tuple[str, Any]]:
         """The parts of `node` newer than the official files, each with acp-fsm's definition
@@ -126,7 +118,7 @@ class OfficialSchema:
         later = self.unstable
         if later is None or name not in later.defs or not isinstance(tag, str):
             return self
-        if tag in tags(self.defs, "SessionUpdate") or tag not in tags(later.defs, "SessionUpdate"):
+        if tag in self.own_update_kinds or tag not in later.own_update_kinds:
             return self
         return later
 
@@ -134,13 +126,16 @@ class OfficialSchema:
         """The definition in schemas/acp.json (marked with its source) of `update`'s kind when
         no official file defines that kind of `session/update`; None otherwise."""
         kind = update.get("sessionUpdate") if isinstance(update, dict) else None
-        if not isinstance(kind, str) or kind in self.update_kinds():
+        if not isinstance(kind, str) or kind in self.update_kinds:
             return None
         return newer_update_kinds().get(kind)
 
-    def update_kinds(self) -> set[str]:
-        """The kinds of `session/update` the official files define."""
-        return {kind for schema in self.documents() for kind in tags(schema.defs, "SessionUpdate")}
+    @cached_property
+    def update_kinds(self) -> frozenset[str]:
+        """The kinds of `session/update` the official files define (this one's and the
+        unstable one's)."""
+        later = self.unstable.own_update_kinds if self.unstable else frozenset()
+        return self.own_update_kinds | later
 
     def definition(self, writer: str, part: str, method: str) -> str | None:
         """The definition of the params or result of `method` as `writer` writes them."""
@@ -216,10 +211,10 @@ class OfficialSchema:
             ]
         # What is newer than the official files (`session` content, a `subagent_update` for
         # older files) is judged by acp-fsm's definition, the rest by the official one.
-        own = self.newer_problems(payload)
-        judged = self.as_official(payload)
-        if judged != payload:
-            payload = judged
+        newer = self.newer_parts(payload)
+        own = newer_problems(newer)
+        if newer:
+            payload = self.as_official(payload)
             message = {**message, PAYLOAD[kind]: payload}
         # A method only the unstable schema defines is judged by that schema, root included,
         # and so is a `session/update` of a kind only it defines (`subagent_update`).
@@ -253,6 +248,17 @@ def addition(part: str, method: str) -> Callable[[Any], list[str]] | None:
         return [] if violation is None else [f"acp-fsm's {name} (newer ACP): {violation}"]
 
     return problems
+
+
+def newer_problems(parts: list[tuple[str, Any]]) -> list[str]:
+    """Why parts newer than the official files (`OfficialSchema.newer_parts`) are invalid by
+    acp-fsm's definitions of them."""
+    found = []
+    for name, part in parts:
+        violation = schemas.validate(f"acp.{name}", part)
+        if violation is not None:
+            found.append(f"acp-fsm's {name} (newer ACP): {violation}")
+    return found
 
 
 def tags(defs: dict[str, Any], union: str) -> dict[str, str]:
