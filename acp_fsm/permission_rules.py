@@ -27,10 +27,12 @@ import json
 import os
 import re
 from dataclasses import dataclass, field, replace
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from acp_fsm.shell_parts import Unreadable, as_allowed, as_denied, commands
+from acp_fsm.tools.globs import compile_glob
 
 Verdict = Literal["deny", "ask", "allow"]
 VERDICTS: Final[tuple[Verdict, ...]] = ("deny", "ask", "allow")
@@ -106,15 +108,15 @@ class Rules:
         allowed); None when none does. A command line that cannot be split into its commands
         under a deny rule for some commands is asked about under that rule: what it runs
         cannot be seen."""
+        call = _Call(tool, args, cwd)
         unsure = None
         for verdict in VERDICTS:
-            every = verdict == "allow"
             for rule in self.rules:
                 if rule.verdict != verdict or not rule.names(tool):
                     continue
-                if _matches(rule, tool, args, cwd, every=every):
+                if call.matches(rule):
                     return rule
-                if unsure is None and verdict == "deny" and _unreadable(rule, tool, args):
+                if unsure is None and verdict == "deny" and call.unreadable(rule):
                     unsure = replace(rule, verdict="ask")
             if unsure is not None:
                 return unsure
@@ -217,6 +219,8 @@ def parse(text: Any, verdict: Verdict, source: Path, base: Path) -> Rule | str:
             return "a fetch rule is `WebFetch(domain:host)`"
         if not spec or spec == "domain:":
             return "an empty specifier"
+        if "path" in subjects and not _globs(spec):
+            return "its glob has an unbalanced `{`"
     return Rule(verdict, text, tools, spec, source, base)
 
 
@@ -226,73 +230,92 @@ def _known_tools() -> frozenset[str]:
     return frozenset(TOOLS)
 
 
-def _matches(rule: Rule, tool: str, args: dict[str, Any], cwd: Path, *, every: bool) -> bool:
-    """Whether `rule` covers a call of `tool` with `args`: every part of a command with
-    `every` (an allow), any part otherwise."""
-    if rule.spec is None:
-        return True
-    subject = SUBJECTS.get(tool, "none")
-    if subject == "command":
-        return _command_matches(rule.spec, str(args.get("command", "")), every=every)
-    if subject == "path":
-        paths = _paths(tool, args, cwd)
-        if not paths:
+class _Call:
+    """One call as the rules see it; the command line split, and the paths named, once."""
+
+    def __init__(self, tool: str, args: dict[str, Any], cwd: Path) -> None:
+        self.tool = tool
+        self.args = args
+        self.cwd = cwd
+        self.subject = SUBJECTS.get(tool, "none")
+
+    def matches(self, rule: Rule) -> bool:
+        """Whether `rule` covers the call: every part of a command or every path for an
+        allow, any of them for a deny or an ask."""
+        every = rule.verdict == "allow"
+        if rule.spec is None:
+            return True
+        if self.subject == "command":
+            return self._command_matches(rule.spec, every=every)
+        if self.subject == "path":
+            hits = (_path_matches(rule, path, self.cwd) for path in self.paths)
+            return bool(self.paths) and (all(hits) if every else any(hits))
+        if self.subject == "domain":
+            return _domain_matches(rule.spec.removeprefix("domain:"), self.host)
+        return False
+
+    def unreadable(self, rule: Rule) -> bool:
+        """Whether `rule` is about some commands and the call's line cannot be split."""
+        return rule.spec is not None and self.subject == "command" and self.parts is None
+
+    @cached_property
+    def line(self) -> str:
+        return " ".join(str(self.args.get("command", "")).split())
+
+    @cached_property
+    def parts(self) -> list[str] | None:
+        """The commands the line runs; None when it cannot be split (`shell_parts`)."""
+        try:
+            return commands(str(self.args.get("command", "")))
+        except Unreadable:
+            return None
+
+    @cached_property
+    def paths(self) -> list[Path]:
+        """The paths the call reads or changes, absolute."""
+        if self.tool == "apply_patch":
+            found = _PATCHED.finditer(str(self.args.get("patch", "")))
+            named = [match["path"].strip() for match in found]
+        else:
+            path = self.args.get("path")
+            named = [str(path)] if path else ["."]
+        return [Path(os.path.normpath(self.cwd / os.path.expanduser(p))) for p in named]
+
+    @cached_property
+    def host(self) -> str | None:
+        """The host of the URL fetched (lower case, no trailing dot); None when it has none."""
+        from yarl import URL
+
+        try:
+            return (URL(str(self.args.get("url", ""))).host or "").lower().rstrip(".")
+        except ValueError:
+            return None
+
+    def _command_matches(self, spec: str, *, every: bool) -> bool:
+        parts = self.parts
+        if parts is None:
+            # What cannot be split is allowed by nothing; a deny or an ask still sees it whole.
+            return not every and any(_one_command(spec, seen) for seen in as_denied(self.line))
+        if not parts:
             return False
-        hits = (_path_matches(rule, path, cwd) for path in paths)
-        return all(hits) if every else any(hits)
-    if subject == "domain":
-        return _domain_matches(rule.spec.removeprefix("domain:"), str(args.get("url", "")))
-    return False
-
-
-def _unreadable(rule: Rule, tool: str, args: dict[str, Any]) -> bool:
-    """Whether `rule` is about some commands and the call's command line cannot be split."""
-    if rule.spec is None or SUBJECTS.get(tool) != "command":
-        return False
-    try:
-        commands(str(args.get("command", "")))
-    except Unreadable:
-        return True
-    return False
-
-
-def _command_matches(spec: str, line: str, *, every: bool) -> bool:
-    try:
-        parts = commands(line)
-    except Unreadable:
-        # What cannot be split is allowed by nothing; a deny or an ask still sees it whole.
-        whole = as_denied(" ".join(line.split()))
-        return False if every else any(_one_command(spec, seen) for seen in whole)
-    if not parts:
-        return False
-    if every:
-        return all(_one_command(spec, as_allowed(part)) for part in parts)
-    return any(_one_command(spec, seen) for part in parts for seen in as_denied(part))
+        if every:
+            return all(_one_command(spec, as_allowed(part)) for part in parts)
+        return any(_one_command(spec, seen) for part in parts for seen in as_denied(part))
 
 
 def _one_command(spec: str, command: str) -> bool:
     """Whether one simple command matches a command specifier."""
+    return _command_pattern(spec).fullmatch(command) is not None
+
+
+@lru_cache(maxsize=512)
+def _command_pattern(spec: str) -> re.Pattern[str]:
+    """A command specifier as a regular expression: `npm test` exactly; `npm test:*` and
+    `npm test *` that prefix on a word boundary, or alone; `*` elsewhere any text."""
     spec = " ".join(spec.split())
-    if spec.endswith(":*"):
-        prefix = spec[:-2].rstrip()
-        return command == prefix or command.startswith(prefix + " ")
-    if "*" not in spec:
-        return command == spec
-    pattern = ".*".join(re.escape(piece) for piece in spec.split("*"))
-    if spec.endswith(" *") and spec.count("*") == 1:
-        pattern = re.escape(spec[:-2]) + "(?: .*)?"
-    return re.fullmatch(pattern, command, re.DOTALL) is not None
-
-
-def _paths(tool: str, args: dict[str, Any], cwd: Path) -> list[Path]:
-    """The paths a call of `tool` reads or changes, absolute."""
-    if tool == "apply_patch":
-        found = _PATCHED.finditer(str(args.get("patch", "")))
-        named = [match["path"].strip() for match in found]
-    else:
-        path = args.get("path")
-        named = [str(path)] if path else ["."]
-    return [Path(os.path.normpath(cwd / os.path.expanduser(p))) for p in named]
+    if spec.endswith(":*") or (spec.endswith(" *") and spec.count("*") == 1):
+        return re.compile(re.escape(spec[:-2].rstrip()) + "(?: .*)?", re.DOTALL)
+    return re.compile(".*".join(re.escape(piece) for piece in spec.split("*")), re.DOTALL)
 
 
 def _path_matches(rule: Rule, path: Path, cwd: Path) -> bool:
@@ -313,43 +336,23 @@ def _path_matches(rule: Rule, path: Path, cwd: Path) -> bool:
         relative = path.relative_to(anchor).as_posix()
     except ValueError:
         return False
-    return _glob(pattern.rstrip("/")).fullmatch(relative) is not None or (
-        _glob(pattern.rstrip("/") + "/**").fullmatch(relative) is not None
-    )
+    return any(glob.match(relative) for glob in _globs(pattern.rstrip("/")))
 
 
-def _glob(pattern: str) -> re.Pattern[str]:
-    """A gitignore-style glob as a regular expression: `**` any number of folders, `*` and
-    `?` within one name."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out), re.DOTALL)
-
-
-def _domain_matches(domain: str, url: str) -> bool:
-    """Whether the URL's host is `domain` (case and a trailing dot aside), or for
-    `*.example.com` a host below it (not `example.com` itself); `*` is every host."""
-    from yarl import URL
-
+@lru_cache(maxsize=512)
+def _globs(pattern: str) -> tuple[re.Pattern[str], ...]:
+    """What a path rule's glob matches (`tools.globs`, as the glob tool reads it): the path
+    itself, and what lies below it; nothing when the glob cannot be read."""
     try:
-        host = (URL(url).host or "").lower().rstrip(".")
+        return compile_glob(pattern), compile_glob(f"{pattern}/**")
     except ValueError:
+        return ()
+
+
+def _domain_matches(domain: str, host: str | None) -> bool:
+    """Whether `host` is `domain` (case and a trailing dot aside), or for `*.example.com` a
+    host below it (not `example.com` itself); `*` is every host."""
+    if host is None:
         return False
     domain = domain.lower().rstrip(".")
     if domain == "*":

@@ -144,6 +144,10 @@ def test_path_rules_follow_gitignore_and_name_every_tool_they_stand_for(tmp_path
     assert verdict(found, "read_file", path=str(home / "notes" / "deep" / "a.md")) is None
     assert verdict(found, "edit_file", path="src/a/b.py") == "allow"  # relative to the project
     assert verdict(found, "edit_file", path="/p/src/../lib/a.py") is None
+    classes = rules(("deny", "Read(*.{pem,key})"), ("deny", "Edit(./build[0-9]/**)"))
+    assert verdict(classes, "read_file", path="/p/certs/site.key") == "deny"
+    assert verdict(classes, "read_file", path="/p/certs/site.crt") is None
+    assert verdict(classes, "write_file", path="/p/build2/x.js") == "deny"
     patch = "*** Begin Patch\n*** Add File: src/a.py\n+x\n*** Add File: lib/b.py\n+y\n"
     assert verdict(found, "apply_patch", patch=patch + "*** End Patch\n") is None  # not all
     assert verdict(found, "apply_patch", patch=patch.replace("lib/b", "build/b")) == "deny"
@@ -178,6 +182,7 @@ def test_domains_mcp_tools_and_bare_tools() -> None:
         ("Task(anything)", "Task takes no specifier"),
         ("mcp__x(y)", "an MCP rule names a server or a tool, without a specifier"),
         ("Bash()", "an empty specifier"),
+        ("Read(src/{a,b)", "its glob has an unbalanced `{`"),
         (
             "Write(src/**)",
             "Claude Code matches paths in Read(...) and Edit(...) rules only, not in Write",
