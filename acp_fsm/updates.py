@@ -29,6 +29,11 @@ def chunk(kind: ChunkKind, content: acp.ContentBlock, message_id: str) -> acp.Se
     return {"sessionUpdate": "agent_message_chunk", "content": content, "messageId": message_id}
 
 
+def agent_text(text: str, message_id: str) -> acp.SessionUpdate:
+    """An `agent_message_chunk` of `text`, of message `message_id`."""
+    return chunk("agent_message_chunk", text_content(text), message_id)
+
+
 def message_id() -> str:
     """A new message's id (ACP: `messageId`): opaque, unique. One that a load shows again is
     stored with its entry."""

@@ -156,11 +156,7 @@ class Session:
                 log.warning("steered_turn_failed", session_id=self.id, error=str(exc))
                 # no request answers it with the error: the user is told in the session
                 told = f"The turn your steered message started failed: {exc}"
-                self.send_update(
-                    updates.chunk(
-                        "agent_message_chunk", updates.text_content(told), updates.message_id()
-                    )
-                )
+                self.send_update(updates.agent_text(told, updates.message_id()))
             else:
                 log.info("steered_turn_ended", session_id=self.id, stop=task.result()["stopReason"])
 

@@ -93,7 +93,7 @@ def replay_updates(
         elif entry.kind in ("compaction", "notice"):
             text = body["notice"] if entry.kind == "compaction" else body["text"]
             message_id = _message_id(session_id, entry, "text")
-            add(updates.chunk("agent_message_chunk", updates.text_content(text), message_id))
+            add(updates.agent_text(text, message_id))
         elif entry.kind == "assistant":
             add(*_assistant(session_id, entry, plans))
         elif entry.kind == "subagent" and subagents and "entries" in body:

@@ -67,7 +67,7 @@ async def compact(turn: Turn) -> TurnTrigger:
         dropped=dropped,
     )
     if shown is None:
-        turn.update(updates.chunk("agent_message_chunk", updates.text_content(text), message_id))
+        turn.update(updates.agent_text(text, message_id))
     else:
         if summary:
             turn.update(updates.compaction_summary(shown, summary))

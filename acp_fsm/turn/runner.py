@@ -280,15 +280,11 @@ class Turn:
         if client is not None and client.shows_notices:
             self.update(updates.notice(text))
         else:
-            self.update(
-                updates.chunk(
-                    "agent_message_chunk", updates.text_content(text + "\n\n"), updates.message_id()
-                )
-            )
+            self.update(updates.agent_text(text + "\n\n", updates.message_id()))
 
     async def tell(self, text: str) -> None:
         """Tell the user something of the turn that is not the model's (stored: a load shows
         it again; never sent to the model)."""
         message_id = updates.message_id()
         await storing.add_notice(self, text, message_id)
-        self.update(updates.chunk("agent_message_chunk", updates.text_content(text), message_id))
+        self.update(updates.agent_text(text, message_id))
