@@ -12,8 +12,12 @@ is `Unreadable`: a rule that allows commands must not allow what it cannot see w
 from __future__ import annotations
 
 import re
+from typing import Final
 
 SEPARATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "\n")
+# What opens a substitution whose commands run: in double quotes, and outside any quotes.
+COMMAND: Final = ("$(",)
+PROCESS: Final = ("$(", "<(", ">(")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _DURATION = re.compile(r"[0-9.]+[smhd]?")
 # Variables that change nothing of what a command runs: an allow rule sees past them.
@@ -61,16 +65,9 @@ def _split(text: str, found: list[str]) -> None:
             end = _double_quoted(text, i, found)
             part.append(text[i : end + 1])
             i = end + 1
-        elif char == "`":
-            end = _closing_backtick(text, i)
-            _split(text[i + 1 : end], found)
-            part.append(text[i : end + 1])
-            i = end + 1
-        elif text.startswith(("$(", "<(", ">("), i) and not text.startswith("$((", i):
-            end = _closing(text, i + 1)
-            _split(text[i + 2 : end], found)
-            part.append(text[i : end + 1])
-            i = end + 1
+        elif (past := _substitution(text, i, found, PROCESS)) is not None:
+            part.append(text[i:past])
+            i = past
         elif char == "(" and not "".join(part).strip():
             end = _closing(text, i)
             _split(text[i + 1 : end], found)
@@ -163,18 +160,23 @@ def _double_quoted(text: str, start: int, found: list[str]) -> int:
             continue
         if char == '"':
             return i
-        if char == "`":
-            end = _closing_backtick(text, i)
-            _split(text[i + 1 : end], found)
-            i = end + 1
-            continue
-        if text.startswith("$(", i) and not text.startswith("$((", i):
-            end = _closing(text, i + 1)
-            _split(text[i + 2 : end], found)
-            i = end + 1
-            continue
-        i += 1
+        past = _substitution(text, i, found, COMMAND)
+        i = i + 1 if past is None else past
     raise Unreadable("an open double quote")
+
+
+def _substitution(text: str, at: int, found: list[str], opening: tuple[str, ...]) -> int | None:
+    """At a backtick or one of `opening` (`$(`, and outside quotes `<(`, `>(`; not `$((`):
+    the commands it runs added to `found`, and the index just past it. None elsewhere."""
+    if text[at] == "`":
+        end = _closing_backtick(text, at)
+        _split(text[at + 1 : end], found)
+        return end + 1
+    if text.startswith(opening, at) and not text.startswith("$((", at):
+        end = _closing(text, at + 1)
+        _split(text[at + 2 : end], found)
+        return end + 1
+    return None
 
 
 def _closing_backtick(text: str, start: int) -> int:
