@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     )
 
 COMPACT, INIT, REVIEW, STATUS, MCP = "compact", "init", "review", "status", "mcp"
-PERMISSIONS = "permissions"
+PERMISSIONS, REWIND = "permissions", "rewind"
 # name -> (description, hint for its input, None when it takes none)
 COMMANDS: dict[str, tuple[str, str | None]] = {
     COMPACT: (
@@ -45,12 +45,17 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     MCP: ("The session's MCP servers, their state and their tools", None),
     PERMISSIONS: (
         "The permission rules in force (allow, ask, deny), each with the settings file it "
-        "comes from, and the rules that could not be used",
-        None,
+        "comes from, and the rules that could not be used; `remove <rule>` takes a rule out",
+        "remove <rule> (optional)",
+    ),
+    REWIND: (
+        "Go back to before one of your prompts: the conversation and the files the agent "
+        "changed since, in one step (without a number: the prompts to go back to)",
+        "the prompt's number (optional)",
     ),
 }
-TURN_COMMANDS = frozenset({COMPACT, STATUS, MCP, PERMISSIONS})  # run by the turn machine
-REPORTS = frozenset({STATUS, MCP, PERMISSIONS})  # answered by the agent, no model call
+TURN_COMMANDS = frozenset({COMPACT, STATUS, MCP, PERMISSIONS, REWIND})  # run by the turn machine
+REPORTS = frozenset({STATUS, MCP, PERMISSIONS, REWIND})  # answered by the agent, no model call
 
 
 class Command(NamedTuple):

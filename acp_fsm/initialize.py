@@ -12,7 +12,7 @@ from acp_fsm.methods import agent_capabilities
 TYPE_CHECKING = False  # the startup path: no `typing`
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any, cast
+    from typing import Any, Final, cast
 
     from acp_fsm.schemas import acp_types as acp
 else:
@@ -65,6 +65,10 @@ def auth_methods(params: Mapping[str, Any] | None) -> list[acp.AuthMethod]:
     return [TERMINAL_LOGIN.copy() if terminal else API_KEY_LOGIN.copy()]
 
 
+# The extension methods a client that shows checkpoints calls (docs/rewind.md).
+CHECKPOINTS: Final = {"list": "_session/checkpoints", "rewind": "_session/rewind"}
+
+
 def initialize_result(params: Mapping[str, Any] | None = None) -> acp.InitializeResponse:
     """The `initialize` result for the client's `params`: what this agent supports, computed
     from the method registry, and how to log in."""
@@ -75,8 +79,9 @@ def initialize_result(params: Mapping[str, Any] | None = None) -> acp.Initialize
         "authMethods": auth_methods(params),
         "agentInfo": AGENT_INFO.copy(),
         # `_session/steering` (acp_fsm.steering), where claude-agent-acp and codex-acp say it:
-        # the result's own `_meta`, beside agentCapabilities.
-        "_meta": {"steering": {"supported": True}},
+        # the result's own `_meta`, beside agentCapabilities; checkpoints and rewind
+        # (`acp_fsm.checkpoints`) beside it.
+        "_meta": {"steering": {"supported": True}, "checkpoints": CHECKPOINTS.copy()},
     }
 
 

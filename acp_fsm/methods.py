@@ -144,6 +144,8 @@ SERVED = _table(
     Served("session/set_config_option"),
     Served("session/set_title", advertises={("sessionCapabilities", "title"): {}}),
     Served("_session/steering"),  # advertised beside agentCapabilities (`initialize_result`)
+    Served("_session/checkpoints"),  # likewise (`acp_fsm.checkpoints`)
+    Served("_session/rewind"),
     Served("providers/list", advertises={("providers",): {}}),
     Served("providers/set"),
     Served("providers/disable"),

@@ -23,7 +23,6 @@ one that names a tool whole keeps it from the model.
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -36,7 +35,6 @@ from acp_fsm.tools.globs import compile_glob
 
 Verdict = Literal["deny", "ask", "allow"]
 VERDICTS: Final[tuple[Verdict, ...]] = ("deny", "ask", "allow")
-MAX_FILE_BYTES: Final = 1024 * 1024  # a settings file larger than this is not read
 MAX_RULES: Final = 2000  # per file and verdict: the rest are named as skipped
 
 # The project's shared settings (a checkout anyone may have written): their deny and ask rules
@@ -104,13 +102,14 @@ class Rules:
 
     def judge(self, tool: str, args: dict[str, Any], cwd: Path) -> Rule | None:
         """The rule that decides a call of `tool` with `args` in project `cwd`: the first
-        deny that matches, else the first ask, else the first allow (every part of a command
-        allowed); None when none does. A command line that cannot be split into its commands
-        under a deny rule for some commands is asked about under that rule: what it runs
-        cannot be seen."""
-        call = _Call(tool, args, cwd)
+        deny that matches any part of it, else the first ask, else an allow when allow rules
+        cover every part (each command of a line, each path of a patch; one rule or several);
+        None when none does. A command line that cannot be split into its commands under a
+        deny rule for some commands is asked about under that rule: what it runs cannot be
+        seen."""
+        call = Call(tool, args, cwd)
         unsure = None
-        for verdict in VERDICTS:
+        for verdict in ("deny", "ask"):
             for rule in self.rules:
                 if rule.verdict != verdict or not rule.names(tool):
                     continue
@@ -120,22 +119,15 @@ class Rules:
                     unsure = replace(rule, verdict="ask")
             if unsure is not None:
                 return unsure
-        return None
+        return call.allowed_by([r for r in self.rules if r.verdict == "allow" and r.names(tool)])
+
+    def grants(self, tool: str) -> bool:
+        """Whether some allow rule names `tool` (for some calls of it, or all)."""
+        return any(r.verdict == "allow" and r.names(tool) for r in self.rules)
 
     def hides(self, tool: str) -> bool:
         """Whether a deny rule names `tool` whole: the model is not offered it."""
         return any(r.verdict == "deny" and r.spec is None and r.names(tool) for r in self.rules)
-
-
-def read(cwd: Path) -> Rules:
-    """The rules of the project at `cwd` and of the user (reads files: call it off the event
-    loop): Claude Code's `~/.claude/settings.json`, `.claude/settings.json` and
-    `.claude/settings.local.json`, and acp-fsm's own `$XDG_CONFIG_HOME/acp-fsm/settings.json`,
-    `.acp-fsm/settings.json` and `.acp-fsm/settings.local.json`."""
-    found = Rules()
-    for path, base in settings_files(cwd):
-        _read_file(path, base, found)
-    return found
 
 
 def settings_files(cwd: Path) -> list[tuple[Path, Path]]:
@@ -152,18 +144,14 @@ def settings_files(cwd: Path) -> list[tuple[Path, Path]]:
     ]
 
 
-def _read_file(path: Path, base: Path, found: Rules) -> None:
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            found.problems.append(f"{path}: larger than {MAX_FILE_BYTES:,} bytes, not read")
-            return
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return
-    except (OSError, UnicodeError, ValueError) as exc:
-        found.problems.append(f"{path}: not read ({exc})")
-        return
-    permissions = document.get("permissions") if isinstance(document, dict) else None
+def shared(path: Path, base: Path) -> bool:
+    """Whether `path` is one of the project's shared settings files (`SHARED`)."""
+    return path.relative_to(base).as_posix() in SHARED
+
+
+def take(document: dict[str, Any], path: Path, base: Path, found: Rules) -> None:
+    """Add the rules of one settings file's `document` to `found`."""
+    permissions = document.get("permissions")
     if permissions is None:
         return
     if not isinstance(permissions, dict):
@@ -174,7 +162,7 @@ def _read_file(path: Path, base: Path, found: Rules) -> None:
         if not isinstance(listed, list):
             found.problems.append(f"{path}: `permissions.{verdict}` is not a list, skipped")
             continue
-        if verdict == "allow" and listed and path.relative_to(base).as_posix() in SHARED:
+        if verdict == "allow" and listed and shared(path, base):
             found.problems.append(f"{path}: {UNTRUSTED}")
             continue
         for text in listed[:MAX_RULES]:
@@ -230,7 +218,7 @@ def _known_tools() -> frozenset[str]:
     return frozenset(TOOLS)
 
 
-class _Call:
+class Call:
     """One call as the rules see it; the command line split, and the paths named, once."""
 
     def __init__(self, tool: str, args: dict[str, Any], cwd: Path) -> None:
@@ -240,19 +228,60 @@ class _Call:
         self.subject = SUBJECTS.get(tool, "none")
 
     def matches(self, rule: Rule) -> bool:
-        """Whether `rule` covers the call: every part of a command or every path for an
-        allow, any of them for a deny or an ask."""
-        every = rule.verdict == "allow"
-        if rule.spec is None:
+        """Whether a deny or ask `rule` holds for the call: for any of its parts (a command
+        of the line, in any form a wrapper may hide it in; a path)."""
+        spec = rule.spec
+        if spec is None:
             return True
         if self.subject == "command":
-            return self._command_matches(rule.spec, every=every)
+            parts = self.parts
+            # What cannot be split is allowed by nothing; a deny or an ask still sees it whole.
+            if parts is None:
+                seen = as_denied(self.line)
+            else:
+                seen = [form for part in parts for form in as_denied(part)]
+            return any(_one_command(spec, form) for form in seen)
         if self.subject == "path":
-            hits = (_path_matches(rule, path, self.cwd) for path in self.paths)
-            return bool(self.paths) and (all(hits) if every else any(hits))
+            return any(_path_matches(rule, path, self.cwd) for path in self.paths)
         if self.subject == "domain":
-            return _domain_matches(rule.spec.removeprefix("domain:"), self.host)
+            return _domain_matches(spec.removeprefix("domain:"), self.host)
         return False
+
+    def allowed_by(self, rules: list[Rule]) -> Rule | None:
+        """The allow rule that lets the call run: one that names its tool whole, else the
+        first of the rules that cover every part of it between them (each command of the line
+        past its safe wrappers, each path, the host); None when some part is not covered, or
+        the line cannot be split."""
+        whole = next((rule for rule in rules if rule.spec is None), None)
+        if whole is not None or not rules:
+            return whole
+        found = []
+        for piece in self.pieces or ():
+            rule = next((r for r in rules if self._covers(r, piece)), None)
+            if rule is None:
+                return None
+            found.append(rule)
+        return found[0] if found else None
+
+    @cached_property
+    def pieces(self) -> list[str] | list[Path] | None:
+        """What allow rules must cover, each: the commands of the line (None when it cannot
+        be split), the paths, the host."""
+        if self.subject == "command":
+            return None if self.parts is None else [as_allowed(part) for part in self.parts]
+        if self.subject == "path":
+            return self.paths
+        if self.subject == "domain" and self.host is not None:
+            return [self.host]
+        return []
+
+    def _covers(self, rule: Rule, piece: str | Path) -> bool:
+        assert rule.spec is not None
+        if isinstance(piece, Path):
+            return _path_matches(rule, piece, self.cwd)
+        if self.subject == "command":
+            return _one_command(rule.spec, piece)
+        return _domain_matches(rule.spec.removeprefix("domain:"), piece)
 
     def unreadable(self, rule: Rule) -> bool:
         """Whether `rule` is about some commands and the call's line cannot be split."""
@@ -290,17 +319,6 @@ class _Call:
             return (URL(str(self.args.get("url", ""))).host or "").lower().rstrip(".")
         except ValueError:
             return None
-
-    def _command_matches(self, spec: str, *, every: bool) -> bool:
-        parts = self.parts
-        if parts is None:
-            # What cannot be split is allowed by nothing; a deny or an ask still sees it whole.
-            return not every and any(_one_command(spec, seen) for seen in as_denied(self.line))
-        if not parts:
-            return False
-        if every:
-            return all(_one_command(spec, as_allowed(part)) for part in parts)
-        return any(_one_command(spec, seen) for part in parts for seen in as_denied(part))
 
 
 def _one_command(spec: str, command: str) -> bool:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import structlog
 
 from acp_fsm import child_sessions, client_prompt, credentials, env_vars, limits, steering, warm
-from acp_fsm.errors import DomainError
+from acp_fsm.errors import BadRequest, DomainError
 from acp_fsm.fsm.handshake import Handshake, HandshakeState, HandshakeTrigger
 from acp_fsm.initialize import API_KEY_LOGIN, TERMINAL_LOGIN, ClientInfo, initialize_result
 from acp_fsm.llm_providers import EDITOR
@@ -105,6 +105,8 @@ class AcpServer:
             "session/fork": self.on_session_fork,
             "session/set_title": self.on_session_set_title,
             steering.METHOD: self.on_steering,
+            "_session/checkpoints": self.on_checkpoints,
+            "_session/rewind": self.on_rewind,
             "providers/list": self.on_providers_list,
             "providers/set": self.on_providers_set,
             "providers/disable": self.on_providers_disable,
@@ -415,6 +417,25 @@ class AcpServer:
             return outcome
 
         return answer()
+
+    async def on_checkpoints(self, params: acp.CheckpointsRequest) -> acp.CheckpointsResponse:
+        from acp_fsm.checkpoints import points
+
+        entries = await self.sessions.get(params["sessionId"]).stored()
+        return {"checkpoints": [cast("acp.Checkpoint", p.as_json()) for p in points(entries)]}
+
+    async def on_rewind(self, params: acp.RewindRequest) -> acp.RewindResponse:
+        """`/rewind` run as the session's next turn (after one running now), its outcome as
+        the answer (`acp_fsm.turn.rewinding`)."""
+        session = self.sessions.get(params["sessionId"])
+        command = f"/rewind {params['messageId']}" + (" confirm" if params.get("force") else "")
+        answer = await session.start_turn([{"type": "text", "text": command}])
+        found = (answer.get("_meta") or {}).get("acpFsm", {}).get("rewind")
+        if found is not None:
+            return cast("acp.RewindResponse", found)
+        if answer["stopReason"] == "cancelled":
+            return {"outcome": "cancelled"}  # before anything was changed
+        raise BadRequest("messageId", "no prompt of this session has it")
 
     async def on_providers_list(
         self, params: acp.ListProvidersRequest

@@ -8,6 +8,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from acp_fsm.initialize import ClientInfo
     from acp_fsm.providers.types import Usage
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.tools.base import ToolCallView
@@ -27,6 +28,14 @@ def chunk(kind: ChunkKind, content: acp.ContentBlock, message_id: str) -> acp.Se
     if kind == "agent_thought_chunk":
         return {"sessionUpdate": "agent_thought_chunk", "content": content, "messageId": message_id}
     return {"sessionUpdate": "agent_message_chunk", "content": content, "messageId": message_id}
+
+
+def told(client: ClientInfo | None, text: str) -> acp.SessionUpdate:
+    """Something the agent tells the user apart from the model's answer: a `notice` for a
+    client that shows them, else text of its own before the answer."""
+    if client is not None and client.shows_notices:
+        return notice(text)
+    return agent_text(text + "\n\n", message_id())
 
 
 def agent_text(text: str, message_id: str) -> acp.SessionUpdate:

@@ -37,7 +37,7 @@ from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.questions import Answer, NotAskable, Question
 from acp_fsm.schemas.acp_types import PlanEntry, ToolCallContent, ToolCallLocation
 from acp_fsm.tools import TOOLS
-from acp_fsm.tools.base import ToolOutcome
+from acp_fsm.tools.base import Checkpoint, ToolOutcome
 from acp_fsm.tools.job import BackgroundJobs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,6 +131,9 @@ class _Env:
 
     async def delegate(self, description: str, prompt: str) -> ToolOutcome:
         raise AssertionError("no edit delegates")
+
+    async def checkpoint(self, changes: list[Checkpoint]) -> None:
+        pass  # nothing to rewind: the folder is thrown away
 
 
 # -- the attempts ---------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
     pending --allow--> allowed --start--> running --succeed--> completed
     pending --ask--> asked --allow--> allowed      (the user's answer, or a remembered one)
+    allowed --question--> pending                  (a PreToolUse hook asks for the user's word)
     pending | asked | allowed --deny--> denied     (the user, the mode, the arguments, a
                                                     preview that shows it cannot work)
     running --error--> failed                      (the tool's own error result)
@@ -39,6 +40,7 @@ class ToolCallState(StrEnum):
 
 class ToolCallTrigger(StrEnum):
     ASK = "ask"
+    QUESTION = "question"
     ALLOW = "allow"
     DENY = "deny"
     START = "start"
@@ -75,6 +77,7 @@ TOOL_CALL = MachineSpec(
     rows=(
         Row(T.ASK, S.PENDING, S.ASKED, doc="the call needs the user's answer"),
         Row(T.ALLOW, (S.PENDING, S.ASKED), S.ALLOWED),
+        Row(T.QUESTION, S.ALLOWED, S.PENDING, doc="a PreToolUse hook of the user's asks for it"),
         Row(T.DENY, (S.PENDING, S.ASKED, S.ALLOWED), S.DENIED),
         Row(T.START, S.ALLOWED, S.RUNNING),
         Row(T.SUCCEED, S.RUNNING, S.COMPLETED),
@@ -86,8 +89,9 @@ TOOL_CALL = MachineSpec(
     state_docs={
         S.PENDING: "announced (tool_call, pending); its arguments and tool checked",
         S.ASKED: "session/request_permission is out, bounded by ACP_PERMISSION_TIMEOUT_MS",
-        S.ALLOWED: "will run: allowed by the user, a remembered answer or the mode",
-        S.DENIED: "will not run: refused by the user or the mode, or it cannot work",
+        S.ALLOWED: "will run: allowed by the user, a rule, a hook or the mode",
+        S.DENIED: "will not run: refused by the user, a rule, a hook or the mode, or it cannot "
+        "work",
         S.RUNNING: "running (in_progress): the tool's progress is shown as it comes",
         S.COMPLETED: "its result is stored, then shown (completed)",
         S.FAILED: "its error result is stored, then shown (failed)",

@@ -10,6 +10,8 @@
     awaiting_permission --permissions_settled--> running_tools
     running_tools --tools_done--> streaming          (the results feed the next model call)
     running_tools --limit_reached--> done            (ACP_FSM_MAX_TURN_REQUESTS model calls)
+    running_tools --halted--> done                   (a hook said stop: `continue: false`)
+    streaming --go_on--> streaming                   (a Stop hook has the model go on)
     streaming | compacting | reporting | awaiting_permission | running_tools --cancel--> draining
     draining --drained--> cancelled
     idle --cancel--> cancelled                       (a cancel before the turn started)
@@ -53,6 +55,8 @@ class TurnTrigger(StrEnum):
     TOOLS_DONE = "tools_done"
     LIMIT_REACHED = "limit_reached"
     MODEL_DONE = "model_done"
+    GO_ON = "go_on"
+    HALTED = "halted"
     CANCEL = "cancel"
     DRAINED = "drained"
     FAIL = "fail"
@@ -96,6 +100,19 @@ TURN = MachineSpec(
         Row(T.PERMISSIONS_SETTLED, S.AWAITING_PERMISSION, S.RUNNING_TOOLS),
         Row(T.TOOLS_DONE, S.RUNNING_TOOLS, S.STREAMING),
         Row(T.LIMIT_REACHED, S.RUNNING_TOOLS, S.DONE),
+        Row(
+            T.HALTED,
+            S.RUNNING_TOOLS,
+            S.DONE,
+            doc="a hook of the user's said the turn stops (`continue: false`)",
+        ),
+        Row(
+            T.GO_ON,
+            S.STREAMING,
+            S.STREAMING,
+            doc="the answer would end the turn, but a Stop hook of the user's has the model "
+            "go on (its reason is the next user message)",
+        ),
         Row(
             T.MODEL_DONE,
             S.STREAMING,

@@ -817,6 +817,48 @@ class SteeringResponse(TypedDict, total=False):
     _meta: dict[str, Any] | None
 
 
+class CheckpointsRequest(TypedDict, total=False):
+    """Params of _session/checkpoints: the prompts a session can be rewound to."""
+    sessionId: Required[SessionId]
+    _meta: dict[str, Any] | None
+
+
+class CheckpointsResponse(TypedDict, total=False):
+    """Result of _session/checkpoints: the session's prompts still in its conversation,
+    oldest first."""
+    checkpoints: Required[list[Checkpoint]]
+    _meta: dict[str, Any] | None
+
+
+class Checkpoint(TypedDict, total=False):
+    """A prompt of the user's the session can be rewound to (to just before it)."""
+    number: Required[int]
+    messageId: Required[str]
+    prompt: Required[str]
+    changedFiles: Required[list[str]]
+    ranCommands: Required[bool]
+
+
+class RewindRequest(TypedDict, total=False):
+    """Params of _session/rewind: restore the conversation to just before a prompt, and the
+    files the agent changed since, in one step."""
+    sessionId: Required[SessionId]
+    messageId: Required[str]
+    force: bool
+    _meta: dict[str, Any] | None
+
+
+class RewindResponse(TypedDict, total=False):
+    """Result of _session/rewind."""
+    outcome: Required[str]
+    point: Checkpoint
+    restored: list[str]
+    changedOutside: list[str]
+    commandsRanIn: list[int]
+    error: str
+    _meta: dict[str, Any] | None
+
+
 class ProvidersCapabilities(TypedDict, total=False):
     """Present when the agent serves providers/list, providers/set and providers/disable."""
     _meta: dict[str, Any] | None

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from acp_fsm.permission_rules import Rules, Verdict, parse, read
+from acp_fsm.permission_rules import Rules, Verdict, parse
 from acp_fsm.shell_parts import Unreadable, commands
+from acp_fsm.user_settings import read
 
 SOURCE = Path("/p/.claude/settings.json")
 PATHS_ONLY = "Claude Code matches paths in Read(...) and Edit(...) rules only"
@@ -211,7 +212,7 @@ def test_rules_are_read_from_claudes_files_and_acp_fsms(
     write(project / ".claude" / "settings.local.json", {"permissions": {"allow": ["Bash(ls:*)"]}})
     write(project / ".acp-fsm" / "settings.json", "{not json")
     write(project / ".acp-fsm" / "settings.local.json", {"permissions": {"allow": "Bash"}})
-    found = read(project)
+    found = read(project).rules
     assert [(r.verdict, r.text) for r in found.rules] == [
         ("deny", "Bash(rm:*)"),
         ("ask", "Task"),

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import client_prompt, limits, pricing, steering, transcript, updates
+from acp_fsm import checkpoints, client_prompt, limits, pricing, steering, transcript, updates
 from acp_fsm.context_budget import ContextBudget
 from acp_fsm.conversation import Conversation
 from acp_fsm.errors import SessionNotFound
@@ -69,7 +69,7 @@ class Session:
         self.naming = Naming(self, record.model_title)
         self.conversation = Conversation(messages)
         self.lifecycle = Lifecycle(record.id)
-        self.always: dict[str, bool] = {}  # tool name → remembered "always" answer
+        self.rejected: set[str] = set()  # the tools the user answered "always reject"
         # Its subagents at work, by child session id: the token `cancel_child` fires.
         self.children: dict[str, CancellationToken] = {}
         self.toolbox = Toolbox(
@@ -231,7 +231,7 @@ class Session:
             self.roots,
             toolbox.library,
             False,
-            self.always,
+            self.rejected,
             toolbox.background,
             lambda: self.options.settings,
             toolbox.tools,
@@ -239,6 +239,8 @@ class Session:
             self.client_prompt,
             self.steering,
             self.children,
+            self._checkpoint,
+            self,
         )
         turn = Turn(
             context,
@@ -292,6 +294,25 @@ class Session:
             conn.after_response(callback)
         else:
             callback()
+
+    async def stored(self) -> list[Entry]:
+        """Every entry of the session, once all written so far is committed (`History`)."""
+        await self.journal.settle()
+        return await self.journal.store.entries(self.id)
+
+    async def reload(self) -> None:
+        """The conversation read again from the store (`History`: after a rewind)."""
+        from acp_fsm.session.replay import rebuild
+
+        entries = await self.stored()
+        messages, self.journal.synced_seq = await rebuild(
+            self.journal.store, self.id, entries, repair=False
+        )
+        self.conversation.replace(messages)
+
+    async def _checkpoint(self, body: dict[str, Any]) -> None:
+        """Store a tool's checkpoint (`acp_fsm.checkpoints`), committed before it writes."""
+        await self.journal.write(checkpoints.CHECKPOINT, body, wait=True)
 
     def send_update(self, update: acp.SessionUpdate, on: str | None = None) -> None:
         """Send `update` on this session, or on its child session `on`."""

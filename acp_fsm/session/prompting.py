@@ -18,9 +18,11 @@ from acp_fsm.session.replay import rebuild, settings_of
 from acp_fsm.titles import set_by_user
 
 if TYPE_CHECKING:
+    from acp_fsm.hooks import Hooks
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.session.core import Session
     from acp_fsm.turn import Turn
+    from acp_fsm.user_settings import UserSettings
 
 log = structlog.get_logger("session")
 
@@ -66,7 +68,15 @@ async def _converse(
         parts, read_only = expanded
         body = {**body, "parts": [transcript.part_to_json(p) for p in parts]}
         limits.check_stored("prompt", body)
+    read = await _settings(session, token)
+    if read is not None and read.hooks.of("UserPromptSubmit"):
+        checked = await _submitted(session, token, read.hooks, body, parts)
+        if checked is None:  # blocked: nothing of it is stored, nothing runs
+            return {"stopReason": "end_turn"}
+        body, parts = checked
     turn = session.new_turn(token, found, read_only=read_only)
+    if read is not None:  # what the turn would read again
+        turn.rules, turn.hooks = read.rules, read.hooks
     await session.journal.write("user", body, wait=True)  # not stored: not in the conversation
     session.conversation.append(UserMessage(parts))
     if session.title is None and (
@@ -106,6 +116,8 @@ async def _answer(session: Session, turn: Turn) -> acp.PromptResponse:
     }
     if (cost := pricing.to_acp(session.ledger.cost)) is not None:
         meta["sessionCost"] = cost
+    if turn.rewound is not None:
+        meta["rewind"] = turn.rewound
     return {"stopReason": stop_reason, "_meta": {"acpFsm": meta}}
 
 
@@ -136,6 +148,53 @@ async def _claim(session: Session) -> None:
     except BaseException:
         session.lease.release()
         raise
+
+
+async def _settings(session: Session, token: CancellationToken) -> UserSettings | None:
+    """The user's settings files (rules, hooks), read off the event loop; None when the
+    prompt was cancelled meanwhile (its turn sees the cancel at once)."""
+    from acp_fsm import user_settings
+    from acp_fsm.blocking import run_blocking
+
+    try:
+        return await run_blocking(token, user_settings.read, session.cwd)
+    except Cancelled:
+        return None
+
+
+async def _submitted(
+    session: Session,
+    token: CancellationToken,
+    hooks: Hooks,
+    body: dict[str, Any],
+    parts: tuple[UserPart, ...],
+) -> tuple[dict[str, Any], tuple[UserPart, ...]] | None:
+    """The user's `UserPromptSubmit` hooks on the prompt: None when one blocked it (the user
+    told why); else the prompt, with what they added for the model as text after it."""
+    from acp_fsm import hook_runs
+    from acp_fsm.turn.hooking import event
+
+    text = "\n".join(b["text"] for b in body["prompt"] if b["type"] == "text")
+    mode = session.options.settings.mode
+    asked = event(session.id, session.cwd, mode, "UserPromptSubmit", prompt=text)
+    try:
+        said = await hook_runs.run_all(hooks.of("UserPromptSubmit"), asked, session.cwd, token)
+    except Cancelled:
+        return body, parts  # the turn sees the cancel at once
+    client = session.server.client
+    for shown in said.shown:
+        session.send_update(updates.told(client, shown))
+    if said.decision == "deny" or said.halt is not None:
+        why = said.reason if said.decision == "deny" else said.halt
+        session.send_update(
+            updates.told(client, f"A UserPromptSubmit hook blocked the prompt: {why}")
+        )
+        return None
+    if not said.context:
+        return body, parts
+    added = TextPart("Context from the user's UserPromptSubmit hook:\n" + "\n\n".join(said.context))
+    parts = (*parts, added)
+    return {**body, "parts": [transcript.part_to_json(p) for p in parts]}, parts
 
 
 async def _expanded(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from acp_fsm import (
+    checkpoints,
     child_sessions,
     client_prompt,
     credentials,
@@ -168,7 +169,7 @@ class Sessions:
         source = await store.get_session(source_id)
         if source is None:
             raise not_found(source_id)
-        copied = completed(await store.entries(source_id))
+        copied = completed(checkpoints.effective(await store.entries(source_id)))
         record = new_record(cwd, additional, mcp_servers, source.title)._replace(
             model_title=source.model_title
         )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import child_sessions, transcript, updates
+from acp_fsm import checkpoints, child_sessions, transcript, updates
 from acp_fsm.config_options import Settings
 from acp_fsm.providers.types import Message, ToolResultsMessage
 from acp_fsm.store import Entry, Store
@@ -31,6 +31,7 @@ async def rebuild(
     stored too; never while another live process runs a turn of the session (its calls are
     still on their way to their results)."""
     last = entries[-1].seq if entries else 0
+    entries = checkpoints.effective(entries)  # without what a rewind took back
     messages: list[Message] = []
     # What comes before the last compaction is not in the conversation any more.
     start = next((i for i in range(len(entries) - 1, -1, -1) if entries[i].kind == "compaction"), 0)
@@ -86,7 +87,7 @@ def replay_updates(
     def add(*found: acp.SessionUpdate) -> None:
         out.extend((session_id, update) for update in found)
 
-    for entry in entries:
+    for entry in checkpoints.effective(entries):
         body = entry.body
         if entry.kind in ("user", "command"):
             add(*user_chunks(body["prompt"], _message_id(session_id, entry, "user")))

@@ -3,17 +3,12 @@ are trained on (`patch_format`), shown to the editor as one diff per file.
 
 The whole patch is parsed and every file's new text computed before anything is written; a
 patch that cannot apply anywhere writes nothing and says which file and hunk failed. Writing is
-all or none: files the editor writes go first (undone through it if a later write fails or the
-turn is cancelled meanwhile), then every disk change as one journaled set, which puts back
-what it changed when one fails, and which the next process rolls back if this one is killed
-midway (`acp_fsm.system.changes`). Deleting a file is a change like any other: asked for,
+all or none (`acp_fsm.tools.file_sets`). Deleting a file is a change like any other: asked for,
 confined to the session's roots, shown as a diff to empty text.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,15 +16,13 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from acp_fsm import redact
-from acp_fsm.blocking import run_blocking
-from acp_fsm.system.changes import Change
-from acp_fsm.tools.base import Drafts, ToolCallView, ToolEnv, ToolOutcome
+from acp_fsm.tools.base import Checkpoint, Drafts, ToolCallView, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import (
     MutatingTool,
     ToolError,
-    describe_os_error,
     linked_elsewhere,
 )
+from acp_fsm.tools.file_sets import write_all
 from acp_fsm.tools.hunks import apply_hunks
 from acp_fsm.tools.patch_format import FileOp, parse_patch
 from acp_fsm.tools.paths import display, inside_roots, resolve
@@ -40,10 +33,7 @@ from acp_fsm.tools.text_files import (
     check_as_shown,
     current_text,
     diff_block,
-    editor_serves,
     load_text,
-    store_text,
-    write_disk,
 )
 
 if TYPE_CHECKING:
@@ -192,7 +182,8 @@ class ApplyPatch(MutatingTool):
         changes, notes = await self._plan(args, env, None)  # now, after the approval
         for change in changes:
             check_as_shown(env, change.path, change.shown, change.before)
-        await _write_all(env, changes)
+        await env.checkpoint([Checkpoint(c.path, c.before, c.after) for c in changes])
+        await write_all(env, changes, "the patch")
         said = [c.said for c in changes if not c.said.startswith("removed ")]
         summary = f"Applied the patch: {', '.join(said)}."
         if notes:
@@ -207,55 +198,3 @@ class ApplyPatch(MutatingTool):
             content=tuple(diff_block(c.path, c.before, c.after or "") for c in changes),
             locations=tuple({"path": str(c.path)} for c in changes),
         )
-
-
-# -- writing, all or none ---------------------------------------------------------------------
-
-
-async def _write_all(env: ToolEnv, changes: list[FileChange]) -> None:
-    """Write every change or none: the editor's first, undone if anything after fails (a
-    cancel included); then the disk's in one step, which is not raced with the turn's token
-    (local writes are short, and half a patch is worse than a cancel a moment later)."""
-    through_editor = [
-        c
-        for c in changes
-        if c.after is not None and editor_serves(env.client.can_write_files, c.path)
-    ]
-    on_disk = [c for c in changes if c not in through_editor]
-    written: list[FileChange] = []
-    try:
-        for change in through_editor:
-            assert change.after is not None
-            await store_text(env, change.path, change.shown, change.after)
-            written.append(change)
-        await run_blocking(None, _write_disk, on_disk)
-    except BaseException:
-        await _undo_in_editor(env, written)
-        raise
-
-
-def _write_disk(changes: list[FileChange]) -> None:
-    """Apply `changes` on disk, all or none (blocking), or raise `ToolError` saying why."""
-    try:
-        write_disk([Change(c.path, None if c.after is None else c.after.encode()) for c in changes])
-    except OSError as exc:
-        where = Path(os.fsdecode(exc.filename)) if exc.filename else None
-        failed = next((c.shown for c in changes if where in (c.path, *c.path.parents)), None)
-        raise ToolError(
-            f"Could not write {failed or 'the patch'}: {describe_os_error(exc)}. Nothing was "
-            "changed."
-        ) from exc
-
-
-async def _undo_in_editor(env: ToolEnv, written: list[FileChange]) -> None:
-    """Give the editor back the text of the files it wrote for the patch (without the turn's
-    token: the undo must happen even when the turn is being cancelled)."""
-    for change in reversed(written):
-        try:
-            if change.before is None:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(change.path)  # a file it saved; an unsaved buffer stays its own
-            else:
-                await env.client.write_text_file(str(change.path), change.before)
-        except Exception as exc:
-            log.warning("patch_undo_failed", path=change.shown, error=str(exc))

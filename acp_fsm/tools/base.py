@@ -156,6 +156,20 @@ class ToolEnv(Protocol):
         """Run `prompt` in a subagent (`task`): its report as the outcome, its progress shown
         in the call meanwhile. Raises `Cancelled` when the token fires."""
 
+    async def checkpoint(self, changes: list[Checkpoint]) -> None:
+        """Record, durably, what the call is about to change (each file's text before it and
+        after it), before it writes anything: what `/rewind` restores. Raises `ToolError` when
+        it cannot be recorded (then nothing may be written)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One file as a call changes it: `before` None creates it, `after` None deletes it."""
+
+    path: Path
+    before: str | None
+    after: str | None
+
 
 # Files as the earlier calls of the same assistant message will leave them (absolute path →
 # text), so a call that builds on an earlier one (write a file, then edit it) is previewed

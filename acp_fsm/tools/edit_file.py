@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from acp_fsm import redact
-from acp_fsm.tools.base import Drafts, ToolEnv, ToolOutcome
+from acp_fsm.tools.base import Checkpoint, Drafts, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import MutatingTool, ToolError
 from acp_fsm.tools.replace import (
     Change,
@@ -78,6 +78,7 @@ class ReplacingTool(MutatingTool):
         text = await load_text(env, path, shown, exact=True)  # now, after the approval
         check_as_shown(env, path, shown, text)
         change = self._change(args, text, shown)
+        await env.checkpoint([Checkpoint(path, change.before, change.after)])
         await store_text(env, path, shown, change.after)
         note = await syntax_note(env, path, shown, change.before, change.after)
         return ToolOutcome(

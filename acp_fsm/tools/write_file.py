@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from acp_fsm import redact
-from acp_fsm.tools.base import Drafts, ToolEnv, ToolOutcome
+from acp_fsm.tools.base import Checkpoint, Drafts, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import MutatingTool, plural
 from acp_fsm.tools.matching import eol_of, with_eol
 from acp_fsm.tools.syntax import syntax_note
@@ -57,6 +57,7 @@ class WriteFile(MutatingTool):
         old = await load_text(env, path, shown, exact=False)
         check_as_shown(env, path, shown, old)
         content = new_content(args["content"], old)
+        await env.checkpoint([Checkpoint(path, old, content)])
         await store_text(env, path, shown, content)
         lines = plural(count_lines(content), "line")
         if old is None:

@@ -5,7 +5,7 @@ stored and then shown (`answer`, `close_open`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import structlog
@@ -39,6 +39,8 @@ class PendingCall:
     confined: bool = False  # inside the session's roots (see `Tool.confined`)
     preview: tuple[acp.ToolCallContent, ...] = ()  # the change it will make, shown before asking
     rule: Rule | None = None  # the user's permission rule that decides it, if one does
+    held: str | None = None  # why a PreToolUse hook of the user's asks for it (every time)
+    notes: list[str] = field(default_factory=list)  # the hooks' words for the model's result
     result: ToolResultPart | None = None
 
     @property
@@ -132,16 +134,24 @@ def _denied_call(
 
 
 def remembered(turn: Turn, pc: PendingCall) -> bool:
-    """Apply the user's "always" answer for the call's tool, if any; True when one applied.
-    "Always reject" covers every call of the tool; "always allow" only calls confined to the
-    session's roots: it never widens the boundary."""
-    answer = turn.context.always.get(pc.call.name)
-    if answer is False:
+    """Apply the user's "always reject" answer for the call's tool in this session; True
+    when one applied. (An "always allow" is stored as rules: `rule_store`.)"""
+    if pc.call.name in turn.context.rejected:
         pc.deny(denied(pc.call.name, always=True))
-    elif answer and pc.confined:
-        pc.fire(T.ALLOW)
-    else:
+        return True
+    return False
+
+
+def granted(turn: Turn, pc: PendingCall) -> bool:
+    """Allow the call when a rule stored by an earlier answer of this turn's allows it; True
+    when one did."""
+    if turn.rules is None:
         return False
+    ruling = turn.rules.judge(pc.call.name, pc.call.arguments, turn.context.roots[0])
+    if ruling is None or ruling.verdict != "allow":
+        return False
+    pc.rule = ruling
+    pc.fire(T.ALLOW)
     return True
 
 
@@ -167,7 +177,8 @@ async def answer(
     locations = list(outcome.locations) if outcome.locations is not None else None
     result = ToolResultPart(pc.call.id, output, outcome.is_error)
     stored = content if outcome.replay is None else list(outcome.replay)
-    await storing.add_result(turn, result, updates.final_view(status, stored, locations), wait=wait)
+    view = updates.final_view(status, stored, locations)
+    await storing.add_result(turn, result, view, wait=wait, ran=pc.state == S.RUNNING)
     pc.fire(trigger)
     pc.result = result
     live = content if outcome.replay is None else None  # None: the editor keeps its view

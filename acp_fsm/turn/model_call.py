@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from acp_fsm import config_options, env_vars, permission_rules, pricing, redact
+from acp_fsm import config_options, env_vars, pricing, redact, user_settings
 from acp_fsm.blocking import Shared, run_blocking
 from acp_fsm.call_modes import CALL_MODES, NATIVE, TEXT, CallMode
 from acp_fsm.client_prompt import applied, overrides
@@ -19,7 +19,6 @@ from acp_fsm.providers.types import Finished, ModelRequest, Usage
 
 if TYPE_CHECKING:
     from acp_fsm.ledger import Ledger
-    from acp_fsm.permission_rules import Rules
     from acp_fsm.turn.ports import ModelCall
     from acp_fsm.turn.runner import Turn
 
@@ -49,13 +48,14 @@ async def instructions(turn: Turn) -> str:
     return turn.system.text
 
 
-async def rules(turn: Turn) -> Rules:
-    """The user's permission rules (`acp_fsm.permission_rules`), read once a turn, off the
-    event loop (a change to the settings files applies from the next turn); what could not
-    be read is in `problems`, for the user."""
+async def settings(turn: Turn) -> user_settings.UserSettings:
+    """The user's permission rules and hooks (`acp_fsm.user_settings`), read once a turn, off
+    the event loop (a change to the settings files applies from the next turn); what could
+    not be used is in `problems`, for the user."""
     if turn.rules is None:
-        turn.rules = await run_blocking(turn.token, permission_rules.read, turn.context.roots[0])
-    return turn.rules
+        found = await run_blocking(turn.token, user_settings.read, turn.context.roots[0])
+        turn.rules, turn.hooks = found.rules, found.hooks
+    return user_settings.UserSettings(turn.rules, turn.hooks)
 
 
 def model(turn: Turn) -> str:

@@ -5,47 +5,60 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from acp_fsm import updates
+import structlog
+
+from acp_fsm import rule_store, updates
+from acp_fsm.blocking import run_blocking
 from acp_fsm.fsm.tool_call import ToolCallState, ToolCallTrigger
 from acp_fsm.fsm.turn import TurnTrigger
+from acp_fsm.permission_rules import parse
 from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.protocol.errors import OutboundCancelled, OutboundError, OutboundTimeout
-from acp_fsm.turn.calls import PendingCall, denied, remembered
+from acp_fsm.turn.calls import PendingCall, denied, granted, remembered
 
 if TYPE_CHECKING:
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.turn.runner import Turn
 
-PERMISSION_OPTIONS: list[acp.PermissionOption] = [
-    {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
-    {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
-    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
-    {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
-]
-# For a call an "always allow" would not cover (`calls.remembered`: one outside the roots, a
-# fetch of the user's own network, one an ask rule decides): the next such call is asked
-# anyway, so it is not offered.
-_NOT_ALWAYS = [option for option in PERMISSION_OPTIONS if option["kind"] != "allow_always"]
+log = structlog.get_logger("turn")
 
 
-def options_for(pc: PendingCall) -> list[acp.PermissionOption]:
-    """The options the user is offered for `pc`: only answers that will be honoured (a call
-    an ask rule of the user's decides is asked every time)."""
-    return PERMISSION_OPTIONS if pc.confined and pc.rule is None else _NOT_ALWAYS
+def options_for(turn: Turn, pc: PendingCall) -> tuple[list[acp.PermissionOption], list[str]]:
+    """The options the user is offered for `pc`, and the rules an "Always allow" stores:
+    only answers that will be honoured. "Always allow" is offered where rules can say which
+    calls it covers (`rule_store.proposed`), labelled with them; never for a call an ask rule
+    of the user's decides (it is asked every time), nor for one outside the roots or to the
+    user's own network. "Always reject" lasts the session, for the tool."""
+    stored: list[str] = []
+    tool, args = pc.call.name, pc.call.arguments
+    if pc.confined and pc.rule is None and pc.held is None and turn.rules is not None:
+        stored = rule_store.proposed(turn.rules, tool, args, turn.context.roots)
+    named = ", ".join(f"`{text}`" for text in stored)
+    offered = [
+        _option("allow_once", "Allow once"),
+        *([_option("allow_always", f"Always allow {named} in this project")] if stored else []),
+        _option("reject_once", "Reject"),
+        _option("reject_always", f"Always reject {tool} in this session"),
+    ]
+    return offered, stored
+
+
+def _option(kind: acp.PermissionOptionKind, name: str) -> acp.PermissionOption:
+    return {"optionId": kind, "name": name, "kind": kind}
 
 
 async def ask_permissions(turn: Turn) -> TurnTrigger:
     for pc in turn.calls:
         if pc.state != ToolCallState.PENDING:
             continue
-        if pc.rule is None and remembered(turn, pc):  # answered "always"; an ask rule asks
-            continue
+        if pc.rule is None and (remembered(turn, pc) or granted(turn, pc)):
+            continue  # "always reject", or a rule an earlier answer stored; an ask rule asks
         await _ask(turn, pc)
     return TurnTrigger.PERMISSIONS_SETTLED
 
 
 async def _ask(turn: Turn, pc: PendingCall) -> None:
-    offered = options_for(pc)
+    offered, stored = options_for(turn, pc)
     params = {
         "sessionId": turn.effects.session_id,
         "toolCall": updates.tool_call_fields(
@@ -76,14 +89,36 @@ async def _ask(turn: Turn, pc: PendingCall) -> None:
     if kind is None:  # an option it was not offered is no answer either
         pc.deny(f"The client answered with an unknown option {outcome['optionId']!r}.")
         return
-    allowed = kind.startswith("allow")
-    always = kind.endswith("always")
-    if always:
-        turn.context.always[pc.call.name] = allowed
-    if allowed:
+    if kind == "allow_always":
+        await _store(turn, stored)
+    if kind.startswith("allow"):
         pc.fire(ToolCallTrigger.ALLOW)
     else:
+        always = kind == "reject_always"
+        if always:
+            turn.context.rejected.add(pc.call.name)
         pc.deny(denied(pc.call.name, always=always))
+
+
+async def _store(turn: Turn, texts: list[str]) -> None:
+    """Store the rules of an "Always allow" in the project's local settings; they apply at
+    once, to the rest of this turn too. One that cannot be stored is told to the user (the
+    call they allowed still runs)."""
+    cwd = turn.context.roots[0]
+    try:
+        path = await run_blocking(turn.token, rule_store.store, texts, cwd)
+    except (OSError, ValueError) as exc:
+        turn.notify(
+            f"The rules {', '.join(texts)} could not be stored ({exc}): the call runs this "
+            "once, and the next such call asks again."
+        )
+        return
+    log.info("permission_rules_stored", rules=texts, path=str(path))
+    if turn.rules is not None:
+        for text in texts:
+            rule = parse(text, "allow", path, cwd)
+            if not isinstance(rule, str):
+                turn.rules.rules.append(rule)
 
 
 def _unanswered(tool: str, exc: OutboundError) -> str:

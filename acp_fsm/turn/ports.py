@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from acp_fsm import updates
+from acp_fsm import checkpoints, updates
 from acp_fsm.client import Client, ClientChannel
 from acp_fsm.protocol.cancel import CancellationToken
+from acp_fsm.sessions_db import StoreError
 from acp_fsm.steering import Inbox
-from acp_fsm.tools.base import Tool, ToolOutcome
+from acp_fsm.tools.base import Checkpoint, Tool, ToolOutcome
+from acp_fsm.tools.common import ToolError
 
 if TYPE_CHECKING:
     from acp_fsm.client_prompt import ClientPrompt
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from acp_fsm.providers.config import ProviderConfig
     from acp_fsm.providers.types import AssistantMessage, Event, ModelRequest
     from acp_fsm.schemas import acp_types as acp
+    from acp_fsm.store import Entry
     from acp_fsm.tools.job import BackgroundJobs
     from acp_fsm.updates import ChunkKind
 
@@ -39,7 +42,7 @@ class TurnContext:
     roots: tuple[Path, ...]  # the working directory first, then the additional directories
     library: Library  # the user's commands and skills, as read for this prompt
     subagent: bool  # a subagent's turn: it cannot ask the user, nor start a subagent
-    always: dict[str, bool]  # tool name -> the user's "always" answer (the permission step adds)
+    rejected: set[str]  # the tools the user answered "always reject" (the permission step adds)
     background: BackgroundJobs  # the commands still running after their call
     settings: Callable[[], Settings]  # as chosen now: a choice applies from the next model call
     tools: Callable[[], Awaitable[dict[str, Tool]]]  # now, by name (its MCP servers' included)
@@ -50,6 +53,20 @@ class TurnContext:
     # The session's subagents at work, by child session id (`acp_fsm.child_sessions`): the
     # token a `session/cancel` of that id fires.
     children: dict[str, CancellationToken] = field(default_factory=dict)
+    # Stores a `checkpoint` entry in the session's journal, committed before it returns (a
+    # subagent's too: its own entries are kept only when it ends). None: nowhere to keep it.
+    checkpoint: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+    history: History | None = None  # None: no store to rewind (a test's turn)
+
+
+class History(Protocol):
+    """The session's stored entries, for a rewind (`acp_fsm.turn.rewinding`)."""
+
+    async def stored(self) -> list[Entry]:
+        """Every entry of the session, once all written so far is committed."""
+
+    async def reload(self) -> None:
+        """The conversation read again from the stored entries (after a rewind)."""
 
 
 class Effects(Protocol):
@@ -201,3 +218,22 @@ class TurnEnv:
 
     async def delegate(self, description: str, prompt: str) -> ToolOutcome:
         return await self._delegate(description, prompt)
+
+    async def checkpoint(self, changes: list[Checkpoint]) -> None:
+        record = self._context.checkpoint
+        if record is None:  # nowhere to keep them (a test's turn)
+            return
+        for change in changes:
+            body = {
+                "callId": self.call_id,
+                "path": str(change.path),
+                "before": change.before,
+                "after": checkpoints.digest(change.after),
+            }
+            try:
+                await record(body)
+            except StoreError as exc:
+                raise ToolError(
+                    f"Could not record {change.path} as it was before this change, so nothing "
+                    f"was written: {exc.public}"
+                ) from exc

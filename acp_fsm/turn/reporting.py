@@ -7,14 +7,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from acp_fsm import commands, config_options
+from acp_fsm import commands, config_options, rule_store
 from acp_fsm.blocking import run_blocking
 from acp_fsm.call_modes import CALL_MODES
 from acp_fsm.fsm.turn import TurnTrigger
 from acp_fsm.instructions import project_instructions
-from acp_fsm.permission_rules import VERDICTS, Rules, settings_files
+from acp_fsm.permission_rules import VERDICTS, settings_files
 from acp_fsm.providers.config import RESPONSES, ProviderConfig, api_of
-from acp_fsm.turn.model_call import lean_list, rules, window
+from acp_fsm.turn import rewinding
+from acp_fsm.turn.model_call import lean_list, settings, window
+from acp_fsm.user_settings import UserSettings
 
 if TYPE_CHECKING:
     from acp_fsm.turn.runner import Turn
@@ -25,7 +27,9 @@ async def report(turn: Turn) -> TurnTrigger:
     if turn.command.name == commands.MCP:
         text = mcp_report(turn)
     elif turn.command.name == commands.PERMISSIONS:
-        text = permissions_report(await rules(turn), turn.context.roots[0])
+        text = await permissions(turn, turn.command.argument.strip())
+    elif turn.command.name == commands.REWIND:
+        text = await rewinding.rewind(turn, turn.command.argument)
     else:
         text = await status_report(turn)
     await turn.tell(text)
@@ -39,13 +43,39 @@ def mcp_report(turn: Turn) -> str:
     return "MCP servers:\n" + "\n".join(f"- {line}" for line in lines)
 
 
-def permissions_report(found: Rules, cwd: Path) -> str:
-    """The rules in force by verdict, in the order they are tried, each with its file; what
-    could not be used; where rules are read when there are none."""
+async def permissions(turn: Turn, argument: str) -> str:
+    """`/permissions`: the rules in force; `/permissions remove <rule>` first takes the rule
+    out of every settings file that lists it."""
+    cwd = turn.context.roots[0]
+    if not argument:
+        return permissions_report(await settings(turn), cwd)
+    verb, _, text = argument.partition(" ")
+    text = text.strip()
+    if verb != "remove" or not text:
+        return (
+            "Usage: `/permissions` lists the rules in force; `/permissions remove <rule>` "
+            "removes one."
+        )
+    try:
+        changed = await run_blocking(turn.token, rule_store.remove, text, cwd)
+    except OSError as exc:
+        return f"The rule `{text}` could not be removed: {exc}"
+    turn.rules = None  # read again, without it
+    found = await settings(turn)
+    if not changed:
+        return f"No settings file lists the rule `{text}`.\n\n" + permissions_report(found, cwd)
+    files = ", ".join(str(path) for path in changed)
+    return f"Removed `{text}` from {files}.\n\n" + permissions_report(found, cwd)
+
+
+def permissions_report(found: UserSettings, cwd: Path) -> str:
+    """The rules in force by verdict, in the order they are tried, each with its file; the
+    hooks, each with its file; what could not be used; where rules are read when there are
+    none."""
     lines = [
         f"- {rule.verdict} `{rule.text}` ({rule.source})"
         for verdict in VERDICTS
-        for rule in found.rules
+        for rule in found.rules.rules
         if rule.verdict == verdict
     ]
     if lines:
@@ -54,6 +84,13 @@ def permissions_report(found: Rules, cwd: Path) -> str:
     else:
         files = "; ".join(str(path) for path, _ in settings_files(cwd))
         text = f"No permission rules: the session's mode decides every call. Read from: {files}."
+    hooks = [
+        f"- {hook.event}{f' ({hook.matcher})' if hook.matcher else ''}: `{hook.command}` "
+        f"({hook.source})"
+        for hook in found.hooks.hooks
+    ]
+    if hooks:
+        text += "\n\nHooks:\n" + "\n".join(hooks)
     if found.problems:
         text += "\n\nNot used:\n" + "\n".join(f"- {problem}" for problem in found.problems)
     return text

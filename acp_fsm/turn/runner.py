@@ -34,6 +34,7 @@ from acp_fsm.fsm.turn import (
     TurnState,
     TurnTrigger,
 )
+from acp_fsm.hooks import Hooks
 from acp_fsm.ledger import Ledger
 from acp_fsm.protocol.cancel import CancellationToken, Cancelled
 from acp_fsm.providers import open_stream
@@ -118,6 +119,10 @@ class Turn:
         self.tools: dict[str, Tool] = {}  # of the current model call
         self.system: SystemPrompt | None = None  # read once a turn (the files may change)
         self.rules: Rules | None = None  # the user's permission rules, read once a turn too
+        self.hooks = Hooks()  # the user's hooks, read with the rules
+        self.went_on = 0  # times a Stop hook had the model go on (`hooking.goes_on`)
+        self.halted: str | None = None  # a hook's `continue: false`: why the turn stops
+        self.rewound: dict[str, Any] | None = None  # what `/rewind` did, for the response
         self.read_only = False  # this turn has the read-only tools only, whatever the mode
         # Its last stored assistant message: (its pending or done write, its body).
         self.last_assistant: tuple[asyncio.Future[int], dict[str, Any]] | None = None
@@ -276,11 +281,7 @@ class Turn:
     def notify(self, text: str) -> None:
         """Tell the user something apart from the model's answer that follows: a `notice`
         for a client that shows them, else text before the answer."""
-        client = self.effects.client.client
-        if client is not None and client.shows_notices:
-            self.update(updates.notice(text))
-        else:
-            self.update(updates.agent_text(text + "\n\n", updates.message_id()))
+        self.update(updates.told(self.effects.client.client, text))
 
     async def tell(self, text: str) -> None:
         """Tell the user something of the turn that is not the model's (stored: a load shows

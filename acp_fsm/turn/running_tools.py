@@ -14,6 +14,7 @@ from acp_fsm.fsm.tool_call import ACP_STATUS, ToolCallState, ToolCallTrigger
 from acp_fsm.fsm.turn import TurnTrigger
 from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.tools.base import ToolOutcome
+from acp_fsm.turn import hooking
 from acp_fsm.turn.calls import PendingCall, answer
 
 if TYPE_CHECKING:
@@ -43,6 +44,9 @@ async def run_tools(turn: Turn) -> TurnTrigger:
         await _run(turn, pc)
     await _run_together(turn, together)
     turn.token.raise_if_cancelled()
+    if turn.halted is not None:
+        await turn.tell(turn.halted)
+        return TurnTrigger.HALTED
     if turn.requests >= turn.max_requests:
         turn.stop_reason = "max_turn_requests"
         return TurnTrigger.LIMIT_REACHED
@@ -72,6 +76,7 @@ async def _run(turn: Turn, pc: PendingCall) -> None:
     try:
         env = turn.env(pc.call.id, pc.preview, pc.view.locations)
         outcome = await pc.tool.run(pc.call.arguments, env)
+        outcome = await hooking.after_call(turn, pc, outcome)
     except Cancelled:
         raise
     except Exception as exc:  # a tool bug is a tool result, not a turn failure

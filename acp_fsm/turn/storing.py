@@ -40,10 +40,13 @@ async def add_user(turn: Turn, body: dict[str, Any], parts: tuple[UserPart, ...]
 
 
 async def add_result(
-    turn: Turn, result: ToolResultPart, view: dict[str, Any], *, wait: bool = True
+    turn: Turn, result: ToolResultPart, view: dict[str, Any], *, wait: bool = True, ran: bool
 ) -> None:
-    """Store a tool call's result (its final view: what a load shows)."""
+    """Store a tool call's result (its final view: what a load shows; whether the call ran,
+    which a rewind tells of a command)."""
     body = transcript.result_body(result, view)
+    if not ran:
+        body["ran"] = False
     written = turn.entries.queue("tool_result", body, required=wait)
     turn.conversation.add_result(result)
     if wait:

@@ -29,7 +29,7 @@ from acp_fsm.providers.types import (
 )
 from acp_fsm.tools.base import Drafts
 from acp_fsm.tools.common import ToolError, describe_os_error
-from acp_fsm.turn import storing, written_calls
+from acp_fsm.turn import hooking, storing, written_calls
 from acp_fsm.turn.calls import classify
 from acp_fsm.turn.compacting import cut
 from acp_fsm.turn.model_call import (
@@ -40,7 +40,7 @@ from acp_fsm.turn.model_call import (
     open_room,
     request,
     reserve,
-    rules,
+    settings,
     window,
 )
 from acp_fsm.turn.written_calls import WrittenCalls
@@ -73,7 +73,7 @@ async def stream(turn: Turn) -> TurnTrigger:
     turn.tools = await turn.token.race(turn.context.tools())
     await instructions(turn)
     assert turn.system is not None
-    unread = [*turn.system.skipped, *(await rules(turn)).problems]
+    unread = [*turn.system.skipped, *(await settings(turn)).problems]
     for notice in turn.effects.notices(unread):  # apart from the answer
         turn.notify(notice)
     config = turn.config()
@@ -189,6 +189,9 @@ async def _finish(turn: Turn, finished: Finished, looped: str) -> TurnTrigger:
         turn.update(updates.tool_call(pc.call.id, views[pc.call.id]))
     turn.token.raise_if_cancelled()  # a cancel that came with the last token still counts
     if not turn.calls:
+        ended = not looped and ACP_STOP[finished.stop_reason] == "end_turn"
+        if ended and await hooking.goes_on(turn, message.text):
+            return TurnTrigger.GO_ON
         turn.stop_reason = ACP_STOP[finished.stop_reason]
         if looped:
             await turn.tell(
@@ -198,6 +201,7 @@ async def _finish(turn: Turn, finished: Finished, looped: str) -> TurnTrigger:
             await turn.tell(_empty_answer(finished.stop_reason))
         return TurnTrigger.MODEL_DONE
     await _preview(turn)
+    await hooking.before_calls(turn)
     return TurnTrigger.TOOLS_REQUESTED
 
 

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from acp_fsm import child_sessions, config_options, env_vars, methods, updates
+from acp_fsm import child_sessions, config_options, env_vars, methods, updates, user_settings
+from acp_fsm.blocking import run_blocking
 from acp_fsm.conversation import Conversation
 from acp_fsm.errors import DomainError
 from acp_fsm.instructions import SystemPrompt, subagent_prompt
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from acp_fsm.client import ClientChannel
     from acp_fsm.config_options import Settings
     from acp_fsm.initialize import ClientInfo
+    from acp_fsm.permission_rules import Rules
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.updates import ChunkKind
 
@@ -169,25 +171,28 @@ def task_context(parent: TurnContext, *, read_only: bool) -> TurnContext:
     """A subagent's context: its session's directories, commands, answers and background
     commands; its own model when `ACP_FSM_SUBAGENT_MODEL` names one; its own tools: all but
     `NOT_DELEGATED` in Full access (a read-only turn's never more than reads), else those that
-    change nothing and a page fetcher the user chose to always allow (a subagent cannot ask,
-    and a fetch asks in the other modes)."""
+    change nothing and a page fetcher once the user's rules allow some fetches (a subagent
+    cannot ask, and a fetch no rule allows asks in the other modes)."""
     own_model = env_vars.subagent_model()
 
     def chosen() -> Settings:
         found = parent.settings()
         return found._replace(model=own_model) if own_model else found
 
-    def delegated(name: str, tool: Tool) -> bool:
+    def delegated(name: str, tool: Tool, rules: Rules | None) -> bool:
         if name in NOT_DELEGATED:
             return False
         everything = chosen().mode == config_options.FULL_ACCESS and not read_only
         if everything or tool.kind in config_options.READ_ONLY_KINDS:
             return True
-        return tool.kind == "fetch" and parent.always.get(name) is True
+        return tool.kind == "fetch" and rules is not None and rules.grants(name)
 
     async def tools() -> dict[str, Tool]:
         found = await parent.tools()
-        return {name: tool for name, tool in found.items() if delegated(name, tool)}
+        rules = None
+        if any(tool.kind == "fetch" for tool in found.values()):
+            rules = (await run_blocking(None, user_settings.read, parent.roots[0])).rules
+        return {name: tool for name, tool in found.items() if delegated(name, tool, rules)}
 
     return replace(parent, subagent=True, settings=chosen, tools=tools, steering=Inbox())
 

@@ -473,5 +473,5 @@ def test_the_users_command_and_skill_are_announced(session_run: SessionRun) -> N
         if r.method == "session/update"
         and r.payload["update"]["sessionUpdate"] == "available_commands_update"
     ]
-    built_in = ["compact", "init", "review", "status", "mcp", "permissions"]
+    built_in = ["compact", "init", "review", "status", "mcp", "permissions", "rewind"]
     assert built_in in announced and [*built_in, "tidy", "notes"] in announced

@@ -45,7 +45,7 @@ async def test_each_built_in_is_announced_with_what_it_does(
     agent = await launch.start("anthropic")
     session = await agent.new_session(project)
     commands = {c["name"]: c for c in await announced(agent, session, 1)}
-    assert list(commands) == ["compact", "init", "review", "status", "mcp", "permissions"]
+    assert list(commands) == ["compact", "init", "review", "status", "mcp", "permissions", "rewind"]
     assert "input" not in commands["status"] and "input" not in commands["mcp"]
     assert commands["review"]["input"] == {"hint": "a git range such as main..HEAD (optional)"}
     assert all(len(c["description"]) > 20 for c in commands.values())

@@ -262,6 +262,7 @@ async def test_compact_on_demand_keeps_the_last_turn_and_is_not_a_prompt(
         "status",
         "mcp",
         "permissions",
+        "rewind",
     ]
 
     await launch.close(agent)

@@ -143,3 +143,103 @@ async def test_permissions_lists_the_rules_in_force_with_their_files_without_a_m
     assert "No permission rules: the session's mode decides every call." in "".join(
         u["content"]["text"] for u in listed.updates if u["sessionUpdate"] == "agent_message_chunk"
     )
+
+
+def said(turn: Any) -> str:
+    """The agent's message text of a turn."""
+    return "".join(
+        u["content"]["text"] for u in turn.updates if u["sessionUpdate"] == "agent_message_chunk"
+    )
+
+
+def always_label(request: dict[str, Any]) -> str | None:
+    """The name of the "Always allow" option of a permission request; None when not offered."""
+    options = request["params"]["options"]
+    return next((o["name"] for o in options if o["kind"] == "allow_always"), None)
+
+
+async def test_always_allow_stores_a_prefix_per_command_that_a_restart_and_remove_see(
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
+    """The option names one rule per command of the line; chosen, they go to Claude Code's
+    local file (the project has `.claude/`), its other keys kept. A new process honours
+    them, for that command with other arguments, never for a command chained to it; a
+    variable set before a command has no rule to offer; `/permissions remove` takes one out."""
+    local = project / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text(json.dumps({"model": "mine", "permissions": {"deny": ["Bash(rm:*)"]}}))
+    home = tmp_path / "home"
+    server.script(
+        Reply(calls=(Call("r1", "run_command", args(command="npm test && git status | head -3")),)),
+        Reply(text="ran"),
+    )
+    agent, session = await started(launch, project, home, "ask")
+    agent.editor.permissions.append("allow_always")
+    assert (await agent.prompt(session, "test")).stop_reason == "end_turn"
+    [first] = agent.editor.of_method("session/request_permission")
+    stored = ["Bash(npm test:*)", "Bash(git status:*)", "Bash(head:*)"]
+    assert (
+        always_label(first) == f"Always allow {', '.join(f'`{r}`' for r in stored)} in this project"
+    )
+    assert json.loads(local.read_text()) == {
+        "model": "mine",
+        "permissions": {"deny": ["Bash(rm:*)"], "allow": stored},
+    }
+    await launch.close(agent)
+
+    server.script(
+        Reply(
+            calls=(
+                Call("r2", "run_command", args(command="npm test -- -k fast")),
+                Call("r3", "run_command", args(command="npm test; curl -s http://x.invalid")),
+                Call("r4", "run_command", args(command="LD_PRELOAD=x.so npm test")),
+                Call("f1", "fetch_url", args(url="https://Docs.Example.invalid./page")),
+            )
+        ),
+        Reply(text="some ran"),
+    )
+    agent, session = await started(launch, project, home, "ask")
+    agent.editor.default_permission = "reject_once"
+    assert (await agent.prompt(session, "again")).stop_reason == "end_turn"
+    asked = agent.editor.of_method("session/request_permission")
+    assert [r["params"]["toolCall"]["toolCallId"] for r in asked] == ["r3", "r4", "f1"]
+    assert [always_label(r) for r in asked] == [
+        "Always allow `Bash(curl:*)` in this project",  # npm test is allowed already
+        None,
+        "Always allow `WebFetch(domain:docs.example.invalid)` in this project",
+    ]
+
+    removed = await agent.prompt(session, "/permissions remove Bash(npm test:*)")
+    assert f"Removed `Bash(npm test:*)` from {local}." in said(removed)
+    assert "Bash(npm test:*)" not in said(removed).split("\n\n", 1)[1]  # the rules now
+    assert json.loads(local.read_text())["permissions"]["allow"] == stored[1:]
+    missing = await agent.prompt(session, "/permissions remove Bash(npm test:*)")
+    assert "No settings file lists the rule `Bash(npm test:*)`." in said(missing)
+    server.script(Reply(calls=(Call("r5", "run_command", args(command="npm test")),)), Reply())
+    assert (await agent.prompt(session, "once more")).stop_reason == "end_turn"
+    assert (
+        agent.editor.of_method("session/request_permission")[-1]["params"]["toolCall"]["toolCallId"]
+        == "r5"
+    )
+
+
+async def test_a_settings_file_that_cannot_be_read_is_never_overwritten(
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
+    """The rules an answer would store cannot go to a file that is not a settings object: the
+    user is told, the file is left as it was, and the call they allowed runs."""
+    local = project / ".acp-fsm" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text("{not json")
+    server.script(
+        Reply(calls=(Call("r1", "run_command", args(command="echo stored?")),)), Reply(text="ok")
+    )
+    agent, session = await started(launch, project, tmp_path / "home", "ask")
+    agent.editor.permissions.append("allow_always")
+    turn = await agent.prompt(session, "run")
+    assert turn.stop_reason == "end_turn"
+    assert "stored?" in tool_results(server.requests[-1])["r1"][0]
+    assert local.read_text() == "{not json"
+    told = json.dumps(turn.updates)
+    assert "Bash(echo stored?:*)" not in told  # `stored?` is no subcommand
+    assert "The rules Bash(echo:*) could not be stored" in told

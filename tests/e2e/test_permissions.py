@@ -3,6 +3,7 @@ and which reads ask (outside the cwd and the additional directories only)."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -105,11 +106,14 @@ async def test_reject_once_tells_the_model(
     assert turn.updates[-1] == message_chunks("ok, I won't")[0]
 
 
-async def test_allow_always_is_remembered_per_tool_and_session(
+async def test_always_allow_stores_a_project_rule_for_every_later_call_it_covers(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
+    """An "Always allow" of an edit inside the project stores `Edit(./**)` in the project's local
+    settings: the turn's later writes and edits, later turns and other sessions of the project
+    are not asked; "Always reject" lasts the session."""
     (project / "c.txt").write_text("one\n")
-    agent, session = await setup(launch, project, "allow_always", "allow_once")
+    agent, session = await setup(launch, project, "allow_always")
     edit = Call("e1", "edit_file", args(path="c.txt", old_text="one", new_text="two"))
     server.script(
         Reply(calls=(write("w1", "a.txt"),)),
@@ -118,20 +122,27 @@ async def test_allow_always_is_remembered_per_tool_and_session(
     )
 
     assert (await agent.prompt(session, "write")).stop_reason == "end_turn"
-    assert asked_for(agent) == ["w1", "e1"]  # w2 remembered; edit_file is another tool
+    assert asked_for(agent) == ["w1"]
+    [request] = agent.editor.of_method("session/request_permission")
+    names = {o["optionId"]: o["name"] for o in request["params"]["options"]}
+    assert names["allow_always"] == "Always allow `Edit(./**)` in this project"
+    assert names["reject_always"] == "Always reject write_file in this session"
     assert (project / "b.txt").exists() and (project / "c.txt").read_text() == "two\n"
+    stored = json.loads((project / ".acp-fsm" / "settings.local.json").read_text())
+    assert stored == {"permissions": {"allow": ["Edit(./**)"]}}
+    assert (project / ".acp-fsm" / ".gitignore").read_text() == "settings.local.json\n"
 
-    server.script(Reply(calls=(write("w3", "d.txt"),)), Reply(text="again"))
-    assert (await agent.prompt(session, "write more")).stop_reason == "end_turn"
-    assert asked_for(agent) == ["w1", "e1"]
-    assert (project / "d.txt").exists()
-
-    other = await agent.new_session(project)  # another session asks again
-    agent.editor.permissions.append("reject_once")
-    server.script(Reply(calls=(write("w4", "e.txt"),)), Reply(text="fine"))
+    other = await agent.new_session(project)  # the project's rule holds there too
+    agent.editor.permissions.append("reject_always")
+    server.script(
+        Reply(calls=(write("w3", "d.txt"), Call("r1", "run_command", args(command="ls")))),
+        Reply(calls=(Call("r2", "run_command", args(command="pwd")),)),
+        Reply(text="fine"),
+    )
     assert (await agent.prompt(other, "write there")).stop_reason == "end_turn"
-    assert asked_for(agent) == ["w1", "e1", "w4"]
-    assert not (project / "e.txt").exists()
+    assert asked_for(agent) == ["w1", "r1"]  # r2: always rejected in this session
+    assert (project / "d.txt").exists()
+    assert "always reject run_command" in tool_results(server.requests[-1])["r2"][0]
 
 
 async def test_always_allow_is_offered_only_where_it_would_be_honoured(

@@ -23,7 +23,7 @@ from acp_fsm.library import EMPTY, Library
 from acp_fsm.protocol.cancel import CancellationToken
 from acp_fsm.questions import Answer, NotAskable, Question
 from acp_fsm.tools import TOOLS
-from acp_fsm.tools.base import ToolOutcome
+from acp_fsm.tools.base import Checkpoint, ToolOutcome
 from acp_fsm.tools.job import BackgroundJobs
 
 if TYPE_CHECKING:
@@ -226,6 +226,7 @@ class Env:
     asks_user: bool = True
     background: BackgroundJobs = field(default_factory=BackgroundJobs)
     library: Library = EMPTY
+    checkpoints: list[Checkpoint] = field(default_factory=list)  # what the calls recorded
 
     def __post_init__(self) -> None:
         self.roots = self.roots or (self.cwd,)
@@ -243,6 +244,9 @@ class Env:
     async def delegate(self, description: str, prompt: str) -> ToolOutcome:
         self.client.calls.append(("delegate", (description, prompt)))
         return ToolOutcome(f"report on {description}")
+
+    async def checkpoint(self, changes: list[Checkpoint]) -> None:
+        self.checkpoints.extend(changes)
 
 
 async def call(env: Env, name: str, **args: Any) -> ToolOutcome:

@@ -436,7 +436,7 @@ class Setup:
     memory: Memory = field(default_factory=Memory)
     tools: dict[str, Tool] = field(default_factory=dict)
     settings: Settings = field(default_factory=Settings)
-    always: dict[str, bool] = field(default_factory=dict)
+    rejected: set[str] = field(default_factory=set)
     messages: list[Message] = field(default_factory=lambda: [UserMessage((TextPart("hi"),))])
     config: ProviderConfig = CONFIG
     status: list[str] = field(default_factory=list)
@@ -460,7 +460,7 @@ class Setup:
             (self.root,),
             EMPTY,
             False,
-            self.always,
+            self.rejected,
             self.background,
             lambda: self.settings,
             tools,

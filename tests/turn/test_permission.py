@@ -5,6 +5,7 @@ the user is asked."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -69,32 +70,47 @@ async def test_each_waiting_call_is_asked_in_order(tmp_path: Path) -> None:
     assert "rejected this edit call" in turn.calls[1].reason
     assert "unknown option 'no_such_option'" in turn.calls[2].reason
     assert "cancelled by the client" in turn.calls[3].reason
-    assert setup.always == {}
+    assert setup.rejected == set()
 
 
-async def test_an_always_answer_is_remembered_and_settles_the_next_call(tmp_path: Path) -> None:
-    setup, turn = asking(tmp_path, "c1", "c2")
-    work = asyncio.ensure_future(ask_permissions(turn))
-    asked = await answering(setup, chose("allow_always"))
-    assert await work == TurnTrigger.PERMISSIONS_SETTLED
-    assert len(asked) == 1  # the second call was not asked
-    assert [pc.state for pc in turn.calls] == [S.ALLOWED, S.ALLOWED]
-    assert setup.always == {"edit": True}
-    assert [o["kind"] for o in asked[0]["options"]] == [
-        "allow_once",
-        "allow_always",
-        "reject_once",
-        "reject_always",
+async def test_always_allow_stores_the_rule_it_names_and_settles_the_next_call(
+    tmp_path: Path,
+) -> None:
+    """The option names the rules it stores; chosen, they land in the project's local
+    settings and allow the turn's next call they cover, which is not asked."""
+    tools: dict[str, Tool] = {"run_command": Gate("run_command", "execute", asks=True)}
+    setup = Setup(tmp_path, tools=tools)
+    turn = setup.turn()
+    turn.tools = tools
+    turn.rules = Rules()
+    lines = ("npm test && git status", "npm test -- --watch", "npm install")
+    turn.calls = [
+        classify(turn, call(f"c{n}", "run_command", command=line)) for n, line in enumerate(lines)
     ]
+    work = asyncio.ensure_future(ask_permissions(turn))
+    asked = await answering(setup, chose("allow_always"), chose("reject_once"))
+    assert await work == TurnTrigger.PERMISSIONS_SETTLED
+    assert [p["toolCall"]["toolCallId"] for p in asked] == ["c0", "c2"]  # c1 is covered
+    assert [pc.state for pc in turn.calls] == [S.ALLOWED, S.ALLOWED, S.DENIED]
+    assert [(o["kind"], o["name"]) for o in asked[0]["options"]] == [
+        ("allow_once", "Allow once"),
+        ("allow_always", "Always allow `Bash(npm test:*)`, `Bash(git status:*)` in this project"),
+        ("reject_once", "Reject"),
+        ("reject_always", "Always reject run_command in this session"),
+    ]
+    assert "`Bash(npm install:*)`" in asked[1]["options"][1]["name"]
+    stored = json.loads((tmp_path / ".acp-fsm" / "settings.local.json").read_text())
+    assert stored == {"permissions": {"allow": ["Bash(npm test:*)", "Bash(git status:*)"]}}
+    assert setup.rejected == set()
 
 
 async def test_a_call_an_ask_rule_decides_is_asked_whatever_was_answered_always(
     tmp_path: Path,
 ) -> None:
-    """The user's ask rule (`permission_rules`): asked every time, "always allow" earlier in
-    the session notwithstanding, and never offered an "always" it would not honour."""
+    """The user's ask rule (`permission_rules`): asked every time, and never offered an
+    "always allow" it would not honour."""
     tools: dict[str, Tool] = {"edit": Gate("edit", "edit", asks=True)}
-    setup = Setup(tmp_path, tools=tools, always={"edit": True})
+    setup = Setup(tmp_path, tools=tools)
     turn = setup.turn()
     turn.tools = tools
     source = tmp_path / ".claude" / "settings.json"

@@ -68,7 +68,7 @@ async def test_calls_are_announced_classified_and_lead_to_tools(tmp_path: Path) 
 
 async def test_a_remembered_answer_settles_a_call_without_asking(tmp_path: Path) -> None:
     tools: dict[str, Tool] = {"asking": Gate("asking", "edit", asks=True)}
-    setup = Setup(tmp_path, tools=tools, always={"asking": False})
+    setup = Setup(tmp_path, tools=tools, rejected={"asking"})
     setup.model.script(Reply(calls=(call("c1", "asking"),)))
     turn = setup.turn()
     assert await stream(turn) == TurnTrigger.TOOLS_REQUESTED

@@ -17,7 +17,7 @@ CALLS: Final[dict[str, tuple[str, Choice | None]]] = {
     "call_read": ("read_file", "allow_once"),  # outside the roots, so the user is asked
     "call_write": ("write_file", "allow_once"),
     "call_edit": ("edit_file", "reject_once"),
-    "call_run": ("run_command", "allow_always"),
+    "call_run": ("run_command", "allow_always"),  # stores `Bash(echo hello:*)`
     "call_list": ("list_directory", "reject_always"),  # outside the roots
     "call_search": ("search_files", "cancelled"),  # outside the roots; the client's own cancel
     "call_edit2": ("edit_file", "allow_once"),
@@ -25,7 +25,7 @@ CALLS: Final[dict[str, tuple[str, Choice | None]]] = {
     "call_patch": ("apply_patch", "allow_once"),
     "call_glob": ("glob", "reject_once"),  # outside the roots
     "call_fetch": ("fetch_url", "reject_once"),  # a page is outside the project
-    "call_slow": ("run_command", None),  # allowed always, earlier in the session
+    "call_slow": ("run_command", None),  # allowed by the rule call_run's answer stored
     "call_held": ("write_file", HOLD),  # answered after the agent's $/cancel_request
     "call_plan": ("update_plan", None),  # never asks
     "call_task": ("task", None),  # never asks: its subagent only reads
@@ -37,7 +37,7 @@ FORM_ANSWER: Final = {"action": "accept", "content": {"answer": "Report"}}
 
 def scripted_editor() -> Editor:
     """The editor of the session: permissions answered per call as `CALLS` says; files from
-    its buffers, else the disk; terminals that print "hello" and exit 0, except `sleep`, which
+    its buffers, else the disk; terminals that print "hello" and exit 0, except `--slowly`, which
     never exits (its `wait_for_exit` answered -32800 when the agent withdraws it)."""
     return Editor(
         permission_for={
@@ -45,7 +45,7 @@ def scripted_editor() -> Editor:
         },
         terminal_output="hello\n",
         terminal_exit={"exitCode": 0, "signal": None},
-        hang_commands=("sleep",),
+        hang_commands=("--slowly",),
         overrides={"elicitation/create": FORM_ANSWER},
     )
 
@@ -107,7 +107,7 @@ def model_replies(project: Path, outside: Path) -> list[Any]:
         ),
         Reply(text="The notes are in notes.txt."),  # the subagent's report
         Reply(text="All done."),
-        Reply(calls=(call("call_slow", command="sleep 30", timeout_ms=300),)),
+        Reply(calls=(call("call_slow", command="echo hello --slowly", timeout_ms=300),)),
         Reply(text="The command timed out."),
         Reply(text=slow, delay_s=0.05),  # cancelled by session/cancel
         Reply(text="Writing it.", calls=(call("call_held", path="later.py", content="later\n"),)),
