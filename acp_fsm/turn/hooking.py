@@ -86,9 +86,10 @@ async def before_calls(turn: Turn) -> None:
                 f"The user's PreToolUse hook blocked this {pc.call.name} call, so it was not "
                 f"run: {said.reason}"
             )
-        elif said.decision == "ask" and pc.state == ToolCallState.ALLOWED:
-            pc.fire(ToolCallTrigger.QUESTION)  # the user's word, asked every time
+        elif said.decision == "ask":  # the user's word, asked every time
             pc.held = said.reason
+            if pc.state == ToolCallState.ALLOWED:
+                pc.fire(ToolCallTrigger.QUESTION)
         elif said.decision == "allow" and pc.state == ToolCallState.PENDING and pc.rule is None:
             pc.fire(ToolCallTrigger.ALLOW)  # an ask rule still asks
 

@@ -51,8 +51,10 @@ async def ask_permissions(turn: Turn) -> TurnTrigger:
     for pc in turn.calls:
         if pc.state != ToolCallState.PENDING:
             continue
-        if pc.rule is None and (remembered(turn, pc) or granted(turn, pc)):
-            continue  # "always reject", or a rule an earlier answer stored; an ask rule asks
+        if pc.rule is None and remembered(turn, pc):
+            continue  # "always reject" (an ask rule asks every time)
+        if pc.rule is None and pc.held is None and granted(turn, pc):
+            continue  # a rule an earlier answer stored (a hook's ask asks every time)
         await _ask(turn, pc)
     return TurnTrigger.PERMISSIONS_SETTLED
 

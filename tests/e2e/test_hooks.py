@@ -97,11 +97,12 @@ async def test_a_pre_tool_use_hook_allows_what_would_ask_and_asks_for_what_would
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
     """Its JSON decision: allow runs a call the mode would ask about, ask holds one the mode
-    would run (asked every time: no "Always allow"); an ask rule still asks past its allow."""
+    would run (asked every time: no "Always allow", and a rule stored meanwhile does not
+    settle it); an ask rule still asks past its allow."""
     decide = (
-        "import json, sys; call = json.load(sys.stdin)['tool_input']; "
-        "verdict = 'allow' if 'ok' in call.get('command', '') else 'ask'; "
-        "print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PreToolUse', "
+        "import json, sys; line = json.load(sys.stdin)['tool_input']['command']; "
+        "verdict = 'allow' if 'ok' in line else 'ask' if 'held' in line else None; "
+        "verdict and print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PreToolUse', "
         "'permissionDecision': verdict, 'permissionDecisionReason': 'checked'}}))"
     )
     settings = {
@@ -133,6 +134,16 @@ async def test_a_pre_tool_use_hook_allows_what_would_ask_and_asks_for_what_would
     held = agent.editor.of_method("session/request_permission")[-1]["params"]["options"]
     assert "allow_always" not in {o["kind"] for o in held}
     assert "Denied by the user" in tool_results(server.requests[-1])["r3"][0]
+
+    await agent.result("session/set_mode", {"sessionId": session, "modeId": "ask"})
+    r4 = Call("r4", "run_command", args(command="echo x"))
+    r5 = Call("r5", "run_command", args(command="echo x held"))
+    server.script(Reply(calls=(r4, r5)), Reply(text="y"))
+    agent.editor.permissions.extend(["allow_always", "reject_once"])
+    assert (await agent.prompt(session, "two")).stop_reason == "end_turn"
+    assert asked_ids(agent)[-2:] == ["r4", "r5"]  # r4's `Bash(echo x:*)` does not settle r5
+    assert json.loads(local.read_text())["permissions"]["allow"] == ["Bash(echo x:*)"]
+    assert "Denied by the user" in tool_results(server.requests[-1])["r5"][0]
 
 
 async def test_a_post_tool_use_hook_adds_its_words_to_the_result(
