@@ -8,6 +8,7 @@ is shown to the user and changes nothing."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -109,13 +110,7 @@ async def after_call(turn: Turn, pc: PendingCall, outcome: ToolOutcome) -> ToolO
     if not pc.notes:
         return outcome
     added = "\n\n".join(f"[hook] {note}" for note in pc.notes)
-    return ToolOutcome(
-        f"{outcome.output}\n\n{added}",
-        outcome.is_error,
-        outcome.content,
-        outcome.locations,
-        outcome.replay,
-    )
+    return replace(outcome, output=f"{outcome.output}\n\n{added}")
 
 
 async def goes_on(turn: Turn, answer: str) -> bool:

@@ -52,9 +52,11 @@ async def rewind(turn: Turn, argument: str) -> str:
     entries = await history.stored()
     if not words:
         return listing(checkpoints.points(entries))
-    point = checkpoints.find(entries, words[0])
     confirmed = words[1:] == [CONFIRM]
-    if point is None or (len(words) > 1 and not confirmed):
+    if len(words) > 1 and not confirmed:
+        return f"Usage: `/rewind`, `/rewind N` or `/rewind N {CONFIRM}`."
+    point = checkpoints.find(entries, words[0])
+    if point is None:
         return f"No prompt {words[0]!r} to rewind to.\n\n" + listing(checkpoints.points(entries))
     plan = checkpoints.plan(entries, point)
     env = turn.env("rewind")
