@@ -82,6 +82,15 @@ def _command(args: list[str]) -> int:
         "acp-fsm conformance [--json FILE] [--markdown FILE] [--only GROUP...] -- CMD [ARGS...]",
         add_help=False,
     )
+    commands.add_parser(
+        "run",
+        help="run one prompt without an editor (acp-fsm run --help)",
+        add_help=False,
+    )
+    if args[0] == "run":  # everything after it is its own (the prompt may look like an option)
+        from acp_fsm.devkit.run import main as run
+
+        return run(args[1:])
     if args[0] == "conformance":  # everything after it is its own (the agent's command too)
         from acp_fsm.devkit.conformance import main as conformance
 

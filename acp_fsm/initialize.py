@@ -156,6 +156,12 @@ class ClientInfo:
         return self._present("elicitation", "form")
 
     @property
+    def unattended(self) -> bool:
+        """Nobody answers its permission requests (`acp-fsm run`): it said
+        `clientCapabilities._meta.acpFsm.unattended: true`."""
+        return self._flag("_meta", "acpFsm", "unattended")
+
+    @property
     def offers_terminal_login(self) -> bool:
         """`initialize` offered it the terminal login (`acp-fsm login`), not the other."""
         return runs_terminal_login(self.capabilities)

@@ -146,7 +146,7 @@ def settings_files(cwd: Path) -> list[tuple[Path, Path]]:
 
 def shared(path: Path, base: Path) -> bool:
     """Whether `path` is one of the project's shared settings files (`SHARED`)."""
-    return path.relative_to(base).as_posix() in SHARED
+    return path.is_relative_to(base) and path.relative_to(base).as_posix() in SHARED
 
 
 def take(document: dict[str, Any], path: Path, base: Path, found: Rules) -> None:

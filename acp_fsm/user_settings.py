@@ -7,6 +7,7 @@ acp-fsm's own `$XDG_CONFIG_HOME/acp-fsm/settings.json`, `.acp-fsm/settings.json`
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -30,9 +31,15 @@ class UserSettings:
         return [*self.rules.problems, *self.hooks.problems]
 
 
+RULES_VARIABLE: Final = "ACP_FSM_RULES"  # `{"allow": [...], "ask": [...], "deny": [...]}`
+# Where the rules of `ACP_FSM_RULES` are said to come from (`acp-fsm run --allow/--deny`).
+GIVEN: Final = Path("the command line (--allow, --deny)")
+
+
 def read(cwd: Path) -> UserSettings:
     """The settings of the project at `cwd` and of the user (reads files: call it off the
-    event loop). A file that cannot be read is named in the rules' problems and skipped."""
+    event loop), and the rules `ACP_FSM_RULES` gives. A file that cannot be read is named in
+    the rules' problems and skipped."""
     found = UserSettings()
     for path, base in permission_rules.settings_files(cwd):
         try:
@@ -42,6 +49,12 @@ def read(cwd: Path) -> UserSettings:
             continue
         permission_rules.take(document, path, base, found.rules)
         hooks.take(document, path, permission_rules.shared(path, base), found.hooks)
+    given = os.environ.get(RULES_VARIABLE)
+    if given:
+        try:
+            permission_rules.take({"permissions": json.loads(given)}, GIVEN, cwd, found.rules)
+        except ValueError as exc:
+            found.rules.problems.append(f"{RULES_VARIABLE} is not JSON ({exc})")
     return found
 
 

@@ -3,6 +3,7 @@ in order, bounded by ACP_PERMISSION_TIMEOUT_MS and the turn's token."""
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING
 
 import structlog
@@ -61,6 +62,10 @@ async def ask_permissions(turn: Turn) -> TurnTrigger:
 
 async def _ask(turn: Turn, pc: PendingCall) -> None:
     offered, stored = options_for(turn, pc)
+    client = turn.effects.client.client
+    if client is not None and client.unattended:  # nobody would answer: never a hang
+        pc.deny(_unattended(pc, stored))
+        return
     params = {
         "sessionId": turn.effects.session_id,
         "toolCall": updates.tool_call_fields(
@@ -121,6 +126,25 @@ async def _store(turn: Turn, texts: list[str]) -> None:
             rule = parse(text, "allow", path, cwd)
             if not isinstance(rule, str):
                 turn.rules.rules.append(rule)
+
+
+def _unattended(pc: PendingCall, stored: list[str]) -> str:
+    """What the model reads of a call that would ask with nobody to answer (`acp-fsm run`),
+    with the way the user could allow such calls."""
+    if pc.rule is not None:
+        why = f"the user's permission rule `{pc.rule.text}` asks for it"
+    else:
+        why = "the session's mode asks for it"
+    if stored:
+        allow = " ".join(f"--allow {shlex.quote(text)}" for text in stored)
+        how = f"`{allow}` (or {', '.join(stored)} in .claude/settings.local.json)"
+    else:
+        how = "a permission rule for it, or a mode that does not ask"
+    return (
+        f"Not run: nobody can be asked to allow this {pc.call.name} call (the agent runs "
+        f"without a user) and {why}. The user can allow such calls with {how}. Do not try "
+        "to get around it; say what you could not do."
+    )
 
 
 def _unanswered(tool: str, exc: OutboundError) -> str:
