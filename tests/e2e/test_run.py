@@ -256,3 +256,44 @@ async def test_mcp_servers_come_from_a_config_file_in_the_shape_editors_send(
     config.write_text("{not json")
     bad = await run(launch, project, "add", "--mcp-config", str(config))
     assert bad.status == 2 and "--mcp-config" in bad.stderr
+
+
+async def test_model_picks_the_model_and_a_terminal_gets_a_spinner(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """`--model` reaches the provider; where stderr is a terminal, the progress is drawn with
+    a spinner (redrawn in place, cleared before each line)."""
+    import pty
+
+    server.script(Reply(text="slow", delay_s=0.5))
+    leader, follower = pty.openpty()
+    environment = launch.env("anthropic", ACP_FSM_MODELS="claude-a,claude-other-1")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "acp_fsm",
+        "run",
+        "hi",
+        "--model",
+        "claude-other-1",
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=follower,
+        env=environment,
+        cwd=project,
+    )
+    os.close(follower)
+    out, _ = await asyncio.wait_for(proc.communicate(), 30)
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    os.close(leader)
+    assert proc.returncode == 0 and out == b"slow\n"
+    assert server.requests[0].body["model"] == "claude-other-1"
+    assert "\r\x1b[K⠋ " in drawn.decode() and "— end_turn" in drawn.decode()
