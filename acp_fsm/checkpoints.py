@@ -13,6 +13,7 @@ session sees the same history.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -32,6 +33,22 @@ def digest(text: str | None) -> str | None:
     return (
         None if text is None else hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     )
+
+
+def before_fields(before: str | bytes | None) -> dict[str, Any]:
+    """How a checkpoint stores a file's content before a change: its text, or the bytes of
+    one that is not UTF-8 (base64)."""
+    if isinstance(before, bytes):
+        return {"before": None, "beforeBytes": base64.b64encode(before).decode()}
+    return {"before": before}
+
+
+def stored_before(body: dict[str, Any]) -> str | bytes | None:
+    """A checkpoint's content before its change, as `before_fields` stored it."""
+    if "beforeBytes" in body:
+        return base64.b64decode(body["beforeBytes"])
+    before: str | None = body["before"]
+    return before
 
 
 def effective(entries: list[Entry]) -> list[Entry]:
@@ -123,7 +140,7 @@ class Plan:
     (a file holding anything else was changed outside the agent since)."""
 
     point: Point
-    before: dict[str, str | None] = field(default_factory=dict)  # path -> the text to restore
+    before: dict[str, str | bytes | None] = field(default_factory=dict)  # path -> what to restore
     left: dict[str, str | None] = field(default_factory=dict)  # path -> digest the agent left
     commands: list[Point] = field(default_factory=list)  # the turns that ran commands
 
@@ -134,7 +151,8 @@ def plan(entries: list[Entry], point: Point) -> Plan:
     for entry in effective(entries):
         if entry.seq >= point.seq and entry.kind == CHECKPOINT:
             path = entry.body["path"]
-            found.before.setdefault(path, entry.body["before"])
+            if path not in found.before:
+                found.before[path] = stored_before(entry.body)
             found.left[path] = entry.body["after"]
     found.commands = [p for p in points(entries) if p.seq >= point.seq and p.commands]
     return found

@@ -37,6 +37,7 @@ log = structlog.get_logger("hooks")
 MAX_OUTPUT_BYTES: Final = 256 * 1024  # per stream: a hook that writes more is stopped
 SHOWN_CHARS: Final = 2000  # of a reason or a failure's stderr, at most
 REAP_SECONDS: Final = 1.0
+LEFT_OPEN_S: Final = 0.2  # after the hook exits, for what its streams still hold
 # What blocks, by strength: deny beats ask beats allow (as several rules do).
 STRENGTH: Final = {"deny": 3, "ask": 2, "allow": 1}
 
@@ -129,7 +130,9 @@ async def run(hook: Hook, data: bytes, cwd: Path, token: CancellationToken) -> H
 
 async def _communicate(process: asyncio.subprocess.Process, data: bytes) -> tuple[bytes, bytes]:
     """Write `data` to the hook's stdin (a hook that does not read it is no error) and read
-    its two streams to their end, each bounded; then its exit."""
+    its two streams, each bounded, until it exits; then what is left in them for a moment
+    (a background child it left holding them is killed with its group: the hook's answer is
+    its own exit, not its children's)."""
     assert process.stdin and process.stdout and process.stderr
 
     async def feed() -> None:
@@ -139,20 +142,35 @@ async def _communicate(process: asyncio.subprocess.Process, data: bytes) -> tupl
             await process.stdin.drain()
             process.stdin.close()
 
-    _, out, err = await asyncio.gather(feed(), _bounded(process.stdout), _bounded(process.stderr))
-    await process.wait()
-    return out, err
+    out, err = bytearray(), bytearray()
+    readers = [
+        asyncio.create_task(_bounded(process.stdout, out)),
+        asyncio.create_task(_bounded(process.stderr, err)),
+    ]
+    feeding = asyncio.create_task(feed())
+    exited = asyncio.create_task(process.wait())
+    try:
+        waiting: set[asyncio.Task[Any]] = {exited, *readers}
+        while not exited.done():
+            done, waiting = await asyncio.wait(waiting, return_when="FIRST_COMPLETED")
+            if any(task in readers and task.exception() is not None for task in done):
+                raise Flooded
+        _, late = await asyncio.wait(readers, timeout=LEFT_OPEN_S)
+        if late:
+            signal_group(process.pid, signal.SIGKILL)  # its children hold the pipes
+            await asyncio.wait(late, timeout=REAP_SECONDS)
+    finally:
+        for task in (*readers, feeding, exited):
+            task.cancel()
+    return bytes(out), bytes(err)
 
 
-async def _bounded(stream: asyncio.StreamReader) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
+async def _bounded(stream: asyncio.StreamReader, into: bytearray) -> None:
+    """Read `stream` to its end into `into`; `Flooded` past `MAX_OUTPUT_BYTES`."""
     while chunk := await stream.read(65536):
-        size += len(chunk)
-        if size > MAX_OUTPUT_BYTES:
+        into += chunk
+        if len(into) > MAX_OUTPUT_BYTES:
             raise Flooded
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 async def _stop(process: asyncio.subprocess.Process) -> None:

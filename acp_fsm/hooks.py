@@ -36,19 +36,20 @@ OTHER_EVENTS: Final = frozenset(
 DEFAULT_TIMEOUT_S: Final = 600.0  # Claude Code's, for a command hook
 PROMPT_TIMEOUT_S: Final = 30.0  # a UserPromptSubmit hook's default: the user waits for it
 MAX_HOOKS: Final = 100  # per file: the rest are named as skipped
-# acp-fsm's tools by the Claude Code name a hook's matcher and its event use for them.
-CLAUDE_NAMES: Final[dict[str, str]] = {
-    "run_command": "Bash",
-    "read_file": "Read",
-    "write_file": "Write",
-    "edit_file": "Edit",
-    "multi_edit": "MultiEdit",
-    "apply_patch": "Edit",
-    "list_directory": "LS",
-    "glob": "Glob",
-    "search_files": "Grep",
-    "fetch_url": "WebFetch",
-    "task": "Task",
+# acp-fsm's tools by the Claude Code names a hook's matcher takes for them (the first is the
+# `tool_name` of its events; `Task` is `Agent`'s name before Claude Code 2.1.63).
+CLAUDE_NAMES: Final[dict[str, tuple[str, ...]]] = {
+    "run_command": ("Bash",),
+    "read_file": ("Read",),
+    "write_file": ("Write",),
+    "edit_file": ("Edit",),
+    "multi_edit": ("MultiEdit",),
+    "apply_patch": ("Edit",),
+    "list_directory": ("LS",),
+    "glob": ("Glob",),
+    "search_files": ("Grep",),
+    "fetch_url": ("WebFetch",),
+    "task": ("Agent", "Task"),
 }
 _NAMES = re.compile(r"[A-Za-z0-9_ ,|-]*")  # a matcher of plain names: compared exactly
 
@@ -66,9 +67,8 @@ class Hook:
 
     def matches(self, tool: str) -> bool:
         """Whether the hook is for a call of `tool` (its acp-fsm or Claude Code name)."""
-        return _matches(self.matcher, tool) or (
-            tool in CLAUDE_NAMES and _matches(self.matcher, CLAUDE_NAMES[tool])
-        )
+        names = (tool, *CLAUDE_NAMES.get(tool, ()))
+        return any(_matches(self.matcher, name) for name in names)
 
 
 @dataclass

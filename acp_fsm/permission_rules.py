@@ -30,7 +30,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from acp_fsm.shell_parts import Unreadable, as_allowed, as_denied, commands
+from acp_fsm.shell_parts import Unreadable, as_allowed, as_denied, commands, writes_file
 from acp_fsm.tools.globs import compile_glob
 
 Verdict = Literal["deny", "ask", "allow"]
@@ -128,6 +128,24 @@ class Rules:
     def hides(self, tool: str) -> bool:
         """Whether a deny rule names `tool` whole: the model is not offered it."""
         return any(r.verdict == "deny" and r.spec is None and r.names(tool) for r in self.rules)
+
+
+# Folders no edit goes into unasked, in any mode, whatever a rule allows: the agent's and
+# Claude Code's settings (an edit there could grant itself anything), the repository's
+# internals and the editors' settings.
+PROTECTED: Final = frozenset({".claude", ".acp-fsm", ".git", ".vscode", ".idea"})
+
+
+def protected(tool: str, args: dict[str, Any], cwd: Path) -> str | None:
+    """What a call of an edit tool would change that is protected (`PROTECTED`, and acp-fsm's
+    own settings folder), said for the user; None for any other call."""
+    if tool not in EDITS:
+        return None
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "acp-fsm"
+    for path in Call(tool, args, cwd).paths:
+        if PROTECTED.intersection(path.parts) or path.is_relative_to(config):
+            return f"{path} (settings or a repository's internals, asked every time)"
+    return None
 
 
 def settings_files(cwd: Path) -> list[tuple[Path, Path]]:
@@ -268,7 +286,9 @@ class Call:
         """What allow rules must cover, each: the commands of the line (None when it cannot
         be split), the paths, the host."""
         if self.subject == "command":
-            return None if self.parts is None else [as_allowed(part) for part in self.parts]
+            if self.parts is None or any(writes_file(part) for part in self.parts):
+                return None  # what cannot be read, or writes a file, no command rule covers
+            return [as_allowed(part) for part in self.parts]
         if self.subject == "path":
             return self.paths
         if self.subject == "domain" and self.host is not None:

@@ -5,10 +5,14 @@ key in them is kept, and one that cannot be read is never overwritten."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -21,9 +25,11 @@ from acp_fsm.permission_rules import (
     parse,
     settings_files,
 )
+from acp_fsm.sessions_db import default_path
 from acp_fsm.shell_parts import WRAPPERS, Unreadable, as_allowed, commands
 from acp_fsm.user_settings import load
 
+_LOCK = threading.Lock()
 MAX_STORED: Final = 5  # rules one answer stores; a longer list is not offered
 # A word that names a subcommand (`npm test`, `git commit`), not an option, path or value.
 _SUBCOMMAND = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -105,15 +111,35 @@ def local_file(cwd: Path) -> Path:
     return cwd / ".acp-fsm" / "settings.local.json"
 
 
+@contextmanager
+def _locked() -> Iterator[None]:
+    """One change to the settings files at a time: of this process's sessions (a thread
+    lock) and of every acp-fsm process of the user (a file lock beside the store)."""
+    with _LOCK:
+        folder = default_path().parent
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / "settings.lock", "a+b") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def store(texts: list[str], cwd: Path) -> Path:
     """Add `texts` to the allow rules of the project's local settings (reads and writes
     files: off the event loop); the file written. `ValueError` for a file that is not a
     settings object (left as it is), `OSError` for one that cannot be written."""
+    with _locked():
+        return _store(texts, cwd)
+
+
+def _store(texts: list[str], cwd: Path) -> Path:
     path = local_file(cwd)
-    if not path.parent.exists():
-        path.parent.mkdir(parents=True)
-        if path.parent.name == ".acp-fsm":  # the user's answers, not the project's
-            (path.parent / ".gitignore").write_text("settings.local.json\n", encoding="utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ignore = path.parent / ".gitignore"
+    if path.parent.name == ".acp-fsm" and not ignore.exists():  # the user's answers
+        ignore.write_text("settings.local.json\n", encoding="utf-8")
     document = load(path)
     permissions = document.setdefault("permissions", {})
     if not isinstance(permissions, dict):
@@ -128,7 +154,17 @@ def store(texts: list[str], cwd: Path) -> Path:
 
 def remove(text: str, cwd: Path) -> list[Path]:
     """Take the rule `text` out of every settings file of the project and the user that
-    lists it (reads and writes files: off the event loop); the files changed."""
+    lists it (reads and writes files: off the event loop); the files changed. The rule is
+    matched as written, its spaces aside (and the backticks `/permissions` shows it in)."""
+    with _locked():
+        return _remove(_plain(text), cwd)
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.strip().strip("`").split())
+
+
+def _remove(text: str, cwd: Path) -> list[Path]:
     changed = []
     for path, _ in settings_files(cwd):
         try:
@@ -141,8 +177,11 @@ def remove(text: str, cwd: Path) -> list[Path]:
         found = False
         for verdict in VERDICTS:
             listed = permissions.get(verdict)
-            if isinstance(listed, list) and text in listed:
-                permissions[verdict] = [rule for rule in listed if rule != text]
+            if not isinstance(listed, list):
+                continue
+            kept = [r for r in listed if not (isinstance(r, str) and _plain(r) == text)]
+            if kept != listed:
+                permissions[verdict] = kept
                 found = True
         if found:
             _write(path, document)
@@ -150,8 +189,10 @@ def remove(text: str, cwd: Path) -> list[Path]:
     return changed
 
 
-def _write(path: Path, document: dict[str, Any]) -> None:
-    """Replace `path` with `document` in one step: a crash leaves the old file or the new."""
+def _write(link: Path, document: dict[str, Any]) -> None:
+    """Replace the file `link` is (a symbolic link's target: a dotfiles folder's) with
+    `document` in one step: a crash leaves the old file or the new."""
+    path = Path(os.path.realpath(link))
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         if path.exists():

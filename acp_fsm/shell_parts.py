@@ -27,7 +27,8 @@ SAFE_VARIABLES = frozenset(
 # Commands that run the command their arguments name: a deny rule sees past them.
 WRAPPERS = frozenset(
     {"env", "sudo", "doas", "watch", "ionice", "setsid", "flock", "exec", "timeout", "time",
-     "nice", "nohup", "stdbuf", "command", "builtin", "noglob", "xargs", "chroot", "unbuffer"}
+     "nice", "nohup", "stdbuf", "command", "builtin", "noglob", "xargs", "chroot", "unbuffer",
+     "eval"}
 )  # fmt: skip
 
 
@@ -72,6 +73,12 @@ def _split(text: str, found: list[str]) -> None:
             end = _closing(text, i)
             _split(text[i + 1 : end], found)
             i = end + 1
+        elif char in "()":  # a function's definition, a `case` pattern, an array
+            raise Unreadable("a parenthesis that opens no subshell")
+        elif char == "#" and (not part or part[-1].isspace()):
+            raise Unreadable("a comment")  # what it hides depends on the shell's reading
+        elif text.startswith("$'", i):
+            raise Unreadable("$'…' quoting")  # bash reads escapes in it, sh does not
         elif text.startswith("<<", i) and not text.startswith("<<<", i):
             raise Unreadable("a here-document")
         elif separator is not None:
@@ -82,6 +89,22 @@ def _split(text: str, found: list[str]) -> None:
             part.append(char)
             i += 1
     _add("".join(part), found)
+
+
+# An output redirection (`>`, `>>`, `2>`, `&>`, `>|`) and what follows it.
+_REDIRECTED = re.compile(r">>?\|?\s*(\S*)")
+# Where output may go without writing a file.
+_NOWHERE = ("/dev/null", "/dev/stdout", "/dev/stderr")
+
+
+def writes_file(command: str) -> bool:
+    """Whether one simple command sends output to a file (`npm test > out.txt`, `a>b`): an
+    allow rule for the command does not cover where it writes (`2>&1` and `/dev/null` write
+    nowhere). A `>` in quotes counts too: the command is asked about, never let through."""
+    return any(
+        not (target.startswith("&") or target in _NOWHERE)
+        for target in _REDIRECTED.findall(command)
+    )
 
 
 def as_allowed(command: str) -> str:

@@ -70,7 +70,10 @@ async def _converse(
         limits.check_stored("prompt", body)
     read = await _settings(session, token)
     if read is not None and read.hooks.of("UserPromptSubmit"):
-        checked = await _submitted(session, token, read.hooks, body, parts)
+        try:
+            checked = await _submitted(session, token, read.hooks, body, parts)
+        except Cancelled:  # before its hooks said it may be kept: nothing of it is stored
+            return {"stopReason": "cancelled"}
         if checked is None:  # blocked: nothing of it is stored, nothing runs
             return {"stopReason": "end_turn"}
         body, parts = checked
@@ -170,17 +173,15 @@ async def _submitted(
     parts: tuple[UserPart, ...],
 ) -> tuple[dict[str, Any], tuple[UserPart, ...]] | None:
     """The user's `UserPromptSubmit` hooks on the prompt: None when one blocked it (the user
-    told why); else the prompt, with what they added for the model as text after it."""
+    told why); else the prompt, with what they added for the model as text after it.
+    `Cancelled` when the prompt was cancelled first (the hooks killed)."""
     from acp_fsm import hook_runs
     from acp_fsm.turn.hooking import event
 
     text = "\n".join(b["text"] for b in body["prompt"] if b["type"] == "text")
     mode = session.options.settings.mode
     asked = event(session.id, session.cwd, mode, "UserPromptSubmit", prompt=text)
-    try:
-        said = await hook_runs.run_all(hooks.of("UserPromptSubmit"), asked, session.cwd, token)
-    except Cancelled:
-        return body, parts  # the turn sees the cancel at once
+    said = await hook_runs.run_all(hooks.of("UserPromptSubmit"), asked, session.cwd, token)
     client = session.server.client
     for shown in said.shown:
         session.send_update(updates.told(client, shown))

@@ -167,7 +167,7 @@ class Checkpoint:
     """One file as a call changes it: `before` None creates it, `after` None deletes it."""
 
     path: Path
-    before: str | None
+    before: str | bytes | None  # bytes: a file that was not UTF-8 text
     after: str | None
 
 

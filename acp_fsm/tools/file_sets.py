@@ -33,7 +33,7 @@ class FileWrite(Protocol):
     @property
     def before(self) -> str | None: ...
     @property
-    def after(self) -> str | None: ...
+    def after(self) -> str | bytes | None: ...
 
 
 async def write_all(env: ToolEnv, changes: Sequence[FileWrite], what: str) -> None:
@@ -44,13 +44,13 @@ async def write_all(env: ToolEnv, changes: Sequence[FileWrite], what: str) -> No
     through_editor = [
         c
         for c in changes
-        if c.after is not None and editor_serves(env.client.can_write_files, c.path)
+        if isinstance(c.after, str) and editor_serves(env.client.can_write_files, c.path)
     ]
     on_disk = [c for c in changes if c not in through_editor]
     written: list[FileWrite] = []
     try:
         for change in through_editor:
-            assert change.after is not None
+            assert isinstance(change.after, str)
             await store_text(env, change.path, change.shown, change.after)
             written.append(change)
         await run_blocking(None, _write_disk, on_disk, what)
@@ -62,13 +62,17 @@ async def write_all(env: ToolEnv, changes: Sequence[FileWrite], what: str) -> No
 def _write_disk(changes: list[FileWrite], what: str) -> None:
     """Apply `changes` on disk, all or none (blocking), or raise `ToolError` saying why."""
     try:
-        write_disk([Change(c.path, None if c.after is None else c.after.encode()) for c in changes])
+        write_disk([Change(c.path, _bytes(c.after)) for c in changes])
     except OSError as exc:
         where = Path(os.fsdecode(exc.filename)) if exc.filename else None
         failed = next((c.shown for c in changes if where in (c.path, *c.path.parents)), None)
         raise ToolError(
             f"Could not write {failed or what}: {describe_os_error(exc)}. Nothing was changed."
         ) from exc
+
+
+def _bytes(text: str | bytes | None) -> bytes | None:
+    return text.encode() if isinstance(text, str) else text
 
 
 async def _undo_in_editor(env: ToolEnv, written: list[FileWrite]) -> None:

@@ -188,6 +188,18 @@ async def store_text(env: ToolEnv, path: Path, shown: str, content: str) -> None
         raise ToolError(f"Could not write {shown}: {describe_os_error(exc)}") from exc
 
 
+async def original(env: ToolEnv, path: Path, text: str | None) -> str | bytes | None:
+    """What `path` holds before a write, exactly, for its checkpoint: `text` as read, unless
+    reading it replaced bytes that are not UTF-8; then the bytes on disk."""
+    if text is None or "\ufffd" not in text or editor_serves(env.client.can_read_files, path):
+        return text
+    data = await run_blocking(env.token, path.read_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+
+
 def write_disk(wanted: list[changes.Change]) -> None:
     """Make every change on disk or none, even if the process is killed midway (blocking):
     `system.changes` journals the set, and the next process rolls back one left half made.

@@ -16,6 +16,7 @@ from acp_fsm.tools.text_files import (
     current_text,
     diff_block,
     load_text,
+    original,
     store_text,
 )
 
@@ -57,7 +58,7 @@ class WriteFile(MutatingTool):
         old = await load_text(env, path, shown, exact=False)
         check_as_shown(env, path, shown, old)
         content = new_content(args["content"], old)
-        await env.checkpoint([Checkpoint(path, old, content)])
+        await env.checkpoint([Checkpoint(path, await original(env, path, old), content)])
         await store_text(env, path, shown, content)
         lines = plural(count_lines(content), "line")
         if old is None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from acp_fsm import compaction, config_options, results, updates
+from acp_fsm import compaction, config_options, permission_rules, results, updates
 from acp_fsm.fsm.tool_call import ACP_STATUS, OPEN, TOOL_CALL, ToolCallState, ToolCallTrigger
 from acp_fsm.providers.types import ToolCallPart, ToolResultPart
 from acp_fsm.tools.base import Tool, ToolCallView, ToolOutcome
@@ -39,7 +39,7 @@ class PendingCall:
     confined: bool = False  # inside the session's roots (see `Tool.confined`)
     preview: tuple[acp.ToolCallContent, ...] = ()  # the change it will make, shown before asking
     rule: Rule | None = None  # the user's permission rule that decides it, if one does
-    held: str | None = None  # why a PreToolUse hook of the user's asks for it (every time)
+    held: str | None = None  # why it is asked every time (a hook of the user's, a protected path)
     notes: list[str] = field(default_factory=list)  # the hooks' words for the model's result
     result: ToolResultPart | None = None
 
@@ -104,6 +104,9 @@ def classify(turn: Turn, call: ToolCallPart) -> PendingCall:
     if not config_options.offered(mode, tool.kind):
         return _denied_call(call, tool, view, _planning(call.name, turn.read_only))
     pending = PendingCall(call, tool, view, confined=confined, rule=rule)
+    if (protected := permission_rules.protected(call.name, call.arguments, env.cwd)) is not None:
+        pending.held = f"it changes {protected}"  # in every mode, whatever a rule allows
+        return pending
     if rule is not None:  # the user's word for such calls: asked every time, or never
         if rule.verdict == "allow":
             pending.fire(T.ALLOW)

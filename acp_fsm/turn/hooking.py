@@ -66,7 +66,7 @@ def tool_fields(pc: PendingCall, cwd: Path) -> dict[str, Any]:
     if isinstance(path := tool_input.get("path"), str):
         tool_input.setdefault("file_path", os.path.normpath(cwd / os.path.expanduser(path)))
     return {
-        "tool_name": CLAUDE_NAMES.get(name, name),
+        "tool_name": CLAUDE_NAMES.get(name, (name,))[0],
         "acp_fsm_tool": name,
         "tool_input": tool_input,
         "tool_use_id": pc.call.id,

@@ -131,7 +131,9 @@ async def _store(turn: Turn, texts: list[str]) -> None:
 def _unattended(pc: PendingCall, stored: list[str]) -> str:
     """What the model reads of a call that would ask with nobody to answer (`acp-fsm run`),
     with the way the user could allow such calls."""
-    if pc.rule is not None:
+    if pc.held is not None:
+        why = f"it is asked about every time: {pc.held}"
+    elif pc.rule is not None:
         why = f"the user's permission rule `{pc.rule.text}` asks for it"
     else:
         why = "the session's mode asks for it"

@@ -227,7 +227,7 @@ class TurnEnv:
             body = {
                 "callId": self.call_id,
                 "path": str(change.path),
-                "before": change.before,
+                **checkpoints.before_fields(change.before),
                 "after": checkpoints.digest(change.after),
             }
             try:

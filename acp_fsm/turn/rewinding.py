@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from acp_fsm import checkpoints
+from acp_fsm.blocking import run_blocking
 from acp_fsm.checkpoints import Plan, Point
 from acp_fsm.tools.common import ToolError
 from acp_fsm.tools.file_sets import write_all
@@ -39,7 +40,7 @@ class Restore:
     path: Path
     shown: str
     before: str | None
-    after: str | None
+    after: str | bytes | None
 
 
 async def rewind(turn: Turn, argument: str) -> str:
@@ -60,7 +61,8 @@ async def rewind(turn: Turn, argument: str) -> str:
         return f"No prompt {words[0]!r} to rewind to.\n\n" + listing(checkpoints.points(entries))
     plan = checkpoints.plan(entries, point)
     env = turn.env("rewind")
-    restores, changed = await _compare(env, plan, turn.context.roots[0], confirmed)
+    compared = await _compare(env, plan, turn.context.roots[0], confirmed)
+    restores, changed = compared.restores, compared.changed
     if changed and not confirmed:
         turn.rewound = {"outcome": "refused", "changedOutside": changed, **_told(plan)}
         return _refusal(point, changed, turn.context.roots[0])
@@ -74,32 +76,50 @@ async def rewind(turn: Turn, argument: str) -> str:
     await storing.write(turn, checkpoints.REWIND, body, wait=True)
     await history.reload()
     turn.rewound = {"outcome": "rewound", "restored": restored, **_told(plan)}
-    return _done(plan, restores, turn.context.roots[0])
+    if compared.unreadable:
+        turn.rewound["notRestored"] = list(compared.unreadable)
+    return _done(plan, compared, turn.context.roots[0])
 
 
-async def _compare(
-    env: ToolEnv, plan: Plan, cwd: Path, confirmed: bool
-) -> tuple[list[Restore], list[str]]:
-    """The files to write back, and those changed outside the agent since it last wrote them
-    (neither what it left nor what they held at the point; or no text file any more), which
-    are written back too once the user `confirmed`."""
-    restores: list[Restore] = []
-    changed: list[str] = []
+@dataclass
+class Compared:
+    """The files of a plan as they are now."""
+
+    restores: list[Restore]  # to write back
+    changed: list[str]  # changed outside the agent since it last wrote them
+    unreadable: dict[str, str]  # no text file any more (a folder, binary, too large): why
+
+
+async def _compare(env: ToolEnv, plan: Plan, cwd: Path, confirmed: bool) -> Compared:
+    """Each file of `plan` now: to write back when it holds what the agent left (or, once the
+    user `confirmed`, anything else it can read); left alone when it already holds what it
+    held then."""
+    found = Compared([], [], {})
     for name, then in plan.before.items():
         path = Path(name)
         shown = display(path, cwd)
         try:
             now = await load_text(env, path, shown, exact=True)
-        except ToolError:  # a folder now, a binary file, bytes that are not UTF-8
-            changed.append(name)
+        except ToolError as exc:
+            if not (isinstance(then, bytes) and await _holds(env, path, then)):
+                found.changed.append(name)
+                found.unreadable[name] = str(exc)
             continue
-        if now == then:
+        if now == then or (isinstance(then, bytes) and now is not None and now.encode() == then):
             continue  # already so (a rewind the agent died in the middle of, say)
         if checkpoints.digest(now) != plan.left[name]:
-            changed.append(name)
-        if confirmed or name not in changed:
-            restores.append(Restore(path, shown, now, then))
-    return restores, changed
+            found.changed.append(name)
+        if confirmed or name not in found.changed:
+            found.restores.append(Restore(path, shown, now, then))
+    return found
+
+
+async def _holds(env: ToolEnv, path: Path, data: bytes) -> bool:
+    """Whether `path` holds exactly `data` (a file that is not UTF-8 text)."""
+    try:
+        return bool(await run_blocking(env.token, path.read_bytes) == data)
+    except OSError:
+        return False
 
 
 def _told(plan: Plan) -> dict[str, Any]:
@@ -142,8 +162,8 @@ def _refusal(point: Point, changed: list[str], cwd: Path) -> str:
     )
 
 
-def _done(plan: Plan, restores: list[Restore], cwd: Path) -> str:
-    point = plan.point
+def _done(plan: Plan, compared: Compared, cwd: Path) -> str:
+    point, restores = plan.point, compared.restores
     text = f"Rewound to before prompt {point.number}: the conversation is as it was then."
     if restores:
         gone = [r for r in restores if r.after is None]
@@ -160,4 +180,6 @@ def _done(plan: Plan, restores: list[Restore], cwd: Path) -> str:
             f" Not undone: the commands run in the turn{'s' if len(plan.commands) > 1 else ''} "
             f"of prompt{'s' if len(plan.commands) > 1 else ''} {ran}; what they changed stays."
         )
+    for name, why in compared.unreadable.items():
+        text += f" Not restored: {display(Path(name), cwd)} ({why})."
     return text + f"\n\nThe prompt was:\n\n{point.text}"

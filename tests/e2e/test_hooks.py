@@ -7,6 +7,7 @@ ignored; a cancel kills a hook at work; a project's shared file cannot run comma
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -271,3 +272,39 @@ async def test_a_projects_shared_settings_cannot_run_hooks(
     turn = await agent.prompt(session, "go")
     assert not (project / "ran").exists() and not (project / "started").exists()
     assert "its hooks are not run: a project's shared settings cannot run commands" in told(turn)
+
+
+async def test_a_hook_that_leaves_a_child_running_is_answered_by_its_own_exit(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """Its exit 2 blocks at once, though a background child it started still holds its
+    output (killed with its group)."""
+    guard = {"type": "command", "command": "(sleep 30 &) ; echo 'no deploys' >&2; exit 2"}
+    hooks(project / ".acp-fsm" / "settings.local.json", PreToolUse=[{"hooks": [guard]}])
+    server.script(
+        Reply(calls=(Call("r1", "run_command", args(command="touch deployed")),)), Reply()
+    )
+    agent, session = await started(launch, project, "full_access")
+    started_at = asyncio.get_running_loop().time()
+    assert (await agent.prompt(session, "deploy")).stop_reason == "end_turn"
+    assert asyncio.get_running_loop().time() - started_at < 4
+    assert "no deploys" in tool_results(server.requests[-1])["r1"][0]
+    assert not (project / "deployed").exists()
+
+
+async def test_a_prompt_cancelled_while_its_hook_runs_is_not_kept(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    slow_gate = (
+        "import json, sys, time; secret = 'hunter2' in json.load(sys.stdin)['prompt']; "
+        "time.sleep(3); sys.exit(2 if secret else 0)"
+    )
+    hooks(project / ".claude" / "settings.local.json", UserPromptSubmit=[command(slow_gate)])
+    agent, session = await started(launch, project, "ask")
+    pending = await agent.start_prompt(session, "my password is hunter2")
+    await asyncio.sleep(0.5)
+    await agent.cancel(session)
+    assert (await pending.result()).stop_reason == "cancelled"
+    server.script(Reply(text="hello"))
+    assert (await agent.prompt(session, "hi")).stop_reason == "end_turn"
+    assert "hunter2" not in json.dumps(history(server.requests[-1]))

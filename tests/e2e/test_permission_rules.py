@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
 from acp_fsm.devkit.provider.script import RecordedRequest
 from tests.e2e.support import Agent, Launcher, args, tool_results
@@ -243,3 +245,35 @@ async def test_a_settings_file_that_cannot_be_read_is_never_overwritten(
     told = json.dumps(turn.updates)
     assert "Bash(echo stored?:*)" not in told  # `stored?` is no subcommand
     assert "The rules Bash(echo:*) could not be stored" in told
+
+
+@pytest.mark.parametrize("mode", ["accept_edits", "full_access"])
+async def test_an_edit_of_the_agents_settings_is_asked_in_every_mode(
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path, mode: str
+) -> None:
+    """A model that writes itself a hook and an allow rule would own the machine: an edit of
+    `.acp-fsm/`, `.claude/` or `.git/` is asked every time, whatever the mode or a rule says,
+    and offers no "Always allow"."""
+    settings(project / ".claude" / "settings.local.json", allow=["Edit"])
+    grant = json.dumps({"permissions": {"allow": ["Bash"]}})
+    server.script(
+        Reply(
+            calls=(
+                Call("w1", "write_file", args(path=".acp-fsm/settings.local.json", content=grant)),
+                Call("w2", "edit_file", args(path=".git/config", old_text="a", new_text="b")),
+                Call("w3", "write_file", args(path="notes.txt", content="fine\n")),
+            )
+        ),
+        Reply(text="done"),
+    )
+    (project / ".git").mkdir()
+    (project / ".git" / "config").write_text("a\n")
+    agent, session = await started(launch, project, tmp_path / "home", mode)
+    agent.editor.default_permission = "reject_once"
+    assert (await agent.prompt(session, "go")).stop_reason == "end_turn"
+    asked = agent.editor.of_method("session/request_permission")
+    assert [r["params"]["toolCall"]["toolCallId"] for r in asked] == ["w1", "w2"]
+    assert all(always_label(r) is None for r in asked)
+    assert not (project / ".acp-fsm" / "settings.local.json").exists()
+    assert (project / ".git" / "config").read_text() == "a\n"
+    assert (project / "notes.txt").read_text() == "fine\n"  # the rule allows the rest

@@ -40,7 +40,11 @@ def rewound(turn: TurnResult) -> dict[str, Any]:
 
 
 def files(project: Path) -> dict[str, str]:
-    return {p.name: p.read_text() for p in sorted(project.iterdir()) if p.is_file()}
+    return {
+        p.name: p.read_bytes().decode("utf-8", "replace")
+        for p in sorted(project.iterdir())
+        if p.is_file()
+    }
 
 
 def lay_out(project: Path) -> dict[str, str]:
@@ -226,4 +230,40 @@ async def test_a_client_lists_checkpoints_and_rewinds_by_the_extension_methods(
     assert missing["error"]["code"] == -32602
     assert (await agent.result("_session/checkpoints", {"sessionId": session})) == {
         "checkpoints": []
+    }
+
+
+async def test_a_file_that_was_not_utf8_comes_back_byte_for_byte(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    menu = project / "menu.txt"
+    menu.write_bytes(b"caf\xe9 cr\xe8me\n")  # Latin-1
+    server.script(
+        Reply(calls=(Call("w1", "write_file", args(path="menu.txt", content="tea\n")),)),
+        Reply(text="rewritten"),
+    )
+    agent = await started(launch)
+    session = await full_access(agent, project)
+    await agent.prompt(session, "rewrite the menu")
+    assert menu.read_text() == "tea\n"
+    turn = await agent.prompt(session, "/rewind 1")
+    assert rewound(turn)["outcome"] == "rewound"
+    assert menu.read_bytes() == b"caf\xe9 cr\xe8me\n"
+
+
+async def test_a_confirmed_rewind_names_the_files_it_could_not_read(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    agent, session, before = await two_prompts_run(launch, server, project)
+    (project / "b.txt").write_bytes(b"\xff\xfe binary now")
+    refused = await agent.prompt(session, "/rewind 1")
+    assert rewound(refused)["changedOutside"] == [str(project / "b.txt")]
+    confirmed = await agent.prompt(session, "/rewind 1 confirm")
+    assert rewound(confirmed)["outcome"] == "rewound"
+    assert rewound(confirmed)["notRestored"] == [str(project / "b.txt")]
+    assert "Not restored: b.txt" in said(confirmed)
+    assert (project / "b.txt").read_bytes() == b"\xff\xfe binary now"
+    assert {k: v for k, v in files(project).items() if k != "b.txt"} == {
+        **{k: v for k, v in before.items() if k != "b.txt"},
+        "f.txt": "made\n",
     }

@@ -83,6 +83,13 @@ HOSTILE = (
     "echo a 2>&1 && touch pwned",
     "cat <<EOF\nhi\nEOF\ntouch pwned",
     "echo 'unclosed && touch pwned",
+    "echo ok # it's fine\ntouch pwned\n# that's all",  # a comment's quote hides the next line
+    "echo $'\\'' ; touch pwned ; echo '\\'",  # bash reads $'…', sh does not
+    "f(){ touch pwned; }; f",
+    "case a in a) touch pwned;; esac",
+    "eval touch pwned",
+    "echo a > pwned",  # echo is allowed, writing a file is not
+    "echo a>pwned",
 )
 
 

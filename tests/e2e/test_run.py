@@ -297,3 +297,16 @@ async def test_model_picks_the_model_and_a_terminal_gets_a_spinner(
     assert proc.returncode == 0 and out == b"slow\n"
     assert server.requests[0].body["model"] == "claude-other-1"
     assert "\r\x1b[K⠋ " in drawn.decode() and "— end_turn" in drawn.decode()
+
+
+async def test_a_second_ctrl_c_exits_at_once(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    server.script(Reply(text=tuple(f"word{i} " for i in range(400)), delay_s=0.05))
+    proc = await start(launch, project, "talk", "--json")
+    await wait_until(lambda: server.requests, "the model call", timeout=10)
+    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGINT)
+    out, _ = await asyncio.wait_for(proc.communicate(), 5)
+    assert proc.returncode == 130
+    assert json.loads(out.decode().splitlines()[-1])["type"] in ("error", "result")
