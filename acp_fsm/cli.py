@@ -29,6 +29,10 @@ environment:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["serve"] and len(args) > 1:  # `serve --listen`: a remote transport
+        from acp_fsm.remote import main as remote
+
+        return remote(args[1:])
     if not args or args == ["serve"]:
         from acp_fsm.startup import serve
 
@@ -57,7 +61,11 @@ def _command(args: list[str]) -> int:
     )
     parser.add_argument("--version", action="version", version=f"acp-fsm {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="command")
-    commands.add_parser("serve", help="serve ACP on stdin/stdout (the default)")
+    commands.add_parser(
+        "serve",
+        help="serve ACP on stdin/stdout (the default); --listen ADDRESS: over WebSocket",
+        add_help=False,
+    )
     commands.add_parser(
         "login",
         help="store a provider's API key for the agent, checked "
