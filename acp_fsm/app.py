@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
@@ -34,6 +34,30 @@ HANDLER_GRACE_S = 0.25
 FLUSH_TIMEOUT_S = 0.3
 
 
+class Sink(Protocol):
+    """Where a connection's frames go: stdio's `Output`, a socket's (`acp_fsm.remote`)."""
+
+    def write(self, data: bytes) -> None: ...
+    async def drain(self) -> None: ...
+    @property
+    def congested(self) -> bool: ...
+
+
+def connect(server: AcpServer, sink: Sink) -> Connection:
+    """`server`'s connection, writing to `sink`: every line scrubbed of the secrets known at
+    the time (a login adds keys)."""
+    connection = Connection(
+        server,
+        sink.write,
+        drain=sink.drain,
+        congested=lambda: sink.congested,
+        scrub=redact.scrub,
+        strict_outbound=env_vars.strict_schemas(),
+    )
+    server.attach(connection)
+    return connection
+
+
 async def run(
     protocol_fd: int,
     pending: bytes,
@@ -58,15 +82,7 @@ async def run(
     output = Output(on_lost=on_output_lost)
     await output.open(protocol_fd)
     redact.configured()  # the environment's secrets, and a key stored by `acp-fsm login`
-    connection = Connection(
-        server,
-        output.write,
-        drain=output.drain,
-        congested=lambda: output.congested,
-        scrub=redact.scrub,
-        strict_outbound=env_vars.strict_schemas(),  # a login adds keys
-    )
-    server.attach(connection)
+    connection = connect(server, output)
     schemas.plain_first(warm.FIRST_SCHEMAS)  # their validators: built after the first session
     if client is not None:
         log.info(

@@ -33,7 +33,8 @@ from typing import Final
 import structlog
 from aiohttp import WSMsgType, web
 
-from acp_fsm import env_vars, redact
+from acp_fsm import redact
+from acp_fsm.app import connect
 from acp_fsm.protocol.connection import Connection
 from acp_fsm.protocol.framing import MAX_LINE_BYTES
 from acp_fsm.providers.http import close_client_session
@@ -153,15 +154,7 @@ class Remote:
     async def _serve(self, ws: web.WebSocketResponse, connection_id: str) -> None:
         server = AcpServer()
         output = FrameOutput(ws)
-        connection = Connection(
-            server,
-            output.write,
-            drain=output.drain,
-            congested=lambda: output.congested,
-            scrub=redact.scrub,
-            strict_outbound=env_vars.strict_schemas(),
-        )
-        server.attach(connection)
+        connection = connect(server, output)
         self.connections.add(connection)
         reading = asyncio.get_running_loop().create_task(_read(ws, connection))
         try:
