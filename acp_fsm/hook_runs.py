@@ -37,7 +37,8 @@ log = structlog.get_logger("hooks")
 MAX_OUTPUT_BYTES: Final = 256 * 1024  # per stream: a hook that writes more is stopped
 SHOWN_CHARS: Final = 2000  # of a reason or a failure's stderr, at most
 REAP_SECONDS: Final = 1.0
-LEFT_OPEN_S: Final = 0.2  # after the hook exits, for what its streams still hold
+LEFT_OPEN_S: Final = 0.2
+EXIT_POLL_S: Final = 0.02  # after the hook exits, for what its streams still hold
 # What blocks, by strength: deny beats ask beats allow (as several rules do).
 STRENGTH: Final = {"deny": 3, "ask": 2, "allow": 1}
 
@@ -148,7 +149,7 @@ async def _communicate(process: asyncio.subprocess.Process, data: bytes) -> tupl
         asyncio.create_task(_bounded(process.stderr, err)),
     ]
     feeding = asyncio.create_task(feed())
-    exited = asyncio.create_task(process.wait())
+    exited = asyncio.create_task(_exited(process))
     try:
         waiting: set[asyncio.Task[Any]] = {exited, *readers}
         while not exited.done():
@@ -163,6 +164,13 @@ async def _communicate(process: asyncio.subprocess.Process, data: bytes) -> tupl
         for task in (*readers, feeding, exited):
             task.cancel()
     return bytes(out), bytes(err)
+
+
+async def _exited(process: asyncio.subprocess.Process) -> None:
+    """The hook's own exit (asyncio's `wait` also waits for its pipes to close, which a
+    background child it left may hold for as long as it lives)."""
+    while process.returncode is None:  # noqa: ASYNC110 - the exit has no event of its own
+        await asyncio.sleep(EXIT_POLL_S)
 
 
 async def _bounded(stream: asyncio.StreamReader, into: bytearray) -> None:

@@ -53,6 +53,7 @@ class Run:
     view: View
     session: str | None = None
     prompting: bool = False
+    answered: bool = False  # the turn's answer came: nothing is shown after it
     interrupts: int = 0
 
 
@@ -125,6 +126,7 @@ async def _drive(run: Run, peer: Peer) -> int:
         return EXIT["error"]
     finally:
         run.prompting = False
+        run.answered = True
     meta = (answer.get("_meta") or {}).get("acpFsm") or {}
     stop = answer["stopReason"]
     result = {"sessionId": run.session, "stopReason": stop, "usage": meta.get("usage")}
@@ -158,7 +160,9 @@ async def _open(peer: Peer, options: Options) -> str:
 
 
 def _notified(run: Run, method: str, params: Any) -> None:
-    if method == "session/update" and isinstance(params, dict):
+    """A session update, shown while the turn runs (what follows its answer, such as the
+    session's title, is not: the result is the last thing shown)."""
+    if method == "session/update" and isinstance(params, dict) and not run.answered:
         run.view.update(params)
 
 
