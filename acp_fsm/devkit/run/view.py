@@ -141,7 +141,8 @@ class TextView:
         if usage.get("totalTokens"):
             parts.append(f"{usage['totalTokens']:,} tokens")
         if cost := result.get("cost"):
-            parts.append(f"{cost['amount']} {cost['currency']}")
+            amount = f"{cost['amount']:.6f}".rstrip("0").rstrip(".")
+            parts.append(f"{amount} {cost['currency']}")
         parts.append(f"session {result.get('sessionId')}")
         self._err.write("— " + " · ".join(parts) + "\n")
         self._err.flush()
