@@ -66,7 +66,7 @@ class FrameOutput:
 
     def __init__(self, ws: web.WebSocketResponse) -> None:
         self._ws = ws
-        self._frames: deque[str] = deque()
+        self._frames: deque[tuple[str, int]] = deque()  # each frame, and its size in bytes
         self._queued = 0
         self._ready = asyncio.Event()
         self._room = asyncio.Event()
@@ -78,7 +78,7 @@ class FrameOutput:
     def write(self, data: bytes) -> None:
         for line in data.split(b"\n"):
             if line:
-                self._frames.append(line.decode("utf-8", "replace"))
+                self._frames.append((line.decode("utf-8", "replace"), len(line)))
                 self._queued += len(line)
                 self._sent.clear()
         self._ready.set()
@@ -97,8 +97,8 @@ class FrameOutput:
             await self._ready.wait()
             self._ready.clear()
             while self._frames:
-                frame = self._frames.popleft()
-                self._queued -= len(frame)
+                frame, size = self._frames.popleft()
+                self._queued -= size
                 if self._queued <= HIGH_WATER_BYTES:
                     self._room.set()
                 try:
@@ -126,13 +126,13 @@ class Remote:
 
     def admitted(self, request: web.Request) -> web.Response | None:
         """None when `request` may connect; else the refusal."""
-        given = request.headers.get("Authorization", "")
-        token = given.removeprefix("Bearer ").strip() if given.startswith("Bearer ") else ""
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        token = given.strip() if scheme.lower() == "bearer" else ""
         token = token or request.query.get("token", "")
         if not hmac.compare_digest(token.encode(), self.listening.token.encode()):
             return web.Response(status=401, text="a valid token is needed\n")
         origin = request.headers.get("Origin")
-        if origin is not None and origin not in self.listening.origins:
+        if origin is not None and origin.rstrip("/") not in self.listening.origins:
             return web.Response(status=403, text="this origin is not allowed\n")
         return None
 
@@ -152,7 +152,7 @@ class Remote:
         return ws
 
     async def _serve(self, ws: web.WebSocketResponse, connection_id: str) -> None:
-        server = AcpServer()
+        server = AcpServer(shared=True)
         output = FrameOutput(ws)
         connection = connect(server, output)
         self.connections.add(connection)
@@ -213,7 +213,8 @@ async def listen(listening: Listening, announce: Callable[[str], None]) -> int:
     app.router.add_get("/health", lambda _request: _ok())
     runner = web.AppRunner(app, handle_signals=False, access_log=None)
     await runner.setup()
-    sock = socket.create_server((listening.host, listening.port), reuse_port=False)
+    family = socket.AF_INET6 if ":" in listening.host else socket.AF_INET
+    sock = socket.create_server((listening.host, listening.port), family=family)
     await web.SockSite(runner, sock).start()
     port = sock.getsockname()[1]
     loop = asyncio.get_running_loop()
@@ -266,18 +267,23 @@ def main(argv: list[str]) -> int:
     try:
         host, port = _address(args.listen)
         token, made = token_from(Path(args.token_file) if args.token_file else None)
-    except ValueError as exc:
+    except (OSError, ValueError) as exc:
         parser.error(str(exc))
     logs.configure(None)
     redact.configured()  # the environment's secrets, and a key `acp-fsm login` stored
-    listening = Listening(host, port, token, frozenset(args.allow_origin))
+    origins = frozenset(origin.rstrip("/") for origin in args.allow_origin)
+    listening = Listening(host, port, token, origins)
 
     def announce(url: str) -> None:
         told = f"token: {token}" if made and not args.token_file else f"token in {args.token_file}"
         sys.stderr.write(f"acp-fsm: serving ACP at {url} ({told})\n")
         sys.stderr.flush()
 
-    return asyncio.run(listen(listening, announce))
+    try:
+        return asyncio.run(listen(listening, announce))
+    except OSError as exc:  # the address is taken, or not this host's
+        sys.stderr.write(f"acp-fsm serve: cannot listen on {args.listen}: {exc.strerror or exc}\n")
+        return 2
 
 
 def _address(text: str) -> tuple[str, int]:

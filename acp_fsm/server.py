@@ -56,10 +56,17 @@ class AcpServer:
     """Routes ACP calls for one connection and makes requests to its client."""
 
     def __init__(
-        self, handshake: Handshake | None = None, *, client: ClientInfo | None = None
+        self,
+        handshake: Handshake | None = None,
+        *,
+        client: ClientInfo | None = None,
+        shared: bool = False,
     ) -> None:
         """`handshake` as the startup path left it (it may have answered `initialize`, then
-        `client` is what the client said in it); the handshake goes on from its state."""
+        `client` is what the client said in it); the handshake goes on from its state.
+        `shared`: one of several connections of the process (`acp_fsm.remote`), whose
+        provider is the process's: not set per connection (`providers/*` refused)."""
+        self.shared = shared
         self.registry = PROTOCOL
         self._handlers = self._bind_handlers()
         self.client = client
@@ -232,7 +239,10 @@ class AcpServer:
     async def on_initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
         self.client = ClientInfo(params)
         log.info("initialized", client=self.client.info, protocol_version=params["protocolVersion"])
-        return initialize_result(params)
+        result = initialize_result(params)
+        if self.shared:  # the provider is the server's, for every connection
+            result["agentCapabilities"].pop("providers", None)
+        return result
 
     async def on_authenticate(self, params: acp.AuthenticateRequest) -> acp.AuthenticateResponse:
         """Read the credentials again (a login in a terminal, or the environment): succeeds
@@ -443,6 +453,7 @@ class AcpServer:
         return EDITOR.listed((await credentials.read()).config)
 
     async def on_providers_set(self, params: acp.SetProviderRequest) -> acp.SetProviderResponse:
+        self._own_provider("baseUrl")
         EDITOR.set(params)
         found = await credentials.read()
         log.info("provider_set", api_type=params["apiType"], base_url=params["baseUrl"])
@@ -452,8 +463,18 @@ class AcpServer:
     async def on_providers_disable(
         self, params: acp.DisableProviderRequest
     ) -> acp.DisableProviderResponse:
+        self._own_provider("apiType")
         EDITOR.disable(params)
         return {}
+
+    def _own_provider(self, field: str) -> None:
+        """Refuse to change the provider of a process several connections share."""
+        if self.shared:
+            raise BadRequest(
+                field,
+                "this agent serves several connections (acp-fsm serve --listen): its provider "
+                "is the server's own environment and login, not set per connection",
+            )
 
     async def on_session_set_title(
         self, params: acp.SetSessionTitleRequest

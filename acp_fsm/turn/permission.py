@@ -137,7 +137,11 @@ def _unattended(pc: PendingCall, stored: list[str]) -> str:
         why = f"the user's permission rule `{pc.rule.text}` asks for it"
     else:
         why = "the session's mode asks for it"
-    if stored:
+    if pc.held is not None:
+        how = "nothing but an editor: run it with one"
+    elif pc.rule is not None:
+        how = f"a change of that rule (an allow rule does not outrank it) in {pc.rule.source}"
+    elif stored:
         allow = " ".join(f"--allow {shlex.quote(text)}" for text in stored)
         how = f"`{allow}` (or {', '.join(stored)} in .claude/settings.local.json)"
     else:

@@ -248,3 +248,38 @@ async def test_the_token_is_printed_once_when_no_file_holds_it(
     assert len(token) >= 32
     proc.send_signal(signal.SIGTERM)
     assert await asyncio.wait_for(proc.wait(), 10) == 0
+
+
+async def test_the_provider_is_the_servers_and_wide_text_never_stalls_a_socket(
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
+    """`providers/*` would change every connection's provider: refused, and not advertised.
+    The output's back-pressure counts bytes both ways, so text of many-byte characters never
+    leaves a connection waiting for room it has."""
+    async with serving(launch, tmp_path) as remote, connected(remote) as client:
+        init = await client.result("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        assert "providers" not in init["agentCapabilities"]
+        refused = await client.request(
+            "providers/set", {"id": "main", "apiType": "openai", "baseUrl": "http://x/v1"}
+        )
+        assert refused["error"]["code"] == -32602
+
+    from acp_fsm.remote import HIGH_WATER_BYTES, FrameOutput
+
+    class Socket:
+        def __init__(self) -> None:
+            self.sent = 0
+
+        async def send_str(self, frame: str) -> None:
+            self.sent += 1
+            await asyncio.sleep(0)
+
+    socket = Socket()
+    output = FrameOutput(socket)  # type: ignore[arg-type]
+    line = ("漢字" * 5000 + "\n").encode()
+    for _ in range(2 * HIGH_WATER_BYTES // len(line)):
+        output.write(line)
+    assert output.congested
+    await asyncio.wait_for(output.drain(), 10)
+    await output.flush(10)
+    assert not output.congested and socket.sent == 2 * HIGH_WATER_BYTES // len(line)

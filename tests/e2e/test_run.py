@@ -41,6 +41,7 @@ async def start(
     environment.pop("ACP_FSM_DEBUG_METHODS", None)
     return await asyncio.create_subprocess_exec(
         sys.executable,
+        "-P",  # as the `acp-fsm` script runs: the project's folder is not on sys.path
         "-m",
         "acp_fsm",
         "run",
@@ -310,3 +311,28 @@ async def test_a_second_ctrl_c_exits_at_once(
     out, _ = await asyncio.wait_for(proc.communicate(), 5)
     assert proc.returncode == 130
     assert json.loads(out.decode().splitlines()[-1])["type"] in ("error", "result")
+
+
+async def test_the_projects_own_modules_never_run_and_odd_input_is_read(
+    launch: Launcher, server: ScriptedProvider, project: Path
+) -> None:
+    """A checkout under review may hold an `acp_fsm` package or a `json.py`: the agent is not
+    imported from it. Stdin that is not UTF-8 is read with its bad bytes replaced; a run with
+    --no-store that fails leaves no session either."""
+    planted = project / "acp_fsm"
+    planted.mkdir()
+    (planted / "__init__.py").write_text("")
+    (planted / "__main__.py").write_text(f"open({str(project / 'pwned')!r}, 'w')\n")
+    (project / "json.py").write_text("raise SystemExit('the project json.py was imported')\n")
+    server.script(Reply(text="fine"))
+    ran = await run(launch, project, "what is this?", stdin=b"caf\xe9 \x00 cr\xe8me\n")
+    assert (ran.status, ran.stdout) == (0, "fine\n"), ran.stderr
+    assert not (project / "pwned").exists()
+    assert "caf\ufffd \ufffd cr\ufffdme" in user_texts(server.requests[-1])[-1]
+
+    server.script(HttpError(500, "down"))
+    failed = await run(launch, project, "--json", "--no-store", "again")
+    assert failed.status == 1
+    agent = await launch.start("anthropic")
+    listed = await agent.result("session/list", {"cwd": str(project)})
+    assert len(listed["sessions"]) == 1  # the first run's only

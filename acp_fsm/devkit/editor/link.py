@@ -25,7 +25,7 @@ from acp_fsm.devkit.editor.answers import Editor, Message
 from acp_fsm.protocol.errors import RemoteError
 from acp_fsm.system.kept import Kept, spawn_kept
 
-AGENT_COMMAND: Final = (sys.executable, "-m", "acp_fsm")
+AGENT_COMMAND: Final = (sys.executable, "-P", "-m", "acp_fsm")  # -P: not the cwd's modules
 READ_LIMIT: Final = 64 * 1024 * 1024  # longest line read from the agent (its own limit)
 TIMEOUT_S: Final = 10.0  # any single wait for the agent
 KILL_WAIT_S: Final = 2.0  # after kill -9, for the pipes to close

@@ -11,6 +11,7 @@ would ask is refused with the rule that would allow it, which the model reads; `
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -69,7 +70,8 @@ async def _run(options: Options) -> int:
     loop = asyncio.get_running_loop()
     main_task = asyncio.current_task()
     assert main_task is not None
-    loop.add_signal_handler(signal.SIGINT, _interrupted, run, peer, main_task)
+    for signum in (signal.SIGINT, signal.SIGTERM):  # CI's `timeout` sends SIGTERM
+        loop.add_signal_handler(signum, _interrupted, run, peer, main_task)
     try:
         return await _drive(run, peer)
     except asyncio.CancelledError:  # the second Ctrl-C
@@ -80,6 +82,7 @@ async def _run(options: Options) -> int:
         return EXIT["error"]
     finally:
         loop.remove_signal_handler(signal.SIGINT)
+        loop.remove_signal_handler(signal.SIGTERM)
         view.close()
         if peer.proc.returncode is None:
             await peer.close()
@@ -94,6 +97,7 @@ async def _drive(run: Run, peer: Peer) -> int:
             "clientCapabilities": {
                 "fs": {"readTextFile": False, "writeTextFile": False},
                 "terminal": False,
+                "session": {"notices": {}},  # the agent's notices, apart from the answer
                 "_meta": UNATTENDED,
             },
             "clientInfo": {"name": "acp-fsm run", "version": __version__},
@@ -109,7 +113,7 @@ async def _drive(run: Run, peer: Peer) -> int:
             params = {"sessionId": run.session, "modelId": options.model}
             await peer.request("session/set_model", params)
     except AgentError as exc:
-        view.error(exc.code, str(exc))
+        view.error(EXIT["usage"], str(exc))
         return EXIT["usage"]
     except _NoSession as exc:
         view.error(EXIT["usage"], str(exc))
@@ -122,18 +126,20 @@ async def _drive(run: Run, peer: Peer) -> int:
         )
     except AgentError as exc:
         detail = f" ({exc.data})" if exc.data else ""
-        view.error(exc.code, f"{exc}{detail}")
+        view.error(EXIT["error"], f"{exc}{detail}")
         return EXIT["error"]
     finally:
         run.prompting = False
         run.answered = True
+        if options.no_store:  # whatever the outcome: nothing of the run is left
+            with contextlib.suppress(AgentError, AgentGone):
+                await peer.request("session/delete", {"sessionId": run.session})
     meta = (answer.get("_meta") or {}).get("acpFsm") or {}
     stop = answer["stopReason"]
     result = {"sessionId": run.session, "stopReason": stop, "usage": meta.get("usage")}
     if cost := meta.get("sessionCost"):
         result["cost"] = cost
     if options.no_store:
-        await peer.request("session/delete", {"sessionId": run.session})
         result["stored"] = False
     view.result(result)
     return EXIT.get(stop, EXIT["error"])

@@ -126,9 +126,12 @@ def _prompt(given: str | None, stdin: TextIO) -> str:
     both."""
     piped = ""
     if not stdin.isatty() and _readable(stdin):
-        piped = stdin.read(MAX_PROMPT_BYTES + 1)
-        if len(piped.encode()) > MAX_PROMPT_BYTES:
+        data = stdin.buffer.read(MAX_PROMPT_BYTES + 1)
+        if len(data) > MAX_PROMPT_BYTES:
             raise UsageError(f"standard input holds more than {MAX_PROMPT_BYTES:,} bytes")
+        piped = _text(data.decode("utf-8", "replace"))
+    if given is not None:  # an argument the terminal gave in another encoding: its bytes
+        given = given.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     if given in (None, "-"):
         if not piped.strip():
             raise UsageError("no prompt: give one, or pipe it on standard input")
@@ -137,6 +140,12 @@ def _prompt(given: str | None, stdin: TextIO) -> str:
     if not given.strip():
         raise UsageError("the prompt is empty")
     return f"{given}\n\n{piped}" if piped.strip() else given
+
+
+def _text(text: str) -> str:
+    """`text` as a prompt carries it: control characters other than tab and line ends (a
+    binary file piped by mistake) shown as U+FFFD, so the prompt's JSON stays near its size."""
+    return "".join(c if c >= " " or c in "\t\n\r" else "\ufffd" for c in text)
 
 
 def _readable(stdin: TextIO) -> bool:

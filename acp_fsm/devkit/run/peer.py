@@ -74,6 +74,7 @@ class Peer:
     ) -> Peer:
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
+            "-P",  # the project's folder is not on sys.path: no module of its runs
             "-m",
             "acp_fsm",
             stdin=asyncio.subprocess.PIPE,
@@ -135,6 +136,10 @@ class Peer:
             task.add_done_callback(self._answering.discard)
         elif isinstance(method, str):
             self._on_notification(method, message.get("params"))
+        elif message.get("id") is None and "error" in message:  # a request it could not read
+            for waiting in self._pending.values():
+                if not waiting.done():
+                    waiting.set_exception(AgentError(message["error"] or {}))
         elif (future := self._pending.get(message.get("id", -1))) is not None and not future.done():
             if "error" in message:
                 future.set_exception(AgentError(message["error"] or {}))
