@@ -46,6 +46,8 @@ PATH: Final = "/acp"
 CONNECTION_HEADER: Final = "Acp-Connection-Id"
 HEARTBEAT_S: Final = 30.0  # WebSocket pings: a peer gone silently is noticed
 HIGH_WATER_BYTES: Final = 4 * 1024 * 1024  # queued for a slow reader before producers wait
+LOST_BYTES: Final = 64 * 1024 * 1024  # queued for a reader that reads nothing: it is gone
+CLOSE_WAIT_S: Final = 1.0  # for the peer's answer to our close
 HANDLER_GRACE_S: Final = 0.25  # as stdio's (`acp_fsm.app`)
 TOKEN_BYTES: Final = 32
 
@@ -62,10 +64,13 @@ class Listening:
 
 class FrameOutput:
     """The agent's output to one WebSocket: each line a text frame, in order, sent by one
-    writer; producers wait (`drain`) while more than `HIGH_WATER_BYTES` are queued."""
+    writer; producers wait (`drain`) while more than `HIGH_WATER_BYTES` are queued. A peer
+    that reads nothing while answers pile up past `LOST_BYTES` (they do not wait) has lost its
+    output: `on_lost`, and the connection closes, as stdio's does when its reader is gone."""
 
     def __init__(self, ws: web.WebSocketResponse) -> None:
         self._ws = ws
+        self.on_lost: Callable[[], None] = lambda: None  # the connection's, once it is made
         self._frames: deque[tuple[str, int]] = deque()  # each frame, and its size in bytes
         self._queued = 0
         self._ready = asyncio.Event()
@@ -82,6 +87,10 @@ class FrameOutput:
                 self._queued += len(line)
                 self._sent.clear()
         self._ready.set()
+        if self._queued > LOST_BYTES:
+            self._frames.clear()
+            self._queued = 0
+            self.on_lost()
         if self._queued > HIGH_WATER_BYTES:
             self._room.clear()
 
@@ -143,7 +152,10 @@ class Remote:
             return refused
         connection_id = str(uuid.uuid4())
         ws = web.WebSocketResponse(
-            max_msg_size=MAX_LINE_BYTES, heartbeat=HEARTBEAT_S, autoping=True
+            max_msg_size=MAX_LINE_BYTES,
+            heartbeat=HEARTBEAT_S,
+            autoping=True,
+            timeout=CLOSE_WAIT_S,
         )
         ws.headers[CONNECTION_HEADER] = connection_id
         await ws.prepare(request)
@@ -155,6 +167,7 @@ class Remote:
         server = AcpServer(shared=True)
         output = FrameOutput(ws)
         connection = connect(server, output)
+        output.on_lost = connection.output_lost
         self.connections.add(connection)
         reading = asyncio.get_running_loop().create_task(_read(ws, connection))
         try:
@@ -193,6 +206,8 @@ def token_from(path: Path | None) -> tuple[str, bool]:
     """The token: the file's (made, readable by the user only, when it does not exist), else
     a new one; and whether it was made now (to be shown once)."""
     if path is not None and path.exists():
+        if path.stat().st_mode & 0o077:
+            log.warning("token_file_readable_by_others", path=str(path))
         token = path.read_text(encoding="utf-8").strip()
         if len(token) < 16:
             raise ValueError(f"{path}: a token of at least 16 characters is needed")

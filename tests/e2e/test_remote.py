@@ -283,3 +283,22 @@ async def test_the_provider_is_the_servers_and_wide_text_never_stalls_a_socket(
     await asyncio.wait_for(output.drain(), 10)
     await output.flush(10)
     assert not output.congested and socket.sent == 2 * HIGH_WATER_BYTES // len(line)
+
+
+async def test_a_peer_that_reads_nothing_loses_its_output() -> None:
+    """Answers do not wait for room: past LOST_BYTES queued for a socket that reads nothing,
+    the output is given up (the connection then closes), never kept growing."""
+    from acp_fsm.remote import LOST_BYTES, FrameOutput
+
+    class Stuck:
+        async def send_str(self, frame: str) -> None:
+            await asyncio.Event().wait()  # never read
+
+    output = FrameOutput(Stuck())  # type: ignore[arg-type]
+    lost: list[bool] = []
+    output.on_lost = lambda: lost.append(True)
+    line = b"x" * (1024 * 1024) + b"\n"
+    for _ in range(LOST_BYTES // len(line) + 2):
+        output.write(line)
+    assert lost == [True]
+    await output.flush(0.1)
