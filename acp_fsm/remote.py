@@ -73,6 +73,7 @@ class FrameOutput:
         self.on_lost: Callable[[], None] = lambda: None  # the connection's, once it is made
         self._frames: deque[tuple[str, int]] = deque()  # each frame, and its size in bytes
         self._queued = 0
+        self._lost = False  # its reader read nothing for too long: nothing more is queued
         self._ready = asyncio.Event()
         self._room = asyncio.Event()
         self._room.set()
@@ -81,6 +82,8 @@ class FrameOutput:
         self._writer = asyncio.get_running_loop().create_task(self._write_all())
 
     def write(self, data: bytes) -> None:
+        if self._lost:
+            return
         for line in data.split(b"\n"):
             if line:
                 self._frames.append((line.decode("utf-8", "replace"), len(line)))
@@ -88,9 +91,13 @@ class FrameOutput:
                 self._sent.clear()
         self._ready.set()
         if self._queued > LOST_BYTES:
+            self._lost = True
             self._frames.clear()
             self._queued = 0
+            self._room.set()  # nobody waits for room that never comes
+            self._sent.set()
             self.on_lost()
+            return
         if self._queued > HIGH_WATER_BYTES:
             self._room.clear()
 
