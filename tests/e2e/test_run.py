@@ -336,3 +336,13 @@ async def test_the_projects_own_modules_never_run_and_odd_input_is_read(
     agent = await launch.start("anthropic")
     listed = await agent.result("session/list", {"cwd": str(project)})
     assert len(listed["sessions"]) == 1  # the first run's only
+
+
+async def test_an_agent_that_cannot_store_a_session_is_an_error_not_bad_arguments(
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the store's folder should be\n")
+    ran = await run(launch, project, "go", ACP_FSM_HOME=str(blocked))
+    assert ran.status == 1 and "acp-fsm run:" in ran.stderr
+    assert server.requests == []

@@ -35,6 +35,9 @@ EXIT: Final = {
     "cancelled": 130,
 }
 UNATTENDED: Final = {"acpFsm": {"unattended": True}}
+# JSON-RPC errors that say the run's arguments were wrong (a session that is not there, a mode
+# or model the agent does not have): exit 2; any other is the agent's failure: exit 1.
+BAD_PARAMS: Final = frozenset({-32602, -32002})
 
 
 def main(argv: list[str]) -> int:
@@ -112,9 +115,10 @@ async def _drive(run: Run, peer: Peer) -> int:
         if options.model is not None:
             params = {"sessionId": run.session, "modelId": options.model}
             await peer.request("session/set_model", params)
-    except AgentError as exc:
-        view.error(EXIT["usage"], str(exc))
-        return EXIT["usage"]
+    except AgentError as exc:  # a session, mode or model the agent refused; or its failure
+        status = EXIT["usage"] if exc.code in BAD_PARAMS else EXIT["error"]
+        view.error(status, str(exc))
+        return status
     except _NoSession as exc:
         view.error(EXIT["usage"], str(exc))
         return EXIT["usage"]
