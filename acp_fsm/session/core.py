@@ -310,9 +310,12 @@ class Session:
         )
         self.conversation.replace(messages)
 
-    async def _checkpoint(self, body: dict[str, Any]) -> None:
-        """Store a tool's checkpoint (`acp_fsm.checkpoints`), committed before it writes."""
-        await self.journal.write(checkpoints.CHECKPOINT, body, wait=True)
+    async def _checkpoint(self, bodies: list[dict[str, Any]]) -> None:
+        """Store a tool's checkpoints (`acp_fsm.checkpoints`), one per file, committed before
+        it writes: queued together, so they share the store's commit."""
+        queued = [self.journal.queue(checkpoints.CHECKPOINT, b, required=True) for b in bodies]
+        for written in queued:
+            await self.journal.commit(checkpoints.CHECKPOINT, written)
 
     def send_update(self, update: acp.SessionUpdate, on: str | None = None) -> None:
         """Send `update` on this session, or on its child session `on`."""

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from acp_fsm import checkpoints, updates
 from acp_fsm.client import Client, ClientChannel
+from acp_fsm.errors import NotStored
 from acp_fsm.protocol.cancel import CancellationToken
-from acp_fsm.sessions_db import StoreError
 from acp_fsm.steering import Inbox
 from acp_fsm.tools.base import Checkpoint, Tool, ToolOutcome
 from acp_fsm.tools.common import ToolError
@@ -53,9 +53,10 @@ class TurnContext:
     # The session's subagents at work, by child session id (`acp_fsm.child_sessions`): the
     # token a `session/cancel` of that id fires.
     children: dict[str, CancellationToken] = field(default_factory=dict)
-    # Stores a `checkpoint` entry in the session's journal, committed before it returns (a
-    # subagent's too: its own entries are kept only when it ends). None: nowhere to keep it.
-    checkpoint: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+    # Stores `checkpoint` entries in the session's journal, committed (in one group) before
+    # it returns (a subagent's too: its own entries are kept only when it ends); `NotStored`
+    # when one cannot be. None: nowhere to keep them.
+    checkpoint: Callable[[list[dict[str, Any]]], Awaitable[None]] | None = None
     history: History | None = None  # None: no store to rewind (a test's turn)
 
 
@@ -223,17 +224,19 @@ class TurnEnv:
         record = self._context.checkpoint
         if record is None:  # nowhere to keep them (a test's turn)
             return
-        for change in changes:
-            body = {
+        bodies = [
+            {
                 "callId": self.call_id,
                 "path": str(change.path),
                 **checkpoints.before_fields(change.before),
                 "after": checkpoints.digest(change.after),
             }
-            try:
-                await record(body)
-            except StoreError as exc:
-                raise ToolError(
-                    f"Could not record {change.path} as it was before this change, so nothing "
-                    f"was written: {exc.public}"
-                ) from exc
+            for change in changes
+        ]
+        try:
+            await record(bodies)
+        except NotStored as exc:  # a deleted session still fails the turn (SessionNotFound)
+            raise ToolError(
+                f"Could not record the files as they were before this change, so nothing was "
+                f"written: {exc}"
+            ) from exc
