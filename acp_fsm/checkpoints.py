@@ -96,17 +96,20 @@ def points(entries: list[Entry]) -> list[Point]:
     """The points of the session's effective entries, oldest first."""
     kept = effective(entries)
     starts = [i for i, e in enumerate(kept) if e.kind == "user" and "messageId" in e.body]
-    found = []
-    for number, start in enumerate(starts, 1):
-        end = starts[number] if number < len(starts) else len(kept)
-        body = kept[start].body
+    found: list[Point] = []
+    later: tuple[str, ...] = ()  # the files changed after the turn at hand, in order
+    ends = [*starts[1:], len(kept)]
+    for number in range(len(starts), 0, -1):  # the last turn first: each read once
+        turn = kept[starts[number - 1] : ends[number - 1]]
+        body = turn[0].body
         text = "\n".join(
             b.get("text", "") for b in body.get("prompt", ()) if b.get("type") == "text"
         )
-        files = dict.fromkeys(e.body["path"] for e in kept[start:] if e.kind == CHECKPOINT)
-        ran = _ran_commands(kept[start:end])
-        found.append(Point(number, kept[start].seq, body["messageId"], text, tuple(files), ran))
-    return found
+        own = (e.body["path"] for e in turn if e.kind == CHECKPOINT)
+        later = tuple(dict.fromkeys([*own, *later]))
+        ran = _ran_commands(turn)
+        found.append(Point(number, turn[0].seq, body["messageId"], text, later, ran))
+    return found[::-1]
 
 
 def _ran_commands(entries: Iterable[Entry]) -> bool:

@@ -126,15 +126,16 @@ def _locked() -> Iterator[None]:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def store(texts: list[str], cwd: Path) -> Path:
+def store(texts: list[str], cwd: Path) -> list[Rule]:
     """Add `texts` to the allow rules of the project's local settings (reads and writes
-    files: off the event loop); the file written. `ValueError` for a file that is not a
-    settings object (left as it is), `OSError` for one that cannot be written."""
+    files: off the event loop); the rules stored, that file their source. `ValueError`
+    for a file that is not a settings object (left as it is), `OSError` for one that cannot
+    be written."""
     with _locked():
         return _store(texts, cwd)
 
 
-def _store(texts: list[str], cwd: Path) -> Path:
+def _store(texts: list[str], cwd: Path) -> list[Rule]:
     path = local_file(cwd)
     path.parent.mkdir(parents=True, exist_ok=True)
     ignore = path.parent / ".gitignore"
@@ -149,7 +150,7 @@ def _store(texts: list[str], cwd: Path) -> Path:
         raise ValueError(f"{path}: `permissions.allow` is not a list")
     allowed.extend(text for text in texts if text not in allowed)
     _write(path, document)
-    return path
+    return _parsed(texts, cwd)
 
 
 def remove(text: str, cwd: Path) -> list[Path]:

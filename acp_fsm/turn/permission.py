@@ -12,7 +12,6 @@ from acp_fsm import rule_store, updates
 from acp_fsm.blocking import run_blocking
 from acp_fsm.fsm.tool_call import ToolCallState, ToolCallTrigger
 from acp_fsm.fsm.turn import TurnTrigger
-from acp_fsm.permission_rules import parse
 from acp_fsm.protocol.cancel import Cancelled
 from acp_fsm.protocol.errors import OutboundCancelled, OutboundError, OutboundTimeout
 from acp_fsm.turn.calls import PendingCall, denied, granted, remembered
@@ -113,19 +112,16 @@ async def _store(turn: Turn, texts: list[str]) -> None:
     call they allowed still runs)."""
     cwd = turn.context.roots[0]
     try:
-        path = await run_blocking(turn.token, rule_store.store, texts, cwd)
+        stored = await run_blocking(turn.token, rule_store.store, texts, cwd)
     except (OSError, ValueError) as exc:
         turn.notify(
             f"The rules {', '.join(texts)} could not be stored ({exc}): the call runs this "
             "once, and the next such call asks again."
         )
         return
-    log.info("permission_rules_stored", rules=texts, path=str(path))
+    log.info("permission_rules_stored", rules=texts, path=str(rule_store.local_file(cwd)))
     if turn.rules is not None:
-        for text in texts:
-            rule = parse(text, "allow", path, cwd)
-            if not isinstance(rule, str):
-                turn.rules.rules.append(rule)
+        turn.rules.rules.extend(stored)
 
 
 def _unattended(pc: PendingCall, stored: list[str]) -> str:

@@ -187,11 +187,13 @@ def task_context(parent: TurnContext, *, read_only: bool) -> TurnContext:
             return True
         return tool.kind == "fetch" and rules is not None and rules.grants(name)
 
+    read: list[Rules] = []  # the user's rules, read at the subagent's first listing only
+
     async def tools() -> dict[str, Tool]:
         found = await parent.tools()
-        rules = None
-        if any(tool.kind == "fetch" for tool in found.values()):
-            rules = (await run_blocking(None, user_settings.read, parent.roots[0])).rules
+        if not read and any(tool.kind == "fetch" for tool in found.values()):
+            read.append((await run_blocking(None, user_settings.read, parent.roots[0])).rules)
+        rules = read[0] if read else None
         return {name: tool for name, tool in found.items() if delegated(name, tool, rules)}
 
     return replace(parent, subagent=True, settings=chosen, tools=tools, steering=Inbox())

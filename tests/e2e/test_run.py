@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from acp_fsm import schemas
+from acp_fsm.devkit.editor.link import AGENT_COMMAND
 from acp_fsm.devkit.provider import Call, HttpError, Reply, ScriptedProvider
 from acp_fsm.providers.types import StopReason
 from tests.e2e.support import Launcher, args, history, tool_results, user_texts
@@ -40,10 +41,7 @@ async def start(
     environment = launch.env("anthropic", **env)
     environment.pop("ACP_FSM_DEBUG_METHODS", None)
     return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-P",  # as the `acp-fsm` script runs: the project's folder is not on sys.path
-        "-m",
-        "acp_fsm",
+        *AGENT_COMMAND,  # as the `acp-fsm` script runs: the project's folder is not on sys.path
         "run",
         *argv,
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,

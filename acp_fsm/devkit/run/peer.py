@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from acp_fsm.devkit.editor.link import AGENT_COMMAND
+
 READ_LIMIT: Final = 64 * 1024 * 1024  # the agent's own longest line
 TAIL_LINES: Final = 40  # of the agent's log, kept for an error
 EXIT_WAIT_S: Final = 5.0  # for the agent to exit once its input ends
@@ -73,10 +75,7 @@ class Peer:
         echo_log: bool = False,
     ) -> Peer:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-P",  # the project's folder is not on sys.path: no module of its runs
-            "-m",
-            "acp_fsm",
+            *AGENT_COMMAND,  # `python -P`: no module of the project's folder is imported
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
