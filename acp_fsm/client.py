@@ -102,6 +102,10 @@ class Client:
         return self._server.client is not None and self._server.client.has_terminal
 
     @property
+    def shows_terminals(self) -> bool:
+        return self._server.client is not None and self._server.client.shows_terminals
+
+    @property
     def shows_forms(self) -> bool:
         return self._server.client is not None and self._server.client.shows_forms
 

@@ -9,6 +9,7 @@ import sys
 DEFAULT_CLIENT_RPC_TIMEOUT_MS = 30_000
 PERMISSION_METHOD = "session/request_permission"
 ELICITATION_METHOD = "elicitation/create"  # a question to the user: waits like a permission
+ASKING_USER = (PERMISSION_METHOD, ELICITATION_METHOD)  # requests a person answers
 
 
 def _int_env(name: str, default: int) -> int:
@@ -32,9 +33,7 @@ def client_rpc_timeout_ms(method: str | None = None) -> int:
     and questions `ACP_PERMISSION_TIMEOUT_MS` overrides it, because a person may need longer.
     """
     timeout = _int_env("ACP_CLIENT_RPC_TIMEOUT_MS", DEFAULT_CLIENT_RPC_TIMEOUT_MS)
-    if method in (PERMISSION_METHOD, ELICITATION_METHOD) and os.environ.get(
-        "ACP_PERMISSION_TIMEOUT_MS"
-    ):
+    if method in ASKING_USER and os.environ.get("ACP_PERMISSION_TIMEOUT_MS"):
         return _int_env("ACP_PERMISSION_TIMEOUT_MS", timeout)
     return timeout
 
@@ -55,6 +54,12 @@ def strict_schemas() -> bool:
     """`ACP_FSM_STRICT_SCHEMAS=1` makes an invalid outbound message fatal (exit 70).
     The test suite sets it: a message we cannot send is our bug."""
     return os.environ.get("ACP_FSM_STRICT_SCHEMAS", "") == "1"
+
+
+def protocol_v2() -> bool:
+    """`ACP_FSM_PROTOCOL_V2=1` lets a client that asks for ACP v2 (a Preview) speak it; off,
+    every connection speaks v1 (docs/protocol-v2.md). On by default once v2 is stable."""
+    return os.environ.get("ACP_FSM_PROTOCOL_V2", "") == "1"
 
 
 def log_level() -> str:

@@ -7,7 +7,8 @@ and the heavier modules are loaded.
 from __future__ import annotations
 
 from acp_fsm import __version__
-from acp_fsm.methods import agent_capabilities
+from acp_fsm.methods import agent_capabilities, capabilities_v2
+from acp_fsm.versions import V1, V2, negotiated
 
 TYPE_CHECKING = False  # the startup path: no `typing`
 if TYPE_CHECKING:
@@ -21,9 +22,9 @@ else:
         return value
 
 
-# The only ACP major version there is. ACP: answer the client's version if supported, else our
-# latest; never fail on a version. So the answer is 1 whatever the client sent.
-PROTOCOL_VERSION = 1
+# The version a v1 connection answers, whatever older one the client sent (ACP v1: answer the
+# client's version if supported, else our latest; never fail on a version).
+PROTOCOL_VERSION = V1
 
 AGENT_INFO: acp.Implementation = {"name": "acp-fsm", "title": "acp-fsm", "version": __version__}
 
@@ -61,39 +62,77 @@ def runs_terminal_login(capabilities: object) -> bool:
 
 def auth_methods(params: Mapping[str, Any] | None) -> list[acp.AuthMethod]:
     """The login the client can offer: in a terminal only if it can run one."""
-    terminal = runs_terminal_login((params or {}).get("clientCapabilities"))
+    terminal = runs_terminal_login(_capabilities(params or {}))
     return [TERMINAL_LOGIN.copy() if terminal else API_KEY_LOGIN.copy()]
+
+
+def _capabilities(params: Mapping[str, Any]) -> object:
+    """The client's capabilities: v2's `capabilities`, v1's `clientCapabilities` (either read
+    for the other: liberal in what we accept)."""
+    if negotiated(params) == V2:
+        return params.get("capabilities", params.get("clientCapabilities"))
+    return params.get("clientCapabilities", params.get("capabilities"))
 
 
 # The extension methods a client that shows checkpoints calls (docs/rewind.md).
 CHECKPOINTS: Final = {"list": "_session/checkpoints", "rewind": "_session/rewind"}
 
 
-def initialize_result(params: Mapping[str, Any] | None = None) -> acp.InitializeResponse:
-    """The `initialize` result for the client's `params`: what this agent supports, computed
-    from the method registry, and how to log in."""
+def initialize_result(
+    params: Mapping[str, Any] | None = None, *, shared: bool = False
+) -> acp.InitializeResponse:
+    """The `initialize` result for the client's `params`, in the version they settle: what
+    this agent supports, computed from the method registry, and how to log in. `shared`:
+    for one of several connections of a process, whose provider is not set per connection
+    (`providers` not advertised)."""
+    params = params or {}
+    # `_session/steering` (acp_fsm.steering), where claude-agent-acp and codex-acp say it:
+    # the result's own `_meta`, beside the capabilities; checkpoints and rewind
+    # (`acp_fsm.checkpoints`) beside it.
+    meta = {"steering": {"supported": True}, "checkpoints": CHECKPOINTS.copy()}
+    if negotiated(params) == V2:
+        return cast(
+            "acp.InitializeResponse",
+            {
+                "protocolVersion": V2,
+                "info": AGENT_INFO.copy(),
+                "capabilities": capabilities_v2(),
+                "authMethods": [login_v2(m) for m in auth_methods(params)],
+                "_meta": meta,
+            },
+        )
+    capabilities = agent_capabilities()
+    if shared:
+        del capabilities["providers"]
     return {
         "protocolVersion": PROTOCOL_VERSION,
         # built from the registry's paths (`methods.agent_capabilities`), so typed as a whole
-        "agentCapabilities": cast("acp.AgentCapabilities", agent_capabilities()),
+        "agentCapabilities": cast("acp.AgentCapabilities", capabilities),
         "authMethods": auth_methods(params),
         "agentInfo": AGENT_INFO.copy(),
-        # `_session/steering` (acp_fsm.steering), where claude-agent-acp and codex-acp say it:
-        # the result's own `_meta`, beside agentCapabilities; checkpoints and rewind
-        # (`acp_fsm.checkpoints`) beside it.
-        "_meta": {"steering": {"supported": True}, "checkpoints": CHECKPOINTS.copy()},
+        "_meta": meta,
     }
+
+
+def login_v2(method: acp.AuthMethod) -> dict[str, Any]:
+    """A login method as v2 says it: its id is a `methodId`, its `type` said."""
+    said = {("methodId" if key == "id" else key): value for key, value in method.items()}
+    said.setdefault("type", "agent")
+    return said
 
 
 class ClientInfo:
     """What the client told us in `initialize`, kept for the rest of the connection."""
 
-    __slots__ = ("capabilities", "info", "protocol_version")
+    __slots__ = ("capabilities", "info", "protocol_version", "version")
 
     def __init__(self, params: Mapping[str, Any]) -> None:
-        self.protocol_version: int = params["protocolVersion"]
-        self.capabilities: dict[str, Any] = params.get("clientCapabilities") or {}
-        self.info: dict[str, Any] | None = params.get("clientInfo")
+        self.protocol_version: int = params["protocolVersion"]  # as the client asked
+        self.version = negotiated(params)  # as the connection speaks (`versions`)
+        found = _capabilities(params)
+        self.capabilities: dict[str, Any] = found if isinstance(found, dict) else {}
+        info = params.get("info", params.get("clientInfo"))
+        self.info: dict[str, Any] | None = info if isinstance(info, dict) else None
 
     def _present(self, *path: str) -> bool:
         """The capability at `path` is an object (ACP's way of saying "supported")."""
@@ -112,7 +151,8 @@ class ClientInfo:
 
     def allows(self, method: str) -> bool:
         """Whether the client advertised the capability that `method` needs (ACP: fs/* and
-        terminal/* may only be called when advertised); other methods need none."""
+        terminal/* may only be called when advertised, and v2 has neither); other methods
+        need none."""
         if method.startswith("terminal/"):
             return self.has_terminal
         if method == "fs/read_text_file":
@@ -125,30 +165,39 @@ class ClientInfo:
 
     @property
     def can_read_files(self) -> bool:
-        return self._flag("fs", "readTextFile")
+        return self.version == V1 and self._flag("fs", "readTextFile")
 
     @property
     def can_write_files(self) -> bool:
-        return self._flag("fs", "writeTextFile")
+        return self.version == V1 and self._flag("fs", "writeTextFile")
 
     @property
     def has_terminal(self) -> bool:
-        return self._flag("terminal")
+        return self.version == V1 and self._flag("terminal")
+
+    @property
+    def shows_terminals(self) -> bool:
+        """It follows the agent's own terminals as display-only output (v2's
+        `terminal_update`, `terminal_output_chunk`): every v2 client."""
+        return self.version == V2
 
     @property
     def shows_notices(self) -> bool:
-        """It advertised `session.notices`: agent notices go as `notice` updates."""
-        return self._present("session", "notices")
+        """It advertised `session.notices` (v2's clients need not): agent notices go as
+        `notice` updates."""
+        return self.version == V2 or self._present("session", "notices")
 
     @property
     def follows_compaction(self) -> bool:
-        """It advertised `session.compaction`: compactions go as `compaction_update`s."""
-        return self._present("session", "compaction")
+        """It advertised `session.compaction` (v2's clients need not): compactions go as
+        `compaction_update`s."""
+        return self.version == V2 or self._present("session", "compaction")
 
     @property
     def shows_subagents(self) -> bool:
-        """It advertised `subagents`: each subagent is a child session (`child_sessions`)."""
-        return self._present("subagents")
+        """It advertised `subagents` (v2's clients need not): each subagent is a child
+        session (`child_sessions`)."""
+        return self.version == V2 or self._present("subagents")
 
     @property
     def shows_forms(self) -> bool:

@@ -32,6 +32,7 @@ from acp_fsm.protocol.errors import (
     ResourceNotFound,
     RpcError,
 )
+from acp_fsm.versions import V2, negotiated
 
 TYPE_CHECKING = False  # the startup path: no `typing`
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ def index(name: str, schema_file: str) -> dict[str, MethodSpec]:
 
 
 ACP = index("methods.json", "acp")
+ACP_V2 = index("methods_v2.json", "acp_v2")  # ACP v2's (docs/protocol-v2.md)
 
 
 class Served:
@@ -96,6 +98,17 @@ class Served:
 
     def __repr__(self) -> str:
         return f"<Served {self.name}>"
+
+    def fires(self, params: object) -> HandshakeTrigger | None:
+        """The trigger a valid call with `params` fires: `initialize`'s is `initialize_v2`
+        when it settles ACP v2 (`versions.negotiated`)."""
+        if (
+            self.trigger is HandshakeTrigger.INITIALIZE
+            and isinstance(params, dict)
+            and negotiated(params) == V2
+        ):
+            return HandshakeTrigger.INITIALIZE_V2
+        return self.trigger
 
 
 def _table(specs: dict[str, MethodSpec], *entries: Served) -> dict[str, Served]:
@@ -149,6 +162,42 @@ SERVED = _table(
     Served("providers/list", advertises={("providers",): {}}),
     Served("providers/set"),
     Served("providers/disable"),
+)
+
+
+# ACP v2's methods (docs/protocol-v2.md): its `session` baseline (new, list, resume, close,
+# prompt, cancel), v1's optional methods it kept, its auth, and the agent's extensions.
+SERVED_V2 = _table(
+    ACP_V2,
+    Served("initialize", trigger=HandshakeTrigger.INITIALIZE),
+    Served("auth/login"),
+    Served("auth/logout"),
+    Served(
+        "session/new",
+        advertises={
+            ("session", "additionalDirectories"): {},
+            ("session", "systemPrompt"): CLIENT_PROMPT,
+        },
+    ),
+    Served(
+        "session/prompt",
+        advertises={
+            ("session", "prompt", "image"): {},
+            ("session", "prompt", "embeddedContext"): {},
+            ("_meta", "promptQueueing"): True,
+        },
+    ),
+    Served("session/cancel"),
+    Served("session/resume"),
+    Served("session/list"),
+    Served("session/close"),
+    Served("session/fork", advertises={("session", "fork"): {}}),
+    Served("session/delete", advertises={("session", "delete"): {}}),
+    Served("session/set_config_option"),
+    Served("session/set_title", advertises={("session", "title"): {}}),
+    Served("_session/steering"),
+    Served("_session/checkpoints"),
+    Served("_session/rewind"),
 )
 
 
@@ -243,7 +292,8 @@ class Registry:
         return result
 
 
-PROTOCOL = Registry(ACP, SERVED)  # what every connection serves
+PROTOCOL = Registry(ACP, SERVED)  # what every connection of ACP v1 serves
+PROTOCOL_V2 = Registry(ACP_V2, SERVED_V2)  # ... and of v2
 
 # What the editor is answered for each domain error: the JSON-RPC error of its code, and the
 # words the domain's message follows (JSON-RPC's and ACP's own names of the code; a turn's
@@ -272,7 +322,19 @@ def agent_capabilities() -> dict[str, Any]:
         "mcpCapabilities": {"http": True, "sse": True},
         "sessionCapabilities": {},
     }
-    for entry in SERVED.values():
+    return _advertised(capabilities, SERVED)
+
+
+def capabilities_v2() -> dict[str, Any]:
+    """ACP v2's `capabilities`: the `session` baseline (its presence says the agent has
+    `session/new`, `list`, `resume`, `close`, `prompt`, `cancel`), the MCP transports it
+    connects to, and exactly what `SERVED_V2` implements besides."""
+    capabilities: dict[str, Any] = {"session": {"prompt": {}, "mcp": {"stdio": {}, "http": {}}}}
+    return _advertised(capabilities, SERVED_V2)
+
+
+def _advertised(capabilities: dict[str, Any], served: dict[str, Served]) -> dict[str, Any]:
+    for entry in served.values():
         for (*parents, leaf), value in entry.advertises.items():
             node = capabilities
             for key in parents:

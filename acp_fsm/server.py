@@ -14,14 +14,26 @@ from typing import TYPE_CHECKING, Any, cast
 
 import structlog
 
-from acp_fsm import child_sessions, client_prompt, credentials, env_vars, limits, steering, warm
+from acp_fsm import (
+    child_sessions,
+    client_prompt,
+    credentials,
+    env_vars,
+    limits,
+    steering,
+    updates,
+    warm,
+)
+from acp_fsm.dialects import DIALECTS, Dialect
 from acp_fsm.errors import BadRequest, DomainError
 from acp_fsm.fsm.handshake import Handshake, HandshakeState, HandshakeTrigger
 from acp_fsm.initialize import API_KEY_LOGIN, TERMINAL_LOGIN, ClientInfo, initialize_result
 from acp_fsm.llm_providers import EDITOR
 from acp_fsm.methods import (
     PROTOCOL,
+    PROTOCOL_V2,
     MethodSpec,
+    Registry,
     Served,
     answer,
 )
@@ -37,6 +49,7 @@ from acp_fsm.protocol.jsonrpc import Notification, Request
 from acp_fsm.schemas import plain
 from acp_fsm.session.core import Session
 from acp_fsm.session.registry import Sessions
+from acp_fsm.versions import V1, V2
 
 if TYPE_CHECKING:
     from acp_fsm.early_session import FirstSession
@@ -67,8 +80,10 @@ class AcpServer:
         `shared`: one of several connections of the process (`acp_fsm.remote`), whose
         provider is the process's: not set per connection (`providers/*` refused)."""
         self.shared = shared
-        self.registry = PROTOCOL
+        # Each version's methods and their work; the connection's `version` picks one.
+        self._registries: dict[int, Registry] = {V1: PROTOCOL, V2: PROTOCOL_V2}
         self._handlers = self._bind_handlers()
+        self._handlers_v2 = self._bind_handlers_v2()
         self.client = client
         self.handshake = handshake or Handshake()
         self._conn: Connection | None = None
@@ -81,6 +96,21 @@ class AcpServer:
     @property
     def state(self) -> HandshakeState:
         return HandshakeState(self.handshake.state)
+
+    @property
+    def version(self) -> int:
+        """The ACP version the connection speaks: settled by `initialize` (v1 before it)."""
+        return V1 if self.client is None else self.client.version
+
+    @property
+    def registry(self) -> Registry:
+        """The methods of the version the connection speaks."""
+        return self._registries[self.version]
+
+    @property
+    def dialect(self) -> Dialect:
+        """How what the sessions say is said in the connection's version."""
+        return DIALECTS[self.version]
 
     def attach(self, conn: Connection) -> None:
         self._conn = conn
@@ -119,11 +149,22 @@ class AcpServer:
             "providers/disable": self.on_providers_disable,
         }
 
+    def _bind_handlers_v2(self) -> dict[str, Handler]:
+        """The work of each method of ACP v2 (`methods.SERVED_V2`): v1's where v2 kept the
+        method, and v2's own (`acp_fsm.surface_v2`)."""
+        from acp_fsm import surface_v2
+
+        kept = {name: self._handlers[name] for name in surface_v2.KEPT}
+        return {**kept, **surface_v2.handlers(self)}
+
     def extend(self, specs: dict[str, MethodSpec], handlers: dict[str, Handler]) -> None:
-        """Serve extension methods: `specs` defines them (schemas included), `handlers` does
-        their work. Before the connection reads its first message."""
-        self.registry = self.registry.extend(specs, tuple(Served(name) for name in handlers))
+        """Serve extension methods, in either version: `specs` defines them (schemas
+        included), `handlers` does their work. Before the connection reads its first
+        message."""
+        served = tuple(Served(name) for name in handlers)
+        self._registries = {v: r.extend(specs, served) for v, r in self._registries.items()}
         self._handlers.update(handlers)
+        self._handlers_v2.update(handlers)
 
     def dispatch(self, message: Request | Notification) -> Coroutine[Any, Any, Any] | None:
         """Route `message` (raising the `RpcError` that refuses it), then call its handler:
@@ -133,10 +174,13 @@ class AcpServer:
         entry = self.registry.route(
             self.handshake.state, message.method, message.params, request=is_request
         )
-        if entry.trigger is not None:
-            self._fire(entry.trigger)
+        trigger = entry.fires(message.params)
+        if trigger is not None:
+            self._fire(trigger)
         params = message.params  # valid under the method's schema: its handler's type
-        handler = self._handlers[entry.name]
+        if entry.trigger is HandshakeTrigger.INITIALIZE:  # the version, before the next line
+            self.client = ClientInfo(params)
+        handler = (self._handlers_v2 if self.version == V2 else self._handlers)[entry.name]
         session_id = params.get("sessionId") if isinstance(params, dict) else None
         if not isinstance(session_id, str):
             session_id = None
@@ -154,7 +198,9 @@ class AcpServer:
             raise answer(error) from None
         finally:
             structlog.contextvars.reset_contextvars(**bound)
-        return _answered(work, session_id) if asyncio.iscoroutine(work) else None
+        if not asyncio.iscoroutine(work):
+            return None
+        return _answered(work, session_id, entry.name, self.dialect)
 
     def check_outbound(self, method: str, kind: OutboundKind, payload: Any) -> str | None:
         return self.registry.outbound_violation(method, kind, payload)
@@ -209,9 +255,28 @@ class AcpServer:
             raise CapabilityMissing(f"the client did not advertise the capability {method} needs")
         if timeout_ms is None:
             timeout_ms = env_vars.client_rpc_timeout_ms(method)
-        return self.conn.request(
-            method, params, token=token, timeout_ms=timeout_ms, verbatim=verbatim
+        answer = self.conn.request(
+            method,
+            self.dialect.request(method, params),
+            token=token,
+            timeout_ms=timeout_ms,
+            verbatim=verbatim,
         )
+        if method in env_vars.ASKING_USER:  # the session's work waits for the user meanwhile
+            self._waits_for_user(params["sessionId"], answer)
+        return answer
+
+    def _waits_for_user(self, session_id: str, answer: asyncio.Future[Any]) -> None:
+        """The foreground state of session `session_id` while `answer` is awaited: it requires
+        the user's action, then runs again (v2's `state_update`; v1 has no word for it)."""
+
+        def state(name: str) -> None:
+            update = self.dialect.update(updates.state(name))
+            if update is not None:
+                self.conn.notify("session/update", {"sessionId": session_id, "update": update})
+
+        state("requires_action")
+        answer.add_done_callback(lambda _: state("running"))
 
     # ------------------------------------------------------------- lifecycle
 
@@ -237,12 +302,11 @@ class AcpServer:
     # -------------------------------------------------------------- methods
 
     async def on_initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
-        self.client = ClientInfo(params)
-        log.info("initialized", client=self.client.info, protocol_version=params["protocolVersion"])
-        result = initialize_result(params)
-        if self.shared:  # the provider is the server's, for every connection
-            result["agentCapabilities"].pop("providers", None)
-        return result
+        # `self.client`: set as it was routed (`dispatch`), with the version it settles
+        info = None if self.client is None else self.client.info
+        log.info("initialized", client=info, protocol_version=self.version)
+        # a shared server's provider is its own, for every connection: not advertised
+        return initialize_result(params, shared=self.shared)
 
     async def on_authenticate(self, params: acp.AuthenticateRequest) -> acp.AuthenticateResponse:
         """Read the credentials again (a login in a terminal, or the environment): succeeds
@@ -363,20 +427,25 @@ class AcpServer:
             log.debug("cancel_while_idle")
 
     async def on_session_load(self, params: acp.LoadSessionRequest) -> acp.LoadSessionResponse:
-        return await self._restore(params, replay=True)
+        return await self.restore(params, replay=True)
 
     async def on_session_resume(
         self, params: acp.ResumeSessionRequest
     ) -> acp.ResumeSessionResponse:
-        return await self._restore(params, replay=False)
+        return await self.restore(params, replay=False)
 
-    async def _restore(
+    async def restore(
         self, params: acp.LoadSessionRequest | acp.ResumeSessionRequest, *, replay: bool
     ) -> acp.LoadSessionResponse:
         """`session/load` (with `replay`) or `session/resume`."""
         prompt = client_prompt.parse(params.get("systemPrompt"))
         session = await self.sessions.restore(
-            params["sessionId"], params["cwd"], params.get("mcpServers") or [], replay, prompt
+            params["sessionId"],
+            params["cwd"],
+            params.get("mcpServers") or [],
+            replay,
+            prompt,
+            params.get("additionalDirectories"),
         )
         return self._set_up(session)
 
@@ -485,11 +554,14 @@ class AcpServer:
         return await self.sessions.list(params.get("cwd"), params.get("cursor"))
 
 
-async def _answered(work: Coroutine[Any, Any, Any], session_id: str | None) -> Any:
-    """The handler's result, or the JSON-RPC error of the domain error it raised."""
+async def _answered(
+    work: Coroutine[Any, Any, Any], session_id: str | None, method: str, dialect: Dialect
+) -> Any:
+    """The handler's result as the connection's version says it, or the JSON-RPC error of
+    the domain error it raised."""
     if session_id is not None:
         structlog.contextvars.bind_contextvars(session_id=session_id)
     try:
-        return await work
+        return dialect.result(method, await work)
     except DomainError as error:
         raise answer(error) from None

@@ -32,6 +32,7 @@ from acp_fsm.protocol.errors import RpcError
 from acp_fsm.protocol.framing import MAX_LINE_BYTES
 from acp_fsm.protocol.stdio import claim_stdout, read_line_blocking, write_all
 from acp_fsm.schemas.plain import surely_valid
+from acp_fsm.versions import V1, negotiated
 
 TYPE_CHECKING = False  # the startup path: no `typing`
 if TYPE_CHECKING:
@@ -118,7 +119,7 @@ def _routed(
         entry = PROTOCOL.route(handshake.state, method, params, request=True, params_checked=True)
     except RpcError:
         return None
-    return message["id"], params, entry.trigger
+    return message["id"], params, entry.fires(params)
 
 
 def _line(message: Mapping[str, Any]) -> bytes:
@@ -191,7 +192,9 @@ def serve(extensions: Sequence[Extension] = ()) -> int:
     else:
         handover.client = early[1]
         handover.initialize_ms = _written(protocol_fd, early[0], started)
-        if handover.initialize_ms is not None and not (person or ended):
+        # the first session: answered here on v1 (a v2 session is answered as v2 says)
+        v1 = negotiated(early[1]) == V1
+        if handover.initialize_ms is not None and v1 and not (person or ended):
             rest, ended = _after_initialize(rest, handshake, protocol_fd, handover, started)
 
     from acp_fsm import logs

@@ -100,6 +100,34 @@ def tool_call(call_id: str, view: dict[str, Any]) -> acp.SessionUpdateToolCall:
     return {"sessionUpdate": "tool_call", **tool_call_fields(call_id, view)}
 
 
+def state(name: str) -> dict[str, Any]:
+    """The session's foreground state (v2's `state_update`): `running`, or `requires_action`
+    while its work waits for the user (`idle`: `idle`)."""
+    return {"sessionUpdate": "state_update", "state": name}
+
+
+def idle(
+    stop_reason: str | None,
+    error: dict[str, Any] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The session ready for a prompt: why its work stopped (None: a prompt it never accepted
+    ended nothing), the JSON-RPC error of one that failed, and `meta` (`_meta`)."""
+    update: dict[str, Any] = {"sessionUpdate": "state_update", "state": "idle"}
+    if stop_reason is not None:
+        update["stopReason"] = stop_reason
+    if error is not None:
+        update["error"] = error
+    if meta is not None:
+        update["_meta"] = meta
+    return update
+
+
+def user_message(message_id: str, prompt: list[acp.ContentBlock]) -> dict[str, Any]:
+    """The user's prompt, once stored, as message `message_id` (v2 echoes it)."""
+    return {"sessionUpdate": "user_message", "messageId": message_id, "content": prompt}
+
+
 def tool_call_update(
     call_id: str,
     status: acp.ToolCallStatus | None,

@@ -68,6 +68,7 @@ class _NoEditor:
     can_read_files = False
     can_write_files = False
     has_terminal = False
+    shows_terminals = False
     shows_forms = False
 
     async def ask(self, question: Question, call_id: str | None, title: str) -> Answer:
@@ -127,6 +128,9 @@ class _Env:
         pass
 
     def show_plan(self, entries: list[PlanEntry]) -> None:
+        pass
+
+    def show_terminal(self, update: dict[str, Any]) -> None:
         pass
 
     async def delegate(self, description: str, prompt: str) -> ToolOutcome:

@@ -2,8 +2,11 @@
 
     uninitialized --initialize--> initialized --close--> closing --finish--> closed
           \\-----------------------close-------------------^
+    uninitialized --initialize_v2--> initialized            (the client settled ACP v2)
 
 Before `initialize` only `initialize` is served; after it, a second `initialize` is refused.
+`initialize` fires `initialize`, or `initialize_v2` when it settles ACP v2 (`versions`): the
+version is the connection's for its life, held with what the client said (`ClientInfo`).
 Input EOF or a lost output moves any open state to `closing`, where running work is cancelled
 and persisted, and `finish` ends the process.
 
@@ -29,6 +32,7 @@ class HandshakeState(StrEnum):
 
 class HandshakeTrigger(StrEnum):
     INITIALIZE = "initialize"
+    INITIALIZE_V2 = "initialize_v2"
     CLOSE = "close"
     FINISH = "finish"
 
@@ -42,7 +46,8 @@ HANDSHAKE = MachineSpec(
     initial=S.UNINITIALIZED,
     final=(S.CLOSED,),
     rows=(
-        Row(T.INITIALIZE, S.UNINITIALIZED, S.INITIALIZED, doc="valid initialize request"),
+        Row(T.INITIALIZE, S.UNINITIALIZED, S.INITIALIZED, doc="valid initialize request (v1)"),
+        Row(T.INITIALIZE_V2, S.UNINITIALIZED, S.INITIALIZED, doc="one that settles ACP v2"),
         Row(T.CLOSE, (S.UNINITIALIZED, S.INITIALIZED), S.CLOSING, doc="stdin EOF or stdout lost"),
         Row(T.FINISH, S.CLOSING, S.CLOSED, doc="work cancelled and persisted"),
     ),

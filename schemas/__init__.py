@@ -154,9 +154,17 @@ def _file(name: str) -> str:
 
 @cache
 def definitions(stem: str) -> dict[str, Any]:
-    """The ``$defs`` of a schema file (``"acp"``: acp.json), read once."""
-    defs: dict[str, Any] = load_json(stem + ".json")["$defs"]
-    return defs
+    """The ``$defs`` of a schema file (``"acp"``: acp.json), read once. A file that says
+    ``"$extends": "<stem>"`` (acp_v2.json) has that file's definitions but those it lists in
+    ``"$removed"``, with its own added or in their place."""
+    document = load_json(stem + ".json")
+    defs: dict[str, Any] = document["$defs"]
+    base = document.get("$extends")
+    if base is None:
+        return defs
+    removed = set(document.get("$removed", ()))
+    kept = {name: d for name, d in definitions(base).items() if name not in removed}
+    return {**kept, **defs}
 
 
 def _defs_of(ref: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.harness import AgentProcess, agent_env
+from tests.harness import PROTOCOL, AgentProcess, agent_env
 from tests.homes import Guard, isolate
 from tests.workers import (
     ALONE,
@@ -49,8 +49,13 @@ def pytest_cmdline_main(config: pytest.Config) -> Generator[None, object, object
     return (yield)
 
 
+# A scenario of what ACP v2 does not have (the client's fs/* and terminal/*, modes): skipped
+# on the v2 run (tests/harness.py), saying why.
+V1_ONLY = "v1_only(why): a scenario of ACP v1 alone, skipped when the run speaks v2"
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    for marker in MARKERS:
+    for marker in (*MARKERS, V1_ONLY):
         config.addinivalue_line("markers", marker)
     # A run started with SIGINT ignored (a script's background job, `pytest &`) would pass
     # that on to every process it starts, and the tests that press Ctrl-C on one would see it
@@ -74,6 +79,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if is_worker(config):
         slow_first(items)
+    if PROTOCOL == 2:
+        for item in items:
+            marker = item.get_closest_marker("v1_only")
+            if marker is not None:
+                item.add_marker(pytest.mark.skip(reason=f"ACP v1 only: {marker.args[0]}"))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -162,6 +172,14 @@ def assert_clean(agent: AgentProcess) -> None:
     assert agent.bad_lines == [], f"non JSON-RPC output on stdout: {agent.bad_lines[:3]!r}"
     violations = [e for e in agent.log_events() if e["event"] == "outbound_schema_violation"]
     assert violations == [], violations
+    if agent.view is not None:  # ACP v2 (tests/harness.py): its schemas, not v1's
+        from acp_fsm.devkit.schema_check.v2 import refused
+
+        failures = refused(agent.records)
+        assert failures == [], f"{len(failures)} messages fail ACP v2's schemas:\n" + (
+            "\n".join(failures[:10])
+        )
+        return
     checker = official_checker()
     if checker is not None:
         from acp_fsm.devkit.schema_check import check_records

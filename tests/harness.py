@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from acp_fsm.devkit.editor import AgentLink, Editor
+from acp_fsm.devkit.editor.v1_view import V1View
 from acp_fsm.devkit.provider import Reply, ScriptedProvider
 
 READ_LIMIT = 256 * 1024 * 1024
@@ -30,6 +33,11 @@ TITLE_MODEL = "test-title-model"
 MADE_TITLE = "Scripted session title"
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout under test
+# The ACP version the agents under test are spoken to in: `ACP_FSM_TEST_PROTOCOL=2` in the test
+# run's environment runs the scenarios on ACP v2 (the agent gets `ACP_FSM_PROTOCOL_V2=1`), the
+# client seeing it in v1's words (`acp_fsm.devkit.editor.v1_view`), so each scenario asserts
+# the same behaviour; `records` keep what was on the wire, checked against v2's schemas.
+PROTOCOL = int(os.environ.get("ACP_FSM_TEST_PROTOCOL") or 1)
 
 
 def agent_command() -> list[str]:
@@ -47,6 +55,8 @@ def agent_env(**overrides: str | None) -> dict[str, str]:
         ACP_FSM_LOG_FORMAT="json",
         ACP_FSM_LOG_LEVEL="debug",
     )
+    if PROTOCOL == 2:
+        env["ACP_FSM_PROTOCOL_V2"] = "1"
     for key, value in overrides.items():
         if value is None:
             env.pop(key, None)
@@ -80,6 +90,7 @@ class AgentProcess(AgentLink):
             command=command or agent_command(),
             limit=READ_LIMIT,
             editor=editor,
+            view=V1View() if PROTOCOL == 2 else None,
         )
 
     async def initialize(self, **capabilities: Any) -> dict[str, Any]:
@@ -165,3 +176,50 @@ def reading_a_pipe(pid: int) -> bool:
             return "pipe_read" in handle.read()
     except OSError:
         return False
+
+
+class Remote:
+    """One `acp-fsm serve --listen` process: where it serves, its token, its log."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, url: str, token: str, log: Path) -> None:
+        self.proc, self.url, self.token, self.log = proc, url, token, log
+
+    async def stop(self) -> int:
+        """SIGTERM, and its exit status (killed after 10 s)."""
+        if self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return await asyncio.wait_for(self.proc.wait(), 10)
+        except TimeoutError:
+            self.proc.kill()
+            return await self.proc.wait()
+
+
+@asynccontextmanager
+async def serving(env: dict[str, str], folder: Path, *extra: str) -> AsyncIterator[Remote]:
+    """`acp-fsm serve --listen` on a free loopback port with a token file in `folder`, its
+    stderr in `folder`/serve.log (a file: a pipe nobody reads would stall its logging);
+    stopped at the end."""
+    token_file, log = folder / "token", folder / "serve.log"
+    with log.open("wb") as sink:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "acp_fsm", "serve", "--listen", "127.0.0.1:0",
+            "--token-file", str(token_file), *extra,
+            env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+            stderr=sink,
+        )  # fmt: skip
+
+    def announced() -> str | None:
+        lines = log.read_text(errors="replace").splitlines()
+        found = next((line for line in lines if "serving ACP at " in line), None)
+        assert found is not None or proc.returncode is None, log.read_text()[-2000:]
+        return found
+
+    remote = None
+    try:
+        line = await wait_until(announced, "acp-fsm serve to say where it serves", 10.0)
+        url = line.split("serving ACP at ")[1].split(" ")[0]
+        remote = Remote(proc, url, token_file.read_text().strip(), log)
+        yield remote
+    finally:
+        await (remote or Remote(proc, "", "", log)).stop()

@@ -873,10 +873,12 @@ def _real_targets() -> list[Target]:
     out = []
     for stem, doc in _documents():
         anything = json_values(doc)
+        merged = schemas.definitions(stem)  # a file's own and those it extends (acp_v2.json)
+        whole = {k: v for k, v in doc.items() if k not in ("$id", "$extends", "$removed")}
         for name in sorted(doc["$defs"]):
             ref = f"{stem}.{name}"
-            schema = {k: v for k, v in doc.items() if k != "$id"} | {"$ref": f"#/$defs/{name}"}
-            out.append((ref, schema, doc["$defs"], _explained(ref), anything))
+            schema = whole | {"$defs": merged, "$ref": f"#/$defs/{name}"}
+            out.append((ref, schema, merged, _explained(ref), anything))
     return out
 
 

@@ -22,7 +22,7 @@ from acp_fsm.ledger import Ledger
 from acp_fsm.prompt import to_parts
 from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.types import Message, UserPart
-from acp_fsm.session import prompting
+from acp_fsm.session import foreground, prompting
 from acp_fsm.session.effects import SessionEffects
 from acp_fsm.session.journal import Journal
 from acp_fsm.session.lease import TurnLease
@@ -97,20 +97,32 @@ class Session:
 
     # ------------------------------------------------------------------- prompts
 
-    def start_turn(self, prompt: list[acp.ContentBlock]) -> Coroutine[Any, Any, acp.PromptResponse]:
+    def start_turn(
+        self, prompt: list[acp.ContentBlock], accepted: foreground.Tell | None = None
+    ) -> Coroutine[Any, Any, acp.PromptResponse]:
         """Synchronously check and convert the prompt, and take the token (a cancel read right
         after the prompt reaches this turn); then the coroutine that runs the turn and gives
         the prompt's answer. A prompt sent while a turn runs (or others wait) is queued: it
-        runs after them, in order (a cancel meanwhile answers it `cancelled`, unrun)."""
+        runs after them, in order (a cancel meanwhile answers it `cancelled`, unrun).
+        `accepted` is told the prompt's message id once it is stored (ACP v2's answer), and
+        the turn goes on once what it returns is done (the answer written)."""
         body, parts = self._checked(prompt)
-        return self._admitted(prompt, body, parts)
+        return self._admitted(prompt, body, parts, accepted)
 
     def _admitted(
-        self, prompt: list[acp.ContentBlock], body: dict[str, Any], parts: tuple[UserPart, ...]
+        self,
+        prompt: list[acp.ContentBlock],
+        body: dict[str, Any],
+        parts: tuple[UserPart, ...],
+        accepted: foreground.Tell | None = None,
     ) -> Coroutine[Any, Any, acp.PromptResponse]:
-        return self._answered(
-            self.lifecycle.admit(prompt, lambda token: prompting.run(self, token, body, parts))
-        )
+        acceptance = foreground.Acceptance(self, body, accepted)
+
+        def run(token: CancellationToken) -> Coroutine[Any, Any, acp.PromptResponse]:
+            turn = prompting.run(self, token, body, parts, acceptance.stored)
+            return foreground.run(self, turn, acceptance)
+
+        return self._answered(self.lifecycle.admit(prompt, run))
 
     def _checked(
         self, prompt: list[acp.ContentBlock]
@@ -141,28 +153,43 @@ class Session:
             return {"outcome": steering.PROMPT_REQUIRED, "reason": steering.NO_RUNNING_TURN}
         self._show(body)
         answer = self._admitted(prompt, body, parts)  # after the turns before it, if any
-        self.after_answer(lambda: self._unawaited(answer))
+
+        def start() -> None:
+            self._unawaited(answer)
+
+        self.after_answer(start)
         return {"outcome": steering.STARTED}
 
-    def _unawaited(self, answer: Coroutine[Any, Any, acp.PromptResponse]) -> None:
-        """Run a turn whose answer no request awaits (one a steered message started): its
-        end and any failure are logged, its updates told it."""
+    def _unawaited(
+        self, answer: Coroutine[Any, Any, acp.PromptResponse], *, steered: bool = True
+    ) -> asyncio.Task[acp.PromptResponse]:
+        """Run a turn whose answer no request awaits: one a steered message started, whose
+        failure the user is told of in the session, or (not `steered`) one of ACP v2, whose
+        end its idle state told (`foreground`). Its end and any failure are logged."""
 
         def ended(task: asyncio.Task[acp.PromptResponse]) -> None:
             self._unanswered.discard(task)
             if task.cancelled():
                 return
             if (exc := task.exception()) is not None:
-                log.warning("steered_turn_failed", session_id=self.id, error=str(exc))
-                # no request answers it with the error: the user is told in the session
-                told = f"The turn your steered message started failed: {exc}"
-                self.send_update(updates.agent_text(told, updates.message_id()))
+                log.warning("unawaited_turn_failed", session_id=self.id, error=str(exc))
+                if steered:  # no request answers it with the error: told in the session
+                    told = f"The turn your steered message started failed: {exc}"
+                    self.send_update(updates.agent_text(told, updates.message_id()))
             else:
-                log.info("steered_turn_ended", session_id=self.id, stop=task.result()["stopReason"])
+                stop = task.result()["stopReason"]
+                log.info("unawaited_turn_ended", session_id=self.id, stop=stop)
 
         task = asyncio.get_running_loop().create_task(answer)
         self._unanswered.add(task)  # kept until it ends
         task.add_done_callback(ended)
+        return task
+
+    def run_acknowledged(
+        self, answer: Coroutine[Any, Any, acp.PromptResponse]
+    ) -> asyncio.Task[acp.PromptResponse]:
+        """Run the turn of a prompt ACP v2 answers once it is stored (`surface_v2`)."""
+        return self._unawaited(answer, steered=False)
 
     def _show(self, body: dict[str, Any]) -> None:
         for update in user_chunks(body["prompt"], body["messageId"]):
@@ -317,7 +344,9 @@ class Session:
         for written in queued:
             await self.journal.commit(checkpoints.CHECKPOINT, written)
 
-    def send_update(self, update: acp.SessionUpdate, on: str | None = None) -> None:
+    def send_update(
+        self, update: acp.SessionUpdate | dict[str, Any], on: str | None = None
+    ) -> None:
         """Send `update` on this session, or on its child session `on`."""
         (self.effects if on in (None, self.id) else self.effects.child(on)).send(update)
 

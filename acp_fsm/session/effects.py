@@ -4,7 +4,7 @@ of the server that holds the session."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from acp_fsm import updates
 
@@ -44,20 +44,30 @@ class SessionEffects:
         """The editor as child session `session_id` reaches it: no notices of its own."""
         return SessionEffects(self._server, session_id, lambda found: [])
 
-    def send(self, update: acp.SessionUpdate) -> None:
-        self._server.conn.notify(
-            "session/update", {"sessionId": self._session_id, "update": update}
-        )
+    def send(self, update: acp.SessionUpdate | dict[str, Any]) -> None:
+        """Send `update`, as the connection's ACP version says it (`acp_fsm.dialects`;
+        nothing when it has no words for it)."""
+        said = self._server.dialect.update(cast("dict[str, Any]", update))
+        if said is not None:
+            self._server.conn.notify(
+                "session/update", {"sessionId": self._session_id, "update": said}
+            )
 
     def text_sender(self, kind: updates.ChunkKind, message_id: str) -> Callable[[str], object]:
         """The sender of this session's `kind` chunks of message `message_id`'s text
         (`updates.chunk`): a streamed answer's, one per delta, validated as a template
         (`Connection.notifier`)."""
+        dialect = self._server.dialect
         return self._server.conn.notifier(
             "session/update",
             lambda text: {
                 "sessionId": self._session_id,
-                "update": updates.chunk(kind, updates.text_content(text), message_id),
+                "update": dialect.update(
+                    cast(
+                        "dict[str, Any]",
+                        updates.chunk(kind, updates.text_content(text), message_id),
+                    )
+                ),
             },
         )
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from acp_fsm.client import ClientChannel
+    from acp_fsm.dialects import Dialect
     from acp_fsm.protocol.connection import Connection
 
     class Server(ClientChannel, Protocol):
@@ -16,3 +17,7 @@ if TYPE_CHECKING:
         @property
         def conn(self) -> Connection:
             """The connection to the editor."""
+
+        @property
+        def dialect(self) -> Dialect:
+            """How the connection's ACP version says what a session says."""

@@ -6,6 +6,7 @@ once everything the turn wrote is stored (commit, then tell)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -28,9 +29,14 @@ log = structlog.get_logger("session")
 
 
 async def run(
-    session: Session, token: CancellationToken, body: dict[str, Any], parts: tuple[UserPart, ...]
+    session: Session,
+    token: CancellationToken,
+    body: dict[str, Any],
+    parts: tuple[UserPart, ...],
+    stored: Callable[[], Awaitable[None]],
 ) -> acp.PromptResponse:
-    """The prompt of `body` (its `parts` converted), under `token`: its answer."""
+    """The prompt of `body` (its `parts` converted), under `token`: its answer. `stored` is
+    awaited once the prompt is stored (`foreground.Acceptance`)."""
     # Imported at the first prompt: the turn brings the tools and the providers, which
     # `initialize` and `session/new` do not need (startup budget, see bench/startup.py).
     from acp_fsm import commands
@@ -46,10 +52,11 @@ async def run(
     try:
         await session.toolbox.read_library(token)  # the files may have changed
         if command is not None:  # shown again by a load, never sent to a model
-            stored = {"prompt": body["prompt"], "messageId": body["messageId"]}
-            await session.journal.write("command", stored, wait=True)
+            kept = {"prompt": body["prompt"], "messageId": body["messageId"]}
+            await session.journal.write("command", kept, wait=True)
+            await stored()
             return await _answer(session, session.new_turn(token, found, command))
-        return await _converse(session, token, found, body, parts)
+        return await _converse(session, token, found, body, parts, stored)
     finally:
         _keep_steered(session)  # a turn that failed before it ran (`_answer` keeps the rest)
         session.lease.release()
@@ -61,6 +68,7 @@ async def _converse(
     found: credentials.InForce,
     body: dict[str, Any],
     parts: tuple[UserPart, ...],
+    stored: Callable[[], Awaitable[None]],
 ) -> acp.PromptResponse:
     expanded = await _expanded(session, token, body["prompt"], parts)
     read_only = False
@@ -82,6 +90,7 @@ async def _converse(
         turn.rules, turn.hooks = read.rules, read.hooks
     await session.journal.write("user", body, wait=True)  # not stored: not in the conversation
     session.conversation.append(UserMessage(parts))
+    await stored()
     if session.title is None and (
         title := title_of(body["prompt"], clean=redact.configured().scrub_text)
     ):

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -30,6 +31,7 @@ from acp_fsm.fsm.session import SessionState
 from acp_fsm.mcp.specs import server_specs
 from acp_fsm.providers.config import ProviderConfig
 from acp_fsm.providers.types import Message
+from acp_fsm.session import foreground
 from acp_fsm.session.core import Session
 from acp_fsm.session.lease import claim_or_not_found, release_soon
 from acp_fsm.session.record import check_session, new_record
@@ -206,14 +208,19 @@ class Sessions:
         mcp_servers: list[Any],
         replay: bool,
         prompt: ClientPrompt | None = None,
+        additional: list[str] | None = None,
     ) -> Session:
         """`session/load` (replay=True) or `session/resume`: the session, re-bound if it is
         already open here (a cancel after the load still reaches its running turn), with the
-        editor's system prompt `prompt` if it re-sent one (else the stored one stays)."""
-        check_session(cwd, [], mcp_servers)
+        editor's system prompt `prompt` if it re-sent one (else the stored one stays), and its
+        `additional` directories when the editor sent them again (ACP: in full; else those it
+        was created with)."""
+        check_session(cwd, additional or [], mcp_servers)
         store = await self.store()
         async with self._lifecycle(session_id):
             session = await self._restore(store, session_id, cwd, replay)
+            if additional is not None:  # from its next turn: a turn keeps the roots it began with
+                session.roots = (session.cwd, *(Path(d) for d in additional))
             if prompt is not None:
                 await session.instruct(prompt)
             session.options.provider = (await credentials.read()).config
@@ -221,6 +228,7 @@ class Sessions:
                 connected = session.mcp.specs if session.mcp is not None else []
                 if connected != server_specs(mcp_servers):
                     await session.connect_mcp(mcp_servers)  # the servers this request passes
+            session.send_update(foreground.snapshot(session))  # before the answer (v2)
             return session
 
     async def _restore(self, store: Store, session_id: str, cwd: str, replay: bool) -> Session:

@@ -80,6 +80,10 @@ class ClientBridge(Protocol):
     @property
     def has_terminal(self) -> bool: ...
     @property
+    def shows_terminals(self) -> bool:
+        """It follows the agent's own display-only terminals (ACP v2)."""
+
+    @property
     def shows_forms(self) -> bool:
         """The editor shows forms (`elicitation.form`)."""
 
@@ -151,6 +155,9 @@ class ToolEnv(Protocol):
 
     def show_plan(self, entries: list[PlanEntry]) -> None:
         """Show the agent's plan (an ACP `plan` update)."""
+
+    def show_terminal(self, update: dict[str, Any]) -> None:
+        """Show a terminal of the agent's own (`tools.shown_terminal`): its update."""
 
     async def delegate(self, description: str, prompt: str) -> ToolOutcome:
         """Run `prompt` in a subagent (`task`): its report as the outcome, its progress shown

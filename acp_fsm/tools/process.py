@@ -169,18 +169,27 @@ def close_on_exit(transport: asyncio.SubprocessTransport, protocol: ShellProtoco
 
 
 async def run_local(
-    command: str, cwd: Path, seconds: float, token: CancellationToken
+    command: str,
+    cwd: Path,
+    seconds: float,
+    token: CancellationToken,
+    watch: Callable[[bytes], None] | None = None,
 ) -> LocalResult:
-    """Run `sh -c command` in `cwd`; stop it after `seconds` or when `token` fires.
+    """Run `sh -c command` in `cwd`; stop it after `seconds` or when `token` fires. `watch`
+    is given the output as it is read, too.
 
     Raises `Cancelled` when the token fired, after the command was stopped (SIGKILL follows
     SIGTERM after `CANCEL_KILL_GRACE_SECONDS`), and `ToolError` when the shell could not be
     started.
     """
     capture = OutputCapture()
-    transport, protocol, kept = await start_shell(
-        command, cwd, lambda: ShellProtocol(capture.feed), token
-    )
+
+    def feed(data: bytes) -> None:
+        capture.feed(data)
+        if watch is not None:
+            watch(data)
+
+    transport, protocol, kept = await start_shell(command, cwd, lambda: ShellProtocol(feed), token)
     log.debug("command_started", keeper=transport.get_pid())
     timed_out = False
     quick = True  # until the wait ends normally: a cancel must be answered at once

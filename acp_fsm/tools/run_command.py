@@ -21,6 +21,7 @@ from acp_fsm.tools.background import start_in_background
 from acp_fsm.tools.base import ClientBridge, ToolCallView, ToolEnv, ToolOutcome
 from acp_fsm.tools.common import MutatingTool, ask_client
 from acp_fsm.tools.process import OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, OutputCapture, run_local
+from acp_fsm.tools.shown_terminal import ShownTerminal
 from acp_fsm.updates import text_block
 
 if TYPE_CHECKING:
@@ -153,17 +154,36 @@ class RunCommand(MutatingTool):
         timeout_ms = int(args.get("timeout_ms", DEFAULT_TIMEOUT_MS))
         if env.client.has_terminal:
             return await self._in_terminal(command, timeout_ms, env)
-        result = await run_local(command, env.cwd, timeout_ms / 1000, env.token)
+        shown: ShownTerminal | None = None
+        if env.client.shows_terminals:  # followed live, in a terminal of ours
+            shown = ShownTerminal(env.show_terminal, command, str(env.cwd))
+            env.report((shown.block,))
+        try:
+            result = await run_local(
+                command,
+                env.cwd,
+                timeout_ms / 1000,
+                env.token,
+                None if shown is None else shown.feed,
+            )
+        except BaseException:
+            if shown is not None:
+                shown.exited(None, None)  # stopped: how it ended is not known
+            raise
         code = result.returncode
-        status = status_line(
-            code if code is not None and code >= 0 else None,
-            signal_name(-code) if code is not None and code < 0 else None,
-            timeout_ms if result.timed_out else None,
-        )
+        exit_code = code if code is not None and code >= 0 else None
+        signal_text = signal_name(-code) if code is not None and code < 0 else None
+        status = status_line(exit_code, signal_text, timeout_ms if result.timed_out else None)
         if result.stopped_background:
             status += "\n[Processes the command left running in the background were stopped.]"
         output = f"{status}\n{result.output or '(no output)'}"
-        return ToolOutcome(output, content=(text_block(output),))
+        if shown is None:
+            return ToolOutcome(output, content=(text_block(output),))
+        shown.exited(exit_code, signal_text)
+        # The terminal stays as it is shown; a reload shows the output as text.
+        return ToolOutcome(
+            output, content=(shown.block, text_block(status)), replay=(text_block(output),)
+        )
 
     async def _in_terminal(self, command: str, timeout_ms: int, env: ToolEnv) -> ToolOutcome:
         client = env.client

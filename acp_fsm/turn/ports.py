@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from acp_fsm import checkpoints, updates
 from acp_fsm.client import Client, ClientChannel
@@ -216,6 +216,9 @@ class TurnEnv:
 
     def show_plan(self, entries: list[acp.PlanEntry]) -> None:
         self._send(updates.plan(entries))
+
+    def show_terminal(self, update: dict[str, Any]) -> None:
+        self._send(cast("acp.SessionUpdate", update))
 
     async def delegate(self, description: str, prompt: str) -> ToolOutcome:
         return await self._delegate(description, prompt)

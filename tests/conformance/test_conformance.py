@@ -77,6 +77,8 @@ def test_acp_fsm_passes_every_check(official: OfficialSchema, tmp_path: Path) ->
             str(table),
             "--env",
             "ACP_FSM_TOOLS=full",
+            "--env",
+            "ACP_FSM_PROTOCOL_V2=1",  # and held to v2's rules (the `v2` group)
             "--",
             *agent_command(),
         ],
@@ -106,7 +108,7 @@ def test_acp_fsm_passes_every_check(official: OfficialSchema, tmp_path: Path) ->
 async def test_the_base_agent_passes_every_check(official: OfficialSchema) -> None:
     run = await suite(broken("base"), official)
     advertises_none = {
-        c.id for c in (*GROUPS["advertised"], *GROUPS["newer"], *GROUPS["subagents"])
+        c.id for c in (*GROUPS["advertised"], *GROUPS["newer"], *GROUPS["subagents"], *GROUPS["v2"])
     } | {"matrix.close"}
     assert {r.check.id: r.outcome for r in run.results} == {
         i: Outcome.NOT_APPLICABLE if i in advertises_none else Outcome.PASS for i in ALL_IDS

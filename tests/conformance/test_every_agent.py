@@ -18,6 +18,7 @@ class Recorded:
     def __init__(self, records: list[Record]) -> None:
         self.bad_lines: list[bytes] = []
         self.records = records
+        self.view = None  # spoken to in v1's words, as written
 
     def log_events(self) -> list[dict[str, Any]]:
         return []

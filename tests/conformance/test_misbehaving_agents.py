@@ -133,8 +133,8 @@ def test_an_agent_that_does_not_call_the_model_is_not_held_to_what_it_says(
         *(c.id for c in (*GROUPS["cancel"], *GROUPS["delegation"])),
     }
     not_advertised = {
-        c.id for c in (*GROUPS["advertised"], *GROUPS["newer"], *GROUPS["subagents"])
-    } | {"matrix.close"}
+        c.id for c in (*GROUPS["advertised"], *GROUPS["newer"], *GROUPS["subagents"], *GROUPS["v2"])
+    } | {"matrix.close"}  # v1's: version 1 answered to 2
     checks = by_id(report)
     assert {i: c["outcome"] for i, c in checks.items()} == {
         c.id: "n/a" if c.id in needs_model | not_advertised else "pass" for c in selected(None)

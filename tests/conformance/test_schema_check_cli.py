@@ -144,3 +144,43 @@ def test_a_method_newer_than_the_official_files_is_checked_against_its_marked_de
         assert problem.startswith("SetSessionTitleResponse at $.title")
     unknown = official.message_problems("agent", "result", "session/rename", ok)
     assert unknown[-1].startswith("no official definition")
+
+
+def test_the_session_on_acp_v2_against_v2s_definitions() -> None:
+    """`--protocol 2`: the same scripted session spoken in ACP v2, no official schema needed;
+    every message valid under schemas/acp_v2.json and v2's own updates exercised."""
+    done = schema_check("--protocol", "2", schema="/nonexistent/schema.json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("ACP v2 (Preview)")
+    table = rows(done.stdout)
+    assert all(own == 0 for _, _, own in table.values())
+    assert table[("session/prompt", "client->agent", "result")][0] > 10
+    assert ("session/load", "client->agent", "result") not in table  # v2 resumes instead
+    assert "NOT EXERCISED" not in done.stdout
+
+
+def test_a_message_v2_refuses_is_a_failure() -> None:
+    from acp_fsm.devkit.editor import Record
+    from acp_fsm.devkit.schema_check import v2
+
+    tool_call = {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "v1's kind"}
+    update = {"jsonrpc": "2.0", "method": "session/update"}
+    records = [
+        Record(
+            "notification",
+            "session/update",
+            {**update, "params": {"sessionId": "s", "update": tool_call}},
+        ),
+        Record(
+            "result",
+            "session/prompt",
+            {"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}},
+        ),
+    ]
+    found = v2.refused(records)
+    assert len(found) == 2, found
+    assert found[0].startswith("session/update notification: update.sessionUpdate")
+    assert "messageId" in found[1]
+    report = v2.report(records)
+    assert not report.ok and len(report.failures) == 2
+    assert v2.gaps(records)  # nothing of v2's own was said

@@ -26,10 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+import pytest
+
 from acp_fsm.devkit.editor import Editor
 from acp_fsm.devkit.provider import RecordedRequest, ScriptedProvider
+from acp_fsm.dialects import diff_v2
 from tests.conftest import assert_clean
-from tests.harness import AgentProcess, agent_env, title_lane, wait_until
+from tests.harness import PROTOCOL, AgentProcess, agent_env, title_lane, wait_until
 
 API_KEY: Final = "sk-e2e-4f7c-TOP-SECRET-KEY-91d2"
 # Client capabilities: an editor that serves fs/* and terminal/*, and a bare client (disk and
@@ -48,6 +51,18 @@ OPENAI_API: Final = os.environ.get("ACP_FSM_TEST_OPENAI_API") or None
 RESPONSES: Final = OPENAI_API == "responses"
 
 Message = dict[str, Any]
+
+
+def shown_diff(path: str, old: str | None, new: str) -> dict[str, Any]:
+    """A change as the agent shows it: v1's `diff` of the file's texts, v2's list of changes
+    and git patch on the v2 run."""
+    block: dict[str, Any] = {"type": "diff", "path": path, "oldText": old, "newText": new}
+    return diff_v2(block) if PROTOCOL == 2 else block
+
+
+# A scenario of the client's own files and terminals, which ACP v2 does not have (its run skips
+# it: tests/conftest.py).
+CLIENT_FS: Final = pytest.mark.v1_only("the client's fs/* and terminal/* are v1's")
 
 # Session metadata updates, sent besides the conversation: the title (the first prompt's words,
 # then the model's), the context-window use after each model call, the options and commands.
@@ -375,9 +390,12 @@ class Launcher:
 
 def assert_restored(result: dict[str, Any], mode: str = "ask") -> None:
     """A `session/load` or `session/resume` answer: the session's options, and its mode the
-    older way too."""
-    assert set(result) == {"configOptions", "modes"}, result
-    assert result["modes"]["currentModeId"] == mode
+    older way too (v1: ACP v2 has no modes)."""
+    if PROTOCOL == 2:
+        assert set(result) == {"configOptions"}, result
+    else:
+        assert set(result) == {"configOptions", "modes"}, result
+        assert result["modes"]["currentModeId"] == mode
     first = result["configOptions"][0]
     assert (first["id"], first["currentValue"]) == ("mode", mode)
 

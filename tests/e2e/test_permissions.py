@@ -17,6 +17,7 @@ from tests.e2e.support import (
     content_text,
     for_call,
     message_chunks,
+    shown_diff,
     statuses,
     text_content,
     tool_results,
@@ -67,7 +68,7 @@ async def test_allow_once_asks_every_time(
         "title": "Write a.txt",
         "kind": "edit",
         "rawInput": {"path": "a.txt", "content": "x\n"},
-        "content": [{"type": "diff", "path": path, "oldText": None, "newText": "x\n"}],
+        "content": [shown_diff(path, None, "x\n")],
         "locations": [{"path": path}],
     }
     assert [o["optionId"] for o in first["options"]] == OPTION_IDS
@@ -331,3 +332,37 @@ async def test_reads_inside_an_additional_directory_do_not_ask(
     assert turn.stop_reason == "end_turn"
     assert agent.editor.received == []
     assert tool_results(server.requests[-1]) == {"lib": ("library\n", None)}
+
+
+async def test_directories_sent_again_on_resume_are_the_sessions_from_then_on(
+    launch: Launcher, server: ScriptedProvider, project: Path, tmp_path: Path
+) -> None:
+    """ACP has the client send a session's additional directories again, in full, when it
+    restores it: a directory added then is read without asking, like one given at its start."""
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "lib.txt").write_text("library\n")
+    first = await launch.start("openai")
+    session = await first.new_session(project)
+    await launch.close(first)
+    agent = await launch.start("openai")
+    resumed = await agent.request(
+        "session/resume",
+        {"sessionId": session, "cwd": str(project), "additionalDirectories": [str(extra)]},
+    )
+    assert "result" in resumed, resumed
+    server.script(
+        Reply(calls=(Call("lib", "read_file", args(path=str(extra / "lib.txt"))),)),
+        Reply(text="read"),
+    )
+
+    turn = await agent.prompt(session, "read the library")
+
+    assert turn.stop_reason == "end_turn"
+    assert agent.editor.received == []  # not asked
+    assert tool_results(server.requests[-1]) == {"lib": ("library\n", None)}
+    relative = await agent.request(
+        "session/resume",
+        {"sessionId": session, "cwd": str(project), "additionalDirectories": ["rel/dir"]},
+    )
+    assert relative["error"]["code"] == -32602

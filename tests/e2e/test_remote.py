@@ -22,46 +22,15 @@ import pytest
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
 from tests.e2e.support import Launcher, args, tool_results
 from tests.e2e.test_sessions import restore
-from tests.harness import wait_until
-
-
-class Remote:
-    """One `acp-fsm serve --listen` process."""
-
-    def __init__(self, proc: asyncio.subprocess.Process, url: str, token: str) -> None:
-        self.proc, self.url, self.token = proc, url, token
-
-    async def stop(self) -> int:
-        if self.proc.returncode is None:
-            self.proc.send_signal(signal.SIGTERM)
-        return await asyncio.wait_for(self.proc.wait(), 10)
+from tests.harness import Remote, wait_until
+from tests.harness import serving as serve
 
 
 @asynccontextmanager
 async def serving(launch: Launcher, tmp_path: Path, *extra: str) -> AsyncIterator[Remote]:
-    token_file = tmp_path / "token"
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "acp_fsm",
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--token-file",
-        str(token_file),
-        *extra,
-        env=launch.env("anthropic"),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert proc.stderr is not None
-    announced = (await asyncio.wait_for(proc.stderr.readline(), 10)).decode()
-    url = announced.split("serving ACP at ")[1].split(" ")[0]
-    remote = Remote(proc, url, token_file.read_text().strip())
-    try:
+    """`acp-fsm serve --listen` with the launcher's environment (`tests.harness.serving`)."""
+    async with serve(launch.env("anthropic"), tmp_path, *extra) as remote:
         yield remote
-    finally:
-        await remote.stop()
 
 
 class Client:

@@ -18,6 +18,7 @@ from acp_fsm.devkit.editor import HOLD
 from acp_fsm.devkit.provider import Call, Hang, HttpError, Reply, ScriptedProvider
 from acp_fsm.transcript import LOST, NOT_STARTED
 from tests.e2e.support import (
+    CLIENT_FS,
     EDITOR,
     SETTLE_S,
     Agent,
@@ -235,6 +236,7 @@ async def test_a_prompt_of_several_text_blocks_replays_them_apart(
     ]
 
 
+@CLIENT_FS
 async def test_a_conversation_cancelled_midway_loads_and_continues(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:

@@ -12,6 +12,7 @@ from acp_fsm.devkit.editor import HOLD, EditorError
 from acp_fsm.devkit.provider import Call, Reply, ScriptedProvider
 from tests.e2e.support import (
     BARE,
+    CLIENT_FS,
     EDITOR,
     Agent,
     Launcher,
@@ -19,6 +20,7 @@ from tests.e2e.support import (
     entries,
     for_call,
     message_chunks,
+    shown_diff,
     statuses,
     text_content,
     tool_results,
@@ -26,7 +28,10 @@ from tests.e2e.support import (
 
 # (client capabilities, provider): the editor path is checked on Anthropic's wire format,
 # the disk path on OpenAI's.
-MODES = [pytest.param(EDITOR, "anthropic", id="editor"), pytest.param(BARE, "openai", id="disk")]
+MODES = [
+    pytest.param(EDITOR, "anthropic", id="editor", marks=CLIENT_FS),
+    pytest.param(BARE, "openai", id="disk"),
+]
 
 
 async def one_call(
@@ -167,7 +172,7 @@ async def test_write_file(
     updates = await one_call(agent, server, session, Call("write-1", "write_file", args(**raw)))
 
     where = [{"path": path}]
-    diff = {"type": "diff", "path": path, "oldText": "old\n", "newText": "new\n"}
+    diff = shown_diff(path, "old\n", "new\n")
     assert updates == [
         pending("write-1", "write_file", "Write notes.txt", "edit", raw, where),
         shows("write-1", [diff]),
@@ -216,7 +221,7 @@ async def test_edit_file(
     raw = {"path": "code.py", "old_text": "b = 2", "new_text": "b = 3"}
     updates = await one_call(agent, server, session, Call("edit-1", "edit_file", args(**raw)))
 
-    diff = {"type": "diff", "path": path, "oldText": "a = 1\nb = 2\n", "newText": "a = 1\nb = 3\n"}
+    diff = shown_diff(path, "a = 1\nb = 2\n", "a = 1\nb = 3\n")
     assert updates == [
         pending("edit-1", "edit_file", "Edit code.py", "edit", raw, [{"path": path}]),
         shows("edit-1", [diff]),
@@ -231,6 +236,7 @@ async def test_edit_file(
     )
 
 
+@CLIENT_FS
 async def test_run_command_in_the_editor_terminal(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
@@ -274,6 +280,7 @@ async def test_run_command_in_the_editor_terminal(
     assert result_of(server, "run-1") == ("Exit code: 0\nhello\n", False)
 
 
+@pytest.mark.v1_only("v2 shows it in a terminal of the agent's (tests/e2e/test_protocol_v2.py)")
 async def test_run_command_as_a_local_process(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
@@ -375,6 +382,7 @@ async def test_failing_calls_are_results_and_the_turn_goes_on(
     assert turn.updates[-1] == message_chunks("I see.")[0]
 
 
+@CLIENT_FS
 async def test_editor_failures_are_tool_results(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
@@ -411,6 +419,7 @@ async def test_editor_failures_are_tool_results(
     assert statuses(for_call(turn.updates, "write-1")) == ["pending", "failed"]
 
 
+@CLIENT_FS
 async def test_an_editor_write_error_is_a_tool_result(
     launch: Launcher, server: ScriptedProvider, project: Path
 ) -> None:
@@ -464,10 +473,10 @@ async def test_calls_that_build_on_each_other_in_one_message(
         if u["sessionUpdate"] == "tool_call_update" and "status" not in u
     }
     assert shown == {
-        "w1": [{"type": "diff", "path": new, "oldText": None, "newText": "x = 1\n"}],
-        "e1": [{"type": "diff", "path": new, "oldText": "x = 1\n", "newText": "x = 2\n"}],
-        "e2": [{"type": "diff", "path": code, "oldText": "a = 1\n", "newText": "a = 2\n"}],
-        "e3": [{"type": "diff", "path": code, "oldText": "a = 2\n", "newText": "a = 3\n"}],
+        "w1": [shown_diff(new, None, "x = 1\n")],
+        "e1": [shown_diff(new, "x = 1\n", "x = 2\n")],
+        "e2": [shown_diff(code, "a = 1\n", "a = 2\n")],
+        "e3": [shown_diff(code, "a = 2\n", "a = 3\n")],
     }
     for call_id in ("w1", "e1", "e2", "e3", "r1", "e4"):
         assert statuses(for_call(updates, call_id))[-1] == "completed", call_id

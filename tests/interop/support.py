@@ -9,7 +9,11 @@ calls the scripted provider recorded.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -98,3 +102,51 @@ def user_texts(request: RecordedRequest) -> list[str]:
 def args(**arguments: Any) -> str:
     """Tool call arguments as the model streams them."""
     return json.dumps(arguments)
+
+
+@dataclass
+class NodeRun:
+    """What a node scenario printed: its checkpoints by name (the first of each), all it
+    wrote, and its exit status."""
+
+    checkpoints: dict[str, dict[str, Any]]
+    stdout: str
+    stderr: str
+    returncode: int
+
+
+async def run_scenario(
+    script: Path,
+    config: dict[str, Any],
+    env: dict[str, str],
+    timeout_s: float,
+    flags: Sequence[str] = (),
+) -> NodeRun:
+    """Run `node [flags] script '<config JSON>'` in the script's folder (killed after
+    `timeout_s`) and read the checkpoints it printed, one JSON object a line."""
+    proc = await asyncio.create_subprocess_exec(
+        shutil.which("node") or "node",
+        *flags,
+        str(script),
+        json.dumps(config),
+        cwd=script.parent,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
+    except TimeoutError:
+        proc.kill()
+        out, err = await proc.communicate()
+    stdout = out.decode(errors="replace")
+    checkpoints: dict[str, dict[str, Any]] = {}
+    for line in stdout.splitlines():
+        try:
+            point = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(point, dict) and "checkpoint" in point:
+            checkpoints.setdefault(point["checkpoint"], point)
+    return NodeRun(checkpoints, stdout, err.decode(errors="replace"), proc.returncode or 0)

@@ -40,6 +40,7 @@ from tests.interop.support import (
     environment,
     log_events,
     log_tail,
+    run_scenario,
     schema_violations,
     tool_results,
     user_texts,
@@ -128,7 +129,8 @@ class Run:
         )
         assert point["ok"], (
             f"checkpoint {name!r} failed: {point.get('error')} "
-            f"(code {point.get('code')}, data {point.get('data')})\n"
+            f"(code {point.get('code')}, data {json.dumps(point.get('data'))}, "
+            f"issues {json.dumps(point.get('issues'))})\n"
             f"{point.get('stack', '')}\n" + self.agent_logs()
         )
         return point
@@ -176,36 +178,13 @@ async def run_node(root: Path) -> Run:
     async with ScriptedProvider() as server:
         script(server)
         env = {**environment(server, root / "home", PROVIDER), "NO_COLOR": "1"}
-        proc = await asyncio.create_subprocess_exec(
-            shutil.which("node") or "node",
-            str(SCRIPT),
-            json.dumps(config),
-            cwd=NODE_DIR,
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        try:
-            out, err = await asyncio.wait_for(proc.communicate(), NODE_TIMEOUT_S)
-        except TimeoutError:
-            proc.kill()
-            out, err = await proc.communicate()
+        node = await run_scenario(SCRIPT, config, env, NODE_TIMEOUT_S)
         requests, disconnects = list(server.requests), list(server.disconnects)
-    stdout = out.decode(errors="replace")
-    checkpoints: dict[str, dict[str, Any]] = {}
-    for line in stdout.splitlines():
-        try:
-            point = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(point, dict) and "checkpoint" in point:
-            checkpoints.setdefault(point["checkpoint"], point)
     return Run(
-        checkpoints,
-        stdout,
-        err.decode(errors="replace"),
-        proc.returncode or 0,
+        node.checkpoints,
+        node.stdout,
+        node.stderr,
+        node.returncode,
         requests,
         disconnects,
         project,

@@ -79,10 +79,12 @@ class Editor:
         write: bool = False,
         terminal: bool = False,
         fail_create: bool = False,
+        shows_terminals: bool = False,
     ) -> None:
         self.can_read_files = read
         self.can_write_files = write
         self.has_terminal = terminal
+        self.shows_terminals = shows_terminals  # ACP v2's terminals of the agent's own
         self.shows_forms = False  # questions are asked through the real agent (tests/e2e)
         self.fail_create = fail_create
         self.buffers: dict[str, str] = {}
@@ -240,6 +242,9 @@ class Env:
 
     def show_plan(self, entries: list[PlanEntry]) -> None:
         self.client.calls.append(("plan", entries))
+
+    def show_terminal(self, update: dict[str, Any]) -> None:
+        self.client.calls.append(("terminal", update))
 
     async def delegate(self, description: str, prompt: str) -> ToolOutcome:
         self.client.calls.append(("delegate", (description, prompt)))

@@ -8,7 +8,8 @@ protocol rule by rule.
 - `reading`: what a check reads of it (a prompt's `Turn`, updates, clipped text);
 - `script`: the scripted model server's answers (streamed, or hanging mid-stream);
 - one module per group of checks: `transport`, `handshake`, `schema`, `sessions`, `cancel`,
-  `advertised`, `newer` (ACP newer than the official 2.4.0 schema), `robustness`;
+  `advertised`, `newer` (ACP newer than the official 2.4.0 schema), `robustness`, `v2`
+  (ACP v2, for an agent that speaks it);
 - `runner`: the groups (`GROUPS`) and the run (`run_suite`);
 - `render`: the terminal table, JSON and Markdown;
 - `cli`: the command line (`main`).

@@ -14,6 +14,7 @@ from acp_fsm.devkit.conformance.probe import WAIT_S, Probe
 from acp_fsm.devkit.conformance.reading import LINE_CLIP, clip
 from acp_fsm.devkit.conformance.verdicts import Violation
 from acp_fsm.devkit.editor import Editor, NoAnswer
+from acp_fsm.devkit.editor.v1_view import V1View
 from acp_fsm.devkit.schema_check.official import OfficialSchema
 
 if TYPE_CHECKING:
@@ -47,15 +48,22 @@ class Context:
     probes: list[Probe] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)  # measurements for the report
 
-    async def start(self, editor: Editor | None = None, *, unset: Iterable[str] = ()) -> Probe:
+    async def start(
+        self,
+        editor: Editor | None = None,
+        *,
+        unset: Iterable[str] = (),
+        view: V1View | None = None,
+    ) -> Probe:
         """A fresh agent process, its requests answered by `editor` (by default, one that
         answers a permission request with an error and keeps what is written in memory),
-        the variables `unset` left out of its environment."""
+        the variables `unset` left out of its environment; spoken to in v2 and read in v1's
+        words through `view` when given (`conformance.v2`)."""
         gone = set(unset)
         env = {k: v for k, v in self.target.env.items() if k not in gone}
         try:
             probe = await Probe.spawn(
-                env, command=self.target.command, editor=editor or Editor(), kept=True
+                env, command=self.target.command, editor=editor or Editor(), kept=True, view=view
             )
         except OSError as exc:
             raise Violation(

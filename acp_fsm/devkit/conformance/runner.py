@@ -24,6 +24,7 @@ from acp_fsm.devkit.conformance import (
     sessions,
     subagents,
     transport,
+    v2,
 )
 from acp_fsm.devkit.conformance.context import Context, Target
 from acp_fsm.devkit.conformance.model import Check, Result
@@ -45,6 +46,7 @@ GROUPS: Final[dict[str, tuple[Check, ...]]] = {
     "subagents": subagents.CHECKS,
     "matrix": matrix.CHECKS,
     "robustness": robustness.CHECKS,
+    "v2": v2.CHECKS,
 }
 CHECK_S: Final = 30.0  # the most one check may take, whatever its waits
 JOBS: Final = 4  # checks run at once

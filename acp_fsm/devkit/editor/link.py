@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Self
 
 from acp_fsm.devkit.editor.answers import Editor, Message
+from acp_fsm.devkit.editor.v1_view import V1View
 from acp_fsm.protocol.errors import RemoteError
 from acp_fsm.system.kept import Kept, spawn_kept
 
@@ -86,8 +87,12 @@ class AgentLink:
         watch: Callable[[Message], None] | None = None,
         records: list[Record] | None = None,
         sent: list[Sent] | None = None,
+        view: V1View | None = None,
     ) -> None:
         self.proc = proc
+        # An ACP v2 agent seen in v1's words: `messages` and the answers are the view's,
+        # `records` and `sent` what was on the wire.
+        self.view = view
         self.kept: Kept | None = None  # `spawn(kept=True)`: the keeper it runs under
         self.editor = editor
         self.watch = watch  # called with every message read, before it is answered
@@ -191,32 +196,52 @@ class AgentLink:
                 if isinstance(item, dict):
                     self._record_answer(item)
         elif isinstance(value, dict):
-            self.messages.append(value)
-            if self.kill_on is not None and self.kill_on(value) and self.proc is not None:
-                self._kill_now()
-                self.kill_on = None
-            self._route(value)
+            if self.view is None:
+                self._show(value)
+            else:
+                self._record(value)
+                for shown in self.view.incoming(value):
+                    self._show(shown)
         self._changed.set()
+
+    def _show(self, message: Message) -> None:
+        self.messages.append(message)
+        if self.kill_on is not None and self.kill_on(message) and self.proc is not None:
+            self._kill_now()
+            self.kill_on = None
+        self._route(message)
+
+    def _record(self, message: Message) -> None:
+        """A message as it came, kept in `records` (what the view shows is not)."""
+        if "method" not in message:
+            self._record_answer(message)
+        else:
+            kind = "request" if "id" in message else "notification"
+            self.records.append(Record(kind, message["method"], message))
 
     def _route(self, message: Message) -> None:
         if self.watch is not None:
             self.watch(message)
         method = message.get("method")
+        viewed = self.view is not None  # recorded as it came (`_record`)
         if "method" not in message:
             future = self._pending.get(_id_key(message.get("id")))
-            self._record_answer(message)
+            if not viewed:
+                self._record_answer(message)
             if future is not None and not future.done():
                 future.set_result(message)
             else:
                 self.unmatched(message)
         elif "id" in message:
-            self.records.append(Record("request", method, message))
+            if not viewed:
+                self.records.append(Record("request", method, message))
             if self.editor is None:
                 self.requests.put_nowait(message)
             else:
                 self._answer(message)
         else:
-            self.records.append(Record("notification", method, message))
+            if not viewed:
+                self.records.append(Record("notification", method, message))
             self.notifications.put_nowait(message)
             if method == "$/cancel_request" and self.editor is not None:
                 self._write_now(self.editor.withdrawn(message.get("params")))
@@ -253,6 +278,8 @@ class AgentLink:
 
     def _record_answer(self, message: Message) -> None:
         method = self._methods.get(_id_key(message.get("id")))
+        if self.view is not None:
+            method = self.view.wire_method(method)
         if "result" in message:
             self.records.append(Record("result", method, message))
         elif "error" in message:
@@ -316,11 +343,26 @@ class AgentLink:
     # ---------------------------------------------------------------------------- writing
 
     async def send_raw(self, data: bytes, *, probe: bool = True) -> None:
-        """Write bytes as they are (a probe unless told otherwise)."""
+        """Write bytes as they are (a probe unless told otherwise); seen through a `view`,
+        each line that is a JSON-RPC message is said in its words."""
+        if self.view is not None:
+            data = b"\n".join(self._viewed_line(line) for line in data.split(b"\n"))
         self.sent.append(Sent(data, probe))
         await self._drain(data)
 
+    def _viewed_line(self, line: bytes) -> bytes:
+        assert self.view is not None
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return line
+        if not isinstance(message, dict) or "method" not in message:
+            return line
+        return json.dumps(self.view.outgoing(message)).encode()
+
     async def send(self, message: Any, *, probe: bool = False) -> None:
+        if self.view is not None:
+            message = self.view.outgoing(message)
         self.sent.append(Sent(message, probe))
         await self._drain(json.dumps(message).encode() + b"\n")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from acp_fsm.devkit.editor import AgentLink, NoAnswer
+from acp_fsm.devkit.editor.v1_view import V1View
 from acp_fsm.devkit.schema_check.session_run import SessionRun, Turn
 from acp_fsm.devkit.schema_check.session_script import (
     PNG_1X1,
@@ -31,8 +32,9 @@ class ScenarioError(Exception):
 class _Session:
     """The steps of the scripted session, on one run's state."""
 
-    def __init__(self, run: SessionRun, workdir: Path) -> None:
+    def __init__(self, run: SessionRun, workdir: Path, protocol: int = 1) -> None:
         self.run = run
+        self.protocol = protocol  # 2: v2 has no providers/* to end with
         self.project = workdir / "project"
         self.extra = workdir / "extra"
         self.outside = workdir / "outside"
@@ -338,7 +340,8 @@ class _Session:
             "session/set_model",
             {"sessionId": forked["result"]["sessionId"], "modelId": "gpt-5-mini"},
         )
-        await self.providers(link)
+        if self.protocol == 1:
+            await self.providers(link)
 
     async def providers(self, link: AgentLink) -> None:
         """The model endpoint an editor sets (unstable): listed, set where it is, a header
@@ -372,21 +375,31 @@ def _updates(messages: list[dict[str, Any]], session_id: str) -> list[dict[str, 
     ]
 
 
-async def run_session(workdir: Path) -> SessionRun:
-    """Drive two agent processes through the scripted session (files go under `workdir`)."""
+async def run_session(workdir: Path, protocol: int = 1) -> SessionRun:
+    """Drive two agent processes through the scripted session (files go under `workdir`);
+    with `protocol` 2, in ACP v2 on the wire, the session's steps said in v1's words through
+    the client's view (`acp_fsm.devkit.editor.v1_view`)."""
     from acp_fsm.devkit.provider import Reply, ScriptedProvider
 
     run = SessionRun()
-    session = _Session(run, workdir)
+    session = _Session(run, workdir, protocol)
     async with ScriptedProvider(
         *model_replies(session.project, session.outside),
         fallback=Reply(text="Noted."),
         lanes={TITLE_MODEL: Reply(text="Schema check session")},
     ) as server:
         env = agent_env(workdir / "home", server.openai_base_url)
+        if protocol == 2:
+            env["ACP_FSM_PROTOCOL_V2"] = "1"
 
         async def in_process(work: Callable[[AgentLink], Awaitable[Any]]) -> Any:
-            link = await AgentLink.spawn(env, editor=run.editor, records=run.records, sent=run.sent)
+            link = await AgentLink.spawn(
+                env,
+                editor=run.editor,
+                records=run.records,
+                sent=run.sent,
+                view=V1View() if protocol == 2 else None,
+            )
             try:
                 result = await work(link)
                 run.exit_codes.append(await link.close())

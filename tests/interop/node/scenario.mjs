@@ -16,11 +16,25 @@
 // load, after_load, list, exit_second, summary. A step that throws reports ok=false with the
 // error and the scenario goes on where it can. Exit status 0 unless the script itself broke.
 
-import { spawn } from "node:child_process";
-import { closeSync, openSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 
 import * as acp from "@agentclientprotocol/sdk";
+
+import {
+  SETTLE_MS,
+  config,
+  emit,
+  freshAgent,
+  sdkErrors,
+  sdkVersion,
+  sleep,
+  startAgent,
+  step,
+  stopAgent,
+  waitUntil,
+  withTimeout,
+} from "./steps.mjs";
 
 // The SDK parses what the agent sends it (requests and notifications) with its generated zod
 // schemas, but hands responses to us as they came. We check responses with the same schemas,
@@ -29,76 +43,6 @@ import * as acp from "@agentclientprotocol/sdk";
 const zod = await import(
   new URL("./node_modules/@agentclientprotocol/sdk/dist/v1/schema/zod.gen.js", import.meta.url)
 );
-
-const CALL_TIMEOUT_MS = 10_000;
-const SETTLE_MS = 150;
-
-const config = JSON.parse(process.argv[2]);
-const sdkVersion = JSON.parse(
-  readFileSync(
-    new URL("./node_modules/@agentclientprotocol/sdk/package.json", import.meta.url),
-    "utf8",
-  ),
-).version;
-
-// What the SDK itself complains about (e.g. a notification it failed to parse) goes through
-// console.error: keep it for the summary.
-const sdkErrors = [];
-const originalError = console.error;
-console.error = (...args) => {
-  sdkErrors.push(args.map((a) => (typeof a === "string" ? a : JSON.stringify(a))).join(" "));
-  originalError(...args);
-};
-
-function emit(checkpoint, fields) {
-  process.stdout.write(JSON.stringify({ checkpoint, ...fields }) + "\n");
-}
-
-class Timeout extends Error {}
-
-// After a call timed out the agent is stuck: the rest of that process's steps are reported as
-// skipped instead of each waiting for its own timeout.
-let stalled = null;
-
-async function step(name, fn, { always = false } = {}) {
-  if (stalled !== null && !always) {
-    emit(name, { ok: false, skipped: true, error: `skipped: ${stalled} timed out` });
-    return false;
-  }
-  try {
-    const fields = await fn();
-    emit(name, { ok: true, ...fields });
-    return true;
-  } catch (error) {
-    if (error instanceof Timeout) stalled = name;
-    emit(name, {
-      ok: false,
-      error: String(error?.message ?? error),
-      code: error?.code,
-      data: error?.data,
-      stack: String(error?.stack ?? ""),
-    });
-    return false;
-  }
-}
-
-function withTimeout(promise, what, ms = CALL_TIMEOUT_MS) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Timeout(`timed out after ${ms} ms: ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitUntil(predicate, what, ms = 5_000) {
-  const deadline = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Timeout(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(10);
-  }
-}
 
 /** A response checked with the SDK's own schema for it (throws a ZodError if it fails). */
 function checked(schema, response) {
@@ -209,29 +153,6 @@ function texts(updates) {
 
 // ------------------------------------------------------------------------------ the agent
 
-function startAgent(log) {
-  const fd = openSync(log, "w");
-  const [program, ...args] = config.command;
-  const proc = spawn(program, args, { env: process.env, stdio: ["pipe", "pipe", fd] });
-  closeSync(fd);
-  const exited = new Promise((resolve) => {
-    proc.on("exit", (code, signal) => resolve({ code, signal }));
-  });
-  proc.stdin.on("error", () => {}); // EPIPE if the agent died: reported through its exit
-  return { proc, exited };
-}
-
-/** Close the agent's stdin (ACP's way to end it) and wait for its exit. */
-async function stopAgent({ proc, exited }) {
-  proc.stdin.end();
-  try {
-    return await withTimeout(exited, "the agent to exit after stdin closed", 5_000);
-  } catch (error) {
-    proc.kill("SIGKILL");
-    throw error;
-  }
-}
-
 const initializeParams = {
   protocolVersion: acp.PROTOCOL_VERSION,
   clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false },
@@ -326,7 +247,7 @@ let sessionId = null;
   }
   health.push(editor.health());
   await step("exit_first", () => stopAgent(agentProcess), { always: true });
-  stalled = null;
+  freshAgent();
 }
 
 // Second process: session/load with replay, a prompt in the loaded session, session/list.
