@@ -19,6 +19,7 @@ from acp_fsm.versions import V1, V2
 
 # Said by sessions for v2 alone: v1 has neither (its prompt's answer carries the stop reason).
 V2_ONLY = frozenset({"state_update", "user_message"})
+CALLS = frozenset({"tool_call", "tool_call_update"})
 # The id of the session's plan: one plan per session (the `update_plan` tool's).
 PLAN_ID = "plan"
 # A diff's patch is made for texts up to this size together; a larger change is shown as the
@@ -32,8 +33,14 @@ class Dialect:
     version = V1
 
     def update(self, update: dict[str, Any]) -> dict[str, Any] | None:
-        """`update` as this version says it; None when it has no words for it."""
-        return None if update["sessionUpdate"] in V2_ONLY else update
+        """`update` as this version says it; None when it has no words for it. A call the
+        user's cancel stopped is `failed` (v2 has `cancelled` for it)."""
+        kind = update["sessionUpdate"]
+        if kind in V2_ONLY:
+            return None
+        if kind in CALLS and update.get("status") == "cancelled":
+            return {**update, "status": "failed"}
+        return update
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """The params of our request `method` as this version says them."""

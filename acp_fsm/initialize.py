@@ -49,13 +49,14 @@ API_KEY_LOGIN: acp.AuthMethodAgent = {
 
 
 def runs_terminal_login(capabilities: object) -> bool:
-    """Whether a client with these `clientCapabilities` said it can run a terminal login
-    (`auth.terminal`, or `_meta["terminal-auth"]` as clients said it before ACP had the
-    capability, the registry's own check among them)."""
+    """Whether a client with these capabilities said it can run a terminal login
+    (`auth.terminal`: v1's `true`, v2's object; or `_meta["terminal-auth"]` as clients said
+    it before ACP had the capability, the registry's own check among them)."""
     if not isinstance(capabilities, dict):
         return False
     auth, meta = capabilities.get("auth"), capabilities.get("_meta")
-    return (isinstance(auth, dict) and auth.get("terminal") is True) or (
+    terminal = auth.get("terminal") if isinstance(auth, dict) else None
+    return (terminal is True or isinstance(terminal, dict)) or (
         isinstance(meta, dict) and meta.get("terminal-auth") is True
     )
 

@@ -268,15 +268,28 @@ class AcpServer:
 
     def _waits_for_user(self, session_id: str, answer: asyncio.Future[Any]) -> None:
         """The foreground state of session `session_id` while `answer` is awaited: it requires
-        the user's action, then runs again (v2's `state_update`; v1 has no word for it)."""
+        the user's action, then runs again once nothing else of it waits for the user (v2's
+        `state_update`; v1 has no word for it). A subagent's child session is told alone."""
+        session = self.sessions.find(session_id)
+        if session is None:  # a child's: its own session's state
 
-        def state(name: str) -> None:
-            update = self.dialect.update(updates.state(name))
-            if update is not None:
-                self.conn.notify("session/update", {"sessionId": session_id, "update": update})
+            def state(update: dict[str, Any]) -> None:
+                said = self.dialect.update(update)
+                if said is not None:
+                    self.conn.notify("session/update", {"sessionId": session_id, "update": said})
 
-        state("requires_action")
-        answer.add_done_callback(lambda _: state("running"))
+            state(updates.state("requires_action"))
+            answer.add_done_callback(lambda _: state(updates.state("running")))
+            return
+        session.asking += 1
+        session.send_update(updates.state("requires_action"))
+
+        def answered(_: asyncio.Future[Any]) -> None:
+            session.asking -= 1
+            if not session.asking:
+                session.send_update(updates.state("running"))
+
+        answer.add_done_callback(answered)
 
     # ------------------------------------------------------------- lifecycle
 

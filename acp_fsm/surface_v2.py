@@ -4,7 +4,8 @@
 - `session/prompt` is answered once the prompt is stored, with its message's id; the turn goes
   on, told by the session's `state_update`s (`session.foreground`). A prompt that ends before
   it is stored is answered with an error: -32800 when it was cancelled, else why it was not
-  taken. The same `idempotencyKey` again is the same prompt: its id, never a second turn.
+  taken. The same `idempotencyKey` again is the same prompt: its id, never a second turn (a
+  key whose prompt was never stored is free again: nothing was inserted with it).
 - `session/resume` replays the history first when asked (`replayFrom: {"type": "start"}`, the
   only cursor v2 defines), then the state snapshot, then its answer.
 - `auth/login` and `auth/logout` are v1's `authenticate` and `logout`.
@@ -81,14 +82,48 @@ class SurfaceV2:
             return written
 
         turn = session.start_turn(params["prompt"], tell)
+        kept = None
         if isinstance(key, str):
-            self._remember((session.id, key), accepted)
-        return _acknowledged(session, turn, accepted, written)
+            kept = (session.id, key)
+            self._remember(kept, accepted)
+        return self._acknowledged(session, turn, accepted, written, kept)
 
     def _remember(self, key: tuple[str, str], accepted: asyncio.Future[str]) -> None:
         self._keys[key] = accepted
         while len(self._keys) > KEYS_KEPT:
             self._keys.popitem(last=False)
+
+    async def _acknowledged(
+        self,
+        session: Session,
+        turn: Coroutine[Any, Any, Any],
+        accepted: asyncio.Future[str],
+        written: asyncio.Future[None],
+        key: tuple[str, str] | None,
+    ) -> dict[str, Any]:
+        """The answer to a prompt: its message's id once it is stored, while its turn goes
+        on (from when the answer is `written`: nothing of the turn precedes it)."""
+        running = session.run_acknowledged(turn)  # goes on if the request is dropped
+        try:
+            await asyncio.wait((running, accepted), return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            _settle(written, None)
+            raise
+        if accepted.done():
+            session.after_answer(lambda: _settle(written, None))
+            return {"messageId": accepted.result()}
+        accepted.cancel()  # a retry waiting on it is told it was not stored
+        if key is not None and self._keys.get(key) is accepted:
+            del self._keys[key]  # nothing was inserted with it: a later retry may be
+        reply = running.result()  # a turn that failed: its error answers the prompt
+        if reply["stopReason"] == "cancelled":
+            raise RequestCancelled(
+                "Request cancelled: the prompt was cancelled before it was stored"
+            )
+        raise InvalidRequest(
+            "Invalid Request: the prompt was not stored (a UserPromptSubmit hook blocked it; "
+            "the session's messages say why)"
+        )
 
     async def resume(self, params: dict[str, Any]) -> dict[str, Any]:
         cursor = params.get("replayFrom")
@@ -117,30 +152,3 @@ async def _same(accepted: asyncio.Future[str]) -> dict[str, Any]:
                 "Invalid Request: the prompt first sent with this idempotencyKey was not accepted"
             ) from None
         raise
-
-
-async def _acknowledged(
-    session: Session,
-    turn: Coroutine[Any, Any, Any],
-    accepted: asyncio.Future[str],
-    written: asyncio.Future[None],
-) -> dict[str, Any]:
-    """The answer to a prompt: its message's id once it is stored, while its turn goes on
-    (from when the answer is `written`: nothing of the turn precedes it)."""
-    running = session.run_acknowledged(turn)  # goes on if the request is dropped
-    try:
-        await asyncio.wait((running, accepted), return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:
-        _settle(written, None)
-        raise
-    if accepted.done():
-        session.after_answer(lambda: _settle(written, None))
-        return {"messageId": accepted.result()}
-    accepted.cancel()  # a retry with its key is told it was not accepted
-    reply = running.result()  # a turn that failed: its error answers the prompt
-    if reply["stopReason"] == "cancelled":
-        raise RequestCancelled("Request cancelled: the prompt was cancelled before it was stored")
-    raise InvalidRequest(
-        "Invalid Request: the prompt was not stored (a UserPromptSubmit hook blocked it; the "
-        "session's messages say why)"
-    )

@@ -64,7 +64,8 @@ ACP_STATUS: dict[ToolCallState, ToolCallStatus] = {
     S.RUNNING: "in_progress",
     S.COMPLETED: "completed",
     S.FAILED: "failed",
-    S.CANCELLED: "failed",
+    # v2's own status; v1, which has none for it, says "failed" (`acp_fsm.dialects`)
+    S.CANCELLED: "cancelled",  # type: ignore[dict-item]  # not in v1's ToolCallStatus
 }
 
 TOOL_CALL = MachineSpec(

@@ -74,6 +74,9 @@ def test_v1_says_everything_as_it_is_but_v2s_own() -> None:
     )
     params = {"sessionId": "s", "toolCall": {"toolCallId": "c1"}, "options": []}
     assert V1_SAYS.request("session/request_permission", params) is params
+    stopped = {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "cancelled"}
+    assert V1_SAYS.update(stopped) == {**stopped, "status": "failed"}  # v1 has no `cancelled`
+    assert V2_SAYS.update(stopped) == stopped
 
 
 def test_v2_says_each_update_its_way() -> None:

@@ -86,6 +86,7 @@ class Session:
         # The editor's system prompt (`acp_fsm.client_prompt`): stored, re-sent on load.
         self.client_prompt = client_prompt.stored(entries) if entries else None
         self.steering = steering.Inbox()  # what the user steered the running turn with
+        self.asking = 0  # the questions to the user its work waits on (v2: requires_action)
         self._unanswered: set[asyncio.Task[acp.PromptResponse]] = set()  # `_unawaited`
         if entries:
             self.options.settings = settings_of(entries)
@@ -119,7 +120,7 @@ class Session:
         acceptance = foreground.Acceptance(self, body, accepted)
 
         def run(token: CancellationToken) -> Coroutine[Any, Any, acp.PromptResponse]:
-            turn = prompting.run(self, token, body, parts, acceptance.stored)
+            turn = prompting.run(self, token, body, parts, acceptance)
             return foreground.run(self, turn, acceptance)
 
         return self._answered(self.lifecycle.admit(prompt, run))

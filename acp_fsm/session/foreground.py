@@ -21,6 +21,7 @@ from acp_fsm.methods import answer
 from acp_fsm.protocol.errors import InternalError, RpcError
 
 if TYPE_CHECKING:
+    from acp_fsm.protocol.cancel import CancellationToken
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.session.core import Session
 
@@ -40,6 +41,12 @@ class Acceptance:
         self._body = body
         self._tell = tell
         self.message_id: str | None = None  # once stored
+
+    def withdrawn(self, token: CancellationToken) -> bool:
+        """Whether the prompt, cancelled under `token` before it was stored, is never to be:
+        on ACP v2 (its request is then answered -32800, and the client drops it); v1 keeps
+        it, as the editor shows it in the conversation."""
+        return self._tell is not None and token.is_cancelled
 
     async def stored(self) -> None:
         """The prompt is stored: echoed, and its acknowledgement told; the turn goes on once
@@ -74,12 +81,14 @@ async def run(
 
 def snapshot(session: Session) -> dict[str, Any]:
     """The session's foreground state now (v2 sends it before answering a resume)."""
-    idle = session.lifecycle.state == SessionState.IDLE
-    return updates.idle(None) if idle else updates.state("running")
+    if session.lifecycle.state == SessionState.IDLE:
+        return updates.idle(None)
+    return updates.state("requires_action" if session.asking else "running")
 
 
 def _failed(error: RpcError, accepted: Acceptance) -> dict[str, Any]:
-    """The idle of a turn that failed: stop reason `error` once its prompt was stored
-    (before, the prompt's request is answered with the error, and no work of it ended)."""
-    stop = "error" if accepted.message_id is not None else None
-    return updates.idle(stop, error=error.to_error())
+    """The idle of a turn that failed: stop reason `error` and the error once its prompt was
+    stored; before, the prompt's request is answered with the error, and no work ended."""
+    if accepted.message_id is None:
+        return updates.idle(None)
+    return updates.idle("error", error=error.to_error())

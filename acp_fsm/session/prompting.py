@@ -6,7 +6,6 @@ once everything the turn wrote is stored (commit, then tell)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -22,6 +21,7 @@ if TYPE_CHECKING:
     from acp_fsm.hooks import Hooks
     from acp_fsm.schemas import acp_types as acp
     from acp_fsm.session.core import Session
+    from acp_fsm.session.foreground import Acceptance
     from acp_fsm.turn import Turn
     from acp_fsm.user_settings import UserSettings
 
@@ -33,10 +33,11 @@ async def run(
     token: CancellationToken,
     body: dict[str, Any],
     parts: tuple[UserPart, ...],
-    stored: Callable[[], Awaitable[None]],
+    accepted: Acceptance,
 ) -> acp.PromptResponse:
-    """The prompt of `body` (its `parts` converted), under `token`: its answer. `stored` is
-    awaited once the prompt is stored (`foreground.Acceptance`)."""
+    """The prompt of `body` (its `parts` converted), under `token`: its answer. `accepted`
+    is told when the prompt is stored (`foreground.Acceptance`), and may refuse to have it
+    stored once cancelled."""
     # Imported at the first prompt: the turn brings the tools and the providers, which
     # `initialize` and `session/new` do not need (startup budget, see bench/startup.py).
     from acp_fsm import commands
@@ -53,10 +54,12 @@ async def run(
         await session.toolbox.read_library(token)  # the files may have changed
         if command is not None:  # shown again by a load, never sent to a model
             kept = {"prompt": body["prompt"], "messageId": body["messageId"]}
+            if accepted.withdrawn(token):
+                return {"stopReason": "cancelled"}
             await session.journal.write("command", kept, wait=True)
-            await stored()
+            await accepted.stored()
             return await _answer(session, session.new_turn(token, found, command))
-        return await _converse(session, token, found, body, parts, stored)
+        return await _converse(session, token, found, body, parts, accepted)
     finally:
         _keep_steered(session)  # a turn that failed before it ran (`_answer` keeps the rest)
         session.lease.release()
@@ -68,7 +71,7 @@ async def _converse(
     found: credentials.InForce,
     body: dict[str, Any],
     parts: tuple[UserPart, ...],
-    stored: Callable[[], Awaitable[None]],
+    accepted: Acceptance,
 ) -> acp.PromptResponse:
     expanded = await _expanded(session, token, body["prompt"], parts)
     read_only = False
@@ -88,9 +91,11 @@ async def _converse(
     turn = session.new_turn(token, found, read_only=read_only)
     if read is not None:  # what the turn would read again
         turn.rules, turn.hooks = read.rules, read.hooks
+    if accepted.withdrawn(token):  # cancelled before it was stored
+        return {"stopReason": "cancelled"}
     await session.journal.write("user", body, wait=True)  # not stored: not in the conversation
     session.conversation.append(UserMessage(parts))
-    await stored()
+    await accepted.stored()
     if session.title is None and (
         title := title_of(body["prompt"], clean=redact.configured().scrub_text)
     ):

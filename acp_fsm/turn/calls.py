@@ -184,7 +184,9 @@ async def answer(
     await storing.add_result(turn, result, view, wait=wait, ran=pc.state == S.RUNNING)
     pc.fire(trigger)
     pc.result = result
-    live = content if outcome.replay is None else None  # None: the editor keeps its view
+    # With a `replay`, the editor keeps its view (an editor's terminal), but for the content
+    # the outcome gives as well (a terminal of the agent's, and the command's status)
+    live = content if outcome.replay is None or outcome.content else None
     update = updates.tool_call_update(pc.call.id, status, content=live, locations=locations)
     if wait:
         turn.update(update)

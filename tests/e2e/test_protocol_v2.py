@@ -143,6 +143,14 @@ async def test_initialize_settles_v2_with_its_capabilities(v2: Any) -> None:
     assert again["error"]["code"] == -32002
 
 
+async def test_a_client_that_runs_terminal_logins_is_offered_one(v2: Any) -> None:
+    """v2's capabilities are objects: `auth.terminal: {}` says the client runs one."""
+    agent = await v2()
+    result = await agent.init(auth={"terminal": {}})
+    (method,) = result["authMethods"]
+    assert method["type"] == "terminal" and method["args"] == ["login"]
+
+
 @pytest.mark.parametrize(
     ("asked", "v2_on", "answered"), [(2, False, 1), (1, True, 1), (3, True, 2), (0, True, 1)]
 )
@@ -214,6 +222,11 @@ async def test_permission_asks_about_its_subject_while_the_session_waits(
     assert diff["changes"] == [{"operation": "add", "path": str(project / "a.txt")}]
     assert diff["patch"]["format"] == "git_patch" and "+one" in diff["patch"]["text"]
     assert kinds(agent.updates(session, start))[-1] == "state_update:requires_action"
+    seen = len(agent.link.messages)
+    resumed = await agent.link.call("session/resume", {"sessionId": session, "cwd": str(project)})
+    assert set(resumed) == {"configOptions"}
+    snapshot = [u for u in agent.updates(session, seen) if u["sessionUpdate"] == "state_update"]
+    assert snapshot == [{"sessionUpdate": "state_update", "state": "requires_action"}]
     await agent.link.respond(asked, {"outcome": {"outcome": "selected", "optionId": "allow_once"}})
     _, idle = await turn
 
@@ -223,6 +236,7 @@ async def test_permission_asks_about_its_subject_while_the_session_waits(
     assert states == [
         "state_update:running",
         "state_update:requires_action",
+        "state_update:requires_action",  # the resume's snapshot
         "state_update:running",
         "state_update:idle",
     ]
@@ -265,6 +279,67 @@ async def test_cancel_after_and_before_the_prompt_is_stored(
     assert echoed == [[text("hang")]]  # the withdrawn prompt was never stored
 
 
+async def test_a_call_the_cancel_stopped_is_cancelled(
+    v2: Any, server: ScriptedProvider, project: Path
+) -> None:
+    """v2 has a status for it (v1 says `failed`)."""
+    agent = await v2()
+    session = await agent.open(project)
+    await agent.link.call(
+        "session/set_config_option",
+        {"sessionId": session, "configId": "mode", "type": "id", "value": "full_access"},
+    )
+    server.script(Reply(calls=(Call("c1", "run_command", args(command="sleep 30")),)))
+    start = len(agent.link.messages)
+    turn = asyncio.ensure_future(agent.prompt(session, "wait"))
+    await wait_until(
+        lambda: any(u["sessionUpdate"] == "terminal_update" for u in agent.updates(session, start)),
+        "the command to start",
+    )
+    await agent.link.notify("session/cancel", {"sessionId": session})
+    _, idle = await turn
+
+    assert idle["stopReason"] == "cancelled"
+    statuses = [
+        u["status"]
+        for u in agent.updates(session, start)
+        if u.get("toolCallId") == "c1" and "status" in u
+    ]
+    assert statuses[-1] == "cancelled"
+
+
+@pytest.mark.parametrize("cancel", ["session/cancel", "$/cancel_request"])
+async def test_a_prompt_cancelled_before_it_is_stored_never_is(
+    v2: Any, server: ScriptedProvider, project: Path, cancel: str
+) -> None:
+    """v2: a prompt is in the conversation once acknowledged; cancelled in the write that sent
+    it, it is answered -32800, and neither the model nor a replay ever sees it. A key sent
+    with it is free again."""
+    agent = await v2()
+    session = await agent.open(project)
+    prompt = {"sessionId": session, "prompt": [text("DELETE EVERYTHING")], "idempotencyKey": "k"}
+    stop = {"sessionId": session} if cancel == "session/cancel" else {"requestId": "p1"}
+    lines = [
+        {"jsonrpc": "2.0", "id": "p1", "method": "session/prompt", "params": prompt},
+        {"jsonrpc": "2.0", "method": cancel, "params": stop},
+    ]
+    start = len(agent.link.messages)
+    answered = agent.link.expect("p1", "session/prompt")
+    await agent.link.send_raw(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+
+    refused = await agent.link.response(answered, "the cancelled prompt")
+
+    assert refused["error"]["code"] == -32800
+    idle = await agent.idle(session, start)
+    assert idle["stopReason"] == "cancelled"
+    assert "user_message" not in kinds(agent.updates(session, start))
+    server.script(Reply(text="hi"))
+    again, idle = await agent.prompt(session, "hello", idempotencyKey="k")
+    assert "messageId" in again["result"] and idle["stopReason"] == "end_turn"
+    sent = [m for m in server.requests[-1].body["messages"] if m["role"] == "user"]
+    assert [m["content"] for m in sent] == ["hello"]
+
+
 async def test_an_idempotency_key_sent_again_is_the_same_prompt(
     v2: Any, server: ScriptedProvider, project: Path
 ) -> None:
@@ -301,9 +376,9 @@ async def test_resume_replays_from_the_start_then_says_the_state(
         {"sessionId": session, "cwd": str(project), "replayFrom": {"type": "start"}},
     )
     assert set(resumed["result"]) == {"configOptions"}
-    before = other.updates(session, start)
     answered = other.index(lambda m: m.get("id") == resumed["id"])
-    assert sum(1 for m in other.link.messages[start:answered] if "method" in m) == len(before)
+    before = other.updates(session, start)[: answered - start]  # what came before the answer
+    assert all("method" in m for m in other.link.messages[start:answered])
     assert before[-1] == {"sessionUpdate": "state_update", "state": "idle"}  # then the answer
     replayed = [u["content"]["text"] for u in before if u["sessionUpdate"] == "user_message_chunk"]
     assert replayed == ["read a.txt"]
@@ -373,6 +448,45 @@ async def test_a_local_command_runs_in_a_terminal_of_the_agents(
         if m.get("role") == "tool" and m.get("tool_call_id") == "c1"
     )
     assert result.startswith("Exit code: 3")
+    final = [u for u in updates if u.get("toolCallId") == "c1" and u.get("status") == "completed"]
+    assert final[-1]["content"] == [
+        {"type": "terminal", "terminalId": terminal},
+        {"type": "content", "content": {"type": "text", "text": "Exit code: 3"}},
+    ]  # the terminal stays, and the command's status is said beside it
+
+
+async def test_a_terminal_shows_a_mebibyte_then_says_the_rest_is_not_shown(
+    v2: Any, server: ScriptedProvider, project: Path
+) -> None:
+    agent = await v2()
+    session = await agent.open(project)
+    await agent.link.call(
+        "session/set_config_option",
+        {"sessionId": session, "configId": "mode", "type": "id", "value": "full_access"},
+    )
+    command = "head -c 3000000 /dev/zero | tr '\\0' a; echo the-end"
+    server.script(
+        Reply(calls=(Call("c1", "run_command", args(command=command)),)), Reply(text="ok")
+    )
+    start = len(agent.link.messages)
+
+    await agent.prompt(session, "flood")
+
+    chunks = [
+        base64.b64decode(u["data"])
+        for u in agent.updates(session, start)
+        if u["sessionUpdate"] == "terminal_output_chunk"
+    ]
+    assert max(len(c) for c in chunks) <= 64 * 1024  # no line of megabytes
+    shown = b"".join(chunks)
+    assert shown.startswith(b"a" * 1024 * 1024) and b"the-end" not in shown
+    assert shown.endswith(b"the rest of the output is not shown here; the model reads its end]\r\n")
+    result = next(
+        m["content"]
+        for m in server.requests[-1].body["messages"]
+        if m.get("role") == "tool" and m.get("tool_call_id") == "c1"
+    )
+    assert result.rstrip().endswith("the-end")
 
 
 async def test_modes_are_an_option_and_v1_methods_are_not_served(v2: Any, project: Path) -> None:

@@ -42,7 +42,8 @@ async def test_open_calls_get_results_and_the_message_is_marked_cancelled(tmp_pa
         transcript.NOT_STARTED,
         transcript.NOT_STARTED,
     ]
-    assert [setup.editor.statuses(c) for c in ("run", "asked", "later")] == [["failed"]] * 3
+    # what the turn says: v2's `cancelled` (a v1 editor is told `failed`: acp_fsm.dialects)
+    assert [setup.editor.statuses(c) for c in ("run", "asked", "later")] == [["cancelled"]] * 3
     assert setup.memory.entries[0][1]["stopReason"] == transcript.CANCELLED  # rewritten
     assert setup.memory.rewritten == [1]
 

@@ -80,7 +80,7 @@ async def test_a_cancel_in_each_working_state_drains_the_turn(tmp_path: Path) ->
     assert await run_and_cancel(turn, gate.running.wait) == "cancelled"
     assert turn.path == ["idle", "streaming", "running_tools", "draining", "cancelled"]
     assert setup.memory.of("tool_result")[0]["content"] == transcript.INTERRUPTED
-    assert setup.editor.statuses("c1") == ["pending", "in_progress", "failed"]
+    assert setup.editor.statuses("c1") == ["pending", "in_progress", "cancelled"]  # v1: failed
 
     # compacting: while the summary streams
     setup = Setup(tmp_path, messages=talk())

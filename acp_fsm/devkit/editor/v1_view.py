@@ -121,6 +121,8 @@ class V1View:
             key = (session_id, update.get("toolCallId", ""))
             first = key not in self._calls
             self._calls.add(key)
+            if update.get("status") == "cancelled":  # v1 has no word for it
+                update = {**update, "status": "failed"}
             return {**update, "sessionUpdate": "tool_call"} if first else update
         if kind == "plan_update":
             return {"sessionUpdate": "plan", "entries": update["plan"].get("entries", [])}
