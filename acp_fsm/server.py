@@ -269,25 +269,18 @@ class AcpServer:
     def _waits_for_user(self, session_id: str, answer: asyncio.Future[Any]) -> None:
         """The foreground state of session `session_id` while `answer` is awaited: it requires
         the user's action, then runs again once nothing else of it waits for the user (v2's
-        `state_update`; v1 has no word for it). A subagent's child session is told alone."""
-        session = self.sessions.find(session_id)
-        if session is None:  # a child's: its own session's state
-
-            def state(update: dict[str, Any]) -> None:
-                said = self.dialect.update(update)
-                if said is not None:
-                    self.conn.notify("session/update", {"sessionId": session_id, "update": said})
-
-            state(updates.state("requires_action"))
-            answer.add_done_callback(lambda _: state(updates.state("running")))
+        `state_update`; v1 has no word for it). A subagent's child session is told its own."""
+        owner = self.sessions.find(child_sessions.parent_of(session_id) or session_id)
+        if owner is None:
             return
-        session.asking += 1
-        session.send_update(updates.state("requires_action"))
+        counted = owner.id == session_id  # the child's is its own state, not its parent's
+        owner.asking += counted
+        owner.send_update(updates.state("requires_action"), session_id)
 
         def answered(_: asyncio.Future[Any]) -> None:
-            session.asking -= 1
-            if not session.asking:
-                session.send_update(updates.state("running"))
+            owner.asking -= counted
+            if not owner.asking or not counted:
+                owner.send_update(updates.state("running"), session_id)
 
         answer.add_done_callback(answered)
 
