@@ -1,9 +1,10 @@
 """What the agent says, as the connection's ACP version says it (docs/protocol-v2.md).
 
-The sessions and turns speak one language, v1's with two additions v1 has no words for: the
+The sessions and turns speak one language, v1's with three additions v1 has no words for: the
 session's foreground `state_update` (running, waiting for the user, idle with the stop
-reason) and the `user_message` that echoes a prompt once it is stored. `V1` leaves out those
-two; `V2` converts the rest where v2 says it differently: a `tool_call` is the first
+reason), the `user_message` that echoes a prompt once it is stored, and the `cancelled` status
+of a call the user's cancel stopped. `Dialect` (v1) leaves out the first two and says the third
+`failed`; `DialectV2` converts the rest where v2 says it differently: a `tool_call` is the first
 `tool_call_update` of its id, the plan a `plan_update` keyed by its id, a diff a list of
 changes and a git patch, a command's input a tagged object, the options' ids `configId`s,
 modes only a config option, a permission request titled and about a subject. One place
@@ -24,7 +25,7 @@ CALLS = frozenset({"tool_call", "tool_call_update"})
 PLAN_ID = "plan"
 # A diff's patch is made for texts up to this size together; a larger change is shown as the
 # change of its file alone (v2's `patch` is optional): a diff of megabytes would hold the loop.
-PATCH_MAX_CHARS = 256 * 1024
+PATCH_MAX_CHARS = 128 * 1024  # about 10 ms of difflib at most, measured
 
 
 class Dialect:
@@ -59,9 +60,9 @@ class DialectV2(Dialect):
     def update(self, update: dict[str, Any]) -> dict[str, Any] | None:
         kind = update["sessionUpdate"]
         if kind == "tool_call":
-            return _tool_call_update({**update, "sessionUpdate": "tool_call_update"})
+            return _tool_call_fields({**update, "sessionUpdate": "tool_call_update"})
         if kind == "tool_call_update":
-            return _tool_call_update(update)
+            return _tool_call_fields(update)
         if kind == "plan":
             entries = update["entries"]
             if not entries:
@@ -112,10 +113,6 @@ def _command(command: dict[str, Any]) -> dict[str, Any]:
     if isinstance(given, dict) and "type" not in given:
         said["input"] = {"type": "text", **given}
     return said
-
-
-def _tool_call_update(update: dict[str, Any]) -> dict[str, Any]:
-    return _tool_call_fields(update)
 
 
 def _tool_call_fields(fields: dict[str, Any]) -> dict[str, Any]:

@@ -42,7 +42,7 @@ KEPT = (
     "_session/checkpoints",
     "_session/rewind",
 )
-# How many prompts' idempotency keys a session remembers (the newest).
+# How many prompts' idempotency keys a connection remembers (the newest).
 KEYS_KEPT = 256
 
 
