@@ -21,7 +21,7 @@ import pytest
 from acp_fsm.devkit.editor import AgentLink
 from acp_fsm.devkit.provider import Call, Hang, Reply, ScriptedProvider
 from acp_fsm.devkit.schema_check.v2 import refused
-from tests.e2e.support import Launcher, args, text
+from tests.e2e.support import Launcher, args, text, tool_results
 from tests.e2e.test_remote import connected, serving
 from tests.harness import READ_LIMIT, agent_command, wait_until
 
@@ -45,10 +45,14 @@ class V2:
         self.version = result["protocolVersion"]
         return dict(result)
 
-    async def open(self, cwd: Path) -> str:
-        """initialize (v2), then a session in `cwd`."""
+    async def open(self, cwd: Path, mode: str | None = None) -> str:
+        """initialize (v2), then a session in `cwd` (in `mode`, when given)."""
         await self.init()
-        return await self.new(cwd)
+        session = await self.new(cwd)
+        if mode is not None:
+            option = {"sessionId": session, "configId": "mode", "type": "id", "value": mode}
+            await self.link.call("session/set_config_option", option)
+        return session
 
     async def new(self, cwd: Path) -> str:
         created = await self.link.call("session/new", {"cwd": str(cwd), "mcpServers": []})
@@ -284,11 +288,7 @@ async def test_a_call_the_cancel_stopped_is_cancelled(
 ) -> None:
     """v2 has a status for it (v1 says `failed`)."""
     agent = await v2()
-    session = await agent.open(project)
-    await agent.link.call(
-        "session/set_config_option",
-        {"sessionId": session, "configId": "mode", "type": "id", "value": "full_access"},
-    )
+    session = await agent.open(project, mode="full_access")
     server.script(Reply(calls=(Call("c1", "run_command", args(command="sleep 30")),)))
     start = len(agent.link.messages)
     turn = asyncio.ensure_future(agent.prompt(session, "wait"))
@@ -403,11 +403,7 @@ async def test_a_local_command_runs_in_a_terminal_of_the_agents(
     v2: Any, server: ScriptedProvider, project: Path
 ) -> None:
     agent = await v2()
-    session = await agent.open(project)
-    await agent.link.call(
-        "session/set_config_option",
-        {"sessionId": session, "configId": "mode", "type": "id", "value": "full_access"},
-    )
+    session = await agent.open(project, mode="full_access")
     command = "echo out; echo err >&2; exit 3"
     server.script(
         Reply(calls=(Call("c1", "run_command", args(command=command)),)), Reply(text="ok")
@@ -442,11 +438,7 @@ async def test_a_local_command_runs_in_a_terminal_of_the_agents(
     assert ended == [
         {"sessionUpdate": "terminal_update", "terminalId": terminal, "exitStatus": {"exitCode": 3}}
     ]
-    result = next(
-        m["content"]
-        for m in server.requests[-1].body["messages"]
-        if m.get("role") == "tool" and m.get("tool_call_id") == "c1"
-    )
+    result = tool_results(server.requests[-1])["c1"][0]
     assert result.startswith("Exit code: 3")
     final = [u for u in updates if u.get("toolCallId") == "c1" and u.get("status") == "completed"]
     assert final[-1]["content"] == [
@@ -459,11 +451,7 @@ async def test_a_terminal_shows_a_mebibyte_then_says_the_rest_is_not_shown(
     v2: Any, server: ScriptedProvider, project: Path
 ) -> None:
     agent = await v2()
-    session = await agent.open(project)
-    await agent.link.call(
-        "session/set_config_option",
-        {"sessionId": session, "configId": "mode", "type": "id", "value": "full_access"},
-    )
+    session = await agent.open(project, mode="full_access")
     command = "head -c 3000000 /dev/zero | tr '\\0' a; echo the-end"
     server.script(
         Reply(calls=(Call("c1", "run_command", args(command=command)),)), Reply(text="ok")
@@ -481,11 +469,7 @@ async def test_a_terminal_shows_a_mebibyte_then_says_the_rest_is_not_shown(
     shown = b"".join(chunks)
     assert shown.startswith(b"a" * 1024 * 1024) and b"the-end" not in shown
     assert shown.endswith(b"the rest of the output is not shown here; the model reads its end]\r\n")
-    result = next(
-        m["content"]
-        for m in server.requests[-1].body["messages"]
-        if m.get("role") == "tool" and m.get("tool_call_id") == "c1"
-    )
+    result = tool_results(server.requests[-1])["c1"][0]
     assert result.rstrip().endswith("the-end")
 
 
