@@ -51,6 +51,8 @@ from acp_fsm.providers.types import ToolSpec
 
 _MARKERS = (TOOL_CALL, FUNCTION, PYTHON_TAG, TOOL_CALLS)
 _NOTABLE = re.compile(r"[\n<\[]")  # where a marker or a line may start
+_TAG_LINE = re.compile(r"<([A-Za-z][\w-]*)>[ \t]*\r?\n")  # a tag alone on its line
+_TAG_START = re.compile(r"<(?:[A-Za-z][\w-]*(?:>[ \t]*\r?)?)?\Z")  # one, cut by the piece
 
 
 class Scanner:
@@ -150,7 +152,24 @@ def _opener(cur: Cursor, j: int, line_start: bool) -> bool | None:
         cur.json = JsonScan(cur.tools)
         cur.mode = Mode.JSON
         return True
+    if char == "<":
+        return _wrapper(cur, j)
     return False
+
+
+def _wrapper(cur: Cursor, j: int) -> bool | None:
+    """A tag alone on its line (`<tools>`, `<function_call>`), which a small model may wrap
+    its calls written as JSON alone in: a block of JSON alone that its closing tag ends (both
+    tags its syntax: never shown with calls); prose when no call follows. None: the piece
+    ends inside what may still be such a line."""
+    line = _TAG_LINE.match(cur.buf, j)
+    if line is None:
+        return None if not cur.final and _TAG_START.match(cur.buf, j) else False
+    close = f"</{line.group(1)}>"
+    cur.start(Block(CallFormat.BARE_JSON, cur.at + j, close=close, more=True), j)
+    cur.take(line.end())
+    cur.mode = Mode.OPEN
+    return True
 
 
 def _start_marker(cur: Cursor, marker: str, j: int) -> None:

@@ -14,7 +14,9 @@ Formats (`CallFormat`):
   …, "parameters": …}`, several joined by `;`;
 - JSON alone, the ambiguous forms: a fenced block (```json and its kin, ```tool_call, none,
   or the ```python a small model puts around its call) opening with JSON, or a bare JSON value
-  at a line's start, holding a call object or a list of them.
+  at a line's start, holding a call object or a list of them; the same between a tag alone on
+  its line and its closing tag (`<tools>` … `</tools>`, the tool list's tags copied), which
+  are the calls' syntax.
 
 A call object is `{"name", "arguments"}` or `{"name", "parameters"}` (with `"type":
 "function"` and an `"id"` allowed beside them), or OpenAI's `{"type": "function", "function":

@@ -573,7 +573,8 @@ def test_qwen3_parameters_without_closing_tags() -> None:
         (["```" + "x" * 41], "```" + "x" * 41),
         (["<tool_call>\n", "hello"], "<tool_call>\nhello"),
         (["<tool", "_cal"], ""),
-        (["<tool", "s>"], "<tools>"),
+        (["<tool", "s> and"], "<tools> and"),
+        (["<tools>", "\n", "Hello"], "<tools>\nHello"),  # a lone tag line: no call follows
         (["[TOOL_CALLS]nope", "[x"], "[TOOL_CALLS]nope[x"),
         (["[TOOL_CALLS]read_file", "[A"], ""),
         (["[", "x] done"], "[x] done"),
@@ -700,3 +701,20 @@ def test_calls_of_tools_never_offered_are_found_apart_under_the_same_rules() -> 
     assert stray_calls(READ, TOOLS) == []
     explained = '```json\n{"name": "w", "arguments": {}}\n```\n' + "And then, " * 20
     assert stray_calls(explained, TOOLS) == []
+
+
+@pytest.mark.parametrize("tag", ["tools", "tool", "function_call"])
+def test_a_tag_line_a_small_model_wraps_its_calls_in_is_their_syntax(tag: str) -> None:
+    """Seen from Qwen2.5-Coder 1.5B on llama.cpp: `<tools>` around JSON alone. Shown and kept
+    in the prose, the model read the tags back and answered with them alone; now they are the
+    calls' syntax, held with them and never shown."""
+    text = f"Let me look.\n<{tag}>\n    {READ}\n</{tag}>\n"
+    found = recognize(text, TOOLS)
+    assert [c.name for c in found.calls] == ["read_file"]
+    assert found.prose == found.released == "Let me look.\n\n"
+    assert_same_at_every_cut(text)
+    unclosed = recognize(f"<{tag}>\n{READ}", TOOLS)  # its closing tag left out
+    assert ([c.name for c in unclosed.calls], unclosed.prose) == (["read_file"], "")
+    html = f"<{tag}>\nNot a call.\n</{tag}>\n"  # no call in it: text, as it was
+    assert recognize(html, TOOLS) == Recognized((), html, html)
+    assert_same_at_every_cut(html)
