@@ -370,7 +370,7 @@ class Launcher:
                 return
             code = await agent.proc.close()
             assert_clean(agent.proc)
-            assert code == 0, agent.proc.stderr.decode(errors="replace")[-3000:]
+            assert code == 0, f"exit status {code}:\n" + agent.proc.stderr_tail(3000)
             assert agent.editor.unexpected == [], agent.editor.unexpected
         finally:
             await agent.proc.kill()
