@@ -32,6 +32,16 @@ def test_progress_is_a_line_per_call_marked_when_it_fails() -> None:
     assert texts(progress.content("the report")) == [texts(shown[-1])[0], "the report"]
 
 
+def test_a_call_the_cancel_stopped_is_marked_as_one_that_failed() -> None:
+    shown: list[tuple[acp.ToolCallContent, ...]] = []
+    progress = Progress(shown.append)
+    progress.seen(updates.tool_call("a", {"title": "Run x", "kind": "execute", "rawInput": {}}))
+    stopped = updates.tool_call_update("a", None)
+    stopped["status"] = "cancelled"  # type: ignore[typeddict-item]  # v2's (v1: failed)
+    progress.seen(stopped)
+    assert texts(shown[-1]) == ["• Run x (failed)"]
+
+
 def test_progress_keeps_the_latest_lines() -> None:
     progress = Progress(lambda content: None)
     for i in range(MAX_LINES + 10):

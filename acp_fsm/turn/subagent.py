@@ -65,6 +65,9 @@ log = structlog.get_logger("turn")
 NOT_DELEGATED = frozenset({TASK_TOOL, PLAN_TOOL, ASK_USER_TOOL})  # ask_user: it cannot ask
 # Progress lines the call shows at most (the latest; a note counts the others).
 MAX_LINES = 60
+# The statuses a call shown in the task's progress is marked "(failed)" for: the cancel's
+# `cancelled` too, as v1 says it (`acp_fsm.dialects`).
+ENDED_BADLY = frozenset({"failed", "cancelled"})
 
 
 class Progress:
@@ -81,7 +84,7 @@ class Progress:
         if update["sessionUpdate"] == "tool_call":
             self._at[update["toolCallId"]] = len(self._lines)
             self._lines.append(f"• {update['title']}")
-        elif update["sessionUpdate"] == "tool_call_update" and update.get("status") == "failed":
+        elif update["sessionUpdate"] == "tool_call_update" and update.get("status") in ENDED_BADLY:
             call = update["toolCallId"]
             at = self._at.get(call)
             if at is not None and not self._lines[at].endswith(" (failed)"):
