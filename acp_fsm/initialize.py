@@ -61,16 +61,16 @@ def runs_terminal_login(capabilities: object) -> bool:
     )
 
 
-def auth_methods(params: Mapping[str, Any] | None) -> list[acp.AuthMethod]:
+def auth_methods(params: Mapping[str, Any], version: int) -> list[acp.AuthMethod]:
     """The login the client can offer: in a terminal only if it can run one."""
-    terminal = runs_terminal_login(_capabilities(params or {}))
+    terminal = runs_terminal_login(_capabilities(params, version))
     return [TERMINAL_LOGIN.copy() if terminal else API_KEY_LOGIN.copy()]
 
 
-def _capabilities(params: Mapping[str, Any]) -> object:
-    """The client's capabilities: v2's `capabilities`, v1's `clientCapabilities` (either read
-    for the other: liberal in what we accept)."""
-    if negotiated(params) == V2:
+def _capabilities(params: Mapping[str, Any], version: int) -> object:
+    """The client's capabilities in ACP `version`: v2's `capabilities`, v1's
+    `clientCapabilities` (either read for the other: liberal in what we accept)."""
+    if version == V2:
         return params.get("capabilities", params.get("clientCapabilities"))
     return params.get("clientCapabilities", params.get("capabilities"))
 
@@ -91,14 +91,15 @@ def initialize_result(
     # the result's own `_meta`, beside the capabilities; checkpoints and rewind
     # (`acp_fsm.checkpoints`) beside it.
     meta = {"steering": {"supported": True}, "checkpoints": CHECKPOINTS.copy()}
-    if negotiated(params) == V2:
+    version = negotiated(params)
+    if version == V2:
         return cast(
             "acp.InitializeResponse",
             {
                 "protocolVersion": V2,
                 "info": AGENT_INFO.copy(),
                 "capabilities": capabilities_v2(),
-                "authMethods": [login_v2(m) for m in auth_methods(params)],
+                "authMethods": [login_v2(m) for m in auth_methods(params, version)],
                 "_meta": meta,
             },
         )
@@ -109,7 +110,7 @@ def initialize_result(
         "protocolVersion": PROTOCOL_VERSION,
         # built from the registry's paths (`methods.agent_capabilities`), so typed as a whole
         "agentCapabilities": cast("acp.AgentCapabilities", capabilities),
-        "authMethods": auth_methods(params),
+        "authMethods": auth_methods(params, version),
         "agentInfo": AGENT_INFO.copy(),
         "_meta": meta,
     }
@@ -130,7 +131,7 @@ class ClientInfo:
     def __init__(self, params: Mapping[str, Any]) -> None:
         self.protocol_version: int = params["protocolVersion"]  # as the client asked
         self.version = negotiated(params)  # as the connection speaks (`versions`)
-        found = _capabilities(params)
+        found = _capabilities(params, self.version)
         self.capabilities: dict[str, Any] = found if isinstance(found, dict) else {}
         info = params.get("info", params.get("clientInfo"))
         self.info: dict[str, Any] | None = info if isinstance(info, dict) else None

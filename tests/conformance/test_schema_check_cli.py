@@ -179,7 +179,9 @@ def test_a_message_v2_refuses_is_a_failure() -> None:
     ]
     found = v2.refused(records)
     assert len(found) == 2, found
-    assert found[0].startswith("session/update notification: update.sessionUpdate")
+    assert found[0].startswith(
+        "session/update notification: acp_v2.SessionNotification: update.sessionUpdate"
+    )
     assert "messageId" in found[1]
     report = v2.report(records)
     assert not report.ok and len(report.failures) == 2

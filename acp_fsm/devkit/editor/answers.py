@@ -249,3 +249,8 @@ class Editor:
 def _same_id(a: Any, b: Any) -> bool:
     """JSON-RPC ids compare by type and value: 1, 1.0, "1" and true are four ids."""
     return type(a) is type(b) and a == b
+
+
+def id_key(msg_id: Any) -> tuple[str, Any]:
+    """A dict key for a JSON-RPC id that keeps 1, 1.0, "1" and true apart."""
+    return (type(msg_id).__name__, msg_id)

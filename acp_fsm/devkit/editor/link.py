@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Self
 
-from acp_fsm.devkit.editor.answers import Editor, Message
+from acp_fsm.devkit.editor.answers import Editor, Message, id_key
 from acp_fsm.devkit.editor.v1_view import V1View
 from acp_fsm.protocol.errors import RemoteError
 from acp_fsm.system.kept import Kept, spawn_kept
@@ -225,7 +225,7 @@ class AgentLink:
         method = message.get("method")
         viewed = self.view is not None  # recorded as it came (`_record`)
         if "method" not in message:
-            future = self._pending.get(_id_key(message.get("id")))
+            future = self._pending.get(id_key(message.get("id")))
             if not viewed:
                 self._record_answer(message)
             if future is not None and not future.done():
@@ -277,7 +277,7 @@ class AgentLink:
         self._write_now(answer)
 
     def _record_answer(self, message: Message) -> None:
-        method = self._methods.get(_id_key(message.get("id")))
+        method = self._methods.get(id_key(message.get("id")))
         if self.view is not None:
             method = self.view.wire_method(method)
         if "result" in message:
@@ -379,7 +379,7 @@ class AgentLink:
 
     def expect(self, msg_id: Any, method: str | None = None) -> asyncio.Future[Message]:
         """The future of the answer to request `msg_id` (of `method`, named in the records)."""
-        key = _id_key(msg_id)
+        key = id_key(msg_id)
         future = self._pending.get(key)
         if future is None:
             future = self._pending[key] = asyncio.get_running_loop().create_future()
@@ -518,8 +518,3 @@ def is_jsonrpc(value: Any) -> bool:
     return bool(items) and all(
         isinstance(item, dict) and item.get("jsonrpc") == "2.0" for item in items
     )
-
-
-def _id_key(msg_id: Any) -> tuple[str, Any]:
-    """A dict key for a JSON-RPC id that keeps 1, 1.0, "1" and true apart."""
-    return (type(msg_id).__name__, msg_id)

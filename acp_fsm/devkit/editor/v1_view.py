@@ -15,6 +15,8 @@ from __future__ import annotations
 import collections
 from typing import Any, Final
 
+from acp_fsm.devkit.editor.answers import id_key
+
 Message = dict[str, Any]
 
 V2: Final = 2
@@ -41,9 +43,9 @@ class V1View:
             return message
         method, params = message["method"], message.get("params")
         if "id" in message:
-            self._methods[_key(message["id"])] = method
+            self._methods[id_key(message["id"])] = method
             if method == "session/prompt" and isinstance(params, dict):
-                self._prompts[_key(message["id"])] = params.get("sessionId", "")
+                self._prompts[id_key(message["id"])] = params.get("sessionId", "")
         if method == "initialize" and isinstance(params, dict):
             return {**message, "params": initialize_params(params)}
         renamed = RENAMED.get(method)
@@ -82,7 +84,7 @@ class V1View:
         return [message]
 
     def _answer(self, message: Message) -> list[Message]:
-        key = _key(message.get("id"))
+        key = id_key(message.get("id"))
         method = self._methods.pop(key, None)
         if method == "session/prompt":
             session_id = self._prompts.pop(key, "")
@@ -218,7 +220,3 @@ def _mcp_servers(params: Message) -> Message:
 
 def _response(msg_id: Any, result: Message) -> Message:
     return {"jsonrpc": "2.0", "id": msg_id, "result": result}
-
-
-def _key(msg_id: Any) -> tuple[str, Any]:
-    return (type(msg_id).__name__, msg_id)

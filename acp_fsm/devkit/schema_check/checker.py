@@ -1,6 +1,6 @@
 """The verdict on one message the agent wrote: under the official ACP schema, and under the
 project's own schemas (the JSON-RPC envelope, `schemas/jsonrpc.json`, and the definition
-`schemas/methods.json` names for the method)."""
+`schemas/methods.json` names for the method; `methods_v2.json` for ACP v2's)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Final
 from acp_fsm import schemas
 from acp_fsm.devkit.editor.link import Record
 from acp_fsm.devkit.schema_check.official import AGENT, OfficialSchema
+from acp_fsm.versions import V1, V2
 
 _OWN_ENVELOPES: Final = {
     "request": "jsonrpc.Request",
@@ -43,11 +44,16 @@ class OwnMethod:
     result: str | None
 
 
+# Each ACP version's method index, and the schema file its definitions are in.
+_INDEXES: Final = {V1: ("methods.json", "acp"), V2: ("methods_v2.json", "acp_v2")}
+
+
 @cache
-def own_methods() -> dict[str, OwnMethod]:
-    """The project's method index: `methods.json` (acp.*) and its extension methods (acp_fsm.*)."""
+def own_methods(version: int = V1) -> dict[str, OwnMethod]:
+    """The project's method index of ACP `version`: `methods.json` (acp.*), or v2's
+    `methods_v2.json` (acp_v2.*), and its extension methods (acp_fsm.*)."""
     index: dict[str, OwnMethod] = {}
-    for file_name, stem in (("methods.json", "acp"), ("acp_fsm_methods.json", "acp_fsm")):
+    for file_name, stem in (_INDEXES[version], ("acp_fsm_methods.json", "acp_fsm")):
         for method, entry in schemas.load_json(file_name).items():
             result = entry.get("result")
             index[method] = OwnMethod(
@@ -59,27 +65,26 @@ def own_methods() -> dict[str, OwnMethod]:
     return index
 
 
-def own_problems(record: Record) -> list[str]:
-    """A record against the project's JSON-RPC envelope and its method's definition."""
+def own_problems(record: Record, version: int = V1) -> list[str]:
+    """A record against the project's JSON-RPC envelope and its method's definition in ACP
+    `version`."""
     envelope = _OWN_ENVELOPES[record.kind]
     problems = [f"{envelope}: {v}" for v in [schemas.validate(envelope, record.message)] if v]
     if record.kind == "error" or record.method is None:
         return problems
-    spec = own_methods().get(record.method)
+    spec = own_methods(version).get(record.method)
+    where = f"schemas/{_INDEXES[version][0]}"
     if spec is None:
-        return [*problems, f"no definition of {record.method} in schemas/methods.json"]
+        return [*problems, f"no definition of {record.method} in {where}"]
     if record.kind in ("request", "notification"):
         if spec.direction == "client_to_agent" or spec.kind != record.kind:
             return [
                 *problems,
-                f"{record.method} is not an agent-to-client {record.kind} in schemas/methods.json",
+                f"{record.method} is not an agent-to-client {record.kind} in {where}",
             ]
         ref = spec.params
     elif spec.direction == "agent_to_client" or spec.result is None:
-        return [
-            *problems,
-            f"{record.method} has no result the agent answers with in schemas/methods.json",
-        ]
+        return [*problems, f"{record.method} has no result the agent answers with in {where}"]
     else:
         ref = spec.result
     violation = schemas.validate(ref, record.payload)

@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from acp_fsm import schemas
 from acp_fsm.devkit.editor import Record
-from acp_fsm.devkit.schema_check.checker import Verdict
+from acp_fsm.devkit.schema_check.checker import Verdict, own_problems
 from acp_fsm.devkit.schema_check.report import Report
-from acp_fsm.methods import ACP_V2
+from acp_fsm.versions import V2
 
 # What the scripted session must make an agent speaking v2 say (`gaps`): v2's own updates,
 # and its answers and requests that differ from v1's.
@@ -31,19 +30,14 @@ EXERCISED: Final = (
 
 
 def verdict(record: Record) -> Verdict:
-    """What v2's definitions say of `record` (a message as it was on the wire): error answers
-    are JSON-RPC's, and methods v2 does not have are not judged here."""
-    spec = ACP_V2.get(record.method or "")
-    if spec is None or record.kind == "error":
-        return Verdict()
-    ref = spec.result_ref if record.kind == "result" else spec.params_ref
-    violation = None if ref is None else schemas.validate(ref, record.payload)
-    return Verdict() if violation is None else Verdict(own=(str(violation),))
+    """What v2's definitions say of `record` (a message as it was on the wire): its
+    envelope, and its method's definition in `methods_v2.json` (`checker.own_problems`)."""
+    return Verdict(own=tuple(own_problems(record, V2)))
 
 
 def refused(records: Iterable[Record]) -> list[str]:
     """What of the agent's messages v2's definitions refuse: each as its method, kind and
-    the violation."""
+    the problem."""
     found = []
     for record in records:
         for problem in verdict(record).own:
